@@ -1,0 +1,491 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// Commands that call a running daemon through the control API.
+
+func (c *cli) idCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "id",
+		Short: "Print the node's peer ID and full multiaddrs",
+		Long: `Print the node's peer ID on the first line, then each address it listens
+on as a full multiaddr (ending in /p2p/<peer id>), one a line: what another
+node passes to 'wats peers connect' or puts in p2p.bootstrap.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			id, err := cl.ID(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(id)
+			}
+			fmt.Fprintln(c.stdout, id.PeerID)
+			for _, a := range id.Addrs {
+				fmt.Fprintln(c.stdout, a)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (c *cli) statusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the node's status: peers, events, head",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			st, err := cl.Status(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(st)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
+			fmt.Fprintf(tw, "peer id:\t%s\n", st.PeerID)
+			fmt.Fprintf(tw, "network:\t%s\n", st.Network)
+			fmt.Fprintf(tw, "agent:\t%s\n", st.Agent)
+			fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
+			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
+			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
+			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
+			fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
+			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func (c *cli) peersCmd() *cobra.Command {
+	var asJSON bool
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the connected peers",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			peers, err := cl.Peers(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(peers)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tHEAD\tCURSOR\tAGENT\tADDRESS")
+			for _, p := range peers {
+				addr := "-"
+				if len(p.Addrs) > 0 {
+					addr = p.Addrs[0]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+					p.PeerID, p.Direction, yesNo(p.Hello), p.Head, p.Cursor, dash(p.Agent), addr)
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	connect := &cobra.Command{
+		Use:   "connect ADDR",
+		Short: "Connect to a peer by its full multiaddr and greet it",
+		Long: `Dial ADDR, a full multiaddr ending in /p2p/<peer id> (as printed by
+'wats id' on the other node), and wait until hello completes.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !strings.Contains(args[0], "/p2p/") {
+				return usageErrorf("address %q has no /p2p/<peer id>: pass a full multiaddr, as 'wats id' prints", args[0])
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			p, err := cl.Connect(cmd.Context(), args[0])
+			if err != nil {
+				return c.apiError(err)
+			}
+			fmt.Fprintf(c.stdout, "connected to %s (%s, head %d)\n", p.PeerID, dash(p.Agent), p.Head)
+			return nil
+		},
+	}
+	return group("peers", "List and connect peers", ls, connect)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *cli) eventsCmd() *cobra.Command {
+	return group("events", "Add, list, get and tail events",
+		c.eventsAddCmd(), c.eventsLsCmd(), c.eventsGetCmd(), c.eventsTailCmd())
+}
+
+// maxBodyFlagBytes caps the --body of `events add`, read from the command
+// line or a file. Design §5: a body is at most 16 KiB; the daemon enforces
+// that exactly, this cap only keeps a wrong @file (a large file, a device)
+// from being read whole.
+const maxBodyFlagBytes = 1 << 20
+
+func (c *cli) eventsAddCmd() *cobra.Command {
+	var (
+		kind, body string
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "add --kind KIND [--body JSON]",
+		Short: "Sign, store and gossip a new event; print its id",
+		Long: `Ask the daemon to sign an event of kind KIND (1 to 32 of [a-z0-9._-]) with
+body JSON (a JSON object of at most 16 KiB; default {}), store it and gossip
+it. Prints the event's id, or the whole signed event with --json.
+--body @FILE reads the body from FILE, --body @- from stdin.`,
+		Example: `  wats events add --kind note --body '{"text":"hello"}'`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkKind(kind); err != nil {
+				return &usageError{err}
+			}
+			b, err := c.readBody(body)
+			if err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ev, err := cl.AddEvent(cmd.Context(), kind, b)
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printValue(ev)
+			}
+			id, err := eventID(ev)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.stdout, id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "the event's kind, 1 to 32 of [a-z0-9._-] (required)")
+	cmd.Flags().StringVar(&body, "body", "{}", "the event's body: a JSON object, or @FILE, or @- for stdin")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored signed event")
+	return cmd
+}
+
+// checkKind applies design §5's rule for kinds (1–32 of [a-z0-9._-]) so
+// that a typo is a usage error before any call; the daemon checks again.
+func checkKind(kind string) error {
+	if kind == "" {
+		return errors.New("--kind is required, e.g. --kind note")
+	}
+	if len(kind) > 32 {
+		return fmt.Errorf("--kind %q is %d bytes long: at most 32", kind, len(kind))
+	}
+	for _, r := range kind {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("--kind %q has %q: use only a-z, 0-9, '.', '_' and '-'", kind, r)
+		}
+	}
+	return nil
+}
+
+// readBody returns the --body value as JSON: inline, @FILE or @-. It must
+// be a JSON object (design §5).
+func (c *cli) readBody(flag string) (jsontext.Value, error) {
+	raw := []byte(flag)
+	if name, ok := strings.CutPrefix(flag, "@"); ok {
+		var err error
+		if raw, err = readCapped(name, c.stdin, maxBodyFlagBytes); err != nil {
+			return nil, fmt.Errorf("--body: %w", err)
+		}
+	}
+	v := jsontext.Value(raw)
+	if !v.IsValid() {
+		return nil, usageErrorf("--body is not valid JSON: %.80q", raw)
+	}
+	if v.Kind() != '{' {
+		return nil, usageErrorf("--body must be a JSON object such as '{\"text\":\"hi\"}', got %.80q", raw)
+	}
+	return v, nil
+}
+
+// eventID returns the "id" of a signed event.
+func eventID(ev jsontext.Value) (string, error) {
+	var e struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(ev, &e); err != nil || e.ID == "" {
+		return "", fmt.Errorf("the daemon returned an event without an id: %.120s", ev)
+	}
+	return e.ID, nil
+}
+
+func (c *cli) eventsLsCmd() *cobra.Command {
+	var (
+		asJSON bool
+		after  uint64
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "ls [--after N] [--limit N]",
+		Short: "List the events of the local log, oldest first",
+		Long: `List one page of the local log: the events stored after cursor N
+(default 0, from the start), at most --limit of them (default: the daemon's
+page size). The last line says where the next page starts.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageErrorf("--limit %d: must be 0 (the daemon's default) or more", limit)
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			page, err := cl.Events(cmd.Context(), after, limit)
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(page)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTIME\tAUTHOR\tKIND\tBODY")
+			for _, ev := range page.Events {
+				fmt.Fprintln(tw, eventRow(ev))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.More {
+				fmt.Fprintf(c.stdout, "more: wats events ls --after %d\n", page.Next)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page as JSON (events, next, more, head)")
+	cmd.Flags().Uint64Var(&after, "after", 0, "list the events after this cursor")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many events (0: the daemon's page size)")
+	return cmd
+}
+
+// eventRow is the tab-separated row of `events ls` for ev: a short id and
+// author, the time in UTC, the kind and the body cut to 60 bytes.
+func eventRow(ev jsontext.Value) string {
+	var e struct {
+		ID     string         `json:"id"`
+		Author string         `json:"author"`
+		Time   int64          `json:"time"`
+		Kind   string         `json:"kind"`
+		Body   jsontext.Value `json:"body"`
+	}
+	if err := json.Unmarshal(ev, &e); err != nil {
+		return fmt.Sprintf("?\t?\t?\t?\t%.60s", ev)
+	}
+	body := string(e.Body)
+	if len(body) > 60 {
+		body = body[:57] + "..."
+	}
+	t := time.UnixMilli(e.Time).UTC().Format("2006-01-02T15:04:05.000Z")
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", short(e.ID, 16), t, shortPeer(e.Author), e.Kind, body)
+}
+
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// shortPeer shortens a peer ID to its last 8 characters, the part that
+// differs between peers (every Ed25519 peer ID starts with 12D3KooW).
+func shortPeer(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	return "…" + id[len(id)-8:]
+}
+
+func (c *cli) eventsGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Print the event with this id as JSON",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isEventID(args[0]) {
+				return usageErrorf("event id %q: want 64 lowercase hex digits, as 'events add' prints", args[0])
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ev, err := cl.Event(cmd.Context(), args[0])
+			if errors.Is(err, api.ErrNotFound) {
+				return fmt.Errorf("no event %s in the log of repo %s", args[0], c.repoDir)
+			}
+			if err != nil {
+				return c.apiError(err)
+			}
+			return c.printValue(ev)
+		},
+	}
+}
+
+// isEventID reports whether s has the form of an event id: the lowercase
+// hex of a BLAKE3-256 digest (design §5).
+func isEventID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *cli) eventsTailCmd() *cobra.Command {
+	var after uint64
+	cmd := &cobra.Command{
+		Use:   "tail [--after N]",
+		Short: "Print events as they are stored, one JSON object a line",
+		Long: `Print each event as the daemon stores it (from peers, gossip or
+'events add'), one compact JSON object a line, until interrupted. By default
+it starts at the current head; --after 0 prints the whole log first.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if !cmd.Flags().Changed("after") {
+				st, err := cl.Status(ctx)
+				if err != nil {
+					return c.apiError(err)
+				}
+				after = st.Head
+			}
+			err = cl.Tail(ctx, after, func(ev jsontext.Value) error {
+				_, err := fmt.Fprintf(c.stdout, "%s\n", ev)
+				return err
+			})
+			if ctx.Err() != nil {
+				return nil // interrupted: the normal way to stop
+			}
+			return c.apiError(err)
+		},
+	}
+	cmd.Flags().Uint64Var(&after, "after", 0, "start after this cursor (default: the current head)")
+	return cmd
+}
+
+func (c *cli) syncCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sync PEER",
+		Short: "Catch up on a peer's log now, showing progress",
+		Long: `Ask the daemon to sync PEER's log to its head now. PEER is the peer ID of
+a connected peer or a full multiaddr to dial first. On a terminal this shows
+a progress bar; otherwise it prints a line per progress report; --json prints
+the reports as JSON lines.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			var view syncView
+			switch {
+			case asJSON:
+				view = &jsonSyncView{w: c.stdout}
+			case isTerminal(c.stdout):
+				view = newBarSyncView(c.stdout)
+			default:
+				view = &lineSyncView{w: c.stdout}
+			}
+			final, err := cl.Sync(cmd.Context(), args[0], view.update)
+			view.done(final, err)
+			if errors.Is(err, api.ErrSyncFailed) {
+				return fmt.Errorf("sync of %s failed: %s", args[0], final.Error)
+			}
+			return c.apiError(err)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each progress report as a JSON line")
+	return cmd
+}
+
+// printValue writes a JSON value from the daemon, indented.
+func (c *cli) printValue(v jsontext.Value) error {
+	v = v.Clone()
+	if err := v.Indent(jsontext.WithIndent("  ")); err != nil {
+		return fmt.Errorf("the daemon returned invalid JSON: %w", err)
+	}
+	_, err := fmt.Fprintf(c.stdout, "%s\n", v)
+	return err
+}
+
+func marshalIndent(v any) ([]byte, error) {
+	return json.Marshal(v, jsontext.WithIndent("  "))
+}
+
+// callTimeout bounds the short control API calls the devnet commands make
+// to each node, so that one hung daemon does not hang `devnet status`.
+const callTimeout = 5 * time.Second
+
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, callTimeout)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,734 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/node/api"
+)
+
+// Devnet defaults.
+const (
+	// defaultDevnetNetwork is the network name of a devnet's nodes.
+	defaultDevnetNetwork = "wats-devnet"
+	// defaultUpTimeout bounds `devnet up`: every node started and connected.
+	defaultUpTimeout = 30 * time.Second
+	// devnetSyncInterval is the nodes' sync.interval: shorter than the
+	// default 30s so that an event missed by gossip shows up quickly.
+	devnetSyncInterval = 5 * time.Second
+)
+
+// devnetListen is every devnet node's p2p.listen: loopback only, ports
+// chosen by the kernel, TCP and QUIC (design §13: on loopback).
+var devnetListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+
+// devnetFlags are the flags shared by the devnet commands.
+type devnetFlags struct {
+	dir string
+}
+
+func (f *devnetFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "dir", defaultDevnetDir(),
+		"the devnet directory (default: $WATS_DEVNET_DIR, else ~/.wats-devnet)")
+}
+
+// flagHint is " --dir DIR" when dir is not the default, for the commands
+// the devnet commands suggest.
+func (f *devnetFlags) flagHint() string {
+	if f.dir == defaultDevnetDir() {
+		return ""
+	}
+	return " --dir " + f.dir
+}
+
+func (c *cli) devnetCmd() *cobra.Command {
+	return group("devnet", "Run a local network of several nodes",
+		c.devnetUpCmd(), c.devnetRunCmd(), c.devnetStatusCmd(), c.devnetExecCmd(),
+		c.devnetLogsCmd(), c.devnetDownCmd())
+}
+
+// checkNodeCount validates -n.
+func checkNodeCount(n int) error {
+	if n < 1 || n > maxDevnetNodes {
+		return usageErrorf("-n %d: a devnet has 1 to %d nodes", n, maxDevnetNodes)
+	}
+	return nil
+}
+
+func (c *cli) devnetUpCmd() *cobra.Command {
+	var (
+		f       devnetFlags
+		n       int
+		network string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "up -n N [--dir DIR]",
+		Short: "Start N daemons in the background and wait until they are connected",
+		Long: `Start N daemons on 127.0.0.1 in the background, each with its own repo
+DIR/nodeI (created if needed) and log DIR/nodeI/daemon.log, all on one
+network, nodes 1..N-1 bootstrapped to node0. Returns once every node is
+connected, or fails after --timeout and stops what it started. The pids are
+recorded in DIR/devnet.json for status, exec, logs and down.`,
+		Example: `  wats devnet up -n 3
+  wats devnet exec 1 -- events add --kind note --body '{"text":"hi"}'
+  wats devnet status
+  wats devnet down`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNodeCount(n); err != nil {
+				return err
+			}
+			if timeout <= 0 {
+				return usageErrorf("--timeout %s: must be positive", timeout)
+			}
+			net, err := startNetwork(cmd.Context(), netOptions{
+				dir: f.dir, n: n, network: network, timeout: timeout, log: c.progress,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "devnet of %d nodes up in %s (network %s)\n", n, f.dir, network)
+			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
+				return err
+			}
+			h := f.flagHint()
+			fmt.Fprintf(c.stdout, "\nnext: wats devnet exec%s 0 -- events add --kind note --body '{\"text\":\"hi\"}'\n", h)
+			fmt.Fprintf(c.stdout, "      wats devnet status%s | wats devnet logs%s | wats devnet down%s\n", h, h, h)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVarP(&n, "nodes", "n", 3, "the number of nodes")
+	cmd.Flags().StringVar(&network, "network", defaultDevnetNetwork, "the nodes' network name")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
+	return cmd
+}
+
+// progress writes a progress message of a long command to stderr.
+func (c *cli) progress(format string, args ...any) {
+	fmt.Fprintf(c.stderr, format+"\n", args...)
+}
+
+// netOptions are the settings of startNetwork.
+type netOptions struct {
+	dir     string
+	n       int
+	network string
+	timeout time.Duration
+	// foreground: the nodes belong to this process (`devnet run`).
+	foreground bool
+	log        func(format string, args ...any)
+}
+
+// devnet is a network started by this process.
+type devnet struct {
+	dir     string
+	state   *devnetState
+	procs   []*proc
+	clients []*api.Client
+}
+
+// startNetwork starts o.n daemons in o.dir as `devnet up` describes and
+// waits, at most o.timeout, until node0 has o.n-1 peers and every other
+// node at least one. On any failure it stops what it started, removes the
+// pid file and returns an error saying what went wrong and where the logs
+// are.
+func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the wats binary: %w", err)
+	}
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := refuseRunning(o.dir); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(o.timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	d := &devnet{dir: o.dir, state: &devnetState{
+		Version: stateVersion, Network: o.network, Started: time.Now().UTC(),
+		Foreground: o.foreground, RunnerPID: os.Getpid(),
+	}}
+	defer func() {
+		if err != nil {
+			d.stop()
+			_ = removeState(o.dir)
+			if ctx.Err() == context.DeadlineExceeded {
+				err = fmt.Errorf("devnet did not come up within %s: %w", o.timeout, err)
+			}
+		}
+	}()
+	start := func(i int, bootstrap []string) error {
+		dir := nodeDir(o.dir, i)
+		cfg := config.Default()
+		cfg.Network = o.network
+		cfg.P2P.Listen = append([]string(nil), devnetListen...)
+		cfg.P2P.Bootstrap = bootstrap
+		cfg.Sync.Interval = config.Duration{Duration: devnetSyncInterval}
+		r, err := prepareNodeRepo(dir, cfg)
+		if err != nil {
+			return fmt.Errorf("node%d: %w", i, err)
+		}
+		logPath := filepath.Join(dir, logFileName)
+		p, err := startDaemon(exe, dir, logPath, i, o.foreground)
+		if err != nil {
+			return err
+		}
+		d.procs = append(d.procs, p)
+		d.clients = append(d.clients, api.NewClient(r.SocketPath()))
+		d.state.Nodes = append(d.state.Nodes, nodeState{Index: i, Repo: dir, Log: logPath, PID: p.pid()})
+		return d.state.save(o.dir)
+	}
+	identify := func(i int) error {
+		id, err := waitAPI(ctx, d.procs[i], d.clients[i], d.state.Nodes[i].Log)
+		if err != nil {
+			return err
+		}
+		d.state.Nodes[i].PeerID, d.state.Nodes[i].Addrs = id.PeerID, id.Addrs
+		return nil
+	}
+
+	o.log("starting node0 in %s", nodeDir(o.dir, 0))
+	if err := start(0, nil); err != nil {
+		return nil, err
+	}
+	if err := identify(0); err != nil {
+		return nil, err
+	}
+	boot := d.state.Nodes[0].Addrs
+	if len(boot) == 0 {
+		return nil, fmt.Errorf("node0 (%s) reports no listen address; see %s", d.state.Nodes[0].PeerID, d.state.Nodes[0].Log)
+	}
+	switch {
+	case o.n == 2:
+		o.log("starting node1, bootstrapped to %s", boot[0])
+	case o.n > 2:
+		o.log("starting node1..node%d, bootstrapped to %s", o.n-1, boot[0])
+	}
+	for i := 1; i < o.n; i++ {
+		if err := start(i, boot); err != nil {
+			return nil, err
+		}
+	}
+	for i := 1; i < o.n; i++ {
+		if err := identify(i); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.state.save(o.dir); err != nil {
+		return nil, err
+	}
+	o.log("waiting for the %d nodes to connect", o.n)
+	if err := waitConnected(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// refuseRunning fails if dir holds a devnet with a node still running.
+func refuseRunning(dir string) error {
+	st, err := loadState(dir)
+	if errors.Is(err, errNoDevnet) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var pids []string
+	for _, n := range st.Nodes {
+		if processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo) {
+			pids = append(pids, strconv.Itoa(n.PID))
+		}
+	}
+	if len(pids) > 0 {
+		return fmt.Errorf("a devnet is already running in %s (pids %s); stop it with: wats devnet down --dir %s",
+			dir, strings.Join(pids, ", "), dir)
+	}
+	return nil // a stale devnet.json: its nodes are gone
+}
+
+// stop stops the daemons of d and closes its clients.
+func (d *devnet) stop() {
+	stopProcs(d.procs)
+	for _, cl := range d.clients {
+		cl.Close()
+	}
+}
+
+// waitAPI waits until the daemon p answers ID on its socket. It fails if
+// p exits first (quoting the end of its log) or ctx ends.
+func waitAPI(ctx context.Context, p *proc, cl *api.Client, logPath string) (*api.ID, error) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		id, err := cl.ID(cctx)
+		cancel()
+		if err == nil {
+			return id, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("node%d exited while starting (%v); the end of %s:\n%s",
+				p.index, p.err, logPath, logTail(logPath, 15))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("node%d's API did not answer on %s (last error: %v); see %s",
+				p.index, cl.Socket(), err, logPath)
+		case <-t.C:
+		}
+	}
+}
+
+// waitConnected waits until node0 has completed hello with every other
+// node and each other node with at least one peer.
+func waitConnected(ctx context.Context, d *devnet) error {
+	n := len(d.clients)
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		var missing []string
+		for i, cl := range d.clients {
+			want := 1
+			if i == 0 {
+				want = n - 1
+			}
+			if want == 0 {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			st, err := cl.Status(cctx)
+			cancel()
+			switch {
+			case err != nil:
+				missing = append(missing, fmt.Sprintf("node%d: %v", i, err))
+			case st.Peers < want:
+				missing = append(missing, fmt.Sprintf("node%d has %d of %d peers", i, st.Peers, want))
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		for _, p := range d.procs {
+			select {
+			case <-p.exited:
+				return fmt.Errorf("node%d exited (%v); the end of its log:\n%s",
+					p.index, p.err, logTail(d.state.Nodes[p.index].Log, 15))
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the nodes did not connect: %s; logs in %s/node*/%s",
+				strings.Join(missing, ", "), d.dir, logFileName)
+		case <-t.C:
+		}
+	}
+}
+
+// logTail returns the last n lines of the file at path, indented.
+func logTail(path string, n int) string {
+	b, err := readTail(path, 64<<10)
+	if err != nil {
+		return "  (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// readTail reads at most the last max bytes of the file at path.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off := fi.Size() - max; off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// nodeRow is one row of `devnet status`.
+type nodeRow struct {
+	Index  int    `json:"index"`
+	PeerID string `json:"peer_id"`
+	PID    int    `json:"pid"`
+	Alive  bool   `json:"alive"`
+	Peers  int    `json:"peers"`
+	Events uint64 `json:"events"`
+	Head   uint64 `json:"head"`
+	Repo   string `json:"repo"`
+	// Error is why the node's API did not answer, if it did not.
+	Error string `json:"error,omitempty"`
+}
+
+// nodeRows asks every node of st for its status, concurrently, each call
+// bounded by callTimeout.
+func nodeRows(ctx context.Context, st *devnetState) []nodeRow {
+	rows := make([]nodeRow, len(st.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range st.Nodes {
+		rows[i] = nodeRow{Index: n.Index, PeerID: n.PeerID, PID: n.PID, Repo: n.Repo,
+			Alive: processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo)}
+		if !rows[i].Alive {
+			rows[i].Error = "not running"
+			continue
+		}
+		wg.Go(func() {
+			cl, err := nodeClient(n.Repo)
+			if err != nil {
+				rows[i].Error = err.Error()
+				return
+			}
+			defer cl.Close()
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			s, err := cl.Status(cctx)
+			if err != nil {
+				rows[i].Error = err.Error()
+				return
+			}
+			rows[i].PeerID, rows[i].Peers, rows[i].Events, rows[i].Head = s.PeerID, s.Peers, s.Events, s.Head
+		})
+	}
+	wg.Wait()
+	return rows
+}
+
+// printDevnetTable prints `devnet status`'s rows for st.
+func (c *cli) printDevnetTable(ctx context.Context, st *devnetState, asJSON bool) error {
+	rows := nodeRows(ctx, st)
+	if asJSON {
+		return c.printJSON(rows)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPEER ID\tPID\tALIVE\tPEERS\tEVENTS\tHEAD\tREPO")
+	for _, r := range rows {
+		if r.Error != "" && r.Alive {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t-\t-\t-\t%s\t(%s)\n", r.Index, dash(r.PeerID), r.PID, yesNo(r.Alive), r.Repo, r.Error)
+			continue
+		}
+		if !r.Alive {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t-\t-\t-\t%s\n", r.Index, dash(r.PeerID), r.PID, yesNo(r.Alive), r.Repo)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\n", r.Index, r.PeerID, r.PID, yesNo(r.Alive), r.Peers, r.Events, r.Head, r.Repo)
+	}
+	return tw.Flush()
+}
+
+func (c *cli) devnetStatusCmd() *cobra.Command {
+	var (
+		f      devnetFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show each node of the devnet: peer id, pid, alive, peers, events, head",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := c.loadDevnet(&f)
+			if err != nil {
+				return err
+			}
+			return c.printDevnetTable(cmd.Context(), st, asJSON)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: one object per node")
+	return cmd
+}
+
+// loadDevnet loads the devnet of --dir, with an error that says how to
+// start one if there is none.
+func (c *cli) loadDevnet(f *devnetFlags) (*devnetState, error) {
+	st, err := loadState(f.dir)
+	if errors.Is(err, errNoDevnet) {
+		return nil, fmt.Errorf("no devnet in %s; start one with: wats devnet up -n 3%s", f.dir, f.flagHint())
+	}
+	return st, err
+}
+
+func (c *cli) devnetExecCmd() *cobra.Command {
+	var f devnetFlags
+	cmd := &cobra.Command{
+		Use:   "exec I -- ARGS...",
+		Short: "Run a wats command against node I",
+		Long: `Run this wats binary with --repo DIR/nodeI followed by ARGS, passing stdin,
+stdout, stderr and the exit code through. Put ARGS after "--" so that their
+flags are not taken for exec's.`,
+		Example: `  wats devnet exec 1 -- status
+  wats devnet exec 2 -- events add --kind note --body '{"text":"hi"}'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usageErrorf("want a node index and a command, e.g. wats devnet exec 1 -- status")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			i, err := strconv.Atoi(args[0])
+			if err != nil || i < 0 {
+				return usageErrorf("node index %q: want 0, 1, 2, ...", args[0])
+			}
+			if dash := cmd.ArgsLenAtDash(); dash != -1 && dash != 1 {
+				return usageErrorf("put the node index before \"--\": wats devnet exec 1 -- status")
+			}
+			dir := nodeDir(f.dir, i)
+			if st, err := loadState(f.dir); err == nil && i >= len(st.Nodes) {
+				return usageErrorf("node index %d: the devnet in %s has nodes 0 to %d", i, f.dir, len(st.Nodes)-1)
+			} else if _, serr := os.Stat(dir); serr != nil {
+				return fmt.Errorf("no node %d in %s: %w", i, f.dir, serr)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the wats binary: %w", err)
+			}
+			sub := exec.Command(exe, append([]string{"--repo", dir}, args[1:]...)...)
+			sub.Stdin, sub.Stdout, sub.Stderr = c.stdin, c.stdout, c.stderr
+			// The child shares our process group: the terminal's Ctrl-C
+			// reaches it directly, and main's handler keeps us alive to
+			// wait for it and pass its exit code on.
+			err = sub.Run()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return &exitCodeError{code: exitCodeOf(ee)}
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// exitCodeOf returns a finished child's exit code, 128+N for a child
+// killed by signal N (the shell's convention).
+func exitCodeOf(ee *exec.ExitError) int {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if code := ee.ExitCode(); code > 0 {
+		return code
+	}
+	return exitError
+}
+
+func (c *cli) devnetLogsCmd() *cobra.Command {
+	var (
+		f      devnetFlags
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "logs [I] [-f]",
+		Short: "Print the daemons' logs (all nodes, prefixed, or node I)",
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := c.devnetLogPaths(&f, args)
+			if err != nil {
+				return err
+			}
+			prefix := len(args) == 0
+			fl := make([]*logFollower, len(paths))
+			for i, p := range paths {
+				fl[i] = &logFollower{path: p.path}
+				if prefix {
+					fl[i].prefix = fmt.Sprintf("node%d | ", p.index)
+				}
+				if _, err := fl[i].copy(c.stdout, true); err != nil && !follow {
+					return err
+				}
+			}
+			if !follow {
+				return nil
+			}
+			return followLogs(cmd.Context(), c.stdout, fl)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines until interrupted")
+	return cmd
+}
+
+type indexedPath struct {
+	index int
+	path  string
+}
+
+// devnetLogPaths lists the log files `devnet logs` prints: node args[0],
+// or every node of the devnet.
+func (c *cli) devnetLogPaths(f *devnetFlags, args []string) ([]indexedPath, error) {
+	if len(args) == 1 {
+		i, err := strconv.Atoi(args[0])
+		if err != nil || i < 0 {
+			return nil, usageErrorf("node index %q: want 0, 1, 2, ...", args[0])
+		}
+		p := filepath.Join(nodeDir(f.dir, i), logFileName)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("no log for node %d: %w", i, err)
+		}
+		return []indexedPath{{i, p}}, nil
+	}
+	st, err := loadState(f.dir)
+	if err == nil {
+		out := make([]indexedPath, len(st.Nodes))
+		for i, n := range st.Nodes {
+			out[i] = indexedPath{n.Index, n.Log}
+		}
+		return out, nil
+	}
+	if !errors.Is(err, errNoDevnet) {
+		return nil, err
+	}
+	// No devnet running: the logs of the repos left behind, if any.
+	var out []indexedPath
+	for i := 0; i < maxDevnetNodes; i++ {
+		p := filepath.Join(nodeDir(f.dir, i), logFileName)
+		if _, err := os.Stat(p); err != nil {
+			break
+		}
+		out = append(out, indexedPath{i, p})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no devnet logs in %s", f.dir)
+	}
+	return out, nil
+}
+
+// logFollower prints the new complete lines of one log file, each with a
+// prefix.
+type logFollower struct {
+	path   string
+	prefix string
+	off    int64
+}
+
+// copy writes the lines added to the file since the last call. A last
+// line without its newline is held back until it is complete, unless
+// final is set.
+func (l *logFollower) copy(w io.Writer, final bool) (bool, error) {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return false, err
+	}
+	r := bufio.NewReader(f)
+	wrote := false
+	for {
+		line, err := r.ReadString('\n')
+		if len(line) > 0 && (strings.HasSuffix(line, "\n") || final) {
+			l.off += int64(len(line))
+			if !strings.HasSuffix(line, "\n") {
+				line += "\n"
+			}
+			if _, werr := io.WriteString(w, l.prefix+line); werr != nil {
+				return wrote, werr
+			}
+			wrote = true
+		}
+		if err == io.EOF {
+			return wrote, nil
+		}
+		if err != nil {
+			return wrote, err
+		}
+	}
+}
+
+// followLogs prints new lines of every log as they are written, until ctx
+// is done. Logs are plain files written by other processes: it looks for
+// new lines every followInterval.
+func followLogs(ctx context.Context, w io.Writer, fl []*logFollower) error {
+	t := time.NewTicker(followInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, l := range fl {
+			if _, err := l.copy(w, false); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+}
+
+// followInterval is how often `devnet logs -f` looks for new lines.
+const followInterval = 250 * time.Millisecond
+
+func (c *cli) devnetDownCmd() *cobra.Command {
+	var (
+		f     devnetFlags
+		clean bool
+	)
+	cmd := &cobra.Command{
+		Use:   "down [--clean]",
+		Short: "Stop every node of the devnet (and remove its repos with --clean)",
+		Long: `Send SIGTERM to every node recorded in DIR/devnet.json, wait up to 10s for
+them to exit, then SIGKILL those left; check that none is left and remove the
+pid file. The node repos stay (a later 'up' reuses their identities and logs)
+unless --clean.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := loadState(f.dir)
+			if errors.Is(err, errNoDevnet) {
+				if clean {
+					return cleanDevnetDir(f.dir)
+				}
+				return fmt.Errorf("no devnet in %s (no %s)", f.dir, stateFileName)
+			}
+			if err != nil {
+				return err
+			}
+			left := stopRecorded(cmd.Context(), st, c.progress)
+			if len(left) > 0 {
+				return fmt.Errorf("processes %v are still alive after SIGKILL; %s kept", left, stateFileName)
+			}
+			if err := removeState(f.dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "devnet in %s stopped (%d nodes)\n", f.dir, len(st.Nodes))
+			if clean {
+				if err := cleanDevnetDir(f.dir); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "removed the node repos\n")
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the node repos and their logs")
+	return cmd
+}

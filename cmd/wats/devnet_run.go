@@ -1,0 +1,528 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// Timing of `devnet run`.
+const (
+	// viewInterval is how often the convergence view refreshes.
+	viewInterval = time.Second
+	// settleTimeout is how long `devnet run --duration` waits, after it
+	// stops publishing, for the nodes to converge before it reports.
+	settleTimeout = 20 * time.Second
+	// demoKind is the kind of the events the demo publishes.
+	demoKind = "note"
+)
+
+// runOptions are the flags of `devnet run`.
+type runOptions struct {
+	f             devnetFlags
+	n             int
+	demo          bool
+	duration      time.Duration
+	interval      time.Duration
+	eventsPerNode int
+	network       string
+	timeout       time.Duration
+}
+
+func (c *cli) devnetRunCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -n N [--demo] [--dir DIR] [--duration D]",
+		Short: "Run N daemons in the foreground, with a demo, until Ctrl-C",
+		Long: `Start N daemons as 'devnet up' does, in the foreground, and show each
+node's event count and head as they change, and whether the nodes hold the
+same events ("converged"). With --demo every node publishes a note event every
+--interval. Ctrl-C (or --duration) stops everything; no process is left
+behind. Without --dir the nodes live in a temporary directory removed at the
+end.`,
+		Example: `  wats devnet run -n 3 --demo
+  wats devnet run -n 3 --demo --duration 30s --events-per-node 10`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			return c.devnetRun(cmd.Context(), &o, cmd.Flags().Changed("dir"))
+		},
+	}
+	o.f.register(cmd)
+	cmd.Flags().IntVarP(&o.n, "nodes", "n", 3, "the number of nodes")
+	cmd.Flags().BoolVar(&o.demo, "demo", false, "publish events from every node and show them spread")
+	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
+	cmd.Flags().DurationVar(&o.interval, "interval", time.Second, "with --demo: how often each node publishes an event")
+	cmd.Flags().IntVar(&o.eventsPerNode, "events-per-node", 0, "with --demo: stop publishing after this many events per node (0: no limit)")
+	cmd.Flags().StringVar(&o.network, "network", defaultDevnetNetwork, "the nodes' network name")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
+	return cmd
+}
+
+// check validates the flags of `devnet run`.
+func (o *runOptions) check() error {
+	if err := checkNodeCount(o.n); err != nil {
+		return err
+	}
+	switch {
+	case o.duration < 0:
+		return usageErrorf("--duration %s: must be 0 (until Ctrl-C) or positive", o.duration)
+	case o.interval < 10*time.Millisecond:
+		return usageErrorf("--interval %s: must be at least 10ms", o.interval)
+	case o.eventsPerNode < 0:
+		return usageErrorf("--events-per-node %d: must be 0 (no limit) or positive", o.eventsPerNode)
+	case o.timeout <= 0:
+		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	case !o.demo && o.eventsPerNode > 0:
+		return usageErrorf("--events-per-node needs --demo")
+	}
+	return nil
+}
+
+// devnetRun is `devnet run`. ctx ends on Ctrl-C (SIGINT) or SIGTERM.
+func (c *cli) devnetRun(ctx context.Context, o *runOptions, dirGiven bool) (err error) {
+	dir := o.f.dir
+	if !dirGiven {
+		if dir, err = os.MkdirTemp("", "wats-devnet-"); err != nil {
+			return err
+		}
+		o.f.dir = dir
+	}
+	keep := false // keep a temporary dir when something failed, for its logs
+	defer func() {
+		if dirGiven {
+			return
+		}
+		if keep {
+			fmt.Fprintf(c.stderr, "the node repos and logs are kept in %s\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+
+	d, err := startNetwork(ctx, netOptions{
+		dir: dir, n: o.n, network: o.network, timeout: o.timeout, foreground: true, log: c.progress,
+	})
+	if err != nil {
+		keep = ctx.Err() == nil
+		return err
+	}
+	fmt.Fprintf(c.stdout, "devnet of %d nodes running in %s (network %s); Ctrl-C to stop\n", o.n, dir, o.network)
+	fmt.Fprintf(c.stdout, "try in another terminal: wats devnet status --dir %s\n", dir)
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(runCtx, o.duration)
+		defer cancel()
+	}
+	died := make(chan *proc, len(d.procs))
+	for _, p := range d.procs {
+		go func() {
+			select {
+			case <-p.exited:
+				died <- p
+			case <-runCtx.Done():
+			}
+		}()
+	}
+
+	obs := newObserver(d.clients)
+	view := newConvergenceView(c.stdout, isTerminal(c.stdout))
+	var pub *publisher
+	if o.demo {
+		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, c.stderr)
+	}
+
+	start := time.Now()
+	tick := time.NewTicker(viewInterval)
+	var runErr error
+loop:
+	for {
+		select {
+		case <-runCtx.Done():
+			break loop
+		case p := <-died:
+			runErr = fmt.Errorf("node%d exited unexpectedly (%v); the end of its log:\n%s",
+				p.index, p.err, logTail(d.state.Nodes[p.index].Log, 15))
+			break loop
+		case <-tick.C:
+			obs.refresh(runCtx)
+			if runCtx.Err() != nil {
+				break loop // the refresh was cut short: settle shows the end
+			}
+			view.show(time.Since(start), obs.views, pub.counts())
+		}
+	}
+	tick.Stop()
+	stopRun()
+	pub.wait()
+
+	// Stopped by --duration: let the last events spread, then report.
+	interrupted := ctx.Err() != nil
+	if runErr == nil && !interrupted {
+		runErr = c.settle(ctx, obs, view, start, pub)
+	}
+	view.end()
+
+	fmt.Fprintf(c.stdout, "stopping %d nodes\n", len(d.procs))
+	d.stop()
+	for _, p := range d.procs {
+		if p.err != nil && runErr == nil {
+			// A daemon stopped by SIGTERM exits 0; anything else is news.
+			fmt.Fprintf(c.stderr, "node%d exited with %v; see %s\n", p.index, p.err, d.state.Nodes[p.index].Log)
+			keep = true
+		}
+	}
+	if dirGiven {
+		_ = removeState(dir)
+	}
+	fmt.Fprintf(c.stdout, "stopped\n")
+	if runErr != nil {
+		keep = true
+	}
+	return runErr
+}
+
+// settle waits up to settleTimeout for the nodes to converge, refreshing
+// the view, and reports the outcome: nil when every node holds the same
+// events.
+func (c *cli) settle(ctx context.Context, obs *observer, view *convergenceView, start time.Time, pub *publisher) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	tick := time.NewTicker(viewInterval / 4)
+	defer tick.Stop()
+	for {
+		obs.refresh(ctx)
+		conv := converged(obs.views)
+		if conv.ok {
+			view.show(time.Since(start), obs.views, pub.counts())
+			view.end()
+			fmt.Fprintf(c.stdout, "converged: all %d nodes hold the same %d events\n", len(obs.views), conv.events)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			view.show(time.Since(start), obs.views, pub.counts())
+			view.end()
+			return fmt.Errorf("not converged %s after the end of the run: %s", settleTimeout, conv.summary(obs.views))
+		case <-tick.C:
+		}
+	}
+}
+
+// publisher publishes the demo's events: every interval, one note from
+// each node, until ctx ends or each node published max (0: no limit).
+type publisher struct {
+	wg sync.WaitGroup
+	mu struct {
+		sync.Mutex
+		counts []int // events published per node
+	}
+}
+
+func startPublisher(ctx context.Context, clients []*api.Client, interval time.Duration, max int, stderr io.Writer) *publisher {
+	p := &publisher{}
+	p.mu.counts = make([]int, len(clients))
+	for i, cl := range clients {
+		p.wg.Go(func() {
+			// Half an interval out of phase with the view (which refreshes
+			// on whole seconds), so that the view does not always catch
+			// events in flight.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval / 2):
+			}
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			failed := false
+			for n := 1; max == 0 || n <= max; n++ {
+				if n > 1 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+				}
+				body, _ := json.Marshal(demoBody{From: fmt.Sprintf("node%d", i), N: n})
+				// Not cancelled with ctx: an event being added when the run
+				// ends is finished (stored and gossiped), not cut short.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+				_, err := cl.AddEvent(cctx, demoKind, jsontext.Value(body))
+				cancel()
+				if err != nil {
+					if ctx.Err() == nil && !failed {
+						fmt.Fprintf(stderr, "node%d: publish: %v\n", i, err)
+						failed = true // once: the view shows the rest
+					}
+					n--
+					continue
+				}
+				p.mu.Lock()
+				p.mu.counts[i]++
+				p.mu.Unlock()
+			}
+		})
+	}
+	return p
+}
+
+// demoBody is the body of a demo event, e.g. {"from":"node1","n":7}.
+type demoBody struct {
+	From string `json:"from"`
+	N    int    `json:"n"`
+}
+
+// counts returns the number of events published per node; nil for a nil
+// publisher (no --demo).
+func (p *publisher) counts() []int {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.mu.counts...)
+}
+
+// wait waits until the publisher stopped.
+func (p *publisher) wait() {
+	if p != nil {
+		p.wg.Wait()
+	}
+}
+
+// nodeView is what the convergence view knows of one node.
+type nodeView struct {
+	// peers is from the node's last Status; events (the size of ids) and
+	// head are from the last page of its log read, so that they agree
+	// with ids even while events arrive.
+	peers  int
+	events uint64
+	head   uint64
+	// ids are the ids of the events read from the node's log so far, and
+	// cursor is where reading stopped.
+	ids    map[string]struct{}
+	cursor uint64
+	// err is the last API error, "" when the last refresh worked.
+	err string
+}
+
+// observer keeps, per node, the set of event ids in its log, reading only
+// the events added since its last refresh. It is used by one goroutine.
+type observer struct {
+	clients []*api.Client
+	views   []nodeView
+}
+
+func newObserver(clients []*api.Client) *observer {
+	o := &observer{clients: clients, views: make([]nodeView, len(clients))}
+	for i := range o.views {
+		o.views[i].ids = make(map[string]struct{})
+	}
+	return o
+}
+
+// refresh reads every node's status and new events, concurrently.
+func (o *observer) refresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, cl := range o.clients {
+		wg.Go(func() {
+			if err := o.views[i].refresh(ctx, cl); err != nil {
+				o.views[i].err = err.Error()
+			} else {
+				o.views[i].err = ""
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// maxPagesPerRefresh bounds the pages read from one node in one refresh,
+// so that a node with a huge log does not stall the view; the next
+// refresh goes on where this one stopped.
+const maxPagesPerRefresh = 64
+
+func (v *nodeView) refresh(ctx context.Context, cl *api.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return err
+	}
+	v.peers = st.Peers
+	defer func() { v.events = uint64(len(v.ids)) }()
+	for range maxPagesPerRefresh {
+		page, err := cl.Events(ctx, v.cursor, 0)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			id, err := eventID(ev)
+			if err != nil {
+				return err
+			}
+			v.ids[id] = struct{}{}
+		}
+		if page.Next > v.cursor {
+			v.cursor = page.Next
+		}
+		v.head = page.Head
+		if !page.More || len(page.Events) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// convergence is the verdict on a set of nodes.
+type convergence struct {
+	// ok: every node answered and holds the same non-empty set of events.
+	ok bool
+	// events is the size of the union of the nodes' sets.
+	events int
+	// missing[i] is how many events of the union node i lacks.
+	missing []int
+}
+
+// converged compares the nodes' event sets.
+func converged(views []nodeView) convergence {
+	union := make(map[string]struct{})
+	for _, v := range views {
+		for id := range v.ids {
+			union[id] = struct{}{}
+		}
+	}
+	c := convergence{ok: len(union) > 0, events: len(union), missing: make([]int, len(views))}
+	for i, v := range views {
+		c.missing[i] = len(union) - len(v.ids)
+		if c.missing[i] != 0 || v.err != "" {
+			c.ok = false
+		}
+	}
+	return c
+}
+
+// summary says which nodes lack events.
+func (c convergence) summary(views []nodeView) string {
+	var parts []string
+	for i, v := range views {
+		switch {
+		case v.err != "":
+			parts = append(parts, fmt.Sprintf("node%d: %s", i, v.err))
+		case c.missing[i] > 0:
+			parts = append(parts, fmt.Sprintf("node%d lacks %d of %d events", i, c.missing[i], c.events))
+		}
+	}
+	if len(parts) == 0 {
+		return "no events yet"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// state is the one-word verdict the view shows.
+func (c convergence) state() string {
+	switch {
+	case c.ok:
+		return "converged"
+	case c.events == 0:
+		return "waiting for events"
+	default:
+		return "spreading"
+	}
+}
+
+// convergenceView shows the nodes' state: a table redrawn in place on a
+// terminal, a line per refresh otherwise.
+type convergenceView struct {
+	w     io.Writer
+	tty   bool
+	drawn int // lines of the table last drawn, to redraw over
+}
+
+func newConvergenceView(w io.Writer, tty bool) *convergenceView {
+	return &convergenceView{w: w, tty: tty}
+}
+
+// show draws the state at elapsed, with the events published per node
+// (nil without --demo).
+func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
+	conv := converged(views)
+	if !cv.tty {
+		fmt.Fprintln(cv.w, statusLine(elapsed, views, conv))
+		return
+	}
+	lines := statusTable(elapsed, views, published, conv)
+	var b strings.Builder
+	if cv.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", cv.drawn) // back to the table's first line
+	}
+	for _, l := range lines {
+		b.WriteString("\x1b[2K") // clear the old line
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	io.WriteString(cv.w, b.String())
+	cv.drawn = len(lines)
+}
+
+// end leaves the table as it is: what follows is printed below it.
+func (cv *convergenceView) end() { cv.drawn = 0 }
+
+// statusLine is the view as one line, e.g.
+//
+//	3s node0 events=5 head=5 peers=2 | node1 events=4 head=4 peers=2 | spreading
+func statusLine(elapsed time.Duration, views []nodeView, conv convergence) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%4s", elapsed.Round(time.Second))
+	for i, v := range views {
+		if i > 0 {
+			b.WriteString(" |")
+		}
+		if v.err != "" {
+			fmt.Fprintf(&b, " node%d error", i)
+			continue
+		}
+		fmt.Fprintf(&b, " node%d events=%d head=%d peers=%d", i, v.events, v.head, v.peers)
+	}
+	fmt.Fprintf(&b, " | %s", conv.state())
+	if conv.ok {
+		fmt.Fprintf(&b, " (%d events)", conv.events)
+	}
+	return b.String()
+}
+
+// statusTable is the view as a table of lines.
+func statusTable(elapsed time.Duration, views []nodeView, published []int, conv convergence) []string {
+	lines := []string{fmt.Sprintf("%-6s %9s %9s %6s %6s %8s", "NODE", "PUBLISHED", "EVENTS", "HEAD", "PEERS", "MISSING")}
+	for i, v := range views {
+		pub := "-"
+		if i < len(published) {
+			pub = fmt.Sprint(published[i])
+		}
+		if v.err != "" {
+			lines = append(lines, fmt.Sprintf("node%-2d %9s error: %s", i, pub, short(v.err, 60)))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("node%-2d %9s %9d %6d %6d %8d", i, pub, v.events, v.head, v.peers, conv.missing[i]))
+	}
+	state := conv.state()
+	if conv.ok {
+		state = fmt.Sprintf("converged: all %d nodes hold the same %d events", len(views), conv.events)
+	}
+	lines = append(lines, fmt.Sprintf("%s  %s", elapsed.Round(time.Second), state))
+	return lines
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Devnet layout (design §13): DIR/devnet.json records the running nodes;
+// DIR/node0, DIR/node1, … are their repos, each with its daemon.log.
+const (
+	// stateFileName is the devnet's pid file in DIR.
+	stateFileName = "devnet.json"
+	// logFileName is each node's daemon log, in its repo.
+	logFileName = "daemon.log"
+	// stateVersion is the version of devnet.json's format.
+	stateVersion = 1
+	// maxStateBytes caps the devnet.json read: maxDevnetNodes records of a
+	// few hundred bytes each fit in a few tens of KiB.
+	maxStateBytes = 1 << 20
+)
+
+// maxDevnetNodes is the most nodes a devnet runs. Each node is a full
+// daemon process (libp2p host, pebble database, a few tens of MiB): 32 of
+// them already load a laptop; a bigger test network wants real machines.
+const maxDevnetNodes = 32
+
+// errNoDevnet is returned by loadState when DIR holds no devnet.json.
+var errNoDevnet = errors.New("no devnet")
+
+// devnetState is devnet.json: what `devnet up` (or `devnet run`) started,
+// so that the other devnet commands find the nodes.
+type devnetState struct {
+	Version int    `json:"version"`
+	Network string `json:"network"`
+	// Started is when the devnet was started.
+	Started time.Time `json:"started"`
+	// Foreground is set by `devnet run`: the nodes are children of that
+	// process, which removes them when it ends.
+	Foreground bool `json:"foreground"`
+	// RunnerPID is the pid of the process that started the nodes.
+	RunnerPID int         `json:"runner_pid"`
+	Nodes     []nodeState `json:"nodes"`
+}
+
+// nodeState is one node of devnet.json.
+type nodeState struct {
+	Index int    `json:"index"`
+	Repo  string `json:"repo"`
+	Log   string `json:"log"`
+	PID   int    `json:"pid"`
+	// PeerID and Addrs are the node's identity, once its API answered.
+	PeerID string   `json:"peer_id,omitempty"`
+	Addrs  []string `json:"addrs,omitempty"`
+}
+
+// defaultDevnetDir is the default --dir of the devnet commands:
+// $WATS_DEVNET_DIR, else ~/.wats-devnet.
+func defaultDevnetDir() string {
+	if d := os.Getenv("WATS_DEVNET_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".wats-devnet"
+	}
+	return filepath.Join(home, ".wats-devnet")
+}
+
+// nodeDir is the repo of node i of the devnet in dir.
+func nodeDir(dir string, i int) string { return filepath.Join(dir, "node"+strconv.Itoa(i)) }
+
+// loadState reads dir's devnet.json; errNoDevnet if there is none.
+func loadState(dir string) (*devnetState, error) {
+	path := filepath.Join(dir, stateFileName)
+	b, err := readCapped(path, nil, maxStateBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoDevnet
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st devnetState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v); remove it once no node of the devnet runs", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("%s has version %d; this wats reads version %d", path, st.Version, stateVersion)
+	}
+	return &st, nil
+}
+
+// save writes st to dir's devnet.json atomically (a temporary file renamed
+// over it).
+func (st *devnetState) save(dir string) error {
+	b, err := json.Marshal(st, jsontext.WithIndent("  "))
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, stateFileName), append(b, '\n'), 0o600)
+}
+
+// removeState removes dir's devnet.json, if any.
+func removeState(dir string) error {
+	err := os.Remove(filepath.Join(dir, stateFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, so that a reader sees the old or the new content, never part.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err1 := f.Close(); err == nil {
+		err = err1
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// cleanDevnetDir removes the node repos and devnet.json of the devnet in
+// dir, and dir itself if nothing else is left in it. It removes only what
+// a devnet creates (node<N> directories, devnet.json), so that a --dir
+// pointing at the wrong place costs nothing else.
+func cleanDevnetDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		n, isNode := strings.CutPrefix(name, "node")
+		if isNode {
+			_, err := strconv.Atoi(n)
+			isNode = err == nil && e.IsDir()
+		}
+		if isNode || name == stateFileName {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, name)))
+		}
+	}
+	if rest, err := os.ReadDir(dir); err == nil && len(rest) == 0 {
+		errs = append(errs, os.Remove(dir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStateRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := loadState(dir); !errors.Is(err, errNoDevnet) {
+		t.Fatalf("loadState of an empty dir: %v, want errNoDevnet", err)
+	}
+	st := &devnetState{Version: stateVersion, Network: "n", Started: time.Unix(1767225600, 0).UTC(), RunnerPID: 7,
+		Nodes: []nodeState{{Index: 0, Repo: nodeDir(dir, 0), Log: "l", PID: 42, PeerID: "P", Addrs: []string{"/a"}}}}
+	if err := st.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Network != "n" || !got.Started.Equal(st.Started) || len(got.Nodes) != 1 || got.Nodes[0].PID != 42 ||
+		got.Nodes[0].Addrs[0] != "/a" || got.Nodes[0].Repo != filepath.Join(dir, "node0") {
+		t.Errorf("loaded %+v", got)
+	}
+	if err := removeState(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(dir); !errors.Is(err, errNoDevnet) {
+		t.Errorf("after removeState: %v", err)
+	}
+	if err := removeState(dir); err != nil {
+		t.Errorf("removeState twice: %v", err)
+	}
+}
+
+func TestStateDamaged(t *testing.T) {
+	dir := t.TempDir()
+	for _, content := range []string{"{", `{"version":2}`} {
+		if err := os.WriteFile(filepath.Join(dir, stateFileName), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadState(dir); err == nil || errors.Is(err, errNoDevnet) {
+			t.Errorf("loadState(%q) = %v, want an error", content, err)
+		}
+	}
+}
+
+func TestStateSizeBound(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{maxStateBytes, true}, {maxStateBytes + 1, false}} {
+		pad := tc.size - len(`{"version":1,"network":""}`)
+		b := []byte(`{"version":1,"network":"` + strings.Repeat("x", pad) + `"}`)
+		if err := os.WriteFile(filepath.Join(dir, stateFileName), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadState(dir)
+		if (err == nil) != tc.ok {
+			t.Errorf("devnet.json of %d bytes: %v, want ok %v", len(b), err, tc.ok)
+		}
+	}
+}
+
+func TestCleanDevnetDirRemovesOnlyDevnetFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"node0", "node1", "node12", "nodes", "other"} {
+		if err := os.MkdirAll(filepath.Join(dir, d, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{stateFileName, "node3", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cleanDevnetDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if got := strings.Join(left, " "); got != "node3 nodes notes.txt other" {
+		t.Errorf("left %q, want the non-devnet entries", got)
+	}
+
+	empty := filepath.Join(t.TempDir(), "devnet")
+	os.MkdirAll(filepath.Join(empty, "node0"), 0o700)
+	if err := cleanDevnetDir(empty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an emptied devnet dir was kept: %v", err)
+	}
+	if err := cleanDevnetDir(filepath.Join(t.TempDir(), "none")); err != nil {
+		t.Errorf("cleaning a missing dir: %v", err)
+	}
+}
+
+func TestProcessAlive(t *testing.T) {
+	if !processAlive(os.Getpid()) {
+		t.Error("this process is not alive")
+	}
+	if processAlive(0) || processAlive(-1) {
+		t.Error("pid 0 or -1 alive")
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep binary:", err)
+	}
+	pid := cmd.Process.Pid
+	if !processAlive(pid) {
+		t.Error("a running child is not alive")
+	}
+	signalGroup(pid, syscall.SIGTERM)
+	// Not reaped yet: a zombie counts as gone. Wait for it to exit
+	// without reaping it.
+	var info syscall.WaitStatus
+	for deadline := time.Now().Add(5 * time.Second); !isZombie(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // polling /proc: the child cannot tell us
+	}
+	if !isZombie(pid) {
+		t.Fatal("the child did not become a zombie")
+	}
+	if processAlive(pid) {
+		t.Error("a zombie counts as alive")
+	}
+	if _, err := syscall.Wait4(pid, &info, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(pid) {
+		t.Error("a reaped process is alive")
+	}
+}
+
+func TestIsDevnetDaemon(t *testing.T) {
+	repoDir := t.TempDir()
+	cmd := exec.Command("sh", "-c", "sleep 60; true", "wats", "daemon", "--repo", repoDir)
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// sh (which cannot exec sleep in its place: "; true" follows) keeps
+	// the cmdline "sh -c ... wats daemon --repo DIR".
+	if !isDevnetDaemon(cmd.Process.Pid, repoDir) {
+		t.Error("not recognized as the daemon of its repo")
+	}
+	if isDevnetDaemon(cmd.Process.Pid, repoDir+"x") {
+		t.Error("recognized as the daemon of another repo")
+	}
+	if isDevnetDaemon(os.Getpid(), repoDir) {
+		t.Error("the test process recognized as a daemon")
+	}
+}
+
+func TestExitCodeOf(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   int
+	}{{"exit 3", 3}, {"exit 1", 1}, {"kill -TERM $$", 128 + int(syscall.SIGTERM)}} {
+		err := exec.Command("sh", "-c", tc.script).Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v", tc.script, err)
+		}
+		if got := exitCodeOf(ee); got != tc.want {
+			t.Errorf("%s: exit code %d, want %d", tc.script, got, tc.want)
+		}
+	}
+}
+
+func TestLogFollower(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "daemon.log")
+	if err := os.WriteFile(p, []byte("one\ntwo\nthr"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := &logFollower{path: p, prefix: "node1 | "}
+	var out bytes.Buffer
+	if _, err := l.copy(&out, false); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "node1 | one\nnode1 | two\n" {
+		t.Errorf("first copy %q: want the complete lines only", out.String())
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("ee\nfour")
+	f.Close()
+	out.Reset()
+	l.copy(&out, false)
+	if out.String() != "node1 | three\n" {
+		t.Errorf("second copy %q", out.String())
+	}
+	out.Reset()
+	l.copy(&out, true)
+	if out.String() != "node1 | four\n" {
+		t.Errorf("final copy %q", out.String())
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "daemon.log")
+	var b strings.Builder
+	for i := range 30 {
+		b.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	os.WriteFile(p, []byte(b.String()), 0o600)
+	got := logTail(p, 3)
+	if got != "  line 27\n  line 28\n  line 29" {
+		t.Errorf("logTail = %q", got)
+	}
+	if got := logTail(filepath.Join(t.TempDir(), "none"), 3); !strings.Contains(got, "no such file") {
+		t.Errorf("logTail of a missing file = %q", got)
+	}
+}
+
+func views(sets ...[]string) []nodeView {
+	vs := make([]nodeView, len(sets))
+	for i, s := range sets {
+		vs[i].ids = make(map[string]struct{})
+		for _, id := range s {
+			vs[i].ids[id] = struct{}{}
+		}
+		vs[i].events = uint64(len(s))
+	}
+	return vs
+}
+
+func TestConverged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		views   []nodeView
+		ok      bool
+		events  int
+		missing []int
+		state   string
+	}{
+		{"empty", views(nil, nil), false, 0, []int{0, 0}, "waiting for events"},
+		{"same", views([]string{"a", "b"}, []string{"b", "a"}, []string{"a", "b"}), true, 2, []int{0, 0, 0}, "converged"},
+		{"one behind", views([]string{"a", "b"}, []string{"a"}), false, 2, []int{0, 1}, "spreading"},
+		{"same count, other set", views([]string{"a", "b"}, []string{"a", "c"}), false, 3, []int{1, 1}, "spreading"},
+		{"single node", views([]string{"a"}), true, 1, []int{0}, "converged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := converged(tc.views)
+			if c.ok != tc.ok || c.events != tc.events || c.state() != tc.state {
+				t.Errorf("converged = %+v (%s), want ok %v events %d state %s", c, c.state(), tc.ok, tc.events, tc.state)
+			}
+			for i := range tc.missing {
+				if c.missing[i] != tc.missing[i] {
+					t.Errorf("missing = %v, want %v", c.missing, tc.missing)
+					break
+				}
+			}
+		})
+	}
+	vs := views([]string{"a"}, []string{"a"})
+	vs[1].err = "connection refused"
+	if c := converged(vs); c.ok {
+		t.Error("converged although a node did not answer")
+	} else if s := c.summary(vs); !strings.Contains(s, "node1: connection refused") {
+		t.Errorf("summary %q", s)
+	}
+}
+
+func TestStatusLineAndTable(t *testing.T) {
+	vs := views([]string{"a", "b"}, []string{"a"})
+	vs[0].head, vs[0].peers = 2, 1
+	vs[1].head, vs[1].peers = 1, 1
+	line := statusLine(3*time.Second, vs, converged(vs))
+	if line != "  3s node0 events=2 head=2 peers=1 | node1 events=1 head=1 peers=1 | spreading" {
+		t.Errorf("statusLine = %q", line)
+	}
+	vs = views([]string{"a", "b"}, []string{"b", "a"})
+	line = statusLine(4*time.Second, vs, converged(vs))
+	if !strings.HasSuffix(line, "| converged (2 events)") {
+		t.Errorf("statusLine = %q", line)
+	}
+	table := statusTable(4*time.Second, vs, []int{1, 1}, converged(vs))
+	if len(table) != 4 || !strings.HasPrefix(table[1], "node0") || table[3] != "4s  converged: all 2 nodes hold the same 2 events" {
+		t.Errorf("statusTable = %q", table)
+	}
+
+	var out bytes.Buffer
+	cv := newConvergenceView(&out, true)
+	cv.show(time.Second, vs, nil)
+	cv.show(2*time.Second, vs, nil)
+	if !strings.Contains(out.String(), "\x1b[4A") {
+		t.Errorf("the TTY view does not redraw in place: %q", out.String())
+	}
+}

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// The end-to-end tests build the wats binary and run real daemons as
+// devnets. They take tens of seconds; -short skips them.
+
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// watsBinary builds this command once per test run (go build -o DIR/wats .).
+func watsBinary(t *testing.T) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "wats-e2e-bin-")
+		if build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "wats")
+		cmd := exec.Command("go", "build", "-o", build.bin, ".")
+		build.out, build.err = cmd.CombinedOutput()
+	})
+	if build.err != nil {
+		t.Fatalf("go build: %v\n%s", build.err, build.out)
+	}
+	return build.bin
+}
+
+// e2eEnv is the environment of the binary in a test: its default repo and
+// devnet dir and its temporary directory all inside tmp, so that nothing
+// outside it is touched and leftovers can be found.
+func e2eEnv(tmp string) []string {
+	return append(os.Environ(),
+		"WATS_PATH="+filepath.Join(tmp, "default-repo"),
+		"WATS_DEVNET_DIR="+filepath.Join(tmp, "default-devnet"),
+		"TMPDIR="+tmp,
+	)
+}
+
+// runBin runs the binary with args and returns its exit code, stdout and
+// stderr.
+func runBin(t *testing.T, env []string, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	default:
+		t.Fatalf("run %v: %v", args, err)
+		return -1, "", ""
+	}
+}
+
+// reapAndCheckGone checks that pid no longer exists. The daemons of
+// `devnet up` are orphans; setSubreaper made this process their parent, so
+// it reaps them first, as init does on a usual host.
+func reapAndCheckGone(t *testing.T, pid int) {
+	t.Helper()
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("pid %d still exists after devnet down (kill 0: %v)", pid, err)
+	}
+}
+
+// processesMentioning returns the pids of live processes whose command
+// line contains s.
+func processesMentioning(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) && processAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+var eventIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func TestDevnetEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and runs 3 daemons")
+	}
+	bin := watsBinary(t)
+	setSubreaper(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	dir := filepath.Join(tmp, "devnet")
+	down := func() (int, string, string) { return runBin(t, env, bin, "devnet", "down", "--dir", dir) }
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(dir, stateFileName)); err == nil {
+			down() // the test failed half-way: leave no daemon behind
+		}
+		for _, pid := range processesMentioning(tmp) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	code, stdout, stderr := runBin(t, env, bin, "devnet", "up", "-n", "3", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("devnet up: exit %d\nstdout:\n%s\nstderr:\n%s\nnode0 log:\n%s", code, stdout, stderr,
+			logTail(filepath.Join(dir, "node0", logFileName), 40))
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes) != 3 {
+		t.Fatalf("devnet.json has %d nodes, want 3", len(st.Nodes))
+	}
+
+	// A second up on the same dir is refused while the first runs.
+	if code, _, stderr := runBin(t, env, bin, "devnet", "up", "-n", "3", "--dir", dir); code != 1 ||
+		!strings.Contains(stderr, "a devnet is already running in "+dir) {
+		t.Errorf("second devnet up: exit %d, stderr %q", code, stderr)
+	}
+
+	code, stdout, stderr = runBin(t, env, bin, "devnet", "exec", "1", "--dir", dir, "--",
+		"events", "add", "--kind", "note", "--body", `{"text":"end to end"}`)
+	id := strings.TrimSpace(stdout)
+	if code != 0 || !eventIDPattern.MatchString(id) {
+		t.Fatalf("events add on node1: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	// The event spreads to every node (gossip, or sync within 5s). Polling
+	// with a deadline: the processes cannot tell us.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := range 3 {
+		for {
+			code, stdout, stderr = runBin(t, env, bin, "devnet", "exec", strconv.Itoa(i), "--dir", dir, "--", "events", "get", id)
+			if code == 0 {
+				if !strings.Contains(stdout, `"id": "`+id+`"`) || !strings.Contains(stdout, `"text": "end to end"`) {
+					t.Errorf("node%d: events get printed\n%s", i, stdout)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node%d does not have event %s after 30s: exit %d, stderr %q", i, id, code, stderr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	// exec passes the exit code through.
+	if code, _, stderr := runBin(t, env, bin, "devnet", "exec", "2", "--dir", dir, "--", "events", "get", strings.Repeat("0", 64)); code != 1 ||
+		!strings.Contains(stderr, "no event") {
+		t.Errorf("exec of a failing command: exit %d, stderr %q", code, stderr)
+	}
+
+	code, stdout, stderr = runBin(t, env, bin, "devnet", "status", "--dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("devnet status: exit %d, stderr %s", code, stderr)
+	}
+	var rows []nodeRow
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatalf("devnet status --json: %v\n%s", err, stdout)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("devnet status: %d rows, want 3", len(rows))
+	}
+	ids := map[string]bool{}
+	for i, r := range rows {
+		wantPeers := 1
+		if i == 0 {
+			wantPeers = 2
+		}
+		if r.Index != i || !r.Alive || r.PID != st.Nodes[i].PID || r.Error != "" || r.Peers < wantPeers || r.Events < 1 || r.Head < 1 || r.PeerID != st.Nodes[i].PeerID {
+			t.Errorf("status row %d = %+v (recorded %+v)", i, r, st.Nodes[i])
+		}
+		ids[r.PeerID] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("peer ids not distinct: %v", ids)
+	}
+
+	code, stdout, _ = runBin(t, env, bin, "devnet", "logs", "--dir", dir)
+	if code != 0 || !strings.Contains(stdout, "node0 | ") || !strings.Contains(stdout, "node2 | ") {
+		t.Errorf("devnet logs: exit %d, %d bytes", code, len(stdout))
+	}
+
+	code, stdout, stderr = down()
+	if code != 0 || !strings.Contains(stdout, "stopped (3 nodes)") {
+		t.Fatalf("devnet down: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, n := range st.Nodes {
+		reapAndCheckGone(t, n.PID)
+	}
+	if _, err := os.Stat(filepath.Join(dir, stateFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("devnet.json left after down: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node0", configFile)); err != nil {
+		t.Errorf("down without --clean removed the repos: %v", err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "devnet", "status", "--dir", dir); code != 1 || !strings.Contains(stderr, "no devnet in "+dir) {
+		t.Errorf("status after down: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := runBin(t, env, bin, "devnet", "down", "--clean", "--dir", dir); code != 0 {
+		t.Errorf("down --clean: exit %d", code)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("down --clean left %s: %v", dir, err)
+	}
+}
+
+func TestDevnetRunDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and runs 3 daemons for 15s")
+	}
+	bin := watsBinary(t)
+	setSubreaper(t)
+	tmp := t.TempDir()
+	t.Cleanup(func() {
+		for _, pid := range processesMentioning(tmp) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	code, stdout, stderr := runBin(t, e2eEnv(tmp), bin, "devnet", "run", "-n", "3", "--demo", "--duration", "15s")
+	if code != 0 {
+		t.Fatalf("devnet run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "exited with") {
+		t.Errorf("a daemon did not exit cleanly:\n%s", stderr)
+	}
+	m := regexp.MustCompile(`converged: all 3 nodes hold the same (\d+) events`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("devnet run did not report convergence:\n%s", stdout)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 3 {
+		t.Errorf("converged on %d events; every node should have published some", n)
+	}
+	if !strings.Contains(stdout, "| converged") && !strings.Contains(stdout, "spreading") {
+		t.Errorf("no per-second progress lines:\n%s", stdout)
+	}
+	if !strings.HasSuffix(stdout, "stopped\n") {
+		t.Errorf("output does not end with the teardown:\n%s", stdout)
+	}
+	// Nothing left: no process runs from the devnet's directory, and the
+	// temporary directory is gone.
+	if pids := processesMentioning(tmp); len(pids) > 0 {
+		t.Errorf("processes left after devnet run: %v", pids)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "wats-devnet-*"))
+	if len(left) > 0 {
+		t.Errorf("devnet run left %v", left)
+	}
+}

@@ -1,0 +1,533 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/repo"
+)
+
+// runCLI runs the wats command line args in-process and returns its exit
+// code, stdout and stderr.
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(t.Context(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// newRepo initializes a repo in a temporary directory.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	if _, err := repo.Init(dir, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("WATS_PATH", t.TempDir())
+	t.Setenv("WATS_DEVNET_DIR", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"status", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"status", "extra"}, "takes no arguments"},
+		{[]string{"peers", "bogus"}, `unknown command "bogus" for "wats peers"`},
+		{[]string{"peers", "connect"}, "accepts 1 arg"},
+		{[]string{"peers", "connect", "/ip4/127.0.0.1/tcp/1"}, "has no /p2p/"},
+		{[]string{"events", "add"}, "--kind is required"},
+		{[]string{"events", "add", "--kind", "Note"}, `has 'N'`},
+		{[]string{"events", "add", "--kind", strings.Repeat("k", 33)}, "at most 32"},
+		{[]string{"events", "add", "--kind", "note", "--body", "{"}, "not valid JSON"},
+		{[]string{"events", "add", "--kind", "note", "--body", "[1]"}, "must be a JSON object"},
+		{[]string{"events", "ls", "--limit", "-1"}, "--limit -1"},
+		{[]string{"events", "ls", "--after", "x"}, `invalid argument "x"`},
+		{[]string{"events", "get"}, "accepts 1 arg"},
+		{[]string{"events", "get", "abc"}, "want 64 lowercase hex digits"},
+		{[]string{"events", "get", strings.Repeat("A", 64)}, "want 64 lowercase hex digits"},
+		{[]string{"sync"}, "accepts 1 arg"},
+		{[]string{"config", "validate", "a", "b"}, "accepts at most 1 arg"},
+		{[]string{"devnet", "up", "-n", "0"}, "a devnet has 1 to 32 nodes"},
+		{[]string{"devnet", "up", "-n", "33"}, "a devnet has 1 to 32 nodes"},
+		{[]string{"devnet", "up", "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"devnet", "run", "--interval", "1ms"}, "--interval 1ms"},
+		{[]string{"devnet", "run", "--duration", "-1s"}, "--duration -1s"},
+		{[]string{"devnet", "run", "--events-per-node", "3"}, "needs --demo"},
+		{[]string{"devnet", "run", "--demo", "--events-per-node", "-1"}, "--events-per-node -1"},
+		{[]string{"devnet", "exec", "1"}, "want a node index and a command"},
+		{[]string{"devnet", "exec", "x", "status"}, `node index "x"`},
+		{[]string{"devnet", "logs", "1", "2"}, "accepts at most 1 arg"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, "", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
+			}
+			if !strings.Contains(stderr, "--help' for usage") {
+				t.Errorf("stderr %q does not point to --help", stderr)
+			}
+		})
+	}
+}
+
+func TestKindBound(t *testing.T) {
+	if err := checkKind(strings.Repeat("a", 32)); err != nil {
+		t.Errorf("32-byte kind: %v", err)
+	}
+	if err := checkKind(strings.Repeat("a", 33)); err == nil {
+		t.Error("33-byte kind accepted")
+	}
+	if err := checkKind("crash.v1_x-y0"); err != nil {
+		t.Errorf("valid kind: %v", err)
+	}
+}
+
+func TestBodyBound(t *testing.T) {
+	dir := t.TempDir()
+	obj := func(n int) []byte { // a JSON object of exactly n bytes
+		return []byte(`{"a":"` + strings.Repeat("x", n-8) + `"}`)
+	}
+	c := &cli{}
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{maxBodyFlagBytes, true}, {maxBodyFlagBytes + 1, false}} {
+		p := filepath.Join(dir, "body.json")
+		if err := os.WriteFile(p, obj(tc.size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.readBody("@" + p)
+		if (err == nil) != tc.ok {
+			t.Errorf("body of %d bytes: err = %v, want ok %v", tc.size, err, tc.ok)
+		}
+	}
+	c.stdin = strings.NewReader(`{"from":"stdin"}`)
+	v, err := c.readBody("@-")
+	if err != nil || string(v) != `{"from":"stdin"}` {
+		t.Errorf("@- = %s, %v", v, err)
+	}
+}
+
+func TestGroupWithoutSubcommandPrintsHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "", "devnet")
+	if code != exitOK || !strings.Contains(stdout, "Available Commands") || !strings.Contains(stdout, "down") {
+		t.Errorf("wats devnet: code %d, stdout:\n%s", code, stdout)
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	dir := newRepo(t)
+	r, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := r.SocketPath()
+	want := "Error: no wats daemon is running for repo " + dir + " (no socket at " + sock +
+		"); start one with: wats daemon --repo " + dir + "\n"
+	for _, args := range [][]string{
+		{"status"}, {"id", "--json"}, {"peers", "ls"}, {"events", "ls"},
+		{"events", "get", testEvID}, {"events", "add", "--kind", "note"}, {"events", "tail"},
+		{"sync", "12D3KooWA"}, {"peers", "connect", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWA"},
+	} {
+		code, stdout, stderr := runCLI(t, "", append(args, "--repo", dir)...)
+		if code != exitError {
+			t.Errorf("%v: exit code %d, want %d", args, code, exitError)
+		}
+		if stderr != want {
+			t.Errorf("%v: stderr\n%q\nwant\n%q", args, stderr, want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: stdout %q, want nothing", args, stdout)
+		}
+	}
+}
+
+func TestNoDaemonStaleSocket(t *testing.T) {
+	dir := newRepo(t)
+	r, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", r.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	code, _, stderr := runCLI(t, "", "status", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "nothing listens on "+r.SocketPath()) ||
+		!strings.Contains(stderr, "start one with: wats daemon --repo "+dir) {
+		t.Errorf("exit code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestNoRepo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	code, _, stderr := runCLI(t, "", "status", "--repo", dir)
+	want := "no wats repo at " + dir + "; create one with: wats init --repo " + dir
+	if code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("exit code %d, stderr %q, want %q", code, stderr, want)
+	}
+	code, _, stderr = runCLI(t, "", "daemon", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("daemon: exit code %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
+func TestRepoFlagDefaultsToWatsPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "from-env")
+	t.Setenv("WATS_PATH", dir)
+	code, stdout, stderr := runCLI(t, "", "init")
+	if code != exitOK {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	if !strings.Contains(stdout, dir) {
+		t.Errorf("init output %q does not name %s", stdout, dir)
+	}
+	if _, err := repo.Open(dir); err != nil {
+		t.Errorf("no repo at $WATS_PATH: %v", err)
+	}
+}
+
+func TestInitTwice(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	code, stdout, stderr := runCLI(t, "", "init", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("first init: exit %d, stderr %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "initialized a wats repo at "+dir) {
+		t.Errorf("first init stdout %q", stdout)
+	}
+	cfg1, err := os.ReadFile(filepath.Join(dir, configFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, stderr = runCLI(t, "", "init", "--repo", dir)
+	if code != exitError {
+		t.Errorf("second init: exit %d, want %d", code, exitError)
+	}
+	if !strings.Contains(stderr, "already exists at "+dir) || !strings.Contains(stderr, "--force") {
+		t.Errorf("second init stderr %q", stderr)
+	}
+
+	// --force replaces the config: write a custom one first.
+	if err := os.WriteFile(filepath.Join(dir, configFile), []byte("network = \"other\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "", "init", "--force", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("init --force: exit %d, stderr %s", code, stderr)
+	}
+	cfg2, err := os.ReadFile(filepath.Join(dir, configFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cfg1, cfg2) {
+		t.Errorf("init --force did not rewrite the default config:\n%s", cfg2)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("network = \"x\"\n[p2p]\nconns_lo = 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "", "config", "validate", bad)
+	if code != exitError {
+		t.Errorf("bad file: exit %d, want %d", code, exitError)
+	}
+	if !strings.Contains(stderr, bad+":3") || !strings.Contains(stderr, "conns_lo") {
+		t.Errorf("bad file: stderr %q does not locate the unknown key", stderr)
+	}
+	if stdout != "" {
+		t.Errorf("bad file: stdout %q", stdout)
+	}
+
+	invalid := filepath.Join(dir, "invalid.toml")
+	if err := os.WriteFile(invalid, []byte("[p2p]\nconns_low = 0\n\n[log]\nlevel = \"loud\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "", "config", "validate", invalid)
+	if code != exitError || !strings.Contains(stderr, "conns_low") || !strings.Contains(stderr, "log.level") {
+		t.Errorf("invalid file: exit %d, stderr %q: want both problems", code, stderr)
+	}
+
+	good := filepath.Join(dir, "good.toml")
+	if err := os.WriteFile(good, config.Template(nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, "", "config", "validate", good)
+	if code != exitOK || stdout != good+": ok\n" {
+		t.Errorf("good file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	// Without FILE: the repo's config.toml.
+	rdir := newRepo(t)
+	code, stdout, _ = runCLI(t, "", "config", "validate", "--repo", rdir)
+	if code != exitOK || !strings.Contains(stdout, filepath.Join(rdir, configFile)) {
+		t.Errorf("repo config: exit %d, stdout %q", code, stdout)
+	}
+	code, _, stderr = runCLI(t, "", "config", "validate", filepath.Join(dir, "missing.toml"))
+	if code != exitError || !strings.Contains(stderr, "missing.toml") {
+		t.Errorf("missing file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestConfigShow(t *testing.T) {
+	dir := newRepo(t)
+	if err := os.WriteFile(filepath.Join(dir, configFile), []byte("network = \"shown\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "", "config", "show", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	cfg, err := config.Parse([]byte(stdout), "stdout")
+	if err != nil {
+		t.Fatalf("config show printed invalid TOML: %v\n%s", err, stdout)
+	}
+	want := config.Default()
+	want.Network = "shown"
+	wb, _ := want.TOML()
+	gb, _ := cfg.TOML()
+	if !bytes.Equal(wb, gb) {
+		t.Errorf("config show = \n%s\nwant\n%s", gb, wb)
+	}
+
+	// No repo: the defaults, and a note on stderr.
+	none := filepath.Join(t.TempDir(), "none")
+	code, stdout, stderr = runCLI(t, "", "config", "show", "--repo", none)
+	def, _ := config.Default().TOML()
+	if code != exitOK || stdout != string(def) || !strings.Contains(stderr, "no wats repo at "+none) {
+		t.Errorf("no repo: exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	old := version
+	version = "v9.8.7-test"
+	t.Cleanup(func() { version = old })
+	code, stdout, _ := runCLI(t, "", "version")
+	if code != exitOK || !strings.HasPrefix(stdout, "wats v9.8.7-test\ngo: go1.") {
+		t.Errorf("version: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "", "version", "--json")
+	var bi buildInfo
+	if code != exitOK || json.Unmarshal([]byte(stdout), &bi) != nil || bi.Version != "v9.8.7-test" || bi.GoVersion == "" {
+		t.Errorf("version --json: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	code, stdout, _ := runCLI(t, "", "completion", "bash")
+	if code != exitOK || !strings.Contains(stdout, "__start_wats") {
+		t.Errorf("completion bash: exit %d, %d bytes", code, len(stdout))
+	}
+}
+
+// fakeDaemon serves h on the socket of a new repo and returns the repo.
+func fakeDaemon(t *testing.T, h http.Handler) string {
+	t.Helper()
+	dir := newRepo(t)
+	r, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", r.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return dir
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", api.ContentTypeJSON)
+	json.MarshalWrite(w, v)
+}
+
+const (
+	testPeer = "12D3KooWJ1TsijH7H5F74hfAD5XishQz3sxrmAtVY37GtNd9CqYf"
+	testAddr = "/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer
+	testEvID = "32eacf574f511cbd9f083456265f57f3c734c4cde90c8203b25d8ed024340ea7"
+	testEv   = `{"id":"` + testEvID + `","author":"` + testPeer + `","time":1767225600000,"kind":"note","body":{"n":42},"blobs":[],"sig":"x"}`
+)
+
+// testAPI is a fake control API with fixed answers.
+func testAPI(t *testing.T) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathID, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.ID{PeerID: testPeer, Addrs: []string{testAddr}, Network: "n", Agent: "wats/test"})
+	})
+	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.Status{PeerID: testPeer, Network: "n", Agent: "wats/test", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 65})
+	})
+	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, []api.Peer{{PeerID: testPeer, Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Agent: "wats/x", Hello: true, Head: 5, Cursor: 4, Direction: "inbound"}})
+	})
+	mux.HandleFunc("POST "+api.PathConnect, func(w http.ResponseWriter, r *http.Request) {
+		var req api.ConnectRequest
+		json.UnmarshalRead(r.Body, &req)
+		if req.Addr != testAddr {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, api.ErrorBody{Error: "dial " + req.Addr + ": refused"})
+			return
+		}
+		writeJSON(w, api.Peer{PeerID: testPeer, Agent: "wats/x", Hello: true, Head: 5})
+	})
+	mux.HandleFunc("POST "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
+		var req api.AddEventRequest
+		if err := json.UnmarshalRead(r.Body, &req); err != nil || req.Kind != "note" || string(req.Body) != `{"n":42}` {
+			t.Errorf("add request %+v, %v", req, err)
+		}
+		io.WriteString(w, testEv)
+	})
+	mux.HandleFunc("GET "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.RawQuery; q != "after=3&limit=1" {
+			t.Errorf("events ls query %q", q)
+		}
+		io.WriteString(w, `{"events":[`+testEv+`],"next":4,"more":true,"head":9}`)
+	})
+	mux.HandleFunc("GET "+api.PathEvent+"{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != testEvID {
+			w.WriteHeader(http.StatusNotFound)
+			writeJSON(w, api.ErrorBody{Error: "not found"})
+			return
+		}
+		io.WriteString(w, testEv)
+	})
+	mux.HandleFunc("POST "+api.PathSync, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		io.WriteString(w, `{"peer":"`+testPeer+`","received":256,"stored":250,"dropped":6,"cursor":256,"peer_head":300}`+"\n")
+		io.WriteString(w, `{"peer":"`+testPeer+`","received":300,"stored":290,"dropped":10,"cursor":300,"peer_head":300,"done":true}`+"\n")
+	})
+	return mux
+}
+
+func TestCommandsAgainstFakeDaemon(t *testing.T) {
+	dir := fakeDaemon(t, testAPI(t))
+	for _, tc := range []struct {
+		args []string
+		want []string // in stdout
+	}{
+		{[]string{"id"}, []string{testPeer + "\n" + testAddr + "\n"}},
+		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
+		{[]string{"status"}, []string{"peers:   2", "events:  7", "head:    9", "gossip:  on", "uptime:  1m5s"}},
+		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
+		{[]string{"peers", "ls"}, []string{"PEER ID", testPeer, "inbound", "yes"}},
+		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},
+		{[]string{"peers", "connect", testAddr}, []string{"connected to " + testPeer + " (wats/x, head 5)"}},
+		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`}, []string{testEvID + "\n"}},
+		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`, "--json"}, []string{`"id": "` + testEvID + `"`, `"n": 42`}},
+		{[]string{"events", "ls", "--after", "3", "--limit", "1"}, []string{"KIND", testEvID[:16], "2026-01-01T00:00:00.000Z", "note", `{"n":42}`, "more: wats events ls --after 4"}},
+		{[]string{"events", "ls", "--after", "3", "--limit", "1", "--json"}, []string{`"next": 4`, `"more": true`}},
+		{[]string{"events", "get", testEvID}, []string{`"id": "` + testEvID + `"`}},
+		{[]string{"sync", testPeer}, []string{"sync " + testPeer + ": cursor 256/300", "synced " + testPeer + " to 300: received 300 events, stored 290 new, dropped 10 invalid"}},
+		{[]string{"sync", testPeer, "--json"}, []string{`{"peer":"` + testPeer + `","received":256,`, `"done":true}`}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append(tc.args, "--repo", dir)...)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestDaemonErrorsAreShown(t *testing.T) {
+	dir := fakeDaemon(t, testAPI(t))
+	unknown := strings.Repeat("f", 64)
+	code, _, stderr := runCLI(t, "", "events", "get", unknown, "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "no event "+unknown+" in the log of repo "+dir) {
+		t.Errorf("events get unknown: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "peers", "connect", "/ip4/127.0.0.1/tcp/9/p2p/"+testPeer, "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "the daemon says: dial /ip4/127.0.0.1/tcp/9/p2p/"+testPeer+": refused") {
+		t.Errorf("connect refused: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestSyncFailureExitCode(t *testing.T) {
+	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"peer":"P","received":1,"error":"peer refused: rate limited (sync): retry later"}`+"\n")
+	}))
+	code, _, stderr := runCLI(t, "", "sync", "P", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "rate limited (sync)") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// cancelAfterLines is a writer that cancels a context once n lines were
+// written to it: the user pressing Ctrl-C after seeing them.
+type cancelAfterLines struct {
+	bytes.Buffer
+	n      int
+	cancel context.CancelFunc
+}
+
+func (w *cancelAfterLines) Write(p []byte) (int, error) {
+	n, err := w.Buffer.Write(p)
+	if bytes.Count(w.Bytes(), []byte("\n")) >= w.n {
+		w.cancel()
+	}
+	return n, err
+}
+
+func TestEventsTail(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var gotAfter string
+	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case api.PathStatus:
+			writeJSON(w, api.Status{Head: 41})
+		case api.PathTail:
+			gotAfter = r.URL.Query().Get("after")
+			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+			io.WriteString(w, `{"id":"a"}`+"\n"+`{"id":"b"}`+"\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // an endless stream
+		}
+	}))
+	out := &cancelAfterLines{n: 2, cancel: cancel}
+	var errb bytes.Buffer
+	code := run(ctx, []string{"events", "tail", "--repo", dir}, nil, out, &errb)
+	if code != exitOK {
+		t.Errorf("exit %d, stderr %s", code, errb.String())
+	}
+	if out.String() != "{\"id\":\"a\"}\n{\"id\":\"b\"}\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+	if gotAfter != "41" {
+		t.Errorf("tail started after %q, want the head 41", gotAfter)
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/go-json-experiment/json"
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// isTerminal reports whether w is a terminal (for progress bars and
+// refreshing tables; anything else gets plain lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+// readCapped reads the file name ("-": stdin) whole, refusing one over max
+// bytes.
+func readCapped(name string, stdin io.Reader, max int64) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, max)
+	}
+	return b, nil
+}
+
+// syncView shows the progress of `wats sync`.
+type syncView interface {
+	// update shows one progress report, the final one included.
+	update(api.SyncProgress)
+	// done ends the view after the sync returned final and err.
+	done(final *api.SyncProgress, err error)
+}
+
+// jsonSyncView prints each report as one JSON line (NDJSON).
+type jsonSyncView struct{ w io.Writer }
+
+func (v *jsonSyncView) update(p api.SyncProgress) {
+	b, err := json.Marshal(p)
+	if err == nil {
+		fmt.Fprintf(v.w, "%s\n", b)
+	}
+}
+
+func (v *jsonSyncView) done(*api.SyncProgress, error) {}
+
+// lineSyncView prints a plain line per report, for logs and pipes.
+type lineSyncView struct{ w io.Writer }
+
+func (v *lineSyncView) update(p api.SyncProgress) {
+	if p.Done || p.Error != "" {
+		return // done prints the summary
+	}
+	fmt.Fprintf(v.w, "sync %s: cursor %d/%d, received %d, stored %d, dropped %d\n",
+		p.Peer, p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
+}
+
+func (v *lineSyncView) done(final *api.SyncProgress, err error) {
+	if err == nil && final != nil {
+		fmt.Fprintln(v.w, syncSummary(final))
+	}
+}
+
+func syncSummary(p *api.SyncProgress) string {
+	return fmt.Sprintf("synced %s to %d: received %d events, stored %d new, dropped %d invalid",
+		p.Peer, p.Cursor, p.Received, p.Stored, p.Dropped)
+}
+
+// barSyncView draws a progress bar of the cursor against the peer's head.
+type barSyncView struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newBarSyncView(w io.Writer) *barSyncView { return &barSyncView{w: w} }
+
+func (v *barSyncView) update(p api.SyncProgress) {
+	if v.bar == nil {
+		v.bar = progressbar.NewOptions64(int64(max(p.PeerHead, 1)),
+			progressbar.OptionSetWriter(v.w),
+			progressbar.OptionSetDescription("sync "+shortPeer(p.Peer)),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("events"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	if int64(p.PeerHead) > v.bar.GetMax64() {
+		v.bar.ChangeMax64(int64(p.PeerHead))
+	}
+	_ = v.bar.Set64(int64(min(p.Cursor, uint64(v.bar.GetMax64()))))
+}
+
+func (v *barSyncView) done(final *api.SyncProgress, err error) {
+	if v.bar != nil {
+		if err == nil {
+			_ = v.bar.Finish()
+		} else {
+			_ = v.bar.Exit()
+			fmt.Fprintln(v.w)
+		}
+	}
+	if err == nil && final != nil {
+		fmt.Fprintln(v.w, syncSummary(final))
+	}
+}

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"time"
+)
+
+// Bounds of the configuration. Config files are written by the operator, not
+// by peers, but a typo must not turn into an unbounded resource: each bound
+// says why it exists.
+const (
+	// MaxNetworkLen is the longest network name, in bytes. The name travels
+	// in every hello and in the gossip topic /wats/events/1/<network>; 64
+	// bytes keep both short.
+	MaxNetworkLen = 64
+
+	// MaxListenAddrs is the most entries of p2p.listen. Design §4: hello
+	// carries at most 16 listen multiaddrs, so a node never listens on more
+	// addresses than it can advertise.
+	MaxListenAddrs = 16
+
+	// MaxBootstrapPeers is the most entries of p2p.bootstrap. The node dials
+	// all of them at start; 64 is plenty to join a network and bounds that
+	// burst.
+	MaxBootstrapPeers = 64
+
+	// MaxConnsHigh is the largest p2p.conns_high: the connection manager's
+	// high water mark. A node of this design is not built to keep more than
+	// 10,000 connections.
+	MaxConnsHigh = 10_000
+
+	// MaxMaxConns is the largest p2p.max_conns, the resource manager's
+	// system-wide connection limit: ten times MaxConnsHigh, far beyond what
+	// the file descriptors of a usual host allow.
+	MaxMaxConns = 100_000
+
+	// MinMaxStreams and MaxMaxStreams bound p2p.max_streams, the resource
+	// manager's system-wide stream limit. Below 16 the node cannot hold the
+	// streams of hello, sync, gossip and bitswap with a handful of peers;
+	// above 1,000,000 the limit no longer limits anything.
+	MinMaxStreams = 16
+	MaxMaxStreams = 1_000_000
+
+	// MinMemoryMiB and MaxMemoryMiB bound p2p.max_memory_mib, the resource
+	// manager's memory limit in MiB: below 64 MiB a single 8 MiB sync
+	// response (design §4) leaves little room for anything else; 64 GiB is
+	// more than any node of this design needs.
+	MinMemoryMiB = 64
+	MaxMemoryMiB = 65_536
+
+	// MaxConnsGrace is the longest p2p.conns_grace. A grace period protects
+	// new connections from trimming; one longer than an hour would let a
+	// churn of new connections keep the node above its high water.
+	MaxConnsGrace = time.Hour
+
+	// MinSyncInterval and MaxSyncInterval bound sync.interval: more often
+	// than once a second would spend the peer's sync budget (ADR 0014:
+	// limits.sync_per_min) on empty pages; less often than once a day is no
+	// longer "keeping up".
+	MinSyncInterval = time.Second
+	MaxSyncInterval = 24 * time.Hour
+
+	// MaxFileSize is the largest config.toml that Load reads, in bytes. A
+	// config file is a few KiB; the cap keeps a wrong path (a device, a
+	// database) from being read into memory.
+	MaxFileSize = 1 << 20
+)
+
+// Config is the node's configuration, <repo>/config.toml (design §11).
+//
+// The zero value is not a valid configuration; start from Default, or from
+// Parse/Load, which start from Default so that keys omitted from the file
+// keep their defaults. Each field documents its key, unit, range and
+// default; Validate enforces the ranges.
+type Config struct {
+	// Network names the network (key `network`, default "wats-dev"):
+	// 1..MaxNetworkLen bytes of [a-z0-9._-]. Design §3: hello carries it
+	// and peers of another network are dropped; the gossip topic is
+	// /wats/events/1/<network>.
+	Network string `toml:"network"`
+
+	P2P  P2PConfig  `toml:"p2p"`
+	Sync SyncConfig `toml:"sync"`
+	API  APIConfig  `toml:"api"`
+	Log  LogConfig  `toml:"log"`
+}
+
+// P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
+// bounds of libp2p's connection manager and resource manager (design §3: the
+// rate limits of ADR 0014 supplement these bounds, they do not replace them).
+type P2PConfig struct {
+	// Listen (key `p2p.listen`) lists the multiaddrs to listen on:
+	// 1..MaxListenAddrs valid multiaddrs. Default
+	// ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"].
+	Listen []string `toml:"listen"`
+
+	// Bootstrap (key `p2p.bootstrap`) lists peers dialled at start, each a
+	// multiaddr with an address and a final /p2p/<peer id>:
+	// 0..MaxBootstrapPeers entries. Default: none.
+	Bootstrap []string `toml:"bootstrap"`
+
+	// MDNS (key `p2p.mdns`) turns on mDNS discovery on the local network.
+	// Default false.
+	MDNS bool `toml:"mdns"`
+
+	// ConnsLow (key `p2p.conns_low`) is the connection manager's low water
+	// mark, in connections: trimming stops there. Default 32;
+	// 1 <= ConnsLow < ConnsHigh.
+	ConnsLow int `toml:"conns_low"`
+
+	// ConnsHigh (key `p2p.conns_high`) is the connection manager's high
+	// water mark, in connections: above it the node trims down to ConnsLow.
+	// Default 96; ConnsLow < ConnsHigh <= MaxConnsHigh and
+	// ConnsHigh <= MaxConns.
+	ConnsHigh int `toml:"conns_high"`
+
+	// ConnsGrace (key `p2p.conns_grace`) is how long a new connection is
+	// safe from trimming. Default 30s; 0..MaxConnsGrace.
+	ConnsGrace Duration `toml:"conns_grace"`
+
+	// MaxConns (key `p2p.max_conns`) is the resource manager's system-wide
+	// limit on connections, inbound and outbound together. Default 256;
+	// ConnsHigh..MaxMaxConns.
+	MaxConns int `toml:"max_conns"`
+
+	// MaxStreams (key `p2p.max_streams`) is the resource manager's
+	// system-wide limit on streams. Default 2048;
+	// MinMaxStreams..MaxMaxStreams.
+	MaxStreams int `toml:"max_streams"`
+
+	// MaxMemoryMiB (key `p2p.max_memory_mib`) is the resource manager's
+	// memory limit, in MiB. Default 512; MinMemoryMiB..MaxMemoryMiB.
+	MaxMemoryMiB int `toml:"max_memory_mib"`
+}
+
+// SyncConfig is the table [sync]: how the node keeps up with the event logs
+// of its peers (design §4 `sync`, §6 gossip).
+type SyncConfig struct {
+	// Interval (key `sync.interval`) is how often the node syncs from each
+	// connected peer. Default 30s; MinSyncInterval..MaxSyncInterval.
+	Interval Duration `toml:"interval"`
+
+	// Gossip (key `sync.gossip`) joins the gossipsub topic
+	// /wats/events/1/<network>; false means sync only. Default true.
+	Gossip bool `toml:"gossip"`
+}
+
+// APIConfig is the table [api]: the daemon's local interfaces (design §12).
+// The control API itself is always on the repo's Unix socket and has no key.
+type APIConfig struct {
+	// MetricsAddr (key `api.metrics_addr`) is a loopback host:port on which
+	// Prometheus metrics are also served over TCP; host is 127.0.0.1 (or
+	// another 127.0.0.0/8 address), ::1 or localhost, port 1..65535.
+	// Default "": off.
+	MetricsAddr string `toml:"metrics_addr"`
+}
+
+// LogConfig is the table [log]: the daemon's log output.
+type LogConfig struct {
+	// Level (key `log.level`) is the least severe level written: debug,
+	// info, warn or error. Default "info".
+	Level string `toml:"level"`
+
+	// Format (key `log.format`) is text (for people) or json (one object a
+	// line, for collectors). Default "text".
+	Format string `toml:"format"`
+}
+
+// Default returns a new Config holding the default of every key. Each call
+// returns fresh slices, so callers may modify the result.
+func Default() *Config {
+	return &Config{
+		Network: "wats-dev",
+		P2P: P2PConfig{
+			Listen:       []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
+			Bootstrap:    []string{},
+			MDNS:         false,
+			ConnsLow:     32,
+			ConnsHigh:    96,
+			ConnsGrace:   Duration{30 * time.Second},
+			MaxConns:     256,
+			MaxStreams:   2048,
+			MaxMemoryMiB: 512,
+		},
+		Sync: SyncConfig{
+			Interval: Duration{30 * time.Second},
+			Gossip:   true,
+		},
+		API: APIConfig{
+			MetricsAddr: "",
+		},
+		Log: LogConfig{
+			Level:  "info",
+			Format: "text",
+		},
+	}
+}

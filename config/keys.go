@@ -1,0 +1,236 @@
+package config
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// This file describes every key of config.toml: what it does, its unit and
+// range, and an example (keyDocs), and every table (tableDocs). Template,
+// the messages of Validate and the messages of Parse all read from here, so
+// a rule is written once. Adding a table: add a struct with toml tags and a
+// field of Config, its entries below, and a validate method called from
+// Config.problems; TestTemplateCoversEveryKey fails until the docs are here.
+
+// exampleBootstrap is a bootstrap multiaddr that parses, for examples: a
+// documentation address (RFC 5737) and the peer id of a fixed test key.
+const exampleBootstrap = "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWK99VoVxNE7XzyBwXEzW7xhK7Gpv85r9F3V3fyKSUKPH5"
+
+// keyDoc documents one key.
+type keyDoc struct {
+	what    string // what the key does, in sentences
+	allowed string // type, unit and range, as a phrase
+	example string // one line of config.toml, as written under its table
+}
+
+// tableDocs documents each table, by its dotted name.
+var tableDocs = map[string]string{
+	"p2p": "The libp2p host: its addresses, the peers it dials at start, and the hard " +
+		"bounds of libp2p's connection manager and resource manager. The per-peer rate " +
+		"limits supplement these bounds; they do not replace them.",
+	"sync": "How the node keeps up with the event logs of its peers.",
+	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
+		"socket in the repo (api.sock) and never listens on the network.",
+	"log": "The daemon's log output.",
+}
+
+// keyDocs documents each key, by its full dotted name.
+var keyDocs = map[string]keyDoc{
+	"network": {
+		what: "Name of the network this node belongs to. Every node of a network uses the same " +
+			"name: hello carries it, peers of another network are told so and dropped, and the " +
+			"gossip topic is /wats/events/1/<network>.",
+		allowed: fmt.Sprintf("1..%d characters of a-z, 0-9, '.', '_' and '-'", MaxNetworkLen),
+		example: `network = "wats-dev"`,
+	},
+	"p2p.listen": {
+		what: "Multiaddrs to listen on, TCP and QUIC. Port 0 picks a free port. " +
+			"Use /ip6/::/... to listen on IPv6 too.",
+		allowed: fmt.Sprintf("1..%d multiaddrs (hello advertises at most %d)", MaxListenAddrs, MaxListenAddrs),
+		example: `listen = ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"]`,
+	},
+	"p2p.bootstrap": {
+		what: "Peers to dial at start to join the network, each a full multiaddr: an address " +
+			"followed by /p2p/<peer id>.",
+		allowed: fmt.Sprintf("0..%d multiaddrs, each ending in /p2p/<peer id>", MaxBootstrapPeers),
+		example: `bootstrap = ["` + exampleBootstrap + `"]`,
+	},
+	"p2p.mdns": {
+		what:    "Discover peers on the local network with mDNS: handy on a LAN, pointless on a server.",
+		allowed: "true or false",
+		example: `mdns = true`,
+	},
+	"p2p.conns_low": {
+		what:    "Connection manager low water mark: when it trims connections, it stops at this many.",
+		allowed: "connections, an integer with 1 <= conns_low < conns_high",
+		example: `conns_low = 32`,
+	},
+	"p2p.conns_high": {
+		what:    "Connection manager high water mark: above this many connections, it trims down to conns_low.",
+		allowed: fmt.Sprintf("connections, an integer with conns_low < conns_high <= %d and conns_high <= max_conns", MaxConnsHigh),
+		example: `conns_high = 96`,
+	},
+	"p2p.conns_grace": {
+		what:    "Connection manager grace period: a new connection is not trimmed for this long.",
+		allowed: fmt.Sprintf("a duration from \"0s\" to %q", durationText(MaxConnsGrace)),
+		example: `conns_grace = "30s"`,
+	},
+	"p2p.max_conns": {
+		what: "Resource manager: hard limit on connections, all peers, inbound and outbound " +
+			"together. Connections beyond it are refused.",
+		allowed: fmt.Sprintf("connections, an integer from conns_high to %d", MaxMaxConns),
+		example: `max_conns = 256`,
+	},
+	"p2p.max_streams": {
+		what:    "Resource manager: hard limit on open streams, all peers together.",
+		allowed: fmt.Sprintf("streams, an integer from %d to %d", MinMaxStreams, MaxMaxStreams),
+		example: `max_streams = 2048`,
+	},
+	"p2p.max_memory_mib": {
+		what:    "Resource manager: memory libp2p may reserve for connections and streams.",
+		allowed: fmt.Sprintf("MiB, an integer from %d to %d", MinMemoryMiB, MaxMemoryMiB),
+		example: `max_memory_mib = 512`,
+	},
+	"sync.interval": {
+		what:    "How often the node syncs from each connected peer: it asks for the events logged since the last sync.",
+		allowed: fmt.Sprintf("a duration from %q to %q", durationText(MinSyncInterval), durationText(MaxSyncInterval)),
+		example: `interval = "30s"`,
+	},
+	"sync.gossip": {
+		what: "Join the gossipsub topic /wats/events/1/<network>, to receive and spread new " +
+			"events at once. false: learn new events by sync only.",
+		allowed: "true or false",
+		example: `gossip = true`,
+	},
+	"api.metrics_addr": {
+		what: "Also serve Prometheus metrics over TCP at this address (they are always on the " +
+			"control socket). Empty: off.",
+		allowed: `"" or a loopback host:port: host 127.0.0.1, [::1] or localhost, port 1..65535`,
+		example: `metrics_addr = "127.0.0.1:9464"`,
+	},
+	"log.level": {
+		what:    "Least severe level of the messages written.",
+		allowed: `"debug", "info", "warn" or "error"`,
+		example: `level = "info"`,
+	},
+	"log.format": {
+		what:    `"text" for people, "json" for log collectors (one JSON object a line).`,
+		allowed: `"text" or "json"`,
+		example: `format = "json"`,
+	},
+}
+
+// durationText formats d as Duration.MarshalText does.
+func durationText(d time.Duration) string {
+	b, _ := Duration{d}.MarshalText()
+	return string(b)
+}
+
+// field is one key of config.toml, found by walking the Config type.
+type field struct {
+	key   string       // full dotted key, "p2p.listen"
+	name  string       // last part of key, "listen"
+	table string       // dotted name of the table holding it; "" at the top level
+	index []int        // reflect field index path from Config
+	typ   reflect.Type // Go type of the field
+}
+
+// table is one table of config.toml: its keys first, then its sub-tables,
+// in struct order (the order Template writes them in).
+type table struct {
+	name   string // dotted name, "" for the top level
+	keys   []field
+	tables []*table
+}
+
+var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// isLeaf reports whether a field of type t is a key (a value) rather than
+// a table: anything but a struct, or a struct that reads itself from text
+// (Duration).
+func isLeaf(t reflect.Type) bool {
+	return t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(textUnmarshalerType)
+}
+
+// schema is the tree of tables and keys of Config, and fields indexes its
+// keys by full dotted name. Both are computed once from the Config type.
+var (
+	schema = walk(reflect.TypeFor[Config](), "", nil)
+	fields = indexFields(schema, map[string]field{})
+)
+
+// walk returns the table of struct type t, named name, whose fields are at
+// index path index from Config.
+func walk(t reflect.Type, name string, index []int) *table {
+	tb := &table{name: name}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
+		if !sf.IsExported() || tag == "-" || tag == "" {
+			continue
+		}
+		key := tag
+		if name != "" {
+			key = name + "." + tag
+		}
+		idx := append(append([]int(nil), index...), i)
+		if isLeaf(sf.Type) {
+			tb.keys = append(tb.keys, field{key: key, name: tag, table: name, index: idx, typ: sf.Type})
+		} else {
+			tb.tables = append(tb.tables, walk(sf.Type, key, idx))
+		}
+	}
+	return tb
+}
+
+func indexFields(tb *table, m map[string]field) map[string]field {
+	for _, f := range tb.keys {
+		m[f.key] = f
+	}
+	for _, sub := range tb.tables {
+		indexFields(sub, m)
+	}
+	return m
+}
+
+// tableByName returns the table of that dotted name, or nil.
+func tableByName(name string) *table {
+	var find func(*table) *table
+	find = func(tb *table) *table {
+		if tb.name == name {
+			return tb
+		}
+		for _, sub := range tb.tables {
+			if t := find(sub); t != nil {
+				return t
+			}
+		}
+		return nil
+	}
+	return find(schema)
+}
+
+// typeName describes what a value of Go type t is written as in TOML, for
+// ErrType messages.
+func typeName(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[Duration]():
+		return `a duration string such as "30s"`
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "an integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		return "an array of strings"
+	case t.Kind() == reflect.Slice:
+		return "an array"
+	}
+	return "a " + t.String()
+}

@@ -1,0 +1,188 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Validate checks every key against its rule and returns all the problems
+// joined with errors.Join, or nil. Each problem is an *Error of kind
+// ErrInvalid whose message names the key and its value, says what is
+// wrong, the allowed range (keyDocs) and gives an example, e.g.
+//
+//	config: p2p.conns_low = 96: must be below p2p.conns_high (96); allowed: ...; example (in [p2p]): conns_low = 32
+func (c *Config) Validate() error { return join(c.problems()) }
+
+// problems returns the problems Validate reports, in key order.
+func (c *Config) problems() []*Error {
+	var ch checker
+	ch.network(c.Network)
+	c.P2P.validate(&ch)
+	c.Sync.validate(&ch)
+	c.API.validate(&ch)
+	c.Log.validate(&ch)
+	return ch.errs
+}
+
+// checker collects the problems of a Config.
+type checker struct{ errs []*Error }
+
+// bad records that key, holding v, breaks its rule; problem says how.
+// locate names keys whose position may stand in for key's (see Error).
+func (ch *checker) bad(key string, v any, problem string, locate ...string) {
+	ch.report(key, key+" = "+inline(v), problem, locate)
+}
+
+// report records a problem with key, described as subject and problem,
+// followed by the allowed range and an example from keyDocs.
+func (ch *checker) report(key, subject, problem string, locate []string) {
+	base, _, _ := strings.Cut(key, "[")
+	doc := keyDocs[base]
+	msg := subject + ": " + problem + "; allowed: " + doc.allowed + "; example"
+	if f, ok := fields[base]; ok && f.table != "" {
+		msg += " (in [" + f.table + "])"
+	}
+	msg += ": " + doc.example
+	ch.errs = append(ch.errs, &Error{Key: key, Kind: ErrInvalid, Msg: msg, locate: locate})
+}
+
+// intRange checks lo <= v <= hi.
+func (ch *checker) intRange(key string, v, lo, hi int) {
+	switch {
+	case v < lo:
+		ch.bad(key, v, fmt.Sprintf("below the minimum %d", lo))
+	case v > hi:
+		ch.bad(key, v, fmt.Sprintf("above the maximum %d", hi))
+	}
+}
+
+// durationRange checks lo <= d <= hi.
+func (ch *checker) durationRange(key string, d Duration, lo, hi time.Duration) {
+	switch {
+	case d.Duration < lo:
+		ch.bad(key, d, fmt.Sprintf("shorter than the minimum %q", durationText(lo)))
+	case d.Duration > hi:
+		ch.bad(key, d, fmt.Sprintf("longer than the maximum %q", durationText(hi)))
+	}
+}
+
+// oneOf checks that v is one of allowed.
+func (ch *checker) oneOf(key, v string, allowed ...string) {
+	if !slices.Contains(allowed, v) {
+		ch.bad(key, v, "not one of the allowed values")
+	}
+}
+
+// network checks the key `network`: 1..MaxNetworkLen bytes of [a-z0-9._-].
+func (ch *checker) network(name string) {
+	const key = "network"
+	switch {
+	case name == "":
+		ch.bad(key, name, "empty")
+		return
+	case len(name) > MaxNetworkLen:
+		ch.bad(key, name, fmt.Sprintf("%d characters, more than %d", len(name), MaxNetworkLen))
+		return
+	}
+	for i := range len(name) {
+		if c := name[i]; !isNetworkByte(c) {
+			problem := fmt.Sprintf("character %q at byte %d is not allowed", rune(c), i)
+			if c >= 'A' && c <= 'Z' {
+				problem += " (use lower case)"
+			}
+			ch.bad(key, name, problem)
+			return
+		}
+	}
+}
+
+func isNetworkByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+func (p *P2PConfig) validate(ch *checker) {
+	switch n := len(p.Listen); {
+	case n == 0:
+		ch.report("p2p.listen", "p2p.listen is empty", "the node needs an address to listen on", nil)
+	case n > MaxListenAddrs:
+		ch.report("p2p.listen", fmt.Sprintf("p2p.listen has %d entries", n),
+			fmt.Sprintf("more than %d", MaxListenAddrs), nil)
+	}
+	for i, s := range p.Listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			ch.bad(fmt.Sprintf("p2p.listen[%d]", i), s, "not a multiaddr: "+err.Error())
+		}
+	}
+
+	if n := len(p.Bootstrap); n > MaxBootstrapPeers {
+		ch.report("p2p.bootstrap", fmt.Sprintf("p2p.bootstrap has %d entries", n),
+			fmt.Sprintf("more than %d", MaxBootstrapPeers), nil)
+	}
+	for i, s := range p.Bootstrap {
+		key := fmt.Sprintf("p2p.bootstrap[%d]", i)
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			ch.bad(key, s, "not a multiaddr: "+err.Error())
+			continue
+		}
+		ai, err := peer.AddrInfoFromString(s)
+		switch {
+		case err != nil:
+			ch.bad(key, s, "does not end in /p2p/<peer id>")
+		case len(ai.Addrs) == 0:
+			ch.bad(key, s, "has no address before /p2p/<peer id>")
+		}
+	}
+
+	if p.ConnsLow < 1 {
+		ch.bad("p2p.conns_low", p.ConnsLow, "below the minimum 1")
+	} else if p.ConnsLow >= p.ConnsHigh {
+		ch.bad("p2p.conns_low", p.ConnsLow,
+			fmt.Sprintf("must be below p2p.conns_high (%d)", p.ConnsHigh), "p2p.conns_high")
+	}
+	if p.ConnsHigh > MaxConnsHigh {
+		ch.bad("p2p.conns_high", p.ConnsHigh, fmt.Sprintf("above the maximum %d", MaxConnsHigh))
+	}
+	ch.durationRange("p2p.conns_grace", p.ConnsGrace, 0, MaxConnsGrace)
+	if p.MaxConns < p.ConnsHigh {
+		ch.bad("p2p.max_conns", p.MaxConns,
+			fmt.Sprintf("must be at least p2p.conns_high (%d)", p.ConnsHigh), "p2p.conns_high")
+	} else if p.MaxConns > MaxMaxConns {
+		ch.bad("p2p.max_conns", p.MaxConns, fmt.Sprintf("above the maximum %d", MaxMaxConns))
+	}
+	ch.intRange("p2p.max_streams", p.MaxStreams, MinMaxStreams, MaxMaxStreams)
+	ch.intRange("p2p.max_memory_mib", p.MaxMemoryMiB, MinMemoryMiB, MaxMemoryMiB)
+}
+
+func (s *SyncConfig) validate(ch *checker) {
+	ch.durationRange("sync.interval", s.Interval, MinSyncInterval, MaxSyncInterval)
+}
+
+func (a *APIConfig) validate(ch *checker) {
+	const key = "api.metrics_addr"
+	if a.MetricsAddr == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(a.MetricsAddr)
+	if err != nil {
+		ch.bad(key, a.MetricsAddr, "not a host:port")
+		return
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		ch.bad(key, a.MetricsAddr, fmt.Sprintf("host %q is not a loopback address; metrics stay off the network", host))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		ch.bad(key, a.MetricsAddr, fmt.Sprintf("port %q is not a number from 1 to 65535", port))
+	}
+}
+
+func (l *LogConfig) validate(ch *checker) {
+	ch.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
+	ch.oneOf("log.format", l.Format, "text", "json")
+}

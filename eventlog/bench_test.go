@@ -1,0 +1,171 @@
+package eventlog
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// benchBody is a typical small body (~200 bytes).
+const benchBody = `{"text":"a note of a typical size, with some words in it","n":42,"tags":["x","y"],"nested":{"a":[1.5,2,3],"b":null}}`
+
+func benchEvents(b *testing.B, n int) ([]*Event, []jsontext.Value) {
+	key := testKey(b, 1)
+	evs := make([]*Event, n)
+	raws := make([]jsontext.Value, n)
+	for i := range evs {
+		evs[i] = mustNew(b, key, testNow, "note", fmt.Sprintf(`{"i":%d,"body":%s}`, i, benchBody), nil)
+		raws[i], _ = evs[i].Marshal()
+	}
+	return evs, raws
+}
+
+func reportEventsPerSec(b *testing.B, perOp int) {
+	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "events/s")
+}
+
+func BenchmarkNew(b *testing.B) {
+	key := testKey(b, 1)
+	body := jsontext.Value(benchBody)
+	for b.Loop() {
+		if _, err := New(key, testNow, "note", body, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEventsPerSec(b, 1)
+}
+
+func BenchmarkDecode(b *testing.B) {
+	_, raws := benchEvents(b, 1)
+	for b.Loop() {
+		if _, err := Decode(raws[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	evs, _ := benchEvents(b, 1)
+	for b.Loop() {
+		if err := evs[0].Verify(testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEventsPerSec(b, 1)
+}
+
+// BenchmarkDecodeVerify is what a node does per received event.
+func BenchmarkDecodeVerify(b *testing.B) {
+	_, raws := benchEvents(b, 1)
+	for b.Loop() {
+		e, err := Decode(raws[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Verify(testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEventsPerSec(b, 1)
+}
+
+// BenchmarkEd25519Verify is the floor: the signature check alone.
+func BenchmarkEd25519Verify(b *testing.B) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	msg := bytes.Repeat([]byte("m"), 300)
+	sig := ed25519.Sign(priv, msg)
+	pub := priv.Public().(ed25519.PublicKey)
+	for b.Loop() {
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("bad")
+		}
+	}
+}
+
+func BenchmarkVerifyBatch256(b *testing.B) {
+	_, raws := benchEvents(b, 256)
+	for b.Loop() {
+		ok, rej := VerifyBatch(raws, testNow)
+		if len(ok) != 256 || len(rej) != 0 {
+			b.Fatal(rej)
+		}
+	}
+	reportEventsPerSec(b, 256)
+}
+
+// BenchmarkAppend256 appends batches of 256 new events to a pebble DB on
+// disk, each batch synced.
+func BenchmarkAppend256(b *testing.B) {
+	db, err := pebble.Open(b.TempDir(), &pebble.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	l := openLog(b, db)
+	key := testKey(b, 1)
+	// Pre-sign enough distinct events outside the timer.
+	const maxBatches = 40
+	var batches [][]*Event
+	for i := range maxBatches {
+		evs := make([]*Event, 256)
+		for j := range evs {
+			evs[j] = mustNew(b, key, testNow, "note", fmt.Sprintf(`{"i":%d,"body":%s}`, i*256+j, benchBody), nil)
+		}
+		batches = append(batches, evs)
+	}
+	i := 0
+	for b.Loop() {
+		if i == maxBatches {
+			b.StopTimer()
+			db.Close()
+			db, _ = pebble.Open(b.TempDir(), &pebble.Options{})
+			l = openLog(b, db)
+			i = 0
+			b.StartTimer()
+		}
+		added, err := l.Append(batches[i])
+		if err != nil || len(added) != 256 {
+			b.Fatal(len(added), err)
+		}
+		i++
+	}
+	reportEventsPerSec(b, 256)
+}
+
+func BenchmarkPage256(b *testing.B) {
+	l := openLog(b, memDB(b))
+	evs, _ := benchEvents(b, 1024)
+	if _, err := l.Append(evs); err != nil {
+		b.Fatal(err)
+	}
+	after := uint64(0)
+	for b.Loop() {
+		page, next, _, err := l.Page(after, 256, 4<<20)
+		if err != nil || len(page) != 256 {
+			b.Fatal(len(page), err)
+		}
+		after = next % 1024
+	}
+	reportEventsPerSec(b, 256)
+}
+
+// BenchmarkEd25519VerifyParallel is the floor for VerifyBatch: signature
+// checks alone on all cores.
+func BenchmarkEd25519VerifyParallel(b *testing.B) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	msg := bytes.Repeat([]byte("m"), 300)
+	sig := ed25519.Sign(priv, msg)
+	pub := priv.Public().(ed25519.PublicKey)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !ed25519.Verify(pub, msg, sig) {
+				b.Error("bad")
+			}
+		}
+	})
+	reportEventsPerSec(b, 1)
+}

@@ -1,0 +1,148 @@
+package eventlog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// signBufPool recycles the buffers Verify builds signing bytes in.
+var signBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// decoderPool recycles the token decoders of checkNumbers and Decode.
+var decoderPool = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+
+// emptyReader is what pooled decoders are reset to, so that they do not keep
+// the last input alive. It is never read.
+var emptyReader = bytes.NewReader(nil)
+
+// canonicalBody checks that body is a JSON object that JCS can represent
+// exactly and returns its RFC 8785 canonical form in a new slice. It does not
+// check MaxBodyBytes (the callers do, on the result).
+//
+// Errors (ErrMalformed): not valid JSON (RFC 7493: duplicate names, invalid
+// UTF-8, lone surrogates are refused), not an object, or a number that
+// overflows an IEEE double (JCS cannot represent it; RFC 8785 §3.2.2.3).
+func canonicalBody(body jsontext.Value) (jsontext.Value, error) {
+	if len(body) == 0 {
+		return nil, invalid(ErrMalformed, "body", "missing")
+	}
+	if body.Kind() != '{' {
+		return nil, invalid(ErrMalformed, "body", "not a JSON object")
+	}
+	if err := checkNumbers(body); err != nil {
+		return nil, err
+	}
+	c := body.Clone()
+	if err := c.Canonicalize(); err != nil {
+		return nil, invalid(ErrMalformed, "body", "%v", err)
+	}
+	return c, nil
+}
+
+// errOverflow marks a number beyond the range of an IEEE double.
+var errOverflow = errors.New("number overflows a double")
+
+// checkNumbers walks body (exactly one JSON value) and fails on a syntax
+// error or on a number whose magnitude exceeds the largest double: jsontext
+// would saturate it to ±1.7976931348623157e+308 while other JCS
+// implementations fail or print null, so such a body has no agreed signing
+// bytes and is refused.
+func checkNumbers(body []byte) error {
+	d := decoderPool.Get().(*jsontext.Decoder)
+	defer func() {
+		d.Reset(emptyReader)
+		decoderPool.Put(d)
+	}()
+	d.Reset(bytes.NewBuffer(body))
+	for depth := 0; ; {
+		tok, err := d.ReadToken()
+		if err != nil {
+			if errors.Is(err, io.EOF) && depth == 0 {
+				return nil
+			}
+			return invalid(ErrMalformed, "body", "%v", err)
+		}
+		switch tok.Kind() {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '0':
+			if _, err := tok.Float(); err != nil {
+				return invalid(ErrMalformed, "body", "%v: %s", errOverflow, tok.String())
+			}
+		}
+		if depth == 0 {
+			// One top-level value only.
+			if _, err := d.ReadToken(); !errors.Is(err, io.EOF) {
+				return invalid(ErrMalformed, "body", "data after the object")
+			}
+			return nil
+		}
+	}
+}
+
+// Crash is the body of an event of kind "crash" (design §5): all seven
+// members are required strings; Stack is at most MaxStackBytes bytes. Other
+// members are allowed and ignored, so that the body can grow. The design
+// leaves the fingerprint's format open; it is not checked.
+type Crash struct {
+	Program     string `json:"program"`
+	Version     string `json:"version"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Reason      string `json:"reason"`
+	Stack       string `json:"stack"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// ParseCrash decodes and checks a crash body. Errors are *ValidationError
+// with ErrMalformed (not an object, a member missing, null or not a string)
+// or ErrTooLarge (stack over MaxStackBytes).
+func ParseCrash(body jsontext.Value) (*Crash, error) {
+	var w struct {
+		Program     *string `json:"program"`
+		Version     *string `json:"version"`
+		OS          *string `json:"os"`
+		Arch        *string `json:"arch"`
+		Reason      *string `json:"reason"`
+		Stack       *string `json:"stack"`
+		Fingerprint *string `json:"fingerprint"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, invalid(ErrMalformed, "body", "crash body: %v", err)
+	}
+	fields := []struct {
+		name string
+		v    *string
+	}{
+		{"program", w.Program}, {"version", w.Version}, {"os", w.OS}, {"arch", w.Arch},
+		{"reason", w.Reason}, {"stack", w.Stack}, {"fingerprint", w.Fingerprint},
+	}
+	for _, f := range fields {
+		if f.v == nil {
+			return nil, invalid(ErrMalformed, "body."+f.name, "missing from crash body")
+		}
+	}
+	if len(*w.Stack) > MaxStackBytes {
+		return nil, invalid(ErrTooLarge, "body.stack", "%d bytes over %d", len(*w.Stack), MaxStackBytes)
+	}
+	return &Crash{
+		Program: *w.Program, Version: *w.Version, OS: *w.OS, Arch: *w.Arch,
+		Reason: *w.Reason, Stack: *w.Stack, Fingerprint: *w.Fingerprint,
+	}, nil
+}
+
+// Body returns c as a JSON object for New.
+func (c *Crash) Body() (jsontext.Value, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return jsontext.Value(b), nil
+}

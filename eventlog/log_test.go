@@ -1,0 +1,461 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/crypto"
+)
+
+// makeEvents signs n events by key, all at the same millisecond.
+func makeEvents(tb testing.TB, key crypto.PrivKey, now time.Time, n, from int) []*Event {
+	tb.Helper()
+	evs := make([]*Event, n)
+	for i := range evs {
+		evs[i] = mustNew(tb, key, now, "note", fmt.Sprintf(`{"i":%d}`, from+i), nil)
+	}
+	return evs
+}
+
+func ids(evs []*Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func TestAppendDedupe(t *testing.T) {
+	l := openLog(t, memDB(t))
+	if l.Head() != 0 {
+		t.Fatalf("empty head %d", l.Head())
+	}
+	evs := makeEvents(t, testKey(t, 1), testNow, 4, 0)
+	// Same id twice within one batch: stored once.
+	added, err := l.Append([]*Event{evs[0], evs[1], clone(evs[0]), evs[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(added); len(got) != 3 || got[0] != evs[0].ID || got[1] != evs[1].ID || got[2] != evs[2].ID {
+		t.Fatalf("added %v", got)
+	}
+	if l.Head() != 3 {
+		t.Fatalf("head %d, want 3", l.Head())
+	}
+	// Across batches: only the new one is added, at position 4.
+	added, err = l.Append([]*Event{evs[2], evs[3], evs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != 1 || added[0].ID != evs[3].ID || l.Head() != 4 {
+		t.Fatalf("added %v, head %d", ids(added), l.Head())
+	}
+	// Nothing new: nothing added, head unchanged.
+	added, err = l.Append(evs)
+	if err != nil || len(added) != 0 || l.Head() != 4 {
+		t.Fatalf("added %v, err %v, head %d", ids(added), err, l.Head())
+	}
+	if added, err := l.Append(nil); err != nil || added != nil {
+		t.Fatalf("empty append: %v %v", added, err)
+	}
+	for i, e := range evs {
+		got, pos, err := l.Get(e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos != uint64(i+1) || got.ID != e.ID || string(got.Body) != string(e.Body) {
+			t.Errorf("Get(%d): pos %d, %+v", i, pos, got)
+		}
+		if err := got.Verify(testNow); err != nil {
+			t.Errorf("stored event %d does not verify: %v", i, err)
+		}
+		if ok, err := l.Has(e.ID); !ok || err != nil {
+			t.Errorf("Has(%d) = %v, %v", i, ok, err)
+		}
+	}
+	other := mustNew(t, testKey(t, 2), testNow, "note", `{}`, nil)
+	if _, _, err := l.Get(other.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of absent id: %v", err)
+	}
+	if ok, err := l.Has(other.ID); ok || err != nil {
+		t.Errorf("Has of absent id: %v %v", ok, err)
+	}
+	for _, bad := range []string{"", "xyz", evs[0].ID[:63], "A" + evs[0].ID[1:]} {
+		if _, _, err := l.Get(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Get(%q): %v", bad, err)
+		}
+		if _, err := l.Has(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Has(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestAppendRefusesBadIDAtomically(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 2, 0)
+	bad := clone(evs[1])
+	bad.ID = "nothex"
+	if _, err := l.Append([]*Event{evs[0], bad}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("err %v", err)
+	}
+	if l.Head() != 0 {
+		t.Fatalf("head %d after a refused batch", l.Head())
+	}
+	if ok, _ := l.Has(evs[0].ID); ok {
+		t.Fatal("part of a refused batch was stored")
+	}
+}
+
+// pageAll pages through the whole log and fails on a skip or a repeat.
+func pageAll(t *testing.T, l *Log, limit, maxBytes int) []string {
+	t.Helper()
+	var got []string
+	after := uint64(0)
+	for pages := 0; ; pages++ {
+		if pages > 5000 {
+			t.Fatal("paging does not end")
+		}
+		evs, next, more, err := l.Page(after, limit, maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) > limit {
+			t.Fatalf("%d events over limit %d", len(evs), limit)
+		}
+		total := 0
+		for _, raw := range evs {
+			total += len(raw)
+			e, err := Decode(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.ID)
+		}
+		if total > maxBytes {
+			t.Fatalf("%d bytes over maxBytes %d", total, maxBytes)
+		}
+		if next != after+uint64(len(evs)) {
+			t.Fatalf("next %d after %d with %d events", next, after, len(evs))
+		}
+		if more != (next < l.Head()) {
+			t.Fatalf("more %v at next %d, head %d", more, next, l.Head())
+		}
+		after = next
+		if !more {
+			return got
+		}
+		if len(evs) == 0 {
+			t.Fatal("empty page with more")
+		}
+	}
+}
+
+// TestPageSameTimestamp: 1000 events of one millisecond are paged with
+// several limits and byte budgets; each comes exactly once, in order.
+func TestPageSameTimestamp(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 1000, 0)
+	for i := 0; i < len(evs); i += 100 {
+		if _, err := l.Append(evs[i : i+100]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Head() != 1000 {
+		t.Fatalf("head %d", l.Head())
+	}
+	raw, _ := evs[0].Marshal()
+	size := len(raw)
+	for _, limit := range []int{1, 7, 256, 1000, 5000} {
+		for _, maxBytes := range []int{size + 10, 3*size + 1, 4 << 20} {
+			t.Run(fmt.Sprintf("limit%d_bytes%d", limit, maxBytes), func(t *testing.T) {
+				got := pageAll(t, l, limit, maxBytes)
+				if len(got) != len(evs) {
+					t.Fatalf("%d events, want %d", len(got), len(evs))
+				}
+				for i, id := range got {
+					if id != evs[i].ID {
+						t.Fatalf("event %d out of order", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPageBounds(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 10, 0)
+	if _, err := l.Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	raw0, _ := evs[0].Marshal()
+
+	page, next, more, err := l.Page(0, 3, 1<<20)
+	if err != nil || len(page) != 3 || next != 3 || !more {
+		t.Fatalf("limit 3: %d events, next %d, more %v, %v", len(page), next, more, err)
+	}
+	if string(page[0]) != string(raw0) {
+		t.Errorf("page[0] %s, want %s", page[0], raw0)
+	}
+	// Exactly two events' worth of bytes, then one byte less.
+	two := len(page[0]) + len(page[1])
+	if page, next, more, _ = l.Page(0, 10, two); len(page) != 2 || next != 2 || !more {
+		t.Errorf("maxBytes %d: %d events, next %d, more %v", two, len(page), next, more)
+	}
+	if page, _, _, _ = l.Page(0, 10, two-1); len(page) != 1 {
+		t.Errorf("maxBytes %d: %d events, want 1", two-1, len(page))
+	}
+	// The last page: more is false.
+	if page, next, more, _ = l.Page(7, 3, 1<<20); len(page) != 3 || next != 10 || more {
+		t.Errorf("last page: %d events, next %d, more %v", len(page), next, more)
+	}
+	if page, next, more, _ = l.Page(7, 4, 1<<20); len(page) != 3 || next != 10 || more {
+		t.Errorf("last page, larger limit: %d events, next %d, more %v", len(page), next, more)
+	}
+	// At and past the head: empty, next = after, more false.
+	for _, after := range []uint64{10, 11, 1 << 40, math.MaxUint64 - 1, math.MaxUint64} {
+		page, next, more, err := l.Page(after, 5, 1<<20)
+		if err != nil || len(page) != 0 || next != after || more {
+			t.Errorf("after %d: %d events, next %d, more %v, %v", after, len(page), next, more, err)
+		}
+	}
+	// Bad arguments.
+	for _, a := range [][2]int{{0, 100}, {-1, 100}, {1, 0}, {1, -5}} {
+		if _, _, _, err := l.Page(0, a[0], a[1]); !errors.Is(err, ErrBadArgument) {
+			t.Errorf("Page(limit %d, maxBytes %d): %v", a[0], a[1], err)
+		}
+	}
+	// A byte budget below the next event: an error, not a stalled reader.
+	if _, _, _, err := l.Page(0, 10, len(raw0)-1); !errors.Is(err, ErrPageTooSmall) {
+		t.Errorf("budget below one event: %v", err)
+	}
+	if page, _, _, _ := l.Page(0, 10, len(raw0)); len(page) != 1 {
+		t.Errorf("budget of exactly one event: %d events", len(page))
+	}
+	// Pages are copies: changing one does not change the store.
+	page, _, _, _ = l.Page(0, 1, 1<<20)
+	page[0][2] = 'X'
+	again, _, _, _ := l.Page(0, 1, 1<<20)
+	if string(again[0]) != string(raw0) {
+		t.Error("page aliases the store")
+	}
+}
+
+func TestHeadPersists(t *testing.T) {
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys of other packages, on both sides of ours, must not confuse the log.
+	for _, k := range []string{"a", "ev", "ev/", "ev/q", "ew/x", "f/x", "z"} {
+		if err := db.Set([]byte(k), []byte("other"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := openLog(t, db)
+	if l.Head() != 0 {
+		t.Fatalf("head %d with only foreign keys", l.Head())
+	}
+	key := testKey(t, 1)
+	evs := makeEvents(t, key, testNow, 300, 0)
+	if _, err := l.Append(evs[:250]); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l = openLog(t, db)
+	if l.Head() != 250 {
+		t.Fatalf("head %d after reopen, want 250", l.Head())
+	}
+	// Appending resumes at 251 and still dedupes against the old events.
+	added, err := l.Append(evs[200:])
+	if err != nil || len(added) != 50 || l.Head() != 300 {
+		t.Fatalf("added %d, head %d, %v", len(added), l.Head(), err)
+	}
+	if _, pos, err := l.Get(evs[250].ID); err != nil || pos != 251 {
+		t.Fatalf("pos %d, %v", pos, err)
+	}
+	got := pageAll(t, l, 256, 4<<20)
+	if len(got) != 300 {
+		t.Fatalf("%d events", len(got))
+	}
+	for i, id := range got {
+		if id != evs[i].ID {
+			t.Fatalf("event %d out of order after reopen", i)
+		}
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestChanged(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 2, 0)
+	ch := l.Changed()
+	if closed(ch) {
+		t.Fatal("closed before any append")
+	}
+	if _, err := l.Append(evs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Fatal("not closed after an append")
+	}
+	ch2 := l.Changed()
+	if closed(ch2) {
+		t.Fatal("the new channel is already closed")
+	}
+	// A batch of duplicates adds nothing and wakes nobody.
+	if _, err := l.Append(evs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if closed(ch2) {
+		t.Fatal("closed by an append that added nothing")
+	}
+	// A waiter blocked on the channel is woken.
+	done := make(chan uint64)
+	go func() {
+		<-ch2
+		done <- l.Head()
+	}()
+	if _, err := l.Append(evs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-done; h != 2 {
+		t.Fatalf("waiter saw head %d, want 2", h)
+	}
+}
+
+func TestConcurrentAppend(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 200, 0)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			// Overlapping slices: every event is offered by two writers.
+			for i := w * 50; i < w*50+100; i += 10 {
+				if _, err := l.Append(evs[i%200 : i%200+10]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	// A reader pages while writers append.
+	wg.Go(func() {
+		var after uint64
+		for after < 200 {
+			changed := l.Changed() // before Page, so no wake-up is missed
+			page, next, _, err := l.Page(after, 7, 1<<20)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if next != after+uint64(len(page)) {
+				t.Errorf("next %d after %d with %d events", next, after, len(page))
+				return
+			}
+			after = next
+			if len(page) == 0 {
+				<-changed
+			}
+		}
+	})
+	wg.Wait()
+	if l.Head() != 200 {
+		t.Fatalf("head %d, want 200", l.Head())
+	}
+	seen := map[string]bool{}
+	for _, id := range pageAll(t, l, 256, 4<<20) {
+		if seen[id] {
+			t.Fatalf("%s stored twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 200 {
+		t.Fatalf("%d distinct events", len(seen))
+	}
+}
+
+func TestVerifyBatch(t *testing.T) {
+	key := testKey(t, 1)
+	evs := makeEvents(t, key, testNow, 40, 0)
+	raws := make([]jsontext.Value, len(evs))
+	for i, e := range evs {
+		raws[i], _ = e.Marshal()
+	}
+	bad := map[int]error{}
+	tamper := func(i int, sentinel error, f func(e *Event)) {
+		e := clone(evs[i])
+		f(e)
+		raws[i], _ = e.Marshal()
+		bad[i] = sentinel
+	}
+	tamper(3, ErrBadSignature, func(e *Event) { e.Body = jsontext.Value(`{"i":-1}`); reID(t, e) })
+	tamper(7, ErrBadID, func(e *Event) { e.Time++ })
+	raws[11] = jsontext.Value(`{"id":`)
+	bad[11] = ErrMalformed
+	future := mustNew(t, key, testNow.Add(time.Hour), "note", `{}`, nil)
+	raws[39], _ = future.Marshal()
+	bad[39] = ErrFuture
+
+	ok, rejected := VerifyBatch(raws, testNow)
+	if len(ok)+len(rejected) != len(raws) || len(rejected) != len(bad) {
+		t.Fatalf("%d ok, %d rejected", len(ok), len(rejected))
+	}
+	j := 0
+	for i, e := range evs {
+		if _, isBad := bad[i]; isBad {
+			continue
+		}
+		if ok[j].ID != e.ID {
+			t.Fatalf("ok[%d] is not event %d: order lost", j, i)
+		}
+		j++
+	}
+	prev := -1
+	for _, err := range rejected {
+		var be *BatchError
+		if !errors.As(err, &be) {
+			t.Fatalf("%T %v", err, err)
+		}
+		if be.Index <= prev {
+			t.Errorf("rejections out of order: %d after %d", be.Index, prev)
+		}
+		prev = be.Index
+		want, isBad := bad[be.Index]
+		if !isBad {
+			t.Fatalf("good event %d rejected: %v", be.Index, err)
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("event %d: %v, want %v", be.Index, err, want)
+		}
+	}
+	if ok, rej := VerifyBatch(nil, testNow); len(ok) != 0 || len(rej) != 0 {
+		t.Error("empty batch")
+	}
+	if ok, rej := VerifyBatch(raws[:1], testNow); len(ok) != 1 || len(rej) != 0 {
+		t.Error("batch of one")
+	}
+}

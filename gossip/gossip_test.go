@@ -1,0 +1,249 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
+)
+
+func testEvent(t *testing.T, at time.Time) jsontext.Value {
+	t.Helper()
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := eventlog.New(key, at, "note", jsontext.Value(`{"text":"hi"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func providers(k int) []proto.Provider {
+	out := make([]proto.Provider, k)
+	for i := range out {
+		key, _, _ := crypto.GenerateEd25519Key(nil)
+		id, _ := peer.IDFromPrivateKey(key)
+		out[i] = proto.Provider{ID: id.String(), Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}}
+	}
+	return out
+}
+
+// envelope builds an envelope by hand, padded with an unknown field to
+// exactly size bytes when size > 0.
+func envelope(t *testing.T, event jsontext.Value, ps []proto.Provider, size int) []byte {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"event":`)
+	b.Write(event)
+	b.WriteString(`,"providers":[`)
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":%q,"addrs":["%s"]}`, p.ID, strings.Join(p.Addrs, `","`))
+	}
+	b.WriteString(`]`)
+	if size > 0 {
+		const pad = `,"_grease_pad":""}`
+		fill := size - b.Len() - len(pad)
+		if fill < 0 {
+			t.Fatalf("envelope already %d bytes, cannot pad to %d", b.Len(), size)
+		}
+		b.WriteString(`,"_grease_pad":"` + strings.Repeat("x", fill) + `"}`)
+	} else {
+		b.WriteString("}")
+	}
+	return []byte(b.String())
+}
+
+func TestValidateBounds(t *testing.T) {
+	now := time.Now()
+	ev := testEvent(t, now)
+	future := testEvent(t, now.Add(eventlog.MaxFutureSkew+time.Second))
+	tampered := jsontext.Value(strings.Replace(string(ev), `"hi"`, `"ho"`, 1))
+	cases := []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"plain", envelope(t, ev, nil, 0), true},
+		{"8 providers", envelope(t, ev, providers(proto.MaxProviders), 0), true},
+		{"9 providers", envelope(t, ev, providers(proto.MaxProviders+1), 0), false},
+		{"exactly 64 KiB", envelope(t, ev, nil, proto.MaxEnvelopeBytes), true},
+		{"64 KiB + 1", envelope(t, ev, nil, proto.MaxEnvelopeBytes+1), false},
+		{"tampered event", envelope(t, tampered, nil, 0), false},
+		{"event from the future", envelope(t, future, nil, 0), false},
+		{"not JSON", []byte(`{"event":`), false},
+		{"no event", []byte(`{"providers":[]}`), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Validate(tc.b, now)
+			if tc.ok && err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			if !tc.ok && !errors.Is(err, ErrEnvelope) {
+				t.Fatalf("err = %v, want ErrEnvelope", err)
+			}
+		})
+	}
+}
+
+func TestHintsKeepNewest16(t *testing.T) {
+	h := NewHints(10)
+	ps := providers(20)
+	for _, p := range ps {
+		h.Add("cid", []proto.Provider{p})
+	}
+	got := h.Get("cid")
+	if len(got) != MaxHintsPerBlob {
+		t.Fatalf("%d hints, want %d", len(got), MaxHintsPerBlob)
+	}
+	for i, p := range got { // newest first: ps[19], ps[18], ...
+		if want := ps[len(ps)-1-i].ID; p.ID != want {
+			t.Fatalf("hint %d is %s, want %s", i, p.ID, want)
+		}
+	}
+	// A provider hinted again moves to the front, without a duplicate.
+	h.Add("cid", []proto.Provider{ps[10]})
+	got = h.Get("cid")
+	if got[0].ID != ps[10].ID || len(got) != MaxHintsPerBlob {
+		t.Fatalf("re-hinted provider not first or duplicated: %d hints, first %s", len(got), got[0].ID)
+	}
+	seen := map[string]bool{}
+	for _, p := range got {
+		if seen[p.ID] {
+			t.Fatalf("duplicate hint %s", p.ID)
+		}
+		seen[p.ID] = true
+	}
+}
+
+func TestHintsForgetLeastRecentBlob(t *testing.T) {
+	h := NewHints(3)
+	p := providers(1)
+	for i := range 4 {
+		h.Add(fmt.Sprint("cid", i), p)
+	}
+	if h.Len() != 3 {
+		t.Fatalf("tracking %d blobs, want 3", h.Len())
+	}
+	if h.Get("cid0") != nil {
+		t.Fatal("the least recently hinted blob was kept")
+	}
+	if h.Get("cid3") == nil {
+		t.Fatal("the newest blob was forgotten")
+	}
+}
+
+func newHost(t *testing.T) host.Host {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// TestInvalidEnvelopesAreRejectedNotDelivered: a raw gossipsub peer
+// publishes an invalid envelope and then a valid one; only the valid one is
+// delivered, and the invalid one is counted.
+func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := newHost(t), newHost(t)
+	delivered := make(chan Delivery, 4)
+	rejected := make(chan error, 4)
+	g, err := Join(ctx, a, "test", Options{
+		Deliver: func(d Delivery) { delivered <- d },
+		Reject:  func(err error) { rejected <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	ps, err := pubsub.NewGossipSub(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(proto.Topic("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topic.Subscribe(); err != nil { // announce interest, to be grafted
+		t.Fatal(err)
+	}
+	if err := b.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		mesh, changed := g.Mesh()
+		if len(mesh) > 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no gossip mesh after 10 s")
+		}
+	}
+	for len(topic.ListPeers()) == 0 { // b must know a is in the topic to publish to it
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond): // waiting on the network
+		}
+	}
+	now := time.Now()
+	bad := envelope(t, jsontext.Value(strings.Replace(string(testEvent(t, now)), `"hi"`, `"ho"`, 1)), nil, 0)
+	good := envelope(t, testEvent(t, now), providers(1), 0)
+	if err := topic.Publish(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := topic.Publish(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-delivered:
+		if d.From != b.ID() || len(d.Providers) != 1 {
+			t.Fatalf("delivery from %s with %d providers", d.From, len(d.Providers))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the valid envelope was not delivered")
+	}
+	select {
+	case err := <-rejected:
+		if !errors.Is(err, ErrEnvelope) {
+			t.Fatalf("rejected with %v, want ErrEnvelope", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the invalid envelope was not rejected")
+	}
+	select {
+	case d := <-delivered:
+		t.Fatalf("a second delivery: %s", d.Event.ID)
+	case err := <-rejected:
+		t.Fatalf("a second rejection: %v", err)
+	default:
+	}
+}

@@ -1,0 +1,339 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/proto"
+)
+
+// maxAPIBodyBytes bounds a control API request body: an event body is at
+// most 16 KiB (design §5), so 64 KiB leaves room for its JSON escaping.
+const maxAPIBodyBytes = 64 << 10
+
+// defaultAPIPageLimit is the number of events GET /v1/events returns when
+// the request does not say; at most proto.MaxPageEvents are returned.
+const defaultAPIPageLimit = 100
+
+// Handler returns the control API (design §12) as an http.Handler. See
+// package node/api for the paths and shapes.
+func (n *Node) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathID, n.apiID)
+	mux.HandleFunc("GET "+api.PathStatus, n.apiStatus)
+	mux.HandleFunc("GET "+api.PathPeers, n.apiPeers)
+	mux.HandleFunc("POST "+api.PathConnect, n.apiConnect)
+	mux.HandleFunc("GET "+api.PathEvents, n.apiEvents)
+	mux.HandleFunc("POST "+api.PathEvents, n.apiAddEvent)
+	mux.HandleFunc("GET "+api.PathEvent+"{id}", n.apiEvent)
+	mux.HandleFunc("GET "+api.PathTail, n.apiTail)
+	mux.HandleFunc("POST "+api.PathSync, n.apiSync)
+	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
+	return mux
+}
+
+// MetricsHandler serves the node's Prometheus metrics.
+func (n *Node) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(n.m.reg, promhttp.HandlerOpts{})
+}
+
+// ServeAPI serves the control API on a Unix socket at path (mode 0600)
+// until ctx ends, then removes the socket.
+//
+// REQUIRES: nothing exists at path (repo.Repo.PrepareSocket sees to it).
+func (n *Node) ServeAPI(ctx context.Context, path string) error {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("node: listen on control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("node: control socket %s: %w", path, err)
+	}
+	return n.serveHTTP(ctx, l, n.Handler(), func() { os.Remove(path) })
+}
+
+// serveHTTP serves h on l until ctx ends, then shuts down within 5 s.
+func (n *Node) serveHTTP(ctx context.Context, l net.Listener, h http.Handler, cleanup func()) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return n.ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if cleanup != nil {
+		cleanup()
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+func (n *Node) apiID(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.ID{
+		PeerID: n.host.ID().String(), Addrs: n.FullAddrs(),
+		Network: n.cfg.Network, Agent: n.agent,
+	})
+}
+
+// Status returns a summary of the node's state.
+func (n *Node) Status() api.Status {
+	return api.Status{
+		PeerID:        n.host.ID().String(),
+		Network:       n.cfg.Network,
+		Agent:         n.agent,
+		Peers:         len(n.helloPeers()),
+		Events:        n.events.Head(),
+		Head:          n.events.Head(),
+		Gossip:        n.gossip != nil,
+		UptimeSeconds: int64(n.now().Sub(n.started) / time.Second),
+		Dropped:       n.m.droppedTotal(),
+	}
+}
+
+func (n *Node) apiStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.Status())
+}
+
+// Peers returns the connected peers.
+func (n *Node) Peers() []api.Peer {
+	conns := n.host.Network().Peers()
+	n.mu.Lock()
+	states := make(map[peer.ID]peerState, len(n.mu.peers))
+	for p, st := range n.mu.peers {
+		states[p] = *st
+	}
+	n.mu.Unlock()
+	out := make([]api.Peer, 0, len(conns))
+	for _, p := range conns {
+		ap := api.Peer{PeerID: p.String(), Cursor: n.peers.Cursor(p), Addrs: []string{}}
+		for _, c := range n.host.Network().ConnsToPeer(p) {
+			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
+		}
+		ap.Direction = api.DirectionOutbound
+		if st, ok := states[p]; ok {
+			if st.dir == network.DirInbound {
+				ap.Direction = api.DirectionInbound
+			}
+			if st.hello != nil {
+				ap.Hello, ap.Agent, ap.Head = true, st.hello.Agent, headOf(st.hello)
+			}
+		}
+		out = append(out, ap)
+	}
+	return out
+}
+
+func (n *Node) apiPeers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.Peers())
+}
+
+func (n *Node) apiConnect(w http.ResponseWriter, r *http.Request) {
+	var req api.ConnectRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	p, err := n.Connect(ctx, req.Addr)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	for _, ap := range n.Peers() {
+		if ap.PeerID == p.String() {
+			writeJSON(w, http.StatusOK, ap)
+			return
+		}
+	}
+	writeError(w, http.StatusBadGateway, fmt.Errorf("node: %s disconnected right after hello", p))
+}
+
+func (n *Node) apiEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := queryUint(r, "after", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	limit, err := queryUint(r, "limit", defaultAPIPageLimit)
+	if err != nil || limit == 0 {
+		writeError(w, http.StatusBadRequest, errors.New("limit must be a whole number from 1 to 256"))
+		return
+	}
+	events, next, more, err := n.events.Page(after, int(min(limit, proto.MaxPageEvents)), proto.MaxPageBytes)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if events == nil {
+		events = []jsontext.Value{}
+	}
+	writeJSON(w, http.StatusOK, api.EventPage{Events: events, Next: next, More: more, Head: n.events.Head()})
+}
+
+func (n *Node) apiAddEvent(w http.ResponseWriter, r *http.Request) {
+	var req api.AddEventRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	ev, err := n.AddEvent(r.Context(), req.Kind, req.Body, nil)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrInvalidEvent) {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func (n *Node) apiEvent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ev, _, err := n.events.Get(id)
+	switch {
+	case errors.Is(err, eventlog.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Errorf("no event with id %q", id))
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err)
+	default:
+		writeJSON(w, http.StatusOK, ev)
+	}
+}
+
+func (n *Node) apiTail(w http.ResponseWriter, r *http.Request) {
+	after, err := queryUint(r, "after", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for {
+		changed := n.events.Changed() // before reading, so no append is missed
+		events, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		if err != nil {
+			return
+		}
+		for _, ev := range events {
+			if _, err := w.Write(append(ev, '\n')); err != nil {
+				return
+			}
+		}
+		if flusher != nil && len(events) > 0 {
+			flusher.Flush()
+		}
+		after = next
+		if more {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (n *Node) apiSync(w http.ResponseWriter, r *http.Request) {
+	var req api.SyncRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	var p peer.ID
+	var err error
+	if strings.HasPrefix(req.Peer, "/") {
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		p, err = n.Connect(ctx, req.Peer)
+		cancel()
+	} else if p, err = peer.Decode(req.Peer); err != nil {
+		err = fmt.Errorf("%q is neither a peer ID nor a full multiaddr: %w", req.Peer, err)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	line := func(st api.SyncProgress) {
+		b, _ := json.Marshal(st)
+		w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	st, err := n.SyncPeer(r.Context(), p, line)
+	if err != nil {
+		st.Error = err.Error()
+	}
+	line(st)
+}
+
+// queryUint reads a decimal uint64 query parameter, def when absent.
+func queryUint(r *http.Request, name string, def uint64) (uint64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s must be a whole number, not %q", name, s)
+	}
+	return v, nil
+}
+
+// readJSON decodes a request body of at most maxAPIBodyBytes into v, or
+// answers 400 and returns false.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAPIBodyBytes))
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"could not encode the response"}`)
+	}
+	w.Header().Set("Content-Type", api.ContentTypeJSON)
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, api.ErrorBody{Error: err.Error()})
+}

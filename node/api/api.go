@@ -1,0 +1,160 @@
+package api
+
+import "github.com/go-json-experiment/json/jsontext"
+
+// Paths of the control API (design §12). Every path is served on the
+// daemon's Unix socket only.
+const (
+	// PathID answers GET with an ID.
+	PathID = "/v1/id"
+	// PathStatus answers GET with a Status.
+	PathStatus = "/v1/status"
+	// PathPeers answers GET with a JSON array of Peer.
+	PathPeers = "/v1/peers"
+	// PathConnect takes a POSTed ConnectRequest, dials the address, waits
+	// for hello to complete and answers with the Peer.
+	PathConnect = "/v1/peers/connect"
+	// PathEvents answers GET ?after=N&limit=N with an EventPage, and takes a
+	// POSTed AddEventRequest, answering with the stored signed event.
+	PathEvents = "/v1/events"
+	// PathEvent is the prefix of GET /v1/events/{id}: the event with that id
+	// (lowercase hex, design §5), or 404 with an ErrorBody if unknown.
+	PathEvent = "/v1/events/"
+	// PathTail answers GET ?after=N with an application/x-ndjson stream:
+	// every event stored after cursor N, one per line, in log order, then
+	// each new one as it is stored, until the client goes away.
+	PathTail = "/v1/tail"
+	// PathSync takes a POSTed SyncRequest and answers with an
+	// application/x-ndjson stream of SyncProgress lines, the last of which
+	// has Done set or Error non-empty.
+	PathSync = "/v1/sync"
+	// PathMetrics answers GET with the Prometheus text exposition format.
+	PathMetrics = "/metrics"
+)
+
+// ContentTypeJSON is the media type of every non-streaming body.
+const ContentTypeJSON = "application/json"
+
+// ContentTypeNDJSON is the media type of the PathTail and PathSync streams:
+// one JSON value per line, each line ending in "\n".
+const ContentTypeNDJSON = "application/x-ndjson"
+
+// ID is the identity of the daemon (GET PathID).
+type ID struct {
+	// PeerID is the node's libp2p peer ID (design §3: an Ed25519 key).
+	PeerID string `json:"peer_id"`
+	// Addrs are the node's full multiaddrs, each ending in /p2p/<PeerID>,
+	// usable as they are by `wats peers connect` or as bootstrap addresses.
+	Addrs []string `json:"addrs"`
+	// Network is the network name of the node's config (design §3).
+	Network string `json:"network"`
+	// Agent is the agent string the node sends in hello, e.g. "wats/0.1.0".
+	Agent string `json:"agent"`
+}
+
+// Status is a summary of the daemon's state (GET PathStatus).
+type Status struct {
+	PeerID  string `json:"peer_id"`
+	Network string `json:"network"`
+	Agent   string `json:"agent"`
+	// Peers counts the connected peers that completed hello.
+	Peers int `json:"peers"`
+	// Events counts the events in the local log.
+	Events uint64 `json:"events"`
+	// Head is the local log position (cursor) of the newest event; 0 when
+	// the log is empty (design §5).
+	Head uint64 `json:"head"`
+	// Gossip reports whether the node is subscribed to its gossip topic.
+	Gossip bool `json:"gossip"`
+	// UptimeSeconds is the time since the node started, in whole seconds.
+	UptimeSeconds int64 `json:"uptime_seconds"`
+	// Dropped counts the invalid events dropped, from all sources (gossip,
+	// sync, crash reports).
+	Dropped uint64 `json:"dropped"`
+}
+
+// Peer is one connected peer (GET PathPeers, POST PathConnect).
+type Peer struct {
+	PeerID string `json:"peer_id"`
+	// Addrs are the peer's known multiaddrs.
+	Addrs []string `json:"addrs"`
+	// Agent is the agent the peer sent in hello; empty before hello.
+	Agent string `json:"agent"`
+	// Hello reports whether hello completed with this peer.
+	Hello bool `json:"hello"`
+	// Head is the peer's log cursor as of its hello.
+	Head uint64 `json:"head"`
+	// Cursor is how far this node has synced the peer's log (a position in
+	// the peer's log, design §5).
+	Cursor uint64 `json:"cursor"`
+	// Direction is "inbound" or "outbound": who opened the connection.
+	Direction string `json:"direction"`
+}
+
+// Directions of a Peer.
+const (
+	DirectionInbound  = "inbound"
+	DirectionOutbound = "outbound"
+)
+
+// ConnectRequest is the body of POST PathConnect.
+type ConnectRequest struct {
+	// Addr is a full multiaddr ending in /p2p/<peer id>.
+	Addr string `json:"addr"`
+}
+
+// AddEventRequest is the body of POST PathEvents: the daemon signs an event
+// of this kind and body with its own key, stores it and gossips it.
+type AddEventRequest struct {
+	// Kind is 1–32 of [a-z0-9._-] (design §5); the daemon validates it.
+	Kind string `json:"kind"`
+	// Body is a JSON object of at most 16 KiB (design §5).
+	Body jsontext.Value `json:"body"`
+}
+
+// EventPage is one page of the local log (GET PathEvents).
+type EventPage struct {
+	// Events are the signed events after the requested cursor, in log order.
+	Events []jsontext.Value `json:"events"`
+	// Next is the cursor after the last event returned; pass it as after to
+	// get the following page.
+	Next uint64 `json:"next"`
+	// More reports whether events after Next exist.
+	More bool `json:"more"`
+	// Head is the cursor of the newest event in the log.
+	Head uint64 `json:"head"`
+}
+
+// SyncRequest is the body of POST PathSync.
+type SyncRequest struct {
+	// Peer is a peer ID of a connected peer, or a full multiaddr to dial
+	// first.
+	Peer string `json:"peer"`
+}
+
+// SyncProgress is one line of the PathSync stream. Counts are cumulative
+// since the start of this sync.
+type SyncProgress struct {
+	// Peer is the peer ID being synced.
+	Peer string `json:"peer"`
+	// Received counts the events received from the peer.
+	Received uint64 `json:"received"`
+	// Stored counts the received events that were new and valid.
+	Stored uint64 `json:"stored"`
+	// Dropped counts the received events that were invalid.
+	Dropped uint64 `json:"dropped"`
+	// Cursor is how far the peer's log has been synced.
+	Cursor uint64 `json:"cursor"`
+	// PeerHead is the peer's head as last known; Cursor reaches it when the
+	// sync is done (the peer may have grown since).
+	PeerHead uint64 `json:"peer_head"`
+	// Done is set on the last line of a successful sync.
+	Done bool `json:"done"`
+	// Error is set on the last line of a failed sync.
+	Error string `json:"error,omitempty"`
+}
+
+// ErrorBody is the body of every non-2xx response.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

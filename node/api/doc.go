@@ -1,0 +1,33 @@
+// Package api is the control API of a wats daemon: the HTTP/JSON messages
+// it serves on its Unix socket and the client the CLI uses to call it.
+//
+// Design §12: the daemon serves HTTP/JSON on a Unix socket in its repo
+// (mode 0600, repo directory 0700); nothing of it listens on the network.
+// The socket path comes from repo.Repo.SocketPath. The server side lives in
+// package node; this package holds only what both sides share, so that
+// cmd/wats depends on node/api and never on the daemon's internals
+// (design §2).
+//
+// Endpoints (all paths under one socket, JSON field names in snake_case):
+//
+//	GET  /v1/id                     ID
+//	GET  /v1/status                 Status
+//	GET  /v1/peers                  []Peer
+//	POST /v1/peers/connect          ConnectRequest -> Peer
+//	GET  /v1/events?after=N&limit=N EventPage
+//	POST /v1/events                 AddEventRequest -> the stored signed event
+//	GET  /v1/events/{id}            the event, 404 if unknown
+//	GET  /v1/tail?after=N           NDJSON: one event per line, forever
+//	POST /v1/sync                   SyncRequest -> NDJSON: SyncProgress lines
+//	GET  /metrics                   Prometheus text exposition
+//
+// Any non-2xx response carries an ErrorBody; the client turns it into an
+// *Error. When no daemon listens on the socket the client returns an error
+// matching ErrNoDaemon (a *NoDaemonError naming the socket).
+//
+// Files:
+//
+//   - api.go: paths, request and response types, ErrorBody.
+//   - client.go: Client and its calls, including the two NDJSON streams.
+//   - errors.go: ErrNoDaemon, NoDaemonError, Error and the other sentinels.
+package api

@@ -1,0 +1,224 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/repo"
+)
+
+// BenchSyncResult is what BenchSync measured.
+type BenchSyncResult struct {
+	Events       uint64        `json:"events"`
+	Fill         time.Duration `json:"fill_ns"`     // signing and storing the events on the source node
+	CatchUp      time.Duration `json:"catch_up_ns"` // from dialling the source to the last event stored
+	EventsPerSec float64       `json:"events_per_sec"`
+	// DiskBytesPerEvent is the size of the catching-up node's database
+	// directory after it closed, divided by the events.
+	DiskBytesPerEvent float64 `json:"disk_bytes_per_event"`
+	// PeakRSSBytes is the process's peak resident set during the catch-up
+	// (both nodes run in this process), from /proc/self/status VmHWM after
+	// resetting it; 0 where that is not available.
+	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
+	Dropped      uint64 `json:"dropped"`
+}
+
+// BenchSync fills one node with n signed events and measures a second
+// node's catch-up from it by sync over real libp2p on loopback, with gossip
+// off, signatures verified and writes durable. dir holds the two repos
+// (a temp dir when empty, removed at the end). progress, if not nil, is
+// called with a line of text now and then.
+func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*BenchSyncResult, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "wats-bench-sync-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	cfg := config.Default()
+	cfg.Network = "bench"
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.Sync.Gossip = false
+	cfg.Sync.Interval = config.Duration{Duration: config.MaxSyncInterval}
+	src, err := repo.Init(filepath.Join(dir, "source"), repo.InitOptions{Config: cfg, Force: true})
+	if err != nil {
+		return nil, err
+	}
+	dst, err := repo.Init(filepath.Join(dir, "catchup"), repo.InitOptions{Config: cfg, Force: true})
+	if err != nil {
+		return nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	res := &BenchSyncResult{Events: uint64(n)}
+
+	a, err := New(src, Options{Logger: quiet, Agent: "wats/bench"})
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	t0 := time.Now()
+	if err := fillLog(ctx, a.events, n, progress); err != nil {
+		return nil, err
+	}
+	res.Fill = time.Since(t0)
+	progress(fmt.Sprintf("filled the source with %d events in %v", n, res.Fill.Round(time.Millisecond)))
+	if err := a.Start(ctx); err != nil {
+		return nil, err
+	}
+
+	b, err := New(dst, Options{Logger: quiet, Agent: "wats/bench"})
+	if err != nil {
+		return nil, err
+	}
+	bClosed := false
+	defer func() {
+		if !bClosed {
+			b.Close()
+		}
+	}()
+	if err := b.Start(ctx); err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	resetPeakRSS()
+	t0 = time.Now()
+	if _, err := b.Connect(ctx, a.FullAddrs()[0]); err != nil {
+		return nil, err
+	}
+	st, err := b.SyncPeer(ctx, a.ID(), func(p api.SyncProgress) {
+		if p.Cursor%(256*1000) == 0 {
+			progress(fmt.Sprintf("caught up %d of %d", p.Cursor, n))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.CatchUp = time.Since(t0)
+	res.PeakRSSBytes = peakRSS()
+	res.Dropped = b.m.droppedTotal()
+	if got := b.events.Head(); got != uint64(n) {
+		return nil, fmt.Errorf("node: bench: caught up %d events, want %d (last progress %+v)", got, n, st)
+	}
+	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()
+	if err := b.Close(); err != nil {
+		return nil, err
+	}
+	bClosed = true
+	size, err := dirSize(dst.DBPath())
+	if err != nil {
+		return nil, err
+	}
+	res.DiskBytesPerEvent = float64(size) / float64(max(n, 1))
+	return res, nil
+}
+
+// fillLog appends n signed note events from 16 authors, signed on all
+// cores, in batches of 4096.
+func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string)) error {
+	keys := make([]crypto.PrivKey, 16)
+	for i := range keys {
+		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			return err
+		}
+		keys[i] = k
+	}
+	const batch = 4096
+	base := time.Now().Add(-time.Hour)
+	for start := 0; start < n; start += batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(start+batch, n)
+		events := make([]*eventlog.Event, end-start)
+		var wg sync.WaitGroup
+		var firstErr error
+		var once sync.Once
+		workers := runtime.GOMAXPROCS(0)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(events); i += workers {
+					seq := start + i
+					body := jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
+					// Hundreds share each millisecond, as in a busy network.
+					ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body, nil)
+					if err != nil {
+						once.Do(func() { firstErr = err })
+						return
+					}
+					events[i] = ev
+				}
+			}()
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return firstErr
+		}
+		if _, err := log.Append(events); err != nil {
+			return err
+		}
+		if (start/batch)%50 == 0 {
+			progress(fmt.Sprintf("filled %d of %d", end, n))
+		}
+	}
+	return nil
+}
+
+// resetPeakRSS resets the kernel's peak-RSS mark of this process (Linux:
+// writing 5 to /proc/self/clear_refs), so peakRSS measures from here.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS returns VmHWM of /proc/self/status in bytes, 0 if unavailable.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func dirSize(dir string) (int64, error) {
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	return size, err
+}

@@ -1,0 +1,156 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/proto"
+)
+
+// handleStream serves one /wats/1 stream: one request, one response. Every
+// request type goes through this shape, so the admission point below covers
+// them all.
+func (n *Node) handleStream(s network.Stream) {
+	p := s.Conn().RemotePeer()
+	if err := s.Scope().SetService(proto.ServiceName); err != nil {
+		n.log.Debug("refused /wats stream: resource limit", "peer", p, "err", err)
+		s.Reset()
+		return
+	}
+	_ = s.SetReadDeadline(n.now().Add(proto.ReadTimeout))
+	b, err := proto.ReadFrame(s, proto.MaxRequestBytes)
+	if err != nil {
+		n.m.badRequest("frame")
+		if errors.Is(err, proto.ErrFrameTooLarge) {
+			n.reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
+			return
+		}
+		s.Reset()
+		return
+	}
+	req, err := proto.DecodeRequest(b)
+	if err != nil {
+		var perr *proto.Error
+		if !errors.As(err, &perr) {
+			perr = &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
+		}
+		n.m.badRequest(string(perr.Code))
+		n.reply(s, perr)
+		return
+	}
+	n.m.request(req.Type)
+
+	// Admission: every decoded request passes Node.admit before any
+	// expensive work (ADR 0014). A non-nil verdict is sent instead of
+	// serving.
+	if verdict := n.admit(p, req); verdict != nil {
+		n.reply(s, verdict)
+		return
+	}
+
+	var resp proto.Message
+	switch req.Type {
+	case proto.TypeHello:
+		resp = n.serveHello(p, req.Hello)
+	case proto.TypeSync:
+		resp = n.serveSync(p, req.Sync)
+	default:
+		// replicate and crash_report come with the blobs issue.
+		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
+	}
+	n.reply(s, resp)
+	if e, ok := resp.(*proto.Error); ok && e.Code == proto.CodeWrongNetwork {
+		n.dropWrongNetwork(p)
+	}
+}
+
+// admit decides whether to serve req from p. It returns nil to serve, or the
+// response to send instead (a refused or a challenge message).
+//
+// This is where ADR 0014's admission sits: per-peer token buckets per
+// request type, the overload check and the b3 challenge come with the limits
+// and challenge issues. Until then every request is served.
+func (n *Node) admit(p peer.ID, req *proto.Request) proto.Message {
+	return nil
+}
+
+// reply writes one response and closes the stream; a failed write resets it.
+func (n *Node) reply(s network.Stream, m proto.Message) {
+	_ = s.SetWriteDeadline(n.now().Add(proto.ResponseTimeout))
+	b, err := proto.Marshal(m)
+	if err == nil {
+		err = proto.WriteFrame(s, b)
+	}
+	if err != nil {
+		n.log.Debug("write /wats response", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	s.Close()
+}
+
+// serveHello answers a peer's hello with this node's own, after checking
+// the network; a peer of another network gets wrong_network and is
+// disconnected (design §3).
+func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
+	if h.Network != n.cfg.Network {
+		n.m.wrongNetwork()
+		n.log.Info("peer is on another network", "peer", p, "network", h.Network)
+		return &proto.Error{Code: proto.CodeWrongNetwork,
+			Message: fmt.Sprintf("this node is on network %q, not %q", n.cfg.Network, h.Network)}
+	}
+	n.recordHello(p, h)
+	return n.ownHello()
+}
+
+// serveSync answers a sync request with one page of the local log: events
+// after the cursor, at most the request's limit (≤ proto.MaxPageEvents) and
+// proto.MaxPageBytes in all.
+func (n *Node) serveSync(p peer.ID, r *proto.SyncRequest) proto.Message {
+	events, next, more, err := n.events.Page(r.After, r.Limit, proto.MaxPageBytes)
+	if err != nil {
+		n.log.Error("read event log page", "after", r.After, "err", err)
+		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}
+	}
+	n.m.syncServed(len(events))
+	return &proto.SyncResponse{Events: events, Next: next, More: more}
+}
+
+// ownHello is this node's hello: its network, agent, features, listen
+// addresses (at most proto.MaxListenAddrs) and head.
+func (n *Node) ownHello() *proto.Hello {
+	addrs := n.host.Addrs()
+	listen := make([]string, 0, min(len(addrs), proto.MaxListenAddrs))
+	for _, a := range addrs {
+		if len(listen) == proto.MaxListenAddrs {
+			break
+		}
+		listen = append(listen, a.String())
+	}
+	return &proto.Hello{
+		Version:  proto.Version,
+		Network:  n.cfg.Network,
+		Agent:    n.agent,
+		Features: Features,
+		Listen:   listen,
+		Head:     strconv.FormatUint(n.events.Head(), 10),
+	}
+}
+
+// dropWrongNetwork disconnects p and refuses it for wrongNetworkBan, after
+// the wrong_network response had a moment to reach it.
+func (n *Node) dropWrongNetwork(p peer.ID) {
+	n.gater.ban(p, wrongNetworkBan)
+	n.go_(func() {
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-n.ctx.Done():
+		}
+		_ = n.host.Network().ClosePeer(p)
+	})
+}

@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+// ErrWrongNetwork is returned by Connect and greet when the peer is on
+// another network; the peer is then disconnected.
+var ErrWrongNetwork = errors.New("node: peer is on another network")
+
+// greet sends this node's hello to p and records the peer's answer. It runs
+// once per new connection; a peer of another network is disconnected.
+func (n *Node) greet(ctx context.Context, p peer.ID) error {
+	n.mu.Lock()
+	st, ok := n.mu.peers[p]
+	if !ok {
+		st = &peerState{}
+		n.mu.peers[p] = st
+	}
+	if g := st.greeting; g != nil {
+		// A hello to p is in flight: wait for its outcome.
+		n.mu.Unlock()
+		select {
+		case <-g.done:
+			return g.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	g := &greeting{done: make(chan struct{})}
+	st.greeting = g
+	n.mu.Unlock()
+	g.err = n.sendHello(ctx, p)
+	n.mu.Lock()
+	st.greeting = nil
+	n.mu.Unlock()
+	close(g.done)
+	return g.err
+}
+
+// greeting is a hello in flight; err is valid once done is closed.
+type greeting struct {
+	done chan struct{}
+	err  error
+}
+
+// sendHello sends this node's hello to p and records the answer.
+func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
+	resp, err := proto.Call(ctx, n.host, p, n.ownHello())
+	var perr *proto.Error
+	switch {
+	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
+		n.m.wrongNetwork()
+		n.dropWrongNetwork(p)
+		return fmt.Errorf("%w: %s", ErrWrongNetwork, perr.Message)
+	case err != nil:
+		return fmt.Errorf("node: hello to %s: %w", p, err)
+	case resp.Hello == nil:
+		return fmt.Errorf("node: hello to %s: answered with %q", p, resp.Type)
+	case resp.Hello.Network != n.cfg.Network:
+		n.m.wrongNetwork()
+		n.dropWrongNetwork(p)
+		return fmt.Errorf("%w: %s is on %q, this node on %q", ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)
+	}
+	n.recordHello(p, resp.Hello)
+	return nil
+}
+
+// recordHello stores a peer's completed hello: in the run state, in the
+// peerstore (its listen addresses, for redials) and in the peer cache. If
+// the peer's head is past the cursor synced so far, a sync starts.
+func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
+	now := n.now()
+	n.mu.Lock()
+	st, ok := n.mu.peers[p]
+	if !ok {
+		st = &peerState{}
+		n.mu.peers[p] = st
+	}
+	st.hello, st.helloAt = h, now
+	n.mu.Unlock()
+
+	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
+	err := n.peers.Update(p, false, func(r *peercache.Record) {
+		if r.FirstSeen.IsZero() {
+			r.FirstSeen = now.UTC()
+		}
+		r.LastSeen, r.LastHello = now.UTC(), now.UTC()
+		r.Agent, r.Features = h.Agent, append([]string(nil), h.Features...)
+		r.MergeAddrs(h.Listen)
+	})
+	if err != nil {
+		n.log.Warn("peer cache write failed", "peer", p, "err", err)
+	}
+	if head := headOf(h); head > n.peers.Cursor(p) {
+		n.triggerSync(p)
+	}
+}
+
+// headOf returns the head cursor of a hello; 0 if it is not a decimal
+// uint64 (the decoder already refuses such hellos).
+func headOf(h *proto.Hello) uint64 {
+	v, err := strconv.ParseUint(h.Head, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}

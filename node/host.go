@@ -1,0 +1,150 @@
+package node
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/control"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/proto"
+)
+
+// maxServiceStreams bounds the /wats/1 streams open at once across all
+// peers; maxServicePeerStreams bounds them per peer. A peer cannot hold more
+// handlers busy than this however fast it opens streams.
+const (
+	maxServiceStreams     = 512
+	maxServicePeerStreams = 16
+)
+
+// wrongNetworkBan is how long a peer of another network is refused after it
+// was told wrong_network, so that a misconfigured bootstrap list does not
+// make two nodes redial each other in a loop.
+const wrongNetworkBan = 10 * time.Minute
+
+// newHost builds the node's libp2p host from the config: TCP and QUIC,
+// Noise and TLS, yamux, the resource manager with the config's explicit
+// limits, the connection manager, and the gater.
+func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater) (host.Host, error) {
+	cm, err := connmgr.NewConnManager(cfg.P2P.ConnsLow, cfg.P2P.ConnsHigh,
+		connmgr.WithGracePeriod(cfg.P2P.ConnsGrace.Duration))
+	if err != nil {
+		return nil, fmt.Errorf("node: connection manager: %w", err)
+	}
+	rm, err := newResourceManager(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(
+		libp2p.Identity(key),
+		libp2p.ListenAddrStrings(cfg.P2P.Listen...),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Security(libp2ptls.ID, libp2ptls.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.ConnectionGater(g),
+		libp2p.UserAgent(agent),
+	)
+	if err != nil {
+		rm.Close()
+		return nil, fmt.Errorf("node: start libp2p host: %w", err)
+	}
+	return h, nil
+}
+
+// newResourceManager scales libp2p's default limits to the configured
+// memory, then sets the config's explicit system-wide connection and stream
+// limits and the /wats service limits on top.
+func newResourceManager(cfg *config.Config) (network.ResourceManager, error) {
+	scaling := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&scaling)
+	mem := int64(cfg.P2P.MaxMemoryMiB) << 20
+	defaults := scaling.Scale(mem, 4096)
+	explicit := rcmgr.PartialLimitConfig{
+		System: rcmgr.ResourceLimits{
+			Conns:   rcmgr.LimitVal(cfg.P2P.MaxConns),
+			Streams: rcmgr.LimitVal(cfg.P2P.MaxStreams),
+			Memory:  rcmgr.LimitVal64(mem),
+		},
+		Service: map[string]rcmgr.ResourceLimits{
+			proto.ServiceName: {Streams: maxServiceStreams},
+		},
+		ServicePeer: map[string]rcmgr.ResourceLimits{
+			proto.ServiceName: {Streams: maxServicePeerStreams},
+		},
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(explicit.Build(defaults)))
+	if err != nil {
+		return nil, fmt.Errorf("node: resource manager: %w", err)
+	}
+	return rm, nil
+}
+
+// gater refuses peers whose key is not Ed25519 (design §3) and, for a while,
+// peers that were found to be on another network.
+type gater struct {
+	mu struct {
+		sync.Mutex
+		// banned maps a peer to the time its ban ends.
+		banned map[peer.ID]time.Time
+	}
+	now func() time.Time
+}
+
+func newGater(now func() time.Time) *gater {
+	g := &gater{now: now}
+	g.mu.banned = make(map[peer.ID]time.Time)
+	return g
+}
+
+// ban refuses p until now+d.
+func (g *gater) ban(p peer.ID, d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.mu.banned[p] = now.Add(d)
+	for id, until := range g.mu.banned { // keep the map small
+		if !until.After(now) {
+			delete(g.mu.banned, id)
+		}
+	}
+}
+
+func (g *gater) banned(p peer.ID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.mu.banned[p]
+	return ok && until.After(g.now())
+}
+
+// isEd25519 reports whether p is the peer ID of an Ed25519 key.
+func isEd25519(p peer.ID) bool {
+	pk, err := p.ExtractPublicKey()
+	return err == nil && pk.Type() == crypto.Ed25519
+}
+
+func (g *gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.banned(p) }
+func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
+func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
+func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	return isEd25519(p) && !g.banned(p)
+}
+func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/wats-network/wats/proto"
+)
+
+// metrics are the node's Prometheus metrics. None carries a peer ID or an
+// address as a label (design §12); labels are request types, sources and
+// error codes, all from small fixed sets.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec // by request type
+	badRequests   *prometheus.CounterVec // by error code
+	stored        *prometheus.CounterVec // by source: local, gossip, sync
+	dropped       *prometheus.CounterVec // by source
+	served        prometheus.Counter     // events sent in sync pages
+	wrongNetworks prometheus.Counter
+	gossipRejects prometheus.Counter
+
+	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
+}
+
+func newMetrics(n *Node) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_requests_total", Help: "Decoded /wats/1 requests, by type.",
+	}, []string{"type"})
+	m.badRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_bad_requests_total", Help: "/wats/1 requests refused as malformed, by error code (frame: unreadable frame).",
+	}, []string{"code"})
+	m.stored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_events_stored_total", Help: "Events added to the log, by source.",
+	}, []string{"source"})
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_events_dropped_total", Help: "Invalid events dropped, by source.",
+	}, []string{"source"})
+	m.served = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_sync_events_served_total", Help: "Events sent to peers in sync pages.",
+	})
+	m.wrongNetworks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_wrong_network_total", Help: "Peers found to be on another network and disconnected.",
+	})
+	m.gossipRejects = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_gossip_rejected_total", Help: "Gossip envelopes rejected by the validator.",
+	})
+	head := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_log_head", Help: "Position of the newest event in the local log.",
+	}, func() float64 {
+		if n.events == nil {
+			return 0
+		}
+		return float64(n.events.Head())
+	})
+	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_peers", Help: "Connected peers that completed hello.",
+	}, func() float64 { return float64(len(n.helloPeers())) })
+	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
+		m.wrongNetworks, m.gossipRejects, head, peers,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)).Inc() }
+func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
+func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
+func (m *metrics) wrongNetwork()          { m.wrongNetworks.Inc() }
+func (m *metrics) gossipRejected(error) {
+	m.gossipRejects.Inc()
+	m.droppedN.Add(1)
+}
+func (m *metrics) eventsStored(source string, k int) {
+	m.stored.WithLabelValues(source).Add(float64(k))
+}
+func (m *metrics) eventsDropped(source string, k int) {
+	m.dropped.WithLabelValues(source).Add(float64(k))
+	m.droppedN.Add(uint64(k))
+}
+
+// droppedTotal counts the invalid events dropped from all sources (sync
+// pages and gossip envelopes).
+func (m *metrics) droppedTotal() uint64 { return m.droppedN.Load() }

@@ -1,0 +1,325 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/repo"
+)
+
+// Features are the hello features this node advertises. The challenge issue
+// adds "challenge".
+var Features = []string{}
+
+// memTableBytes is pebble's memtable size: large enough that 1 MiB blob
+// chunks and 256-event sync batches do not force a flush every few writes
+// (design §10).
+const memTableBytes = 64 << 20
+
+// Node is a running wats node. Create it with New, then Start; Close stops
+// it. The exported methods are safe for concurrent use.
+type Node struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	agent string
+	now   func() time.Time
+
+	db     *pebble.DB
+	events *eventlog.Log
+	peers  *peercache.Cache
+	host   host.Host
+	gater  *gater
+	gossip *gossip.Gossip // nil when gossip is off
+	hints  *gossip.Hints
+	m      *metrics
+
+	started time.Time
+
+	// ctx is cancelled by Close; every goroutine the node starts uses it and
+	// is counted in wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// peers holds the state of connected peers.
+		peers map[peer.ID]*peerState
+	}
+	// syncLocks serializes syncs from one peer (one *sync.Mutex per peer,
+	// never removed: bounded by the peers the node ever synced with in a
+	// run, which the connection manager bounds).
+	syncLocks sync.Map
+}
+
+// peerState is what the node knows of a connected peer in this run.
+type peerState struct {
+	// hello is the peer's last hello; nil before hello completes.
+	hello   *proto.Hello
+	helloAt time.Time
+	// greeting is set while this node's own hello to the peer is in flight.
+	greeting *greeting
+	dir      network.Direction
+}
+
+// New opens the repo's database and builds the node's host. Nothing is
+// served or dialled before Start. Close releases what New opened.
+func New(r *repo.Repo, opts Options) (*Node, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Agent == "" {
+		opts.Agent = "wats/dev"
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now}
+	n.mu.peers = make(map[peer.ID]*peerState)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.m = newMetrics(n)
+	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
+
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeStores()
+		}
+	}()
+	var err error
+	n.db, err = pebble.Open(r.DBPath(), &pebble.Options{
+		MemTableSize: memTableBytes,
+		Logger:       pebbleLogger{n.log},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: open database %s: %w", r.DBPath(), err)
+	}
+	if n.events, err = eventlog.Open(n.db); err != nil {
+		return nil, fmt.Errorf("node: open event log: %w", err)
+	}
+	var damaged []peercache.DamagedRecord
+	if n.peers, damaged, err = peercache.Open(n.db); err != nil {
+		return nil, fmt.Errorf("node: open peer cache: %w", err)
+	}
+	for _, d := range damaged {
+		n.log.Warn("skipped a damaged peer cache record", "key", fmt.Sprintf("%x", d.Key), "err", d.Err)
+	}
+	n.gater = newGater(now)
+	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater); err != nil {
+		return nil, err
+	}
+	n.host.SetStreamHandler(proto.ID, n.handleStream)
+	n.host.Network().Notify(&network.NotifyBundle{
+		ConnectedF:    n.connected,
+		DisconnectedF: n.disconnected,
+	})
+	ok = true
+	return n, nil
+}
+
+// Start joins gossip (when sync.gossip is on), dials the bootstrap peers and
+// starts the periodic sync. It returns once those are started; dialling
+// goes on in the background.
+func (n *Node) Start(ctx context.Context) error {
+	n.started = n.now()
+	if n.cfg.Sync.Gossip {
+		g, err := gossip.Join(n.ctx, n.host, n.cfg.Network, gossip.Options{
+			Deliver: n.deliver,
+			Has:     n.has,
+			Reject:  n.m.gossipRejected,
+			Now:     n.now,
+		})
+		if err != nil {
+			return err
+		}
+		n.gossip = g
+	}
+	n.go_(n.bootstrap)
+	n.go_(n.syncLoop)
+	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
+		"addrs", n.FullAddrs(), "gossip", n.gossip != nil)
+	return nil
+}
+
+// Close stops the node: it cancels every background task and waits for
+// them, leaves gossip, closes the host, and closes the database after a
+// final sync. It is safe to call once.
+func (n *Node) Close() error {
+	var errs []error
+	if n.gossip != nil {
+		errs = append(errs, n.gossip.Close())
+	}
+	n.cancel()
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	n.wg.Wait()
+	errs = append(errs, n.closeStores())
+	return errors.Join(errs...)
+}
+
+func (n *Node) closeStores() error {
+	var errs []error
+	if n.peers != nil {
+		errs = append(errs, n.peers.Close())
+	}
+	if n.db != nil {
+		errs = append(errs, n.db.Flush(), n.db.Close())
+		n.db = nil
+	}
+	return errors.Join(errs...)
+}
+
+// go_ runs f in a goroutine tracked by Close.
+func (n *Node) go_(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// ID returns the node's peer ID.
+func (n *Node) ID() peer.ID { return n.host.ID() }
+
+// Host returns the node's libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// Events returns the node's event log.
+func (n *Node) Events() *eventlog.Log { return n.events }
+
+// FullAddrs returns the node's listen multiaddrs with /p2p/<id> appended.
+func (n *Node) FullAddrs() []string {
+	addrs := n.host.Addrs()
+	out := make([]string, 0, len(addrs))
+	suffix := "/p2p/" + n.host.ID().String()
+	for _, a := range addrs {
+		out = append(out, a.String()+suffix)
+	}
+	return out
+}
+
+// Connect dials the peer at a full multiaddr (ending in /p2p/<id>) and
+// waits until hello with it has completed or failed.
+func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
+	ai, err := peer.AddrInfoFromString(addr)
+	if err != nil {
+		return "", fmt.Errorf("node: %q is not a full multiaddr with /p2p/<peer id>: %w", addr, err)
+	}
+	if ai.ID == n.host.ID() {
+		return "", errors.New("node: cannot connect to itself")
+	}
+	if err := n.host.Connect(ctx, *ai); err != nil {
+		return "", fmt.Errorf("node: connect %s: %w", addr, err)
+	}
+	return ai.ID, n.greet(ctx, ai.ID)
+}
+
+// bootstrap dials the config's bootstrap peers, each in its own goroutine.
+func (n *Node) bootstrap() {
+	var wg sync.WaitGroup
+	for _, addr := range n.cfg.P2P.Bootstrap {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+			defer cancel()
+			if _, err := n.Connect(ctx, addr); err != nil && n.ctx.Err() == nil {
+				n.log.Warn("bootstrap peer unreachable", "addr", addr, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// connected is the network notifiee's callback for a new connection.
+func (n *Node) connected(_ network.Network, c network.Conn) {
+	p := c.RemotePeer()
+	n.mu.Lock()
+	st, ok := n.mu.peers[p]
+	if !ok {
+		st = &peerState{dir: c.Stat().Direction}
+		n.mu.peers[p] = st
+	}
+	n.mu.Unlock()
+	if !ok {
+		n.go_(func() {
+			ctx, cancel := context.WithTimeout(n.ctx, proto.ResponseTimeout)
+			defer cancel()
+			if err := n.greet(ctx, p); err != nil && n.ctx.Err() == nil {
+				n.log.Debug("hello failed", "peer", p, "err", err)
+			}
+		})
+	}
+}
+
+// disconnected forgets a peer's run state once its last connection closes.
+func (n *Node) disconnected(nw network.Network, c network.Conn) {
+	p := c.RemotePeer()
+	if nw.Connectedness(p) == network.Connected {
+		return
+	}
+	n.mu.Lock()
+	delete(n.mu.peers, p)
+	n.mu.Unlock()
+	_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = n.now().UTC() })
+}
+
+// helloPeers returns the connected peers that completed hello, with their
+// hellos.
+func (n *Node) helloPeers() map[peer.ID]*proto.Hello {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[peer.ID]*proto.Hello, len(n.mu.peers))
+	for p, st := range n.mu.peers {
+		if st.hello != nil {
+			out[p] = st.hello
+		}
+	}
+	return out
+}
+
+// parseAddrs parses the multiaddrs of a hello, skipping bad ones.
+func parseAddrs(ss []string) []ma.Multiaddr {
+	out := make([]ma.Multiaddr, 0, len(ss))
+	for _, s := range ss {
+		if a, err := ma.NewMultiaddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// pebbleLogger sends pebble's log lines to the node's logger: information
+// at debug level, errors at error level.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
+}

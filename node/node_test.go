@@ -1,0 +1,257 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/repo"
+)
+
+// testNode is a node on 127.0.0.1 with its own repo in a temp dir.
+type testNode struct {
+	*Node
+	repo *repo.Repo
+}
+
+// testConfig returns a config for a node on 127.0.0.1 (TCP only, a random
+// port) on network "test", gossip on or off, syncing every interval.
+func testConfig(gossip bool, interval time.Duration) *config.Config {
+	cfg := config.Default()
+	cfg.Network = "test"
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.Sync.Gossip = gossip
+	cfg.Sync.Interval = config.Duration{Duration: interval}
+	return cfg
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startNode creates a repo in a temp dir with cfg and starts a node on it.
+func startNode(t *testing.T, cfg *config.Config) *testNode {
+	t.Helper()
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startRepo(t, r)
+}
+
+// startRepo starts a node on an existing repo; the node is closed at the
+// end of the test unless the test closes it first.
+func startRepo(t *testing.T, r *repo.Repo) *testNode {
+	t.Helper()
+	n, err := New(r, Options{Logger: quietLogger(), Agent: "wats/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	tn := &testNode{Node: n, repo: r}
+	t.Cleanup(func() { tn.close(t) })
+	return tn
+}
+
+func (tn *testNode) close(t *testing.T) {
+	if tn.Node == nil {
+		return
+	}
+	if err := tn.Node.Close(); err != nil {
+		t.Errorf("close %s: %v", tn.ID(), err)
+	}
+	tn.Node = nil
+}
+
+// connect dials b from a and waits for hello.
+func connect(t *testing.T, a, b *testNode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := a.Connect(ctx, b.FullAddrs()[0]); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+}
+
+// publish adds k note events on n.
+func publish(t *testing.T, n *testNode, k int) {
+	t.Helper()
+	for i := range k {
+		body := jsontext.Value(fmt.Sprintf(`{"from":%q,"n":%d}`, n.ID(), i))
+		if _, err := n.AddEvent(context.Background(), "note", body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitHead waits until every node's log holds want events, waking on each
+// append rather than polling; it fails the test after timeout.
+func waitHead(t *testing.T, timeout time.Duration, want uint64, nodes ...*testNode) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for i, n := range nodes {
+		for {
+			changed := n.events.Changed()
+			if n.events.Head() >= want {
+				break
+			}
+			select {
+			case <-changed:
+			case <-deadline.C:
+				t.Fatalf("node %d has %d events after %v, want %d", i, n.events.Head(), timeout, want)
+			}
+		}
+		if got := n.events.Head(); got != want {
+			t.Fatalf("node %d has %d events, want exactly %d", i, got, want)
+		}
+	}
+}
+
+// waitGossipMesh waits until each node has at least want peers in its
+// gossipsub mesh, waking on each graft.
+func waitGossipMesh(t *testing.T, timeout time.Duration, want map[*testNode]int) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for n, k := range want {
+		for {
+			mesh, changed := n.gossip.Mesh()
+			if len(mesh) >= k {
+				break
+			}
+			select {
+			case <-changed:
+			case <-deadline.C:
+				t.Fatalf("node %s has %d peers in its gossip mesh after %v, want %d", n.ID(), len(mesh), timeout, k)
+			}
+		}
+	}
+}
+
+func storedBy(n *testNode, source string) float64 {
+	return testutil.ToFloat64(n.m.stored.WithLabelValues(source))
+}
+
+// TestThreeNodesConvergeByGossip: three nodes in a line (1 - 0 - 2) each
+// publish events after the mesh formed; every node ends with every event,
+// and none came by sync.
+func TestThreeNodesConvergeByGossip(t *testing.T) {
+	nodes := []*testNode{}
+	for range 3 {
+		nodes = append(nodes, startNode(t, testConfig(true, time.Hour)))
+	}
+	connect(t, nodes[1], nodes[0])
+	connect(t, nodes[2], nodes[0])
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{nodes[0]: 2, nodes[1]: 1, nodes[2]: 1})
+	// gossipsub grafts its mesh on the heartbeat after it learns of a topic
+	// peer; flood publishing reaches direct topic peers before that, and
+	// node 0 forwards to its mesh once grafted.
+	const each = 20
+	for _, n := range nodes {
+		publish(t, n, each)
+	}
+	waitHead(t, 30*time.Second, 3*each, nodes...)
+	for i, n := range nodes {
+		// The hellos ran before any event existed and the periodic sync
+		// is an hour away: every remote event came by gossip.
+		if got := storedBy(n, "sync"); got != 0 {
+			t.Errorf("node %d stored %v events by sync; want all by gossip", i, got)
+		}
+	}
+}
+
+// TestThreeNodesConvergeBySync: gossip off; nodes publish, connect in a
+// line (1 - 0 - 2), and converge by the sync after hello and the periodic
+// sync alone.
+func TestThreeNodesConvergeBySync(t *testing.T) {
+	nodes := []*testNode{}
+	for range 3 {
+		nodes = append(nodes, startNode(t, testConfig(false, time.Second)))
+	}
+	const each = 300 // more than one page
+	for _, n := range nodes {
+		publish(t, n, each)
+	}
+	connect(t, nodes[1], nodes[0])
+	connect(t, nodes[2], nodes[0])
+	waitHead(t, 30*time.Second, 3*each, nodes...)
+	for i, n := range nodes {
+		if n.gossip != nil {
+			t.Fatalf("node %d has gossip on", i)
+		}
+		if got := storedBy(n, "gossip"); got != 0 {
+			t.Errorf("node %d stored %v events by gossip, with gossip off", i, got)
+		}
+	}
+}
+
+// TestSyncResumesFromPersistedCursor: after a restart, a node's sync from a
+// peer starts at the cursor it persisted, not at 0: the peer serves only
+// the events added since.
+func TestSyncResumesFromPersistedCursor(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	publish(t, a, 600)
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, b, a)
+	ctx := context.Background()
+	if _, err := b.SyncPeer(ctx, a.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitHead(t, 10*time.Second, 600, b)
+	if got := b.peers.Cursor(a.ID()); got != 600 {
+		t.Fatalf("cursor before restart = %d, want 600", got)
+	}
+	bRepo := b.repo
+	b.close(t)
+
+	publish(t, a, 10)
+	servedBefore := testutil.ToFloat64(a.m.served)
+	b = startRepo(t, bRepo)
+	if got := b.peers.Cursor(a.ID()); got != 600 {
+		t.Fatalf("cursor after restart = %d, want 600 (persisted)", got)
+	}
+	connect(t, b, a)
+	if _, err := b.SyncPeer(ctx, a.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitHead(t, 10*time.Second, 610, b)
+	if served := testutil.ToFloat64(a.m.served) - servedBefore; served != 10 {
+		t.Errorf("a served %v events to the restarted node, want 10 (resumed from 600)", served)
+	}
+}
+
+// TestWrongNetworkPeerIsDropped: a peer of another network is told
+// wrong_network and disconnected, and the node keeps serving its own.
+func TestWrongNetworkPeerIsDropped(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	other := testConfig(false, time.Hour)
+	other.Network = "elsewhere"
+	x := startNode(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := x.Connect(ctx, a.FullAddrs()[0])
+	if !errors.Is(err, ErrWrongNetwork) {
+		t.Fatalf("connect across networks: err = %v, want ErrWrongNetwork", err)
+	}
+	if got := testutil.ToFloat64(a.m.wrongNetworks) + testutil.ToFloat64(x.m.wrongNetworks); got < 1 {
+		t.Errorf("wrong network not counted")
+	}
+	if len(a.helloPeers()) != 0 || len(x.helloPeers()) != 0 {
+		t.Errorf("a peer of another network completed hello")
+	}
+	// The node keeps serving peers of its own network.
+	b := startNode(t, testConfig(false, time.Hour))
+	publish(t, a, 3)
+	connect(t, b, a)
+	waitHead(t, 10*time.Second, 3, b)
+}

@@ -1,0 +1,74 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/proto"
+)
+
+// ErrInvalidEvent wraps the reason an event given to AddEvent was refused.
+var ErrInvalidEvent = errors.New("node: invalid event")
+
+// AddEvent signs an event of this kind and body (a JSON object) with the
+// node's key, stores it durably and publishes it by gossip. The event is
+// stored even if publishing fails: peers catch up by sync.
+func (n *Node) AddEvent(ctx context.Context, kind string, body jsontext.Value, blobs []eventlog.BlobRef) (*eventlog.Event, error) {
+	ev, err := eventlog.New(n.host.Peerstore().PrivKey(n.host.ID()), n.now(), kind, body, blobs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	if _, err := n.events.Append([]*eventlog.Event{ev}); err != nil {
+		return nil, fmt.Errorf("node: store event: %w", err)
+	}
+	n.m.eventsStored("local", 1)
+	if n.gossip != nil {
+		raw, err := ev.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("node: encode event: %w", err)
+		}
+		if err := n.gossip.Publish(ctx, raw, n.selfProviders(ev)); err != nil {
+			n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
+		}
+	}
+	return ev, nil
+}
+
+// selfProviders names this node as the provider of ev's blobs (design §6),
+// with at most proto.MaxProviderAddrs addresses; none if ev has no blobs.
+func (n *Node) selfProviders(ev *eventlog.Event) []proto.Provider {
+	if len(ev.Blobs) == 0 {
+		return nil
+	}
+	addrs := n.host.Addrs()
+	p := proto.Provider{ID: n.host.ID().String()}
+	for _, a := range addrs[:min(len(addrs), proto.MaxProviderAddrs)] {
+		p.Addrs = append(p.Addrs, a.String())
+	}
+	return []proto.Provider{p}
+}
+
+// deliver stores an event received by gossip and records the provider hints
+// of its blobs.
+func (n *Node) deliver(d gossip.Delivery) {
+	added, err := n.events.Append([]*eventlog.Event{d.Event})
+	if err != nil {
+		n.log.Error("store gossiped event", "event", d.Event.ID, "err", err)
+		return
+	}
+	n.m.eventsStored("gossip", len(added))
+	for _, b := range d.Event.Blobs {
+		n.hints.Add(b.CID, d.Providers)
+	}
+}
+
+// has reports whether the log holds the event with this id.
+func (n *Node) has(id string) bool {
+	ok, err := n.events.Has(id)
+	return err == nil && ok
+}

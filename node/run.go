@@ -1,0 +1,79 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/wats-network/wats/repo"
+)
+
+// Options are the process-level settings of a node that do not come from
+// the repo's config file.
+type Options struct {
+	// Agent is sent in hello, e.g. "wats/0.1.0"; empty means "wats/dev".
+	Agent string
+	// Logger receives the node's structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now. Tests pass a fake one.
+	Now func() time.Time
+}
+
+// Run is `wats daemon`: it locks the repo, starts a node on it, serves the
+// control API on r.SocketPath() (and metrics on api.metrics_addr when set)
+// and blocks until ctx is cancelled, then shuts down cleanly. It returns an
+// error if the node could not start or a server failed.
+func Run(ctx context.Context, r *repo.Repo, opts Options) error {
+	release, err := r.Lock()
+	if err != nil {
+		return err
+	}
+	defer release()
+	sock, err := r.PrepareSocket()
+	if err != nil {
+		return err
+	}
+	n, err := New(r, opts)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 2)
+	go func() { errc <- n.ServeAPI(sctx, sock) }()
+	servers := 1
+	if addr := r.Config.API.MetricsAddr; addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			stop()
+			<-errc
+			n.Close()
+			return fmt.Errorf("node: metrics listener %s: %w", addr, err)
+		}
+		servers++
+		go func() { errc <- n.serveHTTP(sctx, l, n.MetricsHandler(), nil) }()
+	}
+	n.log.Info("control API listening", "socket", sock)
+
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+		servers--
+	}
+	stop()
+	for ; servers > 0; servers-- {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	n.log.Info("shutting down")
+	return errors.Join(first, n.Close())
+}

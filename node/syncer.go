@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+// pipelineDepth is the number of fetched pages that may wait for
+// verification while the next one is being fetched: the network round trip
+// of page k+1 overlaps the signature checks and the write of page k.
+const pipelineDepth = 4
+
+// errBadPage is wrapped by the sync client's errors for a page that breaks
+// the protocol (a cursor that goes backwards, too many events).
+var errBadPage = errors.New("node: peer sent a bad sync page")
+
+// page is one fetched sync response.
+type page struct {
+	events []jsontext.Value
+	next   uint64
+	more   bool
+}
+
+// triggerSync starts a background sync from p unless one is running.
+func (n *Node) triggerSync(p peer.ID) {
+	n.go_(func() {
+		if _, err := n.syncFrom(n.ctx, p, true, nil); err != nil && n.ctx.Err() == nil {
+			n.log.Debug("sync failed", "peer", p, "err", err)
+		}
+	})
+}
+
+// syncLoop syncs from every peer that completed hello, every sync.interval.
+func (n *Node) syncLoop() {
+	t := time.NewTicker(n.cfg.Sync.Interval.Duration)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			for p := range n.helloPeers() {
+				n.triggerSync(p)
+			}
+		}
+	}
+}
+
+// syncFrom pages through p's log from the persisted cursor until the peer
+// says there is no more, storing the valid events and dropping (and
+// counting) the invalid ones. With skipIfBusy, it returns at once if a sync
+// from p is already running; otherwise it waits for that one to end. The
+// cursor is saved after every page and synced to disk at the end, so a
+// restarted node resumes where it stopped. progress, if not nil, is called
+// after every page.
+func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(api.SyncProgress)) (api.SyncProgress, error) {
+	lk, _ := n.syncLocks.LoadOrStore(p, new(sync.Mutex))
+	mu := lk.(*sync.Mutex)
+	if skipIfBusy {
+		if !mu.TryLock() {
+			return api.SyncProgress{Peer: p.String()}, nil
+		}
+	} else {
+		mu.Lock()
+	}
+	defer mu.Unlock()
+
+	start := n.peers.Cursor(p)
+	st := api.SyncProgress{Peer: p.String(), Cursor: start}
+	if h, ok := n.helloPeers()[p]; ok {
+		st.PeerHead = headOf(h)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan page, pipelineDepth)
+	var fetchErr error
+	go func() {
+		defer close(pages)
+		fetchErr = n.fetchPages(ctx, p, start, pages)
+	}()
+
+	var err error
+	for pg := range pages {
+		if err = n.storePage(p, pg, &st); err != nil {
+			cancel()
+			break
+		}
+		if progress != nil {
+			progress(st)
+		}
+	}
+	for range pages { // let the fetcher finish after a cancel
+	}
+	if err == nil {
+		err = fetchErr
+	}
+	// Make the cursor durable (design §10) whatever happened.
+	if derr := n.peers.Update(p, true, func(r *peercache.Record) { r.Cursor = st.Cursor }); derr != nil && err == nil {
+		err = derr
+	}
+	if err != nil {
+		return st, err
+	}
+	st.Done = true
+	if st.Cursor > st.PeerHead {
+		st.PeerHead = st.Cursor
+	}
+	if st.Stored > 0 || st.Dropped > 0 {
+		n.log.Info("synced", "peer", p, "stored", st.Stored, "dropped", st.Dropped, "cursor", st.Cursor)
+	}
+	return st, nil
+}
+
+// fetchPages requests pages of p's log after cursor and sends them to out,
+// until the peer has no more or ctx ends. It checks what the protocol
+// promises: at most proto.MaxPageEvents events, and a next cursor that moves
+// forward exactly when events came.
+func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out chan<- page) error {
+	for {
+		resp, err := proto.Call(ctx, n.host, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
+		if err != nil {
+			return fmt.Errorf("node: sync from %s after %d: %w", p, cursor, err)
+		}
+		r := resp.Sync
+		if r == nil {
+			return fmt.Errorf("%w: answered %q to sync", errBadPage, resp.Type)
+		}
+		switch {
+		case len(r.Events) > proto.MaxPageEvents:
+			return fmt.Errorf("%w: %d events", errBadPage, len(r.Events))
+		case len(r.Events) > 0 && r.Next <= cursor:
+			return fmt.Errorf("%w: next cursor %d not after %d", errBadPage, r.Next, cursor)
+		case len(r.Events) == 0 && r.More:
+			return fmt.Errorf("%w: empty page with more", errBadPage)
+		}
+		if len(r.Events) > 0 {
+			select {
+			case out <- page{events: r.Events, next: r.Next, more: r.More}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			cursor = r.Next
+		}
+		if !r.More {
+			return nil
+		}
+	}
+}
+
+// storePage verifies a page's events in parallel, appends the valid ones in
+// one durable batch, counts the rest as dropped, and advances the cursor.
+func (n *Node) storePage(p peer.ID, pg page, st *api.SyncProgress) error {
+	ok, rejected := eventlog.VerifyBatch(pg.events, n.now())
+	added, err := n.events.Append(ok)
+	if err != nil {
+		return fmt.Errorf("node: store synced events: %w", err)
+	}
+	st.Received += uint64(len(pg.events))
+	st.Stored += uint64(len(added))
+	st.Dropped += uint64(len(rejected))
+	st.Cursor = pg.next
+	if pg.next > st.PeerHead {
+		st.PeerHead = pg.next
+	}
+	n.m.eventsStored("sync", len(added))
+	n.m.eventsDropped("sync", len(rejected))
+	for _, r := range rejected {
+		n.log.Debug("dropped an invalid synced event", "peer", p, "err", r)
+	}
+	// Not synced on its own: the next durable Append or the final update
+	// carries it to disk (pebble syncs its WAL in order).
+	return n.peers.Update(p, false, func(r *peercache.Record) { r.Cursor = pg.next })
+}
+
+// SyncPeer syncs from p now (waiting for a running sync from p to end
+// first) and reports progress after every page.
+func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(api.SyncProgress)) (api.SyncProgress, error) {
+	if n.host.Network().Connectedness(p) != network.Connected {
+		return api.SyncProgress{Peer: p.String()}, fmt.Errorf("node: not connected to %s; connect first (wats peers connect ADDR)", p)
+	}
+	if _, ok := n.helloPeers()[p]; !ok {
+		if err := n.greet(ctx, p); err != nil {
+			return api.SyncProgress{Peer: p.String()}, err
+		}
+	}
+	return n.syncFrom(ctx, p, false, progress)
+}

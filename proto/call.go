@@ -1,0 +1,150 @@
+package proto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ErrBadResponse is returned (wrapped, with the details) by Call when the
+// peer's response does not decode, or is of a type that does not answer the
+// request.
+var ErrBadResponse = errors.New("proto: bad response")
+
+// Call sends req to peer p over a new /wats/1 stream of h and returns the
+// success response, whose Type is req's type (design §4).
+//
+// It opens a stream for ID, attaches it to ServiceName, writes the request
+// frame, closes its write side, and reads one response frame of at most
+// MaxResponseBytes (reserving that memory with the stream's resource scope),
+// all within req's type's Timeout (ResponseTimeout, ReplicateTimeout for
+// replicate) or ctx's deadline if sooner. It closes the stream after a
+// well-formed response and resets it otherwise.
+//
+// Errors:
+//   - an "error" response: the *Error itself (not wrapped);
+//   - a "refused" response: a *RefusedError (errors.Is ErrRefused);
+//   - a "challenge" response: a *ChallengeError (errors.Is ErrChallenged);
+//   - a response that does not decode or does not answer req: ErrBadResponse,
+//     wrapped;
+//   - an oversized response: ErrFrameTooLarge, wrapped;
+//   - the deadline or ctx's cancellation: ctx's error (e.g.
+//     context.DeadlineExceeded), wrapped;
+//   - transport errors, wrapped;
+//   - req invalid (see MarshalGreased) or not a request type.
+func Call(ctx context.Context, h host.Host, p peer.ID, req Message) (*Response, error) {
+	if req == nil || reflect.ValueOf(req).IsNil() {
+		return nil, errors.New("proto: call: nil request")
+	}
+	t := req.MessageType()
+	if !isRequest(req) {
+		return nil, fmt.Errorf("proto: call: %s is not a request type", t)
+	}
+	b, err := Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return call(ctx, h, p, t, b)
+}
+
+// call is Call for a request of type t already encoded as b.
+func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout())
+	defer cancel()
+	s, err := h.NewStream(ctx, p, ID)
+	if err != nil {
+		return nil, callError(ctx, t, p, err)
+	}
+	// A cancelled ctx resets the stream, which ends any read or write.
+	stop := context.AfterFunc(ctx, func() { s.Reset() })
+	defer stop()
+	fail := func(err error) (*Response, error) {
+		s.Reset()
+		return nil, callError(ctx, t, p, err)
+	}
+	if err := s.Scope().SetService(ServiceName); err != nil {
+		return fail(err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := s.SetDeadline(dl); err != nil {
+			return fail(err)
+		}
+	}
+	if err := WriteFrame(s, b); err != nil {
+		return fail(err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		return fail(err)
+	}
+	scope := s.Scope()
+	reserved := 0
+	defer func() {
+		if reserved > 0 {
+			scope.ReleaseMemory(reserved)
+		}
+	}()
+	rb, err := readFrame(s, MaxResponseBytes, func(n int) error {
+		if err := scope.ReserveMemory(n, network.ReservationPriorityHigh); err != nil {
+			return err
+		}
+		reserved = n
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	resp, err := DecodeResponse(rb)
+	if err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("%w: %s call to %s: %v", ErrBadResponse, t, p, err)
+	}
+	switch resp.Type {
+	case t:
+		s.Close()
+		return resp, nil
+	case TypeError:
+		s.Close()
+		return nil, resp.Error
+	case TypeRefused:
+		s.Close()
+		return nil, &RefusedError{Refused: *resp.Refused}
+	case TypeChallenge:
+		s.Close()
+		return nil, &ChallengeError{Challenge: *resp.Challenge}
+	}
+	s.Reset()
+	return nil, fmt.Errorf("%w: %s call to %s: answered with %s", ErrBadResponse, t, p, resp.Type)
+}
+
+// callError wraps err, putting ctx's error first when the call failed
+// because ctx ended (the stream deadline can fire a moment before ctx's own
+// timer does).
+func callError(ctx context.Context, t Type, p peer.ID, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil {
+		return fmt.Errorf("proto: %s call to %s: %w (%v)", t, p, cerr, err)
+	}
+	return fmt.Errorf("proto: %s call to %s: %w", t, p, err)
+}
+
+// WriteMessage encodes m with Marshal (GREASE included) and writes it as one
+// frame: what a stream handler sends back.
+func WriteMessage(w io.Writer, m Message) error {
+	b, err := Marshal(m)
+	if err != nil {
+		return err
+	}
+	return WriteFrame(w, b)
+}

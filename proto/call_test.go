@@ -1,0 +1,250 @@
+package proto
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// hostPair starts two libp2p hosts on 127.0.0.1, connects the first to the
+// second, and has the second answer /wats/1 with handler.
+func hostPair(t *testing.T, handler network.StreamHandler) (client, server host.Host) {
+	t.Helper()
+	newHost := func() host.Host {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	client, server = newHost(), newHost()
+	server.SetStreamHandler(ID, handler)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.Connect(ctx, peer.AddrInfo{ID: server.ID(), Addrs: server.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	return client, server
+}
+
+// answer is a handler that reads the request and answers with reply(req).
+// It does not touch t, since it may outlive the test: a request it cannot
+// read is answered with an *Error, which fails the client side.
+func answer(reply func(*Request) []byte) network.StreamHandler {
+	return func(s network.Stream) {
+		defer s.Close()
+		b, err := ReadFrame(s, MaxRequestBytes)
+		if err != nil {
+			s.Reset()
+			return
+		}
+		req, err := DecodeRequest(b)
+		if err != nil {
+			WriteMessage(s, &Error{Code: codeOf(err), Message: "test handler: " + err.Error()})
+			return
+		}
+		WriteFrame(s, reply(req)) // the client may have gone: the test says
+	}
+}
+
+func mustMarshal(t *testing.T, m Message) []byte {
+	t.Helper()
+	b, err := Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestCall(t *testing.T) {
+	page := &SyncResponse{Events: nil, Next: 12, More: true}
+	for _, tc := range []struct {
+		name  string
+		reply func(*Request) Message
+		check func(t *testing.T, resp *Response, err error)
+	}{
+		{
+			name: "sync",
+			reply: func(r *Request) Message {
+				if r.Sync == nil || r.Sync.After != 7 || r.Sync.Limit != 256 {
+					t.Errorf("handler got %+v", r.Sync)
+				}
+				return page
+			},
+			check: func(t *testing.T, resp *Response, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Type != TypeSync || !reflect.DeepEqual(resp.Sync, page) {
+					t.Fatalf("got %+v", resp)
+				}
+			},
+		},
+		{
+			name:  "error",
+			reply: func(*Request) Message { return &Error{Code: CodeNotFound, Message: "no such cursor"} },
+			check: func(t *testing.T, resp *Response, err error) {
+				e, ok := err.(*Error)
+				if !ok || e.Code != CodeNotFound || e.Message != "no such cursor" || resp != nil {
+					t.Fatalf("got %v (%T), %+v", err, err, resp)
+				}
+			},
+		},
+		{
+			name:  "refused",
+			reply: func(*Request) Message { return &Refused{Reason: "rate limited (sync): retry later", RetryAfterMs: 100} },
+			check: func(t *testing.T, resp *Response, err error) {
+				e, ok := err.(*RefusedError)
+				if !ok || e.Reason != "rate limited (sync): retry later" || e.RetryAfterMs != 100 || !errors.Is(err, ErrRefused) {
+					t.Fatalf("got %v (%T)", err, err)
+				}
+			},
+		},
+		{
+			name:  "challenge",
+			reply: func(*Request) Message { return &Challenge{Alg: "b3", Seed: testSeed, Effort: 9, Expires: 99} },
+			check: func(t *testing.T, resp *Response, err error) {
+				e, ok := err.(*ChallengeError)
+				if !ok || e.Challenge != (Challenge{"b3", testSeed, 9, 99}) || !errors.Is(err, ErrChallenged) {
+					t.Fatalf("got %v (%T)", err, err)
+				}
+			},
+		},
+		{
+			name:  "wrong response type",
+			reply: func(*Request) Message { return &CrashReportResponse{ID: "x"} },
+			check: func(t *testing.T, resp *Response, err error) {
+				if !errors.Is(err, ErrBadResponse) || resp != nil {
+					t.Fatalf("got %v", err)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := hostPair(t, answer(func(r *Request) []byte { return mustMarshal(t, tc.reply(r)) }))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := Call(ctx, client, server.ID(), &SyncRequest{After: 7})
+			tc.check(t, resp, err)
+		})
+	}
+}
+
+// TestCallResponseCaps: a response frame of exactly MaxResponseBytes is
+// read; one byte more is refused from its length prefix.
+func TestCallResponseCaps(t *testing.T) {
+	exact := padded(`"type":"hello","version":1,"network":"n","head":"5"`, MaxResponseBytes)
+	over := padded(`"type":"hello","version":1,"network":"n","head":"5"`, MaxResponseBytes+1)
+	for _, tc := range []struct {
+		name  string
+		reply []byte
+		ok    bool
+	}{
+		{"exactly the cap", exact, true},
+		{"one byte over", over, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := hostPair(t, answer(func(*Request) []byte { return tc.reply }))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			resp, err := Call(ctx, client, server.ID(), &Hello{Version: 1, Network: "n", Head: "0"})
+			if tc.ok {
+				if err != nil || resp.Hello.Head != "5" {
+					t.Fatalf("got %+v, %v", resp, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrFrameTooLarge) || !strings.Contains(err.Error(), "8388609 bytes") {
+				t.Fatalf("got %v, want ErrFrameTooLarge with the size", err)
+			}
+		})
+	}
+}
+
+func TestCallBadResponse(t *testing.T) {
+	for name, reply := range map[string][]byte{
+		"not JSON":      []byte("hello"),
+		"unknown type":  []byte(`{"type":"later"}`),
+		"dup names":     []byte(`{"type":"refused","reason":"a","reason":"b"}`),
+		"missing field": []byte(`{"type":"sync","events":[]}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, server := hostPair(t, answer(func(*Request) []byte { return reply }))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := Call(ctx, client, server.ID(), &SyncRequest{})
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("got %v, want ErrBadResponse", err)
+			}
+			var e *Error
+			if errors.As(err, &e) {
+				t.Fatalf("a bad response must not look like an error response: %v", err)
+			}
+		})
+	}
+}
+
+// TestCallDeadline: a handler that never answers; the call ends at ctx's
+// deadline with context.DeadlineExceeded.
+func TestCallDeadline(t *testing.T) {
+	done := make(chan struct{})
+	client, server := hostPair(t, func(s network.Stream) {
+		ReadFrame(s, MaxRequestBytes)
+		<-done // never answers
+		s.Reset()
+	})
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Call(ctx, client, server.ID(), &SyncRequest{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the call took %v past a 300ms deadline", d)
+	}
+}
+
+// TestCallCancel: cancelling ctx ends a pending call.
+func TestCallCancel(t *testing.T) {
+	done := make(chan struct{})
+	got := make(chan struct{})
+	client, server := hostPair(t, func(s network.Stream) {
+		ReadFrame(s, MaxRequestBytes)
+		close(got)
+		<-done
+		s.Reset()
+	})
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-got; cancel() }()
+	_, err := Call(ctx, client, server.ID(), &SyncRequest{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestCallRefusesNonRequests(t *testing.T) {
+	for _, m := range []Message{&Refused{Reason: "r"}, &SyncResponse{}, nil, (*Hello)(nil), &Hello{}} {
+		if _, err := Call(context.Background(), nil, "", m); err == nil {
+			t.Fatalf("Call(%T) succeeded", m)
+		}
+	}
+}
+
+func TestTypeTimeout(t *testing.T) {
+	if TypeReplicate.Timeout() != 130*time.Second || TypeSync.Timeout() != 30*time.Second ||
+		TypeHello.Timeout() != ResponseTimeout || TypeCrashReport.Timeout() != ResponseTimeout {
+		t.Fatal("timeouts differ from design §4")
+	}
+}

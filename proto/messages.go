@@ -1,0 +1,347 @@
+package proto
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Message is a /wats/1 message: a request, or a response to one. Every
+// message type of this package implements it with a pointer receiver.
+type Message interface {
+	// MessageType is the value of the message's "type" field.
+	MessageType() Type
+}
+
+// Hello is the greeting (design §3, §4), sent as a request and answered with
+// the responder's own Hello.
+//
+//	{"type":"hello","version":1,"network":"devnet","agent":"wats/0.1.0",
+//	 "features":["challenge"],"listen":["/ip4/127.0.0.1/tcp/4001"],"head":"42"}
+//
+// Fields:
+//
+//	version  integer 1..MaxSafeInt, required. This package speaks Version.
+//	network  string ≤ MaxStringBytes, required. The node answers a peer of
+//	         another network with CodeWrongNetwork.
+//	agent    string ≤ MaxStringBytes, optional (""). Free-form, e.g. "wats/0.1.0".
+//	features ≤ MaxFeatures strings ≤ MaxStringBytes each, optional (none).
+//	         FeatureChallenge: the sender solves challenges (ADR 0014).
+//	listen   ≤ MaxListenAddrs strings ≤ MaxAddrBytes each, optional (none):
+//	         the sender's listen multiaddrs. Not parsed here, so that a peer
+//	         with a newer multiaddr protocol is not refused; the node skips
+//	         the ones it cannot parse.
+//	head     cursor (decimal string), required: the position after the last
+//	         event of the sender's log, "0" for an empty log. What a sync
+//	         from "0" would reach.
+type Hello struct {
+	Version  int
+	Network  string
+	Agent    string
+	Features []string
+	Listen   []string
+	Head     string
+}
+
+// SyncRequest asks for a page of the responder's log (design §4, §5).
+//
+//	{"type":"sync","after":"0","limit":256}
+//
+// Fields:
+//
+//	after  cursor (decimal string), required: return events after this
+//	       position; "0" from the start. A cursor comes from the responder's
+//	       own SyncResponse.Next or Hello.Head.
+//	limit  integer 1..MaxSafeInt, optional (MaxPageEvents); above
+//	       MaxPageEvents it is treated as MaxPageEvents.
+//
+// In Go, Limit 0 means MaxPageEvents; a decoded SyncRequest always has
+// Limit in 1..MaxPageEvents.
+type SyncRequest struct {
+	After uint64
+	Limit int
+}
+
+// SyncResponse is a page of the responder's log (design §4, §5).
+//
+//	{"type":"sync","events":[{…},{…}],"next":"2","more":false}
+//
+// Fields:
+//
+//	events ≤ MaxPageEvents JSON objects, ≤ MaxPageBytes in all, required (may be
+//	       empty). Each is an event (design §5); this package checks only
+//	       that it is an object: the event log validates it. Decoded events are
+//	       compacted copies (no whitespace, strings in their shortest form).
+//	next   cursor (decimal string), required: the position after the last
+//	       event returned; the "after" of the next page.
+//	more   boolean, required: whether the log holds events after next.
+type SyncResponse struct {
+	Events []jsontext.Value
+	Next   uint64
+	More   bool
+}
+
+// BlobRef names a blob to replicate.
+//
+//	{"cid":"bafk…","size":1048576}
+//
+//	cid   string ≤ MaxStringBytes, required: the blob's CIDv1 (design §9); not
+//	      parsed here.
+//	size  integer 0..MaxSafeInt, required: the declared size in bytes.
+type BlobRef struct {
+	CID  string
+	Size int64
+}
+
+// Provider is a peer that serves an event's blobs (design §4, §6).
+//
+//	{"id":"12D3KooW…","addrs":["/ip4/192.0.2.1/tcp/4001"]}
+//
+//	id     string ≤ MaxStringBytes, required: the provider's peer id; not
+//	       parsed here.
+//	addrs  ≤ MaxProviderAddrs multiaddr strings ≤ MaxAddrBytes each, optional
+//	       (none); not parsed here.
+type Provider struct {
+	ID    string
+	Addrs []string
+}
+
+// ReplicateRequest asks the responder to keep copies of blobs, fetching
+// them from the requester first and then from the providers (design §4, §9).
+//
+//	{"type":"replicate","blobs":[{"cid":"bafk…","size":5}],"providers":[{…}]}
+//
+//	blobs      1..MaxReplicateBlobs BlobRef objects, required.
+//	providers  ≤ MaxProviders Provider objects, optional (none).
+type ReplicateRequest struct {
+	Blobs     []BlobRef
+	Providers []Provider
+}
+
+// FailedBlob is a blob that a replicate request could not store.
+//
+//	{"cid":"bafk…","reason":"size mismatch"}
+//
+//	cid     string ≤ MaxStringBytes, required.
+//	reason  string ≤ MaxTextBytes, required.
+type FailedBlob struct {
+	CID    string
+	Reason string
+}
+
+// ReplicateResponse says what became of each blob of a ReplicateRequest
+// (design §4, §9; ADR 0014: blobs beyond the per-peer fetch slots are skipped).
+//
+//	{"type":"replicate","stored":["bafk…"],"skipped":[],"failed":[{…}]}
+//
+//	stored   CID strings (≤ MaxStringBytes each), optional (none): complete here.
+//	skipped  CID strings, optional (none): not fetched, e.g. over the fetch slots.
+//	failed   FailedBlob objects, optional (none).
+//
+// The three lists hold at most MaxReplicateBlobs entries in all.
+type ReplicateResponse struct {
+	Stored  []string
+	Skipped []string
+	Failed  []FailedBlob
+}
+
+// CrashReportRequest submits a crash report (design §4, §5).
+//
+//	{"type":"crash_report","event":{…}}
+//
+//	event  JSON object, required: a signed event of kind "crash". This package
+//	       checks only that it is an object; the event log validates it.
+//	       Decoded, it is a compacted copy.
+type CrashReportRequest struct {
+	Event jsontext.Value
+}
+
+// CrashReportResponse acknowledges a stored crash report.
+//
+//	{"type":"crash_report","id":"<64 hex>"}
+//
+//	id  string ≤ MaxStringBytes, required: the id of the stored event.
+type CrashReportResponse struct {
+	ID string
+}
+
+// Error is the "error" response (design §4): a clear error, after which the
+// responder goes on serving. The decoders of this package also return their
+// errors as *Error, with the Code the responder should send back.
+//
+//	{"type":"error","code":"bad_request","message":"sync: \"limit\" must be 1 or more"}
+//
+//	code     string ≤ MaxStringBytes, required: one of the Code constants;
+//	         codes this package does not know are kept as they are.
+//	message  string ≤ MaxTextBytes, optional (""): for people, not programs.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+// Error implements error: "proto: <code>: <message>".
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return "proto: " + string(e.Code)
+	}
+	return "proto: " + string(e.Code) + ": " + e.Message
+}
+
+// Refused is the "refused" response: the requester is over a rate limit
+// (ADR 0014: Refused { "rate limited (…): retry later" }).
+//
+//	{"type":"refused","reason":"rate limited (sync): retry later","retry_after_ms":1500}
+//
+//	reason          string ≤ MaxTextBytes, required.
+//	retry_after_ms  integer 0..MaxSafeInt, optional, omitted when 0: a hint of
+//	                when a retry may succeed, in milliseconds.
+type Refused struct {
+	Reason       string
+	RetryAfterMs int64
+}
+
+// Challenge is the "challenge" response (ADR 0014 addendum, load challenge):
+// solve the puzzle and resubmit the same request once with a Solution.
+//
+//	{"type":"challenge","alg":"b3","seed":"<64 hex>","effort":8,"expires":1767225660}
+//
+//	alg      string ≤ MaxStringBytes, required: the puzzle, "b3" today.
+//	seed     string ≤ MaxStringBytes, required: 64 hex digits for b3.
+//	effort   integer 0..MaxSafeInt, required: leading zero bits to find.
+//	expires  integer 0..MaxSafeInt, required: unix seconds.
+//
+// The decoder does not judge alg, effort or expires: the requester gives up
+// when the alg is unknown, the effort is above 24 or the challenge has
+// expired (ADR 0014), which is the solver's business.
+type Challenge struct {
+	Alg     string
+	Seed    string
+	Effort  int
+	Expires int64
+}
+
+// Solution is the top-level "solution" object of a resubmitted request (ADR
+// 0014 addendum). It is not a message of its own.
+//
+//	"solution":{"alg":"b3","seed":"<as received>","nonce":"<decimal>"}
+//
+//	alg, seed, nonce  strings ≤ MaxStringBytes, required.
+//
+// A malformed solution (not an object, a field missing, of the wrong type or
+// too long) is ignored, as if absent (ADR 0014); whether it solves anything
+// is the challenge package's business.
+type Solution struct {
+	Alg   string
+	Seed  string
+	Nonce string
+}
+
+// Envelope is the gossip message of a new event (design §6), published on
+// Topic(network). It has no "type".
+//
+//	{"event":{…},"providers":[{"id":"12D3KooW…","addrs":["/ip4/…"]}]}
+//
+//	event      JSON object, required: the event. This package checks only that
+//	           it is an object; the gossip validator checks the event itself.
+//	           Decoded, it is a compacted copy.
+//	providers  ≤ MaxProviders Provider objects, optional (none): peers that
+//	           serve the event's blobs, the publisher first.
+//
+// An envelope is at most MaxEnvelopeBytes long.
+type Envelope struct {
+	Event     jsontext.Value
+	Providers []Provider
+}
+
+// MessageType implements Message.
+func (*Hello) MessageType() Type { return TypeHello }
+
+// MessageType implements Message.
+func (*SyncRequest) MessageType() Type { return TypeSync }
+
+// MessageType implements Message.
+func (*SyncResponse) MessageType() Type { return TypeSync }
+
+// MessageType implements Message.
+func (*ReplicateRequest) MessageType() Type { return TypeReplicate }
+
+// MessageType implements Message.
+func (*ReplicateResponse) MessageType() Type { return TypeReplicate }
+
+// MessageType implements Message.
+func (*CrashReportRequest) MessageType() Type { return TypeCrashReport }
+
+// MessageType implements Message.
+func (*CrashReportResponse) MessageType() Type { return TypeCrashReport }
+
+// MessageType implements Message.
+func (*Error) MessageType() Type { return TypeError }
+
+// MessageType implements Message.
+func (*Refused) MessageType() Type { return TypeRefused }
+
+// MessageType implements Message.
+func (*Challenge) MessageType() Type { return TypeChallenge }
+
+// Sentinels that RefusedError and ChallengeError match with errors.Is.
+var (
+	ErrRefused    = errors.New("proto: refused")
+	ErrChallenged = errors.New("proto: challenged")
+)
+
+// RefusedError is what Call returns for a "refused" response.
+// errors.Is(err, ErrRefused) holds.
+type RefusedError struct {
+	Refused
+}
+
+// Error implements error.
+func (e *RefusedError) Error() string { return "proto: refused: " + e.Reason }
+
+// Is reports whether target is ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// ChallengeError is what Call returns for a "challenge" response.
+// errors.Is(err, ErrChallenged) holds.
+type ChallengeError struct {
+	Challenge
+}
+
+// Error implements error.
+func (e *ChallengeError) Error() string {
+	return "proto: challenged: alg " + strconv.Quote(e.Alg) + ", effort " + strconv.Itoa(e.Effort)
+}
+
+// Is reports whether target is ErrChallenged.
+func (e *ChallengeError) Is(target error) bool { return target == ErrChallenged }
+
+// ParseCursor parses a cursor (design §4: an opaque decimal string of the
+// responder's log position). It accepts exactly the canonical decimal form
+// of a uint64: "0", or 1..20 digits without a leading zero, at most
+// 18446744073709551615. Anything else ("", "-1", "1.0", "0x10", " 1", "01",
+// "18446744073709551616") is a *Error with CodeBadRequest.
+func ParseCursor(s string) (uint64, error) {
+	if s == "" {
+		return 0, badRequest("cursor is empty")
+	}
+	if len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+		return 0, badRequest("cursor %.24q is not a canonical decimal uint64", s)
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, badRequest("cursor %.24q is not a canonical decimal uint64", s)
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, badRequest("cursor %.24q is beyond 2^64-1", s)
+		}
+		n = n*10 + d
+	}
+	return n, nil
+}
+
+// FormatCursor is the wire form of cursor position n: its decimal digits.
+func FormatCursor(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package repo
+
+import "errors"
+
+// Lock is not supported on this platform: wats daemons run on Unix (their
+// control API is a Unix socket with file permissions, design §12).
+func (r *Repo) Lock() (release func() error, err error) {
+	return nil, errors.New("repo: lock: not supported on this platform")
+}
