@@ -100,7 +100,7 @@ func BenchmarkVerifyBatch256(b *testing.B) {
 // BenchmarkAppend256 appends batches of 256 new events to a pebble DB on
 // disk, each batch synced.
 func BenchmarkAppend256(b *testing.B) {
-	db, err := pebble.Open(b.TempDir(), &pebble.Options{})
+	db, err := pebble.Open(b.TempDir(), testOptions(nil))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func BenchmarkAppend256(b *testing.B) {
 		if i == maxBatches {
 			b.StopTimer()
 			db.Close()
-			db, _ = pebble.Open(b.TempDir(), &pebble.Options{})
+			db, _ = pebble.Open(b.TempDir(), testOptions(nil))
 			l = openLog(b, db)
 			i = 0
 			b.StartTimer()

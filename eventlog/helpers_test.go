@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
+	"log"
 	"testing"
 	"time"
 
@@ -84,10 +85,23 @@ func wantErr(tb testing.TB, err, sentinel error) {
 	}
 }
 
+// quietLogger drops pebble's informational messages ("Found 0 WALs") and
+// keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(f string, args ...any) { log.Printf("pebble: "+f, args...) }
+func (quietLogger) Fatalf(f string, args ...any) { log.Fatalf("pebble: "+f, args...) }
+
+// testOptions are the pebble options of the tests, fs nil for the disk.
+func testOptions(fs vfs.FS) *pebble.Options {
+	return &pebble.Options{FS: fs, Logger: quietLogger{}}
+}
+
 // memDB opens a pebble DB on an in-memory file system.
 func memDB(tb testing.TB) *pebble.DB {
 	tb.Helper()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open("", testOptions(vfs.NewMem()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -249,7 +249,7 @@ func TestPageBounds(t *testing.T) {
 
 func TestHeadPersists(t *testing.T) {
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{})
+	db, err := pebble.Open(dir, testOptions(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestHeadPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err = pebble.Open(dir, &pebble.Options{})
+	db, err = pebble.Open(dir, testOptions(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

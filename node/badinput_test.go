@@ -243,4 +243,3 @@ func TestWrongNetworkHello(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // waiting on the network
 	}
 }
-

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/config"
@@ -32,6 +34,19 @@ var Features = []string{}
 // (design §10).
 const memTableBytes = 64 << 20
 
+// dbOptions are the pebble options of the node's database: a larger
+// memtable (memTableBytes), and Bloom filters on every level so that the
+// dedupe lookup of a new event id (a miss, the common case during sync)
+// rarely reads a block.
+func dbOptions(log *slog.Logger) *pebble.Options {
+	opts := &pebble.Options{
+		MemTableSize: memTableBytes,
+		Logger:       pebbleLogger{log},
+	}
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	return opts
+}
+
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.
 type Node struct {
@@ -46,6 +61,7 @@ type Node struct {
 	host   host.Host
 	gater  *gater
 	gossip *gossip.Gossip // nil when gossip is off
+	mdns   mdns.Service   // nil when p2p.mdns is off
 	hints  *gossip.Hints
 	m      *metrics
 
@@ -104,10 +120,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		}
 	}()
 	var err error
-	n.db, err = pebble.Open(r.DBPath(), &pebble.Options{
-		MemTableSize: memTableBytes,
-		Logger:       pebbleLogger{n.log},
-	})
+	n.db, err = pebble.Open(r.DBPath(), dbOptions(n.log))
 	if err != nil {
 		return nil, fmt.Errorf("node: open database %s: %w", r.DBPath(), err)
 	}
@@ -151,6 +164,12 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		n.gossip = g
 	}
+	if n.cfg.P2P.MDNS {
+		n.mdns = mdns.NewMdnsService(n.host, mdnsServiceName(n.cfg.Network), mdnsNotifee{n})
+		if err := n.mdns.Start(); err != nil {
+			return fmt.Errorf("node: start mDNS: %w", err)
+		}
+	}
 	n.go_(n.bootstrap)
 	n.go_(n.syncLoop)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
@@ -163,6 +182,9 @@ func (n *Node) Start(ctx context.Context) error {
 // final sync. It is safe to call once.
 func (n *Node) Close() error {
 	var errs []error
+	if n.mdns != nil {
+		errs = append(errs, n.mdns.Close())
+	}
 	if n.gossip != nil {
 		errs = append(errs, n.gossip.Close())
 	}
@@ -247,6 +269,27 @@ func (n *Node) bootstrap() {
 		}()
 	}
 	wg.Wait()
+}
+
+// mdnsServiceName is the mDNS service name of a network's nodes, so that
+// nodes of different networks on one LAN do not dial each other.
+func mdnsServiceName(network string) string { return "_wats-" + network + "._udp" }
+
+// mdnsNotifee connects to the peers mDNS finds on the LAN.
+type mdnsNotifee struct{ n *Node }
+
+func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
+	n := m.n
+	if ai.ID == n.host.ID() || n.ctx.Err() != nil {
+		return
+	}
+	n.go_(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+		defer cancel()
+		if err := n.host.Connect(ctx, ai); err != nil {
+			n.log.Debug("mDNS peer unreachable", "peer", ai.ID, "err", err)
+		}
+	})
 }
 
 // connected is the network notifiee's callback for a new connection.

@@ -82,18 +82,32 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	if h, ok := n.helloPeers()[p]; ok {
 		st.PeerHead = headOf(h)
 	}
+	// Three stages, so that the network, the signature checks (on all
+	// cores) and the durable writes of consecutive pages overlap: fetch ->
+	// verify -> store.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan page, pipelineDepth)
+	verified := make(chan verifiedPage, pipelineDepth)
 	var fetchErr error
 	go func() {
 		defer close(pages)
 		fetchErr = n.fetchPages(ctx, p, start, pages)
 	}()
+	go func() {
+		defer close(verified)
+		for pg := range pages {
+			ok, rejected := eventlog.VerifyBatch(pg.events, n.now())
+			select {
+			case verified <- verifiedPage{page: pg, ok: ok, rejected: rejected}:
+			case <-ctx.Done():
+			}
+		}
+	}()
 
 	var err error
-	for pg := range pages {
-		if err = n.storePage(p, pg, &st); err != nil {
+	for vp := range verified {
+		if err = n.storePage(p, vp, &st); err != nil {
 			cancel()
 			break
 		}
@@ -101,7 +115,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 			progress(st)
 		}
 	}
-	for range pages { // let the fetcher finish after a cancel
+	for range verified { // drain, so both stages end
 	}
 	if err == nil {
 		err = fetchErr
@@ -159,11 +173,19 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out cha
 	}
 }
 
-// storePage verifies a page's events in parallel, appends the valid ones in
-// one durable batch, counts the rest as dropped, and advances the cursor.
-func (n *Node) storePage(p peer.ID, pg page, st *api.SyncProgress) error {
-	ok, rejected := eventlog.VerifyBatch(pg.events, n.now())
-	added, err := n.events.Append(ok)
+// verifiedPage is a page whose events were checked: ok are the valid ones,
+// in order; rejected says why each other one was dropped.
+type verifiedPage struct {
+	page
+	ok       []*eventlog.Event
+	rejected []error
+}
+
+// storePage appends a verified page's valid events in one durable batch,
+// counts the rest as dropped, and advances the cursor.
+func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error {
+	pg, rejected := vp.page, vp.rejected
+	added, err := n.events.Append(vp.ok)
 	if err != nil {
 		return fmt.Errorf("node: store synced events: %w", err)
 	}

@@ -275,17 +275,14 @@ func parseTop(b []byte) (fields, error) {
 		return f, badRequest("malformed JSON: %v", err)
 	}
 	if tok.Kind() != '{' {
-		return f, badRequest("message is a JSON %s, not an object", kindName(tok.Kind()))
+		return f, badRequest("message is %s, not an object", article(kindName(tok.Kind())))
 	}
-	for {
-		if d.PeekKind() == '}' {
-			break
-		}
+	for d.PeekKind() != '}' {
 		tok, err := d.ReadToken()
 		if err != nil {
 			return f, badRequest("malformed JSON: %v", err)
 		}
-		name := tok.String()
+		name := tok.String() // before the next read voids tok
 		v, err := d.ReadValue()
 		if err != nil {
 			return f, badRequest("malformed JSON: %v", err)
@@ -332,7 +329,15 @@ func kindName(k jsontext.Kind) string {
 }
 
 func wrongType(field string, want string, v []byte) *Error {
-	return badRequest("%s: want a %s, got a %s", field, want, kindName(jsontext.Value(v).Kind()))
+	return badRequest("%s: want %s, got %s", field, article(want), article(kindName(jsontext.Value(v).Kind())))
+}
+
+func article(noun string) string {
+	switch noun[0] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return "an " + noun
+	}
+	return "a " + noun
 }
 
 func missing(field string) *Error { return badRequest("%s is missing", field) }

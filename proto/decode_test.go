@@ -124,9 +124,10 @@ func TestDecodeMalformed(t *testing.T) {
 		{"bad utf8", "{\"type\":\"sync\",\"after\":\"1\",\"x\":\"\xff\"}", "malformed"},
 		{"bad escape", `{"type":"sync","after":"1","x":"\ud800"}`, "malformed"},
 		{"no type", `{"after":"1"}`, `no "type"`},
+		{"too deep", `{"type":"sync","after":"1","x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, "depth"},
 		{"type number", `{"type":1}`, "want a string, got a number"},
 		{"type null", `{"type":null}`, "got a null"},
-		{"type object", `{"type":{}}`, "got a object"},
+		{"type object", `{"type":{}}`, "got an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tc.in))

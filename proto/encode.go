@@ -37,7 +37,8 @@ func MarshalWithSolution(m Message, s *Solution) ([]byte, error) {
 }
 
 // MarshalGreased encodes m, with one GREASE field if grease is true (its
-// name, value and position random) and canonically if not.
+// name, value and position random; left out if it alone would take m past
+// its cap) and canonically if not.
 //
 // The canonical encoding is compact JSON: "type" first, then m's fields in
 // the order of m's doc comment, every field written (empty lists as [],

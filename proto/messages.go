@@ -32,9 +32,9 @@ type Message interface {
 //	         the sender's listen multiaddrs. Not parsed here, so that a peer
 //	         with a newer multiaddr protocol is not refused; the node skips
 //	         the ones it cannot parse.
-//	head     cursor (decimal string), required: the position after the last
-//	         event of the sender's log, "0" for an empty log. What a sync
-//	         from "0" would reach.
+//	head     cursor (decimal string), required: the sender's log cursor, the
+//	         one after its last event ("0" for an empty log), which is the
+//	         "next" a sync of the whole log would end with.
 type Hello struct {
 	Version  int
 	Network  string

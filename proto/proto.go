@@ -6,15 +6,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
-// The /wats/1 stream protocol (design §4, ADR 0014).
-//
-// Protocol version changelog:
-//
-//   - 1 (2026-11-29): first version. Requests hello, sync, replicate and
-//     crash_report; responses of the same types plus error and refused
-//     (ADR 0014: rate limits) and challenge, with the top-level "solution"
-//     field of a resubmitted request (ADR 0014 addendum of 2026-10-18: load
-//     challenge). GREASE fields (_grease…) everywhere.
+// The /wats/1 stream protocol (design §4, ADR 0014). The version and its
+// changelog are at Version.
 //
 // Framing. Every message, request or response, is one frame:
 //
@@ -71,6 +64,11 @@ import (
 //     a negative, fractional or exponent form, or a value above MaxSafeInt, is a
 //     CodeBadRequest, never rounded or wrapped.
 //   - Cursors are canonical decimal strings (see ParseCursor).
+//   - A missing required field is a CodeBadRequest; a missing optional one
+//     takes the default given on its Go type. Strings and lists have caps.
+//   - The payload is exactly one JSON object, valid UTF-8; anything else, or
+//     data after it, is a CodeBadRequest. Over its size cap it is a
+//     CodeTooLarge.
 //   - An unknown request type is CodeUnsupported.
 //
 // Gossip (design §6) is not a /wats/1 stream message: an Envelope is published
@@ -80,8 +78,16 @@ import (
 // ID is the libp2p protocol id of the request/response protocol (design §4).
 const ID protocol.ID = "/wats/1"
 
-// Version is the protocol version carried in Hello.Version. See the changelog
-// above.
+// Version is the protocol version, carried in Hello.Version. A change that
+// an older peer would misread gets a new Version and a new protocol ID.
+//
+// Changelog:
+//
+//   - 1 (2026-11-29): first version. Requests hello, sync, replicate and
+//     crash_report; responses of the same types plus error, refused (ADR
+//     0014: rate limits) and challenge, with the top-level "solution" field
+//     of a resubmitted request (ADR 0014 addendum of 2026-10-18: load
+//     challenge). GREASE fields (_grease…) in any message.
 const Version = 1
 
 // ServiceName is the libp2p resource-manager service that /wats/1 streams are

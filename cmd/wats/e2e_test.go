@@ -20,7 +20,7 @@ import (
 // The end-to-end tests build the wats binary and run real daemons as
 // devnets. They take tens of seconds; -short skips them.
 
-var build struct {
+var binBuild struct {
 	once sync.Once
 	dir  string
 	bin  string
@@ -30,8 +30,8 @@ var build struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
+	if binBuild.dir != "" {
+		os.RemoveAll(binBuild.dir)
 	}
 	os.Exit(code)
 }
@@ -39,19 +39,19 @@ func TestMain(m *testing.M) {
 // watsBinary builds this command once per test run (go build -o DIR/wats .).
 func watsBinary(t *testing.T) string {
 	t.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "wats-e2e-bin-")
-		if build.err != nil {
+	binBuild.once.Do(func() {
+		binBuild.dir, binBuild.err = os.MkdirTemp("", "wats-e2e-bin-")
+		if binBuild.err != nil {
 			return
 		}
-		build.bin = filepath.Join(build.dir, "wats")
-		cmd := exec.Command("go", "build", "-o", build.bin, ".")
-		build.out, build.err = cmd.CombinedOutput()
+		binBuild.bin = filepath.Join(binBuild.dir, "wats")
+		cmd := exec.Command("go", "build", "-o", binBuild.bin, ".")
+		binBuild.out, binBuild.err = cmd.CombinedOutput()
 	})
-	if build.err != nil {
-		t.Fatalf("go build: %v\n%s", build.err, build.out)
+	if binBuild.err != nil {
+		t.Fatalf("go build: %v\n%s", binBuild.err, binBuild.out)
 	}
-	return build.bin
+	return binBuild.bin
 }
 
 // e2eEnv is the environment of the binary in a test: its default repo and

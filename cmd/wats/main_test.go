@@ -531,3 +531,31 @@ func TestEventsTail(t *testing.T) {
 		t.Errorf("tail started after %q, want the head 41", gotAfter)
 	}
 }
+
+func TestNewLogger(t *testing.T) {
+	var b bytes.Buffer
+	l, err := newLogger(config.LogConfig{Level: "warn", Format: "json"}, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown", "k", 1)
+	if got := b.String(); strings.Contains(got, "hidden") || !strings.Contains(got, `"msg":"shown","k":1`) {
+		t.Errorf("json logger wrote %q", got)
+	}
+	b.Reset()
+	l, err = newLogger(config.LogConfig{Level: "debug", Format: "text"}, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Debug("detail")
+	if !strings.Contains(b.String(), "level=DEBUG msg=detail") {
+		t.Errorf("text logger wrote %q", b.String())
+	}
+	if _, err := newLogger(config.LogConfig{Level: "loud", Format: "text"}, &b); err == nil {
+		t.Error("level loud accepted")
+	}
+	if _, err := newLogger(config.LogConfig{Level: "info", Format: "xml"}, &b); err == nil {
+		t.Error("format xml accepted")
+	}
+}

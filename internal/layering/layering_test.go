@@ -1,0 +1,63 @@
+// Package layering holds a test that keeps the imports between wats
+// packages pointing downward (design §2): proto, eventlog, config and
+// peercache import no other wats package; node is the only package that
+// knows all the others; cmd/wats reaches the daemon through node's control
+// API client.
+package layering
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/wats-network/wats"
+
+// allowed lists, for each package, the wats packages it may import. A
+// package missing here fails the test until its place is decided.
+var allowed = map[string][]string{
+	"proto":             {},
+	"eventlog":          {},
+	"config":            {},
+	"peercache":         {},
+	"repo":              {"config"},
+	"gossip":            {"proto", "eventlog"},
+	"node/api":          {},
+	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "node/api"},
+	"cmd/wats":          {"node", "node/api", "repo", "config"},
+	"internal/layering": {},
+}
+
+func TestImportsPointDownward(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s has no entry in the layering table; add one", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, isWats := strings.CutPrefix(imp, module+"/")
+			if !isWats {
+				continue
+			}
+			if !contains(ok, dep) {
+				t.Errorf("%s imports %s, which design §2 does not allow", pkg, dep)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

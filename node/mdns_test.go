@@ -1,0 +1,39 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wats-network/wats/config"
+)
+
+// TestMDNSFindsPeersOfTheSameNetwork: two nodes with p2p.mdns on find each
+// other on the LAN and complete hello; a node of another network is not
+// dialled.
+func TestMDNSFindsPeersOfTheSameNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mDNS waits for multicast announcements")
+	}
+	cfg := func(network string) *config.Config {
+		c := testConfig(false, time.Hour)
+		c.Network = network
+		c.P2P.MDNS = true
+		return c
+	}
+	a := startNode(t, cfg("mdns-test"))
+	b := startNode(t, cfg("mdns-test"))
+	other := startNode(t, cfg("mdns-other"))
+	deadline := time.Now().Add(20 * time.Second)
+	for len(a.helloPeers()) == 0 || len(b.helloPeers()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("mDNS: a has %d hello peers, b %d, after 20 s", len(a.helloPeers()), len(b.helloPeers()))
+		}
+		time.Sleep(50 * time.Millisecond) // waiting on the network
+	}
+	if _, ok := a.helloPeers()[b.ID()]; !ok {
+		t.Fatalf("a's hello peers %v do not include b", a.helloPeers())
+	}
+	if len(other.helloPeers()) != 0 {
+		t.Fatalf("the node of another network completed hello with %d peers", len(other.helloPeers()))
+	}
+}
