@@ -210,6 +210,11 @@ func (l *Log) Page(after uint64, limit int, maxBytes int) (events []jsontext.Val
 			more = true
 			break
 		}
+		if buf == nil {
+			// Guess the page from its first event; append grows it if the
+			// guess is short.
+			buf = make([]byte, 0, min(maxBytes, limit*(len(v)+len(v)/4)))
+		}
 		k := it.Key()
 		if len(k) != len(posPrefix)+8 {
 			return nil, after, false, fmt.Errorf("eventlog: page: damaged position key %q", k)
