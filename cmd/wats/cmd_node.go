@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -483,9 +481,3 @@ func marshalIndent(v any) ([]byte, error) {
 // callTimeout bounds the short control API calls the devnet commands make
 // to each node, so that one hung daemon does not hang `devnet status`.
 const callTimeout = 5 * time.Second
-
-func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, callTimeout)
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -103,7 +103,7 @@ recorded in DIR/devnet.json for status, exec, logs and down.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "devnet of %d nodes up in %s (network %s)\n", n, f.dir, network)
+			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", plural(n, "node"), f.dir, network)
 			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
 				return err
 			}
@@ -237,7 +237,7 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 	if err := d.state.save(o.dir); err != nil {
 		return nil, err
 	}
-	o.log("waiting for the %d nodes to connect", o.n)
+	o.log("waiting for the %s to connect", plural(o.n, "node"))
 	if err := waitConnected(ctx, d); err != nil {
 		return nil, err
 	}
@@ -718,7 +718,7 @@ unless --clean.`,
 			if err := removeState(f.dir); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "devnet in %s stopped (%d nodes)\n", f.dir, len(st.Nodes))
+			fmt.Fprintf(c.stdout, "devnet in %s stopped (%s)\n", f.dir, plural(len(st.Nodes), "node"))
 			if clean {
 				if err := cleanDevnetDir(f.dir); err != nil {
 					return err
@@ -731,4 +731,12 @@ unless --clean.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the node repos and their logs")
 	return cmd
+}
+
+// plural is "1 node", "3 nodes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -119,7 +121,7 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions, dirGiven bool) (err 
 		keep = ctx.Err() == nil
 		return err
 	}
-	fmt.Fprintf(c.stdout, "devnet of %d nodes running in %s (network %s); Ctrl-C to stop\n", o.n, dir, o.network)
+	fmt.Fprintf(c.stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", plural(o.n, "node"), dir, o.network)
 	fmt.Fprintf(c.stdout, "try in another terminal: wats devnet status --dir %s\n", dir)
 
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -147,9 +149,17 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions, dirGiven bool) (err 
 		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, c.stderr)
 	}
 
+	// A write to a closed stdout returns EPIPE instead of killing the
+	// process with SIGPIPE, so that the nodes are still stopped. (Notify,
+	// not Ignore: an ignored signal would stay ignored in the daemons.)
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+
 	start := time.Now()
 	tick := time.NewTicker(viewInterval)
 	var runErr error
+	outputGone := false
 loop:
 	for {
 		select {
@@ -165,6 +175,12 @@ loop:
 				break loop // the refresh was cut short: settle shows the end
 			}
 			view.show(time.Since(start), obs.views, pub.counts())
+			if view.err != nil {
+				// Nobody reads the output any more (a closed pipe):
+				// stop as if interrupted.
+				outputGone = true
+				break loop
+			}
 		}
 	}
 	tick.Stop()
@@ -172,13 +188,13 @@ loop:
 	pub.wait()
 
 	// Stopped by --duration: let the last events spread, then report.
-	interrupted := ctx.Err() != nil
+	interrupted := ctx.Err() != nil || outputGone
 	if runErr == nil && !interrupted {
 		runErr = c.settle(ctx, obs, view, start, pub)
 	}
 	view.end()
 
-	fmt.Fprintf(c.stdout, "stopping %d nodes\n", len(d.procs))
+	fmt.Fprintf(c.stdout, "stopping %s\n", plural(len(d.procs), "node"))
 	d.stop()
 	for _, p := range d.procs {
 		if p.err != nil && runErr == nil {
@@ -450,7 +466,8 @@ func (c convergence) state() string {
 type convergenceView struct {
 	w     io.Writer
 	tty   bool
-	drawn int // lines of the table last drawn, to redraw over
+	drawn int   // lines of the table last drawn, to redraw over
+	err   error // of the last write: the reader is gone if set
 }
 
 func newConvergenceView(w io.Writer, tty bool) *convergenceView {
@@ -462,7 +479,7 @@ func newConvergenceView(w io.Writer, tty bool) *convergenceView {
 func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
 	conv := converged(views)
 	if !cv.tty {
-		fmt.Fprintln(cv.w, statusLine(elapsed, views, conv))
+		_, cv.err = fmt.Fprintln(cv.w, statusLine(elapsed, views, conv))
 		return
 	}
 	lines := statusTable(elapsed, views, published, conv)
@@ -475,7 +492,7 @@ func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, publish
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	io.WriteString(cv.w, b.String())
+	_, cv.err = io.WriteString(cv.w, b.String())
 	cv.drawn = len(lines)
 }
 
