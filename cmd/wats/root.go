@@ -52,6 +52,7 @@ A local network of several nodes: wats devnet up -n 3`,
 		c.configCmd(),
 		c.versionCmd(),
 		c.devnetCmd(),
+		c.benchCmd(),
 	)
 	return root
 }
