@@ -47,6 +47,11 @@ func dbOptions(log *slog.Logger) *pebble.Options {
 	return opts
 }
 
+// blockCacheBytes is pebble's block cache: big enough to keep the index and
+// Bloom filter blocks of a log of millions of events in memory, so that the
+// dedupe lookups of a catch-up rarely read the disk.
+const blockCacheBytes = 64 << 20
+
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.
 type Node struct {
@@ -120,7 +125,10 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		}
 	}()
 	var err error
-	n.db, err = pebble.Open(r.DBPath(), dbOptions(n.log))
+	dbOpts := dbOptions(n.log)
+	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
+	n.db, err = pebble.Open(r.DBPath(), dbOpts)
+	dbOpts.Cache.Unref() // the database holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("node: open database %s: %w", r.DBPath(), err)
 	}
