@@ -63,6 +63,8 @@ type Log struct {
 		sync.Mutex
 		// changed is closed and replaced by Append when it adds events.
 		changed chan struct{}
+		// seen filters the ids Append looks up (seen.go).
+		seen *seenFilter
 	}
 }
 
@@ -86,6 +88,9 @@ func Open(db *pebble.DB) (*Log, error) {
 		return nil, fmt.Errorf("eventlog: open: %w", err)
 	}
 	l.mu.changed = make(chan struct{})
+	if l.mu.seen, err = loadSeen(db, l.head.Load()); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -121,6 +126,7 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 	head := l.head.Load()
 	pos := head
 	inBatch := make(map[[32]byte]struct{}, len(events))
+	addedIDs := make([][32]byte, 0, len(events))
 	var posBuf [8]byte
 	for i, e := range events {
 		id, ok := parseID(e.ID)
@@ -131,10 +137,12 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 			continue
 		}
 		inBatch[id] = struct{}{}
-		if has, err := l.hasRaw(id); err != nil {
-			return nil, err
-		} else if has {
-			continue
+		if l.mu.seen.mayHave(id) {
+			if has, err := l.hasRaw(id); err != nil {
+				return nil, err
+			} else if has {
+				continue
+			}
 		}
 		raw, err := e.Marshal()
 		if err != nil {
@@ -152,6 +160,7 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 			return nil, fmt.Errorf("eventlog: append: %w", err)
 		}
 		added = append(added, e)
+		addedIDs = append(addedIDs, id)
 	}
 	if len(added) == 0 {
 		return nil, nil
@@ -160,6 +169,17 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 		return nil, fmt.Errorf("eventlog: append: %w", err)
 	}
 	l.head.Store(pos)
+	full := false
+	for _, id := range addedIDs {
+		full = l.mu.seen.add(id) || full
+	}
+	if full {
+		// Rebuilt from the store, twice as large; until it succeeds the
+		// old filter (more false positives, never a wrong answer) serves.
+		if seen, err := loadSeen(l.db, pos); err == nil {
+			l.mu.seen = seen
+		}
+	}
 	close(l.mu.changed)
 	l.mu.changed = make(chan struct{})
 	return added, nil
