@@ -23,7 +23,8 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	_ = s.SetReadDeadline(n.now().Add(proto.ReadTimeout))
-	b, err := proto.ReadFrame(s, proto.MaxRequestBytes)
+	b, release, err := proto.ReadStreamFrame(s, proto.MaxRequestBytes, network.ReservationPriorityMedium)
+	defer release()
 	if err != nil {
 		n.m.badRequest("frame")
 		if errors.Is(err, proto.ErrFrameTooLarge) {

@@ -83,23 +83,11 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	if err := s.CloseWrite(); err != nil {
 		return fail(err)
 	}
-	scope := s.Scope()
-	reserved := 0
-	defer func() {
-		if reserved > 0 {
-			scope.ReleaseMemory(reserved)
-		}
-	}()
-	rb, err := readFrame(s, MaxResponseBytes, func(n int) error {
-		if err := scope.ReserveMemory(n, network.ReservationPriorityHigh); err != nil {
-			return err
-		}
-		reserved = n
-		return nil
-	})
+	rb, release, err := ReadStreamFrame(s, MaxResponseBytes, network.ReservationPriorityHigh)
 	if err != nil {
 		return fail(err)
 	}
+	defer release()
 	resp, err := DecodeResponse(rb)
 	if err != nil {
 		s.Reset()
@@ -121,6 +109,34 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	}
 	s.Reset()
 	return nil, fmt.Errorf("%w: %s call to %s: answered with %s", ErrBadResponse, t, p, resp.Type)
+}
+
+// ReadStreamFrame is ReadFrame on a libp2p stream, with the payload's
+// memory reserved in the stream's resource scope (at priority prio) before
+// it is allocated, so that the resource manager's memory limits bound what
+// peers can make the node buffer. Call release when done with the payload;
+// on error nothing stays reserved.
+func ReadStreamFrame(s network.Stream, max int, prio uint8) (payload []byte, release func(), err error) {
+	scope := s.Scope()
+	reserved := 0
+	release = func() {
+		if reserved > 0 {
+			scope.ReleaseMemory(reserved)
+			reserved = 0
+		}
+	}
+	b, err := readFrame(s, max, func(n int) error {
+		if err := scope.ReserveMemory(n, prio); err != nil {
+			return err
+		}
+		reserved = n
+		return nil
+	})
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return b, release, nil
 }
 
 // callError wraps err, putting ctx's error first when the call failed
