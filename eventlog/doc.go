@@ -45,8 +45,8 @@
 // position and the event count, and Open recovers it from the last position
 // key. Page returns the events after a position, bounded by count and bytes;
 // paging by position never skips or repeats an event, whatever their
-// timestamps. FormatCursor and ParseCursor give positions their wire form
-// (decimal strings, design §4). Changed wakes readers that wait for new
+// timestamps. On the wire a position is a cursor, a decimal string
+// (proto.ParseCursor, design §4). Changed wakes readers that wait for new
 // events.
 //
 //	db, _ := pebble.Open(dir, opts)          // owned by the node
@@ -62,6 +62,7 @@
 //   - body.go: body canonicalization (JCS) and the number check; Crash.
 //   - batch.go: VerifyBatch.
 //   - log.go: Log, its key layout, Append, Page, Get, Has, Changed.
-//   - cursor.go: the wire form of positions.
+//   - seen.go: the in-memory Bloom filter of stored ids that spares Append
+//     most lookups.
 //   - errors.go: sentinels, ValidationError, BatchError.
 package eventlog
