@@ -77,6 +77,9 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// goMu guards closing, so that go_ never adds to wg once Close waits.
+	goMu    sync.Mutex
+	closing bool
 
 	mu struct {
 		sync.Mutex
@@ -189,6 +192,9 @@ func (n *Node) Start(ctx context.Context) error {
 // them, leaves gossip, closes the host, and closes the database after a
 // final sync. It is safe to call once.
 func (n *Node) Close() error {
+	n.goMu.Lock()
+	n.closing = true
+	n.goMu.Unlock()
 	var errs []error
 	if n.mdns != nil {
 		errs = append(errs, n.mdns.Close())
@@ -217,8 +223,14 @@ func (n *Node) closeStores() error {
 	return errors.Join(errs...)
 }
 
-// go_ runs f in a goroutine tracked by Close.
+// go_ runs f in a goroutine tracked by Close; once Close has begun it does
+// nothing.
 func (n *Node) go_(f func()) {
+	n.goMu.Lock()
+	defer n.goMu.Unlock()
+	if n.closing {
+		return
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
