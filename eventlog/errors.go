@@ -24,8 +24,11 @@ var (
 	// ErrBadSignature: sig is not a valid Ed25519 signature of the signing
 	// bytes by the author's key (design §5).
 	ErrBadSignature = errors.New("eventlog: bad event signature")
-	// ErrNotFound: Log.Get found no event with that id.
+	// ErrNotFound: Log.Get or Log.Find found no event with that id.
 	ErrNotFound = errors.New("eventlog: not found")
+	// ErrAmbiguous: Log.Find was given an id prefix that several events
+	// share.
+	ErrAmbiguous = errors.New("eventlog: id prefix matches several events")
 	// ErrPageTooSmall: Log.Page was given a maxBytes smaller than the next
 	// event, so it can return nothing without stalling the reader. It cannot
 	// happen when maxBytes >= MaxEventBytes.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -265,6 +266,63 @@ func (l *Log) Get(id string) (*Event, uint64, error) {
 	if !ok {
 		return nil, 0, invalid(ErrMalformed, "id", "not 64 lowercase hex digits")
 	}
+	return l.getRaw(raw)
+}
+
+// MinIDPrefix is the shortest id prefix Find accepts: 8 hex digits (32
+// bits) name one event among tens of thousands with little chance of a
+// collision, like a short git commit hash.
+const MinIDPrefix = 8
+
+// Find returns the event whose id starts with prefix: MinIDPrefix to 64
+// lowercase hex digits (ErrMalformed otherwise). Errors: ErrNotFound when
+// no event matches, ErrAmbiguous when several do.
+func (l *Log) Find(prefix string) (*Event, uint64, error) {
+	return l.find(prefix, MinIDPrefix)
+}
+
+// find is Find with the shortest prefix as a parameter, for tests.
+func (l *Log) find(prefix string, minLen int) (*Event, uint64, error) {
+	if len(prefix) == idHexLen {
+		return l.Get(prefix)
+	}
+	if len(prefix) < minLen || len(prefix) > idHexLen || !isLowerHex(prefix) {
+		return nil, 0, invalid(ErrMalformed, "id", "want %d to %d lowercase hex digits", minLen, idHexLen)
+	}
+	// Scan the ids that start with the whole bytes of the prefix; an odd
+	// last digit is checked on each.
+	whole, _ := hex.DecodeString(prefix[:len(prefix)&^1])
+	lower := append([]byte(idPrefix), whole...)
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(string(lower))})
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventlog: find: %w", err)
+	}
+	defer it.Close()
+	var match [32]byte
+	found := 0
+	for it.First(); it.Valid() && found < 2; it.Next() {
+		id := it.Key()[len(idPrefix):]
+		if len(id) != 32 || !strings.HasPrefix(hex.EncodeToString(id), prefix) {
+			continue
+		}
+		copy(match[:], id)
+		found++
+	}
+	if err := it.Error(); err != nil {
+		return nil, 0, fmt.Errorf("eventlog: find: %w", err)
+	}
+	switch found {
+	case 0:
+		return nil, 0, ErrNotFound
+	case 1:
+		return l.getRaw(match)
+	default:
+		return nil, 0, fmt.Errorf("%w: %q", ErrAmbiguous, prefix)
+	}
+}
+
+// getRaw is Get by raw id.
+func (l *Log) getRaw(raw [32]byte) (*Event, uint64, error) {
 	pos, found, err := l.position(raw)
 	if err != nil {
 		return nil, 0, err

@@ -62,9 +62,14 @@ func (s *seenFilter) add(id [32]byte) (full bool) {
 	return s.count > s.capacity
 }
 
-// prefixEnd returns the smallest key greater than every key with prefix p.
+// prefixEnd returns the smallest key greater than every key with prefix p:
+// p with trailing 0xff bytes dropped and its last byte incremented. p must
+// hold a byte below 0xff (every prefix of this package starts with "ev/").
 func prefixEnd(p string) []byte {
 	end := []byte(p)
+	for end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
 	end[len(end)-1]++
 	return end
 }

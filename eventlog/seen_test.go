@@ -1,8 +1,10 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,5 +53,57 @@ func TestSeenFilterGrowsAndNeverChangesDedupe(t *testing.T) {
 	}
 	if added, err := l2.Append(all); err != nil || len(added) != 0 {
 		t.Fatalf("after reopen, appending all again added %d (%v), want 0", len(added), err)
+	}
+}
+
+func TestFindByPrefix(t *testing.T) {
+	db := memDB(t)
+	l := openLog(t, db)
+	key := testKey(t, 2)
+	now := time.Unix(1767225600, 0)
+	var events []*Event
+	for i := range 300 {
+		events = append(events, mustNew(t, key, now, "note", fmt.Sprintf(`{"n":%d}`, i), nil))
+	}
+	if _, err := l.Append(events); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events[:20] {
+		for _, n := range []int{MinIDPrefix, MinIDPrefix + 1, 63, 64} {
+			got, _, err := l.Find(e.ID[:n])
+			if err != nil || got.ID != e.ID {
+				t.Fatalf("Find(%s) = %v, %v; want %s", e.ID[:n], got, err, e.ID)
+			}
+		}
+	}
+	for _, bad := range []string{events[0].ID[:MinIDPrefix-1], "ABCDEF01", "zzzzzzzz", events[0].ID + "0"} {
+		if _, _, err := l.Find(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Find(%q) = %v, want ErrMalformed", bad, err)
+		}
+	}
+	// A prefix no event has.
+	missing := "ffffffff"
+	for _, e := range events {
+		if strings.HasPrefix(e.ID, missing) {
+			t.Skip("an id happens to start with ffffffff")
+		}
+	}
+	if _, _, err := l.Find(missing); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Find(%q) = %v, want ErrNotFound", missing, err)
+	}
+	// With 300 events, some two ids share their first hex digit (and
+	// some digit starts none): below MinIDPrefix only through find.
+	first := map[byte]int{}
+	for _, e := range events {
+		first[e.ID[0]]++
+	}
+	for d, n := range first {
+		_, _, err := l.find(string(d), 1)
+		switch {
+		case n > 1 && !errors.Is(err, ErrAmbiguous):
+			t.Errorf("find(%q) with %d matches = %v, want ErrAmbiguous", d, n, err)
+		case n == 1 && err != nil:
+			t.Errorf("find(%q) with one match = %v", d, err)
+		}
 	}
 }

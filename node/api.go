@@ -71,11 +71,16 @@ func (n *Node) ServeAPI(ctx context.Context, path string) error {
 
 // serveHTTP serves h on l until ctx ends, then shuts down within 5 s.
 func (n *Node) serveHTTP(ctx context.Context, l net.Listener, h http.Handler, cleanup func()) error {
+	// Requests' contexts end when the server shuts down, so that streams
+	// (tail, sync) end at once instead of holding Shutdown for its timeout.
+	base, cancelRequests := context.WithCancel(n.ctx)
+	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return n.ctx },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
+	srv.RegisterOnShutdown(cancelRequests)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -216,10 +221,12 @@ func (n *Node) apiAddEvent(w http.ResponseWriter, r *http.Request) {
 
 func (n *Node) apiEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	ev, _, err := n.events.Get(id)
+	ev, _, err := n.events.Find(id)
 	switch {
 	case errors.Is(err, eventlog.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Errorf("no event with id %q", id))
+	case errors.Is(err, eventlog.ErrAmbiguous):
+		writeError(w, http.StatusConflict, fmt.Errorf("id prefix %q matches several events; give more characters", id))
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err)
 	default:
@@ -274,7 +281,7 @@ func (n *Node) apiSync(w http.ResponseWriter, r *http.Request) {
 		p, err = n.Connect(ctx, req.Peer)
 		cancel()
 	} else if p, err = peer.Decode(req.Peer); err != nil {
-		err = fmt.Errorf("%q is neither a peer ID nor a full multiaddr: %w", req.Peer, err)
+		err = fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", req.Peer)
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)

@@ -26,8 +26,8 @@ import (
 // BenchSyncResult is what BenchSync measured.
 type BenchSyncResult struct {
 	Events       uint64        `json:"events"`
-	Fill         time.Duration `json:"fill_ns"`     // signing and storing the events on the source node
-	CatchUp      time.Duration `json:"catch_up_ns"` // from dialling the source to the last event stored
+	Fill         time.Duration `json:"fill_ns,format:nano"`     // signing and storing the events on the source node
+	CatchUp      time.Duration `json:"catch_up_ns,format:nano"` // from dialling the source to the last event stored
 	EventsPerSec float64       `json:"events_per_sec"`
 	// DiskBytesPerEvent is the size of the catching-up node's database
 	// directory after it closed, divided by the events.

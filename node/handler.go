@@ -103,7 +103,7 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 		n.m.wrongNetwork()
 		n.log.Info("peer is on another network", "peer", p, "network", h.Network)
 		return &proto.Error{Code: proto.CodeWrongNetwork,
-			Message: fmt.Sprintf("this node is on network %q, not %q", n.cfg.Network, h.Network)}
+			Message: fmt.Sprintf("the responder is on network %q; the hello named %q", n.cfg.Network, h.Network)}
 	}
 	n.recordHello(p, h)
 	return n.ownHello()

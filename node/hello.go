@@ -61,7 +61,8 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
 		n.m.wrongNetwork()
 		n.dropWrongNetwork(p)
-		return fmt.Errorf("%w: %s", ErrWrongNetwork, perr.Message)
+		return fmt.Errorf("%w: %s answered: %s (this node is on %q; to join that network, set network in config.toml)",
+			ErrWrongNetwork, p, perr.Message, n.cfg.Network)
 	case err != nil:
 		return fmt.Errorf("node: hello to %s: %w", p, err)
 	case resp.Hello == nil:
@@ -69,7 +70,8 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	case resp.Hello.Network != n.cfg.Network:
 		n.m.wrongNetwork()
 		n.dropWrongNetwork(p)
-		return fmt.Errorf("%w: %s is on %q, this node on %q", ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)
+		return fmt.Errorf("%w: %s is on network %q, this node on %q (to join that network, set network in config.toml)",
+			ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)
 	}
 	n.recordHello(p, resp.Hello)
 	return nil
@@ -86,8 +88,12 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 		st = &peerState{}
 		n.mu.peers[p] = st
 	}
+	first := st.hello == nil
 	st.hello, st.helloAt = h, now
 	n.mu.Unlock()
+	if first {
+		n.log.Info("peer completed hello", "peer", p, "agent", h.Agent, "head", h.Head)
+	}
 
 	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
 	err := n.peers.Update(p, false, func(r *peercache.Record) {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,9 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater) (ho
 	h, err := libp2p.New(
 		libp2p.Identity(key),
 		libp2p.ListenAddrStrings(cfg.P2P.Listen...),
-		libp2p.Transport(tcp.NewTCPTransport),
+		// Without SO_REUSEPORT a second daemon on the same port fails to
+		// start instead of silently sharing the port with the first.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
@@ -67,7 +70,69 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater) (ho
 		rm.Close()
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
+	if missing := notListening(cfg.P2P.Listen, h.Network().ListenAddresses()); len(missing) > 0 {
+		h.Close()
+		return nil, fmt.Errorf("node: could not listen on %s (in use by another process? change p2p.listen in config.toml)",
+			strings.Join(missing, ", "))
+	}
 	return h, nil
+}
+
+// notListening returns the configured listen addresses that no actual
+// listen address answers to. libp2p starts as long as one address works;
+// the node insists on all, so that a port already in use is an error at
+// start rather than a transport silently missing. Port 0 matches any port.
+func notListening(configured []string, actual []ma.Multiaddr) []string {
+	var missing []string
+	for _, c := range configured {
+		want, err := ma.NewMultiaddr(c)
+		if err != nil {
+			missing = append(missing, c)
+			continue
+		}
+		found := false
+		for _, a := range actual {
+			if sameListenAddr(want, a) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// sameListenAddr reports whether actual is a listener for the configured
+// address want: the same protocols and values, except that a zero port in
+// want matches any port, and an unspecified IP (0.0.0.0, ::) any IP of its
+// family.
+func sameListenAddr(want, actual ma.Multiaddr) bool {
+	if len(want) != len(actual) {
+		return false
+	}
+	for i := range want {
+		w, a := want[i], actual[i]
+		if w.Protocol().Code != a.Protocol().Code {
+			return false
+		}
+		switch w.Protocol().Code {
+		case ma.P_TCP, ma.P_UDP:
+			if w.Value() != "0" && w.Value() != a.Value() {
+				return false
+			}
+		case ma.P_IP4, ma.P_IP6:
+			if w.Value() != "0.0.0.0" && w.Value() != "::" && w.Value() != a.Value() {
+				return false
+			}
+		default:
+			if w.Value() != a.Value() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // newResourceManager scales libp2p's default limits to the configured

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/config"
@@ -267,6 +268,11 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	}
 	if ai.ID == n.host.ID() {
 		return "", errors.New("node: cannot connect to itself")
+	}
+	// An operator's explicit dial is not held back by the backoff of
+	// earlier failed dials.
+	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(ai.ID)
 	}
 	if err := n.host.Connect(ctx, *ai); err != nil {
 		return "", fmt.Errorf("node: connect %s: %w", addr, err)

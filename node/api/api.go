@@ -17,8 +17,11 @@ const (
 	// PathEvents answers GET ?after=N&limit=N with an EventPage, and takes a
 	// POSTed AddEventRequest, answering with the stored signed event.
 	PathEvents = "/v1/events"
-	// PathEvent is the prefix of GET /v1/events/{id}: the event with that id
-	// (lowercase hex, design §5), or 404 with an ErrorBody if unknown.
+	// PathEvent is the prefix of GET /v1/events/{id}: the event whose id
+	// is {id} or starts with it. {id} is a full event id or a prefix of
+	// one, MinEventIDPrefix to EventIDLen lowercase hex characters (see
+	// IsEventIDPrefix). The answer is 404 with an ErrorBody if no event
+	// matches (ErrNotFound), 409 if several do (ErrAmbiguous).
 	PathEvent = "/v1/events/"
 	// PathTail answers GET ?after=N with an application/x-ndjson stream:
 	// every event stored after cursor N, one per line, in log order, then
@@ -31,6 +34,39 @@ const (
 	// PathMetrics answers GET with the Prometheus text exposition format.
 	PathMetrics = "/metrics"
 )
+
+// Event ids and their prefixes (GET PathEvent).
+const (
+	// EventIDLen is the length of an event id: the lowercase hex of a
+	// BLAKE3-256 digest, 64 characters (design §5).
+	EventIDLen = 64
+	// MinEventIDPrefix is the shortest id prefix GET PathEvent accepts:
+	// 8 hex characters (32 bits) tell apart the events of any log a
+	// person lists by hand, and shorter ones would match several events
+	// too often to be worth typing.
+	MinEventIDPrefix = 8
+)
+
+// IsEventIDPrefix reports whether s is a full event id or a prefix of one
+// that GET PathEvent accepts: MinEventIDPrefix to EventIDLen characters of
+// [0-9a-f].
+func IsEventIDPrefix(s string) bool {
+	if len(s) < MinEventIDPrefix || len(s) > EventIDLen {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxPageLimit is the largest limit of GET PathEvents that the daemon
+// honours: design §4 caps a page at 256 events (proto.MaxPageEvents). The
+// daemon answers a larger limit with a page of at most MaxPageLimit
+// events; the CLI refuses one.
+const MaxPageLimit = 256
 
 // ContentTypeJSON is the media type of every non-streaming body.
 const ContentTypeJSON = "application/json"

@@ -155,8 +155,10 @@ func (c *Client) Events(ctx context.Context, after uint64, limit int) (*EventPag
 	return &out, nil
 }
 
-// Event returns the event with this id (GET PathEvent + id). An unknown id
-// gives an *Error matching ErrNotFound.
+// Event returns the event with this id, or the one event whose id starts
+// with it (GET PathEvent + id; see IsEventIDPrefix for what the daemon
+// accepts). An id no event has gives an *Error matching ErrNotFound, a
+// prefix of several events' ids one matching ErrAmbiguous.
 func (c *Client) Event(ctx context.Context, id string) (jsontext.Value, error) {
 	if id == "" {
 		return nil, errors.New("api: empty event id")
@@ -192,7 +194,7 @@ func (c *Client) Tail(ctx context.Context, after uint64, fn func(jsontext.Value)
 		return ctx.Err()
 	}
 	if err == nil {
-		return fmt.Errorf("api: tail: %w", ErrStreamEnded)
+		return ErrStreamEnded
 	}
 	return err
 }
@@ -239,7 +241,7 @@ func (c *Client) Sync(ctx context.Context, peer string, fn func(SyncProgress)) (
 	case ctx.Err() != nil:
 		return last, ctx.Err()
 	case err == nil:
-		return last, fmt.Errorf("api: sync: %w", ErrStreamEnded)
+		return last, ErrStreamEnded
 	default:
 		return last, err
 	}

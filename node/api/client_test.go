@@ -209,16 +209,18 @@ func TestEventPathEscaped(t *testing.T) {
 
 func TestErrorResponses(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		status   int
-		body     string
-		wantMsg  string
-		notFound bool
+		name      string
+		status    int
+		body      string
+		wantMsg   string
+		notFound  bool
+		ambiguous bool
 	}{
-		{"error body", 404, `{"error":"event not found"}`, "event not found", true},
-		{"plain text", 500, "boom\n", "boom", false},
-		{"empty", 400, "", "Bad Request", false},
-		{"other json", 502, `{"message":"x"}`, "Bad Gateway", false},
+		{"error body", 404, `{"error":"event not found"}`, "event not found", true, false},
+		{"ambiguous prefix", 409, `{"error":"prefix matches 2 events"}`, "prefix matches 2 events", false, true},
+		{"plain text", 500, "boom\n", "boom", false, false},
+		{"empty", 400, "", "Bad Request", false, false},
+		{"other json", 502, `{"message":"x"}`, "Bad Gateway", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +237,9 @@ func TestErrorResponses(t *testing.T) {
 			}
 			if errors.Is(err, ErrNotFound) != tc.notFound {
 				t.Errorf("errors.Is(err, ErrNotFound) = %v, want %v", !tc.notFound, tc.notFound)
+			}
+			if errors.Is(err, ErrAmbiguous) != tc.ambiguous {
+				t.Errorf("errors.Is(err, ErrAmbiguous) = %v, want %v", !tc.ambiguous, tc.ambiguous)
 			}
 			if errors.Is(err, ErrNoDaemon) {
 				t.Error("an HTTP error matches ErrNoDaemon")
@@ -571,5 +576,29 @@ func BenchmarkTail(b *testing.B) {
 	err = c.Tail(context.Background(), 0, func(jsontext.Value) error { got++; return nil })
 	if !errors.Is(err, ErrStreamEnded) || got != b.N {
 		b.Fatalf("Tail: %v after %d of %d events", err, got, b.N)
+	}
+}
+
+func TestIsEventIDPrefix(t *testing.T) {
+	const id = "32eacf574f511cbd9f083456265f57f3c734c4cde90c8203b25d8ed024340ea7"
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{id, true},
+		{id[:MinEventIDPrefix], true},
+		{id[:MinEventIDPrefix-1], false}, // just under the shortest prefix
+		{id + "0", false},                // just over a full id
+		{"", false},
+		{"32EACF57", false}, // uppercase: ids are lowercase hex
+		{"32eacf5g", false},
+		{"32eacf5/", false},
+	} {
+		if got := IsEventIDPrefix(tc.s); got != tc.want {
+			t.Errorf("IsEventIDPrefix(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+	if len(id) != EventIDLen {
+		t.Errorf("EventIDLen %d, a real id has %d characters", EventIDLen, len(id))
 	}
 }

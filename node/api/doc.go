@@ -16,7 +16,9 @@
 //	POST /v1/peers/connect          ConnectRequest -> Peer
 //	GET  /v1/events?after=N&limit=N EventPage
 //	POST /v1/events                 AddEventRequest -> the stored signed event
-//	GET  /v1/events/{id}            the event, 404 if unknown
+//	GET  /v1/events/{id}            the event with that id or unique id
+//	                                prefix (8 to 64 hex), 404 if none,
+//	                                409 if several
 //	GET  /v1/tail?after=N           NDJSON: one event per line, forever
 //	POST /v1/sync                   SyncRequest -> NDJSON: SyncProgress lines
 //	GET  /metrics                   Prometheus text exposition
@@ -27,7 +29,9 @@
 //
 // Files:
 //
-//   - api.go: paths, request and response types, ErrorBody.
+//   - api.go: paths, request and response types, ErrorBody, the bounds
+//     of event ids and pages the daemon accepts.
 //   - client.go: Client and its calls, including the two NDJSON streams.
-//   - errors.go: ErrNoDaemon, NoDaemonError, Error and the other sentinels.
+//   - errors.go: ErrNoDaemon, NoDaemonError, Error (matching ErrNotFound
+//     for 404 and ErrAmbiguous for 409) and the other sentinels.
 package api

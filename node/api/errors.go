@@ -16,10 +16,14 @@ var ErrNoDaemon = errors.New("api: no daemon is running")
 // PathEvent for an unknown id.
 var ErrNotFound = errors.New("api: not found")
 
+// ErrAmbiguous matches an *Error whose status is 409 Conflict: GET
+// PathEvent for an id prefix that several events share.
+var ErrAmbiguous = errors.New("api: ambiguous id prefix")
+
 // ErrStreamEnded is returned when the daemon closes an NDJSON stream before
 // its end: a PathTail stream (which is endless), or a PathSync stream
 // without a final line. It usually means the daemon stopped.
-var ErrStreamEnded = errors.New("api: stream ended early")
+var ErrStreamEnded = errors.New("api: the daemon closed the stream early")
 
 // ErrSyncFailed wraps the Error of the final SyncProgress of a failed sync.
 var ErrSyncFailed = errors.New("api: sync failed")
@@ -62,7 +66,14 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("api: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Is reports whether target is ErrNotFound and the status is 404.
+// Is reports whether target is ErrNotFound and the status is 404, or
+// target is ErrAmbiguous and the status is 409.
 func (e *Error) Is(target error) bool {
-	return target == ErrNotFound && e.Status == http.StatusNotFound
+	switch target {
+	case ErrNotFound:
+		return e.Status == http.StatusNotFound
+	case ErrAmbiguous:
+		return e.Status == http.StatusConflict
+	}
+	return false
 }

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/repo"
+)
+
+// TestPortInUseIsAnError: a second node configured on a port the first
+// already listens on fails to start and names the address, instead of
+// sharing the port (SO_REUSEPORT) or starting without that transport.
+func TestPortInUseIsAnError(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	var port string
+	for _, addr := range a.Host().Network().ListenAddresses() {
+		if v, err := addr.ValueForProtocol(ma.P_TCP); err == nil {
+			port = v
+		}
+	}
+	cfg := testConfig(false, time.Hour)
+	taken := "/ip4/127.0.0.1/tcp/" + port
+	// With a second, free address libp2p itself would start on that one
+	// alone; the node must not.
+	cfg.P2P.Listen = []string{taken, "/ip4/127.0.0.1/udp/0/quic-v1"}
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(r, Options{Logger: quietLogger()})
+	if err == nil {
+		n.Close()
+		t.Fatalf("a second node started on %s, in use by the first", taken)
+	}
+	if !strings.Contains(err.Error(), taken) {
+		t.Fatalf("error %q does not name %s", err, taken)
+	}
+}
+
+func TestSameListenAddr(t *testing.T) {
+	cases := []struct {
+		want, actual string
+		match        bool
+	}{
+		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4001", true},
+		{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/tcp/39211", true},
+		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4002", false},
+		{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/tcp/4002", true},
+		{"/ip4/127.0.0.1/tcp/0", "/ip4/10.0.0.1/tcp/4002", false},
+		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/udp/5555/quic-v1", true},
+		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/tcp/5555", false},
+		{"/ip6/::/tcp/0", "/ip6/::1/tcp/5555", true},
+		{"/ip4/0.0.0.0/tcp/0", "/ip6/::/tcp/5555", false},
+	}
+	for _, tc := range cases {
+		got := sameListenAddr(ma.StringCast(tc.want), ma.StringCast(tc.actual))
+		if got != tc.match {
+			t.Errorf("sameListenAddr(%s, %s) = %v, want %v", tc.want, tc.actual, got, tc.match)
+		}
+	}
+}
+
+// TestGaterRefusesNonEd25519Peers: design §3, peers with other key types
+// are refused before any stream.
+func TestGaterRefusesNonEd25519Peers(t *testing.T) {
+	g := newGater(time.Now)
+	sk, _, err := crypto.GenerateSecp256k1Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secp, _ := peer.IDFromPrivateKey(sk)
+	ek, _, _ := crypto.GenerateEd25519Key(nil)
+	ed, _ := peer.IDFromPrivateKey(ek)
+	if g.InterceptPeerDial(secp) || g.InterceptSecured(0, secp, nil) {
+		t.Error("a secp256k1 peer passed the gater")
+	}
+	if !g.InterceptPeerDial(ed) || !g.InterceptSecured(0, ed, nil) {
+		t.Error("an Ed25519 peer was refused")
+	}
+	g.ban(ed, time.Minute)
+	if g.InterceptPeerDial(ed) || g.InterceptSecured(0, ed, nil) {
+		t.Error("a banned peer passed the gater")
+	}
+}
