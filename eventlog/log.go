@@ -64,8 +64,13 @@ type Log struct {
 		sync.Mutex
 		// changed is closed and replaced by Append when it adds events.
 		changed chan struct{}
-		// seen filters the ids Append looks up (seen.go).
-		seen *seenFilter
+	}
+	// seen filters the ids Append and Has look up (seen.go). Only Append
+	// (holding mu) changes it, under the write lock; Has reads it under the
+	// read lock, so lookups never wait for an Append's fsync.
+	seen struct {
+		sync.RWMutex
+		f *seenFilter
 	}
 }
 
@@ -89,7 +94,7 @@ func Open(db *pebble.DB) (*Log, error) {
 		return nil, fmt.Errorf("eventlog: open: %w", err)
 	}
 	l.mu.changed = make(chan struct{})
-	if l.mu.seen, err = loadSeen(db, l.head.Load()); err != nil {
+	if l.seen.f, err = loadSeen(db, l.head.Load()); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -138,7 +143,7 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 			continue
 		}
 		inBatch[id] = struct{}{}
-		if l.mu.seen.mayHave(id) {
+		if l.seen.f.mayHave(id) { // Append is the only writer: no read lock needed
 			if has, err := l.hasRaw(id); err != nil {
 				return nil, err
 			} else if has {
@@ -170,15 +175,19 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 		return nil, fmt.Errorf("eventlog: append: %w", err)
 	}
 	l.head.Store(pos)
+	l.seen.Lock()
 	full := false
 	for _, id := range addedIDs {
-		full = l.mu.seen.add(id) || full
+		full = l.seen.f.add(id) || full
 	}
+	l.seen.Unlock()
 	if full {
 		// Rebuilt from the store, twice as large; until it succeeds the
 		// old filter (more false positives, never a wrong answer) serves.
 		if seen, err := loadSeen(l.db, pos); err == nil {
-			l.mu.seen = seen
+			l.seen.Lock()
+			l.seen.f = seen
+			l.seen.Unlock()
 		}
 	}
 	close(l.mu.changed)
@@ -351,6 +360,12 @@ func (l *Log) Has(id string) (bool, error) {
 	raw, ok := parseID(id)
 	if !ok {
 		return false, invalid(ErrMalformed, "id", "not 64 lowercase hex digits")
+	}
+	l.seen.RLock()
+	maybe := l.seen.f.mayHave(raw)
+	l.seen.RUnlock()
+	if !maybe {
+		return false, nil
 	}
 	return l.hasRaw(raw)
 }

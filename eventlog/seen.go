@@ -24,7 +24,7 @@ var minSeenCapacity uint64 = 1 << 20
 //
 // The filter is sized for twice the ids it holds and rebuilt from the
 // store, twice as large, when the log outgrows it, keeping the
-// false-positive rate near seenFalsePositive. It is owned by Log.mu.
+// false-positive rate near seenFalsePositive. Log.seen guards it.
 type seenFilter struct {
 	f        *bloom.BloomFilter
 	capacity uint64

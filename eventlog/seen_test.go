@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TestSeenFilterGrowsAndNeverChangesDedupe: with a tiny filter that must be
@@ -38,9 +40,9 @@ func TestSeenFilterGrowsAndNeverChangesDedupe(t *testing.T) {
 			t.Fatalf("batch at %d added %d events, want %d (only the new ones)", start, len(added), len(batch))
 		}
 	}
-	l.mu.Lock()
-	capacity, count := l.mu.seen.capacity, l.mu.seen.count
-	l.mu.Unlock()
+	l.seen.RLock()
+	capacity, count := l.seen.f.capacity, l.seen.f.count
+	l.seen.RUnlock()
 	if count != 100 || capacity < 100 {
 		t.Fatalf("filter holds %d ids with capacity %d, want 100 ids and a grown capacity", count, capacity)
 	}
@@ -105,5 +107,32 @@ func TestFindByPrefix(t *testing.T) {
 		case n == 1 && err != nil:
 			t.Errorf("find(%q) with one match = %v", d, err)
 		}
+	}
+}
+
+// TestVerifyNewSkipsKnownEvents: events the caller holds are counted as
+// duplicates without a signature check (a tampered copy of a known event is
+// a duplicate, not a rejection); unknown ones are verified as usual.
+func TestVerifyNewSkipsKnownEvents(t *testing.T) {
+	key := testKey(t, 3)
+	now := time.Unix(1767225600, 0)
+	a := mustNew(t, key, now, "note", `{"n":1}`, nil)
+	b := mustNew(t, key, now, "note", `{"n":2}`, nil)
+	bad := clone(b)
+	bad.Sig = a.Sig // invalid signature
+	rawA, _ := a.Marshal()
+	rawB, _ := b.Marshal()
+	rawBad, _ := bad.Marshal()
+	known := func(id string) bool { return id == a.ID }
+	ok, dups, rejected := VerifyNew([]jsontext.Value{rawA, rawB, rawBad}, now, known)
+	if dups != 1 || len(ok) != 1 || ok[0].ID != b.ID || len(rejected) != 1 {
+		t.Fatalf("ok %d, dups %d, rejected %d; want 1 (b), 1 (a), 1 (the bad copy of b)", len(ok), dups, len(rejected))
+	}
+	tamperedKnown := clone(a)
+	tamperedKnown.Sig = b.Sig
+	rawT, _ := tamperedKnown.Marshal()
+	ok, dups, rejected = VerifyNew([]jsontext.Value{rawT}, now, known)
+	if dups != 1 || len(ok) != 0 || len(rejected) != 0 {
+		t.Fatalf("a bad copy of a known event: ok %d, dups %d, rejected %d; want a duplicate", len(ok), dups, len(rejected))
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,4 +245,98 @@ func TestWrongNetworkHello(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // waiting on the network
 	}
+}
+
+// lyingPeer answers hello with a huge head and every sync with one page of
+// the given events and more=true, forever.
+func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.Host {
+	h := rawHost(t)
+	h.SetStreamHandler(proto.ID, func(s network.Stream) {
+		defer s.Close()
+		b, err := proto.ReadFrame(s, proto.MaxRequestBytes)
+		if err != nil {
+			s.Reset()
+			return
+		}
+		req, err := proto.DecodeRequest(b)
+		if err != nil {
+			s.Reset()
+			return
+		}
+		var resp proto.Message
+		switch req.Type {
+		case proto.TypeHello:
+			resp = &proto.Hello{Version: 1, Network: "test", Agent: "liar", Head: "18446744073709551615"}
+		case proto.TypeSync:
+			served.Add(1)
+			resp = &proto.SyncResponse{Events: page, Next: req.Sync.After + uint64(len(page)), More: true}
+		}
+		out, _ := proto.Marshal(resp)
+		proto.WriteFrame(s, out)
+	})
+	return h
+}
+
+// TestSyncRunBounds: a peer whose pages always say "more" gets at most
+// maxPagesPerRun requests in a run, and one serving invalid events ends the
+// run once more than maxInvalidPerRun were dropped.
+func TestSyncRunBounds(t *testing.T) {
+	old := maxPagesPerRun
+	maxPagesPerRun = 20
+	defer func() { maxPagesPerRun = old }()
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	now := time.Now()
+	ctx := context.Background()
+
+	t.Run("pages", func(t *testing.T) {
+		n := startNode(t, testConfig(false, time.Hour))
+		known := signed(t, key, now, "known")
+		if _, err := n.events.Append([]*eventlog.Event{known}); err != nil {
+			t.Fatal(err)
+		}
+		var served atomic.Int64
+		f := lyingPeer(t, []jsontext.Value{marshal(t, known)}, &served)
+		if err := n.Host().Connect(ctx, peer.AddrInfo{ID: f.ID(), Addrs: f.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := n.SyncPeer(ctx, f.ID(), nil)
+		if !errors.Is(err, errRunBound) {
+			t.Fatalf("sync from a peer that always has more: %v, want errRunBound", err)
+		}
+		// The hello-triggered run and this one: each at most the bound, and
+		// the background one is not continued since it stored nothing.
+		if got := served.Load(); got > 2*int64(maxPagesPerRun) {
+			t.Fatalf("served %d pages, want at most %d", got, 2*maxPagesPerRun)
+		}
+		if n.events.Head() != 1 {
+			t.Fatalf("head %d, want 1: replayed events are not stored again", n.events.Head())
+		}
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		n := startNode(t, testConfig(false, time.Hour))
+		var page []jsontext.Value
+		for i := range 100 {
+			ev := signed(t, key, now, fmt.Sprint("bad ", i))
+			ev.Sig = signed(t, key, now, "other").Sig
+			page = append(page, marshal(t, ev))
+		}
+		var served atomic.Int64
+		f := lyingPeer(t, page, &served)
+		if err := n.Host().Connect(ctx, peer.AddrInfo{ID: f.ID(), Addrs: f.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := n.SyncPeer(ctx, f.ID(), nil)
+		if !errors.Is(err, errRunBound) {
+			t.Fatalf("sync from a peer of invalid events: %v, want errRunBound", err)
+		}
+		// 100 invalid a page: a run ends after its third page (300 > 256);
+		// with the pipeline a few more may be in flight.
+		if got := served.Load(); got > 2*(3+pipelineDepth+1) {
+			t.Fatalf("served %d pages of invalid events, want a handful", got)
+		}
+		if n.events.Head() != 0 {
+			t.Fatalf("stored %d invalid events", n.events.Head())
+		}
+	})
 }

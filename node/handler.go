@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -59,7 +60,9 @@ func (n *Node) handleStream(s network.Stream) {
 	case proto.TypeHello:
 		resp = n.serveHello(p, req.Hello)
 	case proto.TypeSync:
-		resp = n.serveSync(p, req.Sync)
+		var done func()
+		resp, done = n.serveSync(s.Scope(), req.Sync)
+		defer done()
 	default:
 		// replicate and crash_report come with the blobs issue.
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
@@ -109,17 +112,37 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	return n.ownHello()
 }
 
+// minPageBytes is the smallest byte budget of a sync page the node serves
+// when memory is short: two of the largest events (eventlog.MaxEventBytes).
+const minPageBytes = 2 * eventlog.MaxEventBytes
+
 // serveSync answers a sync request with one page of the local log: events
 // after the cursor, at most the request's limit (≤ proto.MaxPageEvents) and
 // proto.MaxPageBytes in all.
-func (n *Node) serveSync(p peer.ID, r *proto.SyncRequest) proto.Message {
-	events, next, more, err := n.events.Page(r.After, r.Limit, proto.MaxPageBytes)
+//
+// The page's memory is reserved in the stream's resource scope first: twice
+// the byte budget (the events read, and their encoding). When the resource
+// manager cannot give proto.MaxPageBytes, the budget halves down to
+// minPageBytes, so that many slow readers of sync pages (each held up to
+// proto.ResponseTimeout) are bounded by p2p.max_memory_mib and get smaller
+// pages instead of growing the heap. done releases the reservation once
+// the response is written.
+func (n *Node) serveSync(scope network.StreamScope, r *proto.SyncRequest) (resp proto.Message, done func()) {
+	budget := proto.MaxPageBytes
+	for scope.ReserveMemory(2*budget, network.ReservationPriorityLow) != nil {
+		if budget /= 2; budget < minPageBytes {
+			n.m.syncBusy()
+			return &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}, func() {}
+		}
+	}
+	done = func() { scope.ReleaseMemory(2 * budget) }
+	events, next, more, err := n.events.Page(r.After, r.Limit, budget)
 	if err != nil {
 		n.log.Error("read event log page", "after", r.After, "err", err)
-		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}
+		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, done
 	}
 	n.m.syncServed(len(events))
-	return &proto.SyncResponse{Events: events, Next: next, More: more}
+	return &proto.SyncResponse{Events: events, Next: next, More: more}, done
 }
 
 // ownHello is this node's hello: its network, agent, features, listen

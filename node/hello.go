@@ -33,7 +33,7 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 		case <-g.done:
 			return g.err
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("node: waiting for hello with %s: %w", p, ctx.Err())
 		}
 	}
 	g := &greeting{done: make(chan struct{})}
@@ -101,8 +101,8 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 			r.FirstSeen = now.UTC()
 		}
 		r.LastSeen, r.LastHello = now.UTC(), now.UTC()
-		r.Agent, r.Features = h.Agent, append([]string(nil), h.Features...)
-		r.MergeAddrs(h.Listen)
+		r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)
+		r.MergeAddrs(cacheableAddrs(h.Listen))
 	})
 	if err != nil {
 		n.log.Warn("peer cache write failed", "peer", p, "err", err)
@@ -120,4 +120,40 @@ func headOf(h *proto.Hello) uint64 {
 		return 0
 	}
 	return v
+}
+
+// Bounds on what the peer cache keeps of a hello, so that a record costs at
+// most a few KiB whatever a peer sends (proto allows 32 features of 256
+// bytes and 16 addresses of 1 KiB).
+const (
+	maxCachedFeatures     = 16
+	maxCachedFeatureBytes = 64
+	maxCachedAddrBytes    = 256
+)
+
+// cacheableFeatures returns the features worth remembering: at most
+// maxCachedFeatures, each at most maxCachedFeatureBytes.
+func cacheableFeatures(fs []string) []string {
+	var out []string
+	for _, f := range fs {
+		if len(out) == maxCachedFeatures {
+			break
+		}
+		if len(f) <= maxCachedFeatureBytes {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cacheableAddrs returns the listen addresses that parse as multiaddrs of
+// at most maxCachedAddrBytes, in their canonical form.
+func cacheableAddrs(ss []string) []string {
+	var out []string
+	for _, a := range parseAddrs(ss) {
+		if s := a.String(); len(s) <= maxCachedAddrBytes {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -25,12 +25,17 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// maxServiceStreams bounds the /wats/1 streams open at once across all
-// peers; maxServicePeerStreams bounds them per peer. A peer cannot hold more
-// handlers busy than this however fast it opens streams.
+// Stream limits of the /wats/1 service. Inbound streams are bounded apart
+// from outbound ones, so that peers holding inbound streams open (each for
+// at most proto.ReadTimeout) never stop the node's own calls. An idle
+// stream costs little memory (request and response memory is reserved
+// separately, in the stream's scope), so the inbound limit is generous:
+// many identities are needed to fill it. Per peer, a peer cannot hold more
+// handlers busy than maxServicePeerStreams however fast it opens streams.
 const (
-	maxServiceStreams     = 512
-	maxServicePeerStreams = 16
+	maxServiceInboundStreams  = 2048
+	maxServiceOutboundStreams = 512
+	maxServicePeerStreams     = 16
 )
 
 // wrongNetworkBan is how long a peer of another network is refused after it
@@ -145,12 +150,18 @@ func newResourceManager(cfg *config.Config) (network.ResourceManager, error) {
 	defaults := scaling.Scale(mem, 4096)
 	explicit := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{
-			Conns:   rcmgr.LimitVal(cfg.P2P.MaxConns),
-			Streams: rcmgr.LimitVal(cfg.P2P.MaxStreams),
-			Memory:  rcmgr.LimitVal64(mem),
+			Conns:         rcmgr.LimitVal(cfg.P2P.MaxConns),
+			ConnsInbound:  rcmgr.LimitVal(cfg.P2P.MaxConns),
+			ConnsOutbound: rcmgr.LimitVal(cfg.P2P.MaxConns),
+			Streams:       rcmgr.LimitVal(cfg.P2P.MaxStreams),
+			Memory:        rcmgr.LimitVal64(mem),
 		},
 		Service: map[string]rcmgr.ResourceLimits{
-			proto.ServiceName: {Streams: maxServiceStreams},
+			proto.ServiceName: {
+				Streams:         maxServiceInboundStreams + maxServiceOutboundStreams,
+				StreamsInbound:  maxServiceInboundStreams,
+				StreamsOutbound: maxServiceOutboundStreams,
+			},
 		},
 		ServicePeer: map[string]rcmgr.ResourceLimits{
 			proto.ServiceName: {Streams: maxServicePeerStreams},

@@ -21,6 +21,7 @@ type metrics struct {
 	dropped       *prometheus.CounterVec // by source
 	served        prometheus.Counter     // events sent in sync pages
 	wrongNetworks prometheus.Counter
+	syncBusyN     prometheus.Counter // sync requests refused for want of memory
 	gossipRejects prometheus.Counter
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
@@ -46,6 +47,9 @@ func newMetrics(n *Node) *metrics {
 	m.wrongNetworks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_wrong_network_total", Help: "Peers found to be on another network and disconnected.",
 	})
+	m.syncBusyN = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_sync_busy_total", Help: "Sync requests answered 'too busy' because the resource manager had no memory for a page.",
+	})
 	m.gossipRejects = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_gossip_rejected_total", Help: "Gossip envelopes rejected by the validator.",
 	})
@@ -61,7 +65,7 @@ func newMetrics(n *Node) *metrics {
 		Name: "wats_peers", Help: "Connected peers that completed hello.",
 	}, func() float64 { return float64(len(n.helloPeers())) })
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
-		m.wrongNetworks, m.gossipRejects, head, peers,
+		m.wrongNetworks, m.syncBusyN, m.gossipRejects, head, peers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,6 +73,7 @@ func newMetrics(n *Node) *metrics {
 func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)).Inc() }
 func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
 func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
+func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
 func (m *metrics) wrongNetwork()          { m.wrongNetworks.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()

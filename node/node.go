@@ -346,9 +346,14 @@ func (n *Node) disconnected(nw network.Network, c network.Conn) {
 		return
 	}
 	n.mu.Lock()
+	st, ok := n.mu.peers[p]
 	delete(n.mu.peers, p)
 	n.mu.Unlock()
-	_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = n.now().UTC() })
+	// Only peers that completed hello have a record: a peer that merely
+	// connected leaves nothing behind.
+	if ok && st.hello != nil {
+		_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = n.now().UTC() })
+	}
 }
 
 // helloPeers returns the connected peers that completed hello, with their

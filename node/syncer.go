@@ -22,9 +22,31 @@ import (
 // of page k+1 overlaps the signature checks and the write of page k.
 const pipelineDepth = 4
 
+// Bounds of one sync run, so that a peer that lies (a head far ahead, pages
+// that always say "more", events that never verify) cannot keep the node
+// fetching and checking signatures: the run ends and the next one starts
+// from the persisted cursor at the next sync.interval.
+const (
+	// maxInvalidPerRun is the most invalid events one run accepts before it
+	// ends: one page's worth. An honest peer serves only events it verified,
+	// so invalid ones come from clock skew (events from the future) or a
+	// peer that lies.
+	maxInvalidPerRun = proto.MaxPageEvents
+)
+
+// maxPagesPerRun is the most pages one run fetches: 4,096 pages of 256
+// events, a million events. A run that ends there having stored new events
+// is followed at once by the next; one that stored nothing (a peer replaying
+// what the node has) waits for the next sync.interval. A variable so that
+// tests can make it small.
+var maxPagesPerRun = 4096
+
 // errBadPage is wrapped by the sync client's errors for a page that breaks
 // the protocol (a cursor that goes backwards, too many events).
 var errBadPage = errors.New("node: peer sent a bad sync page")
+
+// errRunBound is wrapped when a sync run ends at one of its bounds.
+var errRunBound = errors.New("node: sync run stopped at its bound")
 
 // page is one fetched sync response.
 type page struct {
@@ -33,11 +55,19 @@ type page struct {
 	more   bool
 }
 
-// triggerSync starts a background sync from p unless one is running.
+// triggerSync starts a background sync from p unless one is running. Runs
+// that end at the page bound with progress are continued at once.
 func (n *Node) triggerSync(p peer.ID) {
 	n.go_(func() {
-		if _, err := n.syncFrom(n.ctx, p, true, nil); err != nil && n.ctx.Err() == nil {
-			n.log.Debug("sync failed", "peer", p, "err", err)
+		for {
+			st, err := n.syncFrom(n.ctx, p, true, nil)
+			if errors.Is(err, errRunBound) && st.Stored > 0 && st.Dropped <= maxInvalidPerRun {
+				continue
+			}
+			if err != nil && n.ctx.Err() == nil {
+				n.log.Debug("sync failed", "peer", p, "err", err)
+			}
+			return
 		}
 	})
 }
@@ -97,7 +127,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	go func() {
 		defer close(verified)
 		for pg := range pages {
-			ok, rejected := eventlog.VerifyBatch(pg.events, n.now())
+			ok, _, rejected := eventlog.VerifyNew(pg.events, n.now(), n.has)
 			select {
 			case verified <- verifiedPage{page: pg, ok: ok, rejected: rejected}:
 			case <-ctx.Done():
@@ -107,7 +137,10 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 
 	var err error
 	for vp := range verified {
-		if err = n.storePage(p, vp, &st); err != nil {
+		if err = n.storePage(p, vp, &st); err == nil && st.Dropped > maxInvalidPerRun {
+			err = fmt.Errorf("%w: %d invalid events from %s", errRunBound, st.Dropped, p)
+		}
+		if err != nil {
 			cancel()
 			break
 		}
@@ -142,7 +175,10 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 // promises: at most proto.MaxPageEvents events, and a next cursor that moves
 // forward exactly when events came.
 func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out chan<- page) error {
-	for {
+	for pages := 0; ; pages++ {
+		if pages == maxPagesPerRun {
+			return fmt.Errorf("%w: %d pages from %s", errRunBound, pages, p)
+		}
 		resp, err := proto.Call(ctx, n.host, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
 		if err != nil {
 			return fmt.Errorf("node: sync from %s after %d: %w", p, cursor, err)

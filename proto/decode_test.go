@@ -1,10 +1,12 @@
 package proto
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -602,5 +604,30 @@ func TestParseCursor(t *testing.T) {
 		if _, err := ParseCursor(s); codeOf(err) != CodeBadRequest {
 			t.Errorf("ParseCursor(%q): %v, want a bad_request", s, err)
 		}
+	}
+}
+
+// TestLongDuplicateNameGetsBadRequest: the error quoting a duplicate name
+// longer than MaxTextBytes is cut so that it can be sent (found by a
+// bad-input review: the answer was a reset).
+func TestLongDuplicateNameGetsBadRequest(t *testing.T) {
+	name := strings.Repeat("n", 2000)
+	_, err := DecodeRequest([]byte(`{"type":"sync","after":"0","` + name + `":1,"` + name + `":2}`))
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Code != CodeBadRequest {
+		t.Fatalf("err = %v, want bad_request", err)
+	}
+	if len(perr.Message) > MaxTextBytes || !utf8.ValidString(perr.Message) {
+		t.Fatalf("message of %d bytes (valid UTF-8: %v), want at most %d", len(perr.Message), utf8.ValidString(perr.Message), MaxTextBytes)
+	}
+	if _, err := Marshal(perr); err != nil {
+		t.Fatalf("the error cannot be sent: %v", err)
+	}
+	if got := TruncateText(strings.Repeat("é", MaxTextBytes)); len(got) > MaxTextBytes || !utf8.ValidString(got) {
+		t.Fatalf("TruncateText: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	exact := strings.Repeat("x", MaxTextBytes)
+	if TruncateText(exact) != exact {
+		t.Fatal("a text of exactly MaxTextBytes was cut")
 	}
 }

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +20,25 @@ var ErrFrameTooLarge = errors.New("proto: frame too large")
 // io.ErrUnexpectedEOF.
 var ErrTruncatedFrame = fmt.Errorf("proto: truncated frame: %w", io.ErrUnexpectedEOF)
 
-// WriteFrame writes b as one frame: its length as an unsigned varint, then b,
-// in a single Write.
+// copyFrameBytes is the largest payload WriteFrame copies behind its prefix
+// to write both in one Write; a larger one is written as is after the
+// prefix, so that sending a multi-MiB sync page does not hold a second copy
+// of it.
+const copyFrameBytes = 64 << 10
+
+// WriteFrame writes b as one frame: its length as an unsigned varint, then
+// b; in a single Write when b is small.
 func WriteFrame(w io.Writer, b []byte) error {
-	if err := msgio.NewVarintWriter(w).WriteMsg(b); err != nil {
+	var err error
+	if len(b) <= copyFrameBytes {
+		err = msgio.NewVarintWriter(w).WriteMsg(b)
+	} else {
+		prefix := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(len(b)))
+		if _, err = w.Write(prefix); err == nil {
+			_, err = w.Write(b)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("proto: write frame: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -11,8 +12,25 @@ import (
 // both sides agree on what is valid. JSON syntax and types are the decoders'
 // business; event contents are the event log's.
 
+// badRequest is a CodeBadRequest error whose message is cut to
+// MaxTextBytes, so that it can always be sent: a message quoting peer input
+// (a long duplicate name, say) must not make the answer itself invalid.
 func badRequest(format string, args ...any) *Error {
-	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: CodeBadRequest, Message: TruncateText(fmt.Sprintf(format, args...))}
+}
+
+// TruncateText cuts s to at most MaxTextBytes, at a UTF-8 boundary, marking
+// the cut with "…".
+func TruncateText(s string) string {
+	if len(s) <= MaxTextBytes {
+		return s
+	}
+	const mark = "…"
+	cut := MaxTextBytes - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 func checkString(field, s string, max int) error {

@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"eventlog":          {},
 	"config":            {},
 	"peercache":         {},
+	"limits":            {},
 	"repo":              {"config"},
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
