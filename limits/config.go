@@ -1,0 +1,225 @@
+package limits
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Bounds of the [limits] table. The values come from the operator's config
+// file, not from peers, but a typo must not turn into an unbounded resource
+// or an arithmetic surprise: each bound says why it exists.
+const (
+	// MaxPerMin is the largest per-minute rate (the keys *_per_min): 1,000
+	// requests a second from one peer is far beyond what the /wats/1
+	// handlers serve, and it keeps the exact GCRA remainders within 16 bits.
+	// 0 means unlimited.
+	MaxPerMin = 60_000
+
+	// MinBlobFetchesPerPeer and MaxBlobFetchesPerPeer bound
+	// limits.blob_fetches_per_peer (ADR 0014: 4 by default). At least one
+	// slot, or replication from that peer could never fetch anything; at
+	// most 64, the most blobs one replicate request names (design §4), so a
+	// larger value could never be used by one request.
+	MinBlobFetchesPerPeer = 1
+	MaxBlobFetchesPerPeer = 64
+
+	// MinChallengeBits and MaxChallengeBits bound limits.challenge_base_bits
+	// and limits.challenge_max_bits. ADR 0014: a requester gives up when the
+	// effort is above 24 bits, so a node never asks for more; 0 bits would
+	// be no work at all.
+	MinChallengeBits = 1
+	MaxChallengeBits = 24
+
+	// MinOverloadInFlight and MaxOverloadInFlight bound OverloadInFlight (no
+	// key; ADR 0014: 64). Below 1 the node would always be overloaded; above
+	// 1,000,000, the most streams the resource manager can allow
+	// (p2p.max_streams), it would never be.
+	MinOverloadInFlight = 1
+	MaxOverloadInFlight = 1_000_000
+
+	// MinSolvedPerMin and MaxSolvedPerMin bound SolvedPerMin (no key; ADR
+	// 0014: 1,200): the global ceiling of solved requests a minute. Below 1
+	// a solution would buy nothing (limits.challenge = false is the way to
+	// turn challenges off); above MaxPerMin for the same reason as the rates.
+	MinSolvedPerMin = 1
+	MaxSolvedPerMin = MaxPerMin
+)
+
+// Config is the [limits] table of config.toml (ADR 0014, design §11): the
+// per-peer rates of the four request types, the blob fetch slots, and the
+// settings of the load challenge. The config package embeds it; its toml
+// tags are ADR 0014's keys, and its json tags the same names, for
+// `wats limits --json`.
+//
+// The zero value is not valid; start from DefaultConfig. Each field gives
+// its key, unit, range and default; Validate enforces the ranges.
+type Config struct {
+	// HelloPerMin (key limits.hello_per_min) is the rate of hello requests
+	// from one peer, in requests a minute: 0..MaxPerMin, 0 means unlimited.
+	// Default 60 (a burst of 15, then one a second).
+	HelloPerMin int `toml:"hello_per_min" json:"hello_per_min"`
+
+	// SyncPerMin (key limits.sync_per_min) is the rate of sync requests
+	// (pages of up to 256 events) from one peer, in requests a minute:
+	// 0..MaxPerMin, 0 means unlimited. Default 600 (150, then 10 a second).
+	SyncPerMin int `toml:"sync_per_min" json:"sync_per_min"`
+
+	// ReplicatePerMin (key limits.replicate_per_min) is the rate of
+	// replicate requests from one peer, in requests a minute: 0..MaxPerMin,
+	// 0 means unlimited. Default 120 (30, then 2 a second).
+	ReplicatePerMin int `toml:"replicate_per_min" json:"replicate_per_min"`
+
+	// ReportPerMin (key limits.report_per_min) is the rate of crash_report
+	// requests from one peer, in requests a minute: 0..MaxPerMin, 0 means
+	// unlimited. Default 10 (2, then one every 6 s).
+	ReportPerMin int `toml:"report_per_min" json:"report_per_min"`
+
+	// BlobFetchesPerPeer (key limits.blob_fetches_per_peer) is how many
+	// blobs one peer can make this node fetch at once (replicate requests):
+	// MinBlobFetchesPerPeer..MaxBlobFetchesPerPeer. Default 4. Further
+	// blobs of a request are skipped (ADR 0014); see Slots.
+	BlobFetchesPerPeer int `toml:"blob_fetches_per_peer" json:"blob_fetches_per_peer"`
+
+	// Challenge (key limits.challenge) turns on the load challenge (ADR
+	// 0014 addendum); false means refusals only, and the node still solves
+	// the challenges of others. Default true.
+	Challenge bool `toml:"challenge" json:"challenge"`
+
+	// ChallengeBaseBits (key limits.challenge_base_bits) is the effort of a
+	// challenge without pressure, in leading zero bits:
+	// MinChallengeBits..ChallengeMaxBits. Default 8.
+	ChallengeBaseBits int `toml:"challenge_base_bits" json:"challenge_base_bits"`
+
+	// ChallengeMaxBits (key limits.challenge_max_bits) is the most effort
+	// the adaptive controller asks for, in leading zero bits:
+	// ChallengeBaseBits..MaxChallengeBits. Default 24.
+	ChallengeMaxBits int `toml:"challenge_max_bits" json:"challenge_max_bits"`
+
+	// OverloadInFlight (no key, ADR 0014: "overload_in_flight (64)"): the
+	// node is overloaded with more than this many /wats requests in flight.
+	// MinOverloadInFlight..MaxOverloadInFlight. Default 64.
+	OverloadInFlight int `toml:"-" json:"overload_in_flight"`
+
+	// SolvedPerMin (no key, ADR 0014: "solved_per_min (1,200)"): the most
+	// requests a minute, all peers together, that solutions let through.
+	// MinSolvedPerMin..MaxSolvedPerMin. Default 1200.
+	SolvedPerMin int `toml:"-" json:"solved_per_min"`
+}
+
+// DefaultConfig returns ADR 0014's defaults: hello 60, sync 600, replicate
+// 120, crash_report 10 a minute per peer; 4 blob fetches per peer;
+// challenges on, 8 to 24 bits; overloaded above 64 requests in flight; at
+// most 1,200 solved requests a minute.
+func DefaultConfig() Config {
+	return Config{
+		HelloPerMin:        60,
+		SyncPerMin:         600,
+		ReplicatePerMin:    120,
+		ReportPerMin:       10,
+		BlobFetchesPerPeer: 4,
+		Challenge:          true,
+		ChallengeBaseBits:  8,
+		ChallengeMaxBits:   24,
+		OverloadInFlight:   64,
+		SolvedPerMin:       1200,
+	}
+}
+
+// PerMin returns the configured rate of k in requests a minute (0 means
+// unlimited), or 0 for an invalid Kind.
+func (c Config) PerMin(k Kind) int {
+	switch k {
+	case KindHello:
+		return c.HelloPerMin
+	case KindSync:
+		return c.SyncPerMin
+	case KindReplicate:
+		return c.ReplicatePerMin
+	case KindCrashReport:
+		return c.ReportPerMin
+	}
+	return 0
+}
+
+// Rate returns the Rate of k, with ADR 0014's burst; an out-of-range value
+// is an error wrapping ErrBadRate (Validate reports it better).
+func (c Config) Rate(k Kind) (Rate, error) {
+	r, err := NewRate(c.PerMin(k))
+	if err != nil {
+		return Rate{}, fmt.Errorf("%s: %w", k.Key(), err)
+	}
+	return r, nil
+}
+
+// ErrInvalid is the kind of every problem Validate reports: errors.Is(err,
+// ErrInvalid) holds for each *ConfigError.
+var ErrInvalid = errors.New("limits: invalid value")
+
+// ConfigError is one out-of-range value of a Config. Its fields let the
+// config package place the problem in the file (Key) and word it its own
+// way; Error gives a complete message on its own, e.g.
+//
+//	limits: limits.sync_per_min = 60001: above the maximum 60000; allowed: 0..60000 requests a minute per peer, 0 means unlimited
+type ConfigError struct {
+	// Key is the full dotted key, e.g. "limits.sync_per_min"; for the
+	// fields without a key, "limits." and the field's snake-case name.
+	Key string
+	// Value is the value found.
+	Value int
+	// Problem says what is wrong, e.g. "below the minimum 1".
+	Problem string
+	// Allowed says what is allowed and what 0 means where it means
+	// something, e.g. "0..60000 requests a minute per peer, 0 means
+	// unlimited".
+	Allowed string
+}
+
+// Error formats the problem as "limits: KEY = VALUE: PROBLEM; allowed: ALLOWED".
+func (e *ConfigError) Error() string {
+	return "limits: " + e.Key + " = " + strconv.Itoa(e.Value) + ": " + e.Problem + "; allowed: " + e.Allowed
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+
+// Validate checks every field against its range and returns all the
+// problems joined with errors.Join (each a *ConfigError), or nil.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, v int, problem, allowed string) {
+		errs = append(errs, &ConfigError{Key: key, Value: v, Problem: problem, Allowed: allowed})
+	}
+	check := func(key string, v, lo, hi int, allowed string) {
+		switch {
+		case v < lo:
+			bad(key, v, "below the minimum "+strconv.Itoa(lo), allowed)
+		case v > hi:
+			bad(key, v, "above the maximum "+strconv.Itoa(hi), allowed)
+		}
+	}
+	rate := fmt.Sprintf("0..%d requests a minute per peer, 0 means unlimited", MaxPerMin)
+	for _, k := range Kinds() {
+		check(k.Key(), c.PerMin(k), 0, MaxPerMin, rate)
+	}
+	check("limits.blob_fetches_per_peer", c.BlobFetchesPerPeer, MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer,
+		fmt.Sprintf("%d..%d blobs fetched at once for one peer", MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer))
+	bits := fmt.Sprintf("%d..%d leading zero bits", MinChallengeBits, MaxChallengeBits)
+	check("limits.challenge_base_bits", c.ChallengeBaseBits, MinChallengeBits, MaxChallengeBits,
+		bits+", at most limits.challenge_max_bits")
+	check("limits.challenge_max_bits", c.ChallengeMaxBits, MinChallengeBits, MaxChallengeBits,
+		bits+", at least limits.challenge_base_bits")
+	inBits := func(v int) bool { return v >= MinChallengeBits && v <= MaxChallengeBits }
+	if inBits(c.ChallengeBaseBits) && inBits(c.ChallengeMaxBits) && c.ChallengeBaseBits > c.ChallengeMaxBits {
+		bad("limits.challenge_base_bits", c.ChallengeBaseBits,
+			fmt.Sprintf("above limits.challenge_max_bits (%d)", c.ChallengeMaxBits),
+			bits+", at most limits.challenge_max_bits")
+	}
+	check("limits.overload_in_flight", c.OverloadInFlight, MinOverloadInFlight, MaxOverloadInFlight,
+		fmt.Sprintf("%d..%d /wats requests in flight (a field without a config key)",
+			MinOverloadInFlight, MaxOverloadInFlight))
+	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, MaxSolvedPerMin,
+		fmt.Sprintf("%d..%d solved requests a minute, all peers together (a field without a config key)",
+			MinSolvedPerMin, MaxSolvedPerMin))
+	return errors.Join(errs...)
+}

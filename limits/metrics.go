@@ -1,0 +1,152 @@
+package limits
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Counts are the answers of Table.Allow for one request type since the
+// Table was built.
+type Counts struct {
+	// Accepted counts requests that fit their bucket (or an unlimited
+	// kind).
+	Accepted uint64 `json:"accepted"`
+	// Refused counts requests over their bucket, and those of new peers
+	// refused at the Table's cap.
+	Refused uint64 `json:"refused"`
+}
+
+// Snapshot is a copy of a Table's counters, for `wats diag` and the line
+// logged at a clean shutdown. The per-type fields are named after the wire
+// types; Of gives them by Kind. The counters are read one by one, not under
+// one lock: each is exact, their sum may miss a request in flight.
+type Snapshot struct {
+	Hello       Counts `json:"hello"`
+	Sync        Counts `json:"sync"`
+	Replicate   Counts `json:"replicate"`
+	CrashReport Counts `json:"crash_report"`
+
+	// RefusedAtCap counts the requests of new peers refused because the
+	// Table was at its cap (part of the Refused counts above).
+	RefusedAtCap uint64 `json:"refused_at_cap"`
+
+	// TrackedPeers is the number of peers whose state the Table keeps.
+	TrackedPeers int `json:"tracked_peers"`
+}
+
+// Of returns the counts of k (zero for an invalid Kind).
+func (s Snapshot) Of(k Kind) Counts {
+	if p := s.of(k); p != nil {
+		return *p
+	}
+	return Counts{}
+}
+
+func (s *Snapshot) of(k Kind) *Counts {
+	switch k {
+	case KindHello:
+		return &s.Hello
+	case KindSync:
+		return &s.Sync
+	case KindReplicate:
+		return &s.Replicate
+	case KindCrashReport:
+		return &s.CrashReport
+	}
+	return nil
+}
+
+// String formats s on one line for logs:
+// "hello 15/2 sync 150/0 replicate 0/0 crash_report 0/0 (accepted/refused), 0 refused at cap, 3 peers tracked".
+func (s Snapshot) String() string {
+	var b strings.Builder
+	for _, k := range Kinds() {
+		c := s.Of(k)
+		fmt.Fprintf(&b, "%s %d/%d ", k, c.Accepted, c.Refused)
+	}
+	fmt.Fprintf(&b, "(accepted/refused), %d refused at cap, %d peers tracked", s.RefusedAtCap, s.TrackedPeers)
+	return b.String()
+}
+
+// LogValue implements slog.LogValuer: a group with one "<type>_accepted"
+// and "<type>_refused" attribute per request type, "refused_at_cap" and
+// "tracked_peers", e.g. for log.Info("rate limits", "counters", s).
+func (s Snapshot) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 2*NumKinds+2)
+	for _, k := range Kinds() {
+		c := s.Of(k)
+		attrs = append(attrs,
+			slog.Uint64(k.String()+"_accepted", c.Accepted),
+			slog.Uint64(k.String()+"_refused", c.Refused))
+	}
+	attrs = append(attrs, slog.Uint64("refused_at_cap", s.RefusedAtCap), slog.Int("tracked_peers", s.TrackedPeers))
+	return slog.GroupValue(attrs...)
+}
+
+// Snapshot returns the Table's counters and the number of tracked peers.
+func (t *Table) Snapshot() Snapshot {
+	var s Snapshot
+	for i := range t.shards {
+		sh := &t.shards[i]
+		for _, k := range Kinds() {
+			c := s.of(k)
+			c.Accepted += sh.accepted[k].Load()
+			c.Refused += sh.refused[k].Load()
+		}
+		s.RefusedAtCap += sh.atCap.Load()
+	}
+	s.TrackedPeers = t.Len()
+	return s
+}
+
+// Collector returns a Prometheus collector of the Table's counters, read
+// at each scrape (the hot path only adds to atomics). Metrics, none with a
+// peer label (design §12: labels come from small fixed sets):
+//
+//	wats_requests_accepted_total{type}  counter: requests within their limit
+//	wats_requests_refused_total{type}   counter: requests over their limit (or at the cap)
+//	wats_limits_refused_at_cap_total    counter: new peers refused at the Table's cap
+//	wats_limits_tracked_peers           gauge:   peers whose state the Table keeps
+//
+// type is the wire type name: hello, sync, replicate, crash_report.
+func (t *Table) Collector() prometheus.Collector {
+	return &collector{
+		t: t,
+		accepted: prometheus.NewDesc("wats_requests_accepted_total",
+			"/wats/1 requests within their per-peer rate limit (ADR 0014), by type.", []string{"type"}, nil),
+		refused: prometheus.NewDesc("wats_requests_refused_total",
+			"/wats/1 requests over their per-peer rate limit (ADR 0014), by type.", []string{"type"}, nil),
+		atCap: prometheus.NewDesc("wats_limits_refused_at_cap_total",
+			"Requests of new peers refused because the rate-limit table tracked as many peers as it may.", nil, nil),
+		tracked: prometheus.NewDesc("wats_limits_tracked_peers",
+			"Peers whose rate-limit state is kept (not all buckets full).", nil, nil),
+	}
+}
+
+type collector struct {
+	t                                 *Table
+	accepted, refused, atCap, tracked *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.accepted
+	ch <- c.refused
+	ch <- c.atCap
+	ch <- c.tracked
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.t.Snapshot()
+	for _, k := range Kinds() {
+		n := s.Of(k)
+		ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(n.Accepted), k.String())
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n.Refused), k.String())
+	}
+	ch <- prometheus.MustNewConstMetric(c.atCap, prometheus.CounterValue, float64(s.RefusedAtCap))
+	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(s.TrackedPeers))
+}

@@ -1,0 +1,321 @@
+package limits
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Bounds and schedule of a Table.
+const (
+	// DefaultMaxPeers is the default cap on the peers a Table tracks at
+	// once (WithMaxPeers changes it). A peer is tracked only while one of
+	// its buckets is not full, at most 60 s after its last request (15 s at
+	// the defaults) plus SweepInterval, so the cap is reached only when more
+	// than about 2,500 new peer ids a second make requests: a Sybil flood,
+	// since every id needs its own libp2p connection. At about 100 bytes a
+	// peer (BenchmarkTableMemory), plus the 48 bytes of the peer id the map
+	// keeps alive, the cap holds a Table below 10 MiB.
+	DefaultMaxPeers = 65_536
+
+	// MaxMaxPeers bounds WithMaxPeers: 16 Mi peers, about 2.5 GiB of state,
+	// is more than any node of this design can have talked to within a
+	// minute.
+	MaxMaxPeers = 1 << 24
+
+	// SweepInterval is how often each shard of a Table drops the state of
+	// idle peers (whose buckets are all full again), as part of Allow. A
+	// sweep visits the shard's entries under its lock: at most a 64th of
+	// the cap, 1,024 by default, about 15 µs (BenchmarkSweep).
+	SweepInterval = 10 * time.Second
+
+	// fullSweepGap is the least time between two sweeps of one shard when
+	// a new peer finds it at its cap: a flood of new ids then costs one
+	// sweep a second per shard, not one per request.
+	fullSweepGap = time.Second
+
+	// numShards is the number of shards of a Table, each with its own lock
+	// and map; a power of two.
+	numShards = 64
+
+	// minShrinkPeak: a sweep rebuilds a shard's map when it holds a quarter
+	// or less of its peak, and the peak was at least this many entries, so
+	// that the memory of a flood is given back (Go maps never shrink).
+	minShrinkPeak = 64
+
+	// cacheLine is the size shards are padded to, so that two shards never
+	// share a cache line (128 covers adjacent-line prefetching).
+	cacheLine = 128
+)
+
+// Table holds the token buckets of every peer for the four request types,
+// and counts accepted and refused requests. It is safe for concurrent use.
+// Build one with NewTable.
+//
+// Peers are spread over 64 shards by a hash of their id (maphash, with a
+// random seed per Table, so nobody can aim at one shard); each shard has a
+// mutex, a map from peer id to its four bucket states (40 bytes), and its
+// own counters.
+//
+// Bounded memory: a full bucket is the same as no state, so the state of a
+// peer whose buckets are all full is dropped by a sweep, which Allow runs on
+// each shard every SweepInterval (or Sweep on demand). Dropping changes no
+// answer while the clock moves forward (TestTableMatchesBuckets). Should
+// the clock step back to before a dropped bucket was full, dropping must
+// not hand out its tokens again: each shard remembers the latest TAT it
+// dropped per type, and an entry created while that is still ahead of now
+// starts from it (TestTableBackwardsAfterSweep; this may withhold tokens
+// from a peer new to the shard after such a step back, never give any).
+// On top, a hard cap
+// (DefaultMaxPeers, WithMaxPeers) bounds the peers tracked at once; it is
+// enforced per shard, a 64th of the cap each. When a new peer finds its
+// shard at the cap, the shard is swept first (at most once a second); if it
+// is still full, the new peer's request is refused (ok = false, retryAfter
+// one interval of its kind) and no tracked peer is evicted. Evicting would
+// reset the evicted peer's buckets to full: a flooder with many ids could
+// evict its own busiest ids and win their burst again, or push out an
+// honest peer's state and hand it tokens it should not have. Refusing the
+// newcomer never gives anyone a token; the cost is that, while more than
+// the cap of ids are active at once (an attack), new peers wait, and the
+// load challenge (ADR 0014) is their way in.
+type Table struct {
+	rates    [NumKinds]Rate
+	seed     maphash.Seed
+	maxPeers int
+	perShard int
+	shards   [numShards]shard
+}
+
+// shard is one 64th of a Table.
+type shard struct {
+	shardFields
+	_ [(cacheLine - unsafe.Sizeof(shardFields{})%cacheLine) % cacheLine]byte
+}
+
+type shardFields struct {
+	mu struct {
+		sync.Mutex
+		// peers maps a peer to its bucket states.
+		// INVARIANT: len(peers) <= Table.perShard.
+		peers map[peer.ID]*entry
+		// lastSweep is the tick of the last sweep, or of a clock step
+		// backwards seen since: the sweep schedule restarts there.
+		lastSweep uint64
+		// peak is the largest len(peers) since the map was (re)built.
+		peak int
+		// floor holds, for each kind, the latest TAT of the buckets this
+		// shard dropped (zero: none). A new entry starts from it when it is
+		// still ahead of now, which happens only after the clock stepped
+		// back past a sweep: the dropped state is not known any more, but it
+		// was no later than floor, so starting there never credits a token
+		// (it may withhold some from a peer new to the shard). With a clock
+		// that never steps back, floor is always behind now and a new entry
+		// is full, as if its state had never been dropped.
+		floor entry
+	}
+	accepted [NumKinds]atomic.Uint64
+	refused  [NumKinds]atomic.Uint64
+	atCap    atomic.Uint64 // refused because the shard was at its cap
+}
+
+// entry is one peer's state: the GCRA state (TAT = ns + rem/perMin) of each
+// kind's bucket; the zero value is four full buckets.
+type entry struct {
+	ns  [NumKinds]uint64
+	rem [NumKinds]uint16
+}
+
+// full reports whether every bucket of e is full at tick t.
+func (e *entry) full(t uint64) bool {
+	for k := range e.ns {
+		if !full(e.ns[k], e.rem[k], t) {
+			return false
+		}
+	}
+	return true
+}
+
+// TableOption changes how NewTable builds a Table.
+type TableOption func(*Table) error
+
+// WithMaxPeers sets the cap on tracked peers: 1..MaxMaxPeers, default
+// DefaultMaxPeers. Each of the 64 shards holds up to n/64 peers, rounded
+// up, so the Table may hold up to 63 more than n.
+func WithMaxPeers(n int) TableOption {
+	return func(t *Table) error {
+		if n < 1 || n > MaxMaxPeers {
+			return fmt.Errorf("limits: max peers %d out of range 1..%d", n, MaxMaxPeers)
+		}
+		t.maxPeers = n
+		return nil
+	}
+}
+
+// NewTable returns an empty Table with the rates of c (its four *_per_min
+// fields; the other fields are not used here). A rate out of range is an
+// error naming its key.
+func NewTable(c Config, opts ...TableOption) (*Table, error) {
+	t := &Table{seed: maphash.MakeSeed(), maxPeers: DefaultMaxPeers}
+	var errs []error
+	for _, k := range Kinds() {
+		r, err := c.Rate(k)
+		errs = append(errs, err)
+		t.rates[k] = r
+	}
+	for _, o := range opts {
+		errs = append(errs, o(t))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t.perShard = (t.maxPeers + numShards - 1) / numShards
+	for i := range t.shards {
+		t.shards[i].mu.peers = make(map[peer.ID]*entry)
+	}
+	return t, nil
+}
+
+// Rate returns the rate of k; the zero (unlimited) Rate for an invalid k.
+func (t *Table) Rate(k Kind) Rate {
+	if !k.Valid() {
+		return Rate{}
+	}
+	return t.rates[k]
+}
+
+// MaxPeers returns the cap on tracked peers (see WithMaxPeers).
+func (t *Table) MaxPeers() int { return t.maxPeers }
+
+func (t *Table) shardOf(p peer.ID) *shard {
+	return &t.shards[maphash.String(t.seed, string(p))&(numShards-1)]
+}
+
+// Allow takes one token from p's bucket for k at now, nanoseconds from a
+// monotonic base the caller picks (e.g. time.Since(start) for a start taken
+// once); any int64 is accepted, and a clock that steps backwards never
+// credits a token twice (see Bucket). It returns true if the request fits.
+// Otherwise it returns false and retryAfter, the exact time until p's next
+// token of kind k, and p's buckets are unchanged; or, when p is new and its
+// shard is at the cap (see Table), false and one interval of k. An
+// unlimited kind is always allowed and keeps no state. An invalid Kind is
+// refused with retryAfter 0 and not counted. Allow counts every answer.
+//
+// Allow does not allocate, except to track a new peer (one 48-byte entry
+// and the map's growth).
+func (t *Table) Allow(p peer.ID, k Kind, now int64) (ok bool, retryAfter time.Duration) {
+	if !k.Valid() {
+		return false, 0
+	}
+	sh := t.shardOf(p)
+	r := &t.rates[k]
+	if r.perMin == 0 {
+		sh.accepted[k].Add(1)
+		return true, 0
+	}
+	tk := tick(now)
+	sh.mu.Lock()
+	if tk < sh.mu.lastSweep {
+		sh.mu.lastSweep = tk
+	} else if tk-sh.mu.lastSweep >= uint64(SweepInterval) {
+		sh.sweep(tk)
+	}
+	e := sh.mu.peers[p]
+	if e == nil {
+		if len(sh.mu.peers) >= t.perShard && !sh.makeRoom(tk, t.perShard) {
+			sh.mu.Unlock()
+			sh.refused[k].Add(1)
+			sh.atCap.Add(1)
+			return false, r.Interval()
+		}
+		e = new(entry)
+		for j := range e.ns {
+			if f := &sh.mu.floor; !full(f.ns[j], f.rem[j], tk) {
+				e.ns[j], e.rem[j] = f.ns[j], f.rem[j]
+			}
+		}
+		sh.mu.peers[p] = e
+		sh.mu.peak = max(sh.mu.peak, len(sh.mu.peers))
+	}
+	ok, retryAfter = r.allow(&e.ns[k], &e.rem[k], tk)
+	sh.mu.Unlock()
+	if ok {
+		sh.accepted[k].Add(1)
+	} else {
+		sh.refused[k].Add(1)
+	}
+	return ok, retryAfter
+}
+
+// makeRoom sweeps a shard at its cap, unless it was swept less than
+// fullSweepGap ago, and reports whether there is room for one more peer.
+// REQUIRES: sh.mu held; tk >= sh.mu.lastSweep.
+func (sh *shard) makeRoom(tk uint64, perShard int) bool {
+	if tk-sh.mu.lastSweep >= uint64(fullSweepGap) {
+		sh.sweep(tk)
+	}
+	return len(sh.mu.peers) < perShard
+}
+
+// sweep drops the peers whose buckets are all full at tk and returns how
+// many it dropped; it rebuilds the map when it shrank to a quarter of its
+// peak. REQUIRES: sh.mu held.
+func (sh *shard) sweep(tk uint64) int {
+	n := len(sh.mu.peers)
+	f := &sh.mu.floor
+	for p, e := range sh.mu.peers {
+		if !e.full(tk) {
+			continue
+		}
+		for k := range e.ns {
+			if e.ns[k] > f.ns[k] || e.ns[k] == f.ns[k] && e.rem[k] > f.rem[k] {
+				f.ns[k], f.rem[k] = e.ns[k], e.rem[k]
+			}
+		}
+		delete(sh.mu.peers, p)
+	}
+	sh.mu.lastSweep = tk
+	if sh.mu.peak >= minShrinkPeak && len(sh.mu.peers) <= sh.mu.peak/4 {
+		m := make(map[peer.ID]*entry, len(sh.mu.peers))
+		for p, e := range sh.mu.peers {
+			m[p] = e
+		}
+		sh.mu.peers = m
+		sh.mu.peak = len(m)
+	}
+	return n - len(sh.mu.peers)
+}
+
+// Sweep drops, in every shard, the state of the peers whose buckets are all
+// full at now (it changes no answer of Allow), and returns how many peers
+// it dropped. Allow sweeps each shard every SweepInterval on its own;
+// Sweep is for callers that want the memory back at once, and for tests.
+func (t *Table) Sweep(now int64) int {
+	tk := tick(now)
+	dropped := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		dropped += sh.sweep(tk)
+		sh.mu.Unlock()
+	}
+	return dropped
+}
+
+// Len returns the number of peers tracked: those with state kept, which
+// includes idle peers not yet swept.
+func (t *Table) Len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.mu.peers)
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,145 @@
+package limits
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestThrottleLogPerPeerAndKind: once a minute per peer and kind; kinds and
+// peers are independent.
+func TestThrottleLogPerPeerAndKind(t *testing.T) {
+	l := NewThrottleLog()
+	a, b := testPeer(1), testPeer(2)
+	minute := int64(ThrottleLogInterval)
+	steps := []struct {
+		p    int
+		k    Kind
+		now  int64
+		want bool
+	}{
+		{1, KindSync, 0, true},
+		{1, KindSync, 1, false},
+		{1, KindSync, minute - 1, false},
+		{1, KindHello, minute - 1, true}, // another kind
+		{2, KindSync, minute - 1, true},  // another peer
+		{1, KindSync, minute, true},      // a minute later
+		{1, KindSync, minute + second, false},
+		{1, KindSync, 0, false}, // the clock stepped back: still within the minute
+		{1, KindHello, 2*minute - 2, false},
+		{1, KindHello, 2*minute - 1, true},
+	}
+	for i, st := range steps {
+		p := a
+		if st.p == 2 {
+			p = b
+		}
+		if got := l.ShouldLog(p, st.k, st.now); got != st.want {
+			t.Fatalf("step %d: ShouldLog(%d, %s, %v) = %v", i, st.p, st.k, time.Duration(st.now), got)
+		}
+	}
+	if n := l.TakeSuppressed(); n != 5 {
+		t.Fatalf("suppressed %d, want 5", n)
+	}
+	if n := l.TakeSuppressed(); n != 0 {
+		t.Fatalf("suppressed %d after taking, want 0", n)
+	}
+	if l.Logged() != 5 {
+		t.Fatalf("logged %d", l.Logged())
+	}
+}
+
+// TestThrottleLogSybilFlood: 100,000 ids refused at once log exactly the
+// global burst; over ten minutes of a flood, at most the burst plus the
+// rate; memory stays bounded; the summary counts the rest.
+func TestThrottleLogSybilFlood(t *testing.T) {
+	l := NewThrottleLog()
+	peers := testPeers(100_000)
+	logged := 0
+	for _, p := range peers {
+		if l.ShouldLog(p, KindSync, 0) {
+			logged++
+		}
+	}
+	if logged != ThrottleLogBurst {
+		t.Fatalf("%d lines for 100,000 ids at once, want %d", logged, ThrottleLogBurst)
+	}
+	if n := l.TakeSuppressed(); n != uint64(100_000-logged) {
+		t.Fatalf("suppressed %d", n)
+	}
+	// Ten minutes, a refusal every 600 µs from one of the ids, the last at
+	// 600 s.
+	const refusals = 1_000_001
+	logged = 0
+	most := 0
+	for i := range refusals {
+		now := int64(i) * 600 * int64(time.Microsecond)
+		if l.ShouldLog(peers[i%len(peers)], Kind(i%NumKinds), now) {
+			logged++
+		}
+		most = max(most, l.Len())
+	}
+	// The burst was spent at 0; ten minutes refill 100 lines, one every 6 s.
+	if want := 10 * ThrottleLogsPerMin; logged != want {
+		t.Fatalf("%d lines in ten minutes, want %d", logged, want)
+	}
+	if most > ThrottleLogBurst+ThrottleLogsPerMin+1 {
+		t.Fatalf("remembered up to %d pairs", most)
+	}
+	if n := l.TakeSuppressed(); n != uint64(refusals-logged) {
+		t.Fatalf("suppressed %d", n)
+	}
+}
+
+// TestThrottleLogMemoryBound: a clock that jumps keeps old entries (they
+// cannot be proven old), but never more than maxThrottleLogEntries.
+func TestThrottleLogMemoryBound(t *testing.T) {
+	l := NewThrottleLog()
+	for i := range 100_000 {
+		now := int64(math.MaxInt64 - i*int(time.Minute)) // ever earlier
+		l.ShouldLog(testPeer(i), KindHello, now)
+	}
+	if n := l.Len(); n > maxThrottleLogEntries {
+		t.Fatalf("%d entries", n)
+	}
+	// Entries older than a minute go.
+	l = NewThrottleLog()
+	for i := range ThrottleLogBurst {
+		l.ShouldLog(testPeer(i), KindHello, 0)
+	}
+	if l.Len() != ThrottleLogBurst {
+		t.Fatalf("%d entries", l.Len())
+	}
+	l.ShouldLog(testPeer(-1), KindHello, int64(time.Hour))
+	if l.Len() != 1 {
+		t.Fatalf("%d entries an hour later, want 1", l.Len())
+	}
+}
+
+// TestThrottleLogConcurrent: under the race detector, concurrent callers
+// log exactly the burst at one instant.
+func TestThrottleLogConcurrent(t *testing.T) {
+	l := NewThrottleLog()
+	var logged atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				if l.ShouldLog(testPeer(g*1000+i), KindReplicate, 5) {
+					logged.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 100 {
+			l.TakeSuppressed()
+		}
+	})
+	wg.Wait()
+	if logged.Load() != ThrottleLogBurst {
+		t.Fatalf("%d logged", logged.Load())
+	}
+}
