@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -61,6 +62,9 @@ type Gossip struct {
 	opts  Options
 	mesh  *meshTracer
 
+	// scores is the latest map of peer scores gossipsub reported.
+	scores atomic.Pointer[map[peer.ID]float64]
+
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -73,8 +77,12 @@ func Join(ctx context.Context, h host.Host, network string, opts Options) (*Goss
 	}
 	name := proto.Topic(network)
 	mesh := newMeshTracer(name)
+	g := &Gossip{self: h.ID(), opts: opts}
+	params, thresholds := scoreParams(name)
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithRawTracer(mesh),
+		pubsub.WithPeerScore(params, thresholds),
+		pubsub.WithPeerScoreInspect(g.setScores, scoreInspectInterval),
 		pubsub.WithMaxMessageSize(maxRPCBytes),
 		pubsub.WithMessageIdFn(messageID),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
@@ -83,7 +91,7 @@ func Join(ctx context.Context, h host.Host, network string, opts Options) (*Goss
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start gossipsub: %w", err)
 	}
-	g := &Gossip{ps: ps, self: h.ID(), opts: opts, mesh: mesh}
+	g.ps, g.mesh = ps, mesh
 	if err := ps.RegisterTopicValidator(name, g.validate); err != nil {
 		return nil, fmt.Errorf("gossip: register validator: %w", err)
 	}
@@ -152,6 +160,74 @@ func Validate(b []byte, now time.Time) (*proto.Envelope, *eventlog.Event, error)
 		return nil, nil, fmt.Errorf("%w: event: %w", ErrEnvelope, err)
 	}
 	return env, ev, nil
+}
+
+// scoreInspectInterval is how often gossipsub reports peer scores to Scores.
+const scoreInspectInterval = time.Second
+
+func (g *Gossip) setScores(m map[peer.ID]float64) { g.scores.Store(&m) }
+
+// Score returns p's gossipsub score as last reported (at most
+// scoreInspectInterval old), and whether there is one. Below
+// GraylistThreshold the peer's gossip is ignored.
+func (g *Gossip) Score(p peer.ID) (float64, bool) {
+	m := g.scores.Load()
+	if m == nil {
+		return 0, false
+	}
+	v, ok := (*m)[p]
+	return v, ok
+}
+
+// GraylistThreshold is the score below which gossipsub ignores a peer.
+const GraylistThreshold = graylistThreshold
+
+// Peer scoring (gossipsub v1.1): the only signal wats uses is the one that
+// costs a node work, invalid envelopes. Each one a peer forwards adds to its
+// invalid-delivery counter; the score's penalty is the counter squared times
+// invalidWeight, so a handful (an event from a skewed clock) is forgiven
+// while a flood sends the peer past graylistThreshold within about
+// ten envelopes, after which gossipsub ignores its RPCs. The counter decays
+// by invalidDecay each decayInterval, so the peer recovers within minutes of
+// stopping.
+const (
+	invalidWeight      = -10.0
+	invalidDecay       = 0.9
+	decayInterval      = time.Second
+	gossipThreshold    = -100.0
+	publishThreshold   = -500.0
+	graylistThreshold  = -1000.0
+	scoreRetention     = 10 * time.Minute
+	scoreDecayToZero   = 0.01
+	timeInMeshQuantum  = time.Second
+	acceptPXThreshold  = 0.0
+	opportunisticGraft = 1.0
+)
+
+// scoreParams returns the peer score parameters and thresholds for topic.
+func scoreParams(topic string) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	params := &pubsub.PeerScoreParams{
+		Topics: map[string]*pubsub.TopicScoreParams{
+			topic: {
+				TopicWeight:                    1,
+				TimeInMeshQuantum:              timeInMeshQuantum,
+				InvalidMessageDeliveriesWeight: invalidWeight,
+				InvalidMessageDeliveriesDecay:  invalidDecay,
+			},
+		},
+		AppSpecificScore: func(peer.ID) float64 { return 0 },
+		DecayInterval:    decayInterval,
+		DecayToZero:      scoreDecayToZero,
+		RetainScore:      scoreRetention,
+	}
+	thresholds := &pubsub.PeerScoreThresholds{
+		GossipThreshold:             gossipThreshold,
+		PublishThreshold:            publishThreshold,
+		GraylistThreshold:           graylistThreshold,
+		AcceptPXThreshold:           acceptPXThreshold,
+		OpportunisticGraftThreshold: opportunisticGraft,
+	}
+	return params, thresholds
 }
 
 // validated is what the validator hands to the reader through
