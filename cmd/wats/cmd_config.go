@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -45,8 +46,11 @@ defaults.`,
 		Use:   "validate [FILE]",
 		Short: "Check a config file (default: the repo's config.toml)",
 		Long: `Check FILE (default: <repo>/config.toml) as the daemon would: strict TOML
-decoding and every key's rule. Prints every problem with its line and exits 1
-if there is any. Needs no daemon.`,
+decoding and every key's rule. Prints the problems it finds, each with its
+line, and exits 1 if there is any; otherwise prints "FILE: ok". The checks
+run in phases (syntax and unknown keys, then types, then values), and a
+phase with problems stops the later ones: after fixing what it printed, run
+it again, as the later checks may find more. Needs no daemon.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var file string
@@ -58,7 +62,16 @@ if there is any. Needs no daemon.`,
 				}
 				file = configPath(c.repoDir)
 			}
-			if _, err := config.Load(file); err != nil {
+			_, err := config.Load(file)
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && len(args) == 1:
+				return fmt.Errorf("there is no file %s", file)
+			case errors.Is(err, fs.ErrNotExist) && repoExists(c.repoDir):
+				return fmt.Errorf("there is no config at %s; create it (an empty file means every default)", file)
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("there is no config at %s; create a repo, with a config holding the defaults, with: %s",
+					file, c.hint("init", "--repo", c.repoDir))
+			case err != nil:
 				return fmt.Errorf("%s is not a valid wats config:\n%w", file, err)
 			}
 			fmt.Fprintf(c.stdout, "%s: ok\n", file)

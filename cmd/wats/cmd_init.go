@@ -28,7 +28,8 @@ database (which belongs to the old identity).`,
 			}
 			fmt.Fprintf(c.stdout, "initialized a wats repo at %s\n", c.repoDir)
 			fmt.Fprintf(c.stdout, "peer id: %s\n", repo.PeerID(r))
-			fmt.Fprintf(c.stdout, "edit %s, then start the node with: wats daemon --repo %s\n", configPath(c.repoDir), c.repoDir)
+			fmt.Fprintf(c.stdout, "edit %s, then start the node with: %s\n",
+				configPath(c.repoDir), c.hint("daemon", "--repo", c.repoDir))
 			return nil
 		},
 	}

@@ -3,12 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/node/api"
@@ -130,8 +133,8 @@ func (c *cli) peersCmd() *cobra.Command {
 'wats id' on the other node), and wait until hello completes.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !strings.Contains(args[0], "/p2p/") {
-				return usageErrorf("address %q has no /p2p/<peer id>: pass a full multiaddr, as 'wats id' prints", args[0])
+			if err := c.checkFullAddr(args[0]); err != nil {
+				return err
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -146,6 +149,33 @@ func (c *cli) peersCmd() *cobra.Command {
 		},
 	}
 	return group("peers", "List and connect peers", ls, connect)
+}
+
+// fullAddrShape is what a full multiaddr looks like, for messages.
+const fullAddrShape = "/ip4/…/tcp/…/p2p/12D3KooW…"
+
+// checkFullAddr checks that addr is a multiaddr ending in /p2p/<peer id>
+// (what `peers connect` dials), with a usage error that says what to pass.
+func (c *cli) checkFullAddr(addr string) error {
+	if _, err := ma.NewMultiaddr(addr); err != nil {
+		return usageErrorf("address %q is not a multiaddr: pass a full multiaddr such as %s, as '%s id' prints",
+			addr, fullAddrShape, c.name)
+	}
+	if !strings.Contains(addr, "/p2p/") {
+		return usageErrorf("address %q has no /p2p/<peer id>: pass a full multiaddr, as '%s id' prints", addr, c.name)
+	}
+	return nil
+}
+
+// checkSyncPeer checks the PEER of `sync`: a peer ID or a full multiaddr.
+func (c *cli) checkSyncPeer(s string) error {
+	if strings.HasPrefix(s, "/") {
+		return c.checkFullAddr(s)
+	}
+	if _, err := peer.Decode(s); err != nil {
+		return usageErrorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (%s)", s, fullAddrShape)
+	}
+	return nil
 }
 
 func yesNo(b bool) string {
@@ -247,10 +277,13 @@ func (c *cli) readBody(flag string) (jsontext.Value, error) {
 			return nil, fmt.Errorf("--body: %w", err)
 		}
 	}
-	v := jsontext.Value(raw)
-	if !v.IsValid() {
-		return nil, usageErrorf("--body is not valid JSON: %.80q", raw)
+	// Unmarshal, unlike Value.IsValid, says why: a duplicate name, an
+	// invalid escape or UTF-8, with the offset where it was found.
+	var v jsontext.Value
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, usageErrorf("--body %.80q is not valid JSON: %s", raw, strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
+	v = jsontext.Value(raw)
 	if v.Kind() != '{' {
 		return nil, usageErrorf("--body must be a JSON object such as '{\"text\":\"hi\"}', got %.80q", raw)
 	}
@@ -278,12 +311,16 @@ func (c *cli) eventsLsCmd() *cobra.Command {
 		Use:   "ls [--after N] [--limit N]",
 		Short: "List the events of the local log, oldest first",
 		Long: `List one page of the local log: the events stored after cursor N
-(default 0, from the start), at most --limit of them (default: the daemon's
-page size). The last line says where the next page starts.`,
+(default 0, from the start), at most --limit of them (1 to 256; default: the
+daemon's page size). A page may hold fewer events than --limit: pages also
+have a size in bytes. The ids are cut to 16 characters, which 'events get'
+accepts. When more events follow the page, a last line gives the command
+that lists the next page; when none does, the page reached the head.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 0 {
-				return usageErrorf("--limit %d: must be 0 (the daemon's default) or more", limit)
+			if cmd.Flags().Changed("limit") && (limit < 1 || limit > api.MaxPageLimit) {
+				return usageErrorf("--limit %d: must be from 1 to %d (a page holds at most %d events)",
+					limit, api.MaxPageLimit, api.MaxPageLimit)
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -305,15 +342,26 @@ page size). The last line says where the next page starts.`,
 				return err
 			}
 			if page.More {
-				fmt.Fprintf(c.stdout, "more: wats events ls --after %d\n", page.Next)
+				fmt.Fprintf(c.stdout, "more: %s\n", c.nextPageHint(page.Next, limit))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page as JSON (events, next, more, head)")
 	cmd.Flags().Uint64Var(&after, "after", 0, "list the events after this cursor")
-	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many events (0: the daemon's page size)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many events, 1 to 256 (default: the daemon's page size)")
 	return cmd
+}
+
+// nextPageHint is the `events ls` command that lists the page after next,
+// with the same repo and limit (0: not given).
+func (c *cli) nextPageHint(next uint64, limit int) string {
+	args := append([]string{"events", "ls"}, c.repoHint()...)
+	args = append(args, "--after", strconv.FormatUint(next, 10))
+	if limit > 0 {
+		args = append(args, "--limit", strconv.Itoa(limit))
+	}
+	return c.hint(args...)
 }
 
 // eventRow is the tab-separated row of `events ls` for ev: a short id and
@@ -354,42 +402,41 @@ func shortPeer(id string) string {
 }
 
 func (c *cli) eventsGetCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "get ID",
-		Short: "Print the event with this id as JSON",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Short: "Print the event with this id (or id prefix) as JSON",
+		Long: `Print the event whose id is ID as indented JSON (with or without --json).
+ID is the full id (64 lowercase hex characters, as 'events add' prints) or
+the start of one, from 8 characters (the 16 that 'events ls' shows will do),
+as long as no other event's id starts the same way.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !isEventID(args[0]) {
-				return usageErrorf("event id %q: want 64 lowercase hex digits, as 'events add' prints", args[0])
+			id := args[0]
+			if !api.IsEventIDPrefix(id) {
+				return usageErrorf("event id %q: want %d to %d lowercase hex characters: the id 'events add' prints, or its start, as 'events ls' shows",
+					id, api.MinEventIDPrefix, api.EventIDLen)
 			}
 			cl, err := c.client()
 			if err != nil {
 				return err
 			}
-			ev, err := cl.Event(cmd.Context(), args[0])
-			if errors.Is(err, api.ErrNotFound) {
-				return fmt.Errorf("no event %s in the log of repo %s", args[0], c.repoDir)
-			}
-			if err != nil {
+			ev, err := cl.Event(cmd.Context(), id)
+			switch {
+			case errors.Is(err, api.ErrNotFound) && len(id) == api.EventIDLen:
+				return fmt.Errorf("no event %s in the log of repo %s", id, c.repoDir)
+			case errors.Is(err, api.ErrNotFound):
+				return fmt.Errorf("no event whose id starts with %s in the log of repo %s", id, c.repoDir)
+			case errors.Is(err, api.ErrAmbiguous):
+				return fmt.Errorf("id prefix %s matches several events; give more characters", id)
+			case err != nil:
 				return c.apiError(err)
 			}
 			return c.printValue(ev)
 		},
 	}
-}
-
-// isEventID reports whether s has the form of an event id: the lowercase
-// hex of a BLAKE3-256 digest (design §5).
-func isEventID(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the output is JSON anyway; accepted like the other commands' --json)")
+	return cmd
 }
 
 func (c *cli) eventsTailCmd() *cobra.Command {
@@ -421,6 +468,8 @@ it starts at the current head; --after 0 prints the whole log first.`,
 			if ctx.Err() != nil {
 				return nil // interrupted: the normal way to stop
 			}
+			// The stream is endless: its end means the daemon closed it
+			// (apiError says so).
 			return c.apiError(err)
 		},
 	}
@@ -439,6 +488,9 @@ a progress bar; otherwise it prints a line per progress report; --json prints
 the reports as JSON lines.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.checkSyncPeer(args[0]); err != nil {
+				return err
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err
@@ -454,8 +506,11 @@ the reports as JSON lines.`,
 			}
 			final, err := cl.Sync(cmd.Context(), args[0], view.update)
 			view.done(final, err)
-			if errors.Is(err, api.ErrSyncFailed) {
-				return fmt.Errorf("sync of %s failed: %s", args[0], final.Error)
+			switch {
+			case errors.Is(err, api.ErrSyncFailed):
+				return &daemonError{what: "sync of " + args[0], msg: final.Error, err: err}
+			case errors.Is(err, api.ErrStreamEnded):
+				return fmt.Errorf("sync of %s did not finish: %w", args[0], errStreamClosed)
 			}
 			return c.apiError(err)
 		},

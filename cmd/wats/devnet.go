@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,18 +44,42 @@ type devnetFlags struct {
 	dir string
 }
 
+// register adds --dir to cmd. Its default is given before cmd runs, not in
+// the flag, so that the help shows the rule once rather than this user's
+// path.
 func (f *devnetFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.dir, "dir", defaultDevnetDir(),
+	cmd.Flags().StringVar(&f.dir, "dir", "",
 		"the devnet directory (default: $WATS_DEVNET_DIR, else ~/.wats-devnet)")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		switch {
+		case !cmd.Flags().Changed("dir"):
+			f.dir = defaultDevnetDir()
+		case f.dir == "":
+			return usageErrorf("--dir is empty: pass a directory, or leave --dir out for the default")
+		}
+		return nil
+	}
 }
 
-// flagHint is " --dir DIR" when dir is not the default, for the commands
-// the devnet commands suggest.
-func (f *devnetFlags) flagHint() string {
+// dirHint is the args "--dir DIR" when DIR is not the default, for the
+// commands the devnet commands suggest; none otherwise.
+func (f *devnetFlags) dirHint() []string {
 	if f.dir == defaultDevnetDir() {
-		return ""
+		return nil
 	}
-	return " --dir " + f.dir
+	return []string{"--dir", f.dir}
+}
+
+// devnetHint is the devnet command args (e.g. "up", "-n", "3") with --dir
+// if needed (last, or before a "--"), as a command to paste.
+func (c *cli) devnetHint(f *devnetFlags, args ...string) string {
+	full := append([]string{"devnet"}, args...)
+	at := len(full)
+	if i := slices.Index(full, "--"); i >= 0 {
+		at = i
+	}
+	full = slices.Insert(full, at, f.dirHint()...)
+	return c.hint(full...)
 }
 
 func (c *cli) devnetCmd() *cobra.Command {
@@ -99,6 +125,7 @@ recorded in DIR/devnet.json for status, exec, logs and down.`,
 			}
 			net, err := startNetwork(cmd.Context(), netOptions{
 				dir: f.dir, n: n, network: network, timeout: timeout, log: c.progress,
+				downHint: c.devnetHint(&f, "down"),
 			})
 			if err != nil {
 				return err
@@ -107,9 +134,16 @@ recorded in DIR/devnet.json for status, exec, logs and down.`,
 			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
 				return err
 			}
-			h := f.flagHint()
-			fmt.Fprintf(c.stdout, "\nnext: wats devnet exec%s 0 -- events add --kind note --body '{\"text\":\"hi\"}'\n", h)
-			fmt.Fprintf(c.stdout, "      wats devnet status%s | wats devnet logs%s | wats devnet down%s\n", h, h, h)
+			// One command a line: each can be pasted as it is.
+			fmt.Fprintf(c.stdout, "\nnext, one command a line:\n")
+			for _, h := range []string{
+				c.devnetHint(&f, "exec", "0", "--", "events", "add", "--kind", "note", "--body", `{"text":"hi"}`),
+				c.devnetHint(&f, "status"),
+				c.devnetHint(&f, "logs"),
+				c.devnetHint(&f, "down"),
+			} {
+				fmt.Fprintf(c.stdout, "  %s\n", h)
+			}
 			return nil
 		},
 	}
@@ -134,6 +168,8 @@ type netOptions struct {
 	// foreground: the nodes belong to this process (`devnet run`).
 	foreground bool
 	log        func(format string, args ...any)
+	// downHint is the command that stops a devnet already running in dir.
+	downHint string
 }
 
 // devnet is a network started by this process.
@@ -157,7 +193,7 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := refuseRunning(o.dir); err != nil {
+	if err := refuseRunning(o.dir, o.downHint); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(o.timeout)
@@ -244,8 +280,9 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 	return d, nil
 }
 
-// refuseRunning fails if dir holds a devnet with a node still running.
-func refuseRunning(dir string) error {
+// refuseRunning fails if dir holds a devnet with a node still running,
+// saying to stop it with downHint.
+func refuseRunning(dir, downHint string) error {
 	st, err := loadState(dir)
 	if errors.Is(err, errNoDevnet) {
 		return nil
@@ -260,8 +297,8 @@ func refuseRunning(dir string) error {
 		}
 	}
 	if len(pids) > 0 {
-		return fmt.Errorf("a devnet is already running in %s (pids %s); stop it with: wats devnet down --dir %s",
-			dir, strings.Join(pids, ", "), dir)
+		return fmt.Errorf("a devnet is already running in %s (pids %s); stop it with: %s",
+			dir, strings.Join(pids, ", "), downHint)
 	}
 	return nil // a stale devnet.json: its nodes are gone
 }
@@ -472,9 +509,14 @@ func (c *cli) devnetStatusCmd() *cobra.Command {
 func (c *cli) loadDevnet(f *devnetFlags) (*devnetState, error) {
 	st, err := loadState(f.dir)
 	if errors.Is(err, errNoDevnet) {
-		return nil, fmt.Errorf("no devnet in %s; start one with: wats devnet up -n 3%s", f.dir, f.flagHint())
+		return nil, c.noDevnetError(f)
 	}
 	return st, err
+}
+
+// noDevnetError says there is no devnet in --dir and how to start one.
+func (c *cli) noDevnetError(f *devnetFlags) error {
+	return fmt.Errorf("no devnet in %s; start one with: %s", f.dir, c.devnetHint(f, "up", "-n", "3"))
 }
 
 func (c *cli) devnetExecCmd() *cobra.Command {
@@ -489,7 +531,7 @@ flags are not taken for exec's.`,
   wats devnet exec 2 -- events add --kind note --body '{"text":"hi"}'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
-				return usageErrorf("want a node index and a command, e.g. wats devnet exec 1 -- status")
+				return usageErrorf("want a node index and a command, e.g. %s", c.hint("devnet", "exec", "1", "--", "status"))
 			}
 			return nil
 		},
@@ -499,19 +541,34 @@ flags are not taken for exec's.`,
 				return usageErrorf("node index %q: want 0, 1, 2, ...", args[0])
 			}
 			if dash := cmd.ArgsLenAtDash(); dash != -1 && dash != 1 {
-				return usageErrorf("put the node index before \"--\": wats devnet exec 1 -- status")
+				return usageErrorf("put the node index before \"--\": %s", c.hint("devnet", "exec", "1", "--", "status"))
 			}
 			dir := nodeDir(f.dir, i)
-			if st, err := loadState(f.dir); err == nil && i >= len(st.Nodes) {
+			st, err := loadState(f.dir)
+			switch {
+			case err == nil && i >= len(st.Nodes):
 				return usageErrorf("node index %d: the devnet in %s has nodes 0 to %d", i, f.dir, len(st.Nodes)-1)
-			} else if _, serr := os.Stat(dir); serr != nil {
-				return fmt.Errorf("no node %d in %s: %w", i, f.dir, serr)
+			case err != nil && !errors.Is(err, errNoDevnet):
+				return err
+			}
+			// With no devnet running, a node repo left by an earlier one
+			// still serves (e.g. `config show`, or the no-daemon message).
+			if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+				if err != nil {
+					return c.noDevnetError(&f)
+				}
+				return fmt.Errorf("no node %d in %s (its repo %s is missing)", i, f.dir, dir)
+			} else if serr != nil {
+				return serr
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find the wats binary: %w", err)
 			}
 			sub := exec.Command(exe, append([]string{"--repo", dir}, args[1:]...)...)
+			// The child sees the name it was run by, so that its hints
+			// name the binary as ours do (commandName).
+			sub.Args[0] = os.Args[0]
 			sub.Stdin, sub.Stdout, sub.Stderr = c.stdin, c.stdout, c.stderr
 			// The child shares our process group: the terminal's Ctrl-C
 			// reaches it directly, and main's handler keeps us alive to
@@ -698,15 +755,28 @@ func (c *cli) devnetDownCmd() *cobra.Command {
 		Long: `Send SIGTERM to every node recorded in DIR/devnet.json, wait up to 10s for
 them to exit, then SIGKILL those left; check that none is left and remove the
 pid file. The node repos stay (a later 'up' reuses their identities and logs)
-unless --clean.`,
+unless --clean.
+
+With no devnet running in DIR (no devnet.json, or no DIR at all, e.g. after
+'down --clean') it says so and exits 0: down only makes sure that nothing
+runs, so cleanup scripts may call it any number of times. It exits 1 only
+when it could not stop a node or remove what --clean removes.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := loadState(f.dir)
 			if errors.Is(err, errNoDevnet) {
-				if clean {
-					return cleanDevnetDir(f.dir)
+				if _, serr := os.Stat(f.dir); errors.Is(serr, fs.ErrNotExist) {
+					fmt.Fprintf(c.stdout, "no devnet is running in %s (there is no such directory)\n", f.dir)
+					return nil
 				}
-				return fmt.Errorf("no devnet in %s (no %s)", f.dir, stateFileName)
+				fmt.Fprintf(c.stdout, "no devnet is running in %s\n", f.dir)
+				if clean {
+					if err := cleanDevnetDir(f.dir); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.stdout, "removed the node repos\n")
+				}
+				return nil
 			}
 			if err != nil {
 				return err

@@ -59,10 +59,12 @@ end.`,
 			if err := o.check(); err != nil {
 				return err
 			}
-			return c.devnetRun(cmd.Context(), &o, cmd.Flags().Changed("dir"))
+			return c.devnetRun(cmd.Context(), &o)
 		},
 	}
-	o.f.register(cmd)
+	// Unlike the other devnet commands, run's --dir has no default
+	// directory: without it the devnet is temporary.
+	cmd.Flags().StringVar(&o.f.dir, "dir", "", "the devnet directory (default: a temporary directory, removed at the end)")
 	cmd.Flags().IntVarP(&o.n, "nodes", "n", 3, "the number of nodes")
 	cmd.Flags().BoolVar(&o.demo, "demo", false, "publish events from every node and show them spread")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
@@ -94,8 +96,10 @@ func (o *runOptions) check() error {
 }
 
 // devnetRun is `devnet run`. ctx ends on Ctrl-C (SIGINT) or SIGTERM.
-func (c *cli) devnetRun(ctx context.Context, o *runOptions, dirGiven bool) (err error) {
+// Without --dir the devnet lives in a new temporary directory.
+func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 	dir := o.f.dir
+	dirGiven := dir != ""
 	if !dirGiven {
 		if dir, err = os.MkdirTemp("", "wats-devnet-"); err != nil {
 			return err
@@ -116,13 +120,15 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions, dirGiven bool) (err 
 
 	d, err := startNetwork(ctx, netOptions{
 		dir: dir, n: o.n, network: o.network, timeout: o.timeout, foreground: true, log: c.progress,
+		downHint: c.hint("devnet", "down", "--dir", dir),
 	})
 	if err != nil {
 		keep = ctx.Err() == nil
 		return err
 	}
 	fmt.Fprintf(c.stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", plural(o.n, "node"), dir, o.network)
-	fmt.Fprintf(c.stdout, "try in another terminal: wats devnet status --dir %s\n", dir)
+	fmt.Fprintf(c.stdout, "try in another terminal: %s\n", c.hint("devnet", "status", "--dir", dir))
+	fmt.Fprintln(c.stdout, columnsLegend(o.demo))
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -449,7 +455,8 @@ func (c convergence) summary(views []nodeView) string {
 	return strings.Join(parts, ", ")
 }
 
-// state is the one-word verdict the view shows.
+// state is the one-word state the view shows: converged, spreading or
+// waiting for events.
 func (c convergence) state() string {
 	switch {
 	case c.ok:
@@ -461,8 +468,67 @@ func (c convergence) state() string {
 	}
 }
 
+// maxNamedNodes bounds the nodes verdict names in one list, so that the
+// line stays short with a large devnet.
+const maxNamedNodes = 6
+
+// verdict is the view's summary line: the state, and while the nodes have
+// not converged which are behind (with how many events they lack) and
+// which do not answer, e.g.
+//
+//	spreading: 12 events in all; behind: node1 (2 missing), node2 (1 missing)
+func (c convergence) verdict(views []nodeView) string {
+	if c.ok {
+		return fmt.Sprintf("converged: all %d nodes hold the same %s", len(views), plural(c.events, "event"))
+	}
+	var behind, silent []string
+	for i, v := range views {
+		switch {
+		case v.err != "":
+			silent = append(silent, fmt.Sprintf("node%d", i))
+		case c.missing[i] > 0:
+			behind = append(behind, fmt.Sprintf("node%d (%d missing)", i, c.missing[i]))
+		}
+	}
+	parts := []string{c.state()}
+	if c.events > 0 {
+		parts[0] += fmt.Sprintf(": %s in all", plural(c.events, "event"))
+	}
+	if len(behind) > 0 {
+		parts = append(parts, "behind: "+nameList(behind))
+	}
+	if len(silent) > 0 {
+		parts = append(parts, "not answering: "+nameList(silent))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// nameList joins names with commas, naming at most maxNamedNodes of them.
+func nameList(names []string) string {
+	if len(names) <= maxNamedNodes {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:maxNamedNodes], ", ") + fmt.Sprintf(" and %d more", len(names)-maxNamedNodes)
+}
+
+// columnsLegend explains the columns of the view, printed once before it
+// (demo: with the PUBLISHED column of --demo).
+func columnsLegend(demo bool) string {
+	lines := []string{"For each node:"}
+	if demo {
+		lines = append(lines, "  PUBLISHED  events the demo published from the node")
+	}
+	lines = append(lines,
+		"  EVENTS     events the node holds",
+		"  HEAD       its log position: the cursor of its newest event",
+		"  PEERS      peers that completed hello with it",
+		"  MISSING    events other nodes hold that it lacks (0 everywhere: converged)",
+	)
+	return strings.Join(lines, "\n")
+}
+
 // convergenceView shows the nodes' state: a table redrawn in place on a
-// terminal, a line per refresh otherwise.
+// terminal, a few plain lines per refresh otherwise.
 type convergenceView struct {
 	w     io.Writer
 	tty   bool
@@ -479,7 +545,7 @@ func newConvergenceView(w io.Writer, tty bool) *convergenceView {
 func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
 	conv := converged(views)
 	if !cv.tty {
-		_, cv.err = fmt.Fprintln(cv.w, statusLine(elapsed, views, conv))
+		_, cv.err = io.WriteString(cv.w, strings.Join(statusLines(elapsed, views, published, conv), "\n")+"\n")
 		return
 	}
 	lines := statusTable(elapsed, views, published, conv)
@@ -499,27 +565,29 @@ func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, publish
 // end leaves the table as it is: what follows is printed below it.
 func (cv *convergenceView) end() { cv.drawn = 0 }
 
-// statusLine is the view as one line, e.g.
+// statusLines is the view as plain lines, for logs and pipes: one a node
+// and the verdict, each opened by the time elapsed, e.g.
 //
-//	3s node0 events=5 head=5 peers=2 | node1 events=4 head=4 peers=2 | spreading
-func statusLine(elapsed time.Duration, views []nodeView, conv convergence) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%4s", elapsed.Round(time.Second))
+//	3s node0 published=3 events=5 head=5 peers=2 missing=0
+//	3s node1 published=2 events=4 head=4 peers=2 missing=1
+//	3s spreading: 5 events in all; behind: node1 (1 missing)
+func statusLines(elapsed time.Duration, views []nodeView, published []int, conv convergence) []string {
+	at := fmt.Sprintf("%4s", elapsed.Round(time.Second))
+	lines := make([]string, 0, len(views)+1)
 	for i, v := range views {
-		if i > 0 {
-			b.WriteString(" |")
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s node%d", at, i)
+		if i < len(published) {
+			fmt.Fprintf(&b, " published=%d", published[i])
 		}
 		if v.err != "" {
-			fmt.Fprintf(&b, " node%d error", i)
-			continue
+			fmt.Fprintf(&b, " error: %s", short(v.err, 60))
+		} else {
+			fmt.Fprintf(&b, " events=%d head=%d peers=%d missing=%d", v.events, v.head, v.peers, conv.missing[i])
 		}
-		fmt.Fprintf(&b, " node%d events=%d head=%d peers=%d", i, v.events, v.head, v.peers)
+		lines = append(lines, b.String())
 	}
-	fmt.Fprintf(&b, " | %s", conv.state())
-	if conv.ok {
-		fmt.Fprintf(&b, " (%d events)", conv.events)
-	}
-	return b.String()
+	return append(lines, at+" "+conv.verdict(views))
 }
 
 // statusTable is the view as a table of lines.
@@ -536,10 +604,6 @@ func statusTable(elapsed time.Duration, views []nodeView, published []int, conv 
 		}
 		lines = append(lines, fmt.Sprintf("node%-2d %9s %9d %6d %6d %8d", i, pub, v.events, v.head, v.peers, conv.missing[i]))
 	}
-	state := conv.state()
-	if conv.ok {
-		state = fmt.Sprintf("converged: all %d nodes hold the same %d events", len(views), conv.events)
-	}
-	lines = append(lines, fmt.Sprintf("%s  %s", elapsed.Round(time.Second), state))
+	lines = append(lines, fmt.Sprintf("%s  %s", elapsed.Round(time.Second), conv.verdict(views)))
 	return lines
 }

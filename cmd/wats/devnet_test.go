@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -111,11 +112,21 @@ func TestCleanDevnetDirRemovesOnlyDevnetFiles(t *testing.T) {
 
 func TestIsDevnetDaemon(t *testing.T) {
 	repoDir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 60; true", "wats", "daemon", "--repo", repoDir)
+	cmd := exec.Command("sh", "-c", "echo started; sleep 60; true", "wats", "daemon", "--repo", repoDir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sh:", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Start returns once the child has called execve, which can be before
+	// the kernel has set up the new program's arguments: until then
+	// /proc/PID/cmdline reads empty. Once sh writes its line, it runs.
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+		t.Fatalf("sh did not start: %q, %v", line, err)
+	}
 	// sh (which cannot exec sleep in its place: "; true" follows) keeps
 	// the cmdline "sh -c ... wats daemon --repo DIR".
 	if !isDevnetDaemon(cmd.Process.Pid, repoDir) {
@@ -239,18 +250,23 @@ func TestConverged(t *testing.T) {
 	}
 }
 
-func TestStatusLineAndTable(t *testing.T) {
+func TestStatusLinesAndTable(t *testing.T) {
 	vs := views([]string{"a", "b"}, []string{"a"})
 	vs[0].head, vs[0].peers = 2, 1
 	vs[1].head, vs[1].peers = 1, 1
-	line := statusLine(3*time.Second, vs, converged(vs))
-	if line != "  3s node0 events=2 head=2 peers=1 | node1 events=1 head=1 peers=1 | spreading" {
-		t.Errorf("statusLine = %q", line)
+	lines := statusLines(3*time.Second, vs, []int{2, 0}, converged(vs))
+	want := []string{
+		"  3s node0 published=2 events=2 head=2 peers=1 missing=0",
+		"  3s node1 published=0 events=1 head=1 peers=1 missing=1",
+		"  3s spreading: 2 events in all; behind: node1 (1 missing)",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("statusLines =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	vs = views([]string{"a", "b"}, []string{"b", "a"})
-	line = statusLine(4*time.Second, vs, converged(vs))
-	if !strings.HasSuffix(line, "| converged (2 events)") {
-		t.Errorf("statusLine = %q", line)
+	lines = statusLines(4*time.Second, vs, nil, converged(vs))
+	if len(lines) != 3 || strings.Contains(lines[0], "published") || lines[2] != "  4s converged: all 2 nodes hold the same 2 events" {
+		t.Errorf("statusLines without --demo = %q", lines)
 	}
 	table := statusTable(4*time.Second, vs, []int{1, 1}, converged(vs))
 	if len(table) != 4 || !strings.HasPrefix(table[1], "node0") || table[3] != "4s  converged: all 2 nodes hold the same 2 events" {
@@ -263,5 +279,58 @@ func TestStatusLineAndTable(t *testing.T) {
 	cv.show(2*time.Second, vs, nil)
 	if !strings.Contains(out.String(), "\x1b[4A") {
 		t.Errorf("the TTY view does not redraw in place: %q", out.String())
+	}
+	out.Reset()
+	cv = newConvergenceView(&out, false)
+	cv.show(time.Second, vs, nil)
+	if strings.Contains(out.String(), "\x1b") || strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("the plain view = %q, want a line a node and the verdict", out.String())
+	}
+}
+
+func TestVerdictNamesNodesBehind(t *testing.T) {
+	vs := views([]string{"a", "b", "c"}, []string{"a"}, []string{"a", "b", "c"}, []string{"a", "b"})
+	vs[2].err = "connection refused"
+	got := converged(vs).verdict(vs)
+	want := "spreading: 3 events in all; behind: node1 (2 missing), node3 (1 missing); not answering: node2"
+	if got != want {
+		t.Errorf("verdict = %q\nwant      %q", got, want)
+	}
+	if got := converged(views(nil, nil)).verdict(views(nil, nil)); got != "waiting for events" {
+		t.Errorf("verdict with no events = %q", got)
+	}
+
+	// A large devnet: the list names maxNamedNodes nodes and counts the rest.
+	behind := func(n int) []nodeView {
+		sets := [][]string{{"a"}}
+		for range n {
+			sets = append(sets, nil)
+		}
+		return views(sets...)
+	}
+	vs = behind(maxNamedNodes)
+	got = converged(vs).verdict(vs)
+	if !strings.HasSuffix(got, "node6 (1 missing)") || strings.Contains(got, "more") {
+		t.Errorf("verdict of %d nodes behind = %q, want all named", maxNamedNodes, got)
+	}
+	vs = behind(maxNamedNodes + 1)
+	got = converged(vs).verdict(vs)
+	if !strings.HasSuffix(got, "node6 (1 missing) and 1 more") || strings.Contains(got, "node7") {
+		t.Errorf("verdict of %d nodes behind = %q", maxNamedNodes+1, got)
+	}
+}
+
+func TestColumnsLegend(t *testing.T) {
+	for _, demo := range []bool{false, true} {
+		l := columnsLegend(demo)
+		for _, col := range []string{"EVENTS     events the node holds", "HEAD       its log position",
+			"MISSING    events other nodes hold that it lacks", "PEERS      peers that completed hello"} {
+			if !strings.Contains(l, col) {
+				t.Errorf("legend (demo %v) does not explain %q:\n%s", demo, col, l)
+			}
+		}
+		if strings.Contains(l, "PUBLISHED") != demo {
+			t.Errorf("legend (demo %v) and PUBLISHED:\n%s", demo, l)
+		}
 	}
 }

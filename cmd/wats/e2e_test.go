@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,10 @@ var binBuild struct {
 }
 
 func TestMain(m *testing.M) {
+	// The in-process tests run as the test binary, which is not on $PATH:
+	// name the binary in hints as a user who has it there would see it.
+	// TestHintsNameTheBinary and the end-to-end tests check the other case.
+	commandName = func() string { return defaultName }
 	code := m.Run()
 	if binBuild.dir != "" {
 		os.RemoveAll(binBuild.dir)
@@ -149,6 +155,17 @@ func TestDevnetEndToEnd(t *testing.T) {
 	if len(st.Nodes) != 3 {
 		t.Fatalf("devnet.json has %d nodes, want 3", len(st.Nodes))
 	}
+	// The next commands, one a line (no "a | b" to paste), naming the
+	// binary as invoked: it is not on $PATH.
+	for _, want := range []string{"\n  " + bin + " devnet status --dir " + dir + "\n", "\n  " + bin + " devnet down --dir " + dir + "\n",
+		"\n  " + bin + " devnet exec 0 --dir " + dir + " -- events add --kind note --body '{\"text\":\"hi\"}'\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("devnet up does not suggest %q:\n%s", strings.TrimSpace(want), stdout)
+		}
+	}
+	if strings.Contains(stdout, " | ") {
+		t.Errorf("devnet up suggests a pipe:\n%s", stdout)
+	}
 
 	// A second up on the same dir is refused while the first runs.
 	if code, _, stderr := runBin(t, env, bin, "devnet", "up", "-n", "3", "--dir", dir); code != 1 ||
@@ -180,6 +197,12 @@ func TestDevnetEndToEnd(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+
+	// events get takes the 16 characters of the id that events ls shows.
+	code, stdout, stderr = runBin(t, env, bin, "devnet", "exec", "0", "--dir", dir, "--", "events", "get", id[:16])
+	if code != 0 || !strings.Contains(stdout, `"id": "`+id+`"`) {
+		t.Errorf("events get by a 16-character prefix: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
 	// exec passes the exit code through.
@@ -219,9 +242,45 @@ func TestDevnetEndToEnd(t *testing.T) {
 		t.Errorf("devnet logs: exit %d, %d bytes", code, len(stdout))
 	}
 
+	// A tail of node0 running when the devnet stops says that the daemon
+	// closed its stream and exits 1 (passed on by exec).
+	tail := exec.Command(bin, "devnet", "exec", "0", "--dir", dir, "--", "events", "tail", "--after", "0")
+	tail.Env = env
+	var tailErr bytes.Buffer
+	tail.Stderr = &tailErr
+	tailOut, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first line (the event added above) shows that the tail is
+	// streaming; the rest is drained so that it never blocks.
+	tailLines := bufio.NewReader(tailOut)
+	if line, err := tailLines.ReadString('\n'); !strings.Contains(line, id) {
+		t.Errorf("tail's first line %q (%v), want event %s", line, err, id)
+	}
+	tailDone := make(chan error, 1)
+	go func() {
+		io.Copy(io.Discard, tailLines)
+		tailDone <- tail.Wait()
+	}()
+
 	code, stdout, stderr = down()
 	if code != 0 || !strings.Contains(stdout, "stopped (3 nodes)") {
 		t.Fatalf("devnet down: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	select {
+	case err := <-tailDone:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+			tailErr.String() != "Error: the daemon closed the stream (it may have stopped)\n" {
+			t.Errorf("tail when the daemon stopped: %v, stderr %q", err, tailErr.String())
+		}
+	case <-time.After(30 * time.Second):
+		tail.Process.Kill()
+		t.Errorf("tail still runs 30s after its daemon stopped")
 	}
 	for _, n := range st.Nodes {
 		reapAndCheckGone(t, n.PID)
@@ -235,11 +294,41 @@ func TestDevnetEndToEnd(t *testing.T) {
 	if code, _, stderr := runBin(t, env, bin, "devnet", "status", "--dir", dir); code != 1 || !strings.Contains(stderr, "no devnet in "+dir) {
 		t.Errorf("status after down: exit %d, stderr %q", code, stderr)
 	}
+	// down again: nothing to do, not an error (cleanup scripts).
+	if code, stdout, stderr := down(); code != 0 || stdout != "no devnet is running in "+dir+"\n" {
+		t.Errorf("second down: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 	if code, _, _ := runBin(t, env, bin, "devnet", "down", "--clean", "--dir", dir); code != 0 {
 		t.Errorf("down --clean: exit %d", code)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("down --clean left %s: %v", dir, err)
+	}
+	if code, _, stderr := down(); code != 0 {
+		t.Errorf("down after down --clean: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestBinaryHints runs the built binary with and without its directory on
+// $PATH: hints say "wats" only when that runs this binary.
+func TestBinaryHints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"), "wats"},
+		{tmp, bin}, // no wats on $PATH
+	} {
+		repoDir := filepath.Join(t.TempDir(), "repo")
+		env := append(e2eEnv(tmp), "PATH="+tc.path)
+		code, stdout, stderr := runBin(t, env, bin, "init", "--repo", repoDir)
+		if want := "start the node with: " + tc.want + " daemon --repo " + repoDir + "\n"; code != 0 || !strings.HasSuffix(stdout, want) {
+			t.Errorf("PATH=%s: init: exit %d, stdout %q, stderr %q; want it to end with %q", tc.path, code, stdout, stderr, want)
+		}
 	}
 }
 
@@ -269,8 +358,14 @@ func TestDevnetRunDemo(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < 3 {
 		t.Errorf("converged on %d events; every node should have published some", n)
 	}
-	if !strings.Contains(stdout, "| converged") && !strings.Contains(stdout, "spreading") {
-		t.Errorf("no per-second progress lines:\n%s", stdout)
+	if !strings.Contains(stdout, "For each node:\n") || !strings.Contains(stdout, "  MISSING    events other nodes hold that it lacks") {
+		t.Errorf("the columns are not explained:\n%s", stdout)
+	}
+	if !regexp.MustCompile(`(?m)^ *\d+s node2 published=\d+ events=\d+ head=\d+ peers=\d+ missing=\d+$`).MatchString(stdout) {
+		t.Errorf("no per-node progress lines:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "try in another terminal: "+bin+" devnet status --dir ") {
+		t.Errorf("the hint does not name the binary %s:\n%s", bin, stdout)
 	}
 	if !strings.HasSuffix(stdout, "stopped\n") {
 		t.Errorf("output does not end with the teardown:\n%s", stdout)

@@ -30,7 +30,8 @@ func main() {
 }
 
 // run executes the command line args and returns the process exit code.
-// Errors are printed to stderr as "Error: ...".
+// Errors are printed to stderr as "Error: ...", without the Go package
+// prefixes of the layers they passed through (userMessage).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
@@ -42,12 +43,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	fmt.Fprintf(stderr, "Error: %s\n", userMessage(err))
 	if isUsageError(err) {
 		if cmd == nil {
 			cmd = root
 		}
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		path := commandName() + strings.TrimPrefix(cmd.CommandPath(), root.Name())
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		return exitUsage
 	}
 	return exitError

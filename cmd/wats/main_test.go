@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,12 +59,25 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"events", "add", "--kind", strings.Repeat("k", 33)}, "at most 32"},
 		{[]string{"events", "add", "--kind", "note", "--body", "{"}, "not valid JSON"},
 		{[]string{"events", "add", "--kind", "note", "--body", "[1]"}, "must be a JSON object"},
+		{[]string{"events", "add", "--kind", "note", "--body", `{"a":1,"a":2}`}, `duplicate object member name "a"`},
+		{[]string{"events", "add", "--kind", "note", "--body", `{"a":"\ud800"}`}, "invalid surrogate pair"},
+		{[]string{"events", "add", "--kind", "note", "--body", `{"a":tru}`}, "after offset 8"},
 		{[]string{"events", "ls", "--limit", "-1"}, "--limit -1"},
+		{[]string{"events", "ls", "--limit", "0"}, "--limit 0: must be from 1 to 256"},
+		{[]string{"events", "ls", "--limit", "257"}, "--limit 257: must be from 1 to 256"},
+		{[]string{"events", "ls", "--limit", "100000"}, "--limit 100000: must be from 1 to 256"},
 		{[]string{"events", "ls", "--after", "x"}, `invalid argument "x"`},
 		{[]string{"events", "get"}, "accepts 1 arg"},
-		{[]string{"events", "get", "abc"}, "want 64 lowercase hex digits"},
-		{[]string{"events", "get", strings.Repeat("A", 64)}, "want 64 lowercase hex digits"},
+		{[]string{"events", "get", "abc"}, "want 8 to 64 lowercase hex characters"},
+		{[]string{"events", "get", testEvID[:7]}, "want 8 to 64 lowercase hex characters"},
+		{[]string{"events", "get", testEvID + "0"}, "want 8 to 64 lowercase hex characters"},
+		{[]string{"events", "get", strings.Repeat("A", 64)}, "want 8 to 64 lowercase hex characters"},
 		{[]string{"sync"}, "accepts 1 arg"},
+		{[]string{"sync", "garbage"}, `"garbage" is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)`},
+		{[]string{"sync", "12D3KooWA"}, "is neither a peer ID"},
+		{[]string{"sync", "/ip4/127.0.0.1/tcp/1"}, "has no /p2p/"},
+		{[]string{"sync", "/ip4/1.2.3/tcp/1/p2p/" + testPeer}, "is not a multiaddr"},
+		{[]string{"peers", "connect", "/ip4/127.0.0.1/tcp/1/p2p/garbage"}, "is not a multiaddr"},
 		{[]string{"config", "validate", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"devnet", "up", "-n", "0"}, "a devnet has 1 to 32 nodes"},
 		{[]string{"devnet", "up", "-n", "33"}, "a devnet has 1 to 32 nodes"},
@@ -73,6 +89,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"devnet", "exec", "1"}, "want a node index and a command"},
 		{[]string{"devnet", "exec", "x", "status"}, `node index "x"`},
 		{[]string{"devnet", "logs", "1", "2"}, "accepts at most 1 arg"},
+		{[]string{"devnet", "status", "--dir", ""}, "--dir is empty"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, "", tc.args...)
@@ -146,7 +163,7 @@ func TestNoDaemon(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"}, {"id", "--json"}, {"peers", "ls"}, {"events", "ls"},
 		{"events", "get", testEvID}, {"events", "add", "--kind", "note"}, {"events", "tail"},
-		{"sync", "12D3KooWA"}, {"peers", "connect", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWA"},
+		{"sync", testPeer}, {"peers", "connect", testAddr},
 	} {
 		code, stdout, stderr := runCLI(t, "", append(args, "--repo", dir)...)
 		if code != exitError {
@@ -394,7 +411,7 @@ func testAPI(t *testing.T) http.Handler {
 		json.UnmarshalRead(r.Body, &req)
 		if req.Addr != testAddr {
 			w.WriteHeader(http.StatusBadRequest)
-			writeJSON(w, api.ErrorBody{Error: "dial " + req.Addr + ": refused"})
+			writeJSON(w, api.ErrorBody{Error: "node: dial " + req.Addr + ": refused"})
 			return
 		}
 		writeJSON(w, api.Peer{PeerID: testPeer, Agent: "wats/x", Hello: true, Head: 5})
@@ -413,12 +430,19 @@ func testAPI(t *testing.T) http.Handler {
 		io.WriteString(w, `{"events":[`+testEv+`],"next":4,"more":true,"head":9}`)
 	})
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("id") != testEvID {
+		// The daemon's prefix lookup: testEvID and a second event whose id
+		// shares its first 8 characters.
+		id := r.PathValue("id")
+		switch {
+		case len(id) <= 8 && strings.HasPrefix(testEvID, id):
+			w.WriteHeader(http.StatusConflict)
+			writeJSON(w, api.ErrorBody{Error: "eventlog: id prefix " + id + " matches 2 events"})
+		case strings.HasPrefix(testEvID, id):
+			io.WriteString(w, testEv)
+		default:
 			w.WriteHeader(http.StatusNotFound)
 			writeJSON(w, api.ErrorBody{Error: "not found"})
-			return
 		}
-		io.WriteString(w, testEv)
 	})
 	mux.HandleFunc("POST "+api.PathSync, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
@@ -443,9 +467,13 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 		{[]string{"peers", "connect", testAddr}, []string{"connected to " + testPeer + " (wats/x, head 5)"}},
 		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`}, []string{testEvID + "\n"}},
 		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`, "--json"}, []string{`"id": "` + testEvID + `"`, `"n": 42`}},
-		{[]string{"events", "ls", "--after", "3", "--limit", "1"}, []string{"KIND", testEvID[:16], "2026-01-01T00:00:00.000Z", "note", `{"n":42}`, "more: wats events ls --after 4"}},
+		{[]string{"events", "ls", "--after", "3", "--limit", "1"}, []string{"KIND", testEvID[:16], "2026-01-01T00:00:00.000Z", "note", `{"n":42}`,
+			"more: wats events ls --repo " + dir + " --after 4 --limit 1\n"}},
 		{[]string{"events", "ls", "--after", "3", "--limit", "1", "--json"}, []string{`"next": 4`, `"more": true`}},
 		{[]string{"events", "get", testEvID}, []string{`"id": "` + testEvID + `"`}},
+		{[]string{"events", "get", testEvID, "--json"}, []string{`"id": "` + testEvID + `"`}},
+		{[]string{"events", "get", testEvID[:16]}, []string{`"id": "` + testEvID + `"`}},
+		{[]string{"events", "get", testEvID[:9]}, []string{`"id": "` + testEvID + `"`}},
 		{[]string{"sync", testPeer}, []string{"sync " + testPeer + ": cursor 256/300", "synced " + testPeer + " to 300: received 300 events, stored 290 new, dropped 10 invalid"}},
 		{[]string{"sync", testPeer, "--json"}, []string{`{"peer":"` + testPeer + `","received":256,`, `"done":true}`}},
 	} {
@@ -470,19 +498,40 @@ func TestDaemonErrorsAreShown(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, "no event "+unknown+" in the log of repo "+dir) {
 		t.Errorf("events get unknown: exit %d, stderr %q", code, stderr)
 	}
+	code, _, stderr = runCLI(t, "", "events", "get", "ffffffff", "--repo", dir)
+	if code != exitError || stderr != "Error: no event whose id starts with ffffffff in the log of repo "+dir+"\n" {
+		t.Errorf("events get unknown prefix: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "events", "get", testEvID[:8], "--repo", dir)
+	if code != exitError || stderr != "Error: id prefix "+testEvID[:8]+" matches several events; give more characters\n" {
+		t.Errorf("events get ambiguous prefix: exit %d, stderr %q", code, stderr)
+	}
 	code, _, stderr = runCLI(t, "", "peers", "connect", "/ip4/127.0.0.1/tcp/9/p2p/"+testPeer, "--repo", dir)
-	if code != exitError || !strings.Contains(stderr, "the daemon says: dial /ip4/127.0.0.1/tcp/9/p2p/"+testPeer+": refused") {
+	// The daemon's "node: " prefix is left out.
+	if code != exitError || stderr != "Error: the daemon says: dial /ip4/127.0.0.1/tcp/9/p2p/"+testPeer+": refused\n" {
 		t.Errorf("connect refused: exit %d, stderr %q", code, stderr)
 	}
 }
 
 func TestSyncFailureExitCode(t *testing.T) {
 	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"peer":"P","received":1,"error":"peer refused: rate limited (sync): retry later"}`+"\n")
+		io.WriteString(w, `{"peer":"P","received":1,"error":"node: sync from P after 0: proto: peer refused: rate limited (sync): retry later"}`+"\n")
 	}))
-	code, _, stderr := runCLI(t, "", "sync", "P", "--repo", dir)
-	if code != exitError || !strings.Contains(stderr, "rate limited (sync)") {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	code, _, stderr := runCLI(t, "", "sync", testPeer, "--repo", dir)
+	want := "Error: sync of " + testPeer + " failed; the daemon says: sync from P after 0: peer refused: rate limited (sync): retry later\n"
+	if code != exitError || stderr != want {
+		t.Errorf("exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
+	}
+}
+
+func TestSyncStreamClosed(t *testing.T) {
+	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"peer":"P","received":1,"cursor":1,"peer_head":9}`+"\n")
+	}))
+	code, _, stderr := runCLI(t, "", "sync", testPeer, "--repo", dir)
+	want := "Error: sync of " + testPeer + " did not finish: the daemon closed the stream (it may have stopped)\n"
+	if code != exitError || stderr != want {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
 	}
 }
 
@@ -557,5 +606,176 @@ func TestNewLogger(t *testing.T) {
 	}
 	if _, err := newLogger(config.LogConfig{Level: "info", Format: "xml"}, &b); err == nil {
 		t.Error("format xml accepted")
+	}
+}
+
+// TestClientCommandsIgnoreBrokenConfig: a config typo made while the
+// daemon runs does not stop the commands that only talk to it; those that
+// read the config report it.
+func TestClientCommandsIgnoreBrokenConfig(t *testing.T) {
+	dir := fakeDaemon(t, testAPI(t))
+	if err := os.WriteFile(filepath.Join(dir, configFile), []byte("[p2p]\nconns_lo = 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"id"}, {"peers", "ls"}, {"events", "get", testEvID}} {
+		code, _, stderr := runCLI(t, "", append(args, "--repo", dir)...)
+		if code != exitOK {
+			t.Errorf("%v with a broken config: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "", "config", "validate", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "conns_lo") {
+		t.Errorf("config validate: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "daemon", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "conns_lo") {
+		t.Errorf("daemon: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRepoSocket(t *testing.T) {
+	dir := newRepo(t)
+	r, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(dir))
+	for _, d := range []string{dir, link, "repo", "./repo/"} {
+		got, err := repoSocket(d)
+		if err != nil || got != r.SocketPath() {
+			t.Errorf("repoSocket(%q) = %q, %v; want %q as repo.Open gives", d, got, err, r.SocketPath())
+		}
+	}
+
+	// A path too long for a socket: the fallback in the temporary
+	// directory, which hashes Dir, so Dir must be spelled as Open does.
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if _, err := repo.Init(long, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := repo.Open(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := repoSocket(long + "/."); err != nil || got != lr.SocketPath() || strings.HasPrefix(got, long) {
+		t.Errorf("repoSocket of a long path = %q, %v; want the fallback %q", got, err, lr.SocketPath())
+	}
+
+	empty := t.TempDir()
+	file := filepath.Join(empty, "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, d := range []string{filepath.Join(empty, "none"), empty, file} {
+		if _, err := repoSocket(d); !errors.Is(err, errNoRepo) {
+			t.Errorf("repoSocket(%q): %v, want errNoRepo", d, err)
+		}
+	}
+}
+
+func TestEventsTailDaemonStops(t *testing.T) {
+	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case api.PathStatus:
+			writeJSON(w, api.Status{Head: 1})
+		case api.PathTail:
+			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+			io.WriteString(w, `{"id":"a"}`+"\n") // then the daemon stops
+		}
+	}))
+	code, stdout, stderr := runCLI(t, "", "events", "tail", "--repo", dir)
+	if code != exitError || stdout != "{\"id\":\"a\"}\n" ||
+		stderr != "Error: the daemon closed the stream (it may have stopped)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestConfigValidateNoConfig(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	code, _, stderr := runCLI(t, "", "config", "validate", "--repo", none)
+	want := "Error: there is no config at " + filepath.Join(none, configFile) +
+		"; create a repo, with a config holding the defaults, with: wats init --repo " + none + "\n"
+	if code != exitError || stderr != want {
+		t.Errorf("no repo: exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
+	}
+
+	dir := newRepo(t)
+	os.Remove(filepath.Join(dir, configFile))
+	code, _, stderr = runCLI(t, "", "config", "validate", "--repo", dir)
+	if code != exitError || !strings.Contains(stderr, "there is no config at "+filepath.Join(dir, configFile)+"; create it") {
+		t.Errorf("repo without config: exit %d, stderr %q", code, stderr)
+	}
+
+	code, _, stderr = runCLI(t, "", "config", "validate", filepath.Join(none, "x.toml"))
+	if code != exitError || stderr != "Error: there is no file "+filepath.Join(none, "x.toml")+"\n" {
+		t.Errorf("missing FILE: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestVersionCommit(t *testing.T) {
+	info := &debug.BuildInfo{Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "1eff201bed4099f11e0c4802ca29fbea0c010ced"},
+		{Key: "vcs.time", Value: "2026-11-29T14:40:39Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}}
+	var b bytes.Buffer
+	if err := printBuildInfo(&b, buildInfoFrom("v1.2.3", info)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(b.String(), "\ncommit: 1eff201bed4099f11e0c4802ca29fbea0c010ced (modified) 2026-11-29T14:40:39Z\n") {
+		t.Errorf("version with a VCS stamp:\n%s", b.String())
+	}
+	b.Reset()
+	printBuildInfo(&b, buildInfoFrom("v1.2.3", nil))
+	if strings.Contains(b.String(), "commit") || !strings.HasPrefix(b.String(), "wats v1.2.3\n") {
+		t.Errorf("version without a VCS stamp:\n%s", b.String())
+	}
+}
+
+// TestDevnetDownNothingRunning: down is idempotent, for cleanup scripts.
+func TestDevnetDownNothingRunning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "devnet")
+	code, stdout, stderr := runCLI(t, "", "devnet", "down", "--dir", dir)
+	if code != exitOK || stdout != "no devnet is running in "+dir+" (there is no such directory)\n" {
+		t.Errorf("down of a missing dir: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "node0"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		code, stdout, stderr = runCLI(t, "", "devnet", "down", "--dir", dir)
+		if code != exitOK || stdout != "no devnet is running in "+dir+"\n" {
+			t.Errorf("down with nothing running: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+	}
+	code, stdout, _ = runCLI(t, "", "devnet", "down", "--clean", "--dir", dir)
+	if code != exitOK || !strings.Contains(stdout, "removed the node repos") {
+		t.Errorf("down --clean: exit %d, stdout %q", code, stdout)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("down --clean left %s: %v", dir, err)
+	}
+}
+
+func TestDevnetExecNoDevnet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "devnet")
+	code, _, stderr := runCLI(t, "", "devnet", "exec", "0", "--dir", dir, "--", "status")
+	want := "Error: no devnet in " + dir + "; start one with: wats devnet up -n 3 --dir " + dir + "\n"
+	if code != exitError || stderr != want {
+		t.Errorf("exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
+	}
+}
+
+// TestLimitBound: --limit takes 1 to api.MaxPageLimit (the usage errors
+// past both ends are in TestUsageErrors).
+func TestLimitBound(t *testing.T) {
+	dir := newRepo(t)
+	for _, limit := range []string{"1", strconv.Itoa(api.MaxPageLimit)} {
+		code, _, stderr := runCLI(t, "", "events", "ls", "--limit", limit, "--repo", dir)
+		if code != exitError || !strings.Contains(stderr, "no wats daemon is running") {
+			t.Errorf("--limit %s: exit %d, stderr %q; want it accepted (then no daemon)", limit, code, stderr)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -34,15 +36,16 @@ func (c *cli) checkRepoFlag() error {
 	return nil
 }
 
-// openRepo opens the --repo repo, with an error that says how to create
-// one if there is none.
+// openRepo opens the --repo repo, config included, with an error that says
+// how to create one if there is none. Only the commands that need the
+// config use it (daemon); those that only call the daemon use client.
 func (c *cli) openRepo() (*repo.Repo, error) {
 	if err := c.checkRepoFlag(); err != nil {
 		return nil, err
 	}
 	r, err := repo.Open(c.repoDir)
 	if errors.Is(err, repo.ErrNotInitialized) {
-		return nil, fmt.Errorf("no wats repo at %s; create one with: wats init --repo %s", c.repoDir, c.repoDir)
+		return nil, c.noRepoError()
 	}
 	if err != nil {
 		return nil, err
@@ -50,22 +53,76 @@ func (c *cli) openRepo() (*repo.Repo, error) {
 	return r, nil
 }
 
+// noRepoError says there is no repo at --repo and how to create one.
+func (c *cli) noRepoError() error {
+	return fmt.Errorf("no wats repo at %s; create one with: %s", c.repoDir, c.hint("init", "--repo", c.repoDir))
+}
+
 // client returns a control API client for the daemon of the --repo repo.
-// It does not check that one runs: the first call does, and apiError turns
-// its api.ErrNoDaemon into the message that says how to start one.
+// It reads nothing of the repo but its location (repoSocket), so that a
+// config.toml edited while the daemon runs, and broken, does not stop the
+// commands that only talk to the daemon. It does not check that a daemon
+// runs: the first call does, and apiError turns its api.ErrNoDaemon into
+// the message that says how to start one.
 func (c *cli) client() (*api.Client, error) {
-	r, err := c.openRepo()
+	if err := c.checkRepoFlag(); err != nil {
+		return nil, err
+	}
+	sock, err := repoSocket(c.repoDir)
+	if errors.Is(err, errNoRepo) {
+		return nil, c.noRepoError()
+	}
 	if err != nil {
 		return nil, err
 	}
-	return api.NewClient(r.SocketPath()), nil
+	return api.NewClient(sock), nil
+}
+
+// errNoRepo is returned by repoSocket when dir holds no repo.
+var errNoRepo = errors.New("no wats repo")
+
+// repoSocket returns the control socket of the repo in dir without reading
+// its key or config: repo.Repo.SocketPath depends on Dir alone, which is
+// set here as repo.Open sets it (absolute, symlinks resolved) so that the
+// daemon and its clients agree on the path. It returns errNoRepo when dir
+// does not exist, is not a directory or has neither config.toml nor
+// identity.key (what repo.Open calls not initialized).
+func repoSocket(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("repo %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+		return "", errNoRepo
+	}
+	if err != nil {
+		return "", err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", err
+	}
+	r := &repo.Repo{Dir: abs}
+	_, cfgErr := os.Lstat(r.ConfigPath())
+	_, keyErr := os.Lstat(r.KeyPath())
+	if errors.Is(cfgErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist) {
+		return "", errNoRepo
+	}
+	return r.SocketPath(), nil
+}
+
+// repoExists reports whether dir holds a repo (whole or not).
+func repoExists(dir string) bool {
+	_, err := repoSocket(dir)
+	return err == nil
 }
 
 // noDaemonError is the error of a command that needs a daemon when none
 // runs for the repo.
 type noDaemonError struct {
 	repo, socket string
-	cause        error // the *api.NoDaemonError
+	start        string // the command that starts one
+	cause        error  // the *api.NoDaemonError
 }
 
 func (e *noDaemonError) Error() string {
@@ -73,26 +130,51 @@ func (e *noDaemonError) Error() string {
 	if errors.Is(e.cause, syscall.ECONNREFUSED) {
 		why = "nothing listens on " + e.socket
 	}
-	return fmt.Sprintf("no wats daemon is running for repo %s (%s); start one with: wats daemon --repo %s",
-		e.repo, why, e.repo)
+	return fmt.Sprintf("no wats daemon is running for repo %s (%s); start one with: %s", e.repo, why, e.start)
 }
 
 func (e *noDaemonError) Unwrap() error { return e.cause }
 
+// daemonError is an error the daemon reported, in an HTTP error response
+// or in the last line of a stream. Every such error reads "the daemon
+// says: MSG", after what failed when there is more to say.
+type daemonError struct {
+	what string // what failed, e.g. "sync of 12D3KooW…"; "" for nothing more
+	msg  string
+	err  error // the *api.Error, or api.ErrSyncFailed
+}
+
+func (e *daemonError) Error() string {
+	if e.what == "" {
+		return "the daemon says: " + e.msg
+	}
+	return e.what + " failed; the daemon says: " + e.msg
+}
+
+func (e *daemonError) Unwrap() error { return e.err }
+
+// errStreamClosed is what the CLI says when the daemon closes a stream
+// before its end (api.ErrStreamEnded).
+var errStreamClosed = errors.New("the daemon closed the stream (it may have stopped)")
+
 // apiError turns an error of the control API client into what the CLI
 // prints: the no-daemon message, the daemon's own message for an HTTP
-// error, or err itself.
+// error, the closed-stream message, or err itself.
 func (c *cli) apiError(err error) error {
 	if err == nil {
 		return nil
 	}
 	var nd *api.NoDaemonError
 	if errors.As(err, &nd) {
-		return &noDaemonError{repo: c.repoDir, socket: nd.Socket, cause: err}
+		return &noDaemonError{repo: c.repoDir, socket: nd.Socket, cause: err,
+			start: c.hint("daemon", "--repo", c.repoDir)}
 	}
 	var ae *api.Error
 	if errors.As(err, &ae) {
-		return fmt.Errorf("the daemon says: %s", ae.Message)
+		return &daemonError{msg: ae.Message, err: err}
+	}
+	if errors.Is(err, api.ErrStreamEnded) {
+		return errStreamClosed
 	}
 	return err
 }
@@ -126,13 +208,16 @@ func prepareNodeRepo(dir string, cfg *config.Config) (*repo.Repo, error) {
 }
 
 // nodeClient returns a control API client for the daemon of the repo in
-// dir.
+// dir, without reading its config (see repoSocket).
 func nodeClient(dir string) (*api.Client, error) {
-	r, err := repo.Open(dir)
+	sock, err := repoSocket(dir)
+	if errors.Is(err, errNoRepo) {
+		return nil, fmt.Errorf("no wats repo at %s", dir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return api.NewClient(r.SocketPath()), nil
+	return api.NewClient(sock), nil
 }
 
 // initError explains a failed `wats init`.

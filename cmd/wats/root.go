@@ -3,14 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 // cli is the state shared by the commands of one invocation.
 type cli struct {
-	// repoDir is the --repo flag: the repo the command works on.
+	// repoDir is the --repo flag: the repo the command works on; its
+	// default is filled in before any command runs (resolveRepoFlag).
 	repoDir string
+	// name is how hints name this binary (commandName): "wats", or e.g.
+	// "bin/wats" when that is not on $PATH.
+	name string
 
 	stdin  io.Reader
 	stdout io.Writer
@@ -19,26 +24,32 @@ type cli struct {
 
 // newRootCmd builds the whole command tree, writing to stdout and stderr.
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, name: commandName()}
 	root := &cobra.Command{
 		Use:   "wats",
 		Short: "wats: a peer-to-peer node sharing a signed event log",
-		Long: `wats runs a node of a wats network (wats daemon) and drives it
+		Long: strings.ReplaceAll(`wats runs a node of a wats network (wats daemon) and drives it
 over the control API on the repo's Unix socket.
 
-Start with:  wats init && wats daemon
-Then:        wats status, wats peers ls, wats events add --kind note --body '{"text":"hi"}'
-A local network of several nodes: wats devnet up -n 3`,
+Start with:  WATS init && WATS daemon
+Then:        WATS status, WATS peers ls, WATS events add --kind note --body '{"text":"hi"}'
+A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version,
+		// Every command but devnet's and bench's works on --repo.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return c.resolveRepoFlag(cmd)
+		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.SetVersionTemplate("wats {{.Version}}\n")
-	root.PersistentFlags().StringVar(&c.repoDir, "repo", defaultRepoDir(),
+	// The default is left out of the flag itself so that the help shows it
+	// once, as the rule rather than this user's path.
+	root.PersistentFlags().StringVar(&c.repoDir, "repo", "",
 		"the repo directory (default: $WATS_PATH, else ~/.wats)")
 
 	root.AddCommand(
@@ -54,7 +65,50 @@ A local network of several nodes: wats devnet up -n 3`,
 		c.devnetCmd(),
 		c.benchCmd(),
 	)
+	if c.name != defaultName {
+		nameExamples(root, c.name)
+	}
 	return root
+}
+
+// nameExamples rewrites the examples of cmd and its subcommands, written
+// as "  wats ...", to name the binary as name, so that they can be pasted.
+func nameExamples(cmd *cobra.Command, name string) {
+	cmd.Example = strings.ReplaceAll(cmd.Example, "  "+defaultName+" ", "  "+name+" ")
+	for _, sub := range cmd.Commands() {
+		nameExamples(sub, name)
+	}
+}
+
+// resolveRepoFlag gives --repo its default when it was not given:
+// $WATS_PATH, else ~/.wats ("" if neither can be found, which
+// checkRepoFlag refuses).
+func (c *cli) resolveRepoFlag(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("repo") {
+		c.repoDir = defaultRepoDir()
+	}
+	return nil
+}
+
+// hint returns the command line args as the user can paste it: the binary
+// as c.name, then args, each quoted for the shell where it needs to be.
+func (c *cli) hint(args ...string) string {
+	var b strings.Builder
+	b.WriteString(c.name)
+	for _, a := range args {
+		b.WriteByte(' ')
+		b.WriteString(shellQuote(a))
+	}
+	return b.String()
+}
+
+// repoHint is the args "--repo DIR" when --repo is not its default, for
+// the commands that hints suggest; none otherwise.
+func (c *cli) repoHint() []string {
+	if c.repoDir == defaultRepoDir() {
+		return nil
+	}
+	return []string{"--repo", c.repoDir}
 }
 
 // group returns a command that only holds subcommands: run alone it prints
