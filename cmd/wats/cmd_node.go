@@ -72,7 +72,7 @@ func (c *cli) statusCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
 			fmt.Fprintf(tw, "peer id:\t%s\n", st.PeerID)
 			fmt.Fprintf(tw, "network:\t%s\n", st.Network)
-			fmt.Fprintf(tw, "agent:\t%s\n", st.Agent)
+			fmt.Fprintf(tw, "agent:\t%s\n", printable(st.Agent))
 			fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
 			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
 			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
@@ -119,7 +119,7 @@ func (c *cli) peersCmd() *cobra.Command {
 					addr = p.Addrs[0]
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, yesNo(p.Hello), p.Head, p.Cursor, dash(p.Agent), addr)
+					p.PeerID, p.Direction, yesNo(p.Hello), p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 			}
 			return tw.Flush()
 		},
@@ -144,7 +144,7 @@ func (c *cli) peersCmd() *cobra.Command {
 			if err != nil {
 				return c.apiError(err)
 			}
-			fmt.Fprintf(c.stdout, "connected to %s (%s, head %d)\n", p.PeerID, dash(p.Agent), p.Head)
+			fmt.Fprintf(c.stdout, "connected to %s (%s, head %d)\n", p.PeerID, printable(dash(p.Agent)), p.Head)
 			return nil
 		},
 	}

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	fmt.Fprintf(stderr, "Error: %s\n", userMessage(err))
+	fmt.Fprintf(stderr, "Error: %s\n", printable(userMessage(err)))
 	if isUsageError(err) {
 		if cmd == nil {
 			cmd = root
