@@ -63,6 +63,13 @@ const (
 	// config file is a few KiB; the cap keeps a wrong path (a device, a
 	// database) from being read into memory.
 	MaxFileSize = 1 << 20
+
+	// MaxKeys is the most keys and table headers a config.toml may hold,
+	// the keys of inline tables included. A config file has a few dozen;
+	// go-toml's check for keys defined twice takes time quadratic in the
+	// keys of a table (a MaxFileSize file of short keys takes it some 20
+	// seconds), and a file of thousands of keys is not a config file.
+	MaxKeys = 1000
 )
 
 // Config is the node's configuration, <repo>/config.toml (design §11).
@@ -85,8 +92,10 @@ type Config struct {
 }
 
 // P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
-// bounds of libp2p's connection manager and resource manager (design §3: the
-// rate limits of ADR 0014 supplement these bounds, they do not replace them).
+// bounds of libp2p's connection manager and resource manager. Design §3:
+// the per-peer rate limits of ADR 0014 will supplement these bounds, not
+// replace them; they are not in this version (the limits issue adds them,
+// as the table [limits]).
 type P2PConfig struct {
 	// Listen (key `p2p.listen`) lists the multiaddrs to listen on:
 	// 1..MaxListenAddrs valid multiaddrs. Default

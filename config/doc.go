@@ -17,7 +17,9 @@
 //
 //   - Strict decoding: an unknown key or table is an error (ErrUnknownKey)
 //     that names its full dotted key ("p2p.listn"), the file and the line,
-//     and suggests the nearest known key.
+//     and suggests the nearest known key. Names are matched exactly, case
+//     included (design §4, §11): `Network` and `[Log]` are unknown, with
+//     "did you mean" the right name.
 //   - A key left out of the file keeps its default (Parse decodes over
 //     Default()); an array in the file replaces the default, it is not
 //     appended to.
@@ -27,6 +29,9 @@
 //     at once (errors.Join), each an *Error naming the key, the bad value,
 //     what is allowed and an example. The bounds are the constants of
 //     config.go, each with the reason it exists.
+//   - Parse reports the unknown keys, the wrong types and the values out of
+//     range of a file together, in the order of the file; only a syntax
+//     error (or a file of more than MaxKeys keys) is reported alone.
 //   - Every problem is an *Error; errors.Is tells its kind: ErrSyntax,
 //     ErrUnknownKey, ErrType or ErrInvalid.
 //
@@ -36,8 +41,13 @@
 //   - keys.go: the documentation of every key and table (what it does, what
 //     it allows, an example), shared by Template and the error messages, and
 //     the reflection walk over Config that lists the keys.
-//   - parse.go: Load and Parse: strict decoding with go-toml/v2, and the
-//     translation of its errors into *Error with key, line and column.
+//   - parse.go: Load and Parse: the syntax checked by go-toml/v2's decoder,
+//     each known key's value decoded on its own by it, and the translation
+//     of its errors into *Error with key, line and column; the unknown-key
+//     messages and their suggestions.
+//   - scan.go: the walk over the parsed document (go-toml's parser) that
+//     matches every table and key name exactly against Config, finds the
+//     value of each known key and the position of every key.
 //   - validate.go: Validate and the rule of each key.
 //   - template.go: Template and Config.TOML; format.go renders TOML values.
 //   - duration.go: Duration, a time.Duration written as "30s".

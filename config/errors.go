@@ -15,7 +15,9 @@ var (
 	// ErrUnknownKey: a key or table the Config has no field for (strict
 	// decoding, design §11).
 	ErrUnknownKey = errors.New("config: unknown key")
-	// ErrType: a value of the wrong TOML type, e.g. conns_low = "32".
+	// ErrType: a value of the wrong TOML type, e.g. conns_low = "32"; also
+	// a value where a table belongs (p2p = 1) or a table where a value
+	// belongs ([network]).
 	ErrType = errors.New("config: wrong type")
 	// ErrInvalid: a value of the right type outside its allowed range or
 	// form, e.g. conns_low = 0 or interval = "30".
@@ -43,8 +45,11 @@ type Error struct {
 	// Err is the underlying decoder error, if any.
 	Err error
 
-	// locate lists keys whose position may stand in for Key's when Key
-	// is not in the file (a rule between two keys).
+	// locate lists the other keys a rule of Validate reads (a rule between
+	// two keys): their position may stand in for Key's when Key is not in
+	// the file, and Parse drops the problem when one of them is in the
+	// file with a value of the wrong type (it would judge the default).
+	// INVARIANT: a rule that reads a key other than Key lists it here.
 	locate []string
 }
 

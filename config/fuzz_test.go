@@ -16,6 +16,8 @@ func FuzzParse(f *testing.F) {
 		"", "[p2p]\nlistn = []\n", "p2p = { conns_grace = 30 }\n", "network.x = 1\n",
 		"[sync]\ninterval = \"30\"\n", "[[p2p]]\n", "p2p.listen = [[1], {a = 1}]\n",
 		"network = \"a\"\nnetwork = \"b\"\n", "[p2p]\nconns_low = 99999999999999999999\n",
+		"network = \"a\"\nNetwork = \"b\"\n", "[Log]\nlevel = \"debug\"\n", "p2p = { MDNS = true, mdns = 1 }\n",
+		"[p2p]\nmdsn = false\n[sync]\ninterval = 30\n[log]\nlevel = \"verbose\"\n",
 	} {
 		f.Add([]byte(s))
 	}

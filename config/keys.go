@@ -29,8 +29,9 @@ type keyDoc struct {
 // tableDocs documents each table, by its dotted name.
 var tableDocs = map[string]string{
 	"p2p": "The libp2p host: its addresses, the peers it dials at start, and the hard " +
-		"bounds of libp2p's connection manager and resource manager. The per-peer rate " +
-		"limits supplement these bounds; they do not replace them.",
+		"bounds of libp2p's connection manager and resource manager. Per-peer rate " +
+		"limits (ADR 0014) are planned, not in this version; they will come as a " +
+		"table [limits] of their own and add to these bounds, not replace them.",
 	"sync": "How the node keeps up with the event logs of its peers.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
 		"socket in the repo (api.sock) and never listens on the network.",
@@ -194,6 +195,36 @@ func indexFields(tb *table, m map[string]field) map[string]field {
 		indexFields(sub, m)
 	}
 	return m
+}
+
+// sub returns the sub-table of tb whose name (its last part) is name,
+// matched exactly, case included; nil if there is none.
+func (tb *table) sub(name string) *table {
+	for _, sub := range tb.tables {
+		if sub.name == dotted(tb.name, name) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// key returns the key of tb whose name (its last part) is name, matched
+// exactly, case included.
+func (tb *table) key(name string) (field, bool) {
+	for _, f := range tb.keys {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// dotted returns the full dotted name of name in the table named table.
+func dotted(table, name string) string {
+	if table == "" {
+		return name
+	}
+	return table + "." + name
 }
 
 // tableByName returns the table of that dotted name, or nil.

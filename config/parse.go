@@ -8,8 +8,8 @@ import (
 	"os"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -36,127 +36,198 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes data, a config.toml named name (for messages), over
-// Default() and validates the result. Decoding is strict (design §11):
-// every key must be one of Config's. Keys the file omits keep their
-// defaults.
+// Default() and validates the result. Decoding is strict (design §4, §11):
+// every table and key must be one of Config's, its name matched exactly,
+// case included (`Network` and `[Log]` are unknown). Keys the file omits
+// keep their defaults.
 //
 // The error, if any, joins one *Error per problem (see Error), each naming
 // the file, the line and column, and the key:
-//   - ErrSyntax: not TOML, or a key defined twice;
+//   - ErrSyntax: not TOML, or a key or table defined twice;
 //   - ErrUnknownKey: a key or table Config has no field for, with the
 //     nearest known key or the list of the table's keys;
-//   - ErrType: a value of the wrong TOML type;
-//   - ErrInvalid: a value outside its range (see Validate), or a duration
-//     that time.ParseDuration refuses.
+//   - ErrType: a value of the wrong TOML type, a value where a table
+//     belongs or a table where a value belongs;
+//   - ErrInvalid: a value outside its range (see Validate), a duration
+//     that time.ParseDuration refuses, an integer beyond 64 bits, or a
+//     file of more than MaxKeys keys.
 //
-// Decoding problems are reported alone; validation runs only on a file
-// that decodes.
+// Problems are reported together, in the order of the file: the unknown
+// keys, the values of the wrong type and the values out of range, each key
+// decoded and validated on its own. Three things limit this:
+//   - A file of more than MaxKeys keys and tables is refused with one
+//     ErrInvalid problem, before anything else is looked at.
+//   - An ErrSyntax problem is reported alone: past a syntax error the
+//     parser cannot tell what the file means, and of a key defined twice
+//     either value would be a guess.
+//   - Validate's rules read the keys that decoded, so a key of the wrong
+//     type is reported once, as ErrType, and the rules that read it (its
+//     own, and those between it and another key, such as p2p.conns_low <
+//     p2p.conns_high) are skipped rather than applied to its default. The
+//     keys below an unknown table are not looked at.
 func Parse(data []byte, name string) (*Config, error) {
-	idx, perr := indexKeys(data)
-	if perr == nil {
-		// Check the durations' TOML types first: go-toml hands any scalar
-		// to UnmarshalText and its error would lose the position.
-		if problems := idx.durationTypes(name); len(problems) > 0 {
-			return nil, join(problems)
-		}
+	d, perr := scan(data)
+	if d.tooMany != nil {
+		d.tooMany.File = name
+		return nil, d.tooMany
+	}
+	// The syntax, and TOML's rules on keys and tables defined twice, by
+	// go-toml's decoder into a value that keeps nothing.
+	var sink struct{}
+	if err := toml.Unmarshal(data, &sink); err != nil {
+		return nil, d.syntaxProblem(err, name)
+	}
+	if perr != nil {
+		return nil, d.syntaxProblem(perr, name)
 	}
 
 	c := Default()
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		return nil, join(decodeProblems(err, name))
+	problems := d.problems
+	for _, v := range d.values {
+		if p := d.decode(v, c); p != nil {
+			problems = append(problems, p)
+			d.failed[v.f.key] = true
+		}
 	}
-
-	problems := c.problems()
-	for _, p := range problems {
-		p.File = name
-		idx.locate(p)
+	for _, p := range c.problems() {
+		if !d.readsFailed(p) {
+			d.idx.locate(p)
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		return c, nil
 	}
 	// In the order of the file; keys it left out (line 0) last.
 	sort.SliceStable(problems, func(i, j int) bool {
-		li, lj := problems[i].Line, problems[j].Line
-		return li != 0 && (lj == 0 || li < lj)
+		pi, pj := problems[i], problems[j]
+		switch {
+		case pi.Line == 0 || pj.Line == 0:
+			return pi.Line != 0 && pj.Line == 0
+		case pi.Line != pj.Line:
+			return pi.Line < pj.Line
+		}
+		return pi.Column < pj.Column
 	})
-	if len(problems) > 0 {
-		return nil, join(problems)
+	for _, p := range problems {
+		p.File = name
 	}
-	return c, nil
+	return nil, join(problems)
 }
 
-// decodeProblems translates an error of go-toml's Decoder into *Errors.
-func decodeProblems(err error, name string) []*Error {
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		problems := make([]*Error, 0, len(strict.Errors))
-		for i := range strict.Errors {
-			de := &strict.Errors[i]
-			line, col := de.Position()
-			key := strings.Join(de.Key(), ".")
-			problems = append(problems, &Error{
-				File: name, Line: line, Column: col, Key: key,
-				Kind: ErrUnknownKey, Err: de,
-				Msg: unknownKeyMessage(key, strings.Contains(de.Error(), "table")),
-			})
-		}
-		return problems
+// readsFailed reports whether the problem p of Validate is about, or reads,
+// a key whose value in the document was not used.
+func (d *document) readsFailed(p *Error) bool {
+	base, _, _ := strings.Cut(p.Key, "[")
+	if d.failed[base] {
+		return true
 	}
+	for _, k := range p.locate {
+		if d.failed[k] {
+			return true
+		}
+	}
+	return false
+}
 
-	var de *toml.DecodeError
-	if !errors.As(err, &de) {
-		// Not located by go-toml: an UnmarshalText error without position
-		// (durationTypes catches those it can) or an I/O error.
-		kind := ErrSyntax
-		var dur *durationError
-		if errors.As(err, &dur) {
-			kind = ErrInvalid
-		}
-		return []*Error{{File: name, Kind: kind, Msg: err.Error(), Err: err}}
+// decode decodes the value v into its field of c with go-toml, and returns
+// the problem if it does not decode.
+//
+// go-toml decodes a document "v=<value>" into a struct holding only the
+// field, laid out so that the value keeps its line and column: the
+// positions in go-toml's errors are those of the file.
+func (d *document) decode(v value, c *Config) *Error {
+	f := v.f
+	if f.typ == durationType && v.kind != unstable.String {
+		// go-toml would hand any scalar to UnmarshalText, whose error
+		// would not say that the type is wrong.
+		line, col := d.pos(v.keyOff)
+		return &Error{Line: line, Column: col, Key: f.key, Kind: ErrType,
+			Msg: fmt.Sprintf("%s: wrong type: expected %s (a bare number has no unit)%s; example%s: %s",
+				f.key, typeName(f.typ), gotKind(v.kind), tableNote(f), keyDocs[f.key].example)}
 	}
-	line, col := de.Position()
-	key := strings.Join(de.Key(), ".")
-	p := &Error{File: name, Line: line, Column: col, Key: key, Err: de}
-	msg := strings.TrimPrefix(de.Error(), "toml: ")
-	f, known := fields[key]
-	isType := strings.HasPrefix(msg, "cannot decode TOML ") || strings.HasPrefix(msg, "cannot store ")
-	switch {
-	case known && isType:
+	line, col := d.pos(v.start)
+	doc := make([]byte, 0, line-1+col-1+v.end-v.start)
+	doc = append(doc, strings.Repeat("\n", line-1)...)
+	doc = append(doc, "v="...)
+	doc = append(doc, strings.Repeat(" ", max(col-3, 0))...) // col >= 3: "k=" precedes
+	doc = append(doc, d.data[v.start:v.end]...)
+
+	holder := reflect.New(reflect.StructOf([]reflect.StructField{
+		{Name: "V", Type: f.typ, Tag: `toml:"v"`},
+	}))
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(holder.Interface()); err != nil {
+		return valueProblem(err, f, line, col)
+	}
+	reflect.ValueOf(c).Elem().FieldByIndex(f.index).Set(holder.Elem().Field(0))
+	return nil
+}
+
+var durationType = reflect.TypeFor[Duration]()
+
+// valueProblem translates the error of go-toml's decoder on the value of
+// the key f, which starts at line, col, into an *Error.
+func valueProblem(err error, f field, line, col int) *Error {
+	p := &Error{Line: line, Column: col, Key: f.key, Kind: ErrInvalid, Err: err}
+	msg := err.Error()
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		msg = strings.TrimPrefix(de.Error(), "toml: ")
+		// Within the value, e.g. at an entry of an array; go-toml puts
+		// some errors at the key, "v", which is not in the file.
+		if l, c := de.Position(); l > line || l == line && c >= col {
+			p.Line, p.Column = l, c
+		}
+	}
+	if strings.HasPrefix(msg, "cannot decode TOML ") || strings.HasPrefix(msg, "cannot store ") {
 		p.Kind = ErrType
 		p.Msg = fmt.Sprintf("%s: wrong type: expected %s%s; example%s: %s",
-			key, typeName(f.typ), gotType(msg), tableNote(f), keyDocs[key].example)
-	case known && (f.typ == reflect.TypeFor[Duration]() ||
-		strings.Contains(msg, "too large") || strings.Contains(msg, "too small")):
-		p.Kind = ErrInvalid
-		p.Msg = fmt.Sprintf("%s: %s; allowed: %s", key, msg, keyDocs[key].allowed)
-	case key != "" && tableByName(key) != nil && isType:
-		p.Kind = ErrType
-		p.Msg = fmt.Sprintf("%s: wrong type: %s is a table; write [%s] on a line of its own with its keys below it",
-			key, key, key)
-	case isType && leafPrefix(key).key != "":
-		// network.x = 1: a key below a key that is not a table.
-		lf := leafPrefix(key)
-		p.Kind = ErrType
-		p.Msg = fmt.Sprintf("%s: wrong type: %s is %s, not a table; example%s: %s",
-			key, lf.key, typeName(lf.typ), tableNote(lf), keyDocs[lf.key].example)
-	case isType:
-		p.Kind = ErrType
-		p.Msg = "wrong type: " + msg
-	default:
-		p.Kind = ErrSyntax
-		p.Msg = msg
+			f.key, typeName(f.typ), gotType(msg), tableNote(f), keyDocs[f.key].example)
+		return p
 	}
-	return []*Error{p}
+	// A duration time.ParseDuration refuses, an integer beyond 64 bits.
+	p.Msg = fmt.Sprintf("%s: %s; allowed: %s", f.key, msg, keyDocs[f.key].allowed)
+	return p
 }
 
-// leafPrefix returns the key that is a proper prefix of the dotted key, or
-// the zero field.
-func leafPrefix(key string) field {
-	for i := strings.LastIndexByte(key, '.'); i > 0; i = strings.LastIndexByte(key[:i], '.') {
-		if f, ok := fields[key[:i]]; ok {
-			return f
+// syntaxProblem translates an error of go-toml's parser or decoder on the
+// whole document into an ErrSyntax *Error. go-toml names a key without its
+// table ("key level is already defined"); the key is the full name of the
+// key written there.
+func (d *document) syntaxProblem(err error, name string) *Error {
+	p := &Error{File: name, Kind: ErrSyntax, Msg: err.Error(), Err: err}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		p.Line, p.Column = de.Position()
+		p.Key = strings.Join(de.Key(), ".")
+		p.Msg = strings.TrimPrefix(de.Error(), "toml: ")
+		if full := d.nameAt(p.Line, p.Column); full != "" {
+			p.Key = full
+			p.Msg = full + ": " + p.Msg
 		}
 	}
-	return field{}
+	return p
+}
+
+// wrongType is the message for the key f holding got (a TOML type, "a
+// table") instead of its own type.
+func wrongType(f field, got string) string {
+	return fmt.Sprintf("%s: wrong type: expected %s, got %s; example%s: %s",
+		f.key, typeName(f.typ), got, tableNote(f), keyDocs[f.key].example)
+}
+
+// notATable is the message for key, a key below the key f, which is a
+// value and not a table (network.x = 1).
+func notATable(key string, f field) string {
+	return fmt.Sprintf("%s: wrong type: %s is %s, not a table; example%s: %s",
+		key, f.key, typeName(f.typ), tableNote(f), keyDocs[f.key].example)
+}
+
+// tableHint says how to write the table named name.
+func tableHint(name string) string {
+	return "write [" + name + "] on a line of its own with its keys below it"
 }
 
 // gotType extracts the TOML type go-toml found from its message "cannot
@@ -197,10 +268,14 @@ func unknownKeyMessage(key string, isTable bool) string {
 		tableName, last = key[:i], key[i+1:]
 	}
 	if best := nearestKey(key, last); best != "" {
-		if tableByName(best) != nil {
-			return fmt.Sprintf("%s: did you mean [%s]?", what, best)
+		note := ""
+		if strings.EqualFold(key, best) {
+			note = " (names are matched exactly, case included)"
 		}
-		return fmt.Sprintf("%s: did you mean %q?", what, best)
+		if tableByName(best) != nil {
+			return fmt.Sprintf("%s: did you mean [%s]?%s", what, best, note)
+		}
+		return fmt.Sprintf("%s: did you mean %q?%s", what, best, note)
 	}
 	tb := tableByName(tableName)
 	if isTable {
@@ -225,27 +300,47 @@ func unknownKeyMessage(key string, isTable bool) string {
 	return msg
 }
 
-// nearestKey returns the known key or table nearest to key (edit distance
-// at most 2, or the same last part in another table), or "".
+// nearestKey returns the known key or table nearest to key, case ignored:
+// the same but for case, else within an edit distance of 2, else the same
+// last part in another table; or "".
 func nearestKey(key, last string) string {
-	var candidates []string
-	for k := range fields {
-		candidates = append(candidates, k)
-	}
-	candidates = append(candidates, tableNames(schema)...)
-	sort.Strings(candidates)
+	key, last = strings.ToLower(key), strings.ToLower(last)
 	best, bestDist := "", 3
-	for _, c := range candidates {
-		c = strings.Trim(c, "[]")
-		d := editDistance(key, c)
+	for _, name := range suggestions() {
+		c := strings.ToLower(name)
+		d := bestDist // the length alone tells when c cannot be nearer
+		if abs(len(key)-len(c)) < bestDist {
+			d = editDistance(key, c)
+		}
 		if _, cl, ok := strings.Cut(c, "."); ok && cl == last && d > 1 {
 			d = 1 // the right key in the wrong table
 		}
 		if d < bestDist {
-			best, bestDist = c, d
+			best, bestDist = name, d
 		}
 	}
 	return best
+}
+
+// suggestions lists the names nearestKey chooses from: every key and table,
+// sorted (so that ties go the same way every time).
+var suggestions = sync.OnceValue(func() []string {
+	var names []string
+	for k := range fields {
+		names = append(names, k)
+	}
+	for _, t := range tableNames(schema) {
+		names = append(names, strings.Trim(t, "[]"))
+	}
+	sort.Strings(names)
+	return names
+})
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // tableNames lists the sub-tables of tb, all levels, as "[name]".
@@ -279,93 +374,6 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// keyIndex maps the keys of a document, and the entries of its arrays
-// ("p2p.listen[1]"), to where they are and what TOML kind their value is.
-type keyIndex map[string]keyPos
-
-type keyPos struct {
-	line, col int
-	kind      unstable.Kind
-}
-
-// indexKeys parses data with go-toml's parser (only for positions; the
-// decoder does the decoding) and returns the position of every key. The
-// error is the parser's; the decoder reports it again, with its position.
-func indexKeys(data []byte) (keyIndex, error) {
-	idx := keyIndex{}
-	var p unstable.Parser
-	p.Reset(data)
-	var tablePath []string
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			tablePath = keyParts(e.Key())
-		case unstable.KeyValue:
-			idx.addKeyValue(&p, tablePath, e)
-		}
-	}
-	return idx, p.Error()
-}
-
-// addKeyValue records the key-value e found under the table path prefix,
-// and, for an inline table or an array, what it holds.
-func (idx keyIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.Node) {
-	it := e.Key()
-	it.Next()
-	start := p.Shape(it.Node().Raw).Start
-	path := append(append([]string(nil), prefix...), keyParts(e.Key())...)
-	key := strings.Join(path, ".")
-	v := e.Value()
-	idx[key] = keyPos{line: start.Line, col: start.Column, kind: v.Kind}
-	switch v.Kind {
-	case unstable.InlineTable:
-		for c := v.Children(); c.Next(); {
-			if c.Node().Kind == unstable.KeyValue {
-				idx.addKeyValue(p, path, c.Node())
-			}
-		}
-	case unstable.Array:
-		i := 0
-		for c := v.Children(); c.Next(); i++ {
-			pos := keyPos{line: start.Line, col: start.Column, kind: c.Node().Kind}
-			if r := c.Node().Raw; r.Length > 0 {
-				s := p.Shape(r).Start
-				pos.line, pos.col = s.Line, s.Column
-			}
-			idx[key+"["+strconv.Itoa(i)+"]"] = pos
-		}
-	}
-}
-
-// keyParts returns the parts of a (possibly dotted) key.
-func keyParts(it unstable.Iterator) []string {
-	var parts []string
-	for it.Next() {
-		parts = append(parts, string(it.Node().Data))
-	}
-	return parts
-}
-
-// durationTypes reports, as ErrType, each Duration key of the document
-// whose value is not a TOML string.
-func (idx keyIndex) durationTypes(name string) []*Error {
-	var problems []*Error
-	for key, pos := range idx {
-		f, ok := fields[key]
-		if !ok || f.typ != reflect.TypeFor[Duration]() || pos.kind == unstable.String {
-			continue
-		}
-		problems = append(problems, &Error{
-			File: name, Line: pos.line, Column: pos.col, Key: key, Kind: ErrType,
-			Msg: fmt.Sprintf("%s: wrong type: expected %s (a bare number has no unit)%s; example%s: %s",
-				key, typeName(f.typ), gotKind(pos.kind), tableNote(f), keyDocs[key].example),
-		})
-	}
-	sort.Slice(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-	return problems
-}
-
 // gotKind names a TOML value kind for messages, as ", got an integer".
 func gotKind(k unstable.Kind) string {
 	switch k {
@@ -383,20 +391,4 @@ func gotKind(k unstable.Kind) string {
 		return ", got a date or time"
 	}
 	return ""
-}
-
-// locate sets p's position to that of its key in the document, or of the
-// first of its locate keys that is there; for an entry of a list that is
-// not, to the list's.
-func (idx keyIndex) locate(p *Error) {
-	keys := append([]string{p.Key}, p.locate...)
-	if base, _, ok := strings.Cut(p.Key, "["); ok {
-		keys = append(keys, base)
-	}
-	for _, k := range keys {
-		if pos, ok := idx[k]; ok {
-			p.Line, p.Column = pos.line, pos.col
-			return
-		}
-	}
 }

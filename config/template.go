@@ -11,8 +11,9 @@ const templateHeader = `# config.toml: the configuration of a wats node.
 #
 # Every key is listed below with its value, what it does, the values it
 # allows and its default. A key left out of this file takes its default; an
-# unknown key is an error. Durations are strings with a unit: "500ms",
-# "30s", "5m", "1h".
+# unknown key is an error. Names are matched exactly, case included:
+# "Network" or [Log] is an unknown key. Durations are strings with a unit:
+# "500ms", "30s", "5m", "1h".
 `
 
 // commentWidth is the width Template wraps its comments to.

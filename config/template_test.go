@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,45 @@ func TestTOMLRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, c) {
 			t.Errorf("%s: Parse(TOML()) = %+v, want %+v", name, got, c)
 		}
+	}
+}
+
+// TestTemplateDescribesOnlyWhatExists: the template describes this
+// version. A sentence of its comments that mentions a table Config does not
+// have, or the rate limits of ADR 0014 while Config has no table [limits],
+// must say that it is planned; once [limits] exists, no sentence about the
+// rate limits may.
+func TestTemplateDescribesOnlyWhatExists(t *testing.T) {
+	limitsExist := tableByName("limits") != nil
+	var text []string
+	for line := range strings.Lines(string(Template(nil))) {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "#"); ok {
+			text = append(text, strings.TrimSpace(c))
+		}
+	}
+	tableRef := regexp.MustCompile(`\[([a-z0-9_.]+)\]`)
+	mentions := 0
+	for _, sentence := range strings.Split(strings.Join(text, " "), ". ") {
+		var future []string
+		if strings.Contains(strings.ToLower(sentence), "rate limit") {
+			if limitsExist && strings.Contains(sentence, "planned") {
+				t.Errorf("the template calls the rate limits planned, but [limits] exists: %q", sentence)
+			}
+			if !limitsExist {
+				future = append(future, "rate limits")
+			}
+		}
+		for _, m := range tableRef.FindAllStringSubmatch(sentence, -1) {
+			if tableByName(m[1]) == nil {
+				future = append(future, m[0])
+			}
+		}
+		mentions += len(future)
+		if len(future) > 0 && !strings.Contains(sentence, "planned") {
+			t.Errorf("the template mentions %v as if it existed: %q", future, sentence)
+		}
+	}
+	if mentions == 0 && !limitsExist {
+		t.Error("the template no longer mentions the planned rate limits: drop or update this test")
 	}
 }
