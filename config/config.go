@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/wats-network/wats/limits"
 	"time"
 )
 
@@ -87,8 +88,11 @@ type Config struct {
 
 	P2P  P2PConfig  `toml:"p2p"`
 	Sync SyncConfig `toml:"sync"`
-	API  APIConfig  `toml:"api"`
-	Log  LogConfig  `toml:"log"`
+	// Limits are ADR 0014's per-peer rate limits and the challenge's
+	// settings (table [limits]); see package limits for each field.
+	Limits limits.Config `toml:"limits"`
+	API    APIConfig     `toml:"api"`
+	Log    LogConfig     `toml:"log"`
 }
 
 // P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
@@ -194,6 +198,7 @@ func Default() *Config {
 			Interval: Duration{30 * time.Second},
 			Gossip:   true,
 		},
+		Limits: limits.DefaultConfig(),
 		API: APIConfig{
 			MetricsAddr: "",
 		},

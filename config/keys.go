@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"github.com/wats-network/wats/limits"
 	"reflect"
 	"strings"
 	"time"
@@ -29,9 +30,14 @@ type keyDoc struct {
 // tableDocs documents each table, by its dotted name.
 var tableDocs = map[string]string{
 	"p2p": "The libp2p host: its addresses, the peers it dials at start, and the hard " +
-		"bounds of libp2p's connection manager and resource manager. Per-peer rate " +
-		"limits (ADR 0014) are planned, not in this version; they will come as a " +
-		"table [limits] of their own and add to these bounds, not replace them.",
+		"bounds of libp2p's connection manager and resource manager. The per-peer rate " +
+		"limits of [limits] add to these bounds; they do not replace them.",
+	"limits": "Per-peer rate limits on /wats/1 requests (ADR 0014): one token bucket per peer " +
+		"and request type, refilling per_min/60 tokens a second up to a burst of a quarter " +
+		"of a minute's worth (at least one); 0 means unlimited. A request over its limit is " +
+		"refused with \"rate limited (<type>): retry later\". The challenge keys belong to " +
+		"ADR 0014's load challenge, which is planned: they are validated now and take effect " +
+		"when it lands.",
 	"sync": "How the node keeps up with the event logs of its peers.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
 		"socket in the repo (api.sock) and never listens on the network.",
@@ -116,6 +122,50 @@ var keyDocs = map[string]keyDoc{
 		what:    "Least severe level of the messages written.",
 		allowed: `"debug", "info", "warn" or "error"`,
 		example: `level = "info"`,
+	},
+	"limits.hello_per_min": {
+		what:    "hello requests a peer may make, per minute (a burst of a quarter of that, at least 1).",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "hello_per_min = 60",
+	},
+	"limits.sync_per_min": {
+		what: "sync requests (pages of up to 256 events) a peer may make, per minute. At the " +
+			"default, a new node catches up on 1,000,000 events in about 7 minutes.",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "sync_per_min = 600",
+	},
+	"limits.replicate_per_min": {
+		what:    "replicate requests a peer may make, per minute.",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "replicate_per_min = 120",
+	},
+	"limits.report_per_min": {
+		what:    "crash_report requests a peer may make, per minute.",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "report_per_min = 10",
+	},
+	"limits.blob_fetches_per_peer": {
+		what: "Blobs one peer can make this node fetch at once (replicate requests); further " +
+			"blobs of a request are skipped.",
+		allowed: fmt.Sprintf("%d..%d blobs", limits.MinBlobFetchesPerPeer, limits.MaxBlobFetchesPerPeer),
+		example: "blob_fetches_per_peer = 4",
+	},
+	"limits.challenge": {
+		what: "Whether to answer with a proof-of-work challenge instead of a refusal when a " +
+			"peer that can solve is over its limit or the node is overloaded (planned, ADR " +
+			"0014); false means refusals only.",
+		allowed: "true or false",
+		example: "challenge = true",
+	},
+	"limits.challenge_base_bits": {
+		what:    "Effort of a challenge without pressure, in leading zero bits (planned, ADR 0014).",
+		allowed: fmt.Sprintf("%d..challenge_max_bits", limits.MinChallengeBits),
+		example: "challenge_base_bits = 8",
+	},
+	"limits.challenge_max_bits": {
+		what:    "Most effort the node asks for under sustained pressure, in leading zero bits (planned, ADR 0014).",
+		allowed: fmt.Sprintf("challenge_base_bits..%d", limits.MaxChallengeBits),
+		example: "challenge_max_bits = 24",
 	},
 	"log.format": {
 		what:    `"text" for people, "json" for log collectors (one JSON object a line).`,

@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"github.com/wats-network/wats/limits"
 	"reflect"
 	"regexp"
 	"strings"
@@ -157,6 +158,14 @@ func nonDefault() *Config {
 		MaxMemoryMiB: 64,
 	}
 	c.Sync = SyncConfig{Interval: Duration{time.Hour + 30*time.Minute + 1500*time.Millisecond}, Gossip: false}
+	c.Limits = limits.Config{
+		HelloPerMin: 1, SyncPerMin: 0, ReplicatePerMin: limits.MaxPerMin, ReportPerMin: 3,
+		BlobFetchesPerPeer: limits.MaxBlobFetchesPerPeer, Challenge: false,
+		ChallengeBaseBits: 12, ChallengeMaxBits: 20,
+		// Not keys: Parse keeps their defaults.
+		OverloadInFlight: limits.DefaultConfig().OverloadInFlight,
+		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,
+	}
 	c.API = APIConfig{MetricsAddr: "[::1]:9464"}
 	c.Log = LogConfig{Level: "debug", Format: "json"}
 	return c

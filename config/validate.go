@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"github.com/wats-network/wats/limits"
 	"net"
 	"slices"
 	"strconv"
@@ -26,6 +28,7 @@ func (c *Config) problems() []*Error {
 	ch.network(c.Network)
 	c.P2P.validate(&ch)
 	c.Sync.validate(&ch)
+	validateLimits(&ch, c.Limits)
 	c.API.validate(&ch)
 	c.Log.validate(&ch)
 	return ch.errs
@@ -185,4 +188,36 @@ func (a *APIConfig) validate(ch *checker) {
 func (l *LogConfig) validate(ch *checker) {
 	ch.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
 	ch.oneOf("log.format", l.Format, "text", "json")
+}
+
+// validateLimits reports the problems limits.Config.Validate finds, as
+// config problems of their keys. The fields without a key are not read
+// from the file, so their problems cannot come from it.
+func validateLimits(ch *checker, l limits.Config) {
+	err := l.Validate()
+	if err == nil {
+		return
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var ce *limits.ConfigError
+		if !errors.As(e, &ce) {
+			continue
+		}
+		var locate []string
+		switch ce.Key {
+		case "limits.challenge_base_bits":
+			locate = []string{"limits.challenge_max_bits"}
+		case "limits.challenge_max_bits":
+			locate = []string{"limits.challenge_base_bits"}
+		}
+		if _, ok := keyDocs[ce.Key]; ok {
+			ch.bad(ce.Key, ce.Value, ce.Problem, locate...)
+		}
+	}
 }

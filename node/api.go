@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
 )
@@ -44,6 +45,8 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", n.apiEvent)
 	mux.HandleFunc("GET "+api.PathTail, n.apiTail)
 	mux.HandleFunc("POST "+api.PathSync, n.apiSync)
+	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
+	mux.HandleFunc("GET "+api.PathDiag, n.apiDiag)
 	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
 	return mux
 }
@@ -343,4 +346,43 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, api.ErrorBody{Error: err.Error()})
+}
+
+// Limits returns the effective rate limits.
+func (n *Node) Limits() api.Limits {
+	l := n.cfg.Limits
+	out := api.Limits{
+		BlobFetchesPerPeer: l.BlobFetchesPerPeer,
+		Challenge:          l.Challenge, ChallengeBaseBits: l.ChallengeBaseBits, ChallengeMaxBits: l.ChallengeMaxBits,
+		OverloadInFlight: l.OverloadInFlight, SolvedPerMin: l.SolvedPerMin,
+		MaxTrackedPeers: n.adm.table.MaxPeers(),
+	}
+	for _, k := range limits.Kinds() {
+		r := n.adm.table.Rate(k)
+		rl := api.RequestLimit{Type: k.String(), Key: k.Key(), PerMin: r.PerMin()}
+		if !r.Unlimited() {
+			rl.Burst, rl.IntervalNs = r.Burst(), int64(r.Interval())
+		}
+		out.Requests = append(out.Requests, rl)
+	}
+	return out
+}
+
+func (n *Node) apiLimits(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.Limits())
+}
+
+// Diag returns the admission counters.
+func (n *Node) Diag() api.Diag {
+	s := n.adm.table.Snapshot()
+	d := api.Diag{RefusedAtCap: s.RefusedAtCap, TrackedPeers: s.TrackedPeers, ThrottleLinesLogged: n.adm.throttle.Logged()}
+	for _, k := range limits.Kinds() {
+		c := s.Of(k)
+		d.Requests = append(d.Requests, api.RequestCounts{Type: k.String(), Accepted: c.Accepted, Refused: c.Refused})
+	}
+	return d
+}
+
+func (n *Node) apiDiag(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.Diag())
 }

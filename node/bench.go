@@ -61,6 +61,8 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Sync.Gossip = false
 	cfg.Sync.Interval = config.Duration{Duration: config.MaxSyncInterval}
+	// Rate limits off: the catch-up is measured at full speed.
+	cfg.Limits.HelloPerMin, cfg.Limits.SyncPerMin = 0, 0
 	src, err := repo.Init(filepath.Join(dir, "source"), repo.InitOptions{Config: cfg, Force: true})
 	if err != nil {
 		return nil, err

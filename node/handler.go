@@ -73,16 +73,6 @@ func (n *Node) handleStream(s network.Stream) {
 	}
 }
 
-// admit decides whether to serve req from p. It returns nil to serve, or the
-// response to send instead (a refused or a challenge message).
-//
-// This is where ADR 0014's admission sits: per-peer token buckets per
-// request type, the overload check and the b3 challenge come with the limits
-// and challenge issues. Until then every request is served.
-func (n *Node) admit(p peer.ID, req *proto.Request) proto.Message {
-	return nil
-}
-
 // reply writes one response and closes the stream; a failed write resets it.
 func (n *Node) reply(s network.Stream, m proto.Message) {
 	_ = s.SetWriteDeadline(n.now().Add(proto.ResponseTimeout))
@@ -156,6 +146,7 @@ func (n *Node) ownHello() *proto.Hello {
 		}
 		listen = append(listen, a.String())
 	}
+	l := n.cfg.Limits
 	return &proto.Hello{
 		Version:  proto.Version,
 		Network:  n.cfg.Network,
@@ -163,6 +154,11 @@ func (n *Node) ownHello() *proto.Hello {
 		Features: Features,
 		Listen:   listen,
 		Head:     strconv.FormatUint(n.events.Head(), 10),
+		// Advertised so that peers pace themselves (limits issue).
+		Limits: &proto.HelloLimits{
+			HelloPerMin: int64(l.HelloPerMin), SyncPerMin: int64(l.SyncPerMin),
+			ReplicatePerMin: int64(l.ReplicatePerMin), ReportPerMin: int64(l.ReportPerMin),
+		},
 	}
 }
 

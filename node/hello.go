@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
@@ -90,6 +91,9 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	}
 	first := st.hello == nil
 	st.hello, st.helloAt = h, now
+	if rate := peerSyncRate(h); st.pacer == nil || st.pacer.Rate().PerMin() != rate {
+		st.pacer = limits.NewPacer(rate)
+	}
 	n.mu.Unlock()
 	if first {
 		n.log.Info("peer completed hello", "peer", p, "agent", h.Agent, "head", h.Head)
@@ -156,4 +160,25 @@ func cacheableAddrs(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// peerSyncRate is the sync rate a peer advertised in hello, in requests a
+// minute, clamped to what the limits package handles; 0 (unlimited, or not
+// said by an older peer) when absent.
+func peerSyncRate(h *proto.Hello) int {
+	if h.Limits == nil || h.Limits.SyncPerMin <= 0 {
+		return 0
+	}
+	return int(min(h.Limits.SyncPerMin, limits.MaxPerMin))
+}
+
+// pacerFor returns the pacer of p's sync requests; an unlimited one if p has
+// not completed hello.
+func (n *Node) pacerFor(p peer.ID) *limits.Pacer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st, ok := n.mu.peers[p]; ok && st.pacer != nil {
+		return st.pacer
+	}
+	return limits.NewPacer(0)
 }

@@ -22,6 +22,7 @@ type metrics struct {
 	served        prometheus.Counter     // events sent in sync pages
 	wrongNetworks prometheus.Counter
 	syncBusyN     prometheus.Counter // sync requests refused for want of memory
+	syncRefusedN  prometheus.Counter // this node's sync requests that a peer refused
 	gossipRejects prometheus.Counter
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
@@ -50,6 +51,9 @@ func newMetrics(n *Node) *metrics {
 	m.syncBusyN = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_sync_busy_total", Help: "Sync requests answered 'too busy' because the resource manager had no memory for a page.",
 	})
+	m.syncRefusedN = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_sync_client_refused_total", Help: "Sync requests of this node that a peer refused as over its rate limit.",
+	})
 	m.gossipRejects = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_gossip_rejected_total", Help: "Gossip envelopes rejected by the validator.",
 	})
@@ -65,7 +69,8 @@ func newMetrics(n *Node) *metrics {
 		Name: "wats_peers", Help: "Connected peers that completed hello.",
 	}, func() float64 { return float64(len(n.helloPeers())) })
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
-		m.wrongNetworks, m.syncBusyN, m.gossipRejects, head, peers,
+		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
+		n.adm.table.Collector(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -74,6 +79,7 @@ func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)
 func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
 func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
 func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
+func (m *metrics) syncRefused()           { m.syncRefusedN.Inc() }
 func (m *metrics) wrongNetwork()          { m.wrongNetworks.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()

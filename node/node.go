@@ -21,6 +21,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
@@ -69,6 +70,7 @@ type Node struct {
 	gossip *gossip.Gossip // nil when gossip is off
 	mdns   mdns.Service   // nil when p2p.mdns is off
 	hints  *gossip.Hints
+	adm    *admission
 	m      *metrics
 
 	started time.Time
@@ -100,7 +102,11 @@ type peerState struct {
 	helloAt time.Time
 	// greeting is set while this node's own hello to the peer is in flight.
 	greeting *greeting
-	dir      network.Direction
+	// pacer paces this node's sync requests to the peer's advertised
+	// sync_per_min (nil before hello); it lives as long as the connection,
+	// as the peer's bucket for us does.
+	pacer *limits.Pacer
+	dir   network.Direction
 }
 
 // New opens the repo's database and builds the node's host. Nothing is
@@ -119,6 +125,11 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now}
 	n.mu.peers = make(map[peer.ID]*peerState)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	adm, err := newAdmission(r.Config.Limits, now())
+	if err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	n.adm = adm
 	n.m = newMetrics(n)
 	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
 
@@ -128,7 +139,6 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 			n.closeStores()
 		}
 	}()
-	var err error
 	dbOpts := dbOptions(n.log)
 	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
 	n.db, err = pebble.Open(r.DBPath(), dbOpts)
@@ -184,6 +194,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.go_(n.bootstrap)
 	n.go_(n.syncLoop)
+	n.go_(n.throttleSummaries)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil)
 	return nil
@@ -208,6 +219,7 @@ func (n *Node) Close() error {
 		errs = append(errs, n.host.Close())
 	}
 	n.wg.Wait()
+	n.log.Info("admission counters at shutdown", "limits", n.adm.table.Snapshot())
 	errs = append(errs, n.closeStores())
 	return errors.Join(errs...)
 }

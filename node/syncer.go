@@ -41,6 +41,10 @@ const (
 // tests can make it small.
 var maxPagesPerRun = 4096
 
+// maxRefusalsInARow is how many refusals in a row the sync client waits
+// out before it ends the run.
+const maxRefusalsInARow = 8
+
 // errBadPage is wrapped by the sync client's errors for a page that breaks
 // the protocol (a cursor that goes backwards, too many events).
 var errBadPage = errors.New("node: peer sent a bad sync page")
@@ -174,12 +178,32 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 // until the peer has no more or ctx ends. It checks what the protocol
 // promises: at most proto.MaxPageEvents events, and a next cursor that moves
 // forward exactly when events came.
+//
+// Requests are paced to the peer's advertised sync rate (limits.Pacer), so
+// that a catch-up at the peer's limit wastes no round trip on refusals; a
+// refusal that comes anyway (a peer that did not advertise, or clocks that
+// disagree) is waited out and the page asked again, at most
+// maxRefusalsInARow times in a row.
 func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out chan<- page) error {
+	pacer := n.pacerFor(p)
+	refusals := 0
 	for pages := 0; ; pages++ {
 		if pages == maxPagesPerRun {
 			return fmt.Errorf("%w: %d pages from %s", errRunBound, pages, p)
 		}
+		if err := pacer.Wait(ctx); err != nil {
+			return err
+		}
 		resp, err := proto.Call(ctx, n.host, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
+		var refused *proto.RefusedError
+		if errors.As(err, &refused) && refusals < maxRefusalsInARow {
+			refusals++
+			n.m.syncRefused()
+			pacer.Refused(time.Duration(refused.RetryAfterMs) * time.Millisecond)
+			pages--
+			continue
+		}
+		refusals = 0
 		if err != nil {
 			return fmt.Errorf("node: sync from %s after %d: %w", p, cursor, err)
 		}

@@ -197,6 +197,7 @@ type fields struct {
 	blobs, providers, stored, skipped, failed    []byte
 	event, id, code, message, reason, retryAfter []byte
 	alg, seed, effort, expires                   []byte
+	limits                                       []byte
 }
 
 func (f *fields) slot(name string) *[]byte {
@@ -257,6 +258,8 @@ func (f *fields) slot(name string) *[]byte {
 		return &f.effort
 	case "expires":
 		return &f.expires
+	case "limits":
+		return &f.limits
 	}
 	return nil // unknown, _grease… included
 }
@@ -532,10 +535,44 @@ func decodeHello(f *fields) (*Hello, error) {
 	if m.Head, err = asString(f.head, "hello: \"head\"", 20); err != nil {
 		return nil, err
 	}
+	if f.limits != nil {
+		if m.Limits, err = decodeHelloLimits(f.limits); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// decodeHelloLimits decodes the "limits" object of a hello: known members
+// are non-negative integers, unknown ones are ignored.
+func decodeHelloLimits(v []byte) (*HelloLimits, error) {
+	const field = "hello: \"limits\""
+	l := &HelloLimits{}
+	err := eachMember(v, field, func(name string, val []byte) error {
+		var dst *int64
+		switch name {
+		case "hello_per_min":
+			dst = &l.HelloPerMin
+		case "sync_per_min":
+			dst = &l.SyncPerMin
+		case "replicate_per_min":
+			dst = &l.ReplicatePerMin
+		case "report_per_min":
+			dst = &l.ReportPerMin
+		default:
+			return nil
+		}
+		n, err := asInt(val, field+"."+name, 0)
+		*dst = n
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func decodeSyncRequest(f *fields) (*SyncRequest, error) {

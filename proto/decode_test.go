@@ -631,3 +631,40 @@ func TestLongDuplicateNameGetsBadRequest(t *testing.T) {
 		t.Fatal("a text of exactly MaxTextBytes was cut")
 	}
 }
+
+// TestHelloLimits: the limits extension of hello decodes when present,
+// stays nil when absent, ignores unknown members and refuses what does not
+// fit (design §4).
+func TestHelloLimits(t *testing.T) {
+	base := `{"type":"hello","version":1,"network":"n","head":"0"`
+	ok := map[string]*HelloLimits{
+		base + `}`:             nil,
+		base + `,"limits":{}}`: {},
+		base + `,"limits":{"sync_per_min":600,"future_per_min":5}}`:               {SyncPerMin: 600},
+		base + `,"limits":{"hello_per_min":0,"report_per_min":9007199254740992}}`: {ReportPerMin: 1 << 53},
+	}
+	for in, want := range ok {
+		req, err := DecodeRequest([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if !reflect.DeepEqual(req.Hello.Limits, want) {
+			t.Fatalf("%s: limits %+v, want %+v", in, req.Hello.Limits, want)
+		}
+	}
+	for _, in := range []string{
+		base + `,"limits":{"sync_per_min":-1}}`,
+		base + `,"limits":{"sync_per_min":1.5}}`,
+		base + `,"limits":{"sync_per_min":9007199254740993}}`,
+		base + `,"limits":{"sync_per_min":"600"}}`,
+		base + `,"limits":{"sync_per_min":1,"sync_per_min":2}}`,
+		base + `,"limits":[600]}`,
+		base + `,"limits":null}`,
+	} {
+		_, err := DecodeRequest([]byte(in))
+		var perr *Error
+		if !errors.As(err, &perr) || perr.Code != CodeBadRequest {
+			t.Errorf("%s: %v, want bad_request", in, err)
+		}
+	}
+}

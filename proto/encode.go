@@ -163,6 +163,19 @@ func encode(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 		w.strs(m.Listen)
 		w.member("head")
 		w.str(m.Head)
+		if l := m.Limits; l != nil {
+			w.member("limits")
+			w.open('{')
+			for _, kv := range []struct {
+				name string
+				v    int64
+			}{{"hello_per_min", l.HelloPerMin}, {"sync_per_min", l.SyncPerMin},
+				{"replicate_per_min", l.ReplicatePerMin}, {"report_per_min", l.ReportPerMin}} {
+				w.name(kv.name) // str adds the separating comma
+				w.int(kv.v)
+			}
+			w.close('}')
+		}
 	case *SyncRequest:
 		w.member("after")
 		w.str(FormatCursor(m.After))

@@ -46,6 +46,10 @@ func goldens() []golden {
 		{name: "hello_response", kind: "response", msg: &Hello{
 			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: "0",
 		}},
+		{name: "hello_limits", kind: "request", msg: &Hello{
+			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: "7",
+			Limits: &HelloLimits{HelloPerMin: 60, SyncPerMin: 600, ReplicatePerMin: 120, ReportPerMin: 0},
+		}},
 		{name: "sync_request", kind: "request", msg: &SyncRequest{After: 41, Limit: 100}},
 		{name: "sync_request_solution", kind: "request", msg: &SyncRequest{After: 0, Limit: MaxPageEvents},
 			sol: &Solution{Alg: "b3", Seed: testSeed, Nonce: "18446744073709551615"}},

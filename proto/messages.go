@@ -32,6 +32,8 @@ type Message interface {
 //	         the sender's listen multiaddrs. Not parsed here, so that a peer
 //	         with a newer multiaddr protocol is not refused; the node skips
 //	         the ones it cannot parse.
+//	limits   HelloLimits object, optional: the sender's rate limits (an
+//	         extension of the limits issue; older peers ignore it).
 //	head     cursor (decimal string), required: the sender's log cursor, the
 //	         one after its last event ("0" for an empty log), which is the
 //	         "next" a sync of the whole log would end with.
@@ -42,6 +44,24 @@ type Hello struct {
 	Features []string
 	Listen   []string
 	Head     string
+	// Limits, optional (nil when absent): the sender's per-peer rate limits,
+	// so that a peer can pace itself and waste no round trip on refusals.
+	// An extension field (limits issue): older peers ignore it.
+	Limits *HelloLimits
+}
+
+// HelloLimits is the "limits" object of a Hello: the sender's ADR 0014 rate
+// limits per peer, each in requests a minute, 0 meaning unlimited. Members
+// are named as the config keys; unknown members are ignored.
+//
+//	{"hello_per_min":60,"sync_per_min":600,"replicate_per_min":120,"report_per_min":10}
+//
+// Each is an integer 0..MaxSafeInt, optional (0: unlimited, or not said).
+type HelloLimits struct {
+	HelloPerMin     int64
+	SyncPerMin      int64
+	ReplicatePerMin int64
+	ReportPerMin    int64
 }
 
 // SyncRequest asks for a page of the responder's log (design §4, §5).

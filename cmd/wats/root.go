@@ -64,6 +64,8 @@ A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		c.versionCmd(),
 		c.devnetCmd(),
 		c.benchCmd(),
+		c.limitsCmd(),
+		c.diagCmd(),
 	)
 	if c.name != defaultName {
 		nameExamples(root, c.name)

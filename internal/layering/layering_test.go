@@ -18,13 +18,13 @@ const module = "github.com/wats-network/wats"
 var allowed = map[string][]string{
 	"proto":             {},
 	"eventlog":          {},
-	"config":            {},
+	"config":            {"limits"},
 	"peercache":         {},
 	"limits":            {},
 	"repo":              {"config"},
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
-	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "node/api"},
+	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "node/api"},
 	"cmd/wats":          {"node", "node/api", "repo", "config"},
 	"internal/layering": {},
 }

@@ -391,3 +391,21 @@ func errorFrom(resp *http.Response) *Error {
 	}
 	return e
 }
+
+// Limits returns the daemon's effective rate limits (GET PathLimits).
+func (c *Client) Limits(ctx context.Context) (*Limits, error) {
+	var l Limits
+	if err := c.getJSON(ctx, PathLimits, nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// Diag returns the daemon's admission counters (GET PathDiag).
+func (c *Client) Diag(ctx context.Context) (*Diag, error) {
+	var d Diag
+	if err := c.getJSON(ctx, PathDiag, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}

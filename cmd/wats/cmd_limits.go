@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (c *cli) limitsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "limits",
+		Short: "Print the daemon's effective per-peer rate limits (ADR 0014)",
+		Long: `Print the rate limits the daemon enforces per peer and request type: the rate
+(per minute), the burst a peer with a full bucket may send at once, and the time
+one token takes to refill. 0 means unlimited. They come from the [limits] table
+of config.toml.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.Limits(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(l)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TYPE\tPER MIN\tBURST\tONE EVERY\tKEY")
+			for _, r := range l.Requests {
+				if r.PerMin == 0 {
+					fmt.Fprintf(tw, "%s\tunlimited\t-\t-\t%s\n", r.Type, r.Key)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\n", r.Type, r.PerMin, r.Burst, time.Duration(r.IntervalNs), r.Key)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "blob fetches per peer: %d\n", l.BlobFetchesPerPeer)
+			fmt.Fprintf(c.stdout, "tracked peers at most: %d\n", l.MaxTrackedPeers)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (c *cli) diagCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diag",
+		Short: "Print the daemon's admission counters: requests accepted and refused per type",
+		Long: `Print, per request type, how many requests the daemon accepted and refused as
+over a peer's rate limit since it started; no peer identities. The same counters
+are exported as Prometheus metrics (wats_requests_accepted_total,
+wats_requests_refused_total) and logged at a clean shutdown.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			d, err := cl.Diag(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(d)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TYPE\tACCEPTED\tREFUSED")
+			for _, r := range d.Requests {
+				fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Type, r.Accepted, r.Refused)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "refused at the tracked-peer cap: %d\n", d.RefusedAtCap)
+			fmt.Fprintf(c.stdout, "tracked peers: %d\n", d.TrackedPeers)
+			fmt.Fprintf(c.stdout, "\"peer throttled\" lines logged: %d\n", d.ThrottleLinesLogged)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

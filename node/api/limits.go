@@ -1,0 +1,62 @@
+package api
+
+// Paths of the admission views (limits issue).
+const (
+	// PathLimits answers GET with Limits: the effective rate limits.
+	PathLimits = "/v1/limits"
+	// PathDiag answers GET with Diag: the admission counters.
+	PathDiag = "/v1/diag"
+)
+
+// RequestLimit is the effective limit of one request type (ADR 0014).
+type RequestLimit struct {
+	// Type is the wire type: hello, sync, replicate or crash_report.
+	Type string `json:"type"`
+	// Key is the config key that sets it, e.g. "limits.sync_per_min".
+	Key string `json:"key"`
+	// PerMin is the rate in requests a minute per peer; 0 means unlimited.
+	PerMin int `json:"per_min"`
+	// Burst is how many requests a peer with a full bucket may make at
+	// once: max(1, per_min/4); 0 when unlimited.
+	Burst int `json:"burst"`
+	// IntervalNs is the time one token takes to refill, in nanoseconds; 0
+	// when unlimited.
+	IntervalNs int64 `json:"interval_ns"`
+}
+
+// Limits is the answer of GET PathLimits.
+type Limits struct {
+	Requests []RequestLimit `json:"requests"`
+	// BlobFetchesPerPeer is limits.blob_fetches_per_peer.
+	BlobFetchesPerPeer int `json:"blob_fetches_per_peer"`
+	// Challenge, ChallengeBaseBits and ChallengeMaxBits are the load
+	// challenge's keys (ADR 0014 addendum).
+	Challenge         bool `json:"challenge"`
+	ChallengeBaseBits int  `json:"challenge_base_bits"`
+	ChallengeMaxBits  int  `json:"challenge_max_bits"`
+	// OverloadInFlight and SolvedPerMin are ADR 0014's fields without a key.
+	OverloadInFlight int `json:"overload_in_flight"`
+	SolvedPerMin     int `json:"solved_per_min"`
+	// MaxTrackedPeers is the most peers whose bucket state is kept at once.
+	MaxTrackedPeers int `json:"max_tracked_peers"`
+}
+
+// RequestCounts are the admission decisions for one request type since the
+// daemon started.
+type RequestCounts struct {
+	Type     string `json:"type"`
+	Accepted uint64 `json:"accepted"`
+	Refused  uint64 `json:"refused"`
+}
+
+// Diag is the answer of GET PathDiag: counters without peer identities.
+type Diag struct {
+	Requests []RequestCounts `json:"requests"`
+	// RefusedAtCap counts requests of new peers refused because the table
+	// of tracked peers was full (part of the refused counts).
+	RefusedAtCap uint64 `json:"refused_at_cap"`
+	// TrackedPeers is the number of peers whose bucket state is kept.
+	TrackedPeers int `json:"tracked_peers"`
+	// ThrottleLinesLogged counts the "peer throttled" lines logged.
+	ThrottleLinesLogged uint64 `json:"throttle_lines_logged"`
+}
