@@ -1,0 +1,50 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// TestLimitsAndDiag: `wats limits` and `wats diag` print what the daemon
+// answers, as a table and as JSON.
+func TestLimitsAndDiag(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathLimits, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.Limits{
+			Requests: []api.RequestLimit{
+				{Type: "sync", Key: "limits.sync_per_min", PerMin: 600, Burst: 150, IntervalNs: 100e6},
+				{Type: "crash_report", Key: "limits.report_per_min"},
+			},
+			BlobFetchesPerPeer: 4, MaxTrackedPeers: 65536,
+		})
+	})
+	mux.HandleFunc("GET "+api.PathDiag, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.Diag{
+			Requests:     []api.RequestCounts{{Type: "sync", Accepted: 150, Refused: 25}},
+			TrackedPeers: 3, ThrottleLinesLogged: 1,
+		})
+	})
+	dir := fakeDaemon(t, mux)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4"}},
+		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`}},
+		{[]string{"diag"}, []string{"sync", "150", "25", "tracked peers: 3"}},
+		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"throttle_lines_logged": 1`}},
+	} {
+		code, stdout, stderr := runCLI(t, "", append(tc.args, "--repo", dir)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, stdout)
+			}
+		}
+	}
+}
