@@ -170,7 +170,7 @@ func newHost(t *testing.T) host.Host {
 func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, b := newHost(t), newHost(t)
+	a := newHost(t)
 	delivered := make(chan Delivery, 4)
 	rejected := make(chan error, 4)
 	g, err := Join(ctx, a, "test", Options{
@@ -182,38 +182,7 @@ func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 	}
 	defer g.Close()
 
-	bMesh := newMeshTracer(proto.Topic("test"))
-	ps, err := pubsub.NewGossipSub(ctx, b, pubsub.WithRawTracer(bMesh))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(proto.Topic("test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := topic.Subscribe(); err != nil { // announce interest, to be grafted
-		t.Fatal(err)
-	}
-	if err := b.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
-		t.Fatal(err)
-	}
-	// Publish only once each side has the other in its mesh: before that,
-	// gossipsub may drop a message it has no route for yet.
-	for _, m := range []interface {
-		Mesh() ([]peer.ID, <-chan struct{})
-	}{g, bMesh} {
-		for {
-			mesh, changed := m.Mesh()
-			if len(mesh) > 0 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no gossip mesh after 10 s")
-			}
-		}
-	}
+	b, topic := rawPublisher(ctx, t, a, g)
 	now := time.Now()
 	bad := envelope(t, jsontext.Value(strings.Replace(string(testEvent(t, now)), `"hi"`, `"ho"`, 1)), nil, 0)
 	good := envelope(t, testEvent(t, now), providers(1), 0)
@@ -246,4 +215,54 @@ func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 		t.Fatalf("a second rejection: %v", err)
 	default:
 	}
+}
+
+// mesher is a gossip mesh that can be waited on: a Gossip, or the
+// meshTracer of a raw gossipsub peer.
+type mesher interface {
+	Mesh() ([]peer.ID, <-chan struct{})
+}
+
+// waitMesh waits until each of ms has a peer in its gossip mesh.
+func waitMesh(t *testing.T, ms ...mesher) {
+	t.Helper()
+	for _, m := range ms {
+		for {
+			mesh, changed := m.Mesh()
+			if len(mesh) > 0 {
+				break
+			}
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no gossip mesh after 10 s")
+			}
+		}
+	}
+}
+
+// rawPublisher starts a bare gossipsub peer (no validator: it publishes
+// whatever a test gives it) subscribed to the test topic, connects it to a,
+// and waits until it and g have each other in their meshes: before that,
+// gossipsub may drop a message it has no route for yet.
+func rawPublisher(ctx context.Context, t *testing.T, a host.Host, g *Gossip, opts ...pubsub.Option) (host.Host, *pubsub.Topic) {
+	t.Helper()
+	b := newHost(t)
+	bMesh := newMeshTracer(proto.Topic("test"))
+	ps, err := pubsub.NewGossipSub(ctx, b, append(opts, pubsub.WithRawTracer(bMesh))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(proto.Topic("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topic.Subscribe(); err != nil { // announce interest, to be grafted
+		t.Fatal(err)
+	}
+	if err := b.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	waitMesh(t, g, bMesh)
+	return b, topic
 }

@@ -16,9 +16,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/wats-network/wats/proto"
 )
 
 // TestFloodOfInvalidEnvelopesGraylistsTheSender: a peer that forwards many
@@ -27,41 +24,16 @@ import (
 func TestFloodOfInvalidEnvelopesGraylistsTheSender(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, b := newHost(t), newHost(t)
+	a := newHost(t)
 	rejected := make(chan error, 1000)
 	g, err := Join(ctx, a, "test", Options{Reject: func(err error) { rejected <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	bMesh := newMeshTracer(proto.Topic("test"))
 	// An attacker sends to every topic peer, in the mesh or not (a prunes
 	// it from its mesh after the first invalid envelopes).
-	ps, err := pubsub.NewGossipSub(ctx, b, pubsub.WithRawTracer(bMesh), pubsub.WithFloodPublish(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(proto.Topic("test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := topic.Subscribe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		mesh, changed := bMesh.Mesh()
-		if len(mesh) > 0 {
-			break
-		}
-		select {
-		case <-changed:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no gossip mesh after 10 s")
-		}
-	}
+	b, topic := rawPublisher(ctx, t, a, g, pubsub.WithFloodPublish(true))
 	bad := envelope(t, jsontext.Value(strings.Replace(string(testEvent(t, time.Now())), `"hi"`, `"ho"`, 1)), nil, 0)
 	const flood = 30
 	for i := range flood {

@@ -126,8 +126,9 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 	}
 }
 
-// fakePeer is a host that answers hello and serves one fixed sync page.
-func fakePeer(t *testing.T, networkName string, events []jsontext.Value) host.Host {
+// respondingPeer is a bare host whose /wats/1 handler answers each decoded
+// request with respond's message.
+func respondingPeer(t *testing.T, respond func(*proto.Request) proto.Message) host.Host {
 	h := rawHost(t)
 	h.SetStreamHandler(proto.ID, func(s network.Stream) {
 		defer s.Close()
@@ -141,22 +142,26 @@ func fakePeer(t *testing.T, networkName string, events []jsontext.Value) host.Ho
 			s.Reset()
 			return
 		}
-		var resp proto.Message
-		switch req.Type {
-		case proto.TypeHello:
-			resp = &proto.Hello{Version: 1, Network: networkName, Agent: "fake", Features: []string{}, Listen: []string{},
-				Head: proto.FormatCursor(uint64(len(events)))}
-		case proto.TypeSync:
-			page := &proto.SyncResponse{Next: uint64(len(events))}
-			if req.Sync.After < uint64(len(events)) {
-				page.Events = events[req.Sync.After:]
-			}
-			resp = page
+		if err := proto.WriteMessage(s, respond(req)); err != nil {
+			s.Reset()
 		}
-		out, _ := proto.Marshal(resp)
-		proto.WriteFrame(s, out)
 	})
 	return h
+}
+
+// fakePeer is a host that answers hello and serves one fixed sync page.
+func fakePeer(t *testing.T, networkName string, events []jsontext.Value) host.Host {
+	return respondingPeer(t, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: networkName, Agent: "fake", Features: []string{}, Listen: []string{},
+				Head: proto.FormatCursor(uint64(len(events)))}
+		}
+		page := &proto.SyncResponse{Next: uint64(len(events))}
+		if req.Sync.After < uint64(len(events)) {
+			page.Events = events[req.Sync.After:]
+		}
+		return page
+	})
 }
 
 func signed(t *testing.T, key crypto.PrivKey, at time.Time, text string) *eventlog.Event {
@@ -250,31 +255,13 @@ func TestWrongNetworkHello(t *testing.T) {
 // lyingPeer answers hello with a huge head and every sync with one page of
 // the given events and more=true, forever.
 func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.Host {
-	h := rawHost(t)
-	h.SetStreamHandler(proto.ID, func(s network.Stream) {
-		defer s.Close()
-		b, err := proto.ReadFrame(s, proto.MaxRequestBytes)
-		if err != nil {
-			s.Reset()
-			return
+	return respondingPeer(t, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: "test", Agent: "liar", Head: "18446744073709551615"}
 		}
-		req, err := proto.DecodeRequest(b)
-		if err != nil {
-			s.Reset()
-			return
-		}
-		var resp proto.Message
-		switch req.Type {
-		case proto.TypeHello:
-			resp = &proto.Hello{Version: 1, Network: "test", Agent: "liar", Head: "18446744073709551615"}
-		case proto.TypeSync:
-			served.Add(1)
-			resp = &proto.SyncResponse{Events: page, Next: req.Sync.After + uint64(len(page)), More: true}
-		}
-		out, _ := proto.Marshal(resp)
-		proto.WriteFrame(s, out)
+		served.Add(1)
+		return &proto.SyncResponse{Events: page, Next: req.Sync.After + uint64(len(page)), More: true}
 	})
-	return h
 }
 
 // TestSyncRunBounds: a peer whose pages always say "more" gets at most
