@@ -1,0 +1,45 @@
+package challenge
+
+import "time"
+
+// MaxSolvedPerMin bounds Config.SolvedPerMin: the ceiling keeps one int64
+// per request it admits in a minute, so this bounds its memory (8 MiB).
+const MaxSolvedPerMin = 1 << 20
+
+// ceilingWindow is the window of the solved ceiling. ADR 0014, "What a
+// solution buys": "solved_per_min (1,200) solved requests a minute".
+const ceilingWindow = int64(time.Minute)
+
+// ceiling admits at most n events in any window of ceilingWindow
+// nanoseconds: a sliding log of the last n admission times in a ring.
+// Exact (no burst above n in any minute, unlike a token bucket of
+// capacity n), O(1), and 8·n bytes. n == 0 means unlimited.
+//
+// Not safe for concurrent use; Issuer guards it with its mutex.
+//
+// INVARIANT: when full, times[next] is the oldest of the last n admissions.
+type ceiling struct {
+	times []int64 // admission times, ns
+	next  int
+	full  bool
+}
+
+func newCeiling(n int) *ceiling { return &ceiling{times: make([]int64, n)} }
+
+// allow admits one event at now (ns) if fewer than n were admitted in the
+// window (now-ceilingWindow, now]. Time that goes backwards admits
+// nothing until it passes the oldest admission again.
+func (c *ceiling) allow(now int64) bool {
+	if len(c.times) == 0 {
+		return true
+	}
+	if c.full && now-c.times[c.next] < ceilingWindow {
+		return false
+	}
+	c.times[c.next] = now
+	c.next++
+	if c.next == len(c.times) {
+		c.next, c.full = 0, true
+	}
+	return true
+}

@@ -1,0 +1,96 @@
+package challenge
+
+import (
+	"fmt"
+	"time"
+)
+
+// EffortInterval is the step of the adaptive effort. ADR 0014, "Adaptive
+// effort": "For each 10 s interval during which the node was under
+// pressure, it rises by one bit ...; for each interval without pressure
+// it falls by one bit".
+const EffortInterval = 10 * time.Second
+
+// Default effort bounds, ADR 0014: limits.challenge_base_bits (8) and
+// limits.challenge_max_bits (24).
+const (
+	DefaultBaseBits = 8
+	DefaultMaxBits  = 24
+)
+
+// Effort is the adaptive effort of ADR 0014 (after Tor proposal 327), a
+// deterministic state machine driven by the times passed in.
+//
+// Time is cut into EffortInterval intervals from the first time the
+// controller sees. When an interval ends, the effort rises one bit (up to
+// max) if Pressure was reported during it, and falls one bit (never below
+// base) otherwise; an interval in which nothing was reported at all is a
+// quiet one. Times earlier than the current interval count as inside it.
+//
+// The zero Effort is not usable; build one with NewEffort. Not safe for
+// concurrent use; Issuer guards its own with its mutex.
+type Effort struct {
+	base, max int
+	bits      int
+	started   bool
+	start     int64 // ns, start of the current interval
+	pressured bool  // pressure reported in the current interval
+}
+
+// NewEffort returns a controller at base bits. It validates
+// 1 <= base <= max <= MaxEffort (issue 4, "Keys validated") and returns
+// an error wrapping ErrConfig otherwise.
+func NewEffort(base, max int) (*Effort, error) {
+	if err := validateBits(base, max); err != nil {
+		return nil, err
+	}
+	return &Effort{base: base, max: max, bits: base}, nil
+}
+
+func validateBits(base, max int) error {
+	if base < 1 || base > max || max > MaxEffort {
+		return fmt.Errorf("%w: need 1 <= challenge_base_bits (%d) <= challenge_max_bits (%d) <= %d",
+			ErrConfig, base, max, MaxEffort)
+	}
+	return nil
+}
+
+// advance closes the intervals that ended by now.
+func (e *Effort) advance(now time.Time) {
+	t := now.UnixNano()
+	if !e.started {
+		e.started, e.start = true, t
+		return
+	}
+	if t-e.start < int64(EffortInterval) {
+		return
+	}
+	k := (t - e.start) / int64(EffortInterval) // intervals ended, >= 1
+	if e.pressured {
+		e.bits = min(e.bits+1, e.max)
+		k--
+	}
+	// The remaining k intervals were quiet; k may be huge after a long
+	// idle period, so clamp instead of looping.
+	if k >= int64(e.bits-e.base) {
+		e.bits = e.base
+	} else {
+		e.bits -= int(k)
+	}
+	e.start += (t - e.start) / int64(EffortInterval) * int64(EffortInterval)
+	e.pressured = false
+}
+
+// Pressure reports that the node is under pressure at now: overloaded, or
+// challenging a rate-limited peer (ADR 0014). Several reports in one
+// interval count once.
+func (e *Effort) Pressure(now time.Time) {
+	e.advance(now)
+	e.pressured = true
+}
+
+// Bits returns the effort at now, in leading zero bits, base..max.
+func (e *Effort) Bits(now time.Time) int {
+	e.advance(now)
+	return e.bits
+}

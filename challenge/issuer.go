@@ -1,0 +1,200 @@
+package challenge
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultSolvedPerMin is the global ceiling of solved requests a minute,
+// all peers together. ADR 0014, "What a solution buys": solved_per_min
+// (1,200), a Limits field without a config key for now.
+const DefaultSolvedPerMin = 1200
+
+// Config configures an Issuer. The zero value is not valid; start from
+// DefaultConfig.
+type Config struct {
+	// BaseBits is the effort the node starts at and falls back to, in
+	// leading zero bits: limits.challenge_base_bits, 1..MaxBits.
+	BaseBits int
+	// MaxBits is the effort the node rises to at most under sustained
+	// pressure: limits.challenge_max_bits, BaseBits..MaxEffort.
+	MaxBits int
+	// SolvedPerMin is the global ceiling of solved requests in any minute,
+	// 0..MaxSolvedPerMin; 0 means unlimited.
+	SolvedPerMin int
+	// Key is the MAC key of the seeds. nil (the normal case) means a fresh
+	// random key per Issuer, so seeds do not outlive the process; tests
+	// set it to reproduce vectors.
+	Key *[KeyLen]byte
+}
+
+// DefaultConfig returns the defaults of ADR 0014: base 8 bits, max 24
+// bits, 1,200 solved requests a minute.
+func DefaultConfig() Config {
+	return Config{BaseBits: DefaultBaseBits, MaxBits: DefaultMaxBits, SolvedPerMin: DefaultSolvedPerMin}
+}
+
+// Validate checks the ranges documented on each field; errors wrap
+// ErrConfig.
+func (c *Config) Validate() error {
+	if err := validateBits(c.BaseBits, c.MaxBits); err != nil {
+		return err
+	}
+	if c.SolvedPerMin < 0 || c.SolvedPerMin > MaxSolvedPerMin {
+		return fmt.Errorf("%w: solved_per_min %d not in 0..%d", ErrConfig, c.SolvedPerMin, MaxSolvedPerMin)
+	}
+	return nil
+}
+
+// Challenge is the content of a challenge response (ADR 0014,
+// "Messages"): {"type":"challenge","alg":"b3","seed":"<64 hex>",
+// "effort":N,"expires":<unix s>}. The wire encoding is proto's.
+type Challenge struct {
+	Alg     string // Alg
+	Seed    string // SeedHexLen lowercase hex digits
+	Effort  int    // leading zero bits
+	Expires int64  // unix seconds
+}
+
+// Solution is the content of the top-level "solution" field of a
+// resubmitted request (ADR 0014, "Messages"): {"alg":"b3","seed":"<as
+// received>","nonce":"<decimal>"}. The wire decoding is proto's; the
+// checks on each field are Verify's.
+type Solution struct {
+	Alg   string
+	Seed  string
+	Nonce string
+}
+
+// Issuer is the responder side of the b3 challenge: it issues stateless
+// seeds at the current adaptive effort and verifies solutions, keeping the
+// replay memory and the solved ceiling. It is safe for concurrent use.
+type Issuer struct {
+	self [IDLen]byte // this node's id: the responder id of its puzzles
+	key  macKey      // immutable after NewIssuer
+
+	mu struct {
+		sync.Mutex
+		effort  *Effort
+		used    *replayMemory
+		ceiling *ceiling
+	}
+}
+
+// NewIssuer returns an Issuer for the node whose raw Ed25519 public key is
+// self. It validates cfg (errors wrap ErrConfig) and draws the MAC key
+// from crypto/rand when cfg.Key is nil.
+func NewIssuer(self [IDLen]byte, cfg Config) (*Issuer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var key [KeyLen]byte
+	if cfg.Key != nil {
+		key = *cfg.Key
+	} else {
+		rand.Read(key[:]) // never fails (crypto/rand, Go 1.24+)
+	}
+	e, err := NewEffort(cfg.BaseBits, cfg.MaxBits)
+	if err != nil {
+		return nil, err
+	}
+	is := &Issuer{self: self, key: newMACKey(&key)}
+	is.mu.effort = e
+	is.mu.used = newReplayMemory(MaxUsedSeeds)
+	is.mu.ceiling = newCeiling(cfg.SolvedPerMin)
+	return is, nil
+}
+
+// Issue returns a challenge for requester (its raw Ed25519 public key) at
+// the current effort, expiring SeedLifetime after now (rounded down to
+// the second). The seed binds requester, the effort and the expiry; its
+// 7 random bytes come from crypto/rand.
+func (is *Issuer) Issue(requester [IDLen]byte, now time.Time) Challenge {
+	var random [RandomLen]byte
+	rand.Read(random[:]) // never fails (crypto/rand, Go 1.24+)
+	effort := is.Effort(now)
+	expires := now.Add(SeedLifetime).Unix()
+	seed := is.key.mint(&requester, expires, effort, random)
+	return Challenge{Alg: Alg, Seed: seed.String(), Effort: effort, Expires: expires}
+}
+
+// Pressure reports that the node is under pressure at now (overloaded, or
+// challenging a rate-limited peer): see Effort.
+func (is *Issuer) Pressure(now time.Time) {
+	is.mu.Lock()
+	is.mu.effort.Pressure(now)
+	is.mu.Unlock()
+}
+
+// Effort returns the current effort at now, in leading zero bits (for the
+// effort gauge).
+func (is *Issuer) Effort(now time.Time) int {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.mu.effort.Bits(now)
+}
+
+// UsedSeeds returns how many used seeds the replay memory holds at now,
+// 0..MaxUsedSeeds.
+func (is *Issuer) UsedSeeds(now time.Time) int {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.mu.used.prune(now)
+	return is.mu.used.len()
+}
+
+// Verify checks a solution sent by requester to this node at now, in the
+// order of design §7: alg (ErrUnknownAlg), seed shape (ErrBadSeed), MAC
+// for this requester (ErrBadMAC), expiry (ErrExpired), nonce shape
+// (ErrBadNonce), work against the seed's effort byte
+// (ErrInsufficientWork), replay (ErrReplayed, ErrForgotten) and the
+// global ceiling (ErrCeiling). On success the seed is recorded as used and
+// one solved request is taken from the ceiling; on any error nothing
+// changes. It does not allocate.
+func (is *Issuer) Verify(sol Solution, requester [IDLen]byte, now time.Time) error {
+	seed, err := is.check(&sol, &requester, now)
+	if err != nil {
+		return err
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	used := is.mu.used
+	used.prune(now)
+	exp := seed.Expires()
+	if err := used.check(&seed, exp); err != nil {
+		return err
+	}
+	if !is.mu.ceiling.allow(now.UnixNano()) {
+		return ErrCeiling
+	}
+	used.add(&seed, exp)
+	return nil
+}
+
+// check runs the stateless checks of Verify.
+func (is *Issuer) check(sol *Solution, requester *[IDLen]byte, now time.Time) (Seed, error) {
+	if sol.Alg != Alg {
+		return Seed{}, ErrUnknownAlg
+	}
+	seed, err := ParseSeed(sol.Seed)
+	if err != nil {
+		return Seed{}, err
+	}
+	if !is.key.valid(&seed, requester) {
+		return Seed{}, ErrBadMAC
+	}
+	if expired(seed.Expires(), now) {
+		return Seed{}, ErrExpired
+	}
+	if err := CheckNonce(sol.Nonce); err != nil {
+		return Seed{}, err
+	}
+	p := newPuzzle(&seed, requester, &is.self)
+	d := p.digest(sol.Nonce)
+	if LeadingZeroBits(d) < seed.Effort() {
+		return Seed{}, ErrInsufficientWork
+	}
+	return seed, nil
+}
