@@ -141,6 +141,10 @@ func LeadingZeroBits(d [DigestLen]byte) int {
 	return 8 * DigestLen
 }
 
+// meetsEffort reports whether digest d has at least effort leading zero
+// bits: the work check of ADR 0014.
+func meetsEffort(d [DigestLen]byte, effort int) bool { return LeadingZeroBits(d) >= effort }
+
 // CheckNonce reports whether nonce has the shape of ADR 0014, "Algorithm
 // b3": 1 to MaxNonceDigits ASCII decimal digits, no sign, no space, no
 // other character. Leading zeros are allowed (the digest is over the bytes

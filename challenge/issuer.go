@@ -193,7 +193,7 @@ func (is *Issuer) check(sol *Solution, requester *[IDLen]byte, now time.Time) (S
 	}
 	p := newPuzzle(&seed, requester, &is.self)
 	d := p.digest(sol.Nonce)
-	if LeadingZeroBits(d) < seed.Effort() {
+	if !meetsEffort(d, seed.Effort()) {
 		return Seed{}, ErrInsufficientWork
 	}
 	return seed, nil

@@ -162,3 +162,30 @@ func TestValidateReportsAllProblems(t *testing.T) {
 		t.Fatalf("problems on %q, want %q", got, want)
 	}
 }
+
+// TestLimitsTable: the [limits] table of ADR 0014 decodes into the limits
+// package's Config, and each out-of-range value is an error naming its key,
+// with the file, line and allowed range.
+func TestLimitsTable(t *testing.T) {
+	c, err := Parse([]byte("[limits]\nsync_per_min = 0\nhello_per_min = 60000\nblob_fetches_per_peer = 64\n"), "c.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.SyncPerMin != 0 || c.Limits.HelloPerMin != 60000 || c.Limits.BlobFetchesPerPeer != 64 || c.Limits.ReportPerMin != 10 {
+		t.Fatalf("limits %+v", c.Limits)
+	}
+	for _, tc := range []struct{ file, key, want string }{
+		{"[limits]\nsync_per_min = 60001\n", "limits.sync_per_min", "c.toml:2:"},
+		{"[limits]\nreport_per_min = -1\n", "limits.report_per_min", "c.toml:2:"},
+		{"[limits]\nblob_fetches_per_peer = 0\n", "limits.blob_fetches_per_peer", "c.toml:2:"},
+		{"[limits]\nblob_fetches_per_peer = 65\n", "limits.blob_fetches_per_peer", "c.toml:2:"},
+		{"[limits]\nchallenge_base_bits = 25\n", "limits.challenge_base_bits", "c.toml:2:"},
+		{"[limits]\nchallenge_base_bits = 20\nchallenge_max_bits = 10\n", "limits.challenge", "c.toml:"},
+		{"[limits]\noverload_in_flight = 5\n", "overload_in_flight", "unknown key"},
+	} {
+		_, err := Parse([]byte(tc.file), "c.toml")
+		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error naming %s with %q", tc.file, err, tc.key, tc.want)
+		}
+	}
+}
