@@ -38,7 +38,7 @@ func DefaultConfig() Config {
 
 // Validate checks the ranges documented on each field; errors wrap
 // ErrConfig.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	if err := validateBits(c.BaseBits, c.MaxBits); err != nil {
 		return err
 	}

@@ -141,3 +141,229 @@ func TestEffortBoundaries(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyTamperedSeed(t *testing.T) {
+	is := newTestIssuer(t, nil)
+	req := id(1)
+	c := is.Issue(req, t0)
+	seed, _ := ParseSeed(c.Seed)
+	for _, tc := range []struct {
+		name string
+		edit func(*Seed)
+	}{
+		{"effort lowered", func(s *Seed) { s[seedEffortOff]-- }},
+		{"effort zeroed", func(s *Seed) { s[seedEffortOff] = 0 }},
+		{"expiry extended", func(s *Seed) { s[7]++ }},
+		{"expiry high byte", func(s *Seed) { s[0] ^= 1 }},
+		{"random byte", func(s *Seed) { s[seedRandomOff] ^= 0x80 }},
+		{"MAC byte", func(s *Seed) { s[SeedLen-1] ^= 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seed
+			tc.edit(&s)
+			// Solve the tampered seed honestly: only the MAC can refuse it.
+			nonce := smallest(t, s, req, is.self, s.Effort(), 1<<24)
+			if err := is.Verify(Solution{Alg, s.String(), nonce}, req, t0); err != ErrBadMAC {
+				t.Fatalf("got %v, want ErrBadMAC", err)
+			}
+		})
+	}
+	// Untampered, it passes.
+	nonce := smallest(t, seed, req, is.self, seed.Effort(), 1<<24)
+	if err := is.Verify(Solution{Alg, c.Seed, nonce}, req, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifySwappedIDs(t *testing.T) {
+	// Node A (requester) is challenged by node B (the issuer).
+	b := newTestIssuer(t, nil)
+	a := id(1)
+	c := b.Issue(a, t0)
+	seed, _ := ParseSeed(c.Seed)
+
+	// B presenting A's seed to ... B: the MAC is bound to A.
+	nonce := smallest(t, seed, b.self, a, c.Effort, 1<<24)
+	if err := b.Verify(Solution{Alg, c.Seed, nonce}, b.self, t0); err != ErrBadMAC {
+		t.Errorf("seed used by another requester: %v, want ErrBadMAC", err)
+	}
+	// A solving with the ids swapped (requester B, responder A): find a
+	// nonce that solves the swapped puzzle and not the right one.
+	swapped := newPuzzle(&seed, &b.self, &a)
+	right := newPuzzle(&seed, &a, &b.self)
+	var wrong string
+	for n := uint64(0); n < 1<<24; n++ {
+		s := uitoa(n)
+		if meetsEffort(swapped.digest(s), c.Effort) && !meetsEffort(right.digest(s), c.Effort) {
+			wrong = s
+			break
+		}
+	}
+	if wrong == "" {
+		t.Fatal("no nonce solves only the swapped puzzle")
+	}
+	if err := b.Verify(Solution{Alg, c.Seed, wrong}, a, t0); err != ErrInsufficientWork {
+		t.Errorf("swapped ids: %v, want ErrInsufficientWork", err)
+	}
+	// And the same seed at another responder fails its MAC.
+	other := newTestIssuer(t, func(c *Config) { k := [KeyLen]byte{42}; c.Key = &k })
+	good := smallest(t, seed, a, b.self, c.Effort, 1<<24)
+	if err := other.Verify(Solution{Alg, c.Seed, good}, a, t0); err != ErrBadMAC {
+		t.Errorf("seed at another node: %v, want ErrBadMAC", err)
+	}
+	if err := b.Verify(Solution{Alg, c.Seed, good}, a, t0); err != nil {
+		t.Errorf("right ids: %v", err)
+	}
+}
+
+func TestVerifyExpiry(t *testing.T) {
+	is := newTestIssuer(t, nil)
+	req := id(1)
+	sol := solved(t, is, req, t0)
+	exp := t0.Add(SeedLifetime)
+	if err := is.Verify(sol, req, exp.Add(time.Nanosecond)); err != ErrExpired {
+		t.Errorf("1 ns after expiry: %v, want ErrExpired", err)
+	}
+	if err := is.Verify(sol, req, exp.Add(time.Hour)); err != ErrExpired {
+		t.Errorf("1 h after expiry: %v, want ErrExpired", err)
+	}
+	if err := is.Verify(sol, req, exp); err != nil {
+		t.Errorf("at expiry: %v", err)
+	}
+	// Issue rounds the expiry down to the second.
+	c := is.Issue(req, t0.Add(999*time.Millisecond))
+	if c.Expires != t0.Unix()+60 {
+		t.Errorf("expires %d, want %d", c.Expires, t0.Unix()+60)
+	}
+}
+
+func TestVerifyReplay(t *testing.T) {
+	is := newTestIssuer(t, nil)
+	req := id(1)
+	sol := solved(t, is, req, t0)
+	if err := is.Verify(sol, req, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, now := range []time.Time{t0, t0.Add(time.Second), t0.Add(SeedLifetime)} {
+		if err := is.Verify(sol, req, now); err != ErrReplayed {
+			t.Errorf("replay at %v: %v, want ErrReplayed", now.Sub(t0), err)
+		}
+	}
+	// Another nonce for the same seed is a replay too.
+	seed, _ := ParseSeed(sol.Seed)
+	p := newPuzzle(&seed, &req, &is.self)
+	n, ok := p.search(1_000_000, 1<<30, seed.Effort())
+	if !ok {
+		t.Fatal("no second nonce")
+	}
+	if err := is.Verify(Solution{Alg, sol.Seed, n}, req, t0); err != ErrReplayed {
+		t.Errorf("second nonce: %v, want ErrReplayed", err)
+	}
+	if got := is.UsedSeeds(t0); got != 1 {
+		t.Errorf("UsedSeeds = %d, want 1", got)
+	}
+	if got := is.UsedSeeds(t0.Add(SeedLifetime + time.Nanosecond)); got != 0 {
+		t.Errorf("UsedSeeds after expiry = %d, want 0", got)
+	}
+}
+
+func TestVerifyShapes(t *testing.T) {
+	is := newTestIssuer(t, nil)
+	req := id(1)
+	sol := solved(t, is, req, t0)
+	upper := strings.ToUpper(sol.Seed)
+	if upper == sol.Seed {
+		upper = "A" + sol.Seed[1:]
+	}
+	for _, tc := range []struct {
+		name string
+		sol  Solution
+		want error
+	}{
+		{"alg empty", Solution{"", sol.Seed, sol.Nonce}, ErrUnknownAlg},
+		{"alg other", Solution{"equix", sol.Seed, sol.Nonce}, ErrUnknownAlg},
+		{"alg case", Solution{"B3", sol.Seed, sol.Nonce}, ErrUnknownAlg},
+		{"seed empty", Solution{Alg, "", sol.Nonce}, ErrBadSeed},
+		{"seed 63 hex", Solution{Alg, sol.Seed[:63], sol.Nonce}, ErrBadSeed},
+		{"seed 65 hex", Solution{Alg, sol.Seed + "0", sol.Nonce}, ErrBadSeed},
+		{"seed uppercase", Solution{Alg, upper, sol.Nonce}, ErrBadSeed},
+		{"seed non-hex", Solution{Alg, "g" + sol.Seed[1:], sol.Nonce}, ErrBadSeed},
+		{"nonce empty", Solution{Alg, sol.Seed, ""}, ErrBadNonce},
+		{"nonce 21 digits", Solution{Alg, sol.Seed, strings.Repeat("0", 21)}, ErrBadNonce},
+		{"nonce plus", Solution{Alg, sol.Seed, "+" + sol.Nonce}, ErrBadNonce},
+		{"nonce minus", Solution{Alg, sol.Seed, "-" + sol.Nonce}, ErrBadNonce},
+		{"nonce space", Solution{Alg, sol.Seed, " " + sol.Nonce}, ErrBadNonce},
+		{"nonce trailing", Solution{Alg, sol.Seed, sol.Nonce + "a"}, ErrBadNonce},
+		{"nonce hex", Solution{Alg, sol.Seed, "0x1f"}, ErrBadNonce},
+		{"nonce unicode digit", Solution{Alg, sol.Seed, "١"}, ErrBadNonce},
+		{"nonce NUL", Solution{Alg, sol.Seed, sol.Nonce + "\x00"}, ErrBadNonce},
+	} {
+		if err := is.Verify(tc.sol, req, t0); err != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// Nothing was consumed: the good solution still passes.
+	if err := is.Verify(sol, req, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckNonceBounds(t *testing.T) {
+	for _, tc := range []struct {
+		nonce string
+		ok    bool
+	}{
+		{"0", true},
+		{"00000000000000000001", true},
+		{strings.Repeat("9", MaxNonceDigits), true},
+		{strings.Repeat("9", MaxNonceDigits+1), false},
+		{strings.Repeat("0", MaxNonceDigits+1), false},
+		{"", false},
+		{"/", false}, // '0'-1
+		{":", false}, // '9'+1
+		{"1e3", false},
+		{"1.0", false},
+	} {
+		if err := CheckNonce(tc.nonce); (err == nil) != tc.ok {
+			t.Errorf("CheckNonce(%q) = %v, want ok %v", tc.nonce, err, tc.ok)
+		}
+	}
+	// A 20-digit nonce with leading zeros is verified end to end; a
+	// 21-digit one is refused before any hashing.
+	is := newTestIssuer(t, nil)
+	req := id(1)
+	seed := mintFor(is, req, t0.Unix()+60, 0, 3)
+	if err := is.Verify(Solution{Alg, seed.String(), "00000000000000000001"}, req, t0); err != nil {
+		t.Errorf("20 digits: %v", err)
+	}
+	seed = mintFor(is, req, t0.Unix()+60, 0, 4)
+	if err := is.Verify(Solution{Alg, seed.String(), "000000000000000000001"}, req, t0); err != ErrBadNonce {
+		t.Errorf("21 digits: %v, want ErrBadNonce", err)
+	}
+}
+
+func TestVerifyDoesNotAllocate(t *testing.T) {
+	is := newTestIssuer(t, func(c *Config) { c.SolvedPerMin = 0 })
+	req := id(1)
+	// Fill the replay memory past its bound so that the eviction path runs
+	// too: effort-0 seeds, distinct random bytes.
+	sols := make([]Solution, MaxUsedSeeds+512)
+	for i := range sols {
+		seed := is.key.mint(&req, t0.Unix()+60+int64(i), 0, [RandomLen]byte{byte(i), byte(i >> 8)})
+		sols[i] = Solution{Alg, seed.String(), "7"}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(len(sols)-1, func() {
+		if err := is.Verify(sols[i], req, t0); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("Verify allocates %.2f times a call", allocs)
+	}
+	bad := Solution{Alg, sols[0].Seed, "x"}
+	if a := testing.AllocsPerRun(100, func() { _ = is.Verify(bad, req, t0) }); a != 0 {
+		t.Errorf("a refused Verify allocates %.2f times a call", a)
+	}
+}

@@ -132,10 +132,15 @@ func (n *Node) apiStatus(w http.ResponseWriter, r *http.Request) {
 // Peers returns the connected peers.
 func (n *Node) Peers() []api.Peer {
 	conns := n.host.Network().Peers()
+	// What Peers reads of each peer's run state, copied under n.mu.
+	type seen struct {
+		dir   network.Direction
+		hello *proto.Hello
+	}
 	n.mu.Lock()
-	states := make(map[peer.ID]peerState, len(n.mu.peers))
+	states := make(map[peer.ID]seen, len(n.mu.peers))
 	for p, st := range n.mu.peers {
-		states[p] = *st
+		states[p] = seen{dir: st.dir, hello: st.hello}
 	}
 	n.mu.Unlock()
 	out := make([]api.Peer, 0, len(conns))

@@ -89,10 +89,6 @@ type Node struct {
 		// peers holds the state of connected peers.
 		peers map[peer.ID]*peerState
 	}
-	// syncLocks serializes syncs from one peer (one *sync.Mutex per peer,
-	// never removed: bounded by the peers the node ever synced with in a
-	// run, which the connection manager bounds).
-	syncLocks sync.Map
 }
 
 // peerState is what the node knows of a connected peer in this run.
@@ -106,6 +102,8 @@ type peerState struct {
 	// sync_per_min (nil before hello); it lives as long as the connection,
 	// as the peer's bucket for us does.
 	pacer *limits.Pacer
+	// syncMu serializes the syncs from the peer (syncer.go).
+	syncMu sync.Mutex
 	dir   network.Direction
 }
 

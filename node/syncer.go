@@ -100,8 +100,7 @@ func (n *Node) syncLoop() {
 // restarted node resumes where it stopped. progress, if not nil, is called
 // after every page.
 func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(api.SyncProgress)) (api.SyncProgress, error) {
-	lk, _ := n.syncLocks.LoadOrStore(p, new(sync.Mutex))
-	mu := lk.(*sync.Mutex)
+	mu := n.syncLock(p)
 	if skipIfBusy {
 		if !mu.TryLock() {
 			return api.SyncProgress{Peer: p.String()}, nil
@@ -172,6 +171,18 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 		n.log.Info("synced", "peer", p, "stored", st.Stored, "dropped", st.Dropped, "cursor", st.Cursor)
 	}
 	return st, nil
+}
+
+// syncLock returns the mutex that serializes syncs from p: the one of its
+// run state while it is connected (forgotten with it at disconnect, so a
+// flood of identities leaves nothing behind), else a fresh one.
+func (n *Node) syncLock(p peer.ID) *sync.Mutex {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st, ok := n.mu.peers[p]; ok {
+		return &st.syncMu
+	}
+	return new(sync.Mutex)
 }
 
 // fetchPages requests pages of p's log after cursor and sends them to out,
