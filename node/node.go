@@ -104,7 +104,7 @@ type peerState struct {
 	pacer *limits.Pacer
 	// syncMu serializes the syncs from the peer (syncer.go).
 	syncMu sync.Mutex
-	dir   network.Direction
+	dir    network.Direction
 }
 
 // New opens the repo's database and builds the node's host. Nothing is
