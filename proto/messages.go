@@ -326,12 +326,22 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // errors.Is(err, ErrChallenged) holds.
 type ChallengeError struct {
 	Challenge
+	// Reason is why the requester gave up solving (CallSolving); nil when
+	// it did not try.
+	Reason error
 }
 
 // Error implements error.
 func (e *ChallengeError) Error() string {
-	return "proto: challenged: alg " + strconv.Quote(e.Alg) + ", effort " + strconv.Itoa(e.Effort)
+	msg := "proto: challenged: alg " + strconv.Quote(e.Alg) + ", effort " + strconv.Itoa(e.Effort)
+	if e.Reason != nil {
+		msg += ": gave up: " + e.Reason.Error()
+	}
+	return msg
 }
+
+// Unwrap returns the reason the requester gave up, if any.
+func (e *ChallengeError) Unwrap() error { return e.Reason }
 
 // Is reports whether target is ErrChallenged.
 func (e *ChallengeError) Is(target error) bool { return target == ErrChallenged }
