@@ -33,28 +33,58 @@ func newAdmission(cfg limits.Config, now time.Time) (*admission, error) {
 
 // admit decides, for each decoded request and before any expensive work,
 // whether to serve req from p (design §7, ADR 0014). It returns nil to
-// serve, or the response to send instead.
+// serve, or the response to send instead. inFlight is the number of /wats
+// requests being handled, this one included. In this order:
 //
-// Over the per-peer bucket of its type, a request is refused with
-// {"type":"refused","reason":"rate limited (<type>): retry later"} and the
-// exact wait in retry_after_ms; a refused attempt does not change the
-// bucket, and each type has its own. "peer throttled" is logged at most once
-// a minute per peer and type, never with an address, within a global cap.
-// The challenge of ADR 0014's addendum comes with the challenge issue.
-func (n *Node) admit(p peer.ID, req *proto.Request) proto.Message {
+//  1. A valid solution (a resubmitted request) lets this one request
+//     through, past the per-peer limit and the overload, within the global
+//     ceiling of solved requests; an invalid one is ignored.
+//  2. Over its per-peer bucket, a peer that advertised "challenge" gets a
+//     challenge when limits.challenge is on; any other peer is refused with
+//     {"type":"refused","reason":"rate limited (<type>): retry later"} and
+//     the exact wait in retry_after_ms. A refused attempt does not change
+//     the bucket, and each type has its own. "peer throttled" is logged at
+//     most once a minute per peer and type, never with an address.
+//  3. Overloaded (more than overload_in_flight requests in flight), a peer
+//     that advertised "challenge" and has no established reputation gets a
+//     challenge; every other peer is served as before.
+//  4. Otherwise the request is served.
+//
+// Challenging a rate-limited peer and being overloaded are the pressure
+// that raises the challenge's effort.
+func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message {
 	k, ok := limits.ParseKind(string(req.Type))
 	if !ok {
 		return nil // not a request type with a budget
 	}
-	now := n.monoNow()
-	allowed, retryAfter := n.adm.table.Allow(p, k, now)
-	if allowed {
+	now := n.now()
+	if req.Solution != nil && n.checkSolution(p, req.Solution, now) {
 		return nil
 	}
-	if n.adm.throttle.ShouldLog(p, k, now) {
-		n.log.Info("peer throttled", "peer", p, "type", k.String())
+	mono := n.monoNow()
+	challenges := n.cfg.Limits.Challenge && n.canSolve(p)
+	allowed, retryAfter := n.adm.table.Allow(p, k, mono)
+	if !allowed {
+		if n.adm.throttle.ShouldLog(p, k, mono) {
+			n.log.Info("peer throttled", "peer", p, "type", k.String())
+		}
+		if challenges {
+			n.issuer.Pressure(now)
+			if c := n.issue(p, now); c != nil {
+				return c
+			}
+		}
+		return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(retryAfter)}
 	}
-	return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(retryAfter)}
+	if inFlight > n.cfg.Limits.OverloadInFlight {
+		n.issuer.Pressure(now)
+		if challenges && !n.reputation.Reputed(p, now) {
+			if c := n.issue(p, now); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // monoNow is the admission clock: nanoseconds since the node was built,

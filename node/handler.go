@@ -46,11 +46,13 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	n.m.request(req.Type)
+	inFlight := int(n.inFlight.Add(1))
+	defer n.inFlight.Add(-1)
 
 	// Admission: every decoded request passes Node.admit before any
 	// expensive work (ADR 0014). A non-nil verdict is sent instead of
 	// serving.
-	if verdict := n.admit(p, req); verdict != nil {
+	if verdict := n.admit(p, req, inFlight); verdict != nil {
 		n.reply(s, verdict)
 		return
 	}

@@ -56,7 +56,7 @@ type greeting struct {
 
 // sendHello sends this node's hello to p and records the answer.
 func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
-	resp, err := proto.Call(ctx, n.host, p, n.ownHello())
+	resp, err := n.call(ctx, p, n.ownHello())
 	var perr *proto.Error
 	switch {
 	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:

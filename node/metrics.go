@@ -23,7 +23,11 @@ type metrics struct {
 	wrongNetworks prometheus.Counter
 	syncBusyN     prometheus.Counter // sync requests refused for want of memory
 	syncRefusedN  prometheus.Counter // this node's sync requests that a peer refused
-	gossipRejects prometheus.Counter
+
+	challengesIssued prometheus.Counter
+	challengesSolved prometheus.Counter
+	challengesFailed *prometheus.CounterVec // by reason
+	gossipRejects    prometheus.Counter
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 }
@@ -54,6 +58,26 @@ func newMetrics(n *Node) *metrics {
 	m.syncRefusedN = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_sync_client_refused_total", Help: "Sync requests of this node that a peer refused as over its rate limit.",
 	})
+	m.challengesIssued = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_challenges_issued_total", Help: "b3 challenges sent to peers (ADR 0014).",
+	})
+	m.challengesSolved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_challenges_solved_total", Help: "Requests let through by a valid solution.",
+	})
+	m.challengesFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_challenges_failed_total", Help: "Solutions refused, by reason (alg, seed, mac, expired, nonce, work, replayed, ceiling).",
+	}, []string{"reason"})
+	effort := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_challenge_effort_bits", Help: "Current effort of the b3 challenge, in leading zero bits.",
+	}, func() float64 {
+		if n.issuer == nil {
+			return 0
+		}
+		return float64(n.issuer.Effort(n.now()))
+	})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_requests_in_flight", Help: "/wats requests being handled.",
+	}, func() float64 { return float64(n.inFlight.Load()) })
 	m.gossipRejects = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_gossip_rejected_total", Help: "Gossip envelopes rejected by the validator.",
 	})
@@ -70,17 +94,21 @@ func newMetrics(n *Node) *metrics {
 	}, func() float64 { return float64(len(n.helloPeers())) })
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
+		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
 		n.adm.table.Collector(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)).Inc() }
-func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
-func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
-func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
-func (m *metrics) syncRefused()           { m.syncRefusedN.Inc() }
-func (m *metrics) wrongNetwork()          { m.wrongNetworks.Inc() }
+func (m *metrics) request(t proto.Type)          { m.requests.WithLabelValues(string(t)).Inc() }
+func (m *metrics) badRequest(code string)        { m.badRequests.WithLabelValues(code).Inc() }
+func (m *metrics) syncServed(events int)         { m.served.Add(float64(events)) }
+func (m *metrics) syncBusy()                     { m.syncBusyN.Inc() }
+func (m *metrics) challengeIssued()              { m.challengesIssued.Inc() }
+func (m *metrics) challengeSolved()              { m.challengesSolved.Inc() }
+func (m *metrics) challengeFailed(reason string) { m.challengesFailed.WithLabelValues(reason).Inc() }
+func (m *metrics) syncRefused()                  { m.syncRefusedN.Inc() }
+func (m *metrics) wrongNetwork()                 { m.wrongNetworks.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
@@ -27,9 +29,9 @@ import (
 	"github.com/wats-network/wats/repo"
 )
 
-// Features are the hello features this node advertises. The challenge issue
-// adds "challenge".
-var Features = []string{}
+// Features are the hello features this node advertises: it solves the b3
+// challenge (ADR 0014 addendum).
+var Features = []string{proto.FeatureChallenge}
 
 // memTableBytes is pebble's memtable size: large enough that 1 MiB blob
 // chunks and 256-event sync batches do not force a flush every few writes
@@ -71,7 +73,16 @@ type Node struct {
 	mdns   mdns.Service   // nil when p2p.mdns is off
 	hints  *gossip.Hints
 	adm    *admission
-	m      *metrics
+	issuer *challenge.Issuer
+	// selfID is the node's raw Ed25519 public key: the requester id of the
+	// puzzles it solves, the responder id of those it issues.
+	selfID [challenge.IDLen]byte
+	// reputation says which peers are served, not challenged, under
+	// overload; the peer cache.
+	reputation Reputation
+	// inFlight counts the /wats requests being handled (the overload test).
+	inFlight atomic.Int64
+	m        *metrics
 
 	started time.Time
 
@@ -157,6 +168,17 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	n.gater = newGater(now)
 	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater); err != nil {
 		return nil, err
+	}
+	n.reputation = n.peers
+	var ok2 bool
+	if n.selfID, ok2 = rawID(n.host.ID()); !ok2 {
+		return nil, errors.New("node: the identity key is not Ed25519")
+	}
+	l := r.Config.Limits
+	if n.issuer, err = challenge.NewIssuer(n.selfID, challenge.Config{
+		BaseBits: l.ChallengeBaseBits, MaxBits: l.ChallengeMaxBits, SolvedPerMin: l.SolvedPerMin,
+	}); err != nil {
+		return nil, fmt.Errorf("node: challenge: %w", err)
 	}
 	n.host.SetStreamHandler(proto.ID, n.handleStream)
 	n.host.Network().Notify(&network.NotifyBundle{

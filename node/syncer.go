@@ -205,7 +205,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out cha
 		if err := pacer.Wait(ctx); err != nil {
 			return err
 		}
-		resp, err := proto.Call(ctx, n.host, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
+		resp, err := n.call(ctx, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
 		var refused *proto.RefusedError
 		if errors.As(err, &refused) && refusals < maxRefusalsInARow {
 			refusals++

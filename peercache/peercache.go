@@ -115,6 +115,24 @@ func (c *Cache) MetInEarlierRun(id peer.ID) bool {
 	return ok
 }
 
+// ReputationAge is how long ago a peer must have first completed hello
+// with this node to have an established reputation (ADR 0014: "it
+// completed hello with this node at least 10 minutes ago").
+const ReputationAge = 10 * time.Minute
+
+// Reputed reports whether p has an established reputation at now (ADR
+// 0014, "Load challenge"): it is in the cache from an earlier run, or it
+// first completed hello with this node at least ReputationAge ago.
+func (c *Cache) Reputed(p peer.ID, now time.Time) bool {
+	if c.MetInEarlierRun(p) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.mu.records[p]
+	return ok && !r.FirstSeen.IsZero() && !now.Before(r.FirstSeen.Add(ReputationAge))
+}
+
 // Len returns the number of peers in the cache.
 func (c *Cache) Len() int {
 	c.mu.Lock()

@@ -21,10 +21,11 @@ var allowed = map[string][]string{
 	"config":            {"limits"},
 	"peercache":         {},
 	"limits":            {},
+	"challenge":         {},
 	"repo":              {"config"},
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
-	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "node/api"},
+	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "node/api"},
 	"cmd/wats":          {"node", "node/api", "repo", "config"},
 	"internal/layering": {},
 }

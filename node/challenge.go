@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/challenge"
+	"github.com/wats-network/wats/proto"
+)
+
+// Reputation decides whether a peer has an established reputation (ADR
+// 0014, "Load challenge"): such a peer is served while the node is
+// overloaded instead of being challenged. The peer cache implements it.
+type Reputation interface {
+	Reputed(p peer.ID, now time.Time) bool
+}
+
+// rawID returns the raw 32-byte Ed25519 public key of p: the "endpoint id"
+// of ADR 0014's puzzle (design §3). ok is false for other key types, which
+// the gater refuses anyway.
+func rawID(p peer.ID) (id [challenge.IDLen]byte, ok bool) {
+	pk, err := p.ExtractPublicKey()
+	if err != nil || pk.Type() != crypto.Ed25519 {
+		return id, false
+	}
+	raw, err := pk.Raw()
+	if err != nil || len(raw) != challenge.IDLen {
+		return id, false
+	}
+	copy(id[:], raw)
+	return id, true
+}
+
+// canSolve reports whether p advertised the challenge feature in its hello
+// (ADR 0014: a node never challenges a peer that did not).
+func (n *Node) canSolve(p peer.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st, ok := n.mu.peers[p]
+	if !ok || st.hello == nil {
+		return false
+	}
+	for _, f := range st.hello.Features {
+		if f == proto.FeatureChallenge {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSolution verifies the solution of a resubmitted request. A valid one
+// lets the request through (ADR 0014: past the per-peer limit and the
+// overload, within the solved ceiling); an invalid one is counted by its
+// reason and ignored, as if absent.
+func (n *Node) checkSolution(p peer.ID, sol *proto.Solution, now time.Time) bool {
+	id, ok := rawID(p)
+	if !ok {
+		return false
+	}
+	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, id, now)
+	if err != nil {
+		n.m.challengeFailed(failureKind(err))
+		return false
+	}
+	n.m.challengeSolved()
+	return true
+}
+
+// failureKind names the reason a solution failed, for the metric label.
+func failureKind(err error) string {
+	for _, k := range []struct {
+		err  error
+		name string
+	}{
+		{challenge.ErrUnknownAlg, "alg"}, {challenge.ErrBadSeed, "seed"}, {challenge.ErrBadMAC, "mac"},
+		{challenge.ErrExpired, "expired"}, {challenge.ErrBadNonce, "nonce"},
+		{challenge.ErrInsufficientWork, "work"}, {challenge.ErrReplayed, "replayed"},
+		{challenge.ErrForgotten, "replayed"}, {challenge.ErrCeiling, "ceiling"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return "other"
+}
+
+// issue returns a challenge for p at the current effort.
+func (n *Node) issue(p peer.ID, now time.Time) proto.Message {
+	id, ok := rawID(p)
+	if !ok {
+		return nil
+	}
+	c := n.issuer.Issue(id, now)
+	n.m.challengeIssued()
+	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
+}
+
+// solve is this node's proto.Solver: it solves a challenge from p on all
+// cores, or gives up as ADR 0014 says (unknown alg, effort above 24,
+// expired).
+func (n *Node) solverFor(p peer.ID) proto.Solver {
+	return func(ctx context.Context, c *proto.Challenge) (*proto.Solution, error) {
+		responder, ok := rawID(p)
+		if !ok {
+			return nil, errors.New("node: cannot solve for a non-Ed25519 peer")
+		}
+		sol, err := challenge.SolveChallenge(ctx, challenge.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires},
+			n.selfID, responder, n.now())
+		if err != nil {
+			return nil, err
+		}
+		return &proto.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, nil
+	}
+}
+
+// call sends req to p and solves a challenge if one comes (proto.CallSolving).
+func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.Response, error) {
+	return proto.CallSolving(ctx, n.host, p, req, n.solverFor(p))
+}
