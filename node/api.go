@@ -122,6 +122,12 @@ func (n *Node) Status() api.Status {
 		Gossip:        n.gossip != nil,
 		UptimeSeconds: int64(n.now().Sub(n.started) / time.Second),
 		Dropped:       n.m.droppedTotal(),
+		InFlight:      n.inFlight.Load(),
+
+		ChallengeEffort:  n.issuer.Effort(n.now()),
+		ChallengesIssued: n.m.issuedN.Load(),
+		ChallengesSolved: n.m.solvedN.Load(),
+		ChallengesFailed: n.m.failedN.Load(),
 	}
 }
 

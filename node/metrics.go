@@ -30,6 +30,8 @@ type metrics struct {
 	gossipRejects    prometheus.Counter
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
+	// The challenge counters again, for the status.
+	issuedN, solvedN, failedN atomic.Uint64
 }
 
 func newMetrics(n *Node) *metrics {
@@ -100,15 +102,18 @@ func newMetrics(n *Node) *metrics {
 	return m
 }
 
-func (m *metrics) request(t proto.Type)          { m.requests.WithLabelValues(string(t)).Inc() }
-func (m *metrics) badRequest(code string)        { m.badRequests.WithLabelValues(code).Inc() }
-func (m *metrics) syncServed(events int)         { m.served.Add(float64(events)) }
-func (m *metrics) syncBusy()                     { m.syncBusyN.Inc() }
-func (m *metrics) challengeIssued()              { m.challengesIssued.Inc() }
-func (m *metrics) challengeSolved()              { m.challengesSolved.Inc() }
-func (m *metrics) challengeFailed(reason string) { m.challengesFailed.WithLabelValues(reason).Inc() }
-func (m *metrics) syncRefused()                  { m.syncRefusedN.Inc() }
-func (m *metrics) wrongNetwork()                 { m.wrongNetworks.Inc() }
+func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)).Inc() }
+func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
+func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
+func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
+func (m *metrics) challengeIssued()       { m.challengesIssued.Inc(); m.issuedN.Add(1) }
+func (m *metrics) challengeSolved()       { m.challengesSolved.Inc(); m.solvedN.Add(1) }
+func (m *metrics) challengeFailed(reason string) {
+	m.challengesFailed.WithLabelValues(reason).Inc()
+	m.failedN.Add(1)
+}
+func (m *metrics) syncRefused()  { m.syncRefusedN.Inc() }
+func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)

@@ -78,6 +78,9 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
 			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
 			fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
+			fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
+			fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
+				st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()
 		},

@@ -107,6 +107,18 @@ type Status struct {
 	// Dropped counts the invalid events dropped, from all sources (gossip,
 	// sync, crash reports).
 	Dropped uint64 `json:"dropped"`
+	// InFlight is the number of /wats requests being handled; above
+	// limits' overload_in_flight (64) the node is overloaded (ADR 0014).
+	InFlight int64 `json:"in_flight"`
+	// ChallengeEffort is the current effort of the b3 challenge, in
+	// leading zero bits (ADR 0014: base 8, up to 24 under pressure).
+	ChallengeEffort int `json:"challenge_effort"`
+	// ChallengesIssued, ChallengesSolved and ChallengesFailed count the
+	// challenges sent, the requests let through by a valid solution, and
+	// the solutions refused.
+	ChallengesIssued uint64 `json:"challenges_issued"`
+	ChallengesSolved uint64 `json:"challenges_solved"`
+	ChallengesFailed uint64 `json:"challenges_failed"`
 }
 
 // Peer is one connected peer (GET PathPeers, POST PathConnect).
