@@ -460,7 +460,7 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 	}{
 		{[]string{"id"}, []string{testPeer + "\n" + testAddr + "\n"}},
 		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
-		{[]string{"status"}, []string{"peers:   2", "events:  7", "head:    9", "gossip:  on", "uptime:  1m5s"}},
+		{[]string{"status"}, []string{"peers:      2", "events:     7", "head:       9", "gossip:     on", "uptime:     1m5s", "challenges: effort 0 bits"}},
 		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
 		{[]string{"peers", "ls"}, []string{"PEER ID", testPeer, "inbound", "yes"}},
 		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},

@@ -521,8 +521,8 @@ func TestWireNames(t *testing.T) {
 	}{
 		{ID{PeerID: "p", Addrs: []string{"a"}, Network: "n", Agent: "g"},
 			`{"peer_id":"p","addrs":["a"],"network":"n","agent":"g"}`},
-		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5},
-			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5}`},
+		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10},
+			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10}`},
 		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound"},
 			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"head":1,"cursor":2,"direction":"inbound"}`},
 		{EventPage{Events: []jsontext.Value{jsontext.Value(`{}`)}, Next: 1, More: true, Head: 2},
