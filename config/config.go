@@ -60,6 +60,11 @@ const (
 	MinSyncInterval = time.Second
 	MaxSyncInterval = 24 * time.Hour
 
+	// MaxPeerCache is the largest peercache.max_peers: a record is a few
+	// KiB at most and all are held in memory, so a million is already
+	// gigabytes.
+	MaxPeerCache = 1_000_000
+
 	// MaxFileSize is the largest config.toml that Load reads, in bytes. A
 	// config file is a few KiB; the cap keeps a wrong path (a device, a
 	// database) from being read into memory.
@@ -90,9 +95,10 @@ type Config struct {
 	Sync SyncConfig `toml:"sync"`
 	// Limits are ADR 0014's per-peer rate limits and the challenge's
 	// settings (table [limits]); see package limits for each field.
-	Limits limits.Config `toml:"limits"`
-	API    APIConfig     `toml:"api"`
-	Log    LogConfig     `toml:"log"`
+	Limits    limits.Config   `toml:"limits"`
+	PeerCache PeerCacheConfig `toml:"peercache"`
+	API       APIConfig       `toml:"api"`
+	Log       LogConfig       `toml:"log"`
 }
 
 // P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
@@ -157,6 +163,15 @@ type SyncConfig struct {
 	Gossip bool `toml:"gossip"`
 }
 
+// PeerCacheConfig is the table [peercache]: the persisted records of the
+// peers the node has met (design §8).
+type PeerCacheConfig struct {
+	// MaxPeers (key `peercache.max_peers`) is the most peer records kept;
+	// past it the least recently seen is evicted. 1..MaxPeerCache.
+	// Default 10,000.
+	MaxPeers int `toml:"max_peers"`
+}
+
 // APIConfig is the table [api]: the daemon's local interfaces (design §12).
 // The control API itself is always on the repo's Unix socket and has no key.
 type APIConfig struct {
@@ -198,7 +213,8 @@ func Default() *Config {
 			Interval: Duration{30 * time.Second},
 			Gossip:   true,
 		},
-		Limits: limits.DefaultConfig(),
+		Limits:    limits.DefaultConfig(),
+		PeerCache: PeerCacheConfig{MaxPeers: 10_000},
 		API: APIConfig{
 			MetricsAddr: "",
 		},

@@ -39,6 +39,9 @@ var tableDocs = map[string]string{
 		"ADR 0014's load challenge, which is planned: they are validated now and take effect " +
 		"when it lands.",
 	"sync": "How the node keeps up with the event logs of its peers.",
+	"peercache": "The persisted records of the peers this node has met: their addresses, " +
+		"sync cursors and counts. A peer in the cache from an earlier run has an established " +
+		"reputation (ADR 0014): it is served, not challenged, while the node is overloaded.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
 		"socket in the repo (api.sock) and never listens on the network.",
 	"log": "The daemon's log output.",
@@ -166,6 +169,11 @@ var keyDocs = map[string]keyDoc{
 		what:    "Most effort the node asks for under sustained pressure, in leading zero bits (planned, ADR 0014).",
 		allowed: fmt.Sprintf("challenge_base_bits..%d", limits.MaxChallengeBits),
 		example: "challenge_max_bits = 24",
+	},
+	"peercache.max_peers": {
+		what:    "Most peer records kept; past it the least recently seen peer is forgotten.",
+		allowed: fmt.Sprintf("1..%d peers", MaxPeerCache),
+		example: "max_peers = 10000",
 	},
 	"log.format": {
 		what:    `"text" for people, "json" for log collectors (one JSON object a line).`,

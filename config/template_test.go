@@ -166,6 +166,7 @@ func nonDefault() *Config {
 		OverloadInFlight: limits.DefaultConfig().OverloadInFlight,
 		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,
 	}
+	c.PeerCache = PeerCacheConfig{MaxPeers: 3}
 	c.API = APIConfig{MetricsAddr: "[::1]:9464"}
 	c.Log = LogConfig{Level: "debug", Format: "json"}
 	return c

@@ -29,6 +29,9 @@ func (c *Config) problems() []*Error {
 	c.P2P.validate(&ch)
 	c.Sync.validate(&ch)
 	validateLimits(&ch, c.Limits)
+	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {
+		ch.bad("peercache.max_peers", m, fmt.Sprintf("not in 1..%d", MaxPeerCache))
+	}
 	c.API.validate(&ch)
 	c.Log.validate(&ch)
 	return ch.errs

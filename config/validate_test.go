@@ -189,3 +189,15 @@ func TestLimitsTable(t *testing.T) {
 		}
 	}
 }
+
+func TestPeerCacheMaxPeers(t *testing.T) {
+	for v, ok := range map[string]bool{"1": true, "1000000": true, "0": false, "1000001": false, "-5": false} {
+		_, err := Parse([]byte("[peercache]\nmax_peers = "+v+"\n"), "c.toml")
+		if ok != (err == nil) {
+			t.Errorf("max_peers = %s: %v", v, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "peercache.max_peers") {
+			t.Errorf("max_peers = %s: error %q does not name the key", v, err)
+		}
+	}
+}
