@@ -6,6 +6,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -59,6 +60,7 @@ func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message 
 	}
 	now := n.now()
 	if req.Solution != nil && n.checkSolution(p, req.Solution, now) {
+		n.peers.Count(p, peercache.CountSolved)
 		return nil
 	}
 	mono := n.monoNow()
@@ -71,19 +73,23 @@ func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message 
 		if challenges {
 			n.issuer.Pressure(now)
 			if c := n.issue(p, now); c != nil {
+				n.peers.Count(p, peercache.CountChallenged)
 				return c
 			}
 		}
+		n.peers.Count(p, peercache.CountRefused)
 		return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(retryAfter)}
 	}
 	if inFlight > n.cfg.Limits.OverloadInFlight {
 		n.issuer.Pressure(now)
 		if challenges && !n.reputation.Reputed(p, now) {
 			if c := n.issue(p, now); c != nil {
+				n.peers.Count(p, peercache.CountChallenged)
 				return c
 			}
 		}
 	}
+	n.peers.Count(p, peercache.CountServed)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -45,6 +46,8 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", n.apiEvent)
 	mux.HandleFunc("GET "+api.PathTail, n.apiTail)
 	mux.HandleFunc("POST "+api.PathSync, n.apiSync)
+	mux.HandleFunc("GET "+api.PathPeerCache, n.apiPeerCache)
+	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", n.apiForgetPeer)
 	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
 	mux.HandleFunc("GET "+api.PathDiag, n.apiDiag)
 	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
@@ -396,4 +399,43 @@ func (n *Node) Diag() api.Diag {
 
 func (n *Node) apiDiag(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.Diag())
+}
+
+// PeerCache returns every record of the peer cache, most recently seen
+// first.
+func (n *Node) PeerCache() []api.CachedPeer {
+	now := n.now()
+	entries := n.peers.All()
+	out := make([]api.CachedPeer, 0, len(entries))
+	for _, e := range entries {
+		r := e.Record
+		out = append(out, api.CachedPeer{
+			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
+			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
+			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: r.Cursor,
+			Reputed: n.reputation.Reputed(e.ID, now), MetInEarlierRun: e.MetInEarlierRun,
+			Served: r.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: r.Solved, Misses: r.Misses,
+		})
+	}
+	return out
+}
+
+func (n *Node) apiPeerCache(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.PeerCache())
+}
+
+func (n *Node) apiForgetPeer(w http.ResponseWriter, r *http.Request) {
+	id, err := peer.Decode(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", r.PathValue("id")))
+		return
+	}
+	switch err := n.peers.Forget(id); {
+	case errors.Is(err, peercache.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -64,6 +65,11 @@ func (n *Node) handleStream(s network.Stream) {
 	case proto.TypeSync:
 		var done func()
 		resp, done = n.serveSync(s.Scope(), req.Sync)
+		if req.Sync.After > n.events.Head() {
+			// A cursor past the head asks for what never existed here: a
+			// miss, in the peer's value history (seed 004).
+			n.peers.Count(p, peercache.CountMiss)
+		}
 		defer done()
 	default:
 		// replicate and crash_report come with the blobs issue.

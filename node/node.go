@@ -159,7 +159,11 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
 	var damaged []peercache.DamagedRecord
-	if n.peers, damaged, err = peercache.Open(n.db); err != nil {
+	n.peers, damaged, err = peercache.OpenWithOptions(n.db, peercache.Options{
+		MaxPeers:    r.Config.PeerCache.MaxPeers,
+		FlushErrors: func(err error) { n.log.Warn("peer cache flush failed; will retry", "err", err) },
+	})
+	if err != nil {
 		return nil, fmt.Errorf("node: open peer cache: %w", err)
 	}
 	for _, d := range damaged {
@@ -212,7 +216,9 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
+	n.peers.Start(peercache.DefaultFlushInterval)
 	n.go_(n.bootstrap)
+	n.go_(n.redial)
 	n.go_(n.syncLoop)
 	n.go_(n.throttleSummaries)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
@@ -310,6 +316,41 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 		return "", fmt.Errorf("node: connect %s: %w", addr, err)
 	}
 	return ai.ID, n.greet(ctx, ai.ID)
+}
+
+// redialConcurrency bounds the dials of redial at once.
+const redialConcurrency = 8
+
+// redialTimeout bounds one redial.
+const redialTimeout = 10 * time.Second
+
+// redial dials the peers of the peer cache at start, most recently seen
+// first, at most redialConcurrency at once, so that a node restarted without
+// bootstrap addresses finds its network again (peer-cache issue).
+func (n *Node) redial() {
+	sem := make(chan struct{}, redialConcurrency)
+	var wg sync.WaitGroup
+	for _, ai := range n.peers.Known() {
+		if ai.ID == n.host.ID() || n.host.Network().Connectedness(ai.ID) == network.Connected {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-n.ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
+			defer cancel()
+			if err := n.host.Connect(ctx, ai); err != nil {
+				n.log.Debug("known peer unreachable", "peer", ai.ID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // bootstrap dials the config's bootstrap peers, each in its own goroutine.

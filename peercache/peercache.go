@@ -1,14 +1,18 @@
 package peercache
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // keyPrefix is the prefix of every key this package writes in the shared
@@ -16,19 +20,31 @@ import (
 const keyPrefix = "p/"
 
 // MaxAddrs is the number of addresses kept per peer (design §8: at most 16),
-// the newest first.
+// the newest first. Addresses come from the peer's own hello, so the bound
+// keeps one peer from growing its record without limit.
 const MaxAddrs = 16
 
-// ErrClosed is returned by writes after Close.
-var ErrClosed = errors.New("peercache: closed")
+var (
+	// ErrClosed is returned by writes after Close.
+	ErrClosed = errors.New("peercache: closed")
+	// ErrNotFound is returned by Forget for a peer the cache does not hold.
+	ErrNotFound = errors.New("peercache: not found")
+	// ErrInvalidOptions is wrapped by OpenWithOptions for options out of
+	// range.
+	ErrInvalidOptions = errors.New("peercache: invalid options")
+)
 
 // Record is what the node remembers of one peer. Times are UTC; a zero time
 // means "never".
+//
+// Records written by older versions decode: unknown JSON fields are ignored
+// and missing ones are zero (the counts of a record written before they
+// existed are 0).
 type Record struct {
 	// Addrs are the peer's multiaddrs, newest first, at most MaxAddrs.
 	Addrs []string `json:"addrs,omitempty"`
 	// FirstSeen and LastSeen bound the time the node has been connected to
-	// the peer, across runs.
+	// the peer, across runs. LastSeen, then FirstSeen, orders eviction.
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 	// LastHello is when the peer last completed hello with this node.
@@ -39,36 +55,158 @@ type Record struct {
 	// Cursor is the position in the peer's log up to which this node has
 	// synced (design §5): the next sync asks for events after it.
 	Cursor uint64 `json:"cursor,string"`
+
+	// The counts of the peer's requests to this node, across runs (design
+	// §8), kept by Count and written in batches. Served: answered.
+	// Refused: turned away (over a limit, or bad). Challenged: answered
+	// with a challenge (ADR 0014). Solved: let through by a solution to a
+	// challenge. Misses: asked for something that does not exist, a sync
+	// cursor past our head or blobs no provider serves (seed 004, "peer
+	// value history": recorded and shown, not yet acted on).
+	Served     uint64 `json:"served"`
+	Refused    uint64 `json:"refused"`
+	Challenged uint64 `json:"challenged"`
+	Solved     uint64 `json:"solved"`
+	Misses     uint64 `json:"misses"`
 }
 
-// DamagedRecord describes a record Open could not decode; it was skipped.
+// Counter names one of the counts of a Record, for Count.
+type Counter int
+
+// The counters of a Record.
+const (
+	CountServed     Counter = iota // Record.Served
+	CountRefused                   // Record.Refused
+	CountChallenged                // Record.Challenged
+	CountSolved                    // Record.Solved
+	CountMiss                      // Record.Misses
+)
+
+// DamagedRecord describes a record Open could not decode; it was skipped and
+// left in the database (a later Update of the same peer overwrites it, and
+// Forget deletes it).
 type DamagedRecord struct {
 	Key []byte
 	Err error
 }
 
+// Entry is one record as All lists it.
+type Entry struct {
+	ID     peer.ID `json:"id"`
+	Record `json:",inline"`
+	// MetInEarlierRun is whether the record was loaded at Open (see
+	// Cache.MetInEarlierRun). Whether the peer is reputed is the node's
+	// call (Cache.Reputed).
+	MetInEarlierRun bool `json:"met_in_earlier_run"`
+}
+
+// Capacity bounds (design §8, issue 5: peercache.max_peers).
+const (
+	// DefaultMaxPeers is the capacity when Options.MaxPeers is 0.
+	DefaultMaxPeers = 10_000
+	// MaxMaxPeers is the largest capacity accepted: every record lives in
+	// memory (a few hundred bytes each), so a million is some hundreds of
+	// MB, more than a node has reason to remember.
+	MaxMaxPeers = 1_000_000
+)
+
+// DefaultFlushInterval is the flush interval Start uses for a non-positive
+// interval: a kill -9 loses at most the counts of the last interval (issue
+// 5: "at most the last few seconds of counters").
+const DefaultFlushInterval = 5 * time.Second
+
+// Options configure a Cache. The zero value is the defaults.
+type Options struct {
+	// MaxPeers is the number of records kept, 1..MaxMaxPeers; 0 means
+	// DefaultMaxPeers. Adding a record beyond it evicts the least recently
+	// seen one (design §8).
+	MaxPeers int
+	// FlushErrors, if set, is called with each error of a background flush
+	// (Start). The records stay dirty and the next flush retries them.
+	FlushErrors func(error)
+}
+
+// Validate reports options out of range, wrapping ErrInvalidOptions.
+func (o Options) Validate() error {
+	if o.MaxPeers < 0 || o.MaxPeers > MaxMaxPeers {
+		return fmt.Errorf("%w: max_peers %d out of range 1..%d (0 for the default %d)",
+			ErrInvalidOptions, o.MaxPeers, MaxMaxPeers, DefaultMaxPeers)
+	}
+	return nil
+}
+
+func (o *Options) ensureDefaults() {
+	if o.MaxPeers == 0 {
+		o.MaxPeers = DefaultMaxPeers
+	}
+}
+
+// entry is the in-memory state of one record.
+type entry struct {
+	id  peer.ID
+	rec Record
+	// metEarlier: loaded at Open.
+	metEarlier bool
+	// dirty: changed by Count since it was last written; then it is in
+	// Cache.mu.dirty exactly once.
+	dirty bool
+	// gone: evicted or forgotten; a flush skips it.
+	gone bool
+	// idx is the entry's index in Cache.mu.order.
+	idx int
+}
+
 // Cache is the persisted peer cache. It is safe for concurrent use.
+//
+// Locking: writeMu serializes every pebble write (Update, Flush, Forget,
+// Close), so that the database receives the versions of a record in the
+// order they were taken; mu guards the in-memory state. Lock order: writeMu,
+// then mu. Count takes only mu, and never writes.
 type Cache struct {
-	db *pebble.DB
+	db   *pebble.DB
+	opts Options
+
+	writeMu sync.Mutex
 
 	mu struct {
 		sync.Mutex
-		// records holds every known peer. INVARIANT: each entry has been
-		// written to db, except for changes made since the last write of a
-		// non-durable update.
-		records map[peer.ID]*Record
-		closed  bool
+		// records holds every known peer. INVARIANT: each entry's record
+		// has been written to db, except for the changes of entries with
+		// dirty set, and of an Update whose write failed (then dirty too).
+		records map[peer.ID]*entry
+		// order holds the same entries, a min-heap on (LastSeen,
+		// FirstSeen, ID): order[0] is the next to evict.
+		order byLastSeen
+		// dirty lists the entries with dirty set; spare is the previous
+		// list, reused by the next flush to avoid allocation.
+		dirty, spare []*entry
+		evicted      uint64
+		closed       bool
 	}
-	// loaded holds the peers read at Open: "met in an earlier run".
-	loaded map[peer.ID]struct{}
+
+	// flusher state, see Start and Close.
+	startOnce, stopOnce sync.Once
+	stop                chan struct{}
+	done                chan struct{}
 }
 
-// Open loads every record from db. Records that fail to decode are skipped
-// and returned in damaged, so that the caller can report them once; they
-// never make Open fail. Only an I/O error from pebble does.
+// Open is OpenWithOptions with the default Options.
 func Open(db *pebble.DB) (c *Cache, damaged []DamagedRecord, err error) {
-	c = &Cache{db: db, loaded: make(map[peer.ID]struct{})}
-	c.mu.records = make(map[peer.ID]*Record)
+	return OpenWithOptions(db, Options{})
+}
+
+// OpenWithOptions loads every record from db. Records that fail to decode
+// are skipped and returned in damaged, so that the caller can report them
+// once; they never make Open fail. If more records than opts.MaxPeers are
+// stored, the least recently seen are evicted (deleted, synced) down to it.
+// Only invalid options or an I/O error from pebble make it fail.
+func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRecord, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	opts.ensureDefaults()
+	c = &Cache{db: db, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	c.mu.records = make(map[peer.ID]*entry)
 	it, err := db.NewIter(&pebble.IterOptions{
 		LowerBound: []byte(keyPrefix),
 		UpperBound: prefixEnd(keyPrefix),
@@ -76,43 +214,63 @@ func Open(db *pebble.DB) (c *Cache, damaged []DamagedRecord, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
 	}
-	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		key := append([]byte(nil), it.Key()...)
-		id, err := peer.IDFromBytes(key[len(keyPrefix):])
+		k := append([]byte(nil), it.Key()...)
+		id, err := peer.IDFromBytes(k[len(keyPrefix):])
 		if err != nil {
-			damaged = append(damaged, DamagedRecord{Key: key, Err: fmt.Errorf("bad peer id: %w", err)})
+			damaged = append(damaged, DamagedRecord{Key: k, Err: fmt.Errorf("bad peer id: %w", err)})
 			continue
 		}
-		var r Record
-		if err := json.Unmarshal(it.Value(), &r); err != nil {
-			damaged = append(damaged, DamagedRecord{Key: key, Err: err})
+		e := &entry{id: id, metEarlier: true}
+		if err := json.Unmarshal(it.Value(), &e.rec); err != nil {
+			damaged = append(damaged, DamagedRecord{Key: k, Err: err})
 			continue
 		}
-		c.mu.records[id] = &r
-		c.loaded[id] = struct{}{}
+		e.rec.trim()
+		e.idx = len(c.mu.order)
+		c.mu.order = append(c.mu.order, e)
+		c.mu.records[id] = e
 	}
-	if err := it.Error(); err != nil {
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
+	}
+	heap.Init(&c.mu.order)
+	if len(c.mu.records) > opts.MaxPeers {
+		b := db.NewBatch()
+		defer b.Close()
+		for len(c.mu.records) > opts.MaxPeers {
+			c.evictLocked(b)
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return nil, nil, fmt.Errorf("peercache: open: evict: %w", err)
+		}
 	}
 	return c, damaged, nil
 }
 
-// Get returns a copy of the record of id, and whether there is one.
+// Get returns a copy of the record of id, and whether there is one. The
+// counts include those not yet flushed.
 func (c *Cache) Get(id peer.ID) (Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.mu.records[id]
+	e, ok := c.mu.records[id]
 	if !ok {
 		return Record{}, false
 	}
-	return r.clone(), true
+	return e.rec.clone(), true
 }
 
-// MetInEarlierRun reports whether id was in the cache when it was opened.
+// MetInEarlierRun reports whether id was in the cache when it was opened
+// (and has not been evicted or forgotten since).
 func (c *Cache) MetInEarlierRun(id peer.ID) bool {
-	_, ok := c.loaded[id]
-	return ok
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.mu.records[id]
+	return ok && e.metEarlier
 }
 
 // ReputationAge is how long ago a peer must have first completed hello
@@ -124,13 +282,13 @@ const ReputationAge = 10 * time.Minute
 // 0014, "Load challenge"): it is in the cache from an earlier run, or it
 // first completed hello with this node at least ReputationAge ago.
 func (c *Cache) Reputed(p peer.ID, now time.Time) bool {
-	if c.MetInEarlierRun(p) {
-		return true
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.mu.records[p]
-	return ok && !r.FirstSeen.IsZero() && !now.Before(r.FirstSeen.Add(ReputationAge))
+	e, ok := c.mu.records[p]
+	if !ok {
+		return false
+	}
+	return e.metEarlier || !e.rec.FirstSeen.IsZero() && !now.Before(e.rec.FirstSeen.Add(ReputationAge))
 }
 
 // Len returns the number of peers in the cache.
@@ -140,56 +298,324 @@ func (c *Cache) Len() int {
 	return len(c.mu.records)
 }
 
-// Update applies fn to the record of id (a new, zero record if there is
-// none) and writes it. With durable set, the write is synced before Update
-// returns (the sync cursor must survive a crash, design §10); otherwise it
-// reaches disk with the next synced write of the database.
-func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
+// Evicted returns the number of records evicted for capacity since Open,
+// including those evicted by Open itself.
+func (c *Cache) Evicted() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.mu.evicted
+}
+
+// Update applies fn to the record of id (a new, zero record if there is
+// none) and writes it, pending counts included, as one Set. With durable
+// set, the write is synced before Update returns (the sync cursor must
+// survive a crash, design §10); otherwise it survives a kill -9 of the
+// process but a machine crash may lose it.
+//
+// A new record beyond the capacity first evicts the least recently seen
+// existing one (never the record being added), in the same batch.
+//
+// fn runs under the cache's lock: it must not call the Cache. It may keep
+// or replace r's slices but must not retain them.
+func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	b := c.db.NewBatch()
+	defer b.Close()
+
+	c.mu.Lock()
 	if c.mu.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
-	r, ok := c.mu.records[id]
+	e, ok := c.mu.records[id]
 	if !ok {
-		r = &Record{}
-		c.mu.records[id] = r
+		for len(c.mu.records) >= c.opts.MaxPeers {
+			c.evictLocked(b)
+		}
+		e = &entry{id: id}
+		c.mu.records[id] = e
+		heap.Push(&c.mu.order, e)
 	}
-	fn(r)
-	if len(r.Addrs) > MaxAddrs {
-		r.Addrs = r.Addrs[:MaxAddrs]
+	fn(&e.rec)
+	e.rec.trim()
+	heap.Fix(&c.mu.order, e.idx)
+	// The write below carries the pending counts; if it fails, the entry
+	// is marked dirty again so that a flush retries it.
+	e.dirty = false
+	snap := e.rec // shallow: slices change only under writeMu, which we hold
+	c.mu.Unlock()
+
+	err := c.setRecord(b, id, &snap)
+	if err == nil {
+		opt := pebble.NoSync
+		if durable {
+			opt = pebble.Sync
+		}
+		err = b.Commit(opt)
 	}
-	val, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("peercache: encode %s: %w", id, err)
-	}
-	opt := pebble.NoSync
-	if durable {
-		opt = pebble.Sync
-	}
-	if err := c.db.Set(key(id), val, opt); err != nil {
+		c.mu.Lock()
+		c.markDirtyLocked(e)
+		c.mu.Unlock()
 		return fmt.Errorf("peercache: write %s: %w", id, err)
 	}
 	return nil
+}
+
+// Count adds one to counter k of p's record, in memory only: the record is
+// marked dirty and written by the next Flush (or Update of p). This is the
+// node's per-request hot path: one map lookup under the lock, no allocation
+// and no I/O for a known peer. Only peers that already have a record (that
+// completed hello) are counted; a count for an unknown peer, an unknown k or
+// after Close is dropped, so a flood of identities creates nothing.
+func (c *Cache) Count(p peer.ID, k Counter) {
+	c.mu.Lock()
+	e, ok := c.mu.records[p]
+	if ok && !c.mu.closed {
+		switch k {
+		case CountServed:
+			e.rec.Served++
+		case CountRefused:
+			e.rec.Refused++
+		case CountChallenged:
+			e.rec.Challenged++
+		case CountSolved:
+			e.rec.Solved++
+		case CountMiss:
+			e.rec.Misses++
+		default:
+			c.mu.Unlock()
+			return
+		}
+		c.markDirtyLocked(e)
+	}
+	c.mu.Unlock()
+}
+
+// REQUIRES: c.mu held.
+func (c *Cache) markDirtyLocked(e *entry) {
+	if !e.dirty && !e.gone {
+		e.dirty = true
+		c.mu.dirty = append(c.mu.dirty, e)
+	}
+}
+
+// Flush writes every dirty record in one pebble batch, one Set per record,
+// without sync: the write survives a kill -9 of the process (pebble's WAL),
+// but a machine crash may lose the last flushes. It returns ErrClosed after
+// Close. On error the records stay dirty and the next Flush retries them.
+func (c *Cache) Flush() error {
+	return c.flush(pebble.NoSync, false)
+}
+
+func (c *Cache) flush(opt *pebble.WriteOptions, closing bool) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if closing {
+		c.mu.closed = true
+	}
+	list := c.mu.dirty
+	c.mu.dirty = c.mu.spare[:0]
+	c.mu.spare = nil
+	snaps := make([]Record, 0, len(list))
+	ids := make([]peer.ID, 0, len(list))
+	for _, e := range list {
+		if e.gone {
+			continue
+		}
+		e.dirty = false
+		snaps = append(snaps, e.rec) // shallow: see Update
+		ids = append(ids, e.id)
+	}
+	c.mu.Unlock()
+
+	var err error
+	if len(snaps) > 0 {
+		b := c.db.NewBatch()
+		for i := range snaps {
+			if err = c.setRecord(b, ids[i], &snaps[i]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = b.Commit(opt)
+		}
+		b.Close()
+	}
+
+	c.mu.Lock()
+	if err != nil {
+		for _, e := range list {
+			c.markDirtyLocked(e)
+		}
+	}
+	clear(list) // drop the pointers, so that evicted entries can be freed
+	c.mu.spare = list[:0]
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("peercache: flush: %w", err)
+	}
+	return nil
+}
+
+// Start runs a background flush every interval (DefaultFlushInterval if
+// interval <= 0) until Close. Errors go to Options.FlushErrors. Calls after
+// the first, or after Close, do nothing.
+func (c *Cache) Start(interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultFlushInterval
+	}
+	c.startOnce.Do(func() {
+		t := time.NewTicker(interval)
+		go func() {
+			defer t.Stop()
+			c.flushLoop(t.C, nil)
+		}()
+	})
+}
+
+// flushLoop flushes at each tick until Close, then closes c.done. flushed,
+// if set, is called after each flush (for tests, which drive tick).
+func (c *Cache) flushLoop(tick <-chan time.Time, flushed func()) {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick:
+			if err := c.Flush(); err != nil && !errors.Is(err, ErrClosed) && c.opts.FlushErrors != nil {
+				c.opts.FlushErrors(err)
+			}
+			if flushed != nil {
+				flushed()
+			}
+		}
+	}
+}
+
+// Close stops the background flusher (waiting for it), writes every dirty
+// record in one synced batch, and stops further writes: Update, Flush and
+// Forget then return ErrClosed, and Count does nothing. It returns the
+// error of that last flush; a second Close returns nil. It does not close
+// the database, which the node owns.
+func (c *Cache) Close() error {
+	c.startOnce.Do(func() { close(c.done) }) // never started: nothing to wait for
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.done
+	err := c.flush(pebble.Sync, true)
+	if errors.Is(err, ErrClosed) { // closed before
+		return nil
+	}
+	return err
+}
+
+// Forget deletes p's record from memory and from the database, synced. A
+// record that was damaged (so not in memory) is deleted too. It returns
+// ErrNotFound if there is neither, ErrClosed after Close.
+func (c *Cache) Forget(p peer.ID) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	e, ok := c.mu.records[p]
+	if ok {
+		c.removeLocked(e)
+	}
+	c.mu.Unlock()
+	if !ok {
+		_, closer, err := c.db.Get(key(p))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("peercache: forget %s: %w", p, err)
+		}
+		closer.Close()
+	}
+	if err := c.db.Delete(key(p), pebble.Sync); err != nil {
+		return fmt.Errorf("peercache: forget %s: %w", p, err)
+	}
+	return nil
+}
+
+// All returns a copy of every record, most recently seen first (LastSeen,
+// then FirstSeen, then ID), for `wats peers cache`. O(n log n).
+func (c *Cache) All() []Entry {
+	c.mu.Lock()
+	out := make([]Entry, 0, len(c.mu.records))
+	for _, e := range c.mu.order {
+		out = append(out, Entry{ID: e.id, Record: e.rec.clone(), MetInEarlierRun: e.metEarlier})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b Entry) int { return -compareSeen(&a.Record, a.ID, &b.Record, b.ID) })
+	return out
+}
+
+// Known returns the peers to redial at start, most recently seen first (as
+// All), with their addresses parsed. Addresses that do not parse are
+// skipped, and so are peers left with none.
+func (c *Cache) Known() []peer.AddrInfo {
+	all := c.All()
+	out := make([]peer.AddrInfo, 0, len(all))
+	for _, e := range all {
+		ai := peer.AddrInfo{ID: e.ID}
+		for _, s := range e.Addrs {
+			if a, err := ma.NewMultiaddr(s); err == nil {
+				ai.Addrs = append(ai.Addrs, a)
+			}
+		}
+		if len(ai.Addrs) > 0 {
+			out = append(out, ai)
+		}
+	}
+	return out
 }
 
 // Cursor returns the sync cursor into id's log, 0 when never synced.
 func (c *Cache) Cursor(id peer.ID) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.mu.records[id]; ok {
-		return r.Cursor
+	if e, ok := c.mu.records[id]; ok {
+		return e.rec.Cursor
 	}
 	return 0
 }
 
-// Close stops further writes. It does not close the database, which the
-// node owns.
-func (c *Cache) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.closed = true
-	return nil
+// evictLocked removes the least recently seen entry and adds its deletion
+// to b. O(log n).
+// REQUIRES: c.mu held, c.writeMu held (or Open), the cache not empty.
+func (c *Cache) evictLocked(b *pebble.Batch) {
+	e := c.mu.order[0]
+	c.removeLocked(e)
+	c.mu.evicted++
+	// A Delete into a batch fails only for a closed or read-only batch.
+	_ = b.Delete(key(e.id), nil)
+}
+
+// REQUIRES: c.mu held.
+func (c *Cache) removeLocked(e *entry) {
+	heap.Remove(&c.mu.order, e.idx)
+	delete(c.mu.records, e.id)
+	e.gone = true
+	e.dirty = false
+}
+
+func (c *Cache) setRecord(b *pebble.Batch, id peer.ID, r *Record) error {
+	val, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", id, err)
+	}
+	return b.Set(key(id), val, nil)
 }
 
 // MergeAddrs puts addrs at the front of r.Addrs, without duplicates, keeping
@@ -209,11 +635,56 @@ func (r *Record) MergeAddrs(addrs []string) {
 	r.Addrs = out
 }
 
+// trim enforces MaxAddrs on a record from fn or from disk.
+func (r *Record) trim() {
+	if len(r.Addrs) > MaxAddrs {
+		r.Addrs = r.Addrs[:MaxAddrs:MaxAddrs]
+	}
+}
+
 func (r *Record) clone() Record {
 	c := *r
-	c.Addrs = append([]string(nil), r.Addrs...)
-	c.Features = append([]string(nil), r.Features...)
+	c.Addrs = slices.Clone(r.Addrs)
+	c.Features = slices.Clone(r.Features)
 	return c
+}
+
+// compareSeen orders records by how recently they were seen: LastSeen, then
+// FirstSeen, then ID (for a total, deterministic order). Negative: a was
+// seen less recently than b.
+func compareSeen(a *Record, aid peer.ID, b *Record, bid peer.ID) int {
+	if c := a.LastSeen.Compare(b.LastSeen); c != 0 {
+		return c
+	}
+	if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
+		return c
+	}
+	return strings.Compare(string(aid), string(bid))
+}
+
+// byLastSeen is a container/heap of entries, least recently seen first.
+type byLastSeen []*entry
+
+func (h byLastSeen) Len() int { return len(h) }
+func (h byLastSeen) Less(i, j int) bool {
+	return compareSeen(&h[i].rec, h[i].id, &h[j].rec, h[j].id) < 0
+}
+func (h byLastSeen) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *byLastSeen) Push(x any) {
+	e := x.(*entry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *byLastSeen) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.idx = -1
+	return e
 }
 
 func key(id peer.ID) []byte {

@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-func newID(t *testing.T) peer.ID {
+func newID(t testing.TB) peer.ID {
 	t.Helper()
 	k, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
@@ -23,9 +23,9 @@ func newID(t *testing.T) peer.ID {
 	return id
 }
 
-func openDB(t *testing.T, fs vfs.FS) *pebble.DB {
+func openDB(t testing.TB, fs vfs.FS) *pebble.DB {
 	t.Helper()
-	db, err := pebble.Open("db", &pebble.Options{FS: fs})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: quietLogger{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,4 +125,13 @@ func TestMergeAddrsKeepsNewest16(t *testing.T) {
 	if r.Addrs[0] != addrs(3, 4)[0] || len(r.Addrs) != MaxAddrs {
 		t.Fatalf("re-merged address: first %s, %d addrs", r.Addrs[0], len(r.Addrs))
 	}
+}
+
+// quietLogger keeps pebble's recovery messages out of the test output.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
 }

@@ -151,7 +151,86 @@ func (c *cli) peersCmd() *cobra.Command {
 			return nil
 		},
 	}
-	return group("peers", "List and connect peers", ls, connect)
+	return group("peers", "List, connect and remember peers", ls, connect, c.peersCacheCmd(), c.peersForgetCmd())
+}
+
+func (c *cli) peersCacheCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cache",
+		Short: "List the peer cache: every peer this node remembers, most recently seen first",
+		Long: `List the records of the persisted peer cache (design §8): first and last
+seen, whether the peer is reputed (met in an earlier run, or first hello at least
+10 minutes ago: ADR 0014), and its counts of requests served, refused,
+challenged and solved, and misses (requests for things that do not exist).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			peers, err := cl.PeerCache(cmd.Context())
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(peers)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tSERVED\tREFUSED\tCHALLENGED\tSOLVED\tMISSES\tAGENT")
+			for _, p := range peers {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.PeerID,
+					when(p.FirstSeen), when(p.LastSeen), yesNo(p.Reputed),
+					p.Served, p.Refused, p.Challenged, p.Solved, p.Misses, printable(dash(p.Agent)))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (c *cli) peersForgetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget ID",
+		Short: "Forget a peer: delete its record from the peer cache",
+		Long: `Delete the record of peer ID from the peer cache: its addresses, sync cursor,
+counts and reputation. A connected peer stays connected; its next hello starts
+a new record.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.checkPeerID(args[0]); err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.ForgetPeer(cmd.Context(), args[0]); err != nil {
+				return c.apiError(err)
+			}
+			fmt.Fprintf(c.stdout, "forgot %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// when formats a time of the peer cache for a table: UTC to the second,
+// "-" for never.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// checkPeerID checks that s is a peer ID, with a usage error that says what
+// to pass.
+func (c *cli) checkPeerID(s string) error {
+	if _, err := peer.Decode(s); err != nil {
+		return usageErrorf("%q is not a peer ID (12D3KooW…): pass one as '%s peers cache' lists them", s, c.name)
+	}
+	return nil
 }
 
 // fullAddrShape is what a full multiaddr looks like, for messages.
