@@ -100,7 +100,11 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	}
 
 	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
-	err := n.peers.Update(p, false, func(r *peercache.Record) {
+	// A peer's first record is synced at once: that the node met it is
+	// what gives it a reputation after a restart (ADR 0014), and it happens
+	// once per peer, not per request. Later hellos ride on batched writes.
+	_, known := n.peers.Get(p)
+	err := n.peers.Update(p, !known, func(r *peercache.Record) {
 		if r.FirstSeen.IsZero() {
 			r.FirstSeen = now.UTC()
 		}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDaemonKilledRestartsWithReadableCache: a real daemon killed with
+// SIGKILL while events are being written restarts on the same repo with a
+// readable peer cache, in which its peer is remembered from the earlier run
+// (peer-cache issue).
+func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and runs daemons")
+	}
+	bin := watsBinary(t)
+	setSubreaper(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	dir := filepath.Join(tmp, "devnet")
+	if code, _, stderr := runBin(t, env, bin, "devnet", "up", "-n", "2", "--dir", dir); code != 0 {
+		t.Fatalf("devnet up: exit %d: %s", code, stderr)
+	}
+	t.Cleanup(func() { runBin(t, env, bin, "devnet", "down", "--dir", dir) })
+	node1 := filepath.Join(dir, "node1")
+	_, idOut, _ := runBin(t, env, bin, "id", "--repo", filepath.Join(dir, "node0"))
+	node0ID := strings.Fields(idOut)[0]
+
+	// Writes in flight: events added on node 0 reach node 1 by gossip.
+	for i := range 20 {
+		runBin(t, env, bin, "devnet", "exec", "0", "--", "events", "add", "--kind", "note", "--body", `{"i":`+string(rune('0'+i%10))+`}`)
+	}
+	pids := processesMentioning(node1 + "\x00")
+	if len(pids) != 1 {
+		t.Fatalf("found %d daemons of node1: %v", len(pids), pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var ws syscall.WaitStatus
+		syscall.Wait4(pids[0], &ws, syscall.WNOHANG, nil)
+		if syscall.Kill(pids[0], 0) == syscall.ESRCH {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d survived SIGKILL for 5 s", pids[0])
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for the kernel to reap it
+	}
+
+	d := exec.Command(bin, "daemon", "--repo", node1)
+	d.Env = env
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Process.Signal(syscall.SIGTERM)
+		d.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if code, _, _ := runBin(t, env, bin, "status", "--repo", node1); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted daemon did not answer within 20 s")
+		}
+		time.Sleep(100 * time.Millisecond) // waiting for a process to start
+	}
+	code, out, stderr := runBin(t, env, bin, "peers", "cache", "--json", "--repo", node1)
+	if code != 0 {
+		t.Fatalf("peers cache after SIGKILL: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, node0ID) || !strings.Contains(out, `"met_in_earlier_run": true`) {
+		t.Fatalf("the restarted node does not remember node 0 from its earlier run:\n%s", out)
+	}
+	if code, out, stderr := runBin(t, env, bin, "peers", "forget", node0ID, "--repo", node1); code != 0 || !strings.Contains(out, "forgot") {
+		t.Fatalf("peers forget: exit %d: %s %s", code, out, stderr)
+	}
+}
