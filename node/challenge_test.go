@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -112,9 +113,11 @@ func TestOverloadChallengesOnlyFreshCapablePeers(t *testing.T) {
 		t.Fatal("a reputed peer was challenged")
 	}
 
-	// After a restart, b was met in an earlier run: served at once.
+	// After a restart, b was met in an earlier run: served at once, while
+	// c, first met in this run, is challenged until 10 minutes after its
+	// hello.
 	a.close(t)
-	a = startNodeWith(t, r, Options{})
+	a = startNodeWith(t, r, Options{Now: clock.Now})
 	overload(t, a, int64(a.cfg.Limits.OverloadInFlight)+10)
 	connect(t, b, a)
 	if _, err := proto.Call(ctx, b.Host(), a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); err != nil {
@@ -122,6 +125,19 @@ func TestOverloadChallengesOnlyFreshCapablePeers(t *testing.T) {
 	}
 	if issued(a) != 0 {
 		t.Fatal("a peer met in an earlier run was challenged")
+	}
+	c := startNode(t, testConfig(false, time.Hour))
+	connect(t, c, a)
+	if _, err := proto.Call(ctx, c.Host(), a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); !errors.Is(err, proto.ErrChallenged) {
+		t.Fatalf("a peer first met in the second run, under overload: %v, want a challenge", err)
+	}
+	clock.Advance(10*time.Minute - time.Second)
+	if _, err := proto.Call(ctx, c.Host(), a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); !errors.Is(err, proto.ErrChallenged) {
+		t.Fatalf("1 s before its 10 minutes: %v, want still a challenge", err)
+	}
+	clock.Advance(2 * time.Second)
+	if _, err := proto.Call(ctx, c.Host(), a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); err != nil {
+		t.Fatalf("10 minutes after its hello: %v, want served", err)
 	}
 }
 
