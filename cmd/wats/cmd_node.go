@@ -56,7 +56,16 @@ func (c *cli) statusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the node's status: peers, events, head",
-		Args:  noArgs,
+		Long: `Print the node's status:
+  peers       connected peers that completed hello
+  events      events in the local log; head is the position of the newest
+  gossip      whether the node is on its network's gossip topic
+  dropped     invalid events dropped (from sync pages and gossip)
+  in flight   /wats requests being handled now; above 64 the node is
+              overloaded and challenges new peers (ADR 0014)
+  challenges  the b3 challenge's current effort (8 to 24 bits) and how many
+              challenges were issued, solved and failed`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
 			if err != nil {
@@ -101,7 +110,10 @@ func (c *cli) peersCmd() *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the connected peers",
-		Args:  noArgs,
+		Long: `List the connected peers. HELLO: whether hello completed; HEAD: the peer's
+log head as it said in its hello; CURSOR: how far this node has synced the
+peer's log (it can pass HEAD when the peer grew since its hello).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
 			if err != nil {
@@ -159,7 +171,7 @@ func (c *cli) peersCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "List the peer cache: every peer this node remembers, most recently seen first",
-		Long: `List the records of the persisted peer cache (design §8): first and last
+		Long: `List the records of the persisted peer cache (docs/adr/0026): first and last
 seen, whether the peer is reputed (met in an earlier run, or first hello at least
 10 minutes ago: ADR 0014), and its counts of requests served, refused,
 challenged and solved, and misses (requests for things that do not exist).`,

@@ -516,7 +516,8 @@ func (c *cli) loadDevnet(f *devnetFlags) (*devnetState, error) {
 
 // noDevnetError says there is no devnet in --dir and how to start one.
 func (c *cli) noDevnetError(f *devnetFlags) error {
-	return fmt.Errorf("no devnet in %s; start one with: %s", f.dir, c.devnetHint(f, "up", "-n", "3"))
+	return fmt.Errorf("no devnet in %s; start one with: %s (or, if one runs elsewhere, pass its --dir DIR or set $WATS_DEVNET_DIR)",
+		f.dir, c.devnetHint(f, "up", "-n", "3"))
 }
 
 func (c *cli) devnetExecCmd() *cobra.Command {

@@ -762,7 +762,8 @@ func TestDevnetDownNothingRunning(t *testing.T) {
 func TestDevnetExecNoDevnet(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "devnet")
 	code, _, stderr := runCLI(t, "", "devnet", "exec", "0", "--dir", dir, "--", "status")
-	want := "Error: no devnet in " + dir + "; start one with: wats devnet up -n 3 --dir " + dir + "\n"
+	want := "Error: no devnet in " + dir + "; start one with: wats devnet up -n 3 --dir " + dir +
+		" (or, if one runs elsewhere, pass its --dir DIR or set $WATS_DEVNET_DIR)\n"
 	if code != exitError || stderr != want {
 		t.Errorf("exit %d, stderr\n%q\nwant\n%q", code, stderr, want)
 	}
