@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"peercache":         {},
 	"limits":            {},
 	"challenge":         {},
+	"blobs":             {},
 	"repo":              {"config"},
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},

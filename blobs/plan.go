@@ -1,0 +1,194 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; design §9).
+const (
+	// MaxAttempts is how many providers one fetch tries at most, one after
+	// the other. ADR 0014: 4, so a peer cannot keep a node busy by naming
+	// providers that do not serve.
+	MaxAttempts = 4
+
+	// AttemptTimeout is the most one provider is given. ADR 0014: 60 s.
+	AttemptTimeout = 60 * time.Second
+
+	// FetchTimeout is the most one fetch takes, all attempts together.
+	// ADR 0014: 120 s.
+	FetchTimeout = 120 * time.Second
+
+	// MaxHints is how many provider hints a node keeps per blob, the
+	// newest. ADR 0014: 16 (a gossip envelope names at most 8).
+	MaxHints = 16
+)
+
+// Plan is the order and the time budget of one blob fetch (ADR 0014):
+// the requester first when the fetch comes from a replicate request
+// (design §9), then the hints, newest first; providers under backoff are
+// skipped; at most MaxAttempts are tried, one after the other, each until
+// min(its start+AttemptTimeout, plan start+FetchTimeout).
+//
+// Use:
+//
+//	pl := blobs.NewPlan(hints, requester, backoff, now)
+//	for {
+//		p, deadline, ok := pl.Next(now)
+//		if !ok {
+//			break // pl.Err() says why
+//		}
+//		err := fetchFrom(ctx, p, deadline) // context.WithDeadline(ctx, deadline)
+//		pl.Report(p, err, now)
+//	}
+//
+// A Plan is not safe for concurrent use: one goroutine runs one fetch.
+type Plan struct {
+	b     *Backoff
+	cands []peer.ID // requester, then hints; deduplicated, no ""
+	next  int       // index of the next candidate to consider
+	start time.Time
+	tried int
+	// pending is the provider of the attempt Next gave and Report has not
+	// seen yet; "" when none.
+	pending peer.ID
+	done    bool
+	err     error // why the plan ended; nil after a success
+	last    error // the last provider error, for Err
+}
+
+// NewPlan returns the plan of a fetch starting at now. hints are the
+// providers named for the blob, newest first; duplicates and empty ids
+// are dropped and only the first MaxHints distinct ones kept. first is the
+// requester of a replicate request, tried before the hints, or "" for
+// none. b is the node's shared backoff, consulted at each Next and told
+// each outcome by Report; nil means no backoff.
+func NewPlan(hints []peer.ID, first peer.ID, b *Backoff, now time.Time) *Plan {
+	cands := make([]peer.ID, 0, min(len(hints), MaxHints)+1)
+	if first != "" {
+		cands = append(cands, first)
+	}
+	kept := 0
+	for _, h := range hints {
+		if kept == MaxHints {
+			break
+		}
+		if h == "" || h == first || contains(cands, h) {
+			continue
+		}
+		cands = append(cands, h)
+		kept++
+	}
+	return &Plan{b: b, cands: cands, start: now}
+}
+
+func contains(ids []peer.ID, p peer.ID) bool {
+	for _, id := range ids {
+		if id == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Next returns the next provider to try at now and the deadline of that
+// attempt, min(now+AttemptTimeout, start+FetchTimeout). ok is false when
+// the plan is over: a provider succeeded, a size mismatch was reported,
+// MaxAttempts were tried, FetchTimeout is spent, or no candidate is left
+// that is not under backoff at now; Err says which. Each candidate is
+// given at most one attempt, and a candidate skipped under backoff is not
+// considered again. Calling Next before reporting the previous attempt
+// starts the next one; the unreported attempt still counts, and records
+// nothing in the backoff.
+func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
+	pl.pending = ""
+	if pl.done {
+		return "", time.Time{}, false
+	}
+	end := pl.start.Add(FetchTimeout)
+	switch {
+	case pl.tried >= MaxAttempts:
+		pl.finish(ErrAttempts)
+		return "", time.Time{}, false
+	case !now.Before(end):
+		pl.finish(ErrFetchTimeout)
+		return "", time.Time{}, false
+	}
+	for pl.next < len(pl.cands) {
+		c := pl.cands[pl.next]
+		pl.next++
+		if pl.b != nil {
+			if skipped, _ := pl.b.Skipped(c, now); skipped {
+				continue
+			}
+		}
+		pl.tried++
+		pl.pending = c
+		deadline = now.Add(AttemptTimeout)
+		if end.Before(deadline) {
+			deadline = end
+		}
+		return c, deadline, true
+	}
+	pl.finish(ErrNoProvider)
+	return "", time.Time{}, false
+}
+
+// Report records the outcome of the attempt on p that Next gave last: a
+// nil err is a success, which clears p's backoff and ends the plan; an err
+// wrapping ErrSizeMismatch ends the plan without backing p off (the
+// mismatch belongs to the CID); an err wrapping context.Canceled (the node
+// gave up, not the provider) records nothing; any other err, a timeout
+// included, backs p off at now. A report for another provider than the
+// pending one, or a second report, is ignored.
+func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
+	if p == "" || p != pl.pending || pl.done {
+		return
+	}
+	pl.pending = ""
+	switch {
+	case err == nil:
+		if pl.b != nil {
+			pl.b.Succeeded(p)
+		}
+		pl.done, pl.err = true, nil
+	case errors.Is(err, ErrSizeMismatch):
+		pl.done, pl.err = true, err
+	case errors.Is(err, context.Canceled):
+		pl.last = err
+	default:
+		if pl.b != nil {
+			pl.b.Failed(p, now)
+		}
+		pl.last = err
+	}
+}
+
+// finish ends the plan with reason, wrapping the last provider error.
+func (pl *Plan) finish(reason error) {
+	pl.done = true
+	if pl.last != nil {
+		pl.err = fmt.Errorf("%w: last attempt: %w", reason, pl.last)
+	} else {
+		pl.err = reason
+	}
+}
+
+// Err returns why the plan ended: nil while it runs or after a success;
+// the size-mismatch error as reported; or an error wrapping ErrAttempts,
+// ErrFetchTimeout or ErrNoProvider (and the last provider error, if any).
+func (pl *Plan) Err() error { return pl.err }
+
+// Done reports whether the plan is over (Next returned ok false, or a
+// success or a size mismatch was reported).
+func (pl *Plan) Done() bool { return pl.done }
+
+// Attempts returns how many attempts Next has given.
+func (pl *Plan) Attempts() int { return pl.tried }
+
+// Start returns the time the plan began (NewPlan's now).
+func (pl *Plan) Start() time.Time { return pl.start }

@@ -1,0 +1,182 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func ids(n int, prefix string) []peer.ID {
+	out := make([]peer.ID, n)
+	for i := range out {
+		out[i] = peer.ID(fmt.Sprint(prefix, i))
+	}
+	return out
+}
+
+// TestPlanHints: duplicates and empty ids are dropped, the first MaxHints
+// distinct hints (the newest) are kept, the requester comes first and does
+// not count among them.
+func TestPlanHints(t *testing.T) {
+	hints := append([]peer.ID{"", "h0", "h0", "r"}, ids(20, "h")...)
+	pl := NewPlan(hints, "r", nil, base)
+	want := append([]peer.ID{"r"}, ids(MaxHints, "h")...)
+	if fmt.Sprint(pl.cands) != fmt.Sprint(want) {
+		t.Fatalf("candidates %q, want %q", pl.cands, want)
+	}
+	// At the bound and just past it, without a requester.
+	if got := len(NewPlan(ids(MaxHints, "h"), "", nil, base).cands); got != MaxHints {
+		t.Errorf("%d hints: %d kept", MaxHints, got)
+	}
+	if got := len(NewPlan(ids(MaxHints+1, "h"), "", nil, base).cands); got != MaxHints {
+		t.Errorf("%d hints: %d kept, want %d", MaxHints+1, got, MaxHints)
+	}
+	if pl := NewPlan(nil, "", nil, base); len(pl.cands) != 0 {
+		t.Errorf("no hints: candidates %q", pl.cands)
+	}
+}
+
+// TestPlanSixHintsAtMostFour: six providers that all fail fast, with a nil
+// backoff: exactly four attempts, then ErrAttempts wrapping the last error.
+func TestPlanSixHintsAtMostFour(t *testing.T) {
+	errRefused := errors.New("refused")
+	pl := NewPlan(ids(6, "h"), "", nil, base)
+	now := base
+	var tried []peer.ID
+	for {
+		p, _, ok := pl.Next(now)
+		if !ok {
+			break
+		}
+		tried = append(tried, p)
+		now = now.Add(time.Second)
+		pl.Report(p, errRefused, now)
+	}
+	if fmt.Sprint(tried) != fmt.Sprint(ids(4, "h")) || pl.Attempts() != MaxAttempts {
+		t.Fatalf("tried %q (%d attempts), want the first 4", tried, pl.Attempts())
+	}
+	if !pl.Done() || !errors.Is(pl.Err(), ErrAttempts) || !errors.Is(pl.Err(), errRefused) {
+		t.Fatalf("Done %v Err %v, want ErrAttempts wrapping the last error", pl.Done(), pl.Err())
+	}
+}
+
+// TestPlanNoProvider: with no hints, Err is ErrNoProvider alone.
+func TestPlanNoProvider(t *testing.T) {
+	pl := NewPlan(nil, "", NewBackoff(), base)
+	if _, _, ok := pl.Next(base); ok || pl.Err() != ErrNoProvider {
+		t.Fatalf("ok %v Err %v, want ErrNoProvider", ok, pl.Err())
+	}
+}
+
+// TestPlanSizeMismatchNoBackoff: a mismatch wrapped by the caller ends the
+// plan with that error and leaves the provider unpunished; a plain error
+// that merely mentions a size does back off.
+func TestPlanSizeMismatchNoBackoff(t *testing.T) {
+	b := NewBackoff()
+	pl := NewPlan([]peer.ID{"a", "b"}, "", b, base)
+	p, _, _ := pl.Next(base)
+	mismatch := fmt.Errorf("blob bafy: 5 bytes, declared 4: %w", ErrSizeMismatch)
+	pl.Report(p, mismatch, base.Add(time.Second))
+	if skipped, _ := b.Skipped(p, base.Add(time.Second)); skipped || b.Len() != 0 {
+		t.Fatalf("size mismatch backed %s off", string(p))
+	}
+	if !pl.Done() || pl.Err() != mismatch {
+		t.Fatalf("Done %v Err %v, want the mismatch", pl.Done(), pl.Err())
+	}
+	if _, _, ok := pl.Next(base.Add(time.Second)); ok {
+		t.Fatal("Next after a mismatch gave a provider")
+	}
+
+	pl = NewPlan([]peer.ID{"a"}, "", b, base)
+	p, _, _ = pl.Next(base)
+	pl.Report(p, errors.New("size 5, declared 4"), base)
+	if skipped, _ := b.Skipped(p, base); !skipped {
+		t.Fatal("a provider error not wrapping ErrSizeMismatch did not back off")
+	}
+}
+
+// TestPlanCanceled: context.Canceled is the node giving up, not a fault.
+func TestPlanCanceled(t *testing.T) {
+	b := NewBackoff()
+	pl := NewPlan([]peer.ID{"a"}, "", b, base)
+	p, _, _ := pl.Next(base)
+	pl.Report(p, fmt.Errorf("get: %w", context.Canceled), base)
+	if b.Len() != 0 {
+		t.Fatal("a cancelled attempt backed the provider off")
+	}
+	pl = NewPlan([]peer.ID{"a"}, "", b, base)
+	p, _, _ = pl.Next(base)
+	pl.Report(p, fmt.Errorf("get: %w", context.DeadlineExceeded), base)
+	if skipped, _ := b.Skipped(p, base); !skipped {
+		t.Fatal("a timed-out attempt did not back the provider off")
+	}
+}
+
+// TestPlanBoundsRandom drives many plans with random outcomes and
+// durations and checks the ADR 0014 bounds on every one: at most 4
+// attempts, each deadline at most 60 s after it starts and at most 120 s
+// after the plan starts, no provider twice, none while under backoff, the
+// requester first when not under backoff.
+func TestPlanBoundsRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := NewBackoff()
+	now := base
+	for run := range 2000 {
+		hints := ids(r.IntN(20), "h")
+		r.Shuffle(len(hints), func(i, j int) { hints[i], hints[j] = hints[j], hints[i] })
+		var first peer.ID
+		if r.IntN(2) == 0 {
+			first = peer.ID(fmt.Sprint("h", r.IntN(25)))
+		}
+		firstSkipped, _ := b.Skipped(first, now)
+		pl := NewPlan(hints, first, b, now)
+		start := now
+		seen := map[peer.ID]bool{}
+		for attempt := 0; ; attempt++ {
+			p, deadline, ok := pl.Next(now)
+			if !ok {
+				if !pl.Done() || pl.Err() == nil && attempt == 0 {
+					t.Fatalf("run %d: over without a reason", run)
+				}
+				break
+			}
+			if attempt == 0 && first != "" && !firstSkipped && p != first {
+				t.Fatalf("run %d: first attempt %s, want the requester %s", run, string(p), string(first))
+			}
+			if attempt >= MaxAttempts {
+				t.Fatalf("run %d: attempt %d", run, attempt+1)
+			}
+			if seen[p] {
+				t.Fatalf("run %d: %s tried twice", run, string(p))
+			}
+			seen[p] = true
+			if skipped, _ := b.Skipped(p, now); skipped {
+				t.Fatalf("run %d: %s tried under backoff", run, string(p))
+			}
+			if deadline.Sub(now) > AttemptTimeout || deadline.Sub(start) > FetchTimeout || !deadline.After(now) {
+				t.Fatalf("run %d: attempt at +%v has deadline +%v", run, now.Sub(start), deadline.Sub(start))
+			}
+			// The attempt ends at a random point up to its deadline.
+			now = now.Add(time.Duration(r.Int64N(int64(deadline.Sub(now)) + 1)))
+			var err error
+			switch r.IntN(10) {
+			case 0:
+				err = nil
+			case 1:
+				err = ErrSizeMismatch
+			default:
+				err = errors.New("failed")
+			}
+			pl.Report(p, err, now)
+		}
+		if now.Sub(start) > FetchTimeout {
+			t.Fatalf("run %d: took %v", run, now.Sub(start))
+		}
+		now = now.Add(time.Duration(r.Int64N(int64(10 * time.Minute))))
+	}
+}
