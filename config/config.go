@@ -103,9 +103,8 @@ type Config struct {
 
 // P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
 // bounds of libp2p's connection manager and resource manager. Design §3:
-// the per-peer rate limits of ADR 0014 will supplement these bounds, not
-// replace them; they are not in this version (the limits issue adds them,
-// as the table [limits]).
+// the per-peer rate limits of ADR 0014 (the table [limits]) supplement
+// these bounds; they do not replace them.
 type P2PConfig struct {
 	// Listen (key `p2p.listen`) lists the multiaddrs to listen on:
 	// 1..MaxListenAddrs valid multiaddrs. Default

@@ -35,9 +35,8 @@ var tableDocs = map[string]string{
 	"limits": "Per-peer rate limits on /wats/1 requests (ADR 0014): one token bucket per peer " +
 		"and request type, refilling per_min/60 tokens a second up to a burst of a quarter " +
 		"of a minute's worth (at least one); 0 means unlimited. A request over its limit is " +
-		"refused with \"rate limited (<type>): retry later\". The challenge keys belong to " +
-		"ADR 0014's load challenge, which is planned: they are validated now and take effect " +
-		"when it lands.",
+		"refused with \"rate limited (<type>): retry later\", or, if the peer can solve, " +
+		"answered with the b3 proof-of-work challenge of ADR 0014, which the challenge keys set.",
 	"sync": "How the node keeps up with the event logs of its peers.",
 	"peercache": "The persisted records of the peers this node has met: their addresses, " +
 		"sync cursors and counts. A peer in the cache from an earlier run has an established " +
@@ -155,18 +154,19 @@ var keyDocs = map[string]keyDoc{
 	},
 	"limits.challenge": {
 		what: "Whether to answer with a proof-of-work challenge instead of a refusal when a " +
-			"peer that can solve is over its limit or the node is overloaded (planned, ADR " +
-			"0014); false means refusals only.",
+			"peer that can solve is over its limit or the node is overloaded (ADR 0014); false " +
+			"means refusals only (the node still solves the challenges of others).",
 		allowed: "true or false",
 		example: "challenge = true",
 	},
 	"limits.challenge_base_bits": {
-		what:    "Effort of a challenge without pressure, in leading zero bits (planned, ADR 0014).",
+		what:    "Effort of a challenge without pressure, in leading zero bits (ADR 0014).",
 		allowed: fmt.Sprintf("%d..challenge_max_bits", limits.MinChallengeBits),
 		example: "challenge_base_bits = 8",
 	},
 	"limits.challenge_max_bits": {
-		what:    "Most effort the node asks for under sustained pressure, in leading zero bits (planned, ADR 0014).",
+		what: "Most effort the node asks for under sustained pressure, in leading zero bits; it " +
+			"rises one bit for each 10 s under pressure and falls one for each quiet 10 s (ADR 0014).",
 		allowed: fmt.Sprintf("challenge_base_bits..%d", limits.MaxChallengeBits),
 		example: "challenge_max_bits = 24",
 	},
