@@ -2,12 +2,9 @@ package config
 
 import (
 	"errors"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,38 +150,5 @@ func TestQuoteRoundTrips(t *testing.T) {
 		if v.Network != s {
 			t.Errorf("quote(%q) = %s decodes to %q", s, quote(s), v.Network)
 		}
-	}
-}
-
-// TestImports keeps config at the bottom of the layers: it imports no other
-// package of wats.
-func TestImports(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		checked++
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if path == "github.com/wats-network/wats/limits" {
-				continue // the [limits] table is package limits' Config
-			}
-			if path == "github.com/wats-network/wats" || strings.HasPrefix(path, "github.com/wats-network/wats/") {
-				t.Errorf("%s imports %s: config imports no wats package but limits", name, path)
-			}
-		}
-	}
-	if checked == 0 {
-		t.Fatal("no source files found")
 	}
 }

@@ -1,4 +1,4 @@
-// Package layering holds a test that keeps the imports between wats
+// Package layering holds the test that keeps the imports between wats
 // packages pointing downward (design §2): proto, eventlog, config and
 // peercache import no other wats package; node is the only package that
 // knows all the others; cmd/wats reaches the daemon through node's control
