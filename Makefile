@@ -18,7 +18,6 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -run Flood ./gossip  # timing-sensitive: see gossip/score_test.go
 
 ## test-short: the fast tests only (no end-to-end devnet)
 test-short:

@@ -186,8 +186,8 @@ const GraylistThreshold = graylistThreshold
 // costs a node work, invalid envelopes. Each one a peer forwards adds to its
 // invalid-delivery counter; the score's penalty is the counter squared times
 // invalidWeight, so a handful (an event from a skewed clock) is forgiven
-// while a flood sends the peer past graylistThreshold within about
-// ten envelopes, after which gossipsub ignores its RPCs. The counter decays
+// while ten counted invalid deliveries send the peer past
+// graylistThreshold, after which gossipsub ignores its RPCs. The counter decays
 // by invalidDecay each decayInterval, so the peer recovers within minutes of
 // stopping.
 const (
