@@ -2,12 +2,13 @@
 // fetches" addendum; design §9; issue 6), as deterministic code with no
 // networking and no clock: the per-provider backoff, the plan of one
 // fetch (which providers, in which order, with which deadlines), and the
-// declared-size checks made before any request. The store (a boxo
-// blockstore on the node's pebble DB), the exchange (bitswap) and the
-// fetcher proper, which drives these rules over the network, come with
-// the rest of the blobs issue.
+// declared-size checks made before any request; and the blob Store (a
+// boxo blockstore and pinner on the node's pebble DB). The exchange
+// (bitswap) and the fetcher proper, which drives these rules over the
+// network, come with the rest of the blobs issue.
 //
-// It imports no other wats package (design §2), only libp2p's peer.ID.
+// It imports no other wats package (design §2), only libp2p's peer.ID,
+// boxo, go-ds-pebble and pebble.
 //
 // # Rules
 //
@@ -46,6 +47,27 @@
 //		}
 //	}
 //
+// # Store
+//
+// OpenStore(db, StoreOptions{}) opens the store on the node's one pebble
+// DB (design §9, §10), every key under KeyPrefix ("/blobs/"), disjoint
+// from the event log's "ev/" and the peer cache's "p/". Blobs are UnixFS
+// v1 files, CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout;
+// a blob of one chunk is a single raw block ("bafkr4…"). A blob is
+// complete when pinned (recursively, by boxo's dspinner over an offline
+// DAG service: the store never fetches). Import reads at most
+// min(max_blob_bytes, quota left)+1 bytes and, past the bound, fails with
+// ErrTooLarge or ErrQuota, deleting the blocks it wrote; the quota counts
+// the file sizes of the pinned blobs exactly, from a size record per blob
+// ("/blobs/meta/<cid>") summed at open. Export writes a blob only if it is
+// pinned (ErrIncomplete) and exactly of the declared size
+// (ErrSizeMismatch). Remove unpins; the blocks stay until a garbage
+// collection, which is not written yet.
+//
+//	st, err := blobs.OpenStore(db, blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
+//	c, size, err := st.Import(ctx, file)          // pinned, counted
+//	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
+//
 // Times are values passed in (style: time as a value), so the rules are
 // tested by script (testdata/plan.txt) without timers.
 //
@@ -56,5 +78,7 @@
 //   - plan.go: Plan and the fetch bounds (MaxAttempts, AttemptTimeout,
 //     FetchTimeout, MaxHints).
 //   - size.go: ChunkSize, the size defaults, ChunksFor, CheckBeforeFetch.
+//   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
+//     ErrIncomplete.
 //   - errors.go: the sentinel errors.
 package blobs

@@ -1,0 +1,448 @@
+package blobs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/ipfs/boxo/blockservice"
+	"github.com/ipfs/boxo/blockstore"
+	chunk "github.com/ipfs/boxo/chunker"
+	"github.com/ipfs/boxo/exchange/offline"
+	"github.com/ipfs/boxo/ipld/merkledag"
+	"github.com/ipfs/boxo/ipld/unixfs/importer/balanced"
+	"github.com/ipfs/boxo/ipld/unixfs/importer/helpers"
+	unixfsio "github.com/ipfs/boxo/ipld/unixfs/io"
+	pin "github.com/ipfs/boxo/pinning/pinner"
+	"github.com/ipfs/boxo/pinning/pinner/dspinner"
+	"github.com/ipfs/go-cid"
+	ds "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/namespace"
+	"github.com/ipfs/go-datastore/query"
+	pebbleds "github.com/ipfs/go-ds-pebble"
+	ipld "github.com/ipfs/go-ipld-format"
+	mh "github.com/multiformats/go-multihash"
+	_ "github.com/multiformats/go-multihash/register/blake3" // BLAKE3 (0x1e) for the CID builder
+)
+
+// KeyPrefix is the prefix of every key the store writes to the node's
+// pebble database (design §10: disjoint key prefixes in the one DB; the
+// event log uses "ev/", the peer cache "p/"). Under it: "/blobs/blocks/…"
+// (boxo blockstore), "/blobs/pins/…" and "/blobs/dirty…" (boxo dspinner),
+// "/blobs/meta/<cid>" (this file: the size of each pinned blob).
+const KeyPrefix = "/blobs/"
+
+// metaPrefix holds one record per blob: key metaPrefix/<cid string>,
+// value the file size as an unsigned varint.
+const metaPrefix = "/meta"
+
+// ErrIncomplete: the blob is not pinned in the store (never imported,
+// removed, or a fetch that did not complete). ADR 0014: a blob is used
+// (exported, shown) only when complete.
+var ErrIncomplete = errors.New("blobs: blob not complete")
+
+// CIDBuilder makes the CIDs of blobs (design §9): CIDv1, BLAKE3
+// multihash (code 0x1e) of 32 bytes. The importer turns it into codec raw
+// for the leaves and dag-pb for the inner UnixFS nodes.
+var CIDBuilder cid.Builder = cid.V1Builder{Codec: cid.DagProtobuf, MhType: mh.BLAKE3, MhLength: -1}
+
+// StoreOptions configures OpenStore. The zero value means the defaults.
+type StoreOptions struct {
+	// MaxBlobBytes is blobs.max_blob_bytes: the largest blob, in bytes,
+	// that Import accepts. 0 means DefaultMaxBlobBytes (64 MiB).
+	MaxBlobBytes uint64
+	// QuotaBytes is blobs.quota_bytes: the most bytes of pinned blobs
+	// (the sum of their file sizes) the store holds. 0 means
+	// DefaultQuotaBytes (4 GiB).
+	QuotaBytes uint64
+}
+
+func (o StoreOptions) withDefaults() StoreOptions {
+	if o.MaxBlobBytes == 0 {
+		o.MaxBlobBytes = DefaultMaxBlobBytes
+	}
+	if o.QuotaBytes == 0 {
+		o.QuotaBytes = DefaultQuotaBytes
+	}
+	return o
+}
+
+// BlobInfo is one pinned (complete) blob: its root CID and file size in
+// bytes.
+type BlobInfo struct {
+	CID  cid.Cid
+	Size uint64
+}
+
+// Store holds blobs in the node's pebble database (design §9, §10): a
+// boxo blockstore on go-ds-pebble sharing the DB, under KeyPrefix, and
+// boxo's dspinner over an offline DAG service, so the store itself never
+// fetches anything from the network. A blob is complete when it is
+// pinned (recursively); only complete blobs are listed, exported and
+// counted by the quota.
+//
+// Import and Remove are serialized by one mutex; Has, List, QuotaUsed and
+// Export may run alongside.
+type Store struct {
+	opts   StoreOptions
+	dstore ds.Batching // namespaced under KeyPrefix
+	bstore blockstore.Blockstore
+	dag    ipld.DAGService // offline
+	pinner pin.Pinner
+
+	// writeMu serializes Import and Remove, so that the quota check and
+	// the cleanup of a failed import see no concurrent writer.
+	writeMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// INVARIANT: blobs holds exactly the recursively pinned roots with
+		// their file sizes, and used is the sum of those sizes.
+		blobs map[cid.Cid]uint64
+		used  uint64
+	}
+}
+
+// OpenStore opens the blob store on db, which the caller owns and closes
+// (the store never closes it). It loads the pinned blobs and recomputes
+// the quota used from their size records, dropping records of blobs
+// whose pin never completed (an import cut off by a crash).
+func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("blobs: nil pebble DB")
+	}
+	// WithPebbleDB shares the DB; the datastore's Close would close the
+	// DB, so it is never called.
+	pds, err := pebbleds.NewDatastore("", pebbleds.WithPebbleDB(db))
+	if err != nil {
+		return nil, fmt.Errorf("blobs: datastore: %w", err)
+	}
+	s := &Store{opts: opts.withDefaults()}
+	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
+	s.bstore = blockstore.NewBlockstore(s.dstore)
+	// Offline: a missing block is an error, never a network request
+	// (design §9: an online DAG service would fetch whole graphs).
+	s.dag = merkledag.NewDAGService(blockservice.New(s.bstore, offline.Exchange(s.bstore)))
+	ctx := context.Background()
+	p, err := dspinner.New(ctx, s.dstore, s.dag)
+	if err != nil {
+		return nil, fmt.Errorf("blobs: pinner: %w", err)
+	}
+	s.pinner = p
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load fills s.mu.blobs from the pins and the size records.
+func (s *Store) load(ctx context.Context) error {
+	blobs := make(map[cid.Cid]uint64)
+	for sp := range s.pinner.RecursiveKeys(ctx, false) {
+		if sp.Err != nil {
+			return fmt.Errorf("blobs: listing pins: %w", sp.Err)
+		}
+		blobs[sp.Pin.Key] = 0
+	}
+	res, err := s.dstore.Query(ctx, query.Query{Prefix: metaPrefix})
+	if err != nil {
+		return fmt.Errorf("blobs: listing sizes: %w", err)
+	}
+	defer res.Close()
+	seen := make(map[cid.Cid]bool)
+	for r := range res.Next() {
+		if r.Error != nil {
+			return fmt.Errorf("blobs: listing sizes: %w", r.Error)
+		}
+		k := ds.RawKey(r.Key)
+		c, err := cid.Decode(k.BaseNamespace())
+		size, n := binary.Uvarint(r.Value)
+		if err != nil || n <= 0 || size > MaxDeclaredSize {
+			return fmt.Errorf("blobs: bad size record %q", r.Key)
+		}
+		if _, ok := blobs[c]; !ok {
+			// A record without a pin: an import or a remove cut off.
+			if err := s.dstore.Delete(ctx, k); err != nil {
+				return fmt.Errorf("blobs: dropping size record: %w", err)
+			}
+			continue
+		}
+		blobs[c] = size
+		seen[c] = true
+	}
+	for c := range blobs {
+		if seen[c] {
+			continue
+		}
+		// A pin without a record (not written by this store): take the
+		// size from the UnixFS root.
+		size, err := s.fileSize(ctx, c)
+		if err != nil {
+			return fmt.Errorf("blobs: size of pinned %s: %w", c, err)
+		}
+		blobs[c] = size
+	}
+	var used uint64
+	for _, size := range blobs {
+		used += size // each ≤ 2^53 and few: no overflow in practice
+	}
+	s.mu.Lock()
+	s.mu.blobs, s.mu.used = blobs, used
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) fileSize(ctx context.Context, c cid.Cid) (uint64, error) {
+	nd, err := s.dag.Get(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	r, err := unixfsio.NewDagReader(ctx, nd, s.dag)
+	if err != nil {
+		return 0, err
+	}
+	return r.Size(), nil
+}
+
+func metaKey(c cid.Cid) ds.Key {
+	return ds.NewKey(metaPrefix).ChildString(c.String())
+}
+
+// QuotaUsed returns the bytes the quota counts: the sum of the file sizes
+// of the pinned blobs.
+func (s *Store) QuotaUsed() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.used
+}
+
+// Has reports whether the blob c is complete (pinned) in the store.
+func (s *Store) Has(c cid.Cid) (complete bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.mu.blobs[c]
+	return ok, nil
+}
+
+// List returns the pinned blobs, in no particular order.
+func (s *Store) List() []BlobInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]BlobInfo, 0, len(s.mu.blobs))
+	for c, size := range s.mu.blobs {
+		out = append(out, BlobInfo{CID: c, Size: size})
+	}
+	return out
+}
+
+// Import stores the bytes of r as a blob (design §9: UnixFS v1 file,
+// CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout; a blob of
+// one chunk is a single raw block) and pins it. It returns the root CID
+// and the size, the number of bytes read.
+//
+// Bounds (issue 6: blobs.max_blob_bytes and blobs.quota_bytes, exactly):
+// Import reads at most min(MaxBlobBytes, QuotaBytes-QuotaUsed())+1 bytes;
+// if r holds more it fails with an error wrapping ErrTooLarge or ErrQuota.
+// On any failure the blocks this import wrote that were not in the store
+// before are deleted, nothing is pinned and the quota is unchanged. A
+// blob already pinned is not counted twice.
+func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+
+	used := s.QuotaUsed()
+	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, MaxDeclaredSize), err: ErrTooLarge, what: "blobs.max_blob_bytes"}
+	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < lr.limit {
+		lr.limit, lr.err, lr.what = free, ErrQuota, "the room left under blobs.quota_bytes"
+	}
+	rec := &recordingDAG{DAGService: s.dag, bs: s.bstore}
+	params := helpers.DagBuilderParams{
+		Maxlinks:   helpers.DefaultLinksPerBlock,
+		RawLeaves:  true,
+		CidBuilder: CIDBuilder,
+		Dagserv:    rec,
+	}
+	db, err := params.New(chunk.NewSizeSplitter(lr, ChunkSize))
+	if err != nil {
+		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
+	}
+	root, err := balanced.Layout(db)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		rec.undo()
+		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
+	}
+	c, size := root.Cid(), lr.n
+
+	s.mu.Lock()
+	_, already := s.mu.blobs[c]
+	s.mu.Unlock()
+	if already {
+		return c, size, nil
+	}
+	if err := s.pinRoot(ctx, root, size); err != nil {
+		rec.undo()
+		return cid.Undef, 0, err
+	}
+	s.mu.Lock()
+	s.mu.blobs[c] = size
+	s.mu.used += size
+	s.mu.Unlock()
+	return c, size, nil
+}
+
+// pinRoot writes the size record, then the pin, then syncs: the pin marks
+// the blob complete, and a record without a pin is dropped at open.
+func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size uint64) error {
+	c := root.Cid()
+	if err := s.dstore.Put(ctx, metaKey(c), binary.AppendUvarint(nil, size)); err != nil {
+		return fmt.Errorf("blobs: size record: %w", err)
+	}
+	if err := s.pinner.Pin(ctx, root, true, ""); err != nil {
+		_ = s.dstore.Delete(ctx, metaKey(c))
+		return fmt.Errorf("blobs: pin: %w", err)
+	}
+	if err := s.pinner.Flush(ctx); err != nil {
+		return fmt.Errorf("blobs: pin flush: %w", err)
+	}
+	if err := s.dstore.Sync(ctx, ds.NewKey("/")); err != nil {
+		return fmt.Errorf("blobs: sync: %w", err)
+	}
+	return nil
+}
+
+// Remove unpins the blob c and drops it from the list and the quota. Its
+// blocks stay in the blockstore until a garbage collection (not part of
+// the store yet) deletes the blocks no pin reaches. Removing a blob that
+// is not pinned returns an error wrapping ErrIncomplete.
+func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	size, ok := s.mu.blobs[c]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrIncomplete, c)
+	}
+	if err := s.pinner.Unpin(ctx, c, true); err != nil {
+		return fmt.Errorf("blobs: unpin: %w", err)
+	}
+	if err := s.pinner.Flush(ctx); err != nil {
+		return fmt.Errorf("blobs: pin flush: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.mu.blobs, c)
+	s.mu.used -= size
+	s.mu.Unlock()
+	// After the unpin: a record left by a crash here is dropped at open.
+	if err := s.dstore.Delete(ctx, metaKey(c)); err != nil {
+		return fmt.Errorf("blobs: size record: %w", err)
+	}
+	if err := s.dstore.Sync(ctx, ds.NewKey("/")); err != nil {
+		return fmt.Errorf("blobs: sync: %w", err)
+	}
+	return nil
+}
+
+// Export writes the file of blob c to w, only if c is complete (pinned;
+// else an error wrapping ErrIncomplete) and its UnixFS file size is
+// exactly size (else an error wrapping ErrSizeMismatch), as ADR 0014
+// requires before a blob is used. Nothing is written to w on either
+// error. It reads through the offline DAG service: no network.
+func (s *Store) Export(ctx context.Context, c cid.Cid, size uint64, w io.Writer) error {
+	s.mu.Lock()
+	have, ok := s.mu.blobs[c]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrIncomplete, c)
+	}
+	if have != size {
+		return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, c, have, size)
+	}
+	nd, err := s.dag.Get(ctx, c)
+	if err != nil {
+		return fmt.Errorf("blobs: export %s: %w", c, err)
+	}
+	r, err := unixfsio.NewDagReader(ctx, nd, s.dag)
+	if err != nil {
+		return fmt.Errorf("blobs: export %s: %w", c, err)
+	}
+	if r.Size() != size {
+		return fmt.Errorf("%w: %s root says %d bytes, declared %d", ErrSizeMismatch, c, r.Size(), size)
+	}
+	n, err := r.WriteTo(w)
+	if err != nil {
+		return fmt.Errorf("blobs: export %s: %w", c, err)
+	}
+	if uint64(n) != size {
+		return fmt.Errorf("%w: %s yielded %d bytes, declared %d", ErrSizeMismatch, c, n, size)
+	}
+	return nil
+}
+
+// boundedReader reads at most limit bytes and fails with err on the byte
+// after: it stops reading at limit+1.
+type boundedReader struct {
+	r     io.Reader
+	n     uint64 // bytes returned so far, ≤ limit
+	limit uint64
+	err   error
+	what  string
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if room := b.limit - b.n + 1; uint64(len(p)) > room {
+		p = p[:room] // one byte past the limit at most, to detect it
+	}
+	k, err := b.r.Read(p)
+	if b.n+uint64(k) > b.limit {
+		return 0, fmt.Errorf("%w: more than %d bytes (%s)", b.err, b.limit, b.what)
+	}
+	b.n += uint64(k)
+	return k, err
+}
+
+// recordingDAG remembers the blocks an import added that the blockstore
+// did not hold before, so a failed import can delete them.
+type recordingDAG struct {
+	ipld.DAGService
+	bs    blockstore.Blockstore
+	added []cid.Cid
+}
+
+func (r *recordingDAG) Add(ctx context.Context, nd ipld.Node) error {
+	have, err := r.bs.Has(ctx, nd.Cid())
+	if err != nil {
+		return err
+	}
+	if err := r.DAGService.Add(ctx, nd); err != nil {
+		return err
+	}
+	if !have {
+		r.added = append(r.added, nd.Cid())
+	}
+	return nil
+}
+
+func (r *recordingDAG) AddMany(ctx context.Context, nds []ipld.Node) error {
+	for _, nd := range nds {
+		if err := r.Add(ctx, nd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undo deletes the recorded blocks. REQUIRES: Store.writeMu held, so no
+// other import can have started using them.
+func (r *recordingDAG) undo() {
+	for _, c := range r.added {
+		_ = r.bs.DeleteBlock(context.Background(), c)
+	}
+}
