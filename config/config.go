@@ -60,6 +60,10 @@ const (
 	MinSyncInterval = time.Second
 	MaxSyncInterval = 24 * time.Hour
 
+	// MaxBlobSize bounds blobs.max_blob_bytes and blobs.quota_bytes: 2^53
+	// bytes, the largest size the wire carries exactly (design §4).
+	MaxBlobSize = 1 << 53
+
 	// MaxPeerCache is the largest peercache.max_peers: a record is a few
 	// KiB at most and all are held in memory, so a million is already
 	// gigabytes.
@@ -97,6 +101,7 @@ type Config struct {
 	// settings (table [limits]); see package limits for each field.
 	Limits    limits.Config   `toml:"limits"`
 	PeerCache PeerCacheConfig `toml:"peercache"`
+	Blobs     BlobsConfig     `toml:"blobs"`
 	API       APIConfig       `toml:"api"`
 	Log       LogConfig       `toml:"log"`
 }
@@ -171,6 +176,16 @@ type PeerCacheConfig struct {
 	MaxPeers int `toml:"max_peers"`
 }
 
+// BlobsConfig is the table [blobs]: the node's blob store (design §9).
+type BlobsConfig struct {
+	// MaxBlobBytes (key `blobs.max_blob_bytes`) is the largest blob the node
+	// stores, in bytes: 1..MaxBlobSize. Default 64 MiB.
+	MaxBlobBytes int64 `toml:"max_blob_bytes"`
+	// QuotaBytes (key `blobs.quota_bytes`) bounds the bytes of all stored
+	// blobs together: MaxBlobBytes..MaxBlobSize. Default 4 GiB.
+	QuotaBytes int64 `toml:"quota_bytes"`
+}
+
 // APIConfig is the table [api]: the daemon's local interfaces (design §12).
 // The control API itself is always on the repo's Unix socket and has no key.
 type APIConfig struct {
@@ -214,6 +229,7 @@ func Default() *Config {
 		},
 		Limits:    limits.DefaultConfig(),
 		PeerCache: PeerCacheConfig{MaxPeers: 10_000},
+		Blobs:     BlobsConfig{MaxBlobBytes: 64 << 20, QuotaBytes: 4 << 30},
 		API: APIConfig{
 			MetricsAddr: "",
 		},

@@ -41,6 +41,8 @@ var tableDocs = map[string]string{
 	"peercache": "The persisted records of the peers this node has met: their addresses, " +
 		"sync cursors and counts. A peer in the cache from an earlier run has an established " +
 		"reputation (ADR 0014): it is served, not challenged, while the node is overloaded.",
+	"blobs": "The blob store: content-addressed files and crash dumps (UnixFS, CIDv1, " +
+		"BLAKE3, 1 MiB chunks), added with `wats blob add`.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
 		"socket in the repo (api.sock) and never listens on the network.",
 	"log": "The daemon's log output.",
@@ -174,6 +176,16 @@ var keyDocs = map[string]keyDoc{
 		what:    "Most peer records kept; past it the least recently seen peer is forgotten.",
 		allowed: fmt.Sprintf("1..%d peers", MaxPeerCache),
 		example: "max_peers = 10000",
+	},
+	"blobs.max_blob_bytes": {
+		what:    "Largest blob the node stores, in bytes; a larger one is refused before it is stored.",
+		allowed: "1..2^53 bytes",
+		example: "max_blob_bytes = 67108864",
+	},
+	"blobs.quota_bytes": {
+		what:    "Most bytes of blobs the node stores, all blobs together; a blob past it is refused.",
+		allowed: "max_blob_bytes..2^53 bytes",
+		example: "quota_bytes = 4294967296",
 	},
 	"log.format": {
 		what:    `"text" for people, "json" for log collectors (one JSON object a line).`,

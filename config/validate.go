@@ -29,6 +29,11 @@ func (c *Config) problems() []*Error {
 	c.P2P.validate(&ch)
 	c.Sync.validate(&ch)
 	validateLimits(&ch, c.Limits)
+	if b := c.Blobs.MaxBlobBytes; b < 1 || b > MaxBlobSize {
+		ch.bad("blobs.max_blob_bytes", b, "not in 1..2^53")
+	} else if q := c.Blobs.QuotaBytes; q < b || q > MaxBlobSize {
+		ch.bad("blobs.quota_bytes", q, "below max_blob_bytes or above 2^53", "blobs.max_blob_bytes")
+	}
 	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {
 		ch.bad("peercache.max_peers", m, fmt.Sprintf("not in 1..%d", MaxPeerCache))
 	}

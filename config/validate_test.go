@@ -201,3 +201,22 @@ func TestPeerCacheMaxPeers(t *testing.T) {
 		}
 	}
 }
+
+func TestBlobsTable(t *testing.T) {
+	for file, ok := range map[string]bool{
+		"[blobs]\nmax_blob_bytes = 1\nquota_bytes = 1\n":                               true,
+		"[blobs]\nmax_blob_bytes = 9007199254740992\nquota_bytes = 9007199254740992\n": true,
+		"[blobs]\nmax_blob_bytes = 0\n":                                                false,
+		"[blobs]\nmax_blob_bytes = 9007199254740993\n":                                 false,
+		"[blobs]\nmax_blob_bytes = 100\nquota_bytes = 99\n":                            false,
+		"[blobs]\nquota_bytes = 9007199254740993\n":                                    false,
+	} {
+		_, err := Parse([]byte(file), "c.toml")
+		if ok != (err == nil) {
+			t.Errorf("%q: %v", file, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "blobs.") {
+			t.Errorf("%q: error %q does not name the key", file, err)
+		}
+	}
+}

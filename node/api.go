@@ -14,10 +14,12 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
@@ -46,6 +48,10 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", n.apiEvent)
 	mux.HandleFunc("GET "+api.PathTail, n.apiTail)
 	mux.HandleFunc("POST "+api.PathSync, n.apiSync)
+	mux.HandleFunc("POST "+api.PathBlobs, n.apiAddBlob)
+	mux.HandleFunc("GET "+api.PathBlobs, n.apiBlobs)
+	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", n.apiGetBlob)
+	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", n.apiRemoveBlob)
 	mux.HandleFunc("GET "+api.PathPeerCache, n.apiPeerCache)
 	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", n.apiForgetPeer)
 	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
@@ -433,6 +439,113 @@ func (n *Node) apiForgetPeer(w http.ResponseWriter, r *http.Request) {
 	switch err := n.peers.Forget(id); {
 	case errors.Is(err, peercache.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+// apiAddBlob stores the request body as a blob. The store refuses it,
+// having stored nothing, past blobs.max_blob_bytes or the quota (413).
+func (n *Node) apiAddBlob(w http.ResponseWriter, r *http.Request) {
+	c, size, err := n.blobs.Import(r.Context(), r.Body)
+	switch {
+	case errors.Is(err, blobs.ErrTooLarge) || errors.Is(err, blobs.ErrQuota):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
+	}
+}
+
+func (n *Node) apiBlobs(w http.ResponseWriter, r *http.Request) {
+	list := n.blobs.List()
+	out := make([]api.BlobInfo, 0, len(list))
+	for _, b := range list {
+		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// parseCID reads the {cid} of a blob path, or answers 400.
+func parseCID(w http.ResponseWriter, r *http.Request) (cid.Cid, bool) {
+	c, err := cid.Decode(r.PathValue("cid"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", r.PathValue("cid")))
+		return cid.Undef, false
+	}
+	return c, true
+}
+
+// apiGetBlob streams a blob that is complete and exactly of the declared
+// size (ADR 0014: only then is a blob used); 404 otherwise, 409 for another
+// size.
+func (n *Node) apiGetBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := parseCID(w, r)
+	if !ok {
+		return
+	}
+	size, err := queryUint(r, "size", 0)
+	if err != nil || r.URL.Query().Get("size") == "" {
+		writeError(w, http.StatusBadRequest, errors.New("size=N, the declared size in bytes, is required"))
+		return
+	}
+	complete, err := n.blobs.Has(c)
+	if err != nil || !complete {
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s is not stored here (or not complete)", c))
+		return
+	}
+	// Export checks the size against the blob's record and root before it
+	// writes anything, so the status is chosen when the first byte comes:
+	// a mismatch still gets a proper error status, and the blob streams.
+	out := &lazyBody{w: w, size: size}
+	err = n.blobs.Export(r.Context(), c, size, out)
+	switch {
+	case out.started:
+		// Headers are sent; a failure now can only cut the body short,
+		// which the client sees as fewer bytes than Content-Length.
+	case errors.Is(err, blobs.ErrSizeMismatch):
+		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, blobs.ErrIncomplete):
+		writeError(w, http.StatusNotFound, err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		out.start() // an empty blob
+	}
+}
+
+// lazyBody sends a blob's success headers at its first write.
+type lazyBody struct {
+	w       http.ResponseWriter
+	size    uint64
+	started bool
+}
+
+func (b *lazyBody) start() {
+	b.w.Header().Set("Content-Type", "application/octet-stream")
+	b.w.Header().Set("Content-Length", strconv.FormatUint(b.size, 10))
+	b.w.WriteHeader(http.StatusOK)
+	b.started = true
+}
+
+func (b *lazyBody) Write(p []byte) (int, error) {
+	if !b.started {
+		b.start()
+	}
+	return b.w.Write(p)
+}
+
+func (n *Node) apiRemoveBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := parseCID(w, r)
+	if !ok {
+		return
+	}
+	switch err := n.blobs.Remove(r.Context(), c); {
+	case errors.Is(err, blobs.ErrIncomplete):
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s is not stored here", c))
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +123,49 @@ func TestAPILimitsAndDiag(t *testing.T) {
 	}
 	if d.TrackedPeers < 1 || d.ThrottleLinesLogged != 1 {
 		t.Fatalf("diag %+v: want the flooder tracked and one throttled line", d)
+	}
+}
+
+// TestAPIBlobs: a blob added through the API is listed, exported only with
+// its exact size, refused past blobs.max_blob_bytes with nothing stored,
+// and removed.
+func TestAPIBlobs(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.Blobs.MaxBlobBytes = 3 << 20
+	n := startNode(t, cfg)
+	c := apiClient(t, n)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("wats blob "), 200_000) // 2 MB: three chunks
+	bi, err := c.AddBlob(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.Size != uint64(len(data)) || !strings.HasPrefix(bi.CID, "bafy") {
+		t.Fatalf("added %+v", bi)
+	}
+	list, err := c.Blobs(ctx)
+	if err != nil || len(list) != 1 || list[0] != *bi {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+	var out bytes.Buffer
+	if err := c.GetBlob(ctx, bi.CID, bi.Size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("get: %v, %d bytes", err, out.Len())
+	}
+	var apiErr *api.Error
+	if err := c.GetBlob(ctx, bi.CID, bi.Size+1, &out); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Fatalf("get with another size: %v, want 409", err)
+	}
+	big := bytes.Repeat([]byte{1}, 3<<20+1)
+	if _, err := c.AddBlob(ctx, bytes.NewReader(big)); !errors.As(err, &apiErr) || apiErr.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a blob past max_blob_bytes: %v, want 413", err)
+	}
+	if list, _ := c.Blobs(ctx); len(list) != 1 {
+		t.Fatalf("after a refused blob the store lists %d blobs, want 1", len(list))
+	}
+	if err := c.RemoveBlob(ctx, bi.CID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GetBlob(ctx, bi.CID, bi.Size, &out); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("get after remove: %v, want not found", err)
 	}
 }

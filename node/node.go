@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
@@ -67,6 +68,7 @@ type Node struct {
 	db     *pebble.DB
 	events *eventlog.Log
 	peers  *peercache.Cache
+	blobs  *blobs.Store
 	host   host.Host
 	gater  *gater
 	gossip *gossip.Gossip // nil when gossip is off
@@ -168,6 +170,11 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	}
 	for _, d := range damaged {
 		n.log.Warn("skipped a damaged peer cache record", "key", fmt.Sprintf("%x", d.Key), "err", d.Err)
+	}
+	if n.blobs, err = blobs.OpenStore(n.db, blobs.StoreOptions{
+		MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes),
+	}); err != nil {
+		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
 	n.gater = newGater(now)
 	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater); err != nil {

@@ -66,6 +66,7 @@ A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		c.benchCmd(),
 		c.limitsCmd(),
 		c.diagCmd(),
+		c.blobCmd(),
 	)
 	if c.name != defaultName {
 		nameExamples(root, c.name)

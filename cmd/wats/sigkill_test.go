@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,5 +83,39 @@ func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 	}
 	if code, out, stderr := runBin(t, env, bin, "peers", "forget", node0ID, "--repo", node1); code != 0 || !strings.Contains(out, "forgot") {
 		t.Fatalf("peers forget: exit %d: %s %s", code, out, stderr)
+	}
+
+	// The blob commands against the restarted daemon: add, ls, get with the
+	// exact size (and not with another), rm.
+	src := filepath.Join(tmp, "dump.bin")
+	data := strings.Repeat("crash dump ", 150_000) // 1.65 MB: two chunks
+	if err := os.WriteFile(src, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runBin(t, env, bin, "blob", "add", src, "--repo", node1)
+	fields := strings.Fields(out)
+	if code != 0 || len(fields) != 2 || fields[1] != strconv.Itoa(len(data)) {
+		t.Fatalf("blob add: exit %d: %q %s", code, out, stderr)
+	}
+	blobCID := fields[0]
+	if _, out, _ := runBin(t, env, bin, "blob", "ls", "--repo", node1); !strings.Contains(out, blobCID) {
+		t.Fatalf("blob ls does not list %s:\n%s", blobCID, out)
+	}
+	dst := filepath.Join(tmp, "dump.out")
+	if code, _, stderr := runBin(t, env, bin, "blob", "get", blobCID, "--size", strconv.Itoa(len(data)), "-o", dst, "--repo", node1); code != 0 {
+		t.Fatalf("blob get: exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(dst); string(got) != data {
+		t.Fatalf("blob get wrote %d bytes, want the %d added", len(got), len(data))
+	}
+	other := filepath.Join(tmp, "other.out")
+	if code, _, _ := runBin(t, env, bin, "blob", "get", blobCID, "--size", "5", "-o", other, "--repo", node1); code == 0 {
+		t.Fatal("blob get with a wrong size succeeded")
+	}
+	if _, err := os.Stat(other); err == nil {
+		t.Fatal("blob get with a wrong size wrote a file")
+	}
+	if code, _, stderr := runBin(t, env, bin, "blob", "rm", blobCID, "--repo", node1); code != 0 {
+		t.Fatalf("blob rm: exit %d: %s", code, stderr)
 	}
 }

@@ -357,16 +357,22 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		req.Header.Set("Content-Type", ContentTypeJSON)
 	}
 	req.Header.Set("Accept", accept)
+	return c.send(req)
+}
+
+// send performs req: a daemon that is not running is a *NoDaemonError, a
+// non-2xx answer an *Error.
+func (c *Client) send(req *http.Request) (*http.Response, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var nd *NoDaemonError
 		if errors.As(err, &nd) {
 			return nil, nd
 		}
-		if ctx.Err() != nil {
+		if ctx := req.Context(); ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("api: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("api: %s %s: %w", req.Method, req.URL.Path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
