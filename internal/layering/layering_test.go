@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"repo":              {"config"},
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
-	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "node/api"},
+	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
 	"cmd/wats":          {"node", "node/api", "repo", "config"},
 	"internal/layering": {},
 }
