@@ -48,6 +48,8 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", n.apiEvent)
 	mux.HandleFunc("GET "+api.PathTail, n.apiTail)
 	mux.HandleFunc("POST "+api.PathSync, n.apiSync)
+	mux.HandleFunc("POST "+api.PathCrashes, n.apiReportCrash)
+	mux.HandleFunc("GET "+api.PathCrashes, n.apiCrashes)
 	mux.HandleFunc("POST "+api.PathBlobs, n.apiAddBlob)
 	mux.HandleFunc("GET "+api.PathBlobs, n.apiBlobs)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", n.apiGetBlob)
@@ -551,4 +553,42 @@ func (n *Node) apiRemoveBlob(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, struct{}{})
 	}
+}
+
+func (n *Node) apiReportCrash(w http.ResponseWriter, r *http.Request) {
+	var req api.CrashReportRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	var to peer.ID
+	if req.To != "" {
+		var err error
+		if to, err = peer.Decode(req.To); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", req.To))
+			return
+		}
+	}
+	var dump *eventlog.BlobRef
+	if req.DumpCID != "" {
+		dump = &eventlog.BlobRef{CID: req.DumpCID, Size: req.DumpSize, Name: req.DumpName}
+	}
+	c := eventlog.Crash{Program: req.Program, Version: req.Version, OS: req.OS, Arch: req.Arch, Reason: req.Reason, Stack: req.Stack}
+	ev, err := n.ReportCrash(r.Context(), c, dump, to)
+	switch {
+	case errors.Is(err, ErrInvalidEvent):
+		writeError(w, http.StatusBadRequest, err)
+	case err != nil:
+		writeError(w, http.StatusBadGateway, err)
+	default:
+		writeJSON(w, http.StatusOK, ev)
+	}
+}
+
+func (n *Node) apiCrashes(w http.ResponseWriter, r *http.Request) {
+	groups, err := n.CrashGroups()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, groups)
 }

@@ -71,8 +71,10 @@ func (n *Node) handleStream(s network.Stream) {
 			n.peers.Count(p, peercache.CountMiss)
 		}
 		defer done()
+	case proto.TypeCrashReport:
+		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
 	default:
-		// replicate and crash_report come with the blobs issue.
+		// replicate comes with the blob exchange.
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
 	}
 	n.reply(s, resp)

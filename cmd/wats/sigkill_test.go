@@ -115,6 +115,17 @@ func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 	if _, err := os.Stat(other); err == nil {
 		t.Fatal("blob get with a wrong size wrote a file")
 	}
+	// A crash report with its dump, then listed by fingerprint.
+	for range 2 {
+		if code, _, stderr := runBin(t, env, bin, "crash", "report", "--program", "demo", "--version", "1.0",
+			"--reason", "panic: boom", "--dump", src, "--repo", node1); code != 0 {
+			t.Fatalf("crash report: exit %d: %s", code, stderr)
+		}
+	}
+	code, out, stderr = runBin(t, env, bin, "crash", "ls", "--json", "--repo", node1)
+	if code != 0 || !strings.Contains(out, `"count": 2`) || !strings.Contains(out, `"program": "demo"`) {
+		t.Fatalf("crash ls: exit %d: %s %s", code, out, stderr)
+	}
 	if code, _, stderr := runBin(t, env, bin, "blob", "rm", blobCID, "--repo", node1); code != 0 {
 		t.Fatalf("blob rm: exit %d: %s", code, stderr)
 	}

@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"lukechampine.com/blake3"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/proto"
+)
+
+// Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
+// of its program, its reason and the first line of its stack, each
+// followed by a newline. Reports of the same failure in the same place group
+// together across versions and machines; the design leaves the format
+// open (ADR 0028).
+func Fingerprint(program, reason, stack string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(stack), "\n")
+	sum := blake3.Sum256([]byte(program + "\n" + reason + "\n" + first + "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+// serveCrashReport stores a crash event a peer submits (crash_report): it
+// must verify and be of kind "crash" with a valid crash body; it is then
+// stored and gossiped, with the submitter named as the provider of its
+// dump.
+func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashReportRequest) proto.Message {
+	ev, err := eventlog.Decode(r.Event)
+	if err == nil {
+		err = ev.Verify(n.now())
+	}
+	if err == nil && ev.Kind != eventlog.KindCrash {
+		err = fmt.Errorf("event of kind %q, want %q", ev.Kind, eventlog.KindCrash)
+	}
+	if err != nil {
+		n.m.eventsDropped("crash_report", 1)
+		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}
+	}
+	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{n.providerOf(p)}); err != nil {
+		return &proto.Error{Code: proto.CodeInternal, Message: "could not store the report"}
+	}
+	return &proto.CrashReportResponse{ID: ev.ID}
+}
+
+// providerOf names p, with the addresses this node knows for it (at most
+// proto.MaxProviderAddrs), as a provider.
+func (n *Node) providerOf(p peer.ID) proto.Provider {
+	pv := proto.Provider{ID: p.String(), Addrs: []string{}}
+	for _, a := range n.host.Peerstore().Addrs(p) {
+		if len(pv.Addrs) == proto.MaxProviderAddrs {
+			break
+		}
+		pv.Addrs = append(pv.Addrs, a.String())
+	}
+	return pv
+}
+
+// storeAndGossip appends ev and, when it is new and gossip is on,
+// publishes it with providers for its blobs (none if it has none).
+func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source string, providers []proto.Provider) error {
+	added, err := n.events.Append([]*eventlog.Event{ev})
+	if err != nil {
+		return err
+	}
+	n.m.eventsStored(source, len(added))
+	if len(added) == 0 || n.gossip == nil {
+		return nil
+	}
+	if len(ev.Blobs) == 0 {
+		providers = nil
+	}
+	raw, err := ev.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := n.gossip.Publish(ctx, raw, providers); err != nil {
+		n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
+	}
+	return nil
+}
+
+// ReportCrash signs a crash event with this node's key (the fingerprint is
+// computed when empty) with the dump blob if given, and either stores and
+// gossips it here, or, with to set, submits it to that peer by
+// crash_report. It returns the event.
+func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog.BlobRef, to peer.ID) (*eventlog.Event, error) {
+	if c.Fingerprint == "" {
+		c.Fingerprint = Fingerprint(c.Program, c.Reason, c.Stack)
+	}
+	body, err := c.Body()
+	if err != nil {
+		return nil, err
+	}
+	var refs []eventlog.BlobRef
+	if dump != nil {
+		refs = []eventlog.BlobRef{*dump}
+	}
+	ev, err := eventlog.New(n.host.Peerstore().PrivKey(n.host.ID()), n.now(), eventlog.KindCrash, body, refs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	if to == "" {
+		return ev, n.storeAndGossip(ctx, ev, "local", n.selfProviders(ev))
+	}
+	raw, err := ev.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.call(ctx, to, &proto.CrashReportRequest{Event: raw})
+	if err != nil {
+		return nil, fmt.Errorf("node: crash_report to %s: %w", to, err)
+	}
+	if resp.CrashReport == nil || resp.CrashReport.ID != ev.ID {
+		return nil, errors.New("node: crash_report answered with another id")
+	}
+	return ev, nil
+}
+
+// CrashGroups groups the crash events of the log by fingerprint, most
+// recent first. It reads the whole log: fine for the thousands of reports
+// a node keeps; an index by kind can come when logs grow.
+func (n *Node) CrashGroups() ([]api.CrashGroup, error) {
+	groups := map[string]*api.CrashGroup{}
+	for after := uint64(0); ; {
+		page, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		if err != nil {
+			return nil, err
+		}
+		for _, raw := range page {
+			ev, err := eventlog.Decode(raw)
+			if err != nil || ev.Kind != eventlog.KindCrash {
+				continue
+			}
+			c, err := eventlog.ParseCrash(ev.Body)
+			if err != nil {
+				continue
+			}
+			t := time.UnixMilli(ev.Time).UTC()
+			g, ok := groups[c.Fingerprint]
+			if !ok {
+				g = &api.CrashGroup{Fingerprint: c.Fingerprint, Program: c.Program, Reason: c.Reason, FirstSeen: t, LastSeen: t}
+				groups[c.Fingerprint] = g
+			}
+			g.Count++
+			if t.Before(g.FirstSeen) {
+				g.FirstSeen = t
+			}
+			if t.After(g.LastSeen) {
+				g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
+			}
+			if g.LastEvent == "" {
+				g.LastVersion, g.LastEvent = c.Version, ev.ID
+			}
+		}
+		after = next
+		if !more {
+			break
+		}
+	}
+	out := make([]api.CrashGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
+	return out, nil
+}

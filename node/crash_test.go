@@ -1,0 +1,85 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
+)
+
+// TestCrashReports: a node submits crash reports to a peer by
+// crash_report; the peer stores them (with the dump's blob reference) and
+// groups them by fingerprint; an event that is not a crash is refused with
+// bad_request.
+func TestCrashReports(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, b, a)
+	ctx := context.Background()
+	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64",
+		Reason: "panic: index out of range", Stack: "goroutine 1 [running]:\nmain.main()"}
+	dump := &eventlog.BlobRef{CID: "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu", Size: 5, Name: "core.dmp"}
+	ev, err := b.ReportCrash(ctx, crash, dump, a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := a.events.Get(ev.ID)
+	if err != nil || len(got.Blobs) != 1 || got.Blobs[0] != *dump {
+		t.Fatalf("a stored %+v, %v; want the report with its dump", got, err)
+	}
+	crash.Version = "1.0.1" // same failure, next release
+	if _, err := b.ReportCrash(ctx, crash, nil, a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	other := crash
+	other.Reason = "panic: nil map"
+	if _, err := b.ReportCrash(ctx, other, nil, a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := a.CrashGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 {
+		t.Fatalf("%d groups, want 2: %+v", len(groups), groups)
+	}
+	for _, g := range groups {
+		want := 1
+		if g.Fingerprint == Fingerprint(crash.Program, crash.Reason, crash.Stack) {
+			want = 2
+			if g.LastVersion != "1.0.1" {
+				t.Errorf("last version %q, want 1.0.1", g.LastVersion)
+			}
+		}
+		if g.Count != want {
+			t.Errorf("group %s has %d reports, want %d", g.Reason, g.Count, want)
+		}
+	}
+
+	note, err := eventlog.New(b.Host().Peerstore().PrivKey(b.ID()), time.Now(), "note", jsontext.Value(`{"a":1}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := note.Marshal()
+	_, err = b.call(ctx, a.ID(), &proto.CrashReportRequest{Event: raw})
+	if perr, ok := err.(*proto.Error); !ok || perr.Code != proto.CodeBadRequest {
+		t.Fatalf("a note as a crash report: %v, want bad_request", err)
+	}
+	if ok, _ := a.events.Has(note.ID); ok {
+		t.Fatal("the refused note was stored")
+	}
+}
+
+func TestFingerprintIsStableAcrossVersions(t *testing.T) {
+	f := Fingerprint("demo", "panic: x", "goroutine 1:\nmain.main()\n\t/src/main.go:7")
+	if len(f) != 64 || f != Fingerprint("demo", "panic: x", "goroutine 1:\nother frames") {
+		t.Fatalf("fingerprint %q must depend on the first stack line only", f)
+	}
+	if f == Fingerprint("demo", "panic: y", "goroutine 1:") || f == Fingerprint("other", "panic: x", "goroutine 1:") {
+		t.Fatal("different program or reason, same fingerprint")
+	}
+}
