@@ -1,11 +1,10 @@
 package blobs
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/wats-network/wats/internal/scripttest"
 	"strings"
 	"testing"
 	"time"
@@ -17,39 +16,8 @@ import (
 // command on one Backoff and one Plan and the output expected (see the
 // file's header). The expectations were worked out by hand from ADR 0014.
 func TestPlanScripts(t *testing.T) {
-	f, err := os.Open("testdata/plan.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	s := &script{b: NewBackoff()}
-	sc := bufio.NewScanner(f)
-	ran := 0
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		cmd, want, ok := strings.Cut(text, "=>")
-		if !ok {
-			t.Fatalf("plan.txt:%d: no =>", line)
-		}
-		cmd, want = strings.TrimSpace(cmd), strings.TrimSpace(want)
-		got, err := s.run(strings.Fields(cmd))
-		if err != nil {
-			t.Fatalf("plan.txt:%d: %s: %v", line, cmd, err)
-		}
-		if got != want {
-			t.Errorf("plan.txt:%d: %s\n got: %s\nwant: %s", line, cmd, got, want)
-		}
-		ran++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if ran < 100 {
-		t.Fatalf("only %d commands ran: is the script truncated?", ran)
-	}
+	scripttest.Run(t, "testdata/plan.txt", 100, s.run)
 }
 
 // base is the time scripts count from; any fixed instant works.

@@ -1,10 +1,9 @@
 package limits
 
 import (
-	"bufio"
 	"fmt"
+	"github.com/wats-network/wats/internal/scripttest"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,39 +14,10 @@ import (
 // is a command on one Bucket and the output expected (see the file's
 // header). The expectations were worked out by hand from ADR 0014.
 func TestBucketScripts(t *testing.T) {
-	f, err := os.Open("testdata/buckets.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var b *Bucket
-	sc := bufio.NewScanner(f)
-	ran := 0
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		cmd, want, ok := strings.Cut(text, "=>")
-		if !ok {
-			t.Fatalf("buckets.txt:%d: no =>", line)
-		}
-		cmd, want = strings.TrimSpace(cmd), strings.TrimSpace(want)
-		got, err := runBucketCommand(&b, strings.Fields(cmd))
-		if err != nil {
-			t.Fatalf("buckets.txt:%d: %s: %v", line, cmd, err)
-		}
-		if got != want {
-			t.Errorf("buckets.txt:%d: %s\n got: %s\nwant: %s", line, cmd, got, want)
-		}
-		ran++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if ran < 50 {
-		t.Fatalf("only %d commands ran: is the script truncated?", ran)
-	}
+	scripttest.Run(t, "testdata/buckets.txt", 50, func(f []string) (string, error) {
+		return runBucketCommand(&b, f)
+	})
 }
 
 // runBucketCommand runs one script command on *b.
