@@ -63,7 +63,7 @@ func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message 
 		n.peers.Count(p, peercache.CountSolved)
 		return nil
 	}
-	mono := n.monoNow()
+	mono := int64(now.Sub(n.adm.epoch)) // the buckets' clock: ns since the node was built
 	challenges := n.cfg.Limits.Challenge && n.canSolve(p)
 	allowed, retryAfter := n.adm.table.Allow(p, k, mono)
 	if !allowed {
@@ -92,10 +92,6 @@ func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message 
 	n.peers.Count(p, peercache.CountServed)
 	return nil
 }
-
-// monoNow is the admission clock: nanoseconds since the node was built,
-// from the monotonic reading of n.now.
-func (n *Node) monoNow() int64 { return int64(n.now().Sub(n.adm.epoch)) }
 
 // throttleSummaries logs, once a minute, how many "peer throttled" lines
 // were suppressed, when any were.

@@ -63,30 +63,6 @@ func (n *Node) providerOf(p peer.ID) proto.Provider {
 	return pv
 }
 
-// storeAndGossip appends ev and, when it is new and gossip is on,
-// publishes it with providers for its blobs (none if it has none).
-func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source string, providers []proto.Provider) error {
-	added, err := n.events.Append([]*eventlog.Event{ev})
-	if err != nil {
-		return err
-	}
-	n.m.eventsStored(source, len(added))
-	if len(added) == 0 || n.gossip == nil {
-		return nil
-	}
-	if len(ev.Blobs) == 0 {
-		providers = nil
-	}
-	raw, err := ev.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := n.gossip.Publish(ctx, raw, providers); err != nil {
-		n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
-	}
-	return nil
-}
-
 // ReportCrash signs a crash event with this node's key (the fingerprint is
 // computed when empty) with the dump blob if given, and either stores and
 // gossips it here, or, with to set, submits it to that peer by
@@ -103,12 +79,12 @@ func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog
 	if dump != nil {
 		refs = []eventlog.BlobRef{*dump}
 	}
-	ev, err := eventlog.New(n.host.Peerstore().PrivKey(n.host.ID()), n.now(), eventlog.KindCrash, body, refs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
-	}
 	if to == "" {
-		return ev, n.storeAndGossip(ctx, ev, "local", n.selfProviders(ev))
+		return n.AddEvent(ctx, eventlog.KindCrash, body, refs)
+	}
+	ev, err := n.sign(eventlog.KindCrash, body, refs)
+	if err != nil {
+		return nil, err
 	}
 	raw, err := ev.Marshal()
 	if err != nil {

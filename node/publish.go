@@ -19,24 +19,49 @@ var ErrInvalidEvent = errors.New("node: invalid event")
 // node's key, stores it durably and publishes it by gossip. The event is
 // stored even if publishing fails: peers catch up by sync.
 func (n *Node) AddEvent(ctx context.Context, kind string, body jsontext.Value, blobs []eventlog.BlobRef) (*eventlog.Event, error) {
+	ev, err := n.sign(kind, body, blobs)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.storeAndGossip(ctx, ev, "local", n.selfProviders(ev)); err != nil {
+		return nil, fmt.Errorf("node: store event: %w", err)
+	}
+	return ev, nil
+}
+
+// sign makes an event of this node's, now; an invalid kind, body or blob
+// list is an error wrapping ErrInvalidEvent.
+func (n *Node) sign(kind string, body jsontext.Value, blobs []eventlog.BlobRef) (*eventlog.Event, error) {
 	ev, err := eventlog.New(n.host.Peerstore().PrivKey(n.host.ID()), n.now(), kind, body, blobs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
-	if _, err := n.events.Append([]*eventlog.Event{ev}); err != nil {
-		return nil, fmt.Errorf("node: store event: %w", err)
-	}
-	n.m.eventsStored("local", 1)
-	if n.gossip != nil {
-		raw, err := ev.Marshal()
-		if err != nil {
-			return nil, fmt.Errorf("node: encode event: %w", err)
-		}
-		if err := n.gossip.Publish(ctx, raw, n.selfProviders(ev)); err != nil {
-			n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
-		}
-	}
 	return ev, nil
+}
+
+// storeAndGossip appends ev durably and, when it is new and gossip is on,
+// publishes it with providers for its blobs (none if it has none). A failed
+// publish is logged, not returned: peers catch up by sync.
+func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source string, providers []proto.Provider) error {
+	added, err := n.events.Append([]*eventlog.Event{ev})
+	if err != nil {
+		return err
+	}
+	n.m.eventsStored(source, len(added))
+	if len(added) == 0 || n.gossip == nil {
+		return nil
+	}
+	if len(ev.Blobs) == 0 {
+		providers = nil
+	}
+	raw, err := ev.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := n.gossip.Publish(ctx, raw, providers); err != nil {
+		n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
+	}
+	return nil
 }
 
 // selfProviders names this node as the provider of ev's blobs (design §6),
