@@ -20,6 +20,29 @@ var (
 // serve the same content for that CID.
 var ErrSizeMismatch = errors.New("blobs: size differs from the declared size")
 
+// Faults of the content a CID names, found while fetching it. Like
+// ErrSizeMismatch they belong to the CID, not to the provider (every
+// provider serves the same bytes for a CID): Plan.Report ends the plan on
+// them without backing the provider off (ADR 0029).
+var (
+	// ErrCollection: the root is a collection (a UnixFS directory or HAMT
+	// shard, a symlink): its children are never followed (ADR 0014
+	// "Collections"), so it cost no more than its root, and it is not
+	// used.
+	ErrCollection = errors.New("blobs: a collection, children not followed")
+	// ErrBadBlob: the DAG is not a blob of design §9's format within the
+	// fetch bounds (a leaf larger than ChunkSize or than its parent
+	// claims, sizes that do not add up, too deep, more bytes than the
+	// declared size plus one chunk).
+	ErrBadBlob = errors.New("blobs: not a well-formed blob")
+)
+
+// cidFault reports whether err is a fault of the content (ErrSizeMismatch,
+// ErrCollection, ErrBadBlob), which ends a plan without backing off.
+func cidFault(err error) bool {
+	return errors.Is(err, ErrSizeMismatch) || errors.Is(err, ErrCollection) || errors.Is(err, ErrBadBlob)
+}
+
 // Why a Plan ended without a success; Plan.Err wraps one of them together
 // with the last provider's error, if any.
 var (

@@ -140,9 +140,9 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 
 // Report records the outcome of the attempt on p that Next gave last: a
 // nil err is a success, which clears p's backoff and ends the plan; an err
-// wrapping ErrSizeMismatch ends the plan without backing p off (the
-// mismatch belongs to the CID); an err wrapping context.Canceled (the node
-// gave up, not the provider) records nothing; any other err, a timeout
+// wrapping ErrSizeMismatch, ErrCollection or ErrBadBlob ends the plan
+// without backing p off (the content belongs to the CID); an err wrapping
+// context.Canceled (the node gave up, not the provider) records nothing; any other err, a timeout
 // included, backs p off at now. A report for another provider than the
 // pending one, or a second report, is ignored.
 func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
@@ -156,7 +156,7 @@ func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 			pl.b.Succeeded(p)
 		}
 		pl.done, pl.err = true, nil
-	case errors.Is(err, ErrSizeMismatch):
+	case cidFault(err):
 		pl.done, pl.err = true, err
 	case errors.Is(err, context.Canceled):
 		pl.last = err

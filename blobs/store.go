@@ -104,6 +104,14 @@ type Store struct {
 		// their file sizes, and used is the sum of those sizes.
 		blobs map[cid.Cid]uint64
 		used  uint64
+		// reserved is the sum of the sizes of the live Reservations: room
+		// under the quota promised to fetches in flight.
+		reserved uint64
+		// refs counts, per block multihash (the blockstore's key), the
+		// pinned blobs whose DAG holds the block. INVARIANT: a block is in
+		// refs iff a pinned blob reaches it; only those blocks are served
+		// (Referenced) and kept by the garbage collection.
+		refs map[string]int32
 	}
 }
 
@@ -134,6 +142,9 @@ func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
 	}
 	s.pinner = p
 	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.sweep(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -187,13 +198,79 @@ func (s *Store) load(ctx context.Context) error {
 		blobs[c] = size
 	}
 	var used uint64
-	for _, size := range blobs {
+	refs := make(map[string]int32)
+	for c, size := range blobs {
 		used += size // each ≤ 2^53 and few: no overflow in practice
+		bl, err := s.dagBlocks(ctx, c)
+		if err != nil {
+			return fmt.Errorf("blobs: blocks of pinned %s: %w", c, err)
+		}
+		for _, h := range bl {
+			refs[h]++
+		}
 	}
 	s.mu.Lock()
-	s.mu.blobs, s.mu.used = blobs, used
+	s.mu.blobs, s.mu.used, s.mu.refs = blobs, used, refs
 	s.mu.Unlock()
 	return nil
+}
+
+// sweep is the garbage collection at open: it deletes every block no
+// pinned blob reaches (the leftovers of fetches cut off by a crash or a
+// restart, ADR 0029), so that an incomplete blob is never served.
+func (s *Store) sweep(ctx context.Context) error {
+	keys, err := s.bstore.AllKeysChan(ctx)
+	if err != nil {
+		return fmt.Errorf("blobs: listing blocks: %w", err)
+	}
+	var drop []cid.Cid
+	s.mu.Lock()
+	for c := range keys {
+		if s.mu.refs[string(c.Hash())] == 0 {
+			drop = append(drop, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range drop {
+		if err := s.bstore.DeleteBlock(ctx, c); err != nil {
+			return fmt.Errorf("blobs: deleting unreferenced block %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// dagBlocks returns the multihashes (as strings, the blockstore's keys) of
+// the distinct blocks of the DAG under root, reading only the dag-pb
+// nodes from the store: a raw leaf is known by its CID alone. A missing
+// node is an error wrapping ErrIncomplete.
+func (s *Store) dagBlocks(ctx context.Context, root cid.Cid) ([]string, error) {
+	seen := map[string]struct{}{}
+	var out []string
+	stack := []cid.Cid{root}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		h := string(c.Hash())
+		if _, ok := seen[h]; ok {
+			continue
+		}
+		seen[h] = struct{}{}
+		out = append(out, h)
+		if c.Type() == cid.Raw {
+			continue
+		}
+		nd, err := s.dag.Get(ctx, c)
+		if err != nil {
+			if ipld.IsNotFound(err) {
+				return nil, fmt.Errorf("%w: block %s missing", ErrIncomplete, c)
+			}
+			return nil, err
+		}
+		for _, l := range nd.Links() {
+			stack = append(stack, l.Cid)
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) fileSize(ctx context.Context, c cid.Cid) (uint64, error) {
@@ -254,7 +331,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
-	used := s.QuotaUsed()
+	s.mu.Lock()
+	used := s.mu.used + s.mu.reserved
+	s.mu.Unlock()
 	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, MaxDeclaredSize), err: ErrTooLarge, what: "blobs.max_blob_bytes"}
 	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < lr.limit {
 		lr.limit, lr.err, lr.what = free, ErrQuota, "the room left under blobs.quota_bytes"
@@ -290,11 +369,32 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 		rec.undo()
 		return cid.Undef, 0, err
 	}
+	if err := s.addPinned(ctx, c, size, nil); err != nil {
+		return cid.Undef, 0, err
+	}
+	return c, size, nil
+}
+
+// addPinned records the newly pinned blob c of size bytes: in the list,
+// the quota and the block references; the room of r (nil for none) moves
+// into the quota used in the same step, so that no other Reserve sees it
+// free in between. REQUIRES: writeMu held, c pinned.
+func (s *Store) addPinned(ctx context.Context, c cid.Cid, size uint64, r *Reservation) error {
+	bl, err := s.dagBlocks(ctx, c)
+	if err != nil {
+		return fmt.Errorf("blobs: blocks of %s: %w", c, err)
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r != nil {
+		r.releaseLocked()
+	}
 	s.mu.blobs[c] = size
 	s.mu.used += size
-	s.mu.Unlock()
-	return c, size, nil
+	for _, h := range bl {
+		s.mu.refs[h]++
+	}
+	return nil
 }
 
 // pinRoot writes the size record, then the pin, then syncs: the pin marks
@@ -317,10 +417,12 @@ func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size uint64) error 
 	return nil
 }
 
-// Remove unpins the blob c and drops it from the list and the quota. Its
-// blocks stay in the blockstore until a garbage collection (not part of
-// the store yet) deletes the blocks no pin reaches. Removing a blob that
-// is not pinned returns an error wrapping ErrIncomplete.
+// Remove unpins the blob c, drops it from the list and the quota, and
+// deletes at once the blocks of its DAG that no other pinned blob
+// reaches (reference-counted garbage collection, ADR 0029), so that a
+// removed blob is neither served nor kept on disk. Removing a blob that is
+// not pinned returns an error wrapping ErrIncomplete. A crash half way
+// leaves blocks that the sweep at the next open deletes.
 func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -330,16 +432,32 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrIncomplete, c)
 	}
+	bl, err := s.dagBlocks(ctx, c)
+	if err != nil {
+		return fmt.Errorf("blobs: blocks of %s: %w", c, err)
+	}
 	if err := s.pinner.Unpin(ctx, c, true); err != nil {
 		return fmt.Errorf("blobs: unpin: %w", err)
 	}
 	if err := s.pinner.Flush(ctx); err != nil {
 		return fmt.Errorf("blobs: pin flush: %w", err)
 	}
+	var garbage []string
 	s.mu.Lock()
 	delete(s.mu.blobs, c)
 	s.mu.used -= size
+	for _, h := range bl {
+		if s.mu.refs[h]--; s.mu.refs[h] <= 0 {
+			delete(s.mu.refs, h)
+			garbage = append(garbage, h)
+		}
+	}
 	s.mu.Unlock()
+	for _, h := range garbage {
+		if err := s.bstore.DeleteBlock(ctx, cid.NewCidV1(cid.Raw, mh.Multihash(h))); err != nil {
+			return fmt.Errorf("blobs: deleting block: %w", err)
+		}
+	}
 	// After the unpin: a record left by a crash here is dropped at open.
 	if err := s.dstore.Delete(ctx, metaKey(c)); err != nil {
 		return fmt.Errorf("blobs: size record: %w", err)

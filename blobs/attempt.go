@@ -1,0 +1,330 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bsnetwork "github.com/ipfs/boxo/bitswap/network"
+	"github.com/ipfs/boxo/ipld/merkledag"
+	"github.com/ipfs/boxo/ipld/unixfs"
+	upb "github.com/ipfs/boxo/ipld/unixfs/pb"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Bounds on the DAG of one blob, checked as its blocks arrive (ADR 0029).
+const (
+	// MaxDepth is the deepest a blob's DAG may be, the root at depth 0:
+	// with 174 links a node (boxo's balanced layout), depth 8 covers far
+	// more than MaxDeclaredSize.
+	MaxDepth = 8
+	// MaxLinks is the most links one node of a blob may have.
+	MaxLinks = 1024
+)
+
+// innerAllowance is the bytes allowed per chunk for the inner (dag-pb)
+// nodes of a blob: boxo's balanced layout spends about 48 bytes per leaf
+// (a link and a block size), and 1/174 of that again per level above.
+const innerAllowance = 64
+
+// Budget is the most bytes one attempt receives for a blob of the declared
+// size (ADR 0014 "Declared size", ADR 0029): the declared size, one
+// bitswap message of a chunk (MaxMessageBytes), and innerAllowance bytes
+// per chunk for the inner nodes. A block is requested only while the
+// bytes received plus MaxMessageBytes for each block in flight stay within
+// it, so even a DAG whose nodes lie about their children's sizes costs no
+// more.
+func Budget(size uint64) uint64 {
+	return size + MaxMessageBytes + innerAllowance*ChunksFor(size, ChunkSize)
+}
+
+// item is a block of the DAG still to fetch: its CID, the bytes of the
+// file it covers (its parent's claim; the declared size for the root) and
+// its depth.
+type item struct {
+	c     cid.Cid
+	span  uint64
+	depth int
+}
+
+// walk is the state of one attempt (FetchFrom).
+type walk struct {
+	x        *Exchange
+	a        *attempt
+	root     cid.Cid
+	size     uint64
+	budget   uint64 // Budget(size): the most bytes received
+	received uint64 // bytes of blocks received from the provider
+	done     uint64 // file bytes covered so far (local and received)
+	progress func(done uint64)
+	queue    []item
+	out      map[string]item // requested, not received; by cid.KeyString
+	written  []cid.Cid
+	ms       bsnetwork.MessageSender
+	seq      int32
+}
+
+// FetchFrom is one attempt of a fetch: it asks provider p alone for the
+// blocks of the blob root of the declared size that the store does not
+// hold, checks each block as it arrives and writes it to the store,
+// unreferenced (Store.PutBlock). It returns the blocks it wrote and nil
+// once every block covering the declared size is in the store; the caller
+// then pins with Store.Complete.
+//
+// Bounds (ADR 0014 "Declared size", "Collections"; ADR 0029):
+//   - Only the blocks covering the declared size are requested: the
+//     root's UnixFS file size must equal size (else ErrSizeMismatch,
+//     after the root alone), each node's children must add up to what its
+//     parent says it covers, and a raw leaf is at most ChunkSize (else
+//     ErrBadBlob).
+//   - A collection root (a directory, a HAMT shard, a symlink) fails with
+//     ErrCollection after the root alone: children are never followed.
+//   - At most Budget(size) bytes are received: a block is requested only
+//     while the bytes received plus MaxMessageBytes for each block in
+//     flight and the new one stay within that budget, and at most the
+//     exchange's window of blocks are in flight.
+//   - A block is accepted only from p and only if it was asked for.
+//
+// Errors: the ones above belong to the CID; ErrDontHave, ErrProviderGone,
+// a failed dial or ctx's deadline belong to the provider; ctx's
+// cancellation to the caller.
+func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size uint64, progress func(done uint64)) (written []cid.Cid, err error) {
+	switch {
+	case root.Type() == cid.Raw && size > ChunkSize:
+		return nil, fmt.Errorf("%w: %s is one raw block, declared %d bytes > one chunk", ErrBadBlob, root, size)
+	case root.Type() != cid.Raw && root.Type() != cid.DagProtobuf:
+		return nil, fmt.Errorf("%w: %s: codec %#x is neither raw nor dag-pb", ErrBadBlob, root, root.Type())
+	case size > MaxDeclaredSize:
+		return nil, fmt.Errorf("%w: declared size %d", ErrTooLarge, size)
+	}
+	if root.Type() == cid.Raw && size == 0 {
+		// Bitswap cannot carry an empty block (boxo's server answers "don't
+		// have"); the empty blob is known without asking anyone.
+		return emptyBlob(ctx, x.store, root)
+	}
+	w := &walk{
+		x: x, root: root, size: size, budget: Budget(size), progress: progress,
+		queue: []item{{c: root, span: size}},
+		out:   make(map[string]item),
+		a:     &attempt{p: p, inbox: make(chan event, x.window+1)},
+		seq:   1 << 30,
+	}
+	x.register(w.a)
+	defer w.close()
+	for {
+		if err := w.fill(ctx); err != nil {
+			return w.written, err
+		}
+		if len(w.queue) == 0 && len(w.out) == 0 {
+			return w.written, nil
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return w.written, fmt.Errorf("blobs: provider %s: attempt timed out: %w", p, ctx.Err())
+			}
+			return w.written, ctx.Err()
+		case e := <-w.a.inbox:
+			switch {
+			case e.gone:
+				return w.written, fmt.Errorf("%w: %s", ErrProviderGone, p)
+			case e.dontHave.Defined():
+				return w.written, fmt.Errorf("%w: %s has no block %s", ErrDontHave, p, e.dontHave)
+			default:
+				if err := w.accept(ctx, e.blk); err != nil {
+					return w.written, err
+				}
+			}
+		}
+	}
+}
+
+// close withdraws the wants still in flight.
+func (w *walk) close() {
+	out := make([]cid.Cid, 0, len(w.out))
+	for _, it := range w.out {
+		out = append(out, it.c)
+	}
+	w.x.unregister(w.a, out)
+	if w.ms != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+		sendCancels(ctx, w.ms, out)
+		cancel()
+		_ = w.ms.Reset()
+	}
+}
+
+// fill takes items off the queue: those the store holds are checked and
+// expanded at once, the others requested while the window and the budget
+// allow.
+func (w *walk) fill(ctx context.Context) error {
+	var batch []cid.Cid
+	for len(w.queue) > 0 {
+		it := w.queue[0]
+		if _, inFlight := w.out[it.c.KeyString()]; inFlight {
+			break // the same block twice in a file: wait for the first
+		}
+		blk, err := w.x.store.GetBlock(ctx, it.c)
+		if err == nil {
+			w.queue = w.queue[1:]
+			if err := w.expand(it, blk.RawData()); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(w.out) >= w.x.window || w.received+uint64(len(w.out)+1)*MaxMessageBytes > w.budget {
+			break
+		}
+		w.queue = w.queue[1:]
+		w.out[it.c.KeyString()] = it
+		w.x.want(w.a, it.c)
+		batch = append(batch, it.c)
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	if w.ms == nil {
+		if err := w.x.connect(ctx, w.a.p); err != nil {
+			return err
+		}
+		ms, err := w.x.net.NewMessageSender(ctx, w.a.p, &bsnetwork.MessageSenderOpts{
+			MaxRetries: 1, SendTimeout: sendTimeout, SendErrorBackoff: sendTimeout,
+		})
+		if err != nil {
+			return fmt.Errorf("blobs: provider %s: open bitswap stream: %w", w.a.p, err)
+		}
+		w.ms = ms
+	}
+	if err := sendWants(ctx, w.ms, batch, &w.seq); err != nil {
+		return fmt.Errorf("blobs: provider %s: send wants: %w", w.a.p, err)
+	}
+	return nil
+}
+
+// accept checks a block received for an item in flight, writes it and
+// expands it.
+func (w *walk) accept(ctx context.Context, b blocks.Block) error {
+	k := b.Cid().KeyString()
+	it, ok := w.out[k]
+	if !ok {
+		return nil // not ours any more (a duplicate delivery)
+	}
+	delete(w.out, k)
+	n := uint64(len(b.RawData()))
+	w.received += n
+	w.x.received.Add(n)
+	if w.received > w.budget {
+		return fmt.Errorf("%w: %s: more than %d bytes received for %d declared", ErrBadBlob, w.root, w.budget, w.size)
+	}
+	if err := w.expand(it, b.RawData()); err != nil {
+		return err
+	}
+	if err := w.x.store.PutBlock(ctx, b); err != nil {
+		return fmt.Errorf("blobs: store block: %w", err)
+	}
+	w.written = append(w.written, b.Cid())
+	return nil
+}
+
+// expand checks the bytes of item it against what its parent claimed and
+// queues its children.
+func (w *walk) expand(it item, data []byte) error {
+	root := it.depth == 0
+	n := uint64(len(data))
+	if n > ChunkSize {
+		return fmt.Errorf("%w: block %s is %d bytes, more than one chunk", ErrBadBlob, it.c, n)
+	}
+	switch it.c.Type() {
+	case cid.Raw:
+		if n != it.span {
+			if root {
+				return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, it.c, n, it.span)
+			}
+			return fmt.Errorf("%w: leaf %s is %d bytes, its parent says %d", ErrBadBlob, it.c, n, it.span)
+		}
+		w.covered(n)
+		return nil
+	case cid.DagProtobuf:
+	default:
+		return fmt.Errorf("%w: block %s: codec %#x", ErrBadBlob, it.c, it.c.Type())
+	}
+	nd, err := merkledag.DecodeProtobuf(data)
+	if err != nil {
+		return fmt.Errorf("%w: node %s: %v", ErrBadBlob, it.c, err)
+	}
+	fsn, err := unixfs.FSNodeFromBytes(nd.Data())
+	if err != nil {
+		return fmt.Errorf("%w: node %s is not UnixFS: %v", ErrBadBlob, it.c, err)
+	}
+	switch fsn.Type() {
+	case upb.Data_File, upb.Data_Raw:
+	default:
+		if root {
+			return fmt.Errorf("%w: %s is a UnixFS %s", ErrCollection, it.c, fsn.Type())
+		}
+		return fmt.Errorf("%w: node %s inside a file is a UnixFS %s", ErrBadBlob, it.c, fsn.Type())
+	}
+	if fsn.FileSize() != it.span {
+		if root {
+			return fmt.Errorf("%w: %s is a file of %d bytes, declared %d", ErrSizeMismatch, it.c, fsn.FileSize(), it.span)
+		}
+		return fmt.Errorf("%w: node %s covers %d bytes, its parent says %d", ErrBadBlob, it.c, fsn.FileSize(), it.span)
+	}
+	links := nd.Links()
+	switch {
+	case len(links) != fsn.NumChildren():
+		return fmt.Errorf("%w: node %s has %d links and %d block sizes", ErrBadBlob, it.c, len(links), fsn.NumChildren())
+	case len(links) > MaxLinks:
+		return fmt.Errorf("%w: node %s has %d links, more than %d", ErrBadBlob, it.c, len(links), MaxLinks)
+	case len(links) > 0 && it.depth >= MaxDepth:
+		return fmt.Errorf("%w: node %s is deeper than %d", ErrBadBlob, it.c, MaxDepth)
+	}
+	sum := uint64(len(fsn.Data()))
+	for i, l := range links {
+		bs := fsn.BlockSize(i)
+		if bs == 0 || bs > it.span || (l.Cid.Type() == cid.Raw && bs > ChunkSize) {
+			return fmt.Errorf("%w: node %s: child %d claims %d bytes", ErrBadBlob, it.c, i, bs)
+		}
+		sum += bs
+		if sum > it.span {
+			break
+		}
+	}
+	if sum != it.span {
+		return fmt.Errorf("%w: node %s: children add up to %d bytes, not %d", ErrBadBlob, it.c, sum, it.span)
+	}
+	for i, l := range links {
+		w.queue = append(w.queue, item{c: l.Cid, span: fsn.BlockSize(i), depth: it.depth + 1})
+	}
+	w.covered(uint64(len(fsn.Data())))
+	return nil
+}
+
+func (w *walk) covered(n uint64) {
+	if n == 0 {
+		return
+	}
+	w.done += n
+	if w.progress != nil {
+		w.progress(w.done)
+	}
+}
+
+// emptyBlob stores the empty raw block if root names it; any other raw
+// root declared empty is a size mismatch, found with no request.
+func emptyBlob(ctx context.Context, st *Store, root cid.Cid) ([]cid.Cid, error) {
+	c, err := root.Prefix().Sum(nil)
+	if err != nil || !c.Equals(root) {
+		return nil, fmt.Errorf("%w: %s is not the empty block, declared 0 bytes", ErrSizeMismatch, root)
+	}
+	b, err := blocks.NewBlockWithCid(nil, root)
+	if err != nil {
+		return nil, fmt.Errorf("blobs: empty block: %w", err)
+	}
+	if err := st.PutBlock(ctx, b); err != nil {
+		return nil, fmt.Errorf("blobs: store block: %w", err)
+	}
+	return []cid.Cid{root}, nil
+}

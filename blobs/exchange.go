@@ -1,0 +1,338 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bsmsg "github.com/ipfs/boxo/bitswap/message"
+	pb "github.com/ipfs/boxo/bitswap/message/pb"
+	bsnetwork "github.com/ipfs/boxo/bitswap/network"
+	"github.com/ipfs/boxo/bitswap/network/bsnet"
+	"github.com/ipfs/boxo/bitswap/server"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-msgio"
+)
+
+// Exchange is the node's bitswap endpoint (design §9, ADR 0029), on
+// bitswap's standard protocol ids (/ipfs/bitswap/1.2.0 and older), so that
+// other IPFS implementations can fetch from and serve a wats node.
+//
+// Serving is boxo's bitswap server, held by a filter: a block goes only to
+// a peer that ExchangeOptions.Serve admits (blobs.serve: by default the
+// peers that completed hello) and only if a complete blob holds it
+// (Store.Referenced), so the blocks of a fetch in progress, cut off or
+// removed are never served.
+//
+// Fetching is wats's own bitswap client (FetchFrom), not boxo's: it sends
+// its wants to one provider only (no broadcast, no content routing), so
+// that each attempt is attributed to the provider the fetch plan chose;
+// it asks only for the blocks of the DAG that cover the declared size and
+// accepts only blocks it asked that provider for; every other block
+// received is dropped and counted (Stats.Unsolicited).
+type Exchange struct {
+	net    bsnetwork.BitSwapNetwork
+	server *server.Server
+	store  *Store
+	window int
+
+	mu struct {
+		sync.Mutex
+		// wants maps a (provider, block) to the attempts waiting for it.
+		wants map[wantKey][]*attempt
+		// byPeer maps a provider to its attempts in progress.
+		byPeer map[peer.ID]map[*attempt]struct{}
+	}
+	unsolicited atomic.Uint64
+	received    atomic.Uint64
+}
+
+// DefaultWindow is how many blocks one attempt has asked for and not yet
+// received, at most (also bounded by the byte budget, see FetchFrom).
+const DefaultWindow = 32
+
+// ExchangeOptions configures NewExchange.
+type ExchangeOptions struct {
+	// Serve reports whether blocks may be served to p (blobs.serve). Nil
+	// serves every peer.
+	Serve func(p peer.ID) bool
+	// Window is the most blocks one attempt has requested and not
+	// received. 0 means DefaultWindow.
+	Window int
+}
+
+// ExchangeStats are the exchange's counters since it started.
+type ExchangeStats struct {
+	// Unsolicited counts blocks received that no attempt asked their
+	// sender for; they were dropped, never stored.
+	Unsolicited uint64
+	// ReceivedBytes counts the bytes of blocks accepted by attempts.
+	ReceivedBytes uint64
+}
+
+type wantKey struct {
+	p peer.ID
+	c string // cid.KeyString
+}
+
+// serverMaxOutstandingBytes is how many bytes of blocks the bitswap server
+// prepares for one peer at once (boxo's default is 1 MiB, a single chunk,
+// which leaves the link idle between chunks).
+const serverMaxOutstandingBytes = 8 << 20
+
+// NewExchange starts bitswap on h: the server on st's complete blobs and
+// the receiver of FetchFrom's blocks. Close stops it.
+func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	x := &Exchange{store: st, window: o.Window}
+	x.mu.wants = make(map[wantKey][]*attempt)
+	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
+	x.net = bsnet.NewFromIpfsHost(h)
+	serve := o.Serve
+	x.server = server.New(context.Background(), x.net, st.bstore,
+		server.WithPeerBlockRequestFilter(func(p peer.ID, c cid.Cid) bool {
+			return (serve == nil || serve(p)) && st.Referenced(c)
+		}),
+		server.MaxOutstandingBytesPerPeer(serverMaxOutstandingBytes),
+	)
+	x.net.Start(x.server, (*receiver)(x))
+	// bsnet reads messages of up to 4 MiB; these handlers replace its own
+	// on the same protocol ids, reading at most MaxMessageBytes a message,
+	// so that no block bigger than a chunk and its framing is ever taken in.
+	for _, id := range h.Mux().Protocols() {
+		if strings.HasPrefix(string(id), bitswapPrefix) {
+			h.SetStreamHandler(id, x.handleStream)
+		}
+	}
+	return x
+}
+
+// bitswapPrefix starts the ids of bitswap's protocols
+// (/ipfs/bitswap/1.2.0, 1.1.0, 1.0.0 and the unversioned one).
+const bitswapPrefix = "/ipfs/bitswap"
+
+// MaxMessageBytes is the largest bitswap message the exchange reads: one
+// chunk, and 32 KiB for what a bitswap server packs with it (boxo's server
+// fills a message to 16 KiB, then adds the next block whole). A peer that
+// sends more has its stream reset (ADR 0029).
+const MaxMessageBytes = ChunkSize + 32<<10
+
+// streamIdle bounds the wait for the next message on an incoming bitswap
+// stream.
+const streamIdle = 5 * time.Minute
+
+// handleStream reads the bitswap messages of an incoming stream and hands
+// each to the server (wants) and to the fetch attempts (blocks).
+func (x *Exchange) handleStream(s network.Stream) {
+	defer s.Close()
+	p := s.Conn().RemotePeer()
+	r := msgio.NewVarintReaderSize(s, MaxMessageBytes)
+	for {
+		_ = s.SetReadDeadline(time.Now().Add(streamIdle))
+		msg, _, err := bsmsg.FromMsgReader(r)
+		if err != nil {
+			if err != io.EOF {
+				_ = s.Reset()
+			}
+			return
+		}
+		ctx := context.Background()
+		x.server.ReceiveMessage(ctx, p, msg)
+		(*receiver)(x).ReceiveMessage(ctx, p, msg)
+	}
+}
+
+// Close stops serving and receiving. Attempts in progress fail once their
+// contexts end.
+func (x *Exchange) Close() {
+	x.net.Stop()
+	x.server.Close()
+}
+
+// Stats returns the exchange's counters.
+func (x *Exchange) Stats() ExchangeStats {
+	return ExchangeStats{Unsolicited: x.unsolicited.Load(), ReceivedBytes: x.received.Load()}
+}
+
+// Host returns the libp2p host the exchange runs on.
+func (x *Exchange) Host() host.Host { return x.net.Host() }
+
+// event is what the receiver hands an attempt: a block it asked for, a
+// provider's "don't have" for one, or the provider's disconnection.
+type event struct {
+	blk      blocks.Block
+	dontHave cid.Cid
+	gone     bool
+}
+
+// attempt is one FetchFrom in progress: its provider and its inbox.
+type attempt struct {
+	p     peer.ID
+	inbox chan event
+}
+
+// want registers a as waiting for c from its provider.
+func (x *Exchange) want(a *attempt, c cid.Cid) {
+	x.mu.Lock()
+	k := wantKey{a.p, c.KeyString()}
+	x.mu.wants[k] = append(x.mu.wants[k], a)
+	x.mu.Unlock()
+}
+
+// register and unregister track a's provider, for disconnections.
+func (x *Exchange) register(a *attempt) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.mu.byPeer[a.p]
+	if m == nil {
+		m = make(map[*attempt]struct{})
+		x.mu.byPeer[a.p] = m
+	}
+	m[a] = struct{}{}
+}
+
+// unregister drops a and every want it still has.
+func (x *Exchange) unregister(a *attempt, outstanding []cid.Cid) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.mu.byPeer[a.p]; m != nil {
+		delete(m, a)
+		if len(m) == 0 {
+			delete(x.mu.byPeer, a.p)
+		}
+	}
+	for _, c := range outstanding {
+		k := wantKey{a.p, c.KeyString()}
+		as := x.mu.wants[k]
+		for i, o := range as {
+			if o == a {
+				as = append(as[:i], as[i+1:]...)
+				break
+			}
+		}
+		if len(as) == 0 {
+			delete(x.mu.wants, k)
+		} else {
+			x.mu.wants[k] = as
+		}
+	}
+}
+
+// take removes and returns the attempts waiting for c from p.
+func (x *Exchange) take(p peer.ID, c cid.Cid) []*attempt {
+	k := wantKey{p, c.KeyString()}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	as := x.mu.wants[k]
+	delete(x.mu.wants, k)
+	return as
+}
+
+// deliver hands e to a without blocking: an attempt has at most its window
+// of wants registered and each want is delivered once, so its inbox
+// (window+1 events) never fills.
+func deliver(a *attempt, e event) {
+	select {
+	case a.inbox <- e:
+	default:
+	}
+}
+
+// receiver is the Exchange as bitswap's network sees it.
+type receiver Exchange
+
+func (r *receiver) ReceiveMessage(_ context.Context, p peer.ID, msg bsmsg.BitSwapMessage) {
+	x := (*Exchange)(r)
+	for _, b := range msg.Blocks() {
+		as := x.take(p, b.Cid())
+		if len(as) == 0 {
+			x.unsolicited.Add(1)
+			continue
+		}
+		for _, a := range as {
+			deliver(a, event{blk: b})
+		}
+	}
+	for _, c := range msg.DontHaves() {
+		for _, a := range x.take(p, c) {
+			deliver(a, event{dontHave: c})
+		}
+	}
+}
+
+func (r *receiver) ReceiveError(error) {}
+
+func (r *receiver) PeerConnected(peer.ID) {}
+
+func (r *receiver) PeerDisconnected(p peer.ID) {
+	x := (*Exchange)(r)
+	x.mu.Lock()
+	var as []*attempt
+	for a := range x.mu.byPeer[p] {
+		as = append(as, a)
+	}
+	x.mu.Unlock()
+	for _, a := range as {
+		deliver(a, event{gone: true})
+	}
+}
+
+// ErrDontHave: the provider answered that it does not have a block of the
+// blob. A provider fault: the plan backs it off.
+var ErrDontHave = errors.New("blobs: provider does not have the blob")
+
+// ErrProviderGone: the provider disconnected during the attempt.
+var ErrProviderGone = errors.New("blobs: provider disconnected")
+
+// sendWants asks p for cs (want-block, with "don't have" answers).
+func sendWants(ctx context.Context, ms bsnetwork.MessageSender, cs []cid.Cid, seq *int32) error {
+	msg := bsmsg.New(false)
+	for _, c := range cs {
+		*seq--
+		msg.AddEntry(c, *seq, pb.Message_Wantlist_Block, true)
+	}
+	return ms.SendMsg(ctx, msg)
+}
+
+// sendCancels withdraws the wants cs from p, best effort.
+func sendCancels(ctx context.Context, ms bsnetwork.MessageSender, cs []cid.Cid) {
+	if len(cs) == 0 {
+		return
+	}
+	msg := bsmsg.New(false)
+	for _, c := range cs {
+		msg.Cancel(c)
+	}
+	_ = ms.SendMsg(ctx, msg)
+}
+
+// connect makes sure there is a connection to p, dialling the addresses
+// the peerstore holds for it.
+func (x *Exchange) connect(ctx context.Context, p peer.ID) error {
+	if x.net.IsConnectedToPeer(ctx, p) {
+		return nil
+	}
+	h := x.net.Host()
+	if err := x.net.Connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
+		return fmt.Errorf("blobs: connect to provider %s: %w", p, err)
+	}
+	return nil
+}
+
+// sendTimeout bounds writing one message of wants; cancelTimeout bounds
+// withdrawing them at the end of an attempt.
+const (
+	sendTimeout   = 10 * time.Second
+	cancelTimeout = 2 * time.Second
+)

@@ -1,0 +1,199 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ProviderAddrTTL is how long the addresses of a provider hint stay in
+// the peerstore for the fetcher's dials.
+const ProviderAddrTTL = 10 * time.Minute
+
+// Fetcher fetches blobs into the Store over the Exchange, by the rules of
+// ADR 0014: the declared size and the quota checked (and the room
+// reserved) before any request, then a Plan over the providers with the
+// node's shared Backoff, each attempt a FetchFrom held to one provider,
+// and the blob pinned only when complete and exactly of the declared size.
+// Two fetches of one CID at once share one run. Safe for concurrent use.
+type Fetcher struct {
+	x       *Exchange
+	st      *Store
+	backoff *Backoff
+	now     func() time.Time
+
+	mu struct {
+		sync.Mutex
+		calls map[cid.Cid]*call
+	}
+}
+
+// call is a fetch in progress, which later fetches of the CID wait for.
+type call struct {
+	done chan struct{}
+	err  error
+}
+
+// NewFetcher returns a fetcher over x into st. b is the node's shared
+// backoff (nil: a new one); now is the clock of the plans (nil: time.Now).
+func NewFetcher(x *Exchange, st *Store, b *Backoff, now func() time.Time) *Fetcher {
+	if b == nil {
+		b = NewBackoff()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	f := &Fetcher{x: x, st: st, backoff: b, now: now}
+	f.mu.calls = make(map[cid.Cid]*call)
+	return f
+}
+
+// Backoff returns the fetcher's provider backoff.
+func (f *Fetcher) Backoff() *Backoff { return f.backoff }
+
+// Request is one blob to fetch.
+type Request struct {
+	// CID is the blob's root; Size its declared size in bytes.
+	CID  cid.Cid
+	Size uint64
+	// First is tried before the providers: the requester of a replicate
+	// request (design §9); "" for none.
+	First peer.ID
+	// Providers are the hints for the blob, newest first (at most
+	// MaxHints are used); their addresses go to the peerstore for
+	// ProviderAddrTTL.
+	Providers []peer.AddrInfo
+	// Progress, if set, is told the file bytes held so far and Size, from
+	// the fetch's goroutine.
+	Progress func(done, total uint64)
+}
+
+// Fetch makes the blob complete in the store, or says why it could not.
+// A blob already complete and of the declared size costs nothing.
+//
+// Errors: ErrTooLarge or ErrQuota before any request; ErrSizeMismatch,
+// ErrCollection or ErrBadBlob when the content does not fit (ADR 0014:
+// the blob is logged and ignored, never used); otherwise the Plan's
+// ErrNoProvider, ErrAttempts or ErrFetchTimeout with the last provider's
+// error; or ctx's error. On failure the blocks it wrote that no complete
+// blob holds are deleted.
+func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
+	if done, err := f.complete(r); done {
+		return err
+	}
+	f.mu.Lock()
+	if c, ok := f.mu.calls[r.CID]; ok {
+		f.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if c.err != nil {
+			return c.err
+		}
+		// The other fetch stored the blob; its declared size may differ.
+		_, err := f.complete(r)
+		return err
+	}
+	c := &call{done: make(chan struct{})}
+	f.mu.calls[r.CID] = c
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.mu.calls, r.CID)
+		f.mu.Unlock()
+		close(c.done)
+	}()
+	c.err = f.run(ctx, r)
+	return c.err
+}
+
+// complete reports whether r's blob is already pinned, and if so whether
+// its size is the declared one.
+func (f *Fetcher) complete(r Request) (done bool, err error) {
+	if ok, _ := f.st.Has(r.CID); !ok {
+		return false, nil
+	}
+	return true, f.st.Complete(context.Background(), r.CID, r.Size, nil)
+}
+
+func (f *Fetcher) run(ctx context.Context, r Request) error {
+	res, err := f.st.Reserve(r.Size)
+	if err != nil {
+		return err // before any request (ADR 0014)
+	}
+	defer res.Release()
+	ps := f.x.Host().Peerstore()
+	hints := make([]peer.ID, 0, min(len(r.Providers), MaxHints))
+	for _, ai := range r.Providers {
+		if len(hints) == MaxHints {
+			break
+		}
+		if ai.ID == "" || ai.ID == f.x.Host().ID() {
+			continue
+		}
+		if len(ai.Addrs) > 0 {
+			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
+		}
+		hints = append(hints, ai.ID)
+	}
+	first := r.First
+	if first == f.x.Host().ID() {
+		first = ""
+	}
+	var progress func(uint64)
+	if r.Progress != nil {
+		progress = func(done uint64) { r.Progress(done, r.Size) }
+	}
+	var written []cid.Cid
+	pl := NewPlan(hints, first, f.backoff, f.now())
+	for {
+		p, deadline, ok := pl.Next(f.now())
+		if !ok {
+			break
+		}
+		err := f.attempt(ctx, p, deadline, r, res, progress, &written)
+		pl.Report(p, err, f.now())
+		if pl.Done() || ctx.Err() != nil {
+			break
+		}
+	}
+	err = pl.Err()
+	if err == nil && !pl.Done() {
+		err = ctx.Err()
+	}
+	if err != nil {
+		if derr := f.st.DropUnreferenced(context.WithoutCancel(ctx), written); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return fmt.Errorf("blobs: fetch %s (%d bytes): %w", r.CID, r.Size, err)
+	}
+	return nil
+}
+
+// attempt runs one provider's attempt until deadline and pins the blob on
+// success. A block deleted under it by a concurrent Remove is fetched once
+// more from the same provider.
+func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r Request, res *Reservation, progress func(uint64), written *[]cid.Cid) error {
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var err error
+	for range 2 {
+		var w []cid.Cid
+		w, err = f.x.FetchFrom(actx, p, r.CID, r.Size, progress)
+		*written = append(*written, w...)
+		if err != nil {
+			return err
+		}
+		if err = f.st.Complete(actx, r.CID, r.Size, res); !errors.Is(err, ErrIncomplete) {
+			return err
+		}
+	}
+	return err
+}
