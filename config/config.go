@@ -184,7 +184,22 @@ type BlobsConfig struct {
 	// QuotaBytes (key `blobs.quota_bytes`) bounds the bytes of all stored
 	// blobs together: MaxBlobBytes..MaxBlobSize. Default 4 GiB.
 	QuotaBytes int64 `toml:"quota_bytes"`
+	// Serve (key `blobs.serve`) says to whom the node serves the blocks
+	// of its complete blobs over bitswap: "peers", the peers that
+	// completed hello, or "all", any peer that asks (issue 6, ADR 0029).
+	// Default "peers".
+	Serve string `toml:"serve"`
+	// AutoFetch (key `blobs.auto_fetch`) fetches the blobs of events that
+	// arrive by gossip or sync, within max_blob_bytes and quota_bytes.
+	// Default true.
+	AutoFetch bool `toml:"auto_fetch"`
 }
+
+// Values of blobs.serve.
+const (
+	ServePeers = "peers"
+	ServeAll   = "all"
+)
 
 // APIConfig is the table [api]: the daemon's local interfaces (design §12).
 // The control API itself is always on the repo's Unix socket and has no key.
@@ -229,7 +244,7 @@ func Default() *Config {
 		},
 		Limits:    limits.DefaultConfig(),
 		PeerCache: PeerCacheConfig{MaxPeers: 10_000},
-		Blobs:     BlobsConfig{MaxBlobBytes: 64 << 20, QuotaBytes: 4 << 30},
+		Blobs:     BlobsConfig{MaxBlobBytes: 64 << 20, QuotaBytes: 4 << 30, Serve: ServePeers, AutoFetch: true},
 		API: APIConfig{
 			MetricsAddr: "",
 		},

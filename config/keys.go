@@ -187,6 +187,16 @@ var keyDocs = map[string]keyDoc{
 		allowed: "max_blob_bytes..2^53 bytes",
 		example: "quota_bytes = 4294967296",
 	},
+	"blobs.serve": {
+		what:    `To whom blocks of complete blobs are served over bitswap: "peers" (those that completed hello) or "all".`,
+		allowed: `"peers" or "all"`,
+		example: `serve = "peers"`,
+	},
+	"blobs.auto_fetch": {
+		what:    "Fetch the blobs of events that arrive by gossip or sync, within max_blob_bytes and quota_bytes.",
+		allowed: "true or false",
+		example: "auto_fetch = true",
+	},
 	"log.format": {
 		what:    `"text" for people, "json" for log collectors (one JSON object a line).`,
 		allowed: `"text" or "json"`,

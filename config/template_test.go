@@ -167,7 +167,7 @@ func nonDefault() *Config {
 		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,
 	}
 	c.PeerCache = PeerCacheConfig{MaxPeers: 3}
-	c.Blobs = BlobsConfig{MaxBlobBytes: 1 << 20, QuotaBytes: 1 << 30}
+	c.Blobs = BlobsConfig{MaxBlobBytes: 1 << 20, QuotaBytes: 1 << 30, Serve: ServeAll, AutoFetch: false}
 	c.API = APIConfig{MetricsAddr: "[::1]:9464"}
 	c.Log = LogConfig{Level: "debug", Format: "json"}
 	return c

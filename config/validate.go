@@ -34,6 +34,7 @@ func (c *Config) problems() []*Error {
 	} else if q := c.Blobs.QuotaBytes; q < b || q > MaxBlobSize {
 		ch.bad("blobs.quota_bytes", q, "below max_blob_bytes or above 2^53", "blobs.max_blob_bytes")
 	}
+	ch.oneOf("blobs.serve", c.Blobs.Serve, ServePeers, ServeAll)
 	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {
 		ch.bad("peercache.max_peers", m, fmt.Sprintf("not in 1..%d", MaxPeerCache))
 	}

@@ -107,6 +107,11 @@ func TestValidateBounds(t *testing.T) {
 		{"metrics name", func(c *Config) { c.API.MetricsAddr = "metrics.example:9464" }, "api.metrics_addr", "not a loopback address"},
 		{"metrics no port", func(c *Config) { c.API.MetricsAddr = "127.0.0.1" }, "api.metrics_addr", "not a host:port"},
 
+		{"serve all", func(c *Config) { c.Blobs.Serve = "all" }, "", ""},
+		{"serve none", func(c *Config) { c.Blobs.Serve = "none" }, "blobs.serve", `blobs.serve = "none": not one of the allowed values`},
+		{"serve empty", func(c *Config) { c.Blobs.Serve = "" }, "blobs.serve", "not one of"},
+		{"auto_fetch off", func(c *Config) { c.Blobs.AutoFetch = false }, "", ""},
+
 		{"level debug", func(c *Config) { c.Log.Level = "debug" }, "", ""},
 		{"level warn", func(c *Config) { c.Log.Level = "warn" }, "", ""},
 		{"level error", func(c *Config) { c.Log.Level = "error" }, "", ""},
