@@ -54,6 +54,8 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathBlobs, n.apiBlobs)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", n.apiGetBlob)
 	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", n.apiRemoveBlob)
+	mux.HandleFunc("POST "+api.PathBlobFetch, n.apiFetchBlob)
+	mux.HandleFunc("POST "+api.PathReplicate, n.apiReplicate)
 	mux.HandleFunc("GET "+api.PathPeerCache, n.apiPeerCache)
 	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", n.apiForgetPeer)
 	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
@@ -299,15 +301,7 @@ func (n *Node) apiSync(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	var p peer.ID
-	var err error
-	if strings.HasPrefix(req.Peer, "/") {
-		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-		p, err = n.Connect(ctx, req.Peer)
-		cancel()
-	} else if p, err = peer.Decode(req.Peer); err != nil {
-		err = fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", req.Peer)
-	}
+	p, err := n.resolvePeer(r.Context(), req.Peer)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -327,6 +321,21 @@ func (n *Node) apiSync(w http.ResponseWriter, r *http.Request) {
 		st.Error = err.Error()
 	}
 	line(st)
+}
+
+// resolvePeer reads a peer given by the API: a peer ID, or a full
+// multiaddr, which is dialled (hello included) within 30 s.
+func (n *Node) resolvePeer(ctx context.Context, s string) (peer.ID, error) {
+	if strings.HasPrefix(s, "/") {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return n.Connect(ctx, s)
+	}
+	p, err := peer.Decode(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", s)
+	}
+	return p, nil
 }
 
 // queryUint reads a decimal uint64 query parameter, def when absent.

@@ -47,6 +47,13 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{n.providerOf(p)}); err != nil {
 		return &proto.Error{Code: proto.CodeInternal, Message: "could not store the report"}
 	}
+	// The dump is fetched within the bounds of every fetch, the submitter
+	// first and holding one of its fetch slots (issue 6).
+	if n.fetch != nil {
+		for _, b := range ev.Blobs {
+			n.queueFetch(fetchJob{ref: b, first: p, source: "crash_report"})
+		}
+	}
 	return &proto.CrashReportResponse{ID: ev.ID}
 }
 

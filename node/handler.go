@@ -73,8 +73,9 @@ func (n *Node) handleStream(s network.Stream) {
 		defer done()
 	case proto.TypeCrashReport:
 		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
+	case proto.TypeReplicate:
+		resp = n.serveReplicate(n.ctx, p, req.Replicate)
 	default:
-		// replicate comes with the blob exchange.
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
 	}
 	n.reply(s, resp)

@@ -28,6 +28,7 @@ type metrics struct {
 	challengesSolved prometheus.Counter
 	challengesFailed *prometheus.CounterVec // by reason
 	gossipRejects    prometheus.Counter
+	blobFetches      *prometheus.CounterVec // by source and outcome
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 	// The challenge counters again, for the status.
@@ -94,6 +95,35 @@ func newMetrics(n *Node) *metrics {
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_peers", Help: "Connected peers that completed hello.",
 	}, func() float64 { return float64(len(n.helloPeers())) })
+	m.blobFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_blob_fetches_total",
+		Help: "Blob fetches, by source (gossip, sync, crash_report, replicate, api) and outcome (stored, refused: over max_blob_bytes or the quota before any request, invalid: not what the event declares, failed: no provider served it, skipped: over the peer's fetch slots, dropped: auto-fetch queue full).",
+	}, []string{"source", "outcome"})
+	blobExchange := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "wats_blob_unsolicited_blocks_total", Help: "Bitswap blocks received that no fetch asked their sender for; dropped, never stored.",
+	}, func() float64 {
+		if n.fetch == nil {
+			return 0
+		}
+		return float64(n.fetch.x.Stats().Unsolicited)
+	})
+	blobBytes := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "wats_blob_received_bytes_total", Help: "Bytes of bitswap blocks accepted by fetches.",
+	}, func() float64 {
+		if n.fetch == nil {
+			return 0
+		}
+		return float64(n.fetch.x.Stats().ReceivedBytes)
+	})
+	quota := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_blob_quota_used_bytes", Help: "Bytes of complete blobs, as blobs.quota_bytes counts them.",
+	}, func() float64 {
+		if n.blobs == nil {
+			return 0
+		}
+		return float64(n.blobs.QuotaUsed())
+	})
+	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
@@ -112,7 +142,10 @@ func (m *metrics) challengeFailed(reason string) {
 	m.challengesFailed.WithLabelValues(reason).Inc()
 	m.failedN.Add(1)
 }
-func (m *metrics) syncRefused()  { m.syncRefusedN.Inc() }
+func (m *metrics) syncRefused() { m.syncRefusedN.Inc() }
+func (m *metrics) blobFetch(source, outcome string) {
+	m.blobFetches.WithLabelValues(source, outcome).Inc()
+}
 func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()

@@ -69,6 +69,11 @@ type Node struct {
 	events *eventlog.Log
 	peers  *peercache.Cache
 	blobs  *blobs.Store
+	// fetch is the blob exchange and fetcher; nil before Start.
+	fetch *fetchState
+	// slots bounds the blobs one peer makes this node fetch at once
+	// (limits.blob_fetches_per_peer, ADR 0014).
+	slots  *limits.Slots
 	host   host.Host
 	gater  *gater
 	gossip *gossip.Gossip // nil when gossip is off
@@ -141,6 +146,9 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.adm = adm
+	if n.slots, err = limits.NewSlots(r.Config.Limits.BlobFetchesPerPeer); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
 	n.m = newMetrics(n)
 	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
 
@@ -223,6 +231,7 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
+	n.startBlobs()
 	n.peers.Start(peercache.DefaultFlushInterval)
 	n.go_(n.bootstrap)
 	n.go_(n.redial)
@@ -248,6 +257,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.gossip.Close())
 	}
 	n.cancel()
+	if n.fetch != nil {
+		n.fetch.x.Close()
+	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}

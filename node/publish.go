@@ -70,12 +70,18 @@ func (n *Node) selfProviders(ev *eventlog.Event) []proto.Provider {
 	if len(ev.Blobs) == 0 {
 		return nil
 	}
+	return []proto.Provider{n.selfProvider()}
+}
+
+// selfProvider names this node as a provider, with at most
+// proto.MaxProviderAddrs addresses.
+func (n *Node) selfProvider() proto.Provider {
 	addrs := n.host.Addrs()
 	p := proto.Provider{ID: n.host.ID().String()}
 	for _, a := range addrs[:min(len(addrs), proto.MaxProviderAddrs)] {
 		p.Addrs = append(p.Addrs, a.String())
 	}
-	return []proto.Provider{p}
+	return p
 }
 
 // deliver stores an event received by gossip and records the provider hints
@@ -90,6 +96,7 @@ func (n *Node) deliver(d gossip.Delivery) {
 	for _, b := range d.Event.Blobs {
 		n.hints.Add(b.CID, d.Providers)
 	}
+	n.autoFetch(added, d.From, "gossip")
 }
 
 // has reports whether the log holds the event with this id.

@@ -269,6 +269,7 @@ func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error
 	}
 	n.m.eventsStored("sync", len(added))
 	n.m.eventsDropped("sync", len(rejected))
+	n.autoFetch(added, p, "sync")
 	for _, r := range rejected {
 		n.log.Debug("dropped an invalid synced event", "peer", p, "err", r)
 	}

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/proto"
 )
 
 func (c *cli) blobCmd() *cobra.Command {
@@ -83,13 +90,19 @@ func (c *cli) blobGetCmd() *cobra.Command {
 	var (
 		size int64
 		out  string
+		from string
 	)
 	cmd := &cobra.Command{
-		Use:   "get CID --size N -o FILE",
-		Short: "Write a stored blob to FILE, if it is complete and exactly N bytes",
-		Long: `Write the blob CID to FILE. The blob is used only when it is complete and
-exactly of the declared size N (ADR 0014); otherwise nothing is written.
-Fetching blobs from other nodes comes with the blob exchange.`,
+		Use:   "get CID --size N -o FILE [--from PEER]",
+		Short: "Fetch a blob if needed and write it to FILE, if it is complete and exactly N bytes",
+		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched first
+from its providers: PEER (--from) first, then those gossip named for it, by
+the fetch rules of ADR 0014 (at most 4 providers, 60 s each, 120 s in all;
+the size checked against blobs.max_blob_bytes and the quota before any
+request). On a terminal a progress bar shows the fetch.
+
+The blob is used only when it is complete and exactly of the declared size
+N (ADR 0014); otherwise nothing is written.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if size < 0 {
@@ -101,6 +114,9 @@ Fetching blobs from other nodes comes with the blob exchange.`,
 			cl, err := c.client()
 			if err != nil {
 				return err
+			}
+			if err := c.fetchBlob(cmd.Context(), cl, api.FetchRequest{CID: args[0], Size: uint64(size), From: from}); err != nil {
+				return c.apiError(err)
 			}
 			// Write to a temporary file beside FILE and rename it at the
 			// end, so FILE never holds a partial blob.
@@ -128,7 +144,46 @@ Fetching blobs from other nodes comes with the blob exchange.`,
 	}
 	cmd.Flags().Int64Var(&size, "size", -1, "the blob's declared size in bytes (required)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write (required)")
+	cmd.Flags().StringVar(&from, "from", "", "a peer ID to fetch from first (optional)")
 	return cmd
+}
+
+// fetchBlob has the daemon make a blob complete, with a progress bar on
+// stderr when it is a terminal.
+func (c *cli) fetchBlob(ctx context.Context, cl *api.Client, req api.FetchRequest) error {
+	var bar *progressbar.ProgressBar
+	if isTerminal(c.stderr) {
+		bar = progressbar.NewOptions64(int64(max(req.Size, 1)),
+			progressbar.OptionSetWriter(c.stderr),
+			progressbar.OptionSetDescription("fetch "+shortCID(req.CID)),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	err := cl.FetchBlob(ctx, req, func(p api.FetchProgress) {
+		if bar != nil {
+			_ = bar.Set64(int64(min(p.Bytes, uint64(bar.GetMax64()))))
+		}
+	})
+	if bar != nil {
+		if err == nil {
+			_ = bar.Finish()
+		} else {
+			_ = bar.Exit()
+			fmt.Fprintln(c.stderr)
+		}
+	}
+	return err
+}
+
+// shortCID abbreviates a CID for a progress bar's label.
+func shortCID(s string) string {
+	if len(s) <= 16 {
+		return s
+	}
+	return s[:8] + "…" + s[len(s)-6:]
 }
 
 func (c *cli) blobRmCmd() *cobra.Command {
@@ -148,4 +203,71 @@ func (c *cli) blobRmCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func (c *cli) replicateCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replicate PEER CID:SIZE...",
+		Short: "Ask a peer to keep copies of blobs, fetching them from this node first",
+		Long: `Ask PEER (a peer ID, or a full multiaddr to connect to first) to keep copies
+of the blobs CID:SIZE (SIZE: the declared size in bytes). The peer fetches
+each blob from this node first, then from the providers it knows, and
+answers which it stored, skipped and failed: a peer fetches at most
+limits.blob_fetches_per_peer (4) blobs of one requester at once and skips
+the rest (ADR 0014); a blob it already holds counts as stored.`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.ReplicateRequest{Peer: args[0]}
+			if len(args)-1 > proto.MaxReplicateBlobs {
+				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, proto.MaxReplicateBlobs)
+			}
+			for _, a := range args[1:] {
+				b, err := parseBlobArg(a)
+				if err != nil {
+					return usageErrorf("%v", err)
+				}
+				req.Blobs = append(req.Blobs, b)
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			res, err := cl.Replicate(cmd.Context(), req)
+			if err != nil {
+				return c.apiError(err)
+			}
+			if asJSON {
+				return c.printJSON(res)
+			}
+			for _, s := range res.Stored {
+				fmt.Fprintf(c.stdout, "stored   %s\n", printable(s))
+			}
+			for _, s := range res.Skipped {
+				fmt.Fprintf(c.stdout, "skipped  %s (the peer's fetch slots were in use; ask again later)\n", printable(s))
+			}
+			for _, f := range res.Failed {
+				fmt.Fprintf(c.stdout, "failed   %s: %s\n", printable(f.CID), printable(f.Reason))
+			}
+			if len(res.Failed) > 0 {
+				return fmt.Errorf("%d of %d blobs failed", len(res.Failed), len(req.Blobs))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return cmd
+}
+
+// parseBlobArg reads a CID:SIZE argument.
+func parseBlobArg(a string) (api.BlobInfo, error) {
+	c, sz, ok := strings.Cut(a, ":")
+	if !ok || c == "" {
+		return api.BlobInfo{}, fmt.Errorf("%q is not CID:SIZE (e.g. bafkr4…:1048576)", a)
+	}
+	n, err := strconv.ParseUint(sz, 10, 64)
+	if err != nil || n > proto.MaxSafeInt {
+		return api.BlobInfo{}, fmt.Errorf("%q: SIZE must be a whole number of bytes, 0..2^53", a)
+	}
+	return api.BlobInfo{CID: c, Size: n}, nil
 }

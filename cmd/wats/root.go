@@ -67,6 +67,7 @@ A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		c.limitsCmd(),
 		c.diagCmd(),
 		c.blobCmd(),
+		c.replicateCmd(),
 		c.crashCmd(),
 	)
 	if c.name != defaultName {

@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -71,4 +74,110 @@ func (c *Client) RemoveBlob(ctx context.Context, cid string) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// PathBlobFetch takes a POSTed FetchRequest and makes the blob complete in
+// the store, fetching it from its providers if needed (ADR 0014's rules).
+// It answers with NDJSON lines of FetchProgress, the last one with Done
+// or Error set.
+const PathBlobFetch = "/v1/blobs/fetch"
+
+// FetchRequest names a blob to fetch.
+type FetchRequest struct {
+	// CID and Size are the blob and its declared size in bytes.
+	CID  string `json:"cid"`
+	Size uint64 `json:"size"`
+	// From is a peer ID tried before the gossip hints, optional.
+	From string `json:"from,omitempty"`
+}
+
+// FetchProgress is one line of a fetch's answer.
+type FetchProgress struct {
+	// Bytes is how many bytes of the blob are held; Size its declared size.
+	Bytes uint64 `json:"bytes"`
+	Size  uint64 `json:"size"`
+	// Done is set on the last line of a fetch that stored the blob.
+	Done bool `json:"done,omitempty"`
+	// Error is set on the last line of a fetch that failed, saying why.
+	Error string `json:"error,omitempty"`
+}
+
+// FetchBlob asks the daemon to make the blob complete, fetching it if
+// needed (POST PathBlobFetch); fn, if set, sees every progress line. A
+// failed fetch returns an error wrapping ErrFetchFailed.
+func (c *Client) FetchBlob(ctx context.Context, req FetchRequest, fn func(FetchProgress)) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("api: encode fetch request: %w", err)
+	}
+	resp, err := c.do(ctx, http.MethodPost, PathBlobFetch, nil, body, ContentTypeNDJSON)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var last FetchProgress
+	errFinal := errors.New("final")
+	err = c.readLines(resp.Body, func(line []byte) error {
+		if err := json.Unmarshal(line, &last); err != nil {
+			return fmt.Errorf("api: fetch: bad progress line: %w", err)
+		}
+		if fn != nil {
+			fn(last)
+		}
+		if last.Done || last.Error != "" {
+			return errFinal
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFinal):
+		if last.Error != "" {
+			return fmt.Errorf("%w: %s", ErrFetchFailed, last.Error)
+		}
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == nil:
+		return ErrStreamEnded
+	default:
+		return err
+	}
+}
+
+// ErrFetchFailed: the daemon could not make the blob complete.
+var ErrFetchFailed = errors.New("api: fetch failed")
+
+// PathReplicate takes a POSTed ReplicateRequest: the daemon asks Peer to
+// keep copies of Blobs, naming itself as their first provider, and answers
+// with the peer's ReplicateResult.
+const PathReplicate = "/v1/replicate"
+
+// ReplicateRequest is what PathReplicate takes.
+type ReplicateRequest struct {
+	// Peer is a peer ID, or a full multiaddr to connect to first.
+	Peer  string     `json:"peer"`
+	Blobs []BlobInfo `json:"blobs"`
+}
+
+// ReplicateResult is the peer's answer to a replicate request.
+type ReplicateResult struct {
+	Stored  []string     `json:"stored"`
+	Skipped []string     `json:"skipped"`
+	Failed  []FailedBlob `json:"failed"`
+}
+
+// FailedBlob is a blob the peer could not store, and why.
+type FailedBlob struct {
+	CID    string `json:"cid"`
+	Reason string `json:"reason"`
+}
+
+// Replicate asks the daemon to ask a peer to replicate blobs (POST
+// PathReplicate).
+func (c *Client) Replicate(ctx context.Context, req ReplicateRequest) (*ReplicateResult, error) {
+	var out ReplicateResult
+	if err := c.postJSON(ctx, PathReplicate, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

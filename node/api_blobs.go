@@ -1,0 +1,113 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/proto"
+)
+
+// fetchProgressEvery is the least time between two progress lines of a
+// fetch (the last line is always sent).
+const fetchProgressEvery = 100 * time.Millisecond
+
+// apiFetchBlob makes a blob complete, fetching it if needed, and streams
+// its progress (api.PathBlobFetch).
+func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
+	var req api.FetchRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	c, err := cid.Decode(req.CID)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
+		return
+	}
+	var from peer.ID
+	if req.From != "" {
+		if from, err = peer.Decode(req.From); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", req.From))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex // the fetch reports from its goroutine
+	line := func(p api.FetchProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(p)
+		w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var last time.Time
+	progress := func(done, total uint64) {
+		if now := time.Now(); now.Sub(last) >= fetchProgressEvery {
+			last = now
+			line(api.FetchProgress{Bytes: done, Size: total})
+		}
+	}
+	err = n.FetchBlob(r.Context(), c, req.Size, from, nil, progress)
+	n.logFetch(c, req.Size, "api", err)
+	if err != nil {
+		line(api.FetchProgress{Size: req.Size, Error: err.Error()})
+		return
+	}
+	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
+}
+
+// apiReplicate asks a peer to replicate blobs (api.PathReplicate).
+func (n *Node) apiReplicate(w http.ResponseWriter, r *http.Request) {
+	var req api.ReplicateRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if len(req.Blobs) == 0 || len(req.Blobs) > proto.MaxReplicateBlobs {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%d blobs; a replicate request names 1..%d", len(req.Blobs), proto.MaxReplicateBlobs))
+		return
+	}
+	refs := make([]proto.BlobRef, 0, len(req.Blobs))
+	for _, b := range req.Blobs {
+		if _, err := cid.Decode(b.CID); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", b.CID))
+			return
+		}
+		if b.Size > blobs.MaxDeclaredSize {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("size %d of %s is beyond 2^53", b.Size, b.CID))
+			return
+		}
+		refs = append(refs, proto.BlobRef{CID: b.CID, Size: int64(b.Size)})
+	}
+	p, err := n.resolvePeer(r.Context(), req.Peer)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	resp, err := n.Replicate(r.Context(), p, refs)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	out := api.ReplicateResult{Stored: resp.Stored, Skipped: resp.Skipped, Failed: []api.FailedBlob{}}
+	for _, f := range resp.Failed {
+		out.Failed = append(out.Failed, api.FailedBlob{CID: f.CID, Reason: f.Reason})
+	}
+	if out.Stored == nil {
+		out.Stored = []string{}
+	}
+	if out.Skipped == nil {
+		out.Skipped = []string{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

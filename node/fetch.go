@@ -1,0 +1,323 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
+)
+
+// Bounds of the automatic fetches (issue 6 "Auto-fetch"; ADR 0029).
+const (
+	// autoFetchWorkers is how many blobs are auto-fetched at once.
+	autoFetchWorkers = 4
+	// autoFetchQueue is how many blobs wait to be auto-fetched; past it
+	// new ones are dropped (counted, logged at debug).
+	autoFetchQueue = 1024
+)
+
+// fetchJob is a blob to fetch in the background: from an event that came
+// by gossip or sync, or a crash report's dump.
+type fetchJob struct {
+	ref eventlog.BlobRef
+	c   cid.Cid
+	// first is tried before the hints: a crash report's submitter.
+	first peer.ID
+	// others are providers beyond the hints: the event's author and the
+	// peer it came from.
+	others []peer.ID
+	source string // "gossip", "sync", "crash_report": for logs and metrics
+}
+
+// fetchState is the node's blob fetching: the exchange, the fetcher, the
+// per-peer slots of replicate and the auto-fetch queue. Built by Start.
+type fetchState struct {
+	x       *blobs.Exchange
+	fetcher *blobs.Fetcher
+	queue   chan fetchJob
+	mu      struct {
+		sync.Mutex
+		queued map[cid.Cid]struct{}
+	}
+}
+
+// startBlobs starts bitswap (serving and fetching) and the auto-fetch
+// workers.
+func (n *Node) startBlobs() {
+	f := &fetchState{queue: make(chan fetchJob, autoFetchQueue)}
+	f.mu.queued = make(map[cid.Cid]struct{})
+	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{Serve: n.mayFetchBlocks})
+	f.fetcher = blobs.NewFetcher(f.x, n.blobs, nil, n.now)
+	n.fetch = f
+	for range autoFetchWorkers {
+		n.go_(n.fetchWorker)
+	}
+}
+
+// mayFetchBlocks says whether p is served blocks over bitswap
+// (blobs.serve): any peer with "all", else only peers that completed
+// hello.
+func (n *Node) mayFetchBlocks(p peer.ID) bool {
+	if n.cfg.Blobs.Serve == config.ServeAll {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.mu.peers[p]
+	return st != nil && st.hello != nil
+}
+
+// autoFetch queues the blobs of newly stored events for fetching, when
+// blobs.auto_fetch is on. from is the peer the events came from.
+func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
+	if !n.cfg.Blobs.AutoFetch || n.fetch == nil {
+		return
+	}
+	for _, ev := range evs {
+		var others []peer.ID
+		if a, err := peer.Decode(ev.Author); err == nil {
+			others = append(others, a)
+		}
+		if from != "" {
+			others = append(others, from)
+		}
+		for _, b := range ev.Blobs {
+			n.queueFetch(fetchJob{ref: b, others: others, source: source})
+		}
+	}
+}
+
+// queueFetch adds j to the auto-fetch queue unless its CID is bad, its blob
+// is complete or queued already, or the queue is full.
+func (n *Node) queueFetch(j fetchJob) {
+	c, err := cid.Decode(j.ref.CID)
+	if err != nil {
+		n.log.Debug("not fetching a blob with a bad CID", "cid", j.ref.CID, "err", err)
+		return
+	}
+	if ok, _ := n.blobs.Has(c); ok {
+		return
+	}
+	j.c = c
+	f := n.fetch
+	f.mu.Lock()
+	if _, dup := f.mu.queued[c]; dup {
+		f.mu.Unlock()
+		return
+	}
+	select {
+	case f.queue <- j:
+		f.mu.queued[c] = struct{}{}
+		f.mu.Unlock()
+	default:
+		f.mu.Unlock()
+		n.m.blobFetch(j.source, "dropped")
+		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
+	}
+}
+
+// fetchWorker runs queued fetches until the node closes.
+func (n *Node) fetchWorker() {
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case j := <-n.fetch.queue:
+			n.runFetchJob(j)
+			n.fetch.mu.Lock()
+			delete(n.fetch.mu.queued, j.c)
+			n.fetch.mu.Unlock()
+		}
+	}
+}
+
+func (n *Node) runFetchJob(j fetchJob) {
+	if j.first != "" {
+		// A peer made us fetch this: it holds one of its slots (ADR 0014).
+		release, ok := n.slots.TryAcquire(j.first)
+		if !ok {
+			n.m.blobFetch(j.source, "skipped")
+			n.log.Info("blob not fetched: the peer's fetch slots are in use", "cid", j.c, "peer", j.first)
+			return
+		}
+		defer release()
+	}
+	err := n.FetchBlob(n.ctx, j.c, uint64(j.ref.Size), j.first, j.others, nil)
+	n.logFetch(j.c, j.ref.Size, j.source, err)
+}
+
+// logFetch records the outcome of a background fetch: a blob that does not
+// fit its declared size or format is "logged and ignored" (ADR 0014).
+func (n *Node) logFetch(c cid.Cid, size uint64, source string, err error) {
+	n.m.blobFetch(source, fetchOutcome(err))
+	switch {
+	case err == nil:
+		n.log.Debug("blob fetched", "cid", c, "size", size, "source", source)
+	case errors.Is(err, context.Canceled):
+	case errors.Is(err, blobs.ErrSizeMismatch), errors.Is(err, blobs.ErrCollection), errors.Is(err, blobs.ErrBadBlob):
+		n.log.Warn("blob ignored: not what its event declares", "cid", c, "size", size, "source", source, "err", err)
+	default:
+		n.log.Info("blob not fetched", "cid", c, "size", size, "source", source, "err", err)
+	}
+}
+
+// fetchOutcome names err for the fetch metrics.
+func fetchOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "stored"
+	case errors.Is(err, blobs.ErrTooLarge), errors.Is(err, blobs.ErrQuota):
+		return "refused"
+	case errors.Is(err, blobs.ErrSizeMismatch), errors.Is(err, blobs.ErrCollection), errors.Is(err, blobs.ErrBadBlob):
+		return "invalid"
+	default:
+		return "failed"
+	}
+}
+
+// FetchBlob makes the blob c of the declared size complete in the store,
+// fetching it if needed (ADR 0014's rules, in package blobs): first is
+// tried first ("" for none), then the gossip hints for c, newest first,
+// then others. progress, if set, is told the bytes held and the size.
+func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer.ID, others []peer.ID, progress func(done, total uint64)) error {
+	if n.fetch == nil {
+		return errors.New("node: not started")
+	}
+	var provs []peer.AddrInfo
+	seen := map[peer.ID]bool{n.host.ID(): true, first: true}
+	for _, h := range n.hints.Get(c.String()) {
+		ai, ok := providerInfo(h)
+		if !ok || seen[ai.ID] {
+			continue
+		}
+		seen[ai.ID] = true
+		provs = append(provs, ai)
+	}
+	for _, p := range others {
+		if !seen[p] {
+			seen[p] = true
+			provs = append(provs, peer.AddrInfo{ID: p})
+		}
+	}
+	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: first, Providers: provs, Progress: progress})
+}
+
+// providerInfo parses a provider hint; bad addresses are skipped.
+func providerInfo(p proto.Provider) (peer.AddrInfo, bool) {
+	id, err := peer.Decode(p.ID)
+	if err != nil {
+		return peer.AddrInfo{}, false
+	}
+	ai := peer.AddrInfo{ID: id}
+	for _, s := range p.Addrs {
+		if a, err := ma.NewMultiaddr(s); err == nil {
+			ai.Addrs = append(ai.Addrs, a)
+		}
+	}
+	return ai, true
+}
+
+// serveReplicate answers a replicate request (design §4, §9; ADR 0014):
+// each blob already complete is stored at no cost; the others are fetched,
+// the requester first, while p has fetch slots free
+// (limits.blob_fetches_per_peer), and skipped past them. It waits for the
+// fetches, within proto.ReplicateTimeout, and says which blobs were
+// stored, skipped and failed.
+func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.ReplicateRequest) proto.Message {
+	if n.fetch == nil {
+		return &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
+	}
+	resp := &proto.ReplicateResponse{}
+	var others []peer.ID
+	for _, pv := range r.Providers {
+		if ai, ok := providerInfo(pv); ok {
+			if len(ai.Addrs) > 0 {
+				n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, blobs.ProviderAddrTTL)
+			}
+			others = append(others, ai.ID)
+		}
+	}
+	type job struct {
+		ref     proto.BlobRef
+		c       cid.Cid
+		release func()
+		err     error
+	}
+	var jobs []*job
+	seen := map[string]bool{}
+	for _, b := range r.Blobs {
+		if seen[b.CID] {
+			continue // a blob named twice is answered once
+		}
+		seen[b.CID] = true
+		c, err := cid.Decode(b.CID)
+		if err != nil {
+			resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID, Reason: "not a CID"})
+			continue
+		}
+		if ok, _ := n.blobs.Has(c); ok {
+			if err := n.blobs.Complete(ctx, c, uint64(b.Size), nil); err != nil {
+				resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID, Reason: proto.TruncateText(err.Error())})
+			} else {
+				resp.Stored = append(resp.Stored, b.CID) // at no cost (design §9)
+			}
+			continue
+		}
+		release, ok := n.slots.TryAcquire(p)
+		if !ok {
+			resp.Skipped = append(resp.Skipped, b.CID)
+			continue
+		}
+		jobs = append(jobs, &job{ref: b, c: c, release: release})
+	}
+	ctx, cancel := context.WithTimeout(ctx, blobs.FetchTimeout+replicateMargin)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() {
+			defer j.release()
+			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), p, others, nil)
+			n.logFetch(j.c, uint64(j.ref.Size), "replicate", j.err)
+		})
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.err == nil {
+			resp.Stored = append(resp.Stored, j.ref.CID)
+		} else {
+			resp.Failed = append(resp.Failed, proto.FailedBlob{CID: j.ref.CID, Reason: proto.TruncateText(j.err.Error())})
+		}
+	}
+	return resp
+}
+
+// replicateMargin is left of proto.ReplicateTimeout after the fetches'
+// blobs.FetchTimeout, for the response to reach the requester.
+const replicateMargin = 5 * time.Second
+
+// Replicate asks peer to keep copies of refs, naming this node as their
+// provider (it is tried first), and returns the peer's answer.
+func (n *Node) Replicate(ctx context.Context, to peer.ID, refs []proto.BlobRef) (*proto.ReplicateResponse, error) {
+	if len(refs) == 0 || len(refs) > proto.MaxReplicateBlobs {
+		return nil, fmt.Errorf("node: replicate: %d blobs; allowed 1..%d", len(refs), proto.MaxReplicateBlobs)
+	}
+	req := &proto.ReplicateRequest{Blobs: refs, Providers: []proto.Provider{n.selfProvider()}}
+	resp, err := n.call(ctx, to, req)
+	if err != nil {
+		return nil, fmt.Errorf("node: replicate to %s: %w", to, err)
+	}
+	if resp.Replicate == nil {
+		return nil, errors.New("node: replicate answered with another type")
+	}
+	return resp.Replicate, nil
+}
