@@ -1,0 +1,540 @@
+package blobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	bsmsg "github.com/ipfs/boxo/bitswap/message"
+	pb "github.com/ipfs/boxo/bitswap/message/pb"
+	bsnetwork "github.com/ipfs/boxo/bitswap/network"
+	"github.com/ipfs/boxo/bitswap/network/bsnet"
+	"github.com/ipfs/boxo/ipld/merkledag"
+	ft "github.com/ipfs/boxo/ipld/unixfs"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
+	ipld "github.com/ipfs/go-ipld-format"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// These tests pit a fetcher against providers that lie (issue 6): each
+// fake provider is a real libp2p host on 127.0.0.1 speaking bitswap, whose
+// answers a test chooses.
+
+// fakeProvider answers bitswap wants from a set of blocks, by a policy.
+type fakeProvider struct {
+	t   testing.TB
+	h   host.Host
+	net bsnetwork.BitSwapNetwork
+
+	mu     sync.Mutex
+	blocks map[string][]byte // by multihash
+	wants  []cid.Cid         // every want-block received, in order
+	sent   int               // blocks sent
+	// answer decides the reply to the i-th want (from 0), for c; nil
+	// serves what it holds. A block it does not hold gets DONT_HAVE.
+	answer func(i int, c cid.Cid) reply
+	// extra blocks are pushed along with every reply.
+	extra []blocks.Block
+}
+
+// reply is a fake provider's answer to one want.
+type reply int
+
+const (
+	serveIt  reply = iota // the block, or DONT_HAVE if it lacks it
+	dontHave              // DONT_HAVE
+	silent                // nothing at all
+)
+
+func newFakeProvider(t testing.TB) *fakeProvider {
+	fp := &fakeProvider{t: t, h: newHost(t), blocks: map[string][]byte{}}
+	fp.net = bsnet.NewFromIpfsHost(fp.h)
+	fp.net.Start(fp)
+	t.Cleanup(fp.net.Stop)
+	return fp
+}
+
+func (fp *fakeProvider) info() peer.AddrInfo {
+	return peer.AddrInfo{ID: fp.h.ID(), Addrs: fp.h.Addrs()}
+}
+
+// add imports data as a blob into a scratch store and takes all its blocks.
+func (fp *fakeProvider) add(data []byte) (cid.Cid, uint64) {
+	fp.t.Helper()
+	st, _, _ := newStore(fp.t, StoreOptions{MaxBlobBytes: 1 << 30, QuotaBytes: 1 << 30})
+	c, n, err := st.Import(context.Background(), bytes.NewReader(data))
+	if err != nil {
+		fp.t.Fatal(err)
+	}
+	ch, err := st.bstore.AllKeysChan(context.Background())
+	if err != nil {
+		fp.t.Fatal(err)
+	}
+	for k := range ch {
+		b, err := st.bstore.Get(context.Background(), k)
+		if err != nil {
+			fp.t.Fatal(err)
+		}
+		fp.put(b)
+	}
+	return c, n
+}
+
+func (fp *fakeProvider) put(b blocks.Block) {
+	fp.mu.Lock()
+	fp.blocks[string(b.Cid().Hash())] = b.RawData()
+	fp.mu.Unlock()
+}
+
+func (fp *fakeProvider) stats() (wants []cid.Cid, sent int) {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	return append([]cid.Cid(nil), fp.wants...), fp.sent
+}
+
+func (fp *fakeProvider) ReceiveMessage(ctx context.Context, from peer.ID, msg bsmsg.BitSwapMessage) {
+	// One message per block, as a bitswap server sends 1 MiB blocks (a
+	// receiver takes at most MaxMessageBytes a message).
+	var outs []bsmsg.BitSwapMessage
+	out := bsmsg.New(false)
+	fp.mu.Lock()
+	for _, e := range msg.Wantlist() {
+		if e.Cancel || e.WantType != pb.Message_Wantlist_Block {
+			continue
+		}
+		i := len(fp.wants)
+		fp.wants = append(fp.wants, e.Cid)
+		data, have := fp.blocks[string(e.Cid.Hash())]
+		r := serveIt
+		if fp.answer != nil {
+			r = fp.answer(i, e.Cid)
+		}
+		switch {
+		case r == serveIt && have:
+			b, _ := blocks.NewBlockWithCid(data, e.Cid)
+			m := bsmsg.New(false)
+			m.AddBlock(b)
+			outs = append(outs, m)
+			fp.sent++
+		case r != silent:
+			out.AddDontHave(e.Cid)
+		}
+		for _, b := range fp.extra {
+			out.AddBlock(b)
+		}
+	}
+	fp.mu.Unlock()
+	if !out.Empty() {
+		if len(outs) > 0 {
+			// DONT_HAVEs ride with the last block, so that they arrive
+			// after every block of this answer.
+			last := outs[len(outs)-1]
+			for _, c := range out.DontHaves() {
+				last.AddDontHave(c)
+			}
+			for _, b := range out.Blocks() {
+				outs = append(outs, bsmsg.New(false))
+				outs[len(outs)-1].AddBlock(b)
+			}
+		} else {
+			outs = append(outs, out)
+		}
+	}
+	for _, m := range outs {
+		_ = fp.net.SendMessage(ctx, from, m)
+	}
+}
+
+func (fp *fakeProvider) ReceiveError(error)       {}
+func (fp *fakeProvider) PeerConnected(peer.ID)    {}
+func (fp *fakeProvider) PeerDisconnected(peer.ID) {}
+func (fp *fakeProvider) push(to peer.ID, b blocks.Block) error {
+	m := bsmsg.New(false)
+	m.AddBlock(b)
+	return fp.net.SendMessage(context.Background(), to, m)
+}
+
+// testClock is a settable clock for the fetcher's plans and backoff.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// assertUnused checks that c is not used: not complete, not listed, not
+// exported, and that no block of it is left or served.
+func assertUnused(t *testing.T, n *peerNode, c cid.Cid, size uint64) {
+	t.Helper()
+	if ok, _ := n.st.Has(c); ok {
+		t.Fatalf("%s is complete", c)
+	}
+	for _, bi := range n.st.List() {
+		if bi.CID.Equals(c) {
+			t.Fatalf("%s is listed", c)
+		}
+	}
+	if err := n.st.Export(context.Background(), c, size, new(bytes.Buffer)); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("export of %s: %v, want ErrIncomplete", c, err)
+	}
+	if n.st.Referenced(c) {
+		t.Fatalf("%s is referenced, so it would be served", c)
+	}
+}
+
+func TestProviderThatDoesNotServeIsBackedOff(t *testing.T) {
+	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	st, _, _ := newStore(t, StoreOptions{})
+	x := NewExchange(newHost(t), st, ExchangeOptions{})
+	t.Cleanup(x.Close)
+	f := NewFetcher(x, st, nil, clock.Now)
+
+	liar := newFakeProvider(t) // named for the blob, holds nothing
+	honest := newFakeProvider(t)
+	data := randBytes(3*ChunkSize+10, 7)
+	c, size := honest.add(data)
+	ctx := testCtx(t)
+	req := Request{CID: c, Size: size, Providers: []peer.AddrInfo{liar.info()}}
+
+	wantDelays := []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second, 240 * time.Second}
+	for i, d := range wantDelays {
+		err := f.Fetch(ctx, req)
+		if !errors.Is(err, ErrNoProvider) || !errors.Is(err, ErrDontHave) {
+			t.Fatalf("failure %d: %v, want no provider left after a DONT_HAVE", i+1, err)
+		}
+		skipped, until := f.Backoff().Skipped(liar.h.ID(), clock.Now())
+		if !skipped || until.Sub(clock.Now()) != d {
+			t.Fatalf("failure %d: skipped %v for %v, want %v", i+1, skipped, until.Sub(clock.Now()), d)
+		}
+		// Meanwhile it is skipped: no request reaches it.
+		before, _ := liar.stats()
+		clock.Advance(d - time.Second)
+		if err := f.Fetch(ctx, req); !errors.Is(err, ErrNoProvider) || errors.Is(err, ErrDontHave) {
+			t.Fatalf("under backoff: %v, want no provider left, none tried", err)
+		}
+		if after, _ := liar.stats(); len(after) != len(before) {
+			t.Fatalf("a provider under backoff got %d wants", len(after)-len(before))
+		}
+		clock.Advance(time.Second)
+	}
+	assertUnused(t, &peerNode{st: st}, c, size)
+
+	// It starts serving: a success clears its backoff.
+	liar.add(data)
+	if err := f.Fetch(ctx, req); err != nil {
+		t.Fatalf("once it serves: %v", err)
+	}
+	if skipped, _ := f.Backoff().Skipped(liar.h.ID(), clock.Now()); skipped || f.Backoff().Len() != 0 {
+		t.Fatal("a success did not clear the backoff")
+	}
+}
+
+func TestSilentProviderTimesOutAndNextCompletes(t *testing.T) {
+	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	n.f = NewFetcher(n.x, n.st, nil, clock.Now)
+	mute := newFakeProvider(t)
+	mute.answer = func(int, cid.Cid) reply { return silent } // never answers
+	c, size := mute.add(randBytes(ChunkSize+1, 8))
+	// The caller's deadline ends the silent attempt; the timeout backs it
+	// off like a failure (only a cancellation does not).
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err := n.f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{mute.info()}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("fetch from a silent provider: %v, want a timeout", err)
+	}
+	if skipped, _ := n.f.Backoff().Skipped(mute.h.ID(), clock.Now()); !skipped {
+		t.Fatal("a provider that timed out is not backed off")
+	}
+	assertUnused(t, n, c, size)
+}
+
+func TestBlobLargerThanDeclared(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	for _, tc := range []struct {
+		name     string
+		actual   int
+		declared uint64
+	}{
+		{"dag 5 MiB declared 2 MiB", 5 * ChunkSize, 2 * ChunkSize},
+		{"one chunk declared smaller", ChunkSize, 1000},
+		{"two chunks declared one", ChunkSize + 1, ChunkSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := newFakeProvider(t)
+			c, _ := fp.add(randBytes(tc.actual, uint64(tc.actual)))
+			before := n.x.Stats().ReceivedBytes
+			err := n.f.Fetch(testCtx(t), Request{CID: c, Size: tc.declared, Providers: []peer.AddrInfo{fp.info()}})
+			if !errors.Is(err, ErrSizeMismatch) {
+				t.Fatalf("fetch: %v, want a size mismatch", err)
+			}
+			got := n.x.Stats().ReceivedBytes - before
+			if got > tc.declared+ChunkSize {
+				t.Fatalf("received %d bytes for %d declared: more than one chunk past it", got, tc.declared)
+			}
+			if wants, _ := fp.stats(); len(wants) != 1 {
+				t.Fatalf("%d blocks requested; want the root alone", len(wants))
+			}
+			if skipped, _ := n.f.Backoff().Skipped(fp.h.ID(), time.Now()); skipped {
+				t.Fatal("a size mismatch backed the provider off")
+			}
+			assertUnused(t, n, c, tc.declared)
+			if k := countBlocks(t, n.st); k != 0 {
+				t.Fatalf("%d blocks left in the store", k)
+			}
+		})
+	}
+}
+
+func TestBlobSmallerThanDeclared(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	c, size := fp.add(randBytes(3*ChunkSize, 9))
+	err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size + 1, Providers: []peer.AddrInfo{fp.info()}})
+	if !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("fetch: %v, want a size mismatch", err)
+	}
+	assertUnused(t, n, c, size+1)
+	// The same CID at its true size is fine: the mismatch was the event's.
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+		t.Fatalf("fetch at the true size: %v", err)
+	}
+}
+
+// TestLyingInnerNode: a root whose file size matches the declared size but
+// whose children are bigger than it claims. The first leaf gives it away;
+// at most the declared size plus one chunk is received.
+func TestLyingInnerNode(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	raw1, raw2 := rawBlock(t, randBytes(ChunkSize, 10)), rawBlock(t, randBytes(ChunkSize, 11))
+	fp.put(raw1)
+	fp.put(raw2)
+	const declared = 1000
+	fsn := ft.NewFSNode(ft.TFile)
+	fsn.AddBlockSize(500)
+	fsn.AddBlockSize(500)
+	data, err := fsn.GetBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := merkledag.NodeWithData(data)
+	root.SetCidBuilder(CIDBuilder)
+	if err := root.AddRawLink("", &ipld.Link{Cid: raw1.Cid()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.AddRawLink("", &ipld.Link{Cid: raw2.Cid()}); err != nil {
+		t.Fatal(err)
+	}
+	fp.put(root)
+	err = n.f.Fetch(testCtx(t), Request{CID: root.Cid(), Size: declared, Providers: []peer.AddrInfo{fp.info()}})
+	if !errors.Is(err, ErrBadBlob) {
+		t.Fatalf("fetch: %v, want a bad blob", err)
+	}
+	if got := n.x.Stats().ReceivedBytes; got > declared+ChunkSize {
+		t.Fatalf("received %d bytes for %d declared", got, declared)
+	}
+	assertUnused(t, n, root.Cid(), declared)
+}
+
+// rawBlock makes a raw BLAKE3 block of data, as a blob's leaves are.
+func rawBlock(t *testing.T, data []byte) blocks.Block {
+	t.Helper()
+	c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := blocks.NewBlockWithCid(data, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestTransferCutOffHalfWay(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	st, err := OpenStore(db, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t)
+	x := NewExchange(h, st, ExchangeOptions{})
+	f := NewFetcher(x, st, nil, nil)
+
+	cutter := newFakeProvider(t)
+	data := randBytes(6*ChunkSize, 12)
+	c, size := cutter.add(data)
+	// It serves the root and two leaves, then goes silent: the transfer
+	// is cut off half way.
+	cutter.answer = func(i int, c cid.Cid) reply {
+		if i < 3 {
+			return serveIt
+		}
+		return silent
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err = f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{cutter.info()}})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a cut-off transfer: %v, want a timeout", err)
+	}
+	if _, sent := cutter.stats(); sent != 3 {
+		t.Fatalf("the cutter sent %d blocks, want 3", sent)
+	}
+	n := &peerNode{h: h, st: st, x: x, f: f}
+	assertUnused(t, n, c, size)
+
+	// Not served: a peer asking this node for the blob gets nothing.
+	asker := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	if err := asker.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{{ID: h.ID(), Addrs: h.Addrs()}}}); !errors.Is(err, ErrDontHave) {
+		t.Fatalf("fetch from the node with the cut-off blob: %v, want DONT_HAVE", err)
+	}
+
+	// After a restart: still not used, and its leftover blocks are gone.
+	x.Close()
+	if st, err = OpenStore(db, StoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if k := countBlocks(t, st); k != 0 {
+		t.Fatalf("%d blocks of the cut-off fetch left after a restart", k)
+	}
+	x = NewExchange(h, st, ExchangeOptions{})
+	t.Cleanup(x.Close)
+	f = NewFetcher(x, st, nil, nil)
+	n = &peerNode{h: h, st: st, x: x, f: f}
+	assertUnused(t, n, c, size)
+
+	// Cut off again, this time with DONT_HAVE for the rest: a second
+	// provider completes the fetch with the blocks the first did not send.
+	wantsSoFar, _ := cutter.stats()
+	cutter.answer = func(i int, c cid.Cid) reply {
+		if i < len(wantsSoFar)+3 {
+			return serveIt
+		}
+		return dontHave
+	}
+	honest := newFakeProvider(t)
+	honest.add(data)
+	err = f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{cutter.info(), honest.info()}})
+	if err != nil {
+		t.Fatalf("fetch with a second provider: %v", err)
+	}
+	var out bytes.Buffer
+	if err := st.Export(context.Background(), c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("export after completion: %v", err)
+	}
+	if _, sent := honest.stats(); sent != 4 {
+		// The cutter's three blocks were kept within the fetch: the
+		// second provider sent only the other four.
+		t.Fatalf("the second provider sent %d of 7 blocks, want 4", sent)
+	}
+}
+
+func TestDirectoryRootOnlyRootFetched(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	a, _ := fp.add(randBytes(2*ChunkSize, 13))
+	b, _ := fp.add(randBytes(100, 14))
+	dir := merkledag.NodeWithData(ft.FolderPBData())
+	dir.SetCidBuilder(CIDBuilder)
+	for name, c := range map[string]cid.Cid{"a": a, "b": b} {
+		if err := dir.AddRawLink(name, &ipld.Link{Cid: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fp.put(dir)
+	err := n.f.Fetch(testCtx(t), Request{CID: dir.Cid(), Size: 2*ChunkSize + 100, Providers: []peer.AddrInfo{fp.info()}})
+	if !errors.Is(err, ErrCollection) {
+		t.Fatalf("fetch of a directory: %v, want ErrCollection", err)
+	}
+	if wants, sent := fp.stats(); len(wants) != 1 || !wants[0].Equals(dir.Cid()) || sent != 1 {
+		t.Fatalf("wants %v, %d sent: want the root alone", wants, sent)
+	}
+	assertUnused(t, n, dir.Cid(), 2*ChunkSize+100)
+}
+
+func TestUnsolicitedBlocksAreNeverStored(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	c, size := fp.add(randBytes(2*ChunkSize+5, 15))
+	stray := blocks.NewBlock([]byte("nobody asked for this")) // CIDv0
+	strayRaw := rawBlock(t, []byte("nor for this"))
+	// Pushed before any request, and along with every answer.
+	ctx := testCtx(t)
+	if err := fp.h.Connect(ctx, peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fp.push(n.h.ID(), strayRaw); err != nil {
+		t.Fatal(err)
+	}
+	fp.extra = []blocks.Block{strayRaw, stray}
+	if err := n.f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []blocks.Block{stray, strayRaw} {
+		if ok, _ := n.st.HasBlock(ctx, b.Cid()); ok {
+			t.Fatalf("unsolicited block %s was stored", b.Cid())
+		}
+	}
+	// The push may still be in flight when the fetch ends: wait for the
+	// counter to see the pushed block and the ones sent with the answers.
+	deadline := time.Now().Add(5 * time.Second)
+	for n.x.Stats().Unsolicited < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := n.x.Stats().Unsolicited; u < 4 {
+		t.Fatalf("%d unsolicited blocks counted, want at least 4", u)
+	}
+}
+
+func TestOverQuotaRefusedBeforeAnyRequest(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{MaxBlobBytes: 2 * ChunkSize, QuotaBytes: 3 * ChunkSize}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	small, ssize := fp.add(randBytes(2*ChunkSize, 16))
+	big, bsize := fp.add(randBytes(2*ChunkSize+1, 17))
+	other, osize := fp.add(randBytes(2*ChunkSize, 18))
+	ctx := testCtx(t)
+	if err := n.f.Fetch(ctx, Request{CID: big, Size: bsize, Providers: []peer.AddrInfo{fp.info()}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("past max_blob_bytes: %v", err)
+	}
+	if wants, _ := fp.stats(); len(wants) != 0 {
+		t.Fatalf("%d requests made for a blob past max_blob_bytes", len(wants))
+	}
+	if err := n.f.Fetch(ctx, Request{CID: small, Size: ssize, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := fp.stats()
+	if err := n.f.Fetch(ctx, Request{CID: other, Size: osize, Providers: []peer.AddrInfo{fp.info()}}); !errors.Is(err, ErrQuota) {
+		t.Fatalf("past the quota: %v", err)
+	}
+	after, _ := fp.stats()
+	if len(after) != len(before) {
+		t.Fatalf("%d requests made for a blob over the quota", len(after)-len(before))
+	}
+	if n.st.Reserved() != 0 {
+		t.Fatalf("%d bytes still reserved", n.st.Reserved())
+	}
+}
