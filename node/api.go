@@ -234,7 +234,11 @@ func (n *Node) apiAddEvent(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	ev, err := n.AddEvent(r.Context(), req.Kind, req.Body, nil)
+	var refs []eventlog.BlobRef
+	for _, b := range req.Blobs {
+		refs = append(refs, eventlog.BlobRef{CID: b.CID, Size: b.Size, Name: b.Name})
+	}
+	ev, err := n.AddEvent(r.Context(), req.Kind, req.Body, refs)
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, ErrInvalidEvent) {

@@ -15,6 +15,15 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
+// The api package's copies of protocol bounds equal the originals: a
+// negative array length would not compile.
+var (
+	_ [api.MaxReplicateBlobs - proto.MaxReplicateBlobs]struct{}
+	_ [proto.MaxReplicateBlobs - api.MaxReplicateBlobs]struct{}
+	_ [api.MaxBlobSize - proto.MaxSafeInt]struct{}
+	_ [proto.MaxSafeInt - api.MaxBlobSize]struct{}
+)
+
 // fetchProgressEvery is the least time between two progress lines of a
 // fetch (the last line is always sent).
 const fetchProgressEvery = 100 * time.Millisecond

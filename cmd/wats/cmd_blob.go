@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/node/api"
-	"github.com/wats-network/wats/proto"
 )
 
 func (c *cli) blobCmd() *cobra.Command {
@@ -219,8 +218,8 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.ReplicateRequest{Peer: args[0]}
-			if len(args)-1 > proto.MaxReplicateBlobs {
-				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, proto.MaxReplicateBlobs)
+			if len(args)-1 > api.MaxReplicateBlobs {
+				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, api.MaxReplicateBlobs)
 			}
 			for _, a := range args[1:] {
 				b, err := parseBlobArg(a)
@@ -266,7 +265,7 @@ func parseBlobArg(a string) (api.BlobInfo, error) {
 		return api.BlobInfo{}, fmt.Errorf("%q is not CID:SIZE (e.g. bafkr4…:1048576)", a)
 	}
 	n, err := strconv.ParseUint(sz, 10, 64)
-	if err != nil || n > proto.MaxSafeInt {
+	if err != nil || n > api.MaxBlobSize {
 		return api.BlobInfo{}, fmt.Errorf("%q: SIZE must be a whole number of bytes, 0..2^53", a)
 	}
 	return api.BlobInfo{CID: c, Size: n}, nil

@@ -300,20 +300,36 @@ const maxBodyFlagBytes = 1 << 20
 func (c *cli) eventsAddCmd() *cobra.Command {
 	var (
 		kind, body string
+		blobArgs   []string
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "add --kind KIND [--body JSON]",
+		Use:   "add --kind KIND [--body JSON] [--blob CID:SIZE[:NAME]]...",
 		Short: "Sign, store and gossip a new event; print its id",
 		Long: `Ask the daemon to sign an event of kind KIND (1 to 32 of [a-z0-9._-]) with
 body JSON (a JSON object of at most 16 KiB; default {}), store it and gossip
 it. Prints the event's id, or the whole signed event with --json.
---body @FILE reads the body from FILE, --body @- from stdin.`,
-		Example: `  wats events add --kind note --body '{"text":"hello"}'`,
-		Args:    noArgs,
+--body @FILE reads the body from FILE, --body @- from stdin.
+
+--blob names a blob of the node's store (see 'blob add'), with its size in
+bytes and an optional file name; up to 16. Gossip names this node as their
+provider, and peers with blobs.auto_fetch on fetch them.`,
+		Example: `  wats events add --kind note --body '{"text":"hello"}'
+  wats events add --kind file --blob bafkr4…:1048576:report.pdf`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkKind(kind); err != nil {
 				return &usageError{err}
+			}
+			var refs []api.BlobRef
+			for _, a := range blobArgs {
+				c, rest, _ := strings.Cut(a, ":")
+				sz, name, _ := strings.Cut(rest, ":")
+				b, err := parseBlobArg(c + ":" + sz)
+				if err != nil {
+					return usageErrorf("--blob %v", err)
+				}
+				refs = append(refs, api.BlobRef{CID: b.CID, Size: b.Size, Name: name})
 			}
 			b, err := c.readBody(body)
 			if err != nil {
@@ -323,7 +339,7 @@ it. Prints the event's id, or the whole signed event with --json.
 			if err != nil {
 				return err
 			}
-			ev, err := cl.AddEvent(cmd.Context(), kind, b)
+			ev, err := cl.AddEvent(cmd.Context(), kind, b, refs...)
 			if err != nil {
 				return c.apiError(err)
 			}
@@ -340,6 +356,7 @@ it. Prints the event's id, or the whole signed event with --json.
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "the event's kind, 1 to 32 of [a-z0-9._-] (required)")
 	cmd.Flags().StringVar(&body, "body", "{}", "the event's body: a JSON object, or @FILE, or @- for stdin")
+	cmd.Flags().StringArrayVar(&blobArgs, "blob", nil, "a blob the event names, CID:SIZE[:NAME] (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored signed event")
 	return cmd
 }

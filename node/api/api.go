@@ -158,6 +158,17 @@ type AddEventRequest struct {
 	Kind string `json:"kind"`
 	// Body is a JSON object of at most 16 KiB (design §5).
 	Body jsontext.Value `json:"body"`
+	// Blobs are the blobs the event names, at most 16 (design §5),
+	// optional; this node is named as their provider in gossip.
+	Blobs []BlobRef `json:"blobs,omitempty"`
+}
+
+// BlobRef names a blob in an event: its CID, declared size in bytes and
+// an optional file name.
+type BlobRef struct {
+	CID  string `json:"cid"`
+	Size uint64 `json:"size"`
+	Name string `json:"name,omitempty"`
 }
 
 // EventPage is one page of the local log (GET PathEvents).

@@ -128,12 +128,14 @@ func (c *Client) Connect(ctx context.Context, addr string) (*Peer, error) {
 }
 
 // AddEvent asks the daemon to sign, store and gossip an event of this kind
-// and body (POST PathEvents). It returns the stored signed event. The
-// daemon validates kind and body (design §5) and answers 400 if they are
-// bad; body must be valid JSON for the request to be encoded at all.
-func (c *Client) AddEvent(ctx context.Context, kind string, body jsontext.Value) (jsontext.Value, error) {
+// and body naming blobs (none, or up to 16), with the daemon as their
+// provider (POST PathEvents). It returns the stored signed event. The
+// daemon validates kind, body and blobs (design §5) and answers 400 if
+// they are bad; body must be valid JSON for the request to be encoded at
+// all.
+func (c *Client) AddEvent(ctx context.Context, kind string, body jsontext.Value, blobs ...BlobRef) (jsontext.Value, error) {
 	var out jsontext.Value
-	if err := c.postJSON(ctx, PathEvents, AddEventRequest{Kind: kind, Body: body}, &out); err != nil {
+	if err := c.postJSON(ctx, PathEvents, AddEventRequest{Kind: kind, Body: body, Blobs: blobs}, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
