@@ -64,6 +64,54 @@ type walk struct {
 	written  []cid.Cid
 	ms       bsnetwork.MessageSender
 	seq      int32
+	// wq takes the checked blocks to the writer goroutine, which stores
+	// them (several in one pebble batch when they queue up), so that
+	// receiving and checking overlap the writes.
+	wq    chan blocks.Block
+	wdone chan struct{}
+	werr  error // the writer's first error; read after wdone
+}
+
+// writeQueue is how many checked blocks wait for the writer, at most.
+const writeQueue = 4
+
+// writer stores the blocks of wq until it is closed.
+func (w *walk) writer(ctx context.Context) {
+	defer close(w.wdone)
+	batch := make([]blocks.Block, 0, writeQueue)
+	for b := range w.wq {
+		batch = append(batch[:0], b)
+	more:
+		for len(batch) < writeQueue {
+			select {
+			case b, ok := <-w.wq:
+				if !ok {
+					break more
+				}
+				batch = append(batch, b)
+			default:
+				break more
+			}
+		}
+		if w.werr != nil {
+			continue // drain after a failure
+		}
+		if err := w.x.store.putBlocks(ctx, batch); err != nil {
+			w.werr = fmt.Errorf("blobs: store block: %w", err)
+		}
+	}
+}
+
+// flush waits until every queued block is stored and returns the writer's
+// error, if any. It ends the writer.
+func (w *walk) flush() error {
+	if w.wq == nil {
+		return nil
+	}
+	close(w.wq)
+	<-w.wdone
+	w.wq = nil
+	return w.werr
 }
 
 // FetchFrom is one attempt of a fetch: it asks provider p alone for the
@@ -112,13 +160,15 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		seq:   1 << 30,
 	}
 	x.register(w.a)
+	w.wq, w.wdone = make(chan blocks.Block, writeQueue), make(chan struct{})
+	go w.writer(context.WithoutCancel(ctx))
 	defer w.close()
 	for {
 		if err := w.fill(ctx); err != nil {
 			return w.written, err
 		}
 		if len(w.queue) == 0 && len(w.out) == 0 {
-			return w.written, nil
+			return w.written, w.flush()
 		}
 		select {
 		case <-ctx.Done():
@@ -141,8 +191,9 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 	}
 }
 
-// close withdraws the wants still in flight.
+// close withdraws the wants still in flight and waits for the writer.
 func (w *walk) close() {
+	_ = w.flush()
 	out := make([]cid.Cid, 0, len(w.out))
 	for _, it := range w.out {
 		out = append(out, it.c)
@@ -221,8 +272,10 @@ func (w *walk) accept(ctx context.Context, b blocks.Block) error {
 	if err := w.expand(it, b.RawData()); err != nil {
 		return err
 	}
-	if err := w.x.store.PutBlock(ctx, b); err != nil {
-		return fmt.Errorf("blobs: store block: %w", err)
+	select {
+	case w.wq <- b:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	w.written = append(w.written, b.Cid())
 	return nil

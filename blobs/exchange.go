@@ -58,7 +58,7 @@ type Exchange struct {
 
 // DefaultWindow is how many blocks one attempt has asked for and not yet
 // received, at most (also bounded by the byte budget, see FetchFrom).
-const DefaultWindow = 32
+const DefaultWindow = 16
 
 // ExchangeOptions configures NewExchange.
 type ExchangeOptions struct {
@@ -95,6 +95,7 @@ func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
+
 	x := &Exchange{store: st, window: o.Window}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})

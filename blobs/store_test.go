@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 )
 
@@ -17,7 +18,9 @@ import (
 // values (a larger memtable).
 func openDB(t testing.TB, dir string) *pebble.DB {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{MemTableSize: 64 << 20})
+	opts := &pebble.Options{MemTableSize: 64 << 20}
+	TunePebble(opts)
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,4 +401,73 @@ func countBlocks(t *testing.T, s *Store) int {
 		n++
 	}
 	return n
+}
+
+// TestBlockKey holds blockKey (hasKey) to the blockstore's own layout: a
+// block the blockstore has is found by key, one it lacks is not.
+func TestBlockKey(t *testing.T) {
+	s, _, _ := newStore(t, StoreOptions{})
+	c, _, err := s.Import(context.Background(), bytes.NewReader(randBytes(100, 99)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.hasKey(c.Hash()); !ok || err != nil {
+		t.Fatalf("hasKey of a stored block: %v, %v", ok, err)
+	}
+	other := rawBlock(t, []byte("not stored"))
+	if ok, err := s.hasKey(other.Cid().Hash()); ok || err != nil {
+		t.Fatalf("hasKey of a block not stored: %v, %v", ok, err)
+	}
+	// A key that extends the stored one is not a match.
+	if ok, _ := s.bstore.Has(context.Background(), other.Cid()); ok {
+		t.Fatal("the blockstore has a block never stored")
+	}
+}
+
+// TestCompleteNeedsEveryBlock: Complete pins a fetched blob only when every
+// block is in the store and its size is the declared one.
+func TestCompleteNeedsEveryBlock(t *testing.T) {
+	src, _, _ := newStore(t, StoreOptions{})
+	dst, _, _ := newStore(t, StoreOptions{})
+	ctx := context.Background()
+	c, size, err := src.Import(ctx, bytes.NewReader(randBytes(3*ChunkSize+1, 98)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := src.bstore.AllKeysChan(ctx)
+	var leaf cid.Cid
+	for k := range keys {
+		b, err := src.bstore.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Cid().Hash().HexString() == c.Hash().HexString() {
+			b, _ = blocks.NewBlockWithCid(b.RawData(), c) // the root, as dag-pb
+		} else if !leaf.Defined() {
+			leaf = k // keep one leaf out
+			continue
+		}
+		if err := dst.PutBlock(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dst.Complete(ctx, c, size, nil); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("Complete without a leaf: %v, want ErrIncomplete", err)
+	}
+	lb, _ := src.bstore.Get(ctx, leaf)
+	if err := dst.PutBlock(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Complete(ctx, c, size+1, nil); !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("Complete at another size: %v, want ErrSizeMismatch", err)
+	}
+	if ok, _ := dst.Has(c); ok {
+		t.Fatal("pinned after failed Completes")
+	}
+	if err := dst.Complete(ctx, c, size, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := dst.Has(c); !ok || dst.QuotaUsed() != size {
+		t.Fatalf("after Complete: has %v, quota used %d", ok, dst.QuotaUsed())
+	}
 }

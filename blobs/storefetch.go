@@ -9,6 +9,7 @@ import (
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
+	mh "github.com/multiformats/go-multihash"
 )
 
 // This file is the store's side of a fetch (ADR 0029): room reserved under
@@ -90,6 +91,19 @@ func (s *Store) PutBlock(ctx context.Context, b blocks.Block) error {
 	return s.bstore.Put(ctx, b)
 }
 
+// putBlocks writes fetched blocks, unreferenced (as PutBlock).
+//
+// One pebble write each: a batch of several 1 MiB values is a buffer that
+// pebble does not recycle, where one of a single value mostly is.
+func (s *Store) putBlocks(ctx context.Context, bs []blocks.Block) error {
+	for _, b := range bs {
+		if err := s.bstore.Put(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DropUnreferenced deletes those of the blocks cs that no pinned blob
 // holds: the leftovers of a fetch that gave up. Blocks of pinned blobs are
 // kept.
@@ -142,10 +156,20 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 	if got != size {
 		return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, root, got, size)
 	}
-	// dagBlocks finds a missing inner node; the recursive pin reads every
-	// block and finds a missing leaf.
-	if _, err := s.dagBlocks(ctx, root); err != nil {
+	// dagBlocks reads the inner nodes, so finds a missing one; the leaves
+	// are checked by key (the pin does not read them, see pinDAG).
+	bl, err := s.dagBlocks(ctx, root)
+	if err != nil {
 		return err
+	}
+	for _, h := range bl {
+		ok, err := s.hasKey(mh.Multihash(h))
+		if err != nil {
+			return fmt.Errorf("blobs: complete %s: %w", root, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: a block of %s is missing", ErrIncomplete, root)
+		}
 	}
 	if r == nil {
 		// No room was reserved (a caller that skipped Reserve): check now.
