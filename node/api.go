@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
 	mux.HandleFunc("GET "+api.PathDiag, n.apiDiag)
 	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
+	// Go's profiles, for operators on the machine only (the control API is
+	// the repo's Unix socket): curl --unix-socket … http://wats/debug/pprof/.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

@@ -37,7 +37,7 @@ var Features = []string{proto.FeatureChallenge}
 // memTableBytes is pebble's memtable size: large enough that 1 MiB blob
 // chunks and 256-event sync batches do not force a flush every few writes
 // (design §10).
-const memTableBytes = 64 << 20
+const memTableBytes = 16 << 20
 
 // dbOptions are the pebble options of the node's database: a larger
 // memtable (memTableBytes), and Bloom filters on every level so that the
@@ -49,6 +49,7 @@ func dbOptions(log *slog.Logger) *pebble.Options {
 		Logger:       pebbleLogger{log},
 	}
 	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	blobs.TunePebble(opts)
 	return opts
 }
 
@@ -323,6 +324,12 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	if err != nil {
 		return "", fmt.Errorf("node: %q is not a full multiaddr with /p2p/<peer id>: %w", addr, err)
 	}
+	return n.connectInfo(ctx, *ai)
+}
+
+// connectInfo dials the peer at any of its addresses (ranked by the dial
+// ranker: TCP first) and waits until hello has completed or failed.
+func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, error) {
 	if ai.ID == n.host.ID() {
 		return "", errors.New("node: cannot connect to itself")
 	}
@@ -331,8 +338,8 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
 		sw.Backoff().Clear(ai.ID)
 	}
-	if err := n.host.Connect(ctx, *ai); err != nil {
-		return "", fmt.Errorf("node: connect %s: %w", addr, err)
+	if err := n.host.Connect(ctx, ai); err != nil {
+		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
 	return ai.ID, n.greet(ctx, ai.ID)
 }
@@ -372,19 +379,32 @@ func (n *Node) redial() {
 	wg.Wait()
 }
 
-// bootstrap dials the config's bootstrap peers, each in its own goroutine.
+// bootstrap dials the config's bootstrap peers, each in its own goroutine:
+// one dial per peer with all of its addresses, so that the dial ranker
+// chooses among them (rather than one connection per address).
 func (n *Node) bootstrap() {
+	var addrs []ma.Multiaddr
+	for _, s := range n.cfg.P2P.Bootstrap {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			n.log.Warn("bad bootstrap address", "addr", s, "err", err)
+			continue
+		}
+		addrs = append(addrs, a)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
+	if err != nil {
+		n.log.Warn("bad bootstrap address", "err", err)
+	}
 	var wg sync.WaitGroup
-	for _, addr := range n.cfg.P2P.Bootstrap {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for _, ai := range infos {
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
 			defer cancel()
-			if _, err := n.Connect(ctx, addr); err != nil && n.ctx.Err() == nil {
-				n.log.Warn("bootstrap peer unreachable", "addr", addr, "err", err)
+			if _, err := n.connectInfo(ctx, ai); err != nil && n.ctx.Err() == nil {
+				n.log.Warn("bootstrap peer unreachable", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
