@@ -10,7 +10,7 @@ import (
 )
 
 func (c *cli) benchCmd() *cobra.Command {
-	return group("bench", "Measure the node's throughput on this machine", c.benchSyncCmd())
+	return group("bench", "Measure the node's throughput on this machine", c.benchSyncCmd(), c.benchFetchCmd())
 }
 
 func (c *cli) benchSyncCmd() *cobra.Command {

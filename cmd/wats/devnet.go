@@ -170,6 +170,8 @@ type netOptions struct {
 	log        func(format string, args ...any)
 	// downHint is the command that stops a devnet already running in dir.
 	downHint string
+	// config, if set, adjusts each node's config before its repo is made.
+	config func(*config.Config)
 }
 
 // devnet is a network started by this process.
@@ -220,6 +222,9 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 		cfg.P2P.Listen = append([]string(nil), devnetListen...)
 		cfg.P2P.Bootstrap = bootstrap
 		cfg.Sync.Interval = config.Duration{Duration: devnetSyncInterval}
+		if o.config != nil {
+			o.config(cfg)
+		}
 		r, err := prepareNodeRepo(dir, cfg)
 		if err != nil {
 			return fmt.Errorf("node%d: %w", i, err)

@@ -49,7 +49,9 @@ func (c *cli) devnetRunCmd() *cobra.Command {
 		Long: `Start N daemons as 'devnet up' does, in the foreground, and show each
 node's event count and head as they change, and whether the nodes hold the
 same events ("converged"). With --demo every node publishes a note event every
---interval. Ctrl-C (or --duration) stops everything; no process is left
+--interval; node0 also publishes a file event with a 3 MiB blob, and the last
+node submits a crash report with a dump to node0: every node fetches both
+blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops everything; no process is left
 behind. Without --dir the nodes live in a temporary directory removed at the
 end.`,
 		Example: `  wats devnet run -n 3 --demo
@@ -151,8 +153,10 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 	obs := newObserver(d.clients)
 	view := newConvergenceView(c.stdout, isTerminal(c.stdout))
 	var pub *publisher
+	var blobs *blobDemo
 	if o.demo {
 		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, c.stderr)
+		blobs = startBlobDemo(runCtx, d.clients, c.stderr)
 	}
 
 	// A write to a closed stdout returns EPIPE instead of killing the
@@ -177,9 +181,11 @@ loop:
 			break loop
 		case <-tick.C:
 			obs.refresh(runCtx)
+			blobs.refresh(runCtx)
 			if runCtx.Err() != nil {
 				break loop // the refresh was cut short: settle shows the end
 			}
+			view.note = blobs.note()
 			view.show(time.Since(start), obs.views, pub.counts())
 			if view.err != nil {
 				// Nobody reads the output any more (a closed pipe):
@@ -192,11 +198,12 @@ loop:
 	tick.Stop()
 	stopRun()
 	pub.wait()
+	blobs.wait()
 
 	// Stopped by --duration: let the last events spread, then report.
 	interrupted := ctx.Err() != nil || outputGone
 	if runErr == nil && !interrupted {
-		runErr = c.settle(ctx, obs, view, start, pub)
+		runErr = c.settle(ctx, obs, view, start, pub, blobs)
 	}
 	view.end()
 
@@ -222,25 +229,36 @@ loop:
 // settle waits up to settleTimeout for the nodes to converge, refreshing
 // the view, and reports the outcome: nil when every node holds the same
 // events.
-func (c *cli) settle(ctx context.Context, obs *observer, view *convergenceView, start time.Time, pub *publisher) error {
+//
+// With the demo's blobs (blobs non-nil) it also waits until every node
+// holds both of them.
+func (c *cli) settle(ctx context.Context, obs *observer, view *convergenceView, start time.Time, pub *publisher, blobs *blobDemo) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	tick := time.NewTicker(viewInterval / 4)
 	defer tick.Stop()
 	for {
 		obs.refresh(ctx)
+		blobs.refresh(ctx)
 		conv := converged(obs.views)
-		if conv.ok {
+		blobsOK, blobState := blobs.state()
+		if conv.ok && blobsOK {
 			view.show(time.Since(start), obs.views, pub.counts())
 			view.end()
 			fmt.Fprintf(c.stdout, "converged: all %d nodes hold the same %d events\n", len(obs.views), conv.events)
+			if blobState != "" {
+				fmt.Fprintln(c.stdout, blobState)
+			}
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			view.show(time.Since(start), obs.views, pub.counts())
 			view.end()
-			return fmt.Errorf("not converged %s after the end of the run: %s", settleTimeout, conv.summary(obs.views))
+			if !conv.ok {
+				return fmt.Errorf("not converged %s after the end of the run: %s", settleTimeout, conv.summary(obs.views))
+			}
+			return fmt.Errorf("not converged %s after the end of the run: %s", settleTimeout, blobState)
 		case <-tick.C:
 		}
 	}
@@ -534,6 +552,10 @@ type convergenceView struct {
 	tty   bool
 	drawn int   // lines of the table last drawn, to redraw over
 	err   error // of the last write: the reader is gone if set
+	// note is a line shown under the table (the blob demo's state); in
+	// plain lines it is printed when it changes, noted being the last one
+	// printed.
+	note, noted string
 }
 
 func newConvergenceView(w io.Writer, tty bool) *convergenceView {
@@ -545,10 +567,19 @@ func newConvergenceView(w io.Writer, tty bool) *convergenceView {
 func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
 	conv := converged(views)
 	if !cv.tty {
-		_, cv.err = io.WriteString(cv.w, strings.Join(statusLines(elapsed, views, published, conv), "\n")+"\n")
+		lines := statusLines(elapsed, views, published, conv)
+		if cv.note != "" && cv.note != cv.noted {
+			// A note is printed when it changes.
+			lines = append(lines, fmt.Sprintf("%4s %s", elapsed.Round(time.Second), cv.note))
+			cv.noted = cv.note
+		}
+		_, cv.err = io.WriteString(cv.w, strings.Join(lines, "\n")+"\n")
 		return
 	}
 	lines := statusTable(elapsed, views, published, conv)
+	if cv.note != "" {
+		lines = append(lines, cv.note)
+	}
 	var b strings.Builder
 	if cv.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", cv.drawn) // back to the table's first line

@@ -358,6 +358,9 @@ func TestDevnetRunDemo(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < 3 {
 		t.Errorf("converged on %d events; every node should have published some", n)
 	}
+	if !regexp.MustCompile(`(?m)^blobs: all 3 nodes hold demo\.bin \(3\.0 MiB, from node0\) and core\.dmp \(256\.0 KiB, a crash dump from node2\)$`).MatchString(stdout) {
+		t.Errorf("devnet run did not report that every node holds the demo's blobs:\n%s", stdout)
+	}
 	if !strings.Contains(stdout, "For each node:\n") || !strings.Contains(stdout, "  MISSING    events other nodes hold that it lacks") {
 		t.Errorf("the columns are not explained:\n%s", stdout)
 	}
