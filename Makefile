@@ -6,7 +6,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 N        ?= 1000000
 
-.PHONY: all build test test-short race fuzz bench bench-sync devnet lint tidy clean
+.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch devnet lint tidy clean
 
 all: build
 
@@ -39,6 +39,11 @@ bench:
 ## bench-sync: fill one node with N events, measure a second node's catch-up over libp2p on loopback
 bench-sync: build
 	$(BIN) bench sync -n $(N)
+
+## bench-fetch: two daemons; import a SIZE-byte blob into one, time the other's fetch over bitswap
+SIZE ?= 268435456
+bench-fetch: build
+	$(BIN) bench fetch --size $(SIZE)
 
 ## devnet: build, then run a 3-node devnet with a demo in the foreground (Ctrl-C stops it)
 devnet: build

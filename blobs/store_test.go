@@ -356,9 +356,18 @@ func BenchmarkStoreImport64MiB(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		memtable uint64
-	}{{"memtable=default", 0}, {"memtable=64MiB", 64 << 20}} {
+		tune     bool
+	}{
+		{"memtable=default", 0, false},
+		{"memtable=64MiB", 64 << 20, false},
+		{"memtable=16MiB,separated", 16 << 20, true}, // the node's setting
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			db, err := pebble.Open(b.TempDir(), &pebble.Options{MemTableSize: bc.memtable})
+			opts := &pebble.Options{MemTableSize: bc.memtable}
+			if bc.tune {
+				TunePebble(opts)
+			}
+			db, err := pebble.Open(b.TempDir(), opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -323,11 +323,15 @@ provider, and peers with blobs.auto_fetch on fetch them.`,
 			}
 			var refs []api.BlobRef
 			for _, a := range blobArgs {
+				// CID:SIZE[:NAME]; a name may itself hold colons.
 				c, rest, _ := strings.Cut(a, ":")
 				sz, name, _ := strings.Cut(rest, ":")
+				if _, ok := strings.CutPrefix(a, c+":"); !ok || c == "" {
+					return usageErrorf("--blob %q is not CID:SIZE[:NAME] (e.g. bafkr4…:1048576:report.pdf)", a)
+				}
 				b, err := parseBlobArg(c + ":" + sz)
 				if err != nil {
-					return usageErrorf("--blob %v", err)
+					return usageErrorf("--blob %q: SIZE must be a whole number of bytes, 0..2^53", a)
 				}
 				refs = append(refs, api.BlobRef{CID: b.CID, Size: b.Size, Name: name})
 			}

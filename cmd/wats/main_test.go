@@ -90,6 +90,19 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"devnet", "exec", "x", "status"}, `node index "x"`},
 		{[]string{"devnet", "logs", "1", "2"}, "accepts at most 1 arg"},
 		{[]string{"devnet", "status", "--dir", ""}, "--dir is empty"},
+		{[]string{"replicate", testPeer}, "requires at least 2 arg"},
+		{[]string{"replicate", testPeer, "bafk"}, `"bafk" is not CID:SIZE`},
+		{[]string{"replicate", testPeer, ":5"}, `":5" is not CID:SIZE`},
+		{[]string{"replicate", testPeer, "bafk:x"}, "SIZE must be a whole number of bytes, 0..2^53"},
+		{[]string{"replicate", testPeer, "bafk:-1"}, "SIZE must be a whole number"},
+		{[]string{"replicate", testPeer, "bafk:9007199254740993"}, "0..2^53"},
+		{append([]string{"replicate", testPeer}, repeatArg("bafk:1", 65)...), "65 blobs: a replicate request names at most 64"},
+		{[]string{"events", "add", "--kind", "file", "--blob", "bafk"}, `--blob "bafk" is not CID:SIZE[:NAME]`},
+		{[]string{"events", "add", "--kind", "file", "--blob", "bafk:1x:name"}, "SIZE must be a whole number"},
+		{[]string{"blob", "get", "bafk", "-o", "x"}, "--size N is required"},
+		{[]string{"blob", "get", "bafk", "--size", "1"}, "-o FILE is required"},
+		{[]string{"bench", "fetch", "--size", "0"}, "--size 0: must be 1..2^53 bytes"},
+		{[]string{"bench", "fetch", "--transport", "udp"}, `--transport "udp": must be any, tcp or quic`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := runCLI(t, "", tc.args...)
@@ -778,5 +791,61 @@ func TestLimitBound(t *testing.T) {
 		if code != exitError || !strings.Contains(stderr, "no wats daemon is running") {
 			t.Errorf("--limit %s: exit %d, stderr %q; want it accepted (then no daemon)", limit, code, stderr)
 		}
+	}
+}
+
+// repeatArg returns n copies of s.
+func repeatArg(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
+	const c = "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu"
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+api.PathReplicate, func(w http.ResponseWriter, r *http.Request) {
+		var req api.ReplicateRequest
+		if err := json.UnmarshalRead(r.Body, &req); err != nil || req.Peer != testPeer || len(req.Blobs) != 3 ||
+			req.Blobs[0] != (api.BlobInfo{CID: c, Size: 5}) || req.Blobs[2].Size != 1<<53 {
+			t.Errorf("replicate request %+v, %v", req, err)
+		}
+		writeJSON(w, api.ReplicateResult{Stored: []string{c}, Skipped: []string{"bafk2"}, Failed: []api.FailedBlob{{CID: "bafk3", Reason: "too large\x1b[31m"}}})
+	})
+	mux.HandleFunc("POST "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
+		var req api.AddEventRequest
+		if err := json.UnmarshalRead(r.Body, &req); err != nil || len(req.Blobs) != 2 ||
+			req.Blobs[0] != (api.BlobRef{CID: c, Size: 5, Name: "a.txt"}) || req.Blobs[1] != (api.BlobRef{CID: c, Size: 0}) {
+			t.Errorf("add request %+v, %v", req, err)
+		}
+		io.WriteString(w, testEv)
+	})
+	var fetched api.FetchRequest
+	mux.HandleFunc("POST "+api.PathBlobFetch, func(w http.ResponseWriter, r *http.Request) {
+		json.UnmarshalRead(r.Body, &fetched)
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		io.WriteString(w, `{"bytes":2,"size":5}`+"\n"+`{"bytes":5,"size":5,"done":true}`+"\n")
+	})
+	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello")
+	})
+	dir := fakeDaemon(t, mux)
+
+	code, stdout, stderr := runCLI(t, "", "replicate", testPeer, c+":5", "bafk2:0", "bafk3:9007199254740992", "--repo", dir)
+	if code == exitOK || !strings.Contains(stdout, "stored   "+c+"\n") || !strings.Contains(stdout, "skipped  bafk2 (the peer's fetch slots were in use; ask again later)") ||
+		!strings.Contains(stdout, "failed   bafk3: too large") || strings.Contains(stdout, "\x1b") || !strings.Contains(stderr, "1 of 3 blobs failed") {
+		t.Errorf("replicate: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, "", "events", "add", "--kind", "file", "--blob", c+":5:a.txt", "--blob", c+":0", "--repo", dir); code != exitOK || stdout != testEvID+"\n" {
+		t.Errorf("events add --blob: exit %d, %q, %s", code, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "--from", testPeer, "-o", out, "--repo", dir); code != exitOK {
+		t.Fatalf("blob get: exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "hello" || fetched != (api.FetchRequest{CID: c, Size: 5, From: testPeer}) {
+		t.Errorf("blob get wrote %q after fetch %+v", b, fetched)
 	}
 }
