@@ -16,6 +16,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
@@ -278,4 +279,42 @@ func scratchStore(t *testing.T) *blobs.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestAutoFetchQueueBound: autoFetchQueue blobs wait at most; the next one
+// is dropped and counted, and a blob already queued is not queued twice.
+func TestAutoFetchQueueBound(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
+	adm, err := newAdmission(cfg.Limits, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.adm = adm
+	n.m = newMetrics(n)
+	n.fetch = &fetchState{queue: make(chan fetchJob, autoFetchQueue)} // no workers
+	n.fetch.mu.queued = make(map[cid.Cid]struct{})
+	ref := func(i int) eventlog.BlobRef {
+		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eventlog.BlobRef{CID: c.String(), Size: uint64(len(fmt.Sprint(i)))}
+	}
+	dropped := func() float64 { return testutil.ToFloat64(n.m.blobFetches.WithLabelValues("gossip", "dropped")) }
+	for i := range autoFetchQueue {
+		n.queueFetch(fetchJob{ref: ref(i), source: "gossip"})
+	}
+	n.queueFetch(fetchJob{ref: ref(0), source: "gossip"}) // queued already
+	if len(n.fetch.queue) != autoFetchQueue || dropped() != 0 {
+		t.Fatalf("at the bound: %d queued, %v dropped; want %d, 0", len(n.fetch.queue), dropped(), autoFetchQueue)
+	}
+	n.queueFetch(fetchJob{ref: ref(autoFetchQueue), source: "gossip"})
+	if len(n.fetch.queue) != autoFetchQueue || dropped() != 1 {
+		t.Fatalf("past the bound: %d queued, %v dropped; want %d, 1", len(n.fetch.queue), dropped(), autoFetchQueue)
+	}
+	n.queueFetch(fetchJob{ref: eventlog.BlobRef{CID: "not a cid", Size: 1}, source: "gossip"})
+	if dropped() != 1 {
+		t.Fatal("a bad CID was counted as dropped from a full queue")
+	}
 }
