@@ -170,6 +170,11 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		if len(w.queue) == 0 && len(w.out) == 0 {
 			return w.written, w.flush()
 		}
+		if len(w.out) == 0 {
+			// Blocks remain and none may be asked for: the DAG needs more
+			// than the budget (e.g. many tiny chunks), a fault of the CID.
+			return w.written, fmt.Errorf("%w: %s: its blocks need more than the %d bytes allowed for %d declared", ErrBadBlob, w.root, w.budget, w.size)
+		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -179,6 +184,9 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
+				if x.net.IsConnectedToPeer(ctx, p) {
+					continue // the end of an older connection
+				}
 				return w.written, fmt.Errorf("%w: %s", ErrProviderGone, p)
 			case e.dontHave.Defined():
 				return w.written, fmt.Errorf("%w: %s has no block %s", ErrDontHave, p, e.dontHave)

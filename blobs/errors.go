@@ -25,8 +25,9 @@ var ErrSizeMismatch = errors.New("blobs: size differs from the declared size")
 // provider serves the same bytes for a CID): Plan.Report ends the plan on
 // them without backing the provider off (ADR 0029).
 var (
-	// ErrCollection: the root is a collection (a UnixFS directory or HAMT
-	// shard, a symlink): its children are never followed (ADR 0014
+	// ErrCollection: the root is not a UnixFS file but a collection (a
+	// directory or HAMT shard) or another kind of node (a symlink,
+	// metadata): its children are never followed (ADR 0014
 	// "Collections"), so it cost no more than its root, and it is not
 	// used.
 	ErrCollection = errors.New("blobs: a collection, children not followed")

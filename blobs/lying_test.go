@@ -538,3 +538,40 @@ func TestOverQuotaRefusedBeforeAnyRequest(t *testing.T) {
 		t.Fatalf("%d bytes still reserved", n.st.Reserved())
 	}
 }
+
+// TestTinyChunksFailFastWithoutBackoff: a well-formed DAG whose inner
+// nodes need more than the budget (two 1-byte leaves under a 98-byte
+// root) is a fault of the CID: the fetch fails at once, without waiting
+// for the attempt's deadline, and the provider is not backed off.
+func TestTinyChunksFailFastWithoutBackoff(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	a, b := rawBlock(t, []byte{'a'}), rawBlock(t, []byte{'b'})
+	fp.put(a)
+	fp.put(b)
+	fsn := ft.NewFSNode(ft.TFile)
+	fsn.AddBlockSize(1)
+	fsn.AddBlockSize(1)
+	data, err := fsn.GetBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := merkledag.NodeWithData(data)
+	root.SetCidBuilder(CIDBuilder)
+	for _, l := range []blocks.Block{a, b} {
+		if err := root.AddRawLink("", &ipld.Link{Cid: l.Cid()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fp.put(root)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = n.f.Fetch(ctx, Request{CID: root.Cid(), Size: 2, Providers: []peer.AddrInfo{fp.info()}})
+	if !errors.Is(err, ErrBadBlob) || ctx.Err() != nil {
+		t.Fatalf("fetch: %v (context: %v), want ErrBadBlob at once", err, ctx.Err())
+	}
+	if skipped, _ := n.f.Backoff().Skipped(fp.h.ID(), time.Now()); skipped {
+		t.Fatal("the provider was backed off for the CID's fault")
+	}
+	assertUnused(t, n, root.Cid(), 2)
+}
