@@ -64,6 +64,9 @@ type Request struct {
 	// First is tried before the providers: the requester of a replicate
 	// request (design §9); "" for none.
 	First peer.ID
+	// FirstDespiteBackoff tries First even if it is under backoff: a
+	// provider an operator named explicitly.
+	FirstDespiteBackoff bool
 	// Providers are the hints for the blob, newest first (at most
 	// MaxHints are used); their addresses go to the peerstore for
 	// ProviderAddrTTL.
@@ -153,6 +156,9 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 	}
 	var written []cid.Cid
 	pl := NewPlan(hints, first, f.backoff, f.now())
+	if r.FirstDespiteBackoff {
+		pl.ExemptFirst()
+	}
 	for {
 		p, deadline, ok := pl.Next(f.now())
 		if !ok {

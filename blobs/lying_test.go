@@ -145,8 +145,20 @@ func (fp *fakeProvider) ReceiveMessage(ctx context.Context, from peer.ID, msg bs
 			outs = append(outs, out)
 		}
 	}
+	if len(outs) == 0 {
+		return
+	}
+	// One stream for the whole answer, so that its messages arrive in order.
+	st, err := fp.h.NewStream(ctx, from, "/ipfs/bitswap/1.2.0")
+	if err != nil {
+		return
+	}
+	defer st.Close()
 	for _, m := range outs {
-		_ = fp.net.SendMessage(ctx, from, m)
+		if m.ToNetV1(st) != nil {
+			st.Reset()
+			return
+		}
 	}
 }
 

@@ -59,7 +59,19 @@ type Plan struct {
 	done    bool
 	err     error // why the plan ended; nil after a success
 	last    error // the last provider error, for Err
+	// exemptFirst: the requester is tried even under backoff.
+	exemptFirst bool
+	first       peer.ID
+	// skipped counts the candidates passed over under backoff; until is
+	// the earliest end of their backoffs.
+	skipped int
+	until   time.Time
 }
+
+// ExemptFirst makes the plan try its first provider (NewPlan's first) even
+// if it is under backoff: for a fetch an operator asked for from a named
+// peer, as an explicit dial ignores the dial backoff. Call it before Next.
+func (pl *Plan) ExemptFirst() { pl.exemptFirst = true }
 
 // NewPlan returns the plan of a fetch starting at now. hints are the
 // providers named for the blob, newest first; duplicates and empty ids
@@ -83,7 +95,7 @@ func NewPlan(hints []peer.ID, first peer.ID, b *Backoff, now time.Time) *Plan {
 		cands = append(cands, h)
 		kept++
 	}
-	return &Plan{b: b, cands: cands, start: now}
+	return &Plan{b: b, cands: cands, start: now, first: first}
 }
 
 func contains(ids []peer.ID, p peer.ID) bool {
@@ -121,8 +133,12 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 	for pl.next < len(pl.cands) {
 		c := pl.cands[pl.next]
 		pl.next++
-		if pl.b != nil {
-			if skipped, _ := pl.b.Skipped(c, now); skipped {
+		if pl.b != nil && !(pl.exemptFirst && c == pl.first) {
+			if skipped, until := pl.b.Skipped(c, now); skipped {
+				pl.skipped++
+				if pl.until.IsZero() || until.Before(pl.until) {
+					pl.until = until
+				}
 				continue
 			}
 		}
@@ -134,7 +150,15 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 		}
 		return c, deadline, true
 	}
-	pl.finish(ErrNoProvider)
+	switch {
+	case len(pl.cands) == 0:
+		pl.finish(fmt.Errorf("%w: none is known for this blob", ErrNoProvider))
+	case pl.skipped > 0:
+		pl.finish(fmt.Errorf("%w: %d of %d skipped, under backoff after failing, the first until %s",
+			ErrNoProvider, pl.skipped, len(pl.cands), pl.until.UTC().Format(time.TimeOnly)))
+	default:
+		pl.finish(ErrNoProvider)
+	}
 	return "", time.Time{}, false
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,11 +66,48 @@ func TestPlanSixHintsAtMostFour(t *testing.T) {
 	}
 }
 
-// TestPlanNoProvider: with no hints, Err is ErrNoProvider alone.
+// TestPlanNoProvider: with no hints, Err is ErrNoProvider saying none is
+// known; with every hint under backoff, it says until when.
 func TestPlanNoProvider(t *testing.T) {
 	pl := NewPlan(nil, "", NewBackoff(), base)
-	if _, _, ok := pl.Next(base); ok || pl.Err() != ErrNoProvider {
-		t.Fatalf("ok %v Err %v, want ErrNoProvider", ok, pl.Err())
+	if _, _, ok := pl.Next(base); ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), "none is known") {
+		t.Fatalf("ok %v Err %v, want ErrNoProvider, none known", ok, pl.Err())
+	}
+	b := NewBackoff()
+	b.Failed("h0", base)
+	b.Failed("h1", base.Add(time.Second))
+	pl = NewPlan(ids(2, "h"), "", b, base.Add(2*time.Second))
+	_, _, ok := pl.Next(base.Add(2 * time.Second))
+	want := "2 of 2 skipped, under backoff after failing, the first until " + base.Add(BackoffBase).UTC().Format(time.TimeOnly)
+	if ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), want) {
+		t.Fatalf("ok %v Err %v, want %q", ok, pl.Err(), want)
+	}
+}
+
+// TestPlanExemptFirst: a first provider named by an operator is tried
+// under backoff; the hints under backoff are still skipped.
+func TestPlanExemptFirst(t *testing.T) {
+	b := NewBackoff()
+	b.Failed("req", base)
+	b.Failed("h0", base)
+	pl := NewPlan(ids(2, "h"), "req", b, base)
+	pl.ExemptFirst()
+	var tried []peer.ID
+	for {
+		p, _, ok := pl.Next(base)
+		if !ok {
+			break
+		}
+		tried = append(tried, p)
+		pl.Report(p, errors.New("no"), base)
+	}
+	if len(tried) != 2 || tried[0] != "req" || tried[1] != "h1" {
+		t.Fatalf("tried %q, want [req h1]", tried)
+	}
+	// Without the exemption the requester is skipped.
+	pl = NewPlan(nil, "req", b, base)
+	if _, _, ok := pl.Next(base); ok {
+		t.Fatal("a requester under backoff was tried")
 	}
 }
 

@@ -308,6 +308,15 @@ func (s *Store) Has(c cid.Cid) (complete bool, err error) {
 	return ok, nil
 }
 
+// SizeOf returns the file size of the blob c and whether it is complete
+// (pinned) here.
+func (s *Store) SizeOf(c cid.Cid) (size uint64, complete bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size, complete = s.mu.blobs[c]
+	return size, complete
+}
+
 // List returns the pinned blobs, in no particular order.
 func (s *Store) List() []BlobInfo {
 	s.mu.Lock()
@@ -337,9 +346,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	s.mu.Lock()
 	used := s.mu.used + s.mu.reserved
 	s.mu.Unlock()
-	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, MaxDeclaredSize), err: ErrTooLarge, what: "blobs.max_blob_bytes"}
+	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, MaxDeclaredSize), err: ErrTooLarge,
+		what: fmt.Sprintf("blobs.max_blob_bytes = %d", s.opts.MaxBlobBytes)}
 	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < lr.limit {
-		lr.limit, lr.err, lr.what = free, ErrQuota, "the room left under blobs.quota_bytes"
+		lr.limit, lr.err = free, ErrQuota
+		lr.what = fmt.Sprintf("the room left under blobs.quota_bytes: %d of %d bytes in use or reserved", used, s.opts.QuotaBytes)
 	}
 	rec := &recordingDAG{DAGService: s.dag, bs: s.bstore}
 	params := helpers.DagBuilderParams{
@@ -358,6 +369,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	}
 	if err != nil {
 		rec.undo()
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrQuota) {
+			return cid.Undef, 0, err // says what and why already
+		}
 		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
 	}
 	c, size := root.Cid(), lr.n

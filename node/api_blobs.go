@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -42,8 +43,8 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	var from peer.ID
 	if req.From != "" {
-		if from, err = peer.Decode(req.From); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", req.From))
+		if from, err = n.resolvePeer(r.Context(), req.From); err != nil {
+			writeError(w, http.StatusBadRequest, err)
 			return
 		}
 	}
@@ -67,10 +68,14 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	err = n.FetchBlob(r.Context(), c, req.Size, from, nil, progress)
+	err = n.fetchBlob(r.Context(), c, req.Size, from, from != "", nil, progress)
 	n.logFetch(c, req.Size, "api", err)
 	if err != nil {
-		line(api.FetchProgress{Size: req.Size, Error: err.Error()})
+		msg := err.Error()
+		if errors.Is(err, blobs.ErrNoProvider) && from == "" {
+			msg += "; name a peer that holds it (blob get --from PEER)"
+		}
+		line(api.FetchProgress{Size: req.Size, Error: msg})
 		return
 	}
 	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})

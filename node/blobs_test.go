@@ -22,6 +22,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/repo"
 )
 
 func randData(n int, seed uint64) []byte {
@@ -317,4 +318,82 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	if dropped() != 1 {
 		t.Fatal("a bad CID was counted as dropped from a full queue")
 	}
+}
+
+// TestScanAtStartFetchesMissingBlobs: a node that stored an event while
+// blobs.auto_fetch was off fetches its blob at its next start, with it on,
+// from the event's author (redialled from the peer cache).
+func TestScanAtStartFetchesMissingBlobs(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	cfg := testConfig(false, time.Hour)
+	cfg.Blobs.AutoFetch = false
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startRepo(t, r)
+	connect(t, b, a)
+	ref := addBlob(t, a, randData(2<<20+3, 40))
+	if _, err := a.AddEvent(context.Background(), "file", jsontext.Value(`{}`), []eventlog.BlobRef{ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SyncPeer(context.Background(), a.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if holds(b, ref) {
+		t.Fatal("fetched with auto_fetch off")
+	}
+	b.close(t)
+	r.Config.Blobs.AutoFetch = true
+	b = startRepo(t, r)
+	waitBlobs(t, 20*time.Second, []eventlog.BlobRef{ref}, b)
+}
+
+// TestAutoFetchRetriesAfterBackoff: a blob whose only provider did not
+// have it yet is fetched by a retry once the provider holds it and its
+// backoff is over.
+func TestAutoFetchRetriesAfterBackoff(t *testing.T) {
+	old := retryDelay
+	retryDelay = func(int) time.Duration { return 50 * time.Millisecond }
+	t.Cleanup(func() { retryDelay = old })
+	clock := &fakeClock{}
+	a := startNode(t, testConfig(false, time.Hour))
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startNodeWith(t, r, Options{Now: clock.Now})
+	connect(t, b, a)
+	// a names a blob it does not hold yet (signed by hand: AddEvent would
+	// refuse), so b's first fetch gets DONT_HAVE and backs a off.
+	data := randData(1<<20+9, 41)
+	scratch := scratchStore(t)
+	c, size, err := scratch.Import(context.Background(), bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := eventlog.BlobRef{CID: c.String(), Size: size}
+	ev, err := eventlog.New(a.Host().Peerstore().PrivKey(a.ID()), time.Now(), "file", jsontext.Value(`{}`), []eventlog.BlobRef{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.events.Append([]*eventlog.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SyncPeer(context.Background(), a.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if skipped, _ := b.fetch.fetcher.Backoff().Skipped(a.ID(), clock.Now()); skipped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the provider without the blob was not backed off")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	addBlob(t, a, data)
+	clock.Advance(blobs.BackoffBase + time.Second)
+	waitBlobs(t, 10*time.Second, []eventlog.BlobRef{ref}, b)
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +24,16 @@ func TestCrashReports(t *testing.T) {
 	ctx := context.Background()
 	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64",
 		Reason: "panic: index out of range", Stack: "goroutine 1 [running]:\nmain.main()"}
-	dump := &eventlog.BlobRef{CID: "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu", Size: 5, Name: "core.dmp"}
+	// A dump this node does not hold (or of another size) cannot be named.
+	missing := &eventlog.BlobRef{CID: "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu", Size: 5, Name: "core.dmp"}
+	if _, err := b.ReportCrash(ctx, crash, missing, a.ID()); !errors.Is(err, ErrInvalidEvent) || !strings.Contains(err.Error(), "not stored here") {
+		t.Fatalf("a dump not stored: %v", err)
+	}
+	held := addBlob(t, b, []byte("dump!"))
+	if _, err := b.ReportCrash(ctx, crash, &eventlog.BlobRef{CID: held.CID, Size: 4}, a.ID()); !errors.Is(err, ErrInvalidEvent) || !strings.Contains(err.Error(), "is 5 bytes here; the event declares 4") {
+		t.Fatalf("a dump of another size: %v", err)
+	}
+	dump := &eventlog.BlobRef{CID: held.CID, Size: held.Size, Name: "core.dmp"}
 	ev, err := b.ReportCrash(ctx, crash, dump, a.ID())
 	if err != nil {
 		t.Fatal(err)

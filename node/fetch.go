@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -24,6 +25,11 @@ const (
 	// autoFetchQueue is how many blobs wait to be auto-fetched; past it
 	// new ones are dropped (counted, logged at debug).
 	autoFetchQueue = 1024
+	// autoFetchRetries is how many times a blob whose fetch found no
+	// provider that served it is tried again, after blobs.BackoffDelay of
+	// its failures (30 s, 1 min, 2 min, 4 min): long enough for a
+	// provider's backoff to end, or for another to be named.
+	autoFetchRetries = 4
 )
 
 // fetchJob is a blob to fetch in the background: from an event that came
@@ -36,7 +42,8 @@ type fetchJob struct {
 	// others are providers beyond the hints: the event's author and the
 	// peer it came from.
 	others []peer.ID
-	source string // "gossip", "sync", "crash_report": for logs and metrics
+	source string // "gossip", "sync", "crash_report", "scan": for logs and metrics
+	tries  int    // fetches of it that failed so far
 }
 
 // fetchState is the node's blob fetching: the exchange, the fetcher, the
@@ -45,7 +52,10 @@ type fetchState struct {
 	x       *blobs.Exchange
 	fetcher *blobs.Fetcher
 	queue   chan fetchJob
-	mu      struct {
+	// retrying counts the retries waiting for their time (at most
+	// autoFetchQueue).
+	retrying atomic.Int64
+	mu       struct {
 		sync.Mutex
 		queued map[cid.Cid]struct{}
 	}
@@ -61,6 +71,53 @@ func (n *Node) startBlobs() {
 	n.fetch = f
 	for range autoFetchWorkers {
 		n.go_(n.fetchWorker)
+	}
+	if n.cfg.Blobs.AutoFetch {
+		n.go_(n.scanMissingBlobs)
+	}
+}
+
+// scanMissingBlobs queues, once at start, the blobs of the events in the
+// log that are not complete here: fetches cut off by a restart, dropped
+// from a full queue or out of retries, named by events stored while
+// blobs.auto_fetch was off. It waits for room in the queue rather than
+// dropping.
+func (n *Node) scanMissingBlobs() {
+	// The providers are dialled first: the known peers, the bootstrap list.
+	select {
+	case <-n.dialed:
+	case <-n.ctx.Done():
+		return
+	}
+	queued := 0
+	for after := uint64(0); n.ctx.Err() == nil; {
+		page, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		if err != nil {
+			n.log.Warn("scan for missing blobs", "err", err)
+			return
+		}
+		for _, raw := range page {
+			ev, err := eventlog.Decode(raw)
+			if err != nil || len(ev.Blobs) == 0 {
+				continue
+			}
+			var others []peer.ID
+			if a, err := peer.Decode(ev.Author); err == nil {
+				others = []peer.ID{a}
+			}
+			for _, b := range ev.Blobs {
+				if n.enqueue(fetchJob{ref: b, others: others, source: "scan"}, true) {
+					queued++
+				}
+			}
+		}
+		if !more {
+			break
+		}
+		after = next
+	}
+	if queued > 0 {
+		n.log.Info("queued the missing blobs of stored events", "blobs", queued)
 	}
 }
 
@@ -99,31 +156,49 @@ func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
 
 // queueFetch adds j to the auto-fetch queue unless its CID is bad, its blob
 // is complete or queued already, or the queue is full.
-func (n *Node) queueFetch(j fetchJob) {
+func (n *Node) queueFetch(j fetchJob) { n.enqueue(j, false) }
+
+// enqueue adds j to the auto-fetch queue unless its CID is bad or its blob
+// is complete or queued already. With the queue full it drops j (counted),
+// or with wait it waits for room until the node closes. It reports whether
+// j was queued.
+func (n *Node) enqueue(j fetchJob, wait bool) bool {
 	c, err := cid.Decode(j.ref.CID)
 	if err != nil {
 		n.log.Debug("not fetching a blob with a bad CID", "cid", j.ref.CID, "err", err)
-		return
+		return false
 	}
 	if ok, _ := n.blobs.Has(c); ok {
-		return
+		return false
 	}
 	j.c = c
 	f := n.fetch
 	f.mu.Lock()
 	if _, dup := f.mu.queued[c]; dup {
 		f.mu.Unlock()
-		return
+		return false
 	}
-	select {
-	case f.queue <- j:
-		f.mu.queued[c] = struct{}{}
-		f.mu.Unlock()
-	default:
-		f.mu.Unlock()
-		n.m.blobFetch(j.source, "dropped")
-		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
+	f.mu.queued[c] = struct{}{}
+	f.mu.Unlock()
+	if wait {
+		select {
+		case f.queue <- j:
+			return true
+		case <-n.ctx.Done():
+		}
+	} else {
+		select {
+		case f.queue <- j:
+			return true
+		default:
+			n.m.blobFetch(j.source, "dropped")
+			n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
+		}
 	}
+	f.mu.Lock()
+	delete(f.mu.queued, c)
+	f.mu.Unlock()
+	return false
 }
 
 // fetchWorker runs queued fetches until the node closes.
@@ -154,6 +229,38 @@ func (n *Node) runFetchJob(j fetchJob) {
 	}
 	err := n.FetchBlob(n.ctx, j.c, uint64(j.ref.Size), j.first, j.others, nil)
 	n.logFetch(j.c, j.ref.Size, j.source, err)
+	if fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled) {
+		n.retryFetch(j)
+	}
+}
+
+// retryDelay is the wait before the tries-th retry of an auto-fetch; a
+// variable so that tests can shorten it.
+var retryDelay = blobs.BackoffDelay
+
+// retryFetch queues j again after retryDelay(j.tries+1), up to
+// autoFetchRetries times, while at most autoFetchQueue retries wait.
+func (n *Node) retryFetch(j fetchJob) {
+	j.tries++
+	if j.tries > autoFetchRetries {
+		n.log.Info("blob not fetched; no more retries until the next start", "cid", j.c, "tries", j.tries)
+		return
+	}
+	f := n.fetch
+	if f.retrying.Add(1) > autoFetchQueue {
+		f.retrying.Add(-1)
+		return
+	}
+	n.go_(func() {
+		defer f.retrying.Add(-1)
+		t := time.NewTimer(retryDelay(j.tries))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			n.queueFetch(j)
+		case <-n.ctx.Done():
+		}
+	})
 }
 
 // logFetch records the outcome of a background fetch: a blob that does not
@@ -165,7 +272,7 @@ func (n *Node) logFetch(c cid.Cid, size uint64, source string, err error) {
 		n.log.Debug("blob fetched", "cid", c, "size", size, "source", source)
 	case errors.Is(err, context.Canceled):
 	case errors.Is(err, blobs.ErrSizeMismatch), errors.Is(err, blobs.ErrCollection), errors.Is(err, blobs.ErrBadBlob):
-		n.log.Warn("blob ignored: not what its event declares", "cid", c, "size", size, "source", source, "err", err)
+		n.log.Warn("blob not used: its content does not fit the declared size or format", "cid", c, "size", size, "source", source, "err", err)
 	default:
 		n.log.Info("blob not fetched", "cid", c, "size", size, "source", source, "err", err)
 	}
@@ -190,6 +297,12 @@ func fetchOutcome(err error) string {
 // tried first ("" for none), then the gossip hints for c, newest first,
 // then others. progress, if set, is told the bytes held and the size.
 func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer.ID, others []peer.ID, progress func(done, total uint64)) error {
+	return n.fetchBlob(ctx, c, size, first, false, others, progress)
+}
+
+// fetchBlob is FetchBlob; explicit tries first even under backoff (a peer
+// an operator named).
+func (n *Node) fetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer.ID, explicit bool, others []peer.ID, progress func(done, total uint64)) error {
 	if n.fetch == nil {
 		return errors.New("node: not started")
 	}
@@ -209,7 +322,8 @@ func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer
 			provs = append(provs, peer.AddrInfo{ID: p})
 		}
 	}
-	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: first, Providers: provs, Progress: progress})
+	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: first, FirstDespiteBackoff: explicit,
+		Providers: provs, Progress: progress})
 }
 
 // providerInfo parses a provider hint; bad addresses are skipped.

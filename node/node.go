@@ -72,6 +72,9 @@ type Node struct {
 	blobs  *blobs.Store
 	// fetch is the blob exchange and fetcher; nil before Start.
 	fetch *fetchState
+	// dialed is closed once the dials of Start (bootstrap peers, known
+	// peers) have all succeeded or failed.
+	dialed chan struct{}
 	// slots bounds the blobs one peer makes this node fetch at once
 	// (limits.blob_fetches_per_peer, ADR 0014).
 	slots  *limits.Slots
@@ -232,10 +235,16 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
+	n.dialed = make(chan struct{})
 	n.startBlobs()
 	n.peers.Start(peercache.DefaultFlushInterval)
-	n.go_(n.bootstrap)
-	n.go_(n.redial)
+	n.go_(func() {
+		var wg sync.WaitGroup
+		wg.Go(n.bootstrap)
+		wg.Go(n.redial)
+		wg.Wait()
+		close(n.dialed)
+	})
 	n.go_(n.syncLoop)
 	n.go_(n.throttleSummaries)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,

@@ -91,7 +91,7 @@ to the size for the run.`,
 		},
 	}
 	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the blob's size in bytes")
-	cmd.Flags().StringVar(&transport, "transport", "any", "the nodes' transports: any (TCP and QUIC, as a devnet; libp2p prefers QUIC), tcp or quic")
+	cmd.Flags().StringVar(&transport, "transport", "any", "the nodes' transports: any (TCP and QUIC, as a devnet; nodes dial TCP first), tcp or quic")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return cmd
 }

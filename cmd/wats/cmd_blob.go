@@ -104,11 +104,23 @@ The blob is used only when it is complete and exactly of the declared size
 N (ADR 0014); otherwise nothing is written.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if size < 0 {
+			switch {
+			case !cmd.Flags().Changed("size"):
 				return usageErrorf("--size N is required: the blob's declared size in bytes")
+			case size < 0 || uint64(size) > api.MaxBlobSize:
+				return usageErrorf("--size %d: must be 0..2^53 bytes", size)
+			case out == "":
+				return usageErrorf("-o FILE is required (-o - writes to stdout)")
 			}
-			if out == "" {
-				return usageErrorf("-o FILE is required")
+			toStdout := out == "-"
+			if !toStdout {
+				// Checked before the fetch, which may take minutes.
+				if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+					return fmt.Errorf("-o %s is a directory; name a file", out)
+				}
+				if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+					return fmt.Errorf("-o %s: the directory %s does not exist", out, filepath.Dir(out))
+				}
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -117,13 +129,23 @@ N (ADR 0014); otherwise nothing is written.`,
 			if err := c.fetchBlob(cmd.Context(), cl, api.FetchRequest{CID: args[0], Size: uint64(size), From: from}); err != nil {
 				return c.apiError(err)
 			}
+			if toStdout {
+				if err := cl.GetBlob(cmd.Context(), args[0], uint64(size), c.stdout); err != nil {
+					return c.apiError(err)
+				}
+				return nil
+			}
 			// Write to a temporary file beside FILE and rename it at the
 			// end, so FILE never holds a partial blob.
 			tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
 			if err != nil {
-				return err
+				return fmt.Errorf("-o %s: %w", out, err)
 			}
 			defer os.Remove(tmp.Name())
+			if err := tmp.Chmod(0o644); err != nil {
+				tmp.Close()
+				return err
+			}
 			err = cl.GetBlob(cmd.Context(), args[0], uint64(size), tmp)
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
@@ -141,9 +163,9 @@ N (ADR 0014); otherwise nothing is written.`,
 			return os.Rename(tmp.Name(), out)
 		},
 	}
-	cmd.Flags().Int64Var(&size, "size", -1, "the blob's declared size in bytes (required)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write (required)")
-	cmd.Flags().StringVar(&from, "from", "", "a peer ID to fetch from first (optional)")
+	cmd.Flags().Int64Var(&size, "size", 0, "the blob's declared size in bytes (required)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write, or - for stdout (required)")
+	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately (optional)")
 	return cmd
 }
 

@@ -110,7 +110,11 @@ func (c *cli) devnetUpCmd() *cobra.Command {
 DIR/nodeI (created if needed) and log DIR/nodeI/daemon.log, all on one
 network, nodes 1..N-1 bootstrapped to node0. Returns once every node is
 connected, or fails after --timeout and stops what it started. The pids are
-recorded in DIR/devnet.json for status, exec, logs and down.`,
+recorded in DIR/devnet.json for status, exec, logs and down.
+
+A node repo that exists already keeps its identity, log and config.toml
+edits; the devnet sets only network, p2p.listen, p2p.bootstrap and
+sync.interval in it.`,
 		Example: `  wats devnet up -n 3
   wats devnet exec 1 -- events add --kind note --body '{"text":"hi"}'
   wats devnet status

@@ -101,6 +101,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"events", "add", "--kind", "file", "--blob", "bafk:1x:name"}, "SIZE must be a whole number"},
 		{[]string{"blob", "get", "bafk", "-o", "x"}, "--size N is required"},
 		{[]string{"blob", "get", "bafk", "--size", "1"}, "-o FILE is required"},
+		{[]string{"blob", "get", "bafk", "--size", "-5", "-o", "x"}, "--size -5: must be 0..2^53 bytes"},
+		{[]string{"blob", "get", "bafk", "--size", "9007199254740993", "-o", "x"}, "must be 0..2^53 bytes"},
 		{[]string{"bench", "fetch", "--size", "0"}, "--size 0: must be 1..2^53 bytes"},
 		{[]string{"bench", "fetch", "--transport", "udp"}, `--transport "udp": must be any, tcp or quic`},
 	} {
@@ -847,5 +849,20 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out); string(b) != "hello" || fetched != (api.FetchRequest{CID: c, Size: 5, From: testPeer}) {
 		t.Errorf("blob get wrote %q after fetch %+v", b, fetched)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("blob get's file: %v, %v; want mode 0644", fi.Mode(), err)
+	}
+	if code, stdout, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", "-", "--repo", dir); code != exitOK || stdout != "hello" {
+		t.Errorf("blob get -o -: exit %d, %q, %s", code, stdout, stderr)
+	}
+	fetched = api.FetchRequest{}
+	missingDir := filepath.Join(t.TempDir(), "nodir", "x")
+	if code, _, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", missingDir, "--repo", dir); code == exitOK ||
+		!strings.Contains(stderr, "-o "+missingDir+": the directory "+filepath.Dir(missingDir)+" does not exist") || fetched.CID != "" {
+		t.Errorf("blob get into a missing directory: exit %d, %s (fetched %+v before checking)", code, stderr, fetched)
+	}
+	if code, _, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", t.TempDir(), "--repo", dir); code == exitOK || !strings.Contains(stderr, "is a directory; name a file") {
+		t.Errorf("blob get into a directory: exit %d, %s", code, stderr)
 	}
 }

@@ -184,19 +184,30 @@ func configPath(dir string) string { return filepath.Join(dir, configFile) }
 
 // prepareNodeRepo makes dir a repo with the config cfg for a devnet node:
 // it creates the repo (identity key and all) if there is none, and
-// otherwise rewrites only its config file, so that a devnet started again
-// keeps its nodes' identities and logs while its addresses (new ports each
-// time) and bootstrap list are updated.
+// otherwise rewrites only the keys of its config file that the devnet
+// manages (network, p2p.listen, p2p.bootstrap, sync.interval), so that a
+// devnet started again keeps its nodes' identities, logs and config edits
+// while its addresses (new ports each time) and bootstrap list are
+// updated. A config that no longer parses is replaced by cfg.
 func prepareNodeRepo(dir string, cfg *config.Config) (*repo.Repo, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("devnet config for %s: %w", dir, err)
 	}
-	_, err := repo.Open(dir)
+	r, err := repo.Open(dir)
 	var cerr *config.Error
 	switch {
 	case errors.Is(err, repo.ErrNotInitialized):
 		return repo.Init(dir, repo.InitOptions{Config: cfg})
-	case err != nil && !errors.As(err, &cerr) && !errors.Is(err, repo.ErrIncomplete):
+	case err == nil:
+		// An existing node keeps its config.toml edits; only the keys the
+		// devnet manages are set.
+		kept := *r.Config
+		kept.Network = cfg.Network
+		kept.P2P.Listen = cfg.P2P.Listen
+		kept.P2P.Bootstrap = cfg.P2P.Bootstrap
+		kept.Sync.Interval = cfg.Sync.Interval
+		cfg = &kept
+	case !errors.As(err, &cerr) && !errors.Is(err, repo.ErrIncomplete):
 		return nil, err // a bad key: not something to paper over
 	}
 	// An existing repo, or one whose config is missing or no longer
