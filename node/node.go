@@ -34,15 +34,16 @@ import (
 // challenge (ADR 0014 addendum).
 var Features = []string{proto.FeatureChallenge}
 
-// memTableBytes is pebble's memtable size: large enough that 1 MiB blob
-// chunks and 256-event sync batches do not force a flush every few writes
-// (design §10).
+// memTableBytes is pebble's memtable size (design §10; ADR 0029): 16 MiB
+// holds sixteen 1 MiB chunks, which value separation then writes once to a
+// blob file, and keeps a 256 MiB fetch under 256 MiB of RSS; sync catch-up
+// ran as fast as with 64 MiB (docs/performance.md).
 const memTableBytes = 16 << 20
 
-// dbOptions are the pebble options of the node's database: a larger
-// memtable (memTableBytes), and Bloom filters on every level so that the
-// dedupe lookup of a new event id (a miss, the common case during sync)
-// rarely reads a block.
+// dbOptions are the pebble options of the node's database: the memtable
+// (memTableBytes), the blob store's value separation (blobs.TunePebble),
+// and Bloom filters on every level so that the dedupe lookup of a new
+// event id (a miss, the common case during sync) rarely reads a block.
 func dbOptions(log *slog.Logger) *pebble.Options {
 	opts := &pebble.Options{
 		MemTableSize: memTableBytes,
