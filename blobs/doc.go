@@ -1,14 +1,15 @@
-// Package blobs holds the rules of the blob fetcher of ADR 0014 ("Blob
-// fetches" addendum; design §9; issue 6), as deterministic code with no
-// networking and no clock: the per-provider backoff, the plan of one
-// fetch (which providers, in which order, with which deadlines), and the
-// declared-size checks made before any request; and the blob Store (a
-// boxo blockstore and pinner on the node's pebble DB). The exchange
-// (bitswap) and the fetcher proper, which drives these rules over the
-// network, come with the rest of the blobs issue.
+// Package blobs is the node's blobs (design §9; ADR 0014 "Blob fetches";
+// ADRs 0027 and 0029): the rules of the blob fetcher as deterministic code
+// with no networking and no clock (the per-provider backoff, the plan of
+// one fetch, the declared-size checks made before any request); the blob
+// Store (a boxo blockstore and pinner on the node's pebble DB, with
+// reservations, reference-counted garbage collection and Complete); the
+// Exchange (boxo's bitswap server held to complete blobs and admitted
+// peers, and a bitswap client held to one provider, a byte budget and a
+// message cap); and the Fetcher, which drives a Plan over the Exchange.
 //
-// It imports no other wats package (design §2), only libp2p's peer.ID,
-// boxo, go-ds-pebble and pebble.
+// It imports no other wats package (design §2), only libp2p, boxo,
+// go-ds-pebble and pebble.
 //
 // # Rules
 //
@@ -61,8 +62,22 @@
 // the file sizes of the pinned blobs exactly, from a size record per blob
 // ("/blobs/meta/<cid>") summed at open. Export writes a blob only if it is
 // pinned (ErrIncomplete) and exactly of the declared size
-// (ErrSizeMismatch). Remove unpins; the blocks stay until a garbage
-// collection, which is not written yet.
+// (ErrSizeMismatch). Remove unpins and deletes at once the blocks no
+// other pinned blob holds; blocks no pinned blob holds (a fetch cut off by
+// a crash) are deleted at open, and are never served.
+//
+// # Fetching
+//
+//	x := blobs.NewExchange(host, st, blobs.ExchangeOptions{Serve: admitted})
+//	f := blobs.NewFetcher(x, st, blobs.NewBackoff(), time.Now)
+//	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Providers: hints})
+//
+// Fetch reserves the declared size under the quota (ErrTooLarge, ErrQuota
+// before any request), runs the Plan, each attempt an Exchange.FetchFrom
+// that asks one provider for the blocks covering the declared size within
+// Budget(size) bytes, and pins with Store.Complete only a complete blob of
+// exactly the declared size. Content faults (ErrSizeMismatch,
+// ErrCollection, ErrBadBlob) end the plan without backing the provider off.
 //
 //	st, err := blobs.OpenStore(db, blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
 //	c, size, err := st.Import(ctx, file)          // pinned, counted
@@ -79,6 +94,13 @@
 //     FetchTimeout, MaxHints).
 //   - size.go: ChunkSize, the size defaults, ChunksFor, CheckBeforeFetch.
 //   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
-//     ErrIncomplete.
+//     ErrIncomplete; the reference counts and the sweep at open.
+//   - storefetch.go: Reservation, Reserve, Referenced, the block access of
+//     a fetch, DropUnreferenced, Complete.
+//   - exchange.go: Exchange (bitswap server and receiver), MaxMessageBytes.
+//   - attempt.go: FetchFrom, the walk of one attempt, Budget, MaxDepth,
+//     MaxLinks.
+//   - fetcher.go: Fetcher, Request.
+//   - pebble.go: TunePebble, the database options the store needs.
 //   - errors.go: the sentinel errors.
 package blobs
