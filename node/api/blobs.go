@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -106,42 +104,9 @@ type FetchProgress struct {
 // needed (POST PathBlobFetch); fn, if set, sees every progress line. A
 // failed fetch returns an error wrapping ErrFetchFailed.
 func (c *Client) FetchBlob(ctx context.Context, req FetchRequest, fn func(FetchProgress)) error {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("api: encode fetch request: %w", err)
-	}
-	resp, err := c.do(ctx, http.MethodPost, PathBlobFetch, nil, body, ContentTypeNDJSON)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var last FetchProgress
-	errFinal := errors.New("final")
-	err = c.readLines(resp.Body, func(line []byte) error {
-		if err := json.Unmarshal(line, &last); err != nil {
-			return fmt.Errorf("api: fetch: bad progress line: %w", err)
-		}
-		if fn != nil {
-			fn(last)
-		}
-		if last.Done || last.Error != "" {
-			return errFinal
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errFinal):
-		if last.Error != "" {
-			return fmt.Errorf("%w: %s", ErrFetchFailed, last.Error)
-		}
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err == nil:
-		return ErrStreamEnded
-	default:
-		return err
-	}
+	_, err := postProgress(ctx, c, PathBlobFetch, req, "fetch", fn,
+		func(p *FetchProgress) (bool, string) { return p.Done, p.Error }, ErrFetchFailed)
+	return err
 }
 
 // ErrFetchFailed: the daemon could not make the blob complete.

@@ -209,35 +209,46 @@ func (c *Client) Tail(ctx context.Context, after uint64, fn func(jsontext.Value)
 // final line, it returns the last progress seen (nil if none) and an error
 // matching ErrStreamEnded.
 func (c *Client) Sync(ctx context.Context, peer string, fn func(SyncProgress)) (*SyncProgress, error) {
-	body, err := json.Marshal(SyncRequest{Peer: peer})
+	return postProgress(ctx, c, PathSync, SyncRequest{Peer: peer}, "sync", fn,
+		func(p *SyncProgress) (bool, string) { return p.Done, p.Error }, ErrSyncFailed)
+}
+
+// postProgress POSTs req to path and reads the NDJSON progress lines of
+// the answer, each given to fn (if not nil), until the final one: a line
+// for which final says done or an error. It returns that line, with nil or
+// an error wrapping failed and the daemon's message; if the stream ends
+// first, the last line seen (nil if none) and ErrStreamEnded.
+func postProgress[T any](ctx context.Context, c *Client, path string, req any, what string, fn func(T),
+	final func(*T) (done bool, errMsg string), failed error) (*T, error) {
+	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("api: encode sync request: %w", err)
+		return nil, fmt.Errorf("api: encode %s request: %w", what, err)
 	}
-	resp, err := c.do(ctx, http.MethodPost, PathSync, nil, body, ContentTypeNDJSON)
+	resp, err := c.do(ctx, http.MethodPost, path, nil, body, ContentTypeNDJSON)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var last *SyncProgress
+	var last *T
 	errFinal := errors.New("final") // stops readLines at the final line
 	err = c.readLines(resp.Body, func(line []byte) error {
-		var p SyncProgress
+		var p T
 		if err := json.Unmarshal(line, &p); err != nil {
-			return fmt.Errorf("api: sync: bad progress line: %w", err)
+			return fmt.Errorf("api: %s: bad progress line: %w", what, err)
 		}
 		last = &p
 		if fn != nil {
 			fn(p)
 		}
-		if p.Done || p.Error != "" {
+		if done, msg := final(&p); done || msg != "" {
 			return errFinal
 		}
 		return nil
 	})
 	switch {
 	case errors.Is(err, errFinal):
-		if last.Error != "" {
-			return last, fmt.Errorf("%w: %s", ErrSyncFailed, last.Error)
+		if _, msg := final(last); msg != "" {
+			return last, fmt.Errorf("%w: %s", failed, msg)
 		}
 		return last, nil
 	case ctx.Err() != nil:
