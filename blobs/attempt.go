@@ -248,6 +248,11 @@ func (w *walk) fill(ctx context.Context) error {
 		if err := w.x.connect(ctx, w.a.p); err != nil {
 			return err
 		}
+		if w.x.prepare != nil {
+			if err := w.x.prepare(ctx, w.a.p); err != nil {
+				return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
+			}
+		}
 		ms, err := w.x.net.NewMessageSender(ctx, w.a.p, &bsnetwork.MessageSenderOpts{
 			MaxRetries: 1, SendTimeout: sendTimeout, SendErrorBackoff: sendTimeout,
 		})

@@ -40,10 +40,11 @@ import (
 // accepts only blocks it asked that provider for; every other block
 // received is dropped and counted (Stats.Unsolicited).
 type Exchange struct {
-	net    bsnetwork.BitSwapNetwork
-	server *server.Server
-	store  *Store
-	window int
+	net     bsnetwork.BitSwapNetwork
+	server  *server.Server
+	store   *Store
+	window  int
+	prepare func(ctx context.Context, p peer.ID) error
 
 	mu struct {
 		sync.Mutex
@@ -68,6 +69,10 @@ type ExchangeOptions struct {
 	// Window is the most blocks one attempt has requested and not
 	// received. 0 means DefaultWindow.
 	Window int
+	// Prepare, if set, runs after connecting to a provider and before the
+	// first want: the node completes hello there, since its peers serve
+	// only peers that did (blobs.serve). An error fails the attempt.
+	Prepare func(ctx context.Context, p peer.ID) error
 }
 
 // ExchangeStats are the exchange's counters since it started.
@@ -96,7 +101,7 @@ func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
 		o.Window = DefaultWindow
 	}
 
-	x := &Exchange{store: st, window: o.Window}
+	x := &Exchange{store: st, window: o.Window, prepare: o.Prepare}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
 	x.net = bsnet.NewFromIpfsHost(h)

@@ -397,3 +397,32 @@ func TestAutoFetchRetriesAfterBackoff(t *testing.T) {
 	clock.Advance(blobs.BackoffBase + time.Second)
 	waitBlobs(t, 10*time.Second, []eventlog.BlobRef{ref}, b)
 }
+
+// TestFetchFromAPeerWithoutWats: a provider that speaks bitswap but not
+// /wats/1 (another IPFS implementation) is fetched from: its failed hello
+// does not fail the fetch.
+func TestFetchFromAPeerWithoutWats(t *testing.T) {
+	b := startNode(t, testConfig(false, time.Hour))
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	st := scratchStore(t)
+	x := blobs.NewExchange(h, st, blobs.ExchangeOptions{}) // serves every peer
+	defer x.Close()
+	data := randData(3<<20+1, 50)
+	c, size, err := st.Import(context.Background(), bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Host().Peerstore().AddAddrs(h.ID(), h.Addrs(), time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.FetchBlob(ctx, c, size, h.ID(), nil, nil); err != nil {
+		t.Fatalf("fetch from a bitswap-only peer: %v", err)
+	}
+	if !holds(b, eventlog.BlobRef{CID: c.String()}) {
+		t.Fatal("not stored")
+	}
+}

@@ -66,7 +66,7 @@ type fetchState struct {
 func (n *Node) startBlobs() {
 	f := &fetchState{queue: make(chan fetchJob, autoFetchQueue)}
 	f.mu.queued = make(map[cid.Cid]struct{})
-	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{Serve: n.mayFetchBlocks})
+	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{Serve: n.mayFetchBlocks, Prepare: n.helloFirst})
 	f.fetcher = blobs.NewFetcher(f.x, n.blobs, nil, n.now)
 	n.fetch = f
 	for range autoFetchWorkers {
@@ -132,6 +132,25 @@ func (n *Node) mayFetchBlocks(p peer.ID) bool {
 	defer n.mu.Unlock()
 	st := n.mu.peers[p]
 	return st != nil && st.hello != nil
+}
+
+// helloFirst completes hello with a provider before the first want: wats
+// nodes serve blocks only to peers that did (blobs.serve = "peers"), and a
+// want sent while hello is still in flight would get DONT_HAVE and back an
+// honest provider off. A provider that does not speak /wats/1 (another
+// IPFS implementation) is asked anyway: its failed hello is not an error.
+func (n *Node) helloFirst(ctx context.Context, p peer.ID) error {
+	n.mu.Lock()
+	st := n.mu.peers[p]
+	done := st != nil && st.hello != nil
+	n.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := n.greet(ctx, p); err != nil {
+		n.log.Debug("hello before a blob fetch failed; asking anyway", "peer", p, "err", err)
+	}
+	return ctx.Err()
 }
 
 // autoFetch queues the blobs of newly stored events for fetching, when
