@@ -243,11 +243,16 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 			if len(args)-1 > api.MaxReplicateBlobs {
 				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, api.MaxReplicateBlobs)
 			}
+			named := map[string]string{}
 			for _, a := range args[1:] {
 				b, err := parseBlobArg(a)
 				if err != nil {
 					return usageErrorf("%v", err)
 				}
+				if prev, dup := named[b.CID]; dup {
+					return usageErrorf("%s is named twice (%s and %s)", b.CID, prev, a)
+				}
+				named[b.CID] = a
 				req.Blobs = append(req.Blobs, b)
 			}
 			cl, err := c.client()

@@ -43,6 +43,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ec) {
 		return ec.code
 	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "interrupted")
+		return exitError
+	}
 	fmt.Fprintf(stderr, "Error: %s\n", printable(userMessage(err)))
 	if isUsageError(err) {
 		if cmd == nil {

@@ -93,6 +93,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"replicate", testPeer}, "requires at least 2 arg"},
 		{[]string{"replicate", testPeer, "bafk"}, `"bafk" is not CID:SIZE`},
 		{[]string{"replicate", testPeer, ":5"}, `":5" is not CID:SIZE`},
+		{[]string{"replicate", testPeer, "bafk:5", "bafk:4"}, "bafk is named twice (bafk:5 and bafk:4)"},
 		{[]string{"replicate", testPeer, "bafk:x"}, "SIZE must be a whole number of bytes, 0..2^53"},
 		{[]string{"replicate", testPeer, "bafk:-1"}, "SIZE must be a whole number"},
 		{[]string{"replicate", testPeer, "bafk:9007199254740993"}, "0..2^53"},
@@ -864,5 +865,18 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", t.TempDir(), "--repo", dir); code == exitOK || !strings.Contains(stderr, "is a directory; name a file") {
 		t.Errorf("blob get into a directory: exit %d, %s", code, stderr)
+	}
+}
+
+// TestInterruptedSaysSo: a command stopped by Ctrl-C (its context
+// cancelled) says "interrupted", not "context canceled".
+func TestInterruptedSaysSo(t *testing.T) {
+	dir := fakeDaemon(t, testAPI(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	code := run(ctx, []string{"status", "--repo", dir}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitError || stderr.String() != "interrupted\n" {
+		t.Fatalf("exit %d, stderr %q; want %d, \"interrupted\"", code, stderr.String(), exitError)
 	}
 }
