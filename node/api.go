@@ -147,6 +147,10 @@ func (n *Node) Status() api.Status {
 		ChallengesIssued: n.m.issuedN.Load(),
 		ChallengesSolved: n.m.solvedN.Load(),
 		ChallengesFailed: n.m.failedN.Load(),
+
+		Blobs:          len(n.blobs.List()),
+		BlobBytes:      n.blobs.QuotaUsed(),
+		BlobQuotaBytes: uint64(n.cfg.Blobs.QuotaBytes),
 	}
 }
 

@@ -90,6 +90,7 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
 			fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
 				st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
+			fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanBytes(st.BlobBytes), humanBytes(st.BlobQuotaBytes))
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()
 		},

@@ -417,7 +417,8 @@ func testAPI(t *testing.T) http.Handler {
 		writeJSON(w, api.ID{PeerID: testPeer, Addrs: []string{testAddr}, Network: "n", Agent: "wats/test"})
 	})
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, api.Status{PeerID: testPeer, Network: "n", Agent: "wats/test", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 65})
+		writeJSON(w, api.Status{PeerID: testPeer, Network: "n", Agent: "wats/test", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 65,
+			Blobs: 3, BlobBytes: 3 << 20, BlobQuotaBytes: 4 << 30})
 	})
 	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, []api.Peer{{PeerID: testPeer, Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Agent: "wats/x", Hello: true, Head: 5, Cursor: 4, Direction: "inbound"}})
@@ -476,7 +477,7 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 	}{
 		{[]string{"id"}, []string{testPeer + "\n" + testAddr + "\n"}},
 		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
-		{[]string{"status"}, []string{"peers:      2", "events:     7", "head:       9", "gossip:     on", "uptime:     1m5s", "challenges: effort 0 bits"}},
+		{[]string{"status"}, []string{"peers:      2", "events:     7", "head:       9", "gossip:     on", "uptime:     1m5s", "challenges: effort 0 bits", "blobs:      3 complete, 3.0 MiB of a 4.0 GiB quota"}},
 		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
 		{[]string{"peers", "ls"}, []string{"PEER ID", testPeer, "inbound", "yes"}},
 		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},

@@ -119,6 +119,11 @@ type Status struct {
 	ChallengesIssued uint64 `json:"challenges_issued"`
 	ChallengesSolved uint64 `json:"challenges_solved"`
 	ChallengesFailed uint64 `json:"challenges_failed"`
+	// Blobs counts the complete blobs held; BlobBytes is their size, in
+	// bytes, as blobs.quota_bytes (BlobQuotaBytes) counts it.
+	Blobs          int    `json:"blobs"`
+	BlobBytes      uint64 `json:"blob_bytes"`
+	BlobQuotaBytes uint64 `json:"blob_quota_bytes"`
 }
 
 // Peer is one connected peer (GET PathPeers, POST PathConnect).
