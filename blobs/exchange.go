@@ -162,6 +162,12 @@ func (x *Exchange) handleStream(s network.Stream) {
 // Close stops serving and receiving. Attempts in progress fail once their
 // contexts end.
 func (x *Exchange) Close() {
+	h := x.net.Host()
+	for _, id := range h.Mux().Protocols() {
+		if strings.HasPrefix(string(id), bitswapPrefix) {
+			h.RemoveStreamHandler(id)
+		}
+	}
 	x.net.Stop()
 	x.server.Close()
 }

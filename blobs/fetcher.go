@@ -90,12 +90,21 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 		return err
 	}
 	f.mu.Lock()
-	if c, ok := f.mu.calls[r.CID]; ok {
+	for {
+		c, ok := f.mu.calls[r.CID]
+		if !ok {
+			break
+		}
 		f.mu.Unlock()
 		select {
 		case <-c.done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if errors.Is(c.err, context.Canceled) {
+			// Its caller gave up, not the providers: run it for this one.
+			f.mu.Lock()
+			continue
 		}
 		if c.err != nil {
 			return c.err
