@@ -264,6 +264,9 @@ func deliver(a *attempt, e event) {
 // receiver is the Exchange as bitswap's network sees it.
 type receiver Exchange
 
+// ReceiveMessage hands the blocks of msg to the attempts that asked p for
+// them, counts the others as unsolicited (dropped), and hands p's
+// DONT_HAVEs to the attempts waiting for those blocks.
 func (r *receiver) ReceiveMessage(_ context.Context, p peer.ID, msg bsmsg.BitSwapMessage) {
 	x := (*Exchange)(r)
 	for _, b := range msg.Blocks() {
@@ -283,10 +286,14 @@ func (r *receiver) ReceiveMessage(_ context.Context, p peer.ID, msg bsmsg.BitSwa
 	}
 }
 
+// ReceiveError ignores a stream's read error: the attempt waiting on that
+// provider times out or gets its disconnection.
 func (r *receiver) ReceiveError(error) {}
 
+// PeerConnected does nothing: attempts dial their provider themselves.
 func (r *receiver) PeerConnected(peer.ID) {}
 
+// PeerDisconnected tells p's attempts that p is gone.
 func (r *receiver) PeerDisconnected(p peer.ID) {
 	x := (*Exchange)(r)
 	x.mu.Lock()

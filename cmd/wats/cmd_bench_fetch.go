@@ -43,10 +43,12 @@ type fetchBenchResult struct {
 // seconds is a duration that encodes in JSON as a number of seconds.
 type seconds time.Duration
 
+// MarshalJSON encodes s as seconds, with millisecond precision.
 func (s seconds) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', 3, 64)), nil
 }
 
+// String formats s rounded to the millisecond, e.g. "1.236s".
 func (s seconds) String() string { return time.Duration(s).Round(time.Millisecond).String() }
 
 func (c *cli) benchFetchCmd() *cobra.Command {
