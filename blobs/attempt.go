@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	bsnetwork "github.com/ipfs/boxo/bitswap/network"
 	"github.com/ipfs/boxo/ipld/merkledag"
@@ -40,6 +41,15 @@ func Budget(size uint64) uint64 {
 	return size + MaxMessageBytes + innerAllowance*ChunksFor(size, ChunkSize)
 }
 
+// MaxBlocks is the most blocks one attempt visits for a blob of the
+// declared size (each visit of a block named several times counts): 16
+// per chunk of the declared size, so chunks down to 64 KiB are fine, and
+// 2*MaxDepth+1 for the inner nodes above them. It bounds the work on a DAG
+// whose few blocks link to each other many times (ADR 0029).
+func MaxBlocks(size uint64) uint64 {
+	return 16*ChunksFor(size, ChunkSize) + 2*MaxDepth + 1
+}
+
 // item is a block of the DAG still to fetch: its CID, the bytes of the
 // file it covers (its parent's claim; the declared size for the root) and
 // its depth.
@@ -55,8 +65,9 @@ type walk struct {
 	a        *attempt
 	root     cid.Cid
 	size     uint64
-	budget   uint64 // Budget(size): the most bytes received
-	received uint64 // bytes of blocks received from the provider
+	budget   uint64 // Budget(size): the most bytes received or read
+	received uint64 // bytes of blocks received, or read from the store
+	visits   uint64 // blocks queued so far, the root included; ≤ MaxBlocks(size)
 	done     uint64 // file bytes covered so far (local and received)
 	progress func(done uint64)
 	queue    []item
@@ -129,15 +140,19 @@ func (w *walk) flush() error {
 //     ErrBadBlob).
 //   - A collection root (a directory, a HAMT shard, a symlink) fails with
 //     ErrCollection after the root alone: children are never followed.
-//   - At most Budget(size) bytes are received: a block is requested only
-//     while the bytes received plus MaxMessageBytes for each block in
-//     flight and the new one stay within that budget, and at most the
-//     exchange's window of blocks are in flight.
-//   - A block is accepted only from p and only if it was asked for.
+//   - At most Budget(size) bytes are received or read from the store (a
+//     block the store holds counts as if received): a block is requested
+//     only while those bytes plus MaxMessageBytes for each block in flight
+//     and the new one stay within that budget, and at most the exchange's
+//     window of blocks are in flight. At most MaxBlocks(size) blocks are
+//     visited, however often the DAG names them.
+//   - A block is accepted only from p and only if it was asked for; an
+//     attempt whose provider sends nothing for the exchange's idle timeout
+//     (DefaultIdleTimeout, 15 s) fails with ErrStalled.
 //
 // Errors: the ones above belong to the CID; ErrDontHave, ErrProviderGone,
-// a failed dial or ctx's deadline belong to the provider; ctx's
-// cancellation to the caller.
+// ErrStalled, a failed dial or ctx's deadline belong to the provider;
+// ctx's cancellation to the caller.
 func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size uint64, progress func(done uint64)) (written []cid.Cid, err error) {
 	switch {
 	case root.Type() == cid.Raw && size > ChunkSize:
@@ -154,15 +169,17 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 	}
 	w := &walk{
 		x: x, root: root, size: size, budget: Budget(size), progress: progress,
-		queue: []item{{c: root, span: size}},
-		out:   make(map[string]item),
-		a:     &attempt{p: p, inbox: make(chan event, x.window+1)},
-		seq:   1 << 30,
+		queue: []item{{c: root, span: size}}, visits: 1,
+		out: make(map[string]item),
+		a:   &attempt{p: p, inbox: make(chan event, x.window+1)},
+		seq: 1 << 30,
 	}
 	x.register(w.a)
 	w.wq, w.wdone = make(chan blocks.Block, writeQueue), make(chan struct{})
 	go w.writer(context.WithoutCancel(ctx))
 	defer w.close()
+	idle := time.NewTimer(x.idle)
+	defer idle.Stop()
 	for {
 		if err := w.fill(ctx); err != nil {
 			return w.written, err
@@ -175,12 +192,16 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			// than the budget (e.g. many tiny chunks), a fault of the CID.
 			return w.written, fmt.Errorf("%w: %s: its blocks need more than the %d bytes allowed for %d declared", ErrBadBlob, w.root, w.budget, w.size)
 		}
+		// Counted from the last block received (or the first wants).
+		idle.Reset(x.idle)
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return w.written, fmt.Errorf("blobs: provider %s: attempt timed out: %w", p, ctx.Err())
 			}
 			return w.written, ctx.Err()
+		case <-idle.C:
+			return w.written, fmt.Errorf("%w: %s sent nothing for %v", ErrStalled, p, x.idle)
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
@@ -221,13 +242,20 @@ func (w *walk) close() {
 func (w *walk) fill(ctx context.Context) error {
 	var batch []cid.Cid
 	for len(w.queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		it := w.queue[0]
 		if _, inFlight := w.out[it.c.KeyString()]; inFlight {
 			break // the same block twice in a file: wait for the first
 		}
 		blk, err := w.x.store.GetBlock(ctx, it.c)
 		if err == nil {
+			// A block held already costs what a received one does.
 			w.queue = w.queue[1:]
+			if w.received += uint64(len(blk.RawData())); w.received > w.budget {
+				return fmt.Errorf("%w: %s: more than %d bytes read for %d declared", ErrBadBlob, w.root, w.budget, w.size)
+			}
 			if err := w.expand(it, blk.RawData()); err != nil {
 				return err
 			}
@@ -360,6 +388,9 @@ func (w *walk) expand(it item, data []byte) error {
 	}
 	if sum != it.span {
 		return fmt.Errorf("%w: node %s: children add up to %d bytes, not %d", ErrBadBlob, it.c, sum, it.span)
+	}
+	if w.visits += uint64(len(links)); w.visits > MaxBlocks(w.size) {
+		return fmt.Errorf("%w: %s: more than %d blocks to visit for %d bytes declared", ErrBadBlob, w.root, MaxBlocks(w.size), w.size)
 	}
 	for i, l := range links {
 		w.queue = append(w.queue, item{c: l.Cid, span: fsn.BlockSize(i), depth: it.depth + 1})

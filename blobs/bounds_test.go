@@ -124,7 +124,9 @@ func runExpand(t *testing.T, cases []expandCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var reported []uint64
-			w := &walk{out: map[string]item{}, progress: func(done uint64) { reported = append(reported, done) }}
+			// size: the declared size is not what these cases bound, so
+			// MaxBlocks does not come into play (TestMaxBlocksBound).
+			w := &walk{out: map[string]item{}, size: MaxDeclaredSize, progress: func(done uint64) { reported = append(reported, done) }}
 			err := w.expand(item{c: tc.c, span: tc.span, depth: tc.depth}, tc.data)
 			t.Logf("expand: %v", err)
 			if tc.want == nil {
@@ -496,5 +498,32 @@ func TestBoundFetchFromDeclaredSize(t *testing.T) {
 	}
 	if got := n.x.Stats().ReceivedBytes; got != ChunkSize {
 		t.Fatalf("%d bytes received in all, want the one chunk fetched (%d)", got, ChunkSize)
+	}
+}
+
+// TestMaxBlocksBound: a walk visits at most MaxBlocks(size) blocks, the
+// root included, however often the DAG names them.
+func TestMaxBlocksBound(t *testing.T) {
+	const size = ChunkSize // MaxBlocks: 16 + 2*MaxDepth + 1 = 33
+	max := int(MaxBlocks(size))
+	if max != 16+2*MaxDepth+1 {
+		t.Fatalf("MaxBlocks(ChunkSize) = %d", max)
+	}
+	for _, tc := range []struct {
+		links int
+		want  error
+	}{{max - 1, nil}, {max, ErrBadBlob}} { // the root is the first visit
+		leaf := rawCIDs(t, 1, 9)[0]
+		links := make([]cid.Cid, tc.links)
+		sizes := make([]uint64, tc.links)
+		for i := range links {
+			links[i], sizes[i] = leaf, 1 // one 1-byte leaf, named again and again
+		}
+		c, data := pbNode{typ: ft.TFile, sizes: sizes, links: links}.build(t)
+		w := &walk{out: map[string]item{}, size: size, visits: 1}
+		err := w.expand(item{c: c, span: uint64(tc.links)}, data)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Fatalf("%d links: %v, want %v", tc.links, err, tc.want)
+		}
 	}
 }

@@ -44,6 +44,7 @@ type Exchange struct {
 	server  *server.Server
 	store   *Store
 	window  int
+	idle    time.Duration
 	prepare func(ctx context.Context, p peer.ID) error
 
 	mu struct {
@@ -57,6 +58,11 @@ type Exchange struct {
 	received    atomic.Uint64
 }
 
+// DefaultIdleTimeout ends an attempt whose provider sends nothing for
+// 15 s: within ADR 0014's 60 s per provider, a provider that stalls (or
+// drips a block now and then) frees the fetch sooner for the next one.
+const DefaultIdleTimeout = 15 * time.Second
+
 // DefaultWindow is how many blocks one attempt has asked for and not yet
 // received, at most (also bounded by the byte budget, see FetchFrom).
 const DefaultWindow = 16
@@ -69,6 +75,10 @@ type ExchangeOptions struct {
 	// Window is the most blocks one attempt has requested and not
 	// received. 0 means DefaultWindow.
 	Window int
+	// IdleTimeout ends an attempt whose provider has sent nothing it
+	// asked for in this long (a provider fault). 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Prepare, if set, runs after connecting to a provider and before the
 	// first want: the node completes hello there, since its peers serve
 	// only peers that did (blobs.serve). An error fails the attempt.
@@ -101,7 +111,10 @@ func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
 		o.Window = DefaultWindow
 	}
 
-	x := &Exchange{store: st, window: o.Window, prepare: o.Prepare}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, prepare: o.Prepare}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
 	x.net = bsnet.NewFromIpfsHost(h)
@@ -310,6 +323,10 @@ func (r *receiver) PeerDisconnected(p peer.ID) {
 // ErrDontHave: the provider answered that it does not have a block of the
 // blob. A provider fault: the plan backs it off.
 var ErrDontHave = errors.New("blobs: provider does not have the blob")
+
+// ErrStalled: the provider sent nothing asked for within the exchange's
+// idle timeout. A provider fault: the plan backs it off.
+var ErrStalled = errors.New("blobs: provider stalled")
 
 // ErrProviderGone: the provider disconnected during the attempt.
 var ErrProviderGone = errors.New("blobs: provider disconnected")

@@ -20,7 +20,9 @@ const ProviderAddrTTL = 10 * time.Minute
 // reserved) before any request, then a Plan over the providers with the
 // node's shared Backoff, each attempt a FetchFrom held to one provider,
 // and the blob pinned only when complete and exactly of the declared size.
-// Two fetches of one CID at once share one run. Safe for concurrent use.
+// Two fetches of one CID and declared size at once share one run, and
+// the second starts its own if the first ends without a provider that
+// served it. Safe for concurrent use.
 type Fetcher struct {
 	x       *Exchange
 	st      *Store
@@ -29,8 +31,17 @@ type Fetcher struct {
 
 	mu struct {
 		sync.Mutex
-		calls map[cid.Cid]*call
+		// calls are the fetches in progress, by CID and declared size.
+		calls map[callKey]*call
 	}
+}
+
+// callKey names a fetch that later ones of the same blob share: the CID
+// and the declared size, so that a fetch declaring another size is never
+// answered by this one's outcome.
+type callKey struct {
+	c    cid.Cid
+	size uint64
 }
 
 // call is a fetch in progress, which later fetches of the CID wait for.
@@ -49,7 +60,7 @@ func NewFetcher(x *Exchange, st *Store, b *Backoff, now func() time.Time) *Fetch
 		now = time.Now
 	}
 	f := &Fetcher{x: x, st: st, backoff: b, now: now}
-	f.mu.calls = make(map[cid.Cid]*call)
+	f.mu.calls = make(map[callKey]*call)
 	return f
 }
 
@@ -71,6 +82,10 @@ type Request struct {
 	// MaxHints are used); their addresses go to the peerstore for
 	// ProviderAddrTTL.
 	Providers []peer.AddrInfo
+	// Guesses are providers nobody named for the blob, tried after the
+	// hints (an event's author, the peer it came from): a failure does
+	// not back them off. Their addresses go to the peerstore too.
+	Guesses []peer.AddrInfo
 	// Progress, if set, is told the file bytes held so far and Size, from
 	// the fetch's goroutine.
 	Progress func(done, total uint64)
@@ -89,9 +104,10 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 	if done, err := f.complete(r); done {
 		return err
 	}
+	key := callKey{r.CID, r.Size}
 	f.mu.Lock()
 	for {
-		c, ok := f.mu.calls[r.CID]
+		c, ok := f.mu.calls[key]
 		if !ok {
 			break
 		}
@@ -101,24 +117,21 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if errors.Is(c.err, context.Canceled) {
-			// Its caller gave up, not the providers: run it for this one.
-			f.mu.Lock()
-			continue
-		}
-		if c.err != nil {
+		if c.err == nil || cidFault(c.err) {
+			// Stored, or the content does not fit: the same for anyone.
 			return c.err
 		}
-		// The other fetch stored the blob; its declared size may differ.
-		_, err := f.complete(r)
-		return err
+		// It found no provider that served it (its own plan: another
+		// requester, other hints), or its caller gave up: run one for
+		// this caller.
+		f.mu.Lock()
 	}
 	c := &call{done: make(chan struct{})}
-	f.mu.calls[r.CID] = c
+	f.mu.calls[key] = c
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
-		delete(f.mu.calls, r.CID)
+		delete(f.mu.calls, key)
 		f.mu.Unlock()
 		close(c.done)
 	}()
@@ -164,7 +177,18 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
 	var written []cid.Cid
+	var guesses []peer.ID
+	for _, ai := range r.Guesses {
+		if ai.ID == "" || ai.ID == f.x.Host().ID() {
+			continue
+		}
+		if len(ai.Addrs) > 0 {
+			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
+		}
+		guesses = append(guesses, ai.ID)
+	}
 	pl := NewPlan(hints, first, f.backoff, f.now())
+	pl.AddGuesses(guesses)
 	if r.FirstDespiteBackoff {
 		pl.ExemptFirst()
 	}

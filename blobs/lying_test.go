@@ -587,3 +587,99 @@ func TestTinyChunksFailFastWithoutBackoff(t *testing.T) {
 	}
 	assertUnused(t, n, root.Cid(), 2)
 }
+
+// TestDAGBombIsBounded: four blocks that name each other a million times
+// (a root of 8 links to L1, L1 of 1024 links to L2, L2 of 1024 links to a
+// 1-byte leaf: 8 MiB declared, every size adding up) fail fast as a bad
+// blob instead of being walked a million times.
+func TestDAGBombIsBounded(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	fp := newFakeProvider(t)
+	leaf := rawBlock(t, []byte{'x'})
+	fp.put(leaf)
+	fan := func(child cid.Cid, span uint64, k int) (cid.Cid, []byte) {
+		links, sizes := make([]cid.Cid, k), make([]uint64, k)
+		for i := range links {
+			links[i], sizes[i] = child, span
+		}
+		return pbNode{typ: ft.TFile, sizes: sizes, links: links}.build(t)
+	}
+	l2, l2data := fan(leaf.Cid(), 1, 1024)
+	l1, l1data := fan(l2, 1024, 1024)
+	root, rootData := fan(l1, 1<<20, 8)
+	for _, b := range []struct {
+		c cid.Cid
+		d []byte
+	}{{l2, l2data}, {l1, l1data}, {root, rootData}} {
+		blk, err := blocks.NewBlockWithCid(b.d, b.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp.put(blk)
+	}
+	err := n.f.Fetch(testCtx(t), Request{CID: root, Size: 8 << 20, Providers: []peer.AddrInfo{fp.info()}})
+	if !errors.Is(err, ErrBadBlob) {
+		t.Fatalf("fetch of a DAG bomb: %v, want ErrBadBlob", err)
+	}
+	if skipped, _ := n.f.Backoff().Skipped(fp.h.ID(), time.Now()); skipped {
+		t.Fatal("the provider was backed off for the CID's fault")
+	}
+	assertUnused(t, n, root, 8<<20)
+}
+
+// TestFetchesOfAnotherSizeDoNotShareARun: a fetch declaring a wrong size,
+// held up by a provider that withholds the root, does not decide a
+// concurrent fetch of the same CID at its true size.
+func TestFetchesOfAnotherSizeDoNotShareARun(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	withholder, honest := newFakeProvider(t), newFakeProvider(t)
+	withholder.answer = func(int, cid.Cid) reply { return silent }
+	data := randBytes(3*ChunkSize, 60)
+	c, size := honest.add(data)
+	withholder.add(data)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wrong := make(chan error, 1)
+	go func() {
+		wrong <- n.f.Fetch(ctx, Request{CID: c, Size: size + 1, Providers: []peer.AddrInfo{withholder.info()}})
+	}()
+	for { // until the withholder holds the first fetch
+		if wants, _ := withholder.stats(); len(wants) > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{honest.info()}}); err != nil {
+		t.Fatalf("the fetch at the true size: %v", err)
+	}
+	cancel()
+	if err := <-wrong; err == nil {
+		t.Fatal("the fetch at the wrong size succeeded")
+	}
+	var out bytes.Buffer
+	if err := n.st.Export(context.Background(), c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("export: %v", err)
+	}
+}
+
+// TestStalledProviderIsLeftEarly: a provider that answers nothing is left
+// after the idle timeout, well before the attempt's deadline, and backed
+// off; the next provider completes the fetch.
+func TestStalledProviderIsLeftEarly(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{IdleTimeout: 300 * time.Millisecond})
+	mute, honest := newFakeProvider(t), newFakeProvider(t)
+	mute.answer = func(int, cid.Cid) reply { return silent }
+	data := randBytes(2*ChunkSize, 61)
+	c, size := honest.add(data)
+	mute.add(data)
+	start := time.Now()
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{mute.info(), honest.info()}}); err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the fetch took %v: the stalled provider was not left after its idle timeout", d)
+	}
+	if skipped, _ := n.f.Backoff().Skipped(mute.h.ID(), time.Now()); !skipped {
+		t.Fatal("a stalled provider is not backed off")
+	}
+}

@@ -61,11 +61,30 @@ type Plan struct {
 	last    error // the last provider error, for Err
 	// exemptFirst: the requester is tried even under backoff.
 	exemptFirst bool
-	first       peer.ID
+	// guesses are candidates nobody named (AddGuesses): not backed off.
+	guesses map[peer.ID]bool
+	first   peer.ID
 	// skipped counts the candidates passed over under backoff; until is
 	// the earliest end of their backoffs.
 	skipped int
 	until   time.Time
+}
+
+// AddGuesses adds providers after the hints that nobody named for the
+// blob, only guessed (an event's author, the peer an event came from):
+// they are tried like hints, but a failure does not back them off, since
+// they never claimed to serve it (ADR 0029). Call it before Next.
+func (pl *Plan) AddGuesses(ids []peer.ID) {
+	for _, g := range ids {
+		if g == "" || contains(pl.cands, g) {
+			continue
+		}
+		pl.cands = append(pl.cands, g)
+		if pl.guesses == nil {
+			pl.guesses = make(map[peer.ID]bool)
+		}
+		pl.guesses[g] = true
+	}
 }
 
 // ExemptFirst makes the plan try its first provider (NewPlan's first) even
@@ -167,8 +186,9 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 // wrapping ErrSizeMismatch, ErrCollection or ErrBadBlob ends the plan
 // without backing p off (the content belongs to the CID); an err wrapping
 // context.Canceled (the node gave up, not the provider) records nothing; any other err, a timeout
-// included, backs p off at now. A report for another provider than the
-// pending one, or a second report, is ignored.
+// included, backs p off at now, unless p is a guess (AddGuesses). A report
+// for another provider than the pending one, or a second report, is
+// ignored.
 func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 	if p == "" || p != pl.pending || pl.done {
 		return
@@ -185,7 +205,7 @@ func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 	case errors.Is(err, context.Canceled):
 		pl.last = err
 	default:
-		if pl.b != nil {
+		if pl.b != nil && !pl.guesses[p] {
 			pl.b.Failed(p, now)
 		}
 		pl.last = err

@@ -218,3 +218,29 @@ func TestPlanBoundsRandom(t *testing.T) {
 		now = now.Add(time.Duration(r.Int64N(int64(10 * time.Minute))))
 	}
 }
+
+// TestPlanGuessesAreNotBackedOff: a guessed provider that fails is not
+// backed off; a named one is.
+func TestPlanGuessesAreNotBackedOff(t *testing.T) {
+	b := NewBackoff()
+	pl := NewPlan(ids(1, "h"), "", b, base)
+	pl.AddGuesses([]peer.ID{"author", "h0", ""}) // h0 is named already
+	var tried []peer.ID
+	for {
+		p, _, ok := pl.Next(base)
+		if !ok {
+			break
+		}
+		tried = append(tried, p)
+		pl.Report(p, errors.New("don't have"), base)
+	}
+	if len(tried) != 2 || tried[0] != "h0" || tried[1] != "author" {
+		t.Fatalf("tried %q, want [h0 author]", tried)
+	}
+	if skipped, _ := b.Skipped("h0", base); !skipped {
+		t.Fatal("a named provider that failed is not backed off")
+	}
+	if skipped, _ := b.Skipped("author", base); skipped {
+		t.Fatal("a guessed provider that failed was backed off")
+	}
+}

@@ -68,7 +68,7 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	err = n.fetchBlob(r.Context(), c, req.Size, from, from != "", nil, progress)
+	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "", Progress: progress})
 	n.logFetch(c, req.Size, "api", err)
 	if err != nil {
 		msg := err.Error()

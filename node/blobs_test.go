@@ -295,6 +295,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	n.m = newMetrics(n)
 	n.fetch = &fetchState{queue: make(chan fetchJob, autoFetchQueue)} // no workers
 	n.fetch.mu.queued = make(map[cid.Cid]struct{})
+	n.fetch.mu.bySource = make(map[peer.ID]int)
 	ref := func(i int) eventlog.BlobRef {
 		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
 		if err != nil {
@@ -317,6 +318,26 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	n.queueFetch(fetchJob{ref: eventlog.BlobRef{CID: "not a cid", Size: 1}, source: "gossip"})
 	if dropped() != 1 {
 		t.Fatal("a bad CID was counted as dropped from a full queue")
+	}
+
+	// One peer's events hold at most perSourceQueue places.
+	for len(n.fetch.queue) > 0 {
+		n.fetch.dequeued(<-n.fetch.queue)
+	}
+	const flooder, other = peer.ID("flooder"), peer.ID("other")
+	for i := range perSourceQueue + 1 {
+		n.queueFetch(fetchJob{ref: ref(10_000 + i), source: "gossip", from: flooder})
+	}
+	n.queueFetch(fetchJob{ref: ref(20_000), source: "gossip", from: other})
+	if len(n.fetch.queue) != perSourceQueue+1 || dropped() != 2 || n.fetch.mu.bySource[flooder] != perSourceQueue {
+		t.Fatalf("per peer: %d queued, %v dropped, %d of the flooder's; want %d, 2, %d",
+			len(n.fetch.queue), dropped(), n.fetch.mu.bySource[flooder], perSourceQueue+1, perSourceQueue)
+	}
+	for len(n.fetch.queue) > 0 {
+		n.fetch.dequeued(<-n.fetch.queue)
+	}
+	if len(n.fetch.mu.bySource) != 0 || len(n.fetch.mu.queued) != 0 {
+		t.Fatalf("after the queue drained: %v, %d queued", n.fetch.mu.bySource, len(n.fetch.mu.queued))
 	}
 }
 
@@ -349,23 +370,18 @@ func TestScanAtStartFetchesMissingBlobs(t *testing.T) {
 	waitBlobs(t, 20*time.Second, []eventlog.BlobRef{ref}, b)
 }
 
-// TestAutoFetchRetriesAfterBackoff: a blob whose only provider did not
-// have it yet is fetched by a retry once the provider holds it and its
-// backoff is over.
-func TestAutoFetchRetriesAfterBackoff(t *testing.T) {
+// TestAutoFetchRetries: a blob whose only provider (the event's author, a
+// guess: the event came by sync) did not have it yet is fetched by a
+// retry once the provider holds it; the guess is not backed off.
+func TestAutoFetchRetries(t *testing.T) {
 	old := retryDelay
-	retryDelay = func(int) time.Duration { return 50 * time.Millisecond }
+	retryDelay = func(int) time.Duration { return 300 * time.Millisecond }
 	t.Cleanup(func() { retryDelay = old })
-	clock := &fakeClock{}
 	a := startNode(t, testConfig(false, time.Hour))
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := startNodeWith(t, r, Options{Now: clock.Now})
+	b := startNode(t, testConfig(false, time.Hour))
 	connect(t, b, a)
 	// a names a blob it does not hold yet (signed by hand: AddEvent would
-	// refuse), so b's first fetch gets DONT_HAVE and backs a off.
+	// refuse), so b's first fetch gets DONT_HAVE.
 	data := randData(1<<20+9, 41)
 	scratch := scratchStore(t)
 	c, size, err := scratch.Import(context.Background(), bytes.NewReader(data))
@@ -383,18 +399,18 @@ func TestAutoFetchRetriesAfterBackoff(t *testing.T) {
 	if _, err := b.SyncPeer(context.Background(), a.ID(), nil); err != nil {
 		t.Fatal(err)
 	}
+	failed := func() float64 { return testutil.ToFloat64(b.m.blobFetches.WithLabelValues("sync", "failed")) }
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if skipped, _ := b.fetch.fetcher.Backoff().Skipped(a.ID(), clock.Now()); skipped {
-			break
-		}
+	for failed() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the provider without the blob was not backed off")
+			t.Fatal("the first fetch did not fail")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if skipped, _ := b.fetch.fetcher.Backoff().Skipped(a.ID(), time.Now()); skipped {
+		t.Fatal("the event's author, only guessed to hold the blob, was backed off")
+	}
 	addBlob(t, a, data)
-	clock.Advance(blobs.BackoffBase + time.Second)
 	waitBlobs(t, 10*time.Second, []eventlog.BlobRef{ref}, b)
 }
 
@@ -419,7 +435,7 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 	b.Host().Peerstore().AddAddrs(h.ID(), h.Addrs(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := b.FetchBlob(ctx, c, size, h.ID(), nil, nil); err != nil {
+	if err := b.FetchBlob(ctx, c, size, FetchOptions{First: h.ID()}); err != nil {
 		t.Fatalf("fetch from a bitswap-only peer: %v", err)
 	}
 	if !holds(b, eventlog.BlobRef{CID: c.String()}) {

@@ -50,9 +50,7 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 	// The dump is fetched within the bounds of every fetch, the submitter
 	// first and holding one of its fetch slots (issue 6).
 	if n.fetch != nil {
-		for _, b := range ev.Blobs {
-			n.queueFetch(fetchJob{ref: b, first: p, source: "crash_report"})
-		}
+		n.fetchDumps(p, ev.Blobs)
 	}
 	return &proto.CrashReportResponse{ID: ev.ID}
 }

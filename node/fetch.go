@@ -25,6 +25,9 @@ const (
 	// autoFetchQueue is how many blobs wait to be auto-fetched; past it
 	// new ones are dropped (counted, logged at debug).
 	autoFetchQueue = 1024
+	// perSourceQueue is how many queued blobs one peer's events may hold,
+	// a quarter of the queue, so that one peer cannot fill it.
+	perSourceQueue = autoFetchQueue / 4
 	// autoFetchRetries is how many times a blob whose fetch found no
 	// provider that served it is tried again, after blobs.BackoffDelay of
 	// its failures (30 s, 1 min, 2 min, 4 min): long enough for a
@@ -37,10 +40,11 @@ const (
 type fetchJob struct {
 	ref eventlog.BlobRef
 	c   cid.Cid
-	// first is tried before the hints: a crash report's submitter.
-	first peer.ID
-	// others are providers beyond the hints: the event's author and the
-	// peer it came from.
+	// from is the peer the event came from (gossip relay, sync peer);
+	// "" for the scan at start. At most perSourceQueue of its jobs wait.
+	from peer.ID
+	// others are guessed providers beyond the hints: the event's author
+	// and the peer it came from.
 	others []peer.ID
 	source string // "gossip", "sync", "crash_report", "scan": for logs and metrics
 	tries  int    // fetches of it that failed so far
@@ -58,6 +62,8 @@ type fetchState struct {
 	mu       struct {
 		sync.Mutex
 		queued map[cid.Cid]struct{}
+		// bySource counts the queued jobs of each peer (fetchJob.from).
+		bySource map[peer.ID]int
 	}
 }
 
@@ -66,6 +72,7 @@ type fetchState struct {
 func (n *Node) startBlobs() {
 	f := &fetchState{queue: make(chan fetchJob, autoFetchQueue)}
 	f.mu.queued = make(map[cid.Cid]struct{})
+	f.mu.bySource = make(map[peer.ID]int)
 	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{Serve: n.mayFetchBlocks, Prepare: n.helloFirst})
 	f.fetcher = blobs.NewFetcher(f.x, n.blobs, nil, n.now)
 	n.fetch = f
@@ -168,7 +175,7 @@ func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
 			others = append(others, from)
 		}
 		for _, b := range ev.Blobs {
-			n.queueFetch(fetchJob{ref: b, others: others, source: source})
+			n.queueFetch(fetchJob{ref: b, others: others, source: source, from: from})
 		}
 	}
 }
@@ -197,7 +204,16 @@ func (n *Node) enqueue(j fetchJob, wait bool) bool {
 		f.mu.Unlock()
 		return false
 	}
+	if j.from != "" && f.mu.bySource[j.from] >= perSourceQueue {
+		f.mu.Unlock()
+		n.m.blobFetch(j.source, "dropped")
+		n.log.Debug("auto-fetch: the peer's share of the queue is full; blob not fetched now", "cid", c, "peer", j.from)
+		return false
+	}
 	f.mu.queued[c] = struct{}{}
+	if j.from != "" {
+		f.mu.bySource[j.from]++
+	}
 	f.mu.Unlock()
 	if wait {
 		select {
@@ -214,10 +230,20 @@ func (n *Node) enqueue(j fetchJob, wait bool) bool {
 			n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
 		}
 	}
-	f.mu.Lock()
-	delete(f.mu.queued, c)
-	f.mu.Unlock()
+	f.dequeued(j)
 	return false
+}
+
+// dequeued forgets a job that left the queue (or never entered it).
+func (f *fetchState) dequeued(j fetchJob) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.mu.queued, j.c)
+	if j.from != "" {
+		if f.mu.bySource[j.from]--; f.mu.bySource[j.from] <= 0 {
+			delete(f.mu.bySource, j.from)
+		}
+	}
 }
 
 // fetchWorker runs queued fetches until the node closes.
@@ -228,28 +254,43 @@ func (n *Node) fetchWorker() {
 			return
 		case j := <-n.fetch.queue:
 			n.runFetchJob(j)
-			n.fetch.mu.Lock()
-			delete(n.fetch.mu.queued, j.c)
-			n.fetch.mu.Unlock()
+			n.fetch.dequeued(j)
 		}
 	}
 }
 
 func (n *Node) runFetchJob(j fetchJob) {
-	if j.first != "" {
-		// A peer made us fetch this: it holds one of its slots (ADR 0014).
-		release, ok := n.slots.TryAcquire(j.first)
-		if !ok {
-			n.m.blobFetch(j.source, "skipped")
-			n.log.Info("blob not fetched: the peer's fetch slots are in use", "cid", j.c, "peer", j.first)
-			return
-		}
-		defer release()
-	}
-	err := n.FetchBlob(n.ctx, j.c, uint64(j.ref.Size), j.first, j.others, nil)
+	err := n.FetchBlob(n.ctx, j.c, j.ref.Size, FetchOptions{Guesses: j.others})
 	n.logFetch(j.c, j.ref.Size, j.source, err)
 	if fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled) {
 		n.retryFetch(j)
+	}
+}
+
+// fetchDumps fetches the blobs of a crash report from its submitter p
+// first, each holding one of p's fetch slots (ADR 0014), outside the
+// auto-fetch queue so that a submitter's dumps do not hold up other
+// fetches; past p's slots a dump is skipped (others fetch it after gossip).
+func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
+	for _, b := range refs {
+		c, err := cid.Decode(b.CID)
+		if err != nil {
+			continue
+		}
+		if ok, _ := n.blobs.Has(c); ok {
+			continue
+		}
+		release, ok := n.slots.TryAcquire(p)
+		if !ok {
+			n.m.blobFetch("crash_report", "skipped")
+			n.log.Info("crash dump not fetched: the submitter's fetch slots are in use", "cid", c, "peer", p)
+			continue
+		}
+		n.go_(func() {
+			defer release()
+			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p})
+			n.logFetch(c, b.Size, "crash_report", err)
+		})
 	}
 }
 
@@ -311,38 +352,56 @@ func fetchOutcome(err error) string {
 	}
 }
 
-// FetchBlob makes the blob c of the declared size complete in the store,
-// fetching it if needed (ADR 0014's rules, in package blobs): first is
-// tried first ("" for none), then the gossip hints for c, newest first,
-// then others. progress, if set, is told the bytes held and the size.
-func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer.ID, others []peer.ID, progress func(done, total uint64)) error {
-	return n.fetchBlob(ctx, c, size, first, false, others, progress)
+// FetchOptions says where FetchBlob looks for a blob, beyond the gossip
+// hints for it.
+type FetchOptions struct {
+	// First is tried first ("" for none): the requester of a replicate
+	// request, a crash report's submitter, a peer an operator named.
+	First peer.ID
+	// FirstDespiteBackoff tries First even if it is under backoff (a peer
+	// an operator named).
+	FirstDespiteBackoff bool
+	// Named are providers named for the blob besides the gossip hints (a
+	// replicate request's): tried after the hints, backed off on failure.
+	Named []peer.ID
+	// Guesses are providers nobody named (an event's author, the peer it
+	// came from): tried last, never backed off, since they never claimed
+	// to serve it.
+	Guesses []peer.ID
+	// Progress, if set, is told the bytes held and the size.
+	Progress func(done, total uint64)
 }
 
-// fetchBlob is FetchBlob; explicit tries first even under backoff (a peer
-// an operator named).
-func (n *Node) fetchBlob(ctx context.Context, c cid.Cid, size uint64, first peer.ID, explicit bool, others []peer.ID, progress func(done, total uint64)) error {
+// FetchBlob makes the blob c of the declared size complete in the store,
+// fetching it if needed by ADR 0014's rules (package blobs): o.First, then
+// the gossip hints for c (newest first), then o.Named, then o.Guesses.
+func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, o FetchOptions) error {
 	if n.fetch == nil {
 		return errors.New("node: not started")
 	}
-	var provs []peer.AddrInfo
-	seen := map[peer.ID]bool{n.host.ID(): true, first: true}
+	var named, guesses []peer.AddrInfo
+	seen := map[peer.ID]bool{n.host.ID(): true, o.First: true}
 	for _, h := range n.hints.Get(c.String()) {
 		ai, ok := providerInfo(h)
 		if !ok || seen[ai.ID] {
 			continue
 		}
 		seen[ai.ID] = true
-		provs = append(provs, ai)
+		named = append(named, ai)
 	}
-	for _, p := range others {
-		if !seen[p] {
-			seen[p] = true
-			provs = append(provs, peer.AddrInfo{ID: p})
+	for _, list := range []struct {
+		ids []peer.ID
+		to  *[]peer.AddrInfo
+	}{{o.Named, &named}, {o.Guesses, &guesses}} {
+		for _, p := range list.ids {
+			if !seen[p] {
+				seen[p] = true
+				*list.to = append(*list.to, peer.AddrInfo{ID: p})
+			}
 		}
 	}
-	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: first, FirstDespiteBackoff: explicit,
-		Providers: provs, Progress: progress})
+	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: o.First,
+		FirstDespiteBackoff: o.FirstDespiteBackoff, Providers: named, Guesses: guesses, Progress: o.Progress})
 }
 
 // providerInfo parses a provider hint; bad addresses are skipped.
@@ -419,7 +478,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 	for _, j := range jobs {
 		wg.Go(func() {
 			defer j.release()
-			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), p, others, nil)
+			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Named: others})
 			n.logFetch(j.c, uint64(j.ref.Size), "replicate", j.err)
 		})
 	}
