@@ -40,13 +40,13 @@ const (
 type fetchJob struct {
 	ref eventlog.BlobRef
 	c   cid.Cid
-	// from is the peer the event came from (gossip relay, sync peer);
-	// "" for the scan at start. At most perSourceQueue of its jobs wait.
+	// from is the peer the event came from (gossip relay, sync peer). At
+	// most perSourceQueue of its jobs wait.
 	from peer.ID
 	// others are guessed providers beyond the hints: the event's author
 	// and the peer it came from.
 	others []peer.ID
-	source string // "gossip", "sync", "crash_report", "scan": for logs and metrics
+	source string // "gossip", "sync": for logs and metrics
 	tries  int    // fetches of it that failed so far
 }
 
@@ -84,11 +84,13 @@ func (n *Node) startBlobs() {
 	}
 }
 
-// scanMissingBlobs queues, once at start, the blobs of the events in the
+// scanMissingBlobs fetches, once at start, the blobs of the events in the
 // log that are not complete here: fetches cut off by a restart, dropped
 // from a full queue or out of retries, named by events stored while
-// blobs.auto_fetch was off. It waits for room in the queue rather than
-// dropping.
+// blobs.auto_fetch was off. It fetches them one at a time in its own
+// goroutine, beside the auto-fetch workers, so that a log full of blobs
+// nobody serves delays no new fetch; the only providers it knows are the
+// events' authors (guesses), and it does not retry: the next start does.
 func (n *Node) scanMissingBlobs() {
 	// The providers are dialled first: the known peers, the bootstrap list.
 	select {
@@ -96,7 +98,7 @@ func (n *Node) scanMissingBlobs() {
 	case <-n.ctx.Done():
 		return
 	}
-	queued := 0
+	fetched, failed := 0, 0
 	for after := uint64(0); n.ctx.Err() == nil; {
 		page, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
 		if err != nil {
@@ -108,13 +110,24 @@ func (n *Node) scanMissingBlobs() {
 			if err != nil || len(ev.Blobs) == 0 {
 				continue
 			}
-			var others []peer.ID
+			var guesses []peer.ID
 			if a, err := peer.Decode(ev.Author); err == nil {
-				others = []peer.ID{a}
+				guesses = []peer.ID{a}
 			}
 			for _, b := range ev.Blobs {
-				if n.enqueue(fetchJob{ref: b, others: others, source: "scan"}, true) {
-					queued++
+				c, err := cid.Decode(b.CID)
+				if err != nil {
+					continue
+				}
+				if ok, _ := n.blobs.Has(c); ok {
+					continue
+				}
+				err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
+				n.logFetch(c, b.Size, "scan", err)
+				if err == nil {
+					fetched++
+				} else {
+					failed++
 				}
 			}
 		}
@@ -123,8 +136,8 @@ func (n *Node) scanMissingBlobs() {
 		}
 		after = next
 	}
-	if queued > 0 {
-		n.log.Info("queued the missing blobs of stored events", "blobs", queued)
+	if fetched+failed > 0 {
+		n.log.Info("fetched the missing blobs of stored events", "fetched", fetched, "failed", failed)
 	}
 }
 
@@ -182,13 +195,9 @@ func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
 
 // queueFetch adds j to the auto-fetch queue unless its CID is bad, its blob
 // is complete or queued already, or the queue is full.
-func (n *Node) queueFetch(j fetchJob) { n.enqueue(j, false) }
-
-// enqueue adds j to the auto-fetch queue unless its CID is bad or its blob
-// is complete or queued already. With the queue full it drops j (counted),
-// or with wait it waits for room until the node closes. It reports whether
-// j was queued.
-func (n *Node) enqueue(j fetchJob, wait bool) bool {
+//
+// It reports whether j was queued.
+func (n *Node) queueFetch(j fetchJob) bool {
 	c, err := cid.Decode(j.ref.CID)
 	if err != nil {
 		n.log.Debug("not fetching a blob with a bad CID", "cid", j.ref.CID, "err", err)
@@ -215,23 +224,15 @@ func (n *Node) enqueue(j fetchJob, wait bool) bool {
 		f.mu.bySource[j.from]++
 	}
 	f.mu.Unlock()
-	if wait {
-		select {
-		case f.queue <- j:
-			return true
-		case <-n.ctx.Done():
-		}
-	} else {
-		select {
-		case f.queue <- j:
-			return true
-		default:
-			n.m.blobFetch(j.source, "dropped")
-			n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
-		}
+	select {
+	case f.queue <- j:
+		return true
+	default:
+		n.m.blobFetch(j.source, "dropped")
+		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
+		f.dequeued(j)
+		return false
 	}
-	f.dequeued(j)
-	return false
 }
 
 // dequeued forgets a job that left the queue (or never entered it).
