@@ -92,15 +92,7 @@ func TestPlanExemptFirst(t *testing.T) {
 	b.Failed("h0", base)
 	pl := NewPlan(ids(2, "h"), "req", b, base)
 	pl.ExemptFirst()
-	var tried []peer.ID
-	for {
-		p, _, ok := pl.Next(base)
-		if !ok {
-			break
-		}
-		tried = append(tried, p)
-		pl.Report(p, errors.New("no"), base)
-	}
+	tried := failAll(pl, base)
 	if len(tried) != 2 || tried[0] != "req" || tried[1] != "h1" {
 		t.Fatalf("tried %q, want [req h1]", tried)
 	}
@@ -225,15 +217,7 @@ func TestPlanGuessesAreNotBackedOff(t *testing.T) {
 	b := NewBackoff()
 	pl := NewPlan(ids(1, "h"), "", b, base)
 	pl.AddGuesses([]peer.ID{"author", "h0", ""}) // h0 is named already
-	var tried []peer.ID
-	for {
-		p, _, ok := pl.Next(base)
-		if !ok {
-			break
-		}
-		tried = append(tried, p)
-		pl.Report(p, errors.New("don't have"), base)
-	}
+	tried := failAll(pl, base)
 	if len(tried) != 2 || tried[0] != "h0" || tried[1] != "author" {
 		t.Fatalf("tried %q, want [h0 author]", tried)
 	}
@@ -242,5 +226,19 @@ func TestPlanGuessesAreNotBackedOff(t *testing.T) {
 	}
 	if skipped, _ := b.Skipped("author", base); skipped {
 		t.Fatal("a guessed provider that failed was backed off")
+	}
+}
+
+// failAll runs pl to its end at now, every attempt failing; it returns the
+// providers tried, in order.
+func failAll(pl *Plan, now time.Time) []peer.ID {
+	var tried []peer.ID
+	for {
+		p, _, ok := pl.Next(now)
+		if !ok {
+			return tried
+		}
+		tried = append(tried, p)
+		pl.Report(p, errors.New("failed"), now)
 	}
 }
