@@ -40,7 +40,7 @@ var (
 
 // cidFault reports whether err is a fault of the content (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob), which ends a plan without backing off.
-func cidFault(err error) bool {
+func ContentFault(err error) bool {
 	return errors.Is(err, ErrSizeMismatch) || errors.Is(err, ErrCollection) || errors.Is(err, ErrBadBlob)
 }
 

@@ -117,7 +117,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if c.err == nil || cidFault(c.err) {
+		if c.err == nil || ContentFault(c.err) {
 			// Stored, or the content does not fit: the same for anyone.
 			return c.err
 		}
@@ -154,20 +154,8 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return err // before any request (ADR 0014)
 	}
 	defer res.Release()
-	ps := f.x.Host().Peerstore()
-	hints := make([]peer.ID, 0, min(len(r.Providers), MaxHints))
-	for _, ai := range r.Providers {
-		if len(hints) == MaxHints {
-			break
-		}
-		if ai.ID == "" || ai.ID == f.x.Host().ID() {
-			continue
-		}
-		if len(ai.Addrs) > 0 {
-			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
-		}
-		hints = append(hints, ai.ID)
-	}
+	hints := f.learn(r.Providers, MaxHints)
+	guesses := f.learn(r.Guesses, len(r.Guesses))
 	first := r.First
 	if first == f.x.Host().ID() {
 		first = ""
@@ -177,16 +165,6 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
 	var written []cid.Cid
-	var guesses []peer.ID
-	for _, ai := range r.Guesses {
-		if ai.ID == "" || ai.ID == f.x.Host().ID() {
-			continue
-		}
-		if len(ai.Addrs) > 0 {
-			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
-		}
-		guesses = append(guesses, ai.ID)
-	}
 	pl := NewPlan(hints, first, f.backoff, f.now())
 	pl.AddGuesses(guesses)
 	if r.FirstDespiteBackoff {
@@ -214,6 +192,27 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return fmt.Errorf("blobs: fetch %s (%d bytes): %w", r.CID, r.Size, err)
 	}
 	return nil
+}
+
+// learn returns the ids of the first max providers of infos, without this
+// node or empty ids, and puts their addresses in the peerstore for
+// ProviderAddrTTL.
+func (f *Fetcher) learn(infos []peer.AddrInfo, max int) []peer.ID {
+	self, ps := f.x.Host().ID(), f.x.Host().Peerstore()
+	ids := make([]peer.ID, 0, min(len(infos), max))
+	for _, ai := range infos {
+		if len(ids) == max {
+			break
+		}
+		if ai.ID == "" || ai.ID == self {
+			continue
+		}
+		if len(ai.Addrs) > 0 {
+			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
+		}
+		ids = append(ids, ai.ID)
+	}
+	return ids
 }
 
 // attempt runs one provider's attempt until deadline and pins the blob on

@@ -200,7 +200,7 @@ func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 			pl.b.Succeeded(p)
 		}
 		pl.done, pl.err = true, nil
-	case cidFault(err):
+	case ContentFault(err):
 		pl.done, pl.err = true, err
 	case errors.Is(err, context.Canceled):
 		pl.last = err

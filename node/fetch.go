@@ -332,7 +332,7 @@ func (n *Node) logFetch(c cid.Cid, size uint64, source string, err error) {
 	case err == nil:
 		n.log.Debug("blob fetched", "cid", c, "size", size, "source", source)
 	case errors.Is(err, context.Canceled):
-	case errors.Is(err, blobs.ErrSizeMismatch), errors.Is(err, blobs.ErrCollection), errors.Is(err, blobs.ErrBadBlob):
+	case blobs.ContentFault(err):
 		n.log.Warn("blob not used: its content does not fit the declared size or format", "cid", c, "size", size, "source", source, "err", err)
 	default:
 		n.log.Info("blob not fetched", "cid", c, "size", size, "source", source, "err", err)
@@ -346,7 +346,7 @@ func fetchOutcome(err error) string {
 		return "stored"
 	case errors.Is(err, blobs.ErrTooLarge), errors.Is(err, blobs.ErrQuota):
 		return "refused"
-	case errors.Is(err, blobs.ErrSizeMismatch), errors.Is(err, blobs.ErrCollection), errors.Is(err, blobs.ErrBadBlob):
+	case blobs.ContentFault(err):
 		return "invalid"
 	default:
 		return "failed"
@@ -458,9 +458,10 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 			resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID, Reason: "not a CID"})
 			continue
 		}
-		if ok, _ := n.blobs.Has(c); ok {
-			if err := n.blobs.Complete(ctx, c, uint64(b.Size), nil); err != nil {
-				resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID, Reason: proto.TruncateText(err.Error())})
+		if have, ok := n.blobs.SizeOf(c); ok {
+			if have != uint64(b.Size) {
+				resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID,
+					Reason: fmt.Sprintf("size mismatch: %d bytes here, %d declared", have, b.Size)})
 			} else {
 				resp.Stored = append(resp.Stored, b.CID) // at no cost (design §9)
 			}

@@ -49,17 +49,7 @@ func startNode(t *testing.T, cfg *config.Config) *testNode {
 // end of the test unless the test closes it first.
 func startRepo(t *testing.T, r *repo.Repo) *testNode {
 	t.Helper()
-	n, err := New(r, Options{Logger: quietLogger(), Agent: "wats/test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		n.Close()
-		t.Fatal(err)
-	}
-	tn := &testNode{Node: n, repo: r}
-	t.Cleanup(func() { tn.close(t) })
-	return tn
+	return startNodeWith(t, r, Options{Agent: "wats/test"})
 }
 
 func (tn *testNode) close(t *testing.T) {
