@@ -215,6 +215,11 @@ func TestReplicateBounds(t *testing.T) {
 		reasons["not-a-cid"] != "not a CID" || len(resp.Failed) != 2 {
 		t.Fatalf("replicate: %+v", resp)
 	}
+	// A blob complete here but declared at another size fails at no cost.
+	resp, err = a.Replicate(ctx, b.ID(), []proto.BlobRef{{CID: fits.CID, Size: int64(fits.Size) + 1}})
+	if err != nil || len(resp.Failed) != 1 || !strings.Contains(resp.Failed[0].Reason, "size mismatch") {
+		t.Fatalf("a complete blob at another size: %+v, %v", resp, err)
+	}
 	received := b.fetch.x.Stats().ReceivedBytes
 	resp, err = a.Replicate(ctx, b.ID(), []proto.BlobRef{{CID: overQuota.CID, Size: int64(overQuota.Size)}})
 	if err != nil {
