@@ -16,7 +16,7 @@ func BenchmarkVerify(b *testing.B) {
 	for i := range sols {
 		seed := mintFor(is, req, t0.Unix()+60, 8, byte(i))
 		seed[10], seed[11] = byte(i>>8), byte(i) // distinct
-		seed = is.key.mint(&req, seed.Expires(), seed.Effort(), [RandomLen]byte(seed[seedRandomOff:seedMACOff]))
+		seed = is.key.Load().mac.mint(&req, seed.Expires(), seed.Effort(), [RandomLen]byte(seed[seedRandomOff:seedMACOff]))
 		sols[i] = Solution{Alg: Alg, Seed: seed.String(), Nonce: smallest(b, seed, req, is.self, 8, 1<<20)}
 	}
 	b.ReportAllocs()
@@ -27,7 +27,7 @@ func BenchmarkVerify(b *testing.B) {
 			is.mu.used = newReplayMemory(MaxUsedSeeds)
 			b.StartTimer()
 		}
-		if err := is.Verify(sols[i%n], req, t0); err != nil {
+		if err := is.Verify(sols[i%n], req, t0, monoAt(t0)); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -43,7 +43,7 @@ func BenchmarkVerifyReject(b *testing.B) {
 	sol := Solution{Alg: Alg, Seed: seed.String(), Nonce: "12345678901234567890"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := is.Verify(sol, req, t0); err != ErrInsufficientWork {
+		if err := is.Verify(sol, req, t0, monoAt(t0)); err != ErrInsufficientWork {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,8 @@ const MaxSolvedPerMin = 1 << 20
 const ceilingWindow = int64(time.Minute)
 
 // ceiling admits at most n events in any window of ceilingWindow
-// nanoseconds: a sliding log of the last n admission times in a ring.
+// nanoseconds of a monotonic clock (a step of the wall clock must not close
+// it for the length of the step): a sliding log of the last n admission times in a ring.
 // Exact (no burst above n in any minute, unlike a token bucket of
 // capacity n), O(1), and 8·n bytes. n == 0 means unlimited.
 //
@@ -26,9 +27,10 @@ type ceiling struct {
 
 func newCeiling(n int) *ceiling { return &ceiling{times: make([]int64, n)} }
 
-// allow admits one event at now (ns) if fewer than n were admitted in the
-// window (now-ceilingWindow, now]. Time that goes backwards admits
-// nothing until it passes the oldest admission again.
+// allow admits one event at now (monotonic ns) if fewer than n were
+// admitted in the window (now-ceilingWindow, now]. A reading earlier than
+// the last one (concurrent callers that read the clock before the lock)
+// admits nothing until it passes the oldest admission again.
 func (c *ceiling) allow(now int64) bool {
 	if len(c.times) == 0 {
 		return true

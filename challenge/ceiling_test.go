@@ -57,13 +57,13 @@ func TestCeilingFlood(t *testing.T) {
 	for i := range tries {
 		req := id(byte(i))
 		req[31] = byte(i >> 8)
-		s := is.key.mint(&req, t0.Unix()+60, 0, [RandomLen]byte{byte(i)})
+		s := is.key.Load().mac.mint(&req, t0.Unix()+60, 0, [RandomLen]byte{byte(i)})
 		tries[i] = try{req, Solution{Alg, s.String(), "1"}}
 	}
 	ok, ceil := 0, 0
 	for i, tr := range tries {
 		now := t0.Add(time.Duration(i) * 30 * time.Millisecond) // 45 s in all
-		switch err := is.Verify(tr.sol, tr.req, now); {
+		switch err := is.Verify(tr.sol, tr.req, now, monoAt(now)); {
 		case err == nil:
 			ok++
 		case errors.Is(err, ErrCeiling):
@@ -78,7 +78,7 @@ func TestCeilingFlood(t *testing.T) {
 	// A minute after the first, room again; the refused seed was not
 	// consumed and is still valid at its expiry.
 	last := tries[flood-1]
-	if err := is.Verify(last.sol, last.req, t0.Add(time.Minute)); err != nil {
+	if err := is.Verify(last.sol, last.req, t0.Add(time.Minute), monoAt(t0.Add(time.Minute))); err != nil {
 		t.Errorf("refused solution a minute later: %v", err)
 	}
 }

@@ -27,9 +27,14 @@
 // # Responder
 //
 //	is, err := challenge.NewIssuer(selfID, cfg)      // one per node
-//	is.Pressure(now)                                // overloaded, or challenging a rate-limited peer
-//	c := is.Issue(peerID, now)                      // → {"type":"challenge", c.Alg, c.Seed, c.Effort, c.Expires}
-//	err := is.Verify(sol, peerID, now)              // a resubmitted request's "solution"
+//	is.Pressure(mono)                               // overloaded, or challenging a rate-limited peer
+//	c := is.Issue(peerID, now, mono)                // → {"type":"challenge", c.Alg, c.Seed, c.Effort, c.Expires}
+//	err := is.Verify(sol, peerID, now, mono)        // a resubmitted request's "solution"
+//
+// now is the wall clock (a seed's expiry is unix seconds on the wire);
+// mono is a monotonic reading, e.g. time.Since(start), which the effort and
+// the solved ceiling run on, so that a step of the wall clock never closes
+// the ceiling or stalls the effort.
 //
 // Verify returns nil when the request may pass the per-peer limit and the
 // overload; otherwise one sentinel (ErrUnknownAlg, ErrBadSeed, ErrBadMAC,
@@ -44,8 +49,10 @@
 // The effort adapts (Effort, after Tor proposal 327): it starts at
 // BaseBits and, per EffortInterval (10 s), rises one bit after an interval
 // with pressure, up to MaxBits, and falls one bit after a quiet one, never
-// below BaseBits. Every piece of state is driven by the now values passed
-// in; an Issuer is safe for concurrent use.
+// below BaseBits. Every piece of state is driven by the readings passed
+// in; an Issuer is safe for concurrent use. Should the wall clock step back
+// past seeds the replay memory forgot, its watermark still refuses them;
+// past SeedLifetime, the Issuer draws a new MAC key (see Issuer).
 //
 // # Requester
 //

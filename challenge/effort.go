@@ -19,9 +19,11 @@ const (
 )
 
 // Effort is the adaptive effort of ADR 0014 (after Tor proposal 327), a
-// deterministic state machine driven by the times passed in.
+// deterministic state machine driven by the monotonic readings passed in
+// (nanoseconds from a base the caller picks, as time.Since(start) gives):
+// a step of the wall clock cannot stop it, since it never sees one.
 //
-// Time is cut into EffortInterval intervals from the first time the
+// Time is cut into EffortInterval intervals from the first reading the
 // controller sees. When an interval ends, the effort rises one bit (up to
 // max) if Pressure was reported during it, and falls one bit (never below
 // base) otherwise; an interval in which nothing was reported at all is a
@@ -33,7 +35,7 @@ type Effort struct {
 	base, max int
 	bits      int
 	started   bool
-	start     int64 // ns, start of the current interval
+	start     time.Duration // monotonic, start of the current interval
 	pressured bool  // pressure reported in the current interval
 }
 
@@ -55,17 +57,17 @@ func validateBits(base, max int) error {
 	return nil
 }
 
-// advance closes the intervals that ended by now.
-func (e *Effort) advance(now time.Time) {
-	t := now.UnixNano()
+// advance closes the intervals that ended by mono.
+func (e *Effort) advance(mono time.Duration) {
+	t := mono
 	if !e.started {
 		e.started, e.start = true, t
 		return
 	}
-	if t-e.start < int64(EffortInterval) {
+	if t-e.start < EffortInterval {
 		return
 	}
-	k := (t - e.start) / int64(EffortInterval) // intervals ended, >= 1
+	k := int64((t - e.start) / EffortInterval) // intervals ended, >= 1
 	if e.pressured {
 		e.bits = min(e.bits+1, e.max)
 		k--
@@ -77,20 +79,21 @@ func (e *Effort) advance(now time.Time) {
 	} else {
 		e.bits -= int(k)
 	}
-	e.start += (t - e.start) / int64(EffortInterval) * int64(EffortInterval)
+	e.start += (t - e.start) / EffortInterval * EffortInterval
 	e.pressured = false
 }
 
-// Pressure reports that the node is under pressure at now: overloaded, or
-// challenging a rate-limited peer (ADR 0014). Several reports in one
-// interval count once.
-func (e *Effort) Pressure(now time.Time) {
-	e.advance(now)
+// Pressure reports that the node is under pressure at the monotonic
+// reading mono: overloaded, or challenging a rate-limited peer (ADR 0014).
+// Several reports in one interval count once.
+func (e *Effort) Pressure(mono time.Duration) {
+	e.advance(mono)
 	e.pressured = true
 }
 
-// Bits returns the effort at now, in leading zero bits, base..max.
-func (e *Effort) Bits(now time.Time) int {
-	e.advance(now)
+// Bits returns the effort at the monotonic reading mono, in leading zero
+// bits, base..max.
+func (e *Effort) Bits(mono time.Duration) int {
+	e.advance(mono)
 	return e.bits
 }

@@ -53,7 +53,7 @@ func TestEffortScript(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, s := range tc.steps {
-				now := t0.Add(time.Duration(s.at * float64(time.Second)))
+				now := time.Duration(s.at * float64(time.Second)) // a monotonic reading
 				switch s.op {
 				case "p":
 					e.Pressure(now)
@@ -78,9 +78,9 @@ func TestEffortSynctest(t *testing.T) {
 		start := time.Now()
 		var rose []int
 		for time.Since(start) < 3*time.Minute {
-			is.Pressure(time.Now())
+			is.Pressure(time.Since(start))
 			time.Sleep(time.Second)
-			if c := is.Issue(req, time.Now()); len(rose) == 0 || rose[len(rose)-1] != c.Effort {
+			if c := is.Issue(req, time.Now(), time.Since(start)); len(rose) == 0 || rose[len(rose)-1] != c.Effort {
 				rose = append(rose, c.Effort)
 			}
 		}
@@ -93,17 +93,17 @@ func TestEffortSynctest(t *testing.T) {
 			}
 		}
 		// Quiet: one bit down per interval.
-		prev := is.Effort(time.Now())
+		prev := is.Effort(time.Since(start))
 		for prev > DefaultBaseBits {
 			time.Sleep(EffortInterval)
-			got := is.Effort(time.Now())
+			got := is.Effort(time.Since(start))
 			if got != prev-1 {
 				t.Fatalf("quiet interval: %d after %d", got, prev)
 			}
 			prev = got
 		}
 		time.Sleep(time.Hour)
-		if got := is.Effort(time.Now()); got != DefaultBaseBits {
+		if got := is.Effort(time.Since(start)); got != DefaultBaseBits {
 			t.Fatalf("after an hour of quiet: %d", got)
 		}
 	})

@@ -13,15 +13,16 @@ import (
 func Example() {
 	var responderID, requesterID [challenge.IDLen]byte // raw Ed25519 public keys
 	responderID[0], requesterID[0] = 'B', 'A'
-	now := time.Unix(1767225600, 0)
+	now := time.Unix(1767225600, 0) // the wall clock: seeds expire in unix seconds
+	start := now                    // the monotonic base: effort and ceiling count from it
 
 	// Responder (node B), over its limit or overloaded:
 	is, err := challenge.NewIssuer(responderID, challenge.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
-	is.Pressure(now) // challenging a rate-limited peer is pressure
-	c := is.Issue(requesterID, now)
+	is.Pressure(now.Sub(start)) // challenging a rate-limited peer is pressure
+	c := is.Issue(requesterID, now, now.Sub(start))
 	fmt.Println(c.Alg, c.Effort, c.Expires-now.Unix(), len(c.Seed))
 
 	// Requester (node A):
@@ -34,8 +35,8 @@ func Example() {
 	}
 
 	// Responder again, with the resubmitted request:
-	fmt.Println(is.Verify(sol, requesterID, now.Add(time.Second)))
-	fmt.Println(is.Verify(sol, requesterID, now.Add(2*time.Second)))
+	fmt.Println(is.Verify(sol, requesterID, now.Add(time.Second), time.Second))
+	fmt.Println(is.Verify(sol, requesterID, now.Add(2*time.Second), 2*time.Second))
 	// Output:
 	// b3 8 60 64
 	// <nil>

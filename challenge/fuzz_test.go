@@ -63,7 +63,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("b3", "zz", "1")
 	f.Add("", "", "")
 	f.Fuzz(func(t *testing.T, alg, seedHex, nonce string) {
-		err := is.Verify(Solution{alg, seedHex, nonce}, req, t0)
+		err := is.Verify(Solution{alg, seedHex, nonce}, req, t0, monoAt(t0))
 		for _, s := range []error{ErrUnknownAlg, ErrBadSeed, ErrBadMAC, ErrExpired, ErrBadNonce, ErrInsufficientWork, ErrReplayed, ErrCeiling} {
 			if errors.Is(err, s) {
 				return
@@ -73,7 +73,7 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("unexpected error %v", err)
 		}
 		seed, perr := ParseSeed(seedHex)
-		if alg != Alg || perr != nil || !is.key.valid(&seed, &req) || CheckNonce(nonce) != nil ||
+		if alg != Alg || perr != nil || !is.key.Load().mac.valid(&seed, &req) || CheckNonce(nonce) != nil ||
 			!meetsEffort(referenceDigest(seed, req, is.self, nonce), seed.Effort()) {
 			t.Fatalf("accepted %q %q %q", alg, seedHex, nonce)
 		}

@@ -129,7 +129,7 @@ func newTestIssuer(t testing.TB, edit func(*Config)) *Issuer {
 
 // mintFor mints a seed of is for requester with the given fields.
 func mintFor(is *Issuer, requester [IDLen]byte, expires int64, effort int, random byte) Seed {
-	return is.key.mint(&requester, expires, effort, [RandomLen]byte{random, random >> 1, 7})
+	return is.key.Load().mac.mint(&requester, expires, effort, [RandomLen]byte{random, random >> 1, 7})
 }
 
 // smallest returns the smallest nonce of at most limit that meets effort.
@@ -142,3 +142,7 @@ func smallest(t testing.TB, seed Seed, requester, responder [IDLen]byte, effort 
 	}
 	return n
 }
+
+// monoAt is the monotonic reading the tests pass with wall time t: the time
+// since t0, as if the monotonic clock and the wall clock agreed.
+func monoAt(t time.Time) time.Duration { return t.Sub(t0) }

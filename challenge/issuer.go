@@ -4,7 +4,10 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"lukechampine.com/blake3"
 )
 
 // DefaultSolvedPerMin is the global ceiling of solved requests a minute,
@@ -71,9 +74,25 @@ type Solution struct {
 // Issuer is the responder side of the b3 challenge: it issues stateless
 // seeds at the current adaptive effort and verifies solutions, keeping the
 // replay memory and the solved ceiling. It is safe for concurrent use.
+//
+// Each call takes two readings of the clock: now, the wall clock, for what
+// the wire carries (a seed's expiry in unix seconds), and mono, a
+// monotonic reading (nanoseconds from a base the caller picks, e.g.
+// time.Since(start)), for the effort's intervals and the solved ceiling's
+// minute, so that a step of the wall clock neither closes the ceiling nor
+// stalls the effort for the length of the step.
+//
+// The wall clock may still step back. A seed the replay memory forgot
+// because it expired then looks unexpired again; the memory's watermark
+// refuses it (replayMemory). A step back of more than SeedLifetime would
+// make the watermark refuse every new seed too, until the clock caught up;
+// instead the Issuer then draws a new MAC key and starts an empty replay
+// memory: every seed issued before no longer verifies (ErrBadMAC), so none
+// can be replayed, and new ones are accepted at once.
 type Issuer struct {
 	self [IDLen]byte // this node's id: the responder id of its puzzles
-	key  macKey      // immutable after NewIssuer
+	// key is the seed MAC key; replaced, never changed, by rotateLocked.
+	key atomic.Pointer[issuerKey]
 
 	mu struct {
 		sync.Mutex
@@ -81,6 +100,12 @@ type Issuer struct {
 		used    *replayMemory
 		ceiling *ceiling
 	}
+}
+
+// issuerKey is one generation of the MAC key.
+type issuerKey struct {
+	raw [KeyLen]byte
+	mac macKey
 }
 
 // NewIssuer returns an Issuer for the node whose raw Ed25519 public key is
@@ -100,7 +125,8 @@ func NewIssuer(self [IDLen]byte, cfg Config) (*Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	is := &Issuer{self: self, key: newMACKey(&key)}
+	is := &Issuer{self: self}
+	is.key.Store(&issuerKey{raw: key, mac: newMACKey(&key)})
 	is.mu.effort = e
 	is.mu.used = newReplayMemory(MaxUsedSeeds)
 	is.mu.ceiling = newCeiling(cfg.SolvedPerMin)
@@ -108,32 +134,37 @@ func NewIssuer(self [IDLen]byte, cfg Config) (*Issuer, error) {
 }
 
 // Issue returns a challenge for requester (its raw Ed25519 public key) at
-// the current effort, expiring SeedLifetime after now (rounded down to
-// the second). The seed binds requester, the effort and the expiry; its
-// 7 random bytes come from crypto/rand.
-func (is *Issuer) Issue(requester [IDLen]byte, now time.Time) Challenge {
+// the effort of the monotonic reading mono, expiring SeedLifetime after
+// now (rounded down to the second). The seed binds requester, the effort
+// and the expiry; its 7 random bytes come from crypto/rand.
+func (is *Issuer) Issue(requester [IDLen]byte, now time.Time, mono time.Duration) Challenge {
 	var random [RandomLen]byte
 	rand.Read(random[:]) // never fails (crypto/rand, Go 1.24+)
-	effort := is.Effort(now)
+	is.mu.Lock()
+	is.rotateIfSteppedBackLocked(now)
+	effort := is.mu.effort.Bits(mono)
+	k := is.key.Load()
+	is.mu.Unlock()
 	expires := now.Add(SeedLifetime).Unix()
-	seed := is.key.mint(&requester, expires, effort, random)
+	seed := k.mac.mint(&requester, expires, effort, random)
 	return Challenge{Alg: Alg, Seed: seed.String(), Effort: effort, Expires: expires}
 }
 
-// Pressure reports that the node is under pressure at now (overloaded, or
-// challenging a rate-limited peer): see Effort.
-func (is *Issuer) Pressure(now time.Time) {
+// Pressure reports that the node is under pressure at the monotonic
+// reading mono (overloaded, or challenging a rate-limited peer): see
+// Effort.
+func (is *Issuer) Pressure(mono time.Duration) {
 	is.mu.Lock()
-	is.mu.effort.Pressure(now)
+	is.mu.effort.Pressure(mono)
 	is.mu.Unlock()
 }
 
-// Effort returns the current effort at now, in leading zero bits (for the
-// effort gauge).
-func (is *Issuer) Effort(now time.Time) int {
+// Effort returns the effort at the monotonic reading mono, in leading zero
+// bits (for the effort gauge).
+func (is *Issuer) Effort(mono time.Duration) int {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	return is.mu.effort.Bits(now)
+	return is.mu.effort.Bits(mono)
 }
 
 // UsedSeeds returns how many used seeds the replay memory holds at now,
@@ -145,36 +176,66 @@ func (is *Issuer) UsedSeeds(now time.Time) int {
 	return is.mu.used.len()
 }
 
-// Verify checks a solution sent by requester to this node at now, in the
-// order of design §7: alg (ErrUnknownAlg), seed shape (ErrBadSeed), MAC
-// for this requester (ErrBadMAC), expiry (ErrExpired), nonce shape
-// (ErrBadNonce), work against the seed's effort byte
-// (ErrInsufficientWork), replay (ErrReplayed, ErrForgotten) and the
-// global ceiling (ErrCeiling). On success the seed is recorded as used and
-// one solved request is taken from the ceiling; on any error nothing
-// changes. It does not allocate.
-func (is *Issuer) Verify(sol Solution, requester [IDLen]byte, now time.Time) error {
-	seed, err := is.check(&sol, &requester, now)
+// Verify checks a solution sent by requester to this node at now (wall
+// clock) and mono (monotonic reading), in the order of design §7: alg
+// (ErrUnknownAlg), seed shape (ErrBadSeed), MAC for this requester
+// (ErrBadMAC), expiry (ErrExpired), nonce shape (ErrBadNonce), work
+// against the seed's effort byte (ErrInsufficientWork), replay
+// (ErrReplayed, ErrForgotten) and the global ceiling (ErrCeiling). On
+// success the seed is recorded as used and one solved request is taken
+// from the ceiling; on any error nothing changes. It does not allocate.
+func (is *Issuer) Verify(sol Solution, requester [IDLen]byte, now time.Time, mono time.Duration) error {
+	k := is.key.Load()
+	seed, err := is.check(k, &sol, &requester, now)
 	if err != nil {
 		return err
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
+	is.rotateIfSteppedBackLocked(now)
+	if is.key.Load() != k {
+		// The key was replaced since the check: the replay memory of
+		// its seeds is gone, so this one cannot be told from a replay.
+		return ErrForgotten
+	}
 	used := is.mu.used
 	used.prune(now)
 	exp := seed.Expires()
 	if err := used.check(&seed, exp); err != nil {
 		return err
 	}
-	if !is.mu.ceiling.allow(now.UnixNano()) {
+	if !is.mu.ceiling.allow(int64(mono)) {
 		return ErrCeiling
 	}
 	used.add(&seed, exp)
 	return nil
 }
 
+// rotationContext derives each MAC key generation from the one before, so
+// that a test's fixed Config.Key still gives reproducible seeds after a
+// rotation.
+const rotationContext = "wats challenge v1 key rotation"
+
+// rotateIfSteppedBackLocked replaces the MAC key and empties the replay
+// memory when a seed issued at now would expire no later than a seed the
+// memory forgot because it had expired: the wall clock stepped back more
+// than SeedLifetime (see Issuer). Seeds forgotten for room never cause it:
+// the ADR's rule refuses those seeds' peers until a new challenge.
+//
+// REQUIRES: is.mu held.
+func (is *Issuer) rotateIfSteppedBackLocked(now time.Time) {
+	if now.Add(SeedLifetime).Unix() > is.mu.used.expiredMark {
+		return
+	}
+	old := is.key.Load()
+	var next [KeyLen]byte
+	blake3.DeriveKey(next[:], rotationContext, old.raw[:])
+	is.key.Store(&issuerKey{raw: next, mac: newMACKey(&next)})
+	is.mu.used = newReplayMemory(MaxUsedSeeds)
+}
+
 // check runs the stateless checks of Verify.
-func (is *Issuer) check(sol *Solution, requester *[IDLen]byte, now time.Time) (Seed, error) {
+func (is *Issuer) check(k *issuerKey, sol *Solution, requester *[IDLen]byte, now time.Time) (Seed, error) {
 	if sol.Alg != Alg {
 		return Seed{}, ErrUnknownAlg
 	}
@@ -182,7 +243,7 @@ func (is *Issuer) check(sol *Solution, requester *[IDLen]byte, now time.Time) (S
 	if err != nil {
 		return Seed{}, err
 	}
-	if !is.key.valid(&seed, requester) {
+	if !k.mac.valid(&seed, requester) {
 		return Seed{}, ErrBadMAC
 	}
 	if expired(seed.Expires(), now) {

@@ -18,17 +18,25 @@ type usedSeed struct {
 // replayMemory remembers used seeds until they expire, at most max of
 // them. When full, it forgets the seed that expires first and raises the
 // watermark to its expiry; every seed expiring no later than the watermark
-// is refused from then on, so a replay is never accepted.
+// is refused from then on, so a replay is never accepted. A seed forgotten
+// because it expired raises the watermark too: the next call may pass an
+// earlier now (the wall clock stepped back, or a caller read it before
+// the lock), at which the seed is not expired, and must still refuse it.
 //
 // Not safe for concurrent use; Issuer guards it with its mutex.
 //
 // INVARIANT: len(heap) == len(seen) <= max; heap is a min-heap on expires;
-// every seed once added is either in seen or expires <= watermark.
+// every seed once added is either in seen or expires <= max(watermark,
+// expiredMark).
 type replayMemory struct {
-	max       int
-	seen      map[Seed]struct{}
-	heap      []usedSeed
-	watermark int64 // seeds with expires <= watermark are refused
+	max  int
+	seen map[Seed]struct{}
+	heap []usedSeed
+	// Seeds with expires <= watermark or <= expiredMark are refused:
+	// watermark is raised by seeds forgotten for room, expiredMark by seeds
+	// forgotten because they expired (only a clock that steps back can
+	// bring one of those back).
+	watermark, expiredMark int64
 }
 
 func newReplayMemory(max int) *replayMemory {
@@ -36,14 +44,17 @@ func newReplayMemory(max int) *replayMemory {
 		max:       max,
 		seen:      make(map[Seed]struct{}, max),
 		heap:      make([]usedSeed, 0, max),
-		watermark: -1 << 63,
+		watermark:   -1 << 63,
+		expiredMark: -1 << 63,
 	}
 }
 
-// prune forgets the seeds that have expired at now: the expiry check
-// refuses them before the replay memory is asked.
+// prune forgets the seeds that have expired at now, raising the watermark
+// to each one's expiry: at now the expiry check refuses them before the
+// replay memory is asked, and at an earlier now the watermark does.
 func (m *replayMemory) prune(now time.Time) {
 	for len(m.heap) > 0 && expired(m.heap[0].expires, now) {
+		m.expiredMark = max(m.expiredMark, m.heap[0].expires)
 		delete(m.seen, m.heap[0].seed)
 		m.pop()
 	}
@@ -55,7 +66,7 @@ func (m *replayMemory) check(s *Seed, expires int64) error {
 	if _, ok := m.seen[*s]; ok {
 		return ErrReplayed
 	}
-	if expires <= m.watermark {
+	if expires <= m.watermark || expires <= m.expiredMark {
 		return ErrForgotten
 	}
 	return nil

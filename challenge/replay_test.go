@@ -15,11 +15,11 @@ func TestReplayMemoryBound(t *testing.T) {
 	req := id(1)
 	base := t0.Unix()
 	sol := func(i int, random byte) Solution { // expires base+i, effort 0
-		s := is.key.mint(&req, base+int64(i), 0, [RandomLen]byte{byte(i), byte(i >> 8), random})
+		s := is.key.Load().mac.mint(&req, base+int64(i), 0, [RandomLen]byte{byte(i), byte(i >> 8), random})
 		return Solution{Alg, s.String(), "0"}
 	}
 	for i := 1; i <= MaxUsedSeeds; i++ {
-		if err := is.Verify(sol(i, 0), req, t0); err != nil {
+		if err := is.Verify(sol(i, 0), req, t0, monoAt(t0)); err != nil {
 			t.Fatalf("seed %d: %v", i, err)
 		}
 	}
@@ -28,39 +28,39 @@ func TestReplayMemoryBound(t *testing.T) {
 	}
 	// Every one of them is a replay now.
 	for _, i := range []int{1, 2, MaxUsedSeeds} {
-		if err := is.Verify(sol(i, 0), req, t0); err != ErrReplayed {
+		if err := is.Verify(sol(i, 0), req, t0, monoAt(t0)); err != ErrReplayed {
 			t.Errorf("replay of seed %d: %v, want ErrReplayed", i, err)
 		}
 	}
 	// The 4,097th is accepted and the first (expires base+1) forgotten.
-	if err := is.Verify(sol(MaxUsedSeeds+1, 0), req, t0); err != nil {
+	if err := is.Verify(sol(MaxUsedSeeds+1, 0), req, t0, monoAt(t0)); err != nil {
 		t.Fatalf("seed %d: %v", MaxUsedSeeds+1, err)
 	}
 	if n := is.UsedSeeds(t0); n != MaxUsedSeeds {
 		t.Errorf("UsedSeeds = %d, want %d", n, MaxUsedSeeds)
 	}
-	if err := is.Verify(sol(1, 0), req, t0); err != ErrForgotten || !errors.Is(err, ErrReplayed) {
+	if err := is.Verify(sol(1, 0), req, t0, monoAt(t0)); err != ErrForgotten || !errors.Is(err, ErrReplayed) {
 		t.Errorf("replay of the forgotten seed: %v, want ErrForgotten (is ErrReplayed)", err)
 	}
 	// A fresh seed expiring no later than the forgotten one is refused...
-	if err := is.Verify(sol(1, 1), req, t0); err != ErrForgotten {
+	if err := is.Verify(sol(1, 1), req, t0, monoAt(t0)); err != ErrForgotten {
 		t.Errorf("fresh seed at the watermark: %v, want ErrForgotten", err)
 	}
-	if err := is.Verify(sol(0, 1), req, t0); err != ErrForgotten {
+	if err := is.Verify(sol(0, 1), req, t0, monoAt(t0)); err != ErrForgotten {
 		t.Errorf("fresh seed below the watermark: %v, want ErrForgotten", err)
 	}
 	// ...one expiring later is not. It ties with seed 2 for the earliest
 	// expiry, so one of the two is forgotten: both replays stay refused.
-	if err := is.Verify(sol(2, 1), req, t0); err != nil {
+	if err := is.Verify(sol(2, 1), req, t0, monoAt(t0)); err != nil {
 		t.Errorf("fresh seed above the watermark: %v", err)
 	}
 	for _, r := range []byte{0, 1} {
-		if err := is.Verify(sol(2, r), req, t0); !errors.Is(err, ErrReplayed) {
+		if err := is.Verify(sol(2, r), req, t0, monoAt(t0)); !errors.Is(err, ErrReplayed) {
 			t.Errorf("replay of seed 2/%d: %v, want a replay error", r, err)
 		}
 	}
 	for _, i := range []int{3, MaxUsedSeeds + 1} {
-		if err := is.Verify(sol(i, 0), req, t0); err != ErrReplayed {
+		if err := is.Verify(sol(i, 0), req, t0, monoAt(t0)); err != ErrReplayed {
 			t.Errorf("replay of seed %d: %v, want ErrReplayed", i, err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestReplayMemoryBound(t *testing.T) {
 	if n := is.UsedSeeds(later); n != 0 {
 		t.Errorf("UsedSeeds after all expired = %d", n)
 	}
-	if err := is.Verify(sol(MaxUsedSeeds+1, 0), req, later); err != ErrExpired {
+	if err := is.Verify(sol(MaxUsedSeeds+1, 0), req, later, monoAt(later)); err != ErrExpired {
 		t.Errorf("replay after expiry: %v, want ErrExpired", err)
 	}
 }

@@ -11,7 +11,7 @@ func TestSolveEndToEnd(t *testing.T) {
 	is := newTestIssuer(t, func(c *Config) { c.BaseBits = 12 })
 	req := id(1)
 	for i := range 4 {
-		c := is.Issue(req, t0)
+		c := is.Issue(req, t0, monoAt(t0))
 		if c.Alg != Alg || c.Effort != 12 || c.Expires != t0.Unix()+60 || len(c.Seed) != SeedHexLen {
 			t.Fatalf("Issue = %+v", c)
 		}
@@ -22,10 +22,10 @@ func TestSolveEndToEnd(t *testing.T) {
 		if sol.Seed != c.Seed || sol.Alg != Alg || CheckNonce(sol.Nonce) != nil {
 			t.Fatalf("solution %d: %+v", i, sol)
 		}
-		if err := is.Verify(sol, req, t0.Add(time.Second)); err != nil {
+		if err := is.Verify(sol, req, t0.Add(time.Second), monoAt(t0.Add(time.Second))); err != nil {
 			t.Fatalf("solution %d: %v", i, err)
 		}
-		if err := is.Verify(sol, req, t0.Add(time.Second)); err != ErrReplayed {
+		if err := is.Verify(sol, req, t0.Add(time.Second), monoAt(t0.Add(time.Second))); err != ErrReplayed {
 			t.Fatalf("replayed solution %d: %v", i, err)
 		}
 	}

@@ -92,10 +92,10 @@ func TestVectorsSolutions(t *testing.T) {
 		// The responder accepts it before expiry, once.
 		now := t0.Add(30 * 1e9) // 2026-01-01T00:00:30Z, expiry is 00:01:00
 		sol := Solution{Alg: Alg, Seed: s.SeedHex, Nonce: s.SmallestNonce}
-		if err := is.Verify(sol, req, now); err != nil {
+		if err := is.Verify(sol, req, now, monoAt(now)); err != nil {
 			t.Errorf("%s: Verify: %v", s.SeedHex, err)
 		}
-		if err := is.Verify(sol, req, now); err != ErrReplayed {
+		if err := is.Verify(sol, req, now, monoAt(now)); err != ErrReplayed {
 			t.Errorf("%s: replay: %v, want ErrReplayed", s.SeedHex, err)
 		}
 	}

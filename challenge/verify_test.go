@@ -11,7 +11,7 @@ import (
 // solved issues a challenge of is to req at now and solves it.
 func solved(t testing.TB, is *Issuer, req [IDLen]byte, now time.Time) Solution {
 	t.Helper()
-	c := is.Issue(req, now)
+	c := is.Issue(req, now, monoAt(now))
 	seed, err := ParseSeed(c.Seed)
 	if err != nil {
 		t.Fatal(err)
@@ -133,10 +133,10 @@ func TestEffortBoundaries(t *testing.T) {
 		if exact == "" || fewer == "" {
 			t.Fatalf("effort %d: no nonce with exactly %d or %d bits", k, k, k-1)
 		}
-		if err := is.Verify(Solution{Alg, seed.String(), fewer}, req, t0); !errors.Is(err, ErrInsufficientWork) {
+		if err := is.Verify(Solution{Alg, seed.String(), fewer}, req, t0, monoAt(t0)); !errors.Is(err, ErrInsufficientWork) {
 			t.Errorf("effort %d, %d bits: %v, want ErrInsufficientWork", k, k-1, err)
 		}
-		if err := is.Verify(Solution{Alg, seed.String(), exact}, req, t0); err != nil {
+		if err := is.Verify(Solution{Alg, seed.String(), exact}, req, t0, monoAt(t0)); err != nil {
 			t.Errorf("effort %d, %d bits: %v", k, k, err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestEffortBoundaries(t *testing.T) {
 func TestVerifyTamperedSeed(t *testing.T) {
 	is := newTestIssuer(t, nil)
 	req := id(1)
-	c := is.Issue(req, t0)
+	c := is.Issue(req, t0, monoAt(t0))
 	seed, _ := ParseSeed(c.Seed)
 	for _, tc := range []struct {
 		name string
@@ -163,14 +163,14 @@ func TestVerifyTamperedSeed(t *testing.T) {
 			tc.edit(&s)
 			// Solve the tampered seed honestly: only the MAC can refuse it.
 			nonce := smallest(t, s, req, is.self, s.Effort(), 1<<24)
-			if err := is.Verify(Solution{Alg, s.String(), nonce}, req, t0); err != ErrBadMAC {
+			if err := is.Verify(Solution{Alg, s.String(), nonce}, req, t0, monoAt(t0)); err != ErrBadMAC {
 				t.Fatalf("got %v, want ErrBadMAC", err)
 			}
 		})
 	}
 	// Untampered, it passes.
 	nonce := smallest(t, seed, req, is.self, seed.Effort(), 1<<24)
-	if err := is.Verify(Solution{Alg, c.Seed, nonce}, req, t0); err != nil {
+	if err := is.Verify(Solution{Alg, c.Seed, nonce}, req, t0, monoAt(t0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,12 +179,12 @@ func TestVerifySwappedIDs(t *testing.T) {
 	// Node A (requester) is challenged by node B (the issuer).
 	b := newTestIssuer(t, nil)
 	a := id(1)
-	c := b.Issue(a, t0)
+	c := b.Issue(a, t0, monoAt(t0))
 	seed, _ := ParseSeed(c.Seed)
 
 	// B presenting A's seed to ... B: the MAC is bound to A.
 	nonce := smallest(t, seed, b.self, a, c.Effort, 1<<24)
-	if err := b.Verify(Solution{Alg, c.Seed, nonce}, b.self, t0); err != ErrBadMAC {
+	if err := b.Verify(Solution{Alg, c.Seed, nonce}, b.self, t0, monoAt(t0)); err != ErrBadMAC {
 		t.Errorf("seed used by another requester: %v, want ErrBadMAC", err)
 	}
 	// A solving with the ids swapped (requester B, responder A): find a
@@ -202,16 +202,16 @@ func TestVerifySwappedIDs(t *testing.T) {
 	if wrong == "" {
 		t.Fatal("no nonce solves only the swapped puzzle")
 	}
-	if err := b.Verify(Solution{Alg, c.Seed, wrong}, a, t0); err != ErrInsufficientWork {
+	if err := b.Verify(Solution{Alg, c.Seed, wrong}, a, t0, monoAt(t0)); err != ErrInsufficientWork {
 		t.Errorf("swapped ids: %v, want ErrInsufficientWork", err)
 	}
 	// And the same seed at another responder fails its MAC.
 	other := newTestIssuer(t, func(c *Config) { k := [KeyLen]byte{42}; c.Key = &k })
 	good := smallest(t, seed, a, b.self, c.Effort, 1<<24)
-	if err := other.Verify(Solution{Alg, c.Seed, good}, a, t0); err != ErrBadMAC {
+	if err := other.Verify(Solution{Alg, c.Seed, good}, a, t0, monoAt(t0)); err != ErrBadMAC {
 		t.Errorf("seed at another node: %v, want ErrBadMAC", err)
 	}
-	if err := b.Verify(Solution{Alg, c.Seed, good}, a, t0); err != nil {
+	if err := b.Verify(Solution{Alg, c.Seed, good}, a, t0, monoAt(t0)); err != nil {
 		t.Errorf("right ids: %v", err)
 	}
 }
@@ -221,17 +221,17 @@ func TestVerifyExpiry(t *testing.T) {
 	req := id(1)
 	sol := solved(t, is, req, t0)
 	exp := t0.Add(SeedLifetime)
-	if err := is.Verify(sol, req, exp.Add(time.Nanosecond)); err != ErrExpired {
+	if err := is.Verify(sol, req, exp.Add(time.Nanosecond), monoAt(exp.Add(time.Nanosecond))); err != ErrExpired {
 		t.Errorf("1 ns after expiry: %v, want ErrExpired", err)
 	}
-	if err := is.Verify(sol, req, exp.Add(time.Hour)); err != ErrExpired {
+	if err := is.Verify(sol, req, exp.Add(time.Hour), monoAt(exp.Add(time.Hour))); err != ErrExpired {
 		t.Errorf("1 h after expiry: %v, want ErrExpired", err)
 	}
-	if err := is.Verify(sol, req, exp); err != nil {
+	if err := is.Verify(sol, req, exp, monoAt(exp)); err != nil {
 		t.Errorf("at expiry: %v", err)
 	}
 	// Issue rounds the expiry down to the second.
-	c := is.Issue(req, t0.Add(999*time.Millisecond))
+	c := is.Issue(req, t0.Add(999*time.Millisecond), monoAt(t0.Add(999*time.Millisecond)))
 	if c.Expires != t0.Unix()+60 {
 		t.Errorf("expires %d, want %d", c.Expires, t0.Unix()+60)
 	}
@@ -241,11 +241,11 @@ func TestVerifyReplay(t *testing.T) {
 	is := newTestIssuer(t, nil)
 	req := id(1)
 	sol := solved(t, is, req, t0)
-	if err := is.Verify(sol, req, t0); err != nil {
+	if err := is.Verify(sol, req, t0, monoAt(t0)); err != nil {
 		t.Fatal(err)
 	}
 	for _, now := range []time.Time{t0, t0.Add(time.Second), t0.Add(SeedLifetime)} {
-		if err := is.Verify(sol, req, now); err != ErrReplayed {
+		if err := is.Verify(sol, req, now, monoAt(now)); err != ErrReplayed {
 			t.Errorf("replay at %v: %v, want ErrReplayed", now.Sub(t0), err)
 		}
 	}
@@ -256,7 +256,7 @@ func TestVerifyReplay(t *testing.T) {
 	if !ok {
 		t.Fatal("no second nonce")
 	}
-	if err := is.Verify(Solution{Alg, sol.Seed, n}, req, t0); err != ErrReplayed {
+	if err := is.Verify(Solution{Alg, sol.Seed, n}, req, t0, monoAt(t0)); err != ErrReplayed {
 		t.Errorf("second nonce: %v, want ErrReplayed", err)
 	}
 	if got := is.UsedSeeds(t0); got != 1 {
@@ -298,12 +298,12 @@ func TestVerifyShapes(t *testing.T) {
 		{"nonce unicode digit", Solution{Alg, sol.Seed, "١"}, ErrBadNonce},
 		{"nonce NUL", Solution{Alg, sol.Seed, sol.Nonce + "\x00"}, ErrBadNonce},
 	} {
-		if err := is.Verify(tc.sol, req, t0); err != tc.want {
+		if err := is.Verify(tc.sol, req, t0, monoAt(t0)); err != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// Nothing was consumed: the good solution still passes.
-	if err := is.Verify(sol, req, t0); err != nil {
+	if err := is.Verify(sol, req, t0, monoAt(t0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -333,11 +333,11 @@ func TestCheckNonceBounds(t *testing.T) {
 	is := newTestIssuer(t, nil)
 	req := id(1)
 	seed := mintFor(is, req, t0.Unix()+60, 0, 3)
-	if err := is.Verify(Solution{Alg, seed.String(), "00000000000000000001"}, req, t0); err != nil {
+	if err := is.Verify(Solution{Alg, seed.String(), "00000000000000000001"}, req, t0, monoAt(t0)); err != nil {
 		t.Errorf("20 digits: %v", err)
 	}
 	seed = mintFor(is, req, t0.Unix()+60, 0, 4)
-	if err := is.Verify(Solution{Alg, seed.String(), "000000000000000000001"}, req, t0); err != ErrBadNonce {
+	if err := is.Verify(Solution{Alg, seed.String(), "000000000000000000001"}, req, t0, monoAt(t0)); err != ErrBadNonce {
 		t.Errorf("21 digits: %v, want ErrBadNonce", err)
 	}
 }
@@ -349,12 +349,12 @@ func TestVerifyDoesNotAllocate(t *testing.T) {
 	// too: effort-0 seeds, distinct random bytes.
 	sols := make([]Solution, MaxUsedSeeds+512)
 	for i := range sols {
-		seed := is.key.mint(&req, t0.Unix()+60+int64(i), 0, [RandomLen]byte{byte(i), byte(i >> 8)})
+		seed := is.key.Load().mac.mint(&req, t0.Unix()+60+int64(i), 0, [RandomLen]byte{byte(i), byte(i >> 8)})
 		sols[i] = Solution{Alg, seed.String(), "7"}
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(len(sols)-1, func() {
-		if err := is.Verify(sols[i], req, t0); err != nil {
+		if err := is.Verify(sols[i], req, t0, monoAt(t0)); err != nil {
 			t.Fatal(err)
 		}
 		i++
@@ -363,7 +363,7 @@ func TestVerifyDoesNotAllocate(t *testing.T) {
 		t.Errorf("Verify allocates %.2f times a call", allocs)
 	}
 	bad := Solution{Alg, sols[0].Seed, "x"}
-	if a := testing.AllocsPerRun(100, func() { _ = is.Verify(bad, req, t0) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { _ = is.Verify(bad, req, t0, monoAt(t0)) }); a != 0 {
 		t.Errorf("a refused Verify allocates %.2f times a call", a)
 	}
 }
