@@ -83,16 +83,16 @@ func BenchmarkTableMemory(b *testing.B) {
 	}
 }
 
-// BenchmarkThrottleLogFlood: ShouldLog for a flood of distinct peers (the
+// BenchmarkLogCapFlood: ShouldLog for a flood of distinct peers (the
 // refusal path under a Sybil flood).
-func BenchmarkThrottleLogFlood(b *testing.B) {
-	l := NewThrottleLog()
+func BenchmarkLogCapFlood(b *testing.B) {
+	l := NewLogCap()
 	peers := testPeers(100_000)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		l.ShouldLog(peers[i%len(peers)], KindSync, int64(i)*1000)
+		l.ShouldLog(peers[i%len(peers)], ThrottledTopic(KindSync), int64(i)*1000)
 	}
 }
 

@@ -44,6 +44,18 @@ const (
 	// turn challenges off); above MaxPerMin for the same reason as the rates.
 	MinSolvedPerMin = 1
 	MaxSolvedPerMin = MaxPerMin
+
+	// MinSuspectPercent and MaxSuspectPercent bound limits.suspect_percent:
+	// a suspect gets at least 1% of ADR 0014's rates (0% would lock a peer
+	// out for good on the evidence of counts), at most all of them.
+	MinSuspectPercent = 1
+	MaxSuspectPercent = 100
+
+	// MinValuedPercent and MaxValuedPercent bound limits.valued_percent,
+	// the ceiling of a valued peer's rates: never below ADR 0014's, at
+	// most ten times them, so that no history buys an unbounded budget.
+	MinValuedPercent = 100
+	MaxValuedPercent = 1000
 )
 
 // Config is the [limits] table of config.toml (ADR 0014, design §11): the
@@ -105,12 +117,30 @@ type Config struct {
 	// requests a minute, all peers together, that solutions let through.
 	// MinSolvedPerMin..MaxSolvedPerMin. Default 1200.
 	SolvedPerMin int `toml:"-" json:"solved_per_min"`
+
+	// MissPerMin (key limits.miss_per_min) is the budget of one peer's
+	// misses, requests for what never existed here (ClassMiss), in
+	// requests a minute, on top of their type's rate: 0..MaxPerMin, 0 means
+	// unlimited. Default 30 (a burst of 7). ADR 0030.
+	MissPerMin int `toml:"miss_per_min" json:"miss_per_min"`
+
+	// SuspectPercent (key limits.suspect_percent) is the share of every
+	// rate above that a suspect peer gets (TierSuspect), in percent:
+	// MinSuspectPercent..MaxSuspectPercent, at least one request a minute.
+	// Default 10. ADR 0030.
+	SuspectPercent int `toml:"suspect_percent" json:"suspect_percent"`
+
+	// ValuedPercent (key limits.valued_percent) is the ceiling of a valued
+	// peer's rates (TierValued), in percent of the rates above:
+	// MinValuedPercent..MaxValuedPercent. Default 200. ADR 0030.
+	ValuedPercent int `toml:"valued_percent" json:"valued_percent"`
 }
 
 // DefaultConfig returns ADR 0014's defaults: hello 60, sync 600, replicate
 // 120, crash_report 10 a minute per peer; 4 blob fetches per peer;
 // challenges on, 8 to 24 bits; overloaded above 64 requests in flight; at
-// most 1,200 solved requests a minute.
+// most 1,200 solved requests a minute. And ADR 0030's: 30 misses a minute
+// per peer, suspects at 10% of the rates, valued peers at most 200%.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -123,6 +153,9 @@ func DefaultConfig() Config {
 		ChallengeMaxBits:   24,
 		OverloadInFlight:   64,
 		SolvedPerMin:       1200,
+		MissPerMin:         30,
+		SuspectPercent:     10,
+		ValuedPercent:      200,
 	}
 }
 
@@ -221,5 +254,11 @@ func (c Config) Validate() error {
 	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, MaxSolvedPerMin,
 		fmt.Sprintf("%d..%d solved requests a minute, all peers together (a field without a config key)",
 			MinSolvedPerMin, MaxSolvedPerMin))
+	check("limits.miss_per_min", c.MissPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d misses a minute per peer, 0 means unlimited", MaxPerMin))
+	check("limits.suspect_percent", c.SuspectPercent, MinSuspectPercent, MaxSuspectPercent,
+		fmt.Sprintf("%d..%d percent of the rates", MinSuspectPercent, MaxSuspectPercent))
+	check("limits.valued_percent", c.ValuedPercent, MinValuedPercent, MaxValuedPercent,
+		fmt.Sprintf("%d..%d percent of the rates", MinValuedPercent, MaxValuedPercent))
 	return errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200}
+	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v", c)
 	}
@@ -108,7 +108,7 @@ func TestValidateJoinsAll(t *testing.T) {
 		keys = append(keys, e.(*ConfigError).Key)
 	}
 	want := "limits.hello_per_min limits.sync_per_min limits.blob_fetches_per_peer limits.challenge_base_bits " +
-		"limits.challenge_max_bits limits.overload_in_flight limits.solved_per_min"
+		"limits.challenge_max_bits limits.overload_in_flight limits.solved_per_min limits.suspect_percent limits.valued_percent"
 	if strings.Join(keys, " ") != want {
 		t.Fatalf("keys %v", keys)
 	}
@@ -145,7 +145,7 @@ challenge_max_bits = 7
 	if err := toml.NewDecoder(strings.NewReader(doc)).DisallowUnknownFields().Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200}
+	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200}
 	if c != want {
 		t.Fatalf("decoded %+v", c)
 	}
@@ -174,7 +174,7 @@ func TestConfigJSON(t *testing.T) {
 	}
 	const want = `{"hello_per_min":60,"sync_per_min":600,"replicate_per_min":120,"report_per_min":10,` +
 		`"blob_fetches_per_peer":4,"challenge":true,"challenge_base_bits":8,"challenge_max_bits":24,` +
-		`"overload_in_flight":64,"solved_per_min":1200}`
+		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200}`
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}

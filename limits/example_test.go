@@ -18,7 +18,7 @@ func ExampleTable() {
 	if err != nil {
 		panic(err)
 	}
-	throttle := limits.NewThrottleLog()
+	throttle := limits.NewLogCap()
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) } // monotonic
 
@@ -34,7 +34,7 @@ func ExampleTable() {
 		// Answer {"type":"refused","reason":limits.Refusal(limits.KindSync),
 		// "retry_after_ms":limits.RetryAfterMs(retryAfter)}.
 		_ = retryAfter
-		if throttle.ShouldLog(p, limits.KindSync, now()) {
+		if throttle.ShouldLog(p, limits.ThrottledTopic(limits.KindSync), now()) {
 			fmt.Println("peer throttled: type=sync")
 		}
 	}
@@ -43,7 +43,7 @@ func ExampleTable() {
 	// Output:
 	// peer throttled: type=sync
 	// 150 served, 10 refused: rate limited (sync): retry later
-	// hello 0/0 sync 150/10 replicate 0/0 crash_report 0/0 (accepted/refused), 0 refused at cap, 1 peers tracked
+	// hello 0/0 sync 150/10 replicate 0/0 crash_report 0/0 (accepted/refused), 0 on the shared budget at cap, 1 peers tracked
 }
 
 // The steps of a bucket, with time passed in.

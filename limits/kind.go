@@ -23,13 +23,14 @@ const (
 	NumKinds = 4
 )
 
-// kindInfo is what each Kind is called: its wire type, its config key and
-// its refusal reason, built once so that the hot paths do not concatenate.
-var kindInfo = [NumKinds]struct{ name, key, refusal string }{
-	KindHello:       {"hello", "limits.hello_per_min", "rate limited (hello): retry later"},
-	KindSync:        {"sync", "limits.sync_per_min", "rate limited (sync): retry later"},
-	KindReplicate:   {"replicate", "limits.replicate_per_min", "rate limited (replicate): retry later"},
-	KindCrashReport: {"crash_report", "limits.report_per_min", "rate limited (crash_report): retry later"},
+// kindInfo is what each Kind is called: its wire type, its config key, its
+// refusal reason and its "peer throttled" log topic, built once so that the
+// hot paths do not concatenate.
+var kindInfo = [NumKinds]struct{ name, key, refusal, throttled string }{
+	KindHello:       {"hello", "limits.hello_per_min", "rate limited (hello): retry later", "throttled hello"},
+	KindSync:        {"sync", "limits.sync_per_min", "rate limited (sync): retry later", "throttled sync"},
+	KindReplicate:   {"replicate", "limits.replicate_per_min", "rate limited (replicate): retry later", "throttled replicate"},
+	KindCrashReport: {"crash_report", "limits.report_per_min", "rate limited (crash_report): retry later", "throttled crash_report"},
 }
 
 // Kinds returns every Kind, in order.

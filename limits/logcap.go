@@ -8,45 +8,47 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Bounds of the "peer throttled" log lines (ADR 0014: at most once a minute
-// per peer and request type; the global cap is this package's answer to a
-// Sybil flood of many ids, after seed 001's "resist log amplification").
+// Bounds of the log lines a peer can cause (ADR 0014: "peer throttled" at
+// most once a minute per peer and request type; ADR 0030: every line that
+// peer input causes goes through the same cap, after seed 001's "resist log
+// amplification").
 const (
-	// ThrottleLogInterval is the least time between two "peer throttled"
-	// lines for one peer and request type (ADR 0014: once a minute).
-	ThrottleLogInterval = time.Minute
+	// LogInterval is the least time between two lines of one topic for
+	// one peer (ADR 0014: "peer throttled" once a minute per peer and
+	// type).
+	LogInterval = time.Minute
 
-	// ThrottleLogsPerMin and ThrottleLogBurst cap the "peer throttled"
-	// lines of all peers together: at most ThrottleLogBurst at once, then
-	// ThrottleLogsPerMin a minute (so at most 20 in any minute), however
-	// many peer ids are refused. The rest are counted for the summary.
-	ThrottleLogsPerMin = 10
-	ThrottleLogBurst   = 10
+	// LogPerMin and LogBurst cap the peer-caused lines of all topics and
+	// peers together: at most LogBurst at once, then LogPerMin a minute (so
+	// at most 80 in any minute, and with the node's summary line, fewer
+	// than 100), however many peer ids cause them. The rest are counted
+	// for the summary.
+	LogPerMin = 60
+	LogBurst  = 20
 
-	// maxThrottleLogEntries caps the (peer, kind) pairs remembered. An
-	// entry exists only for a line that was logged within the last
-	// ThrottleLogInterval, and the global cap allows at most 20 lines in a
-	// minute, so the map stays near 20; the cap is a second line of
-	// defence (e.g. against a clock that jumped back), beyond which lines
-	// are suppressed.
-	maxThrottleLogEntries = 256
+	// maxLogEntries caps the (peer, topic) pairs remembered. An entry
+	// exists only for a line logged within the last LogInterval, and the
+	// global cap allows at most 80 lines in a minute, so the map stays
+	// below that; the cap is a second line of defence (e.g. against a clock
+	// that jumped back), beyond which lines are suppressed.
+	maxLogEntries = 256
 )
 
-// ThrottleLog decides when to log "peer throttled" for a refused request:
-// at most once every ThrottleLogInterval per peer and request type, and
-// within a global cap of ThrottleLogBurst lines at once and
-// ThrottleLogsPerMin a minute, so that a flood from many peer ids cannot
-// flood the log. What it suppresses it counts; the node logs that count
-// once a minute (TakeSuppressed). It is safe for concurrent use; its
-// memory is bounded (maxThrottleLogEntries). The zero value is not usable;
-// build one with NewThrottleLog.
-type ThrottleLog struct {
+// LogCap decides when to write a log line that a peer's input caused ("peer
+// throttled", "peer completed hello", "blob not fetched", ...): at most once
+// every LogInterval per peer and topic, and within a global cap of LogBurst
+// lines at once and LogPerMin a minute for every topic and peer together,
+// so that a flood from many peer ids cannot flood the log. What it
+// suppresses it counts; the node logs that count once a minute
+// (TakeSuppressed). It is safe for concurrent use; its memory is bounded
+// (maxLogEntries). The zero value is not usable; build one with NewLogCap.
+type LogCap struct {
 	mu struct {
 		sync.Mutex
-		// last maps a (peer, kind) to the tick of its last line.
-		// INVARIANT: entries older than ThrottleLogInterval are dropped on
-		// every insert; len(last) <= maxThrottleLogEntries.
-		last map[throttleKey]uint64
+		// last maps a (peer, topic) to the tick of its last line.
+		// INVARIANT: entries older than LogInterval are dropped on every
+		// insert; len(last) <= maxLogEntries.
+		last map[logKey]uint64
 		// global is the GCRA state of the global cap.
 		globalNS  uint64
 		globalRem uint16
@@ -56,38 +58,46 @@ type ThrottleLog struct {
 	logged     atomic.Uint64
 }
 
-type throttleKey struct {
-	p peer.ID
-	k Kind
+type logKey struct {
+	p     peer.ID
+	topic string
 }
 
-// NewThrottleLog returns a ThrottleLog that has logged nothing yet.
-func NewThrottleLog() *ThrottleLog {
-	l := &ThrottleLog{global: newRate(ThrottleLogsPerMin, ThrottleLogBurst)}
-	l.mu.last = make(map[throttleKey]uint64)
+// NewLogCap returns a LogCap that has let nothing through yet.
+func NewLogCap() *LogCap {
+	l := &LogCap{global: newRate(LogPerMin, LogBurst)}
+	l.mu.last = make(map[logKey]uint64)
 	return l
 }
 
-// ShouldLog reports whether to log "peer throttled" for a request of kind
-// k from p refused at now (ns from the caller's monotonic base, as for
-// Table.Allow). It returns true at most once every ThrottleLogInterval for
-// one (p, k), and within the global cap; otherwise it counts the line as
-// suppressed and returns false. (A clock that steps back more than a
-// minute may let a pair log again sooner; the global cap, a GCRA, still
-// holds.) The line should name the peer id and the
-// type, never an address (issue 3).
-func (l *ThrottleLog) ShouldLog(p peer.ID, k Kind, now int64) bool {
+// ThrottledTopic is the topic of the "peer throttled" lines of requests of
+// kind k: ADR 0014 caps them per peer and request type.
+func ThrottledTopic(k Kind) string {
+	if !k.Valid() {
+		return "throttled"
+	}
+	return kindInfo[k].throttled
+}
+
+// ShouldLog reports whether to write a line of topic caused by p at now (ns
+// from the caller's monotonic base, as for Table.Allow). It returns true at
+// most once every LogInterval for one (p, topic), and within the global
+// cap; otherwise it counts the line as suppressed and returns false. (A
+// clock that steps back more than a minute may let a pair log again sooner;
+// the global cap, a GCRA, still holds.) A line should name the peer id,
+// never an address. topic should be a constant: it is kept as a map key.
+func (l *LogCap) ShouldLog(p peer.ID, topic string, now int64) bool {
 	tk := tick(now)
-	key := throttleKey{p, k}
+	key := logKey{p, topic}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if last, ok := l.mu.last[key]; ok && (tk < last || tk-last < uint64(ThrottleLogInterval)) {
+	if last, ok := l.mu.last[key]; ok && (tk < last || tk-last < uint64(LogInterval)) {
 		l.suppressed.Add(1)
 		return false
 	}
-	if len(l.mu.last) >= maxThrottleLogEntries {
+	if len(l.mu.last) >= maxLogEntries {
 		l.dropOld(tk)
-		if len(l.mu.last) >= maxThrottleLogEntries {
+		if len(l.mu.last) >= maxLogEntries {
 			l.suppressed.Add(1)
 			return false
 		}
@@ -102,28 +112,31 @@ func (l *ThrottleLog) ShouldLog(p peer.ID, k Kind, now int64) bool {
 	return true
 }
 
-// dropOld forgets the lines logged at least ThrottleLogInterval before tk.
+// dropOld forgets the lines logged at least LogInterval before tk.
 // REQUIRES: l.mu held.
-func (l *ThrottleLog) dropOld(tk uint64) {
+func (l *LogCap) dropOld(tk uint64) {
 	for key, last := range l.mu.last {
-		if tk >= last && tk-last >= uint64(ThrottleLogInterval) {
+		if tk >= last && tk-last >= uint64(LogInterval) {
 			delete(l.mu.last, key)
 		}
 	}
 }
 
+// Suppress counts a line the caller suppressed on its own (a per-peer
+// check it keeps without the LogCap's lock), for the summary.
+func (l *LogCap) Suppress() { l.suppressed.Add(1) }
+
 // TakeSuppressed returns the number of lines suppressed since the last
 // call, and starts counting again from zero. The node calls it once a
-// minute and, when it is not zero, logs one summary line such as
-// "peer throttled: 1234 more lines suppressed in the last minute".
-func (l *ThrottleLog) TakeSuppressed() uint64 { return l.suppressed.Swap(0) }
+// minute and, when it is not zero, logs one summary line.
+func (l *LogCap) TakeSuppressed() uint64 { return l.suppressed.Swap(0) }
 
-// Logged returns the number of lines ShouldLog allowed since the
-// ThrottleLog was built.
-func (l *ThrottleLog) Logged() uint64 { return l.logged.Load() }
+// Logged returns the number of lines ShouldLog allowed since the LogCap was
+// built.
+func (l *LogCap) Logged() uint64 { return l.logged.Load() }
 
-// Len returns the number of (peer, kind) pairs remembered.
-func (l *ThrottleLog) Len() int {
+// Len returns the number of (peer, topic) pairs remembered.
+func (l *LogCap) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.mu.last)

@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// TestThrottleLogPerPeerAndKind: once a minute per peer and kind; kinds and
+// TestLogCapPerPeerAndKind: once a minute per peer and kind; kinds and
 // peers are independent.
-func TestThrottleLogPerPeerAndKind(t *testing.T) {
-	l := NewThrottleLog()
+func TestLogCapPerPeerAndKind(t *testing.T) {
+	l := NewLogCap()
 	a, b := testPeer(1), testPeer(2)
-	minute := int64(ThrottleLogInterval)
+	minute := int64(LogInterval)
 	steps := []struct {
 		p    int
 		k    Kind
@@ -36,8 +36,8 @@ func TestThrottleLogPerPeerAndKind(t *testing.T) {
 		if st.p == 2 {
 			p = b
 		}
-		if got := l.ShouldLog(p, st.k, st.now); got != st.want {
-			t.Fatalf("step %d: ShouldLog(%d, %s, %v) = %v", i, st.p, st.k, time.Duration(st.now), got)
+		if got := l.ShouldLog(p, ThrottledTopic(st.k), st.now); got != st.want {
+			t.Fatalf("step %d: ShouldLog(%d, ThrottledTopic(%s), %v) = %v", i, st.p, st.k, time.Duration(st.now), got)
 		}
 	}
 	if n := l.TakeSuppressed(); n != 5 {
@@ -51,20 +51,20 @@ func TestThrottleLogPerPeerAndKind(t *testing.T) {
 	}
 }
 
-// TestThrottleLogSybilFlood: 100,000 ids refused at once log exactly the
+// TestLogCapSybilFlood: 100,000 ids refused at once log exactly the
 // global burst; over ten minutes of a flood, at most the burst plus the
 // rate; memory stays bounded; the summary counts the rest.
-func TestThrottleLogSybilFlood(t *testing.T) {
-	l := NewThrottleLog()
+func TestLogCapSybilFlood(t *testing.T) {
+	l := NewLogCap()
 	peers := testPeers(100_000)
 	logged := 0
 	for _, p := range peers {
-		if l.ShouldLog(p, KindSync, 0) {
+		if l.ShouldLog(p, ThrottledTopic(KindSync), 0) {
 			logged++
 		}
 	}
-	if logged != ThrottleLogBurst {
-		t.Fatalf("%d lines for 100,000 ids at once, want %d", logged, ThrottleLogBurst)
+	if logged != LogBurst {
+		t.Fatalf("%d lines for 100,000 ids at once, want %d", logged, LogBurst)
 	}
 	if n := l.TakeSuppressed(); n != uint64(100_000-logged) {
 		t.Fatalf("suppressed %d", n)
@@ -76,16 +76,16 @@ func TestThrottleLogSybilFlood(t *testing.T) {
 	most := 0
 	for i := range refusals {
 		now := int64(i) * 600 * int64(time.Microsecond)
-		if l.ShouldLog(peers[i%len(peers)], Kind(i%NumKinds), now) {
+		if l.ShouldLog(peers[i%len(peers)], ThrottledTopic(Kind(i%NumKinds)), now) {
 			logged++
 		}
 		most = max(most, l.Len())
 	}
 	// The burst was spent at 0; ten minutes refill 100 lines, one every 6 s.
-	if want := 10 * ThrottleLogsPerMin; logged != want {
+	if want := 10 * LogPerMin; logged != want {
 		t.Fatalf("%d lines in ten minutes, want %d", logged, want)
 	}
-	if most > ThrottleLogBurst+ThrottleLogsPerMin+1 {
+	if most > LogBurst+LogPerMin+1 {
 		t.Fatalf("remembered up to %d pairs", most)
 	}
 	if n := l.TakeSuppressed(); n != uint64(refusals-logged) {
@@ -93,41 +93,41 @@ func TestThrottleLogSybilFlood(t *testing.T) {
 	}
 }
 
-// TestThrottleLogMemoryBound: a clock that jumps keeps old entries (they
-// cannot be proven old), but never more than maxThrottleLogEntries.
-func TestThrottleLogMemoryBound(t *testing.T) {
-	l := NewThrottleLog()
+// TestLogCapMemoryBound: a clock that jumps keeps old entries (they
+// cannot be proven old), but never more than maxLogEntries.
+func TestLogCapMemoryBound(t *testing.T) {
+	l := NewLogCap()
 	for i := range 100_000 {
 		now := int64(math.MaxInt64 - i*int(time.Minute)) // ever earlier
-		l.ShouldLog(testPeer(i), KindHello, now)
+		l.ShouldLog(testPeer(i), ThrottledTopic(KindHello), now)
 	}
-	if n := l.Len(); n > maxThrottleLogEntries {
+	if n := l.Len(); n > maxLogEntries {
 		t.Fatalf("%d entries", n)
 	}
 	// Entries older than a minute go.
-	l = NewThrottleLog()
-	for i := range ThrottleLogBurst {
-		l.ShouldLog(testPeer(i), KindHello, 0)
+	l = NewLogCap()
+	for i := range LogBurst {
+		l.ShouldLog(testPeer(i), ThrottledTopic(KindHello), 0)
 	}
-	if l.Len() != ThrottleLogBurst {
+	if l.Len() != LogBurst {
 		t.Fatalf("%d entries", l.Len())
 	}
-	l.ShouldLog(testPeer(-1), KindHello, int64(time.Hour))
+	l.ShouldLog(testPeer(-1), ThrottledTopic(KindHello), int64(time.Hour))
 	if l.Len() != 1 {
 		t.Fatalf("%d entries an hour later, want 1", l.Len())
 	}
 }
 
-// TestThrottleLogConcurrent: under the race detector, concurrent callers
+// TestLogCapConcurrent: under the race detector, concurrent callers
 // log exactly the burst at one instant.
-func TestThrottleLogConcurrent(t *testing.T) {
-	l := NewThrottleLog()
+func TestLogCapConcurrent(t *testing.T) {
+	l := NewLogCap()
 	var logged atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				if l.ShouldLog(testPeer(g*1000+i), KindReplicate, 5) {
+				if l.ShouldLog(testPeer(g*1000+i), ThrottledTopic(KindReplicate), 5) {
 					logged.Add(1)
 				}
 			}
@@ -139,7 +139,31 @@ func TestThrottleLogConcurrent(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if logged.Load() != ThrottleLogBurst {
+	if logged.Load() != LogBurst {
 		t.Fatalf("%d logged", logged.Load())
+	}
+}
+
+// TestLogCapTopics: topics of one peer are independent; every topic shares
+// the global cap, so a flood spread over topics gets no more lines.
+func TestLogCapTopics(t *testing.T) {
+	l := NewLogCap()
+	a := testPeer(1)
+	for _, topic := range []string{"hello", "blob", ThrottledTopic(KindSync)} {
+		if !l.ShouldLog(a, topic, 0) {
+			t.Fatalf("first %q line suppressed", topic)
+		}
+		if l.ShouldLog(a, topic, 1) {
+			t.Fatalf("second %q line within the minute logged", topic)
+		}
+	}
+	logged := 3
+	for i := range 1000 {
+		if l.ShouldLog(testPeer(i+2), [...]string{"hello", "blob", "crash"}[i%3], 2) {
+			logged++
+		}
+	}
+	if logged != LogBurst {
+		t.Fatalf("%d lines over three topics at once, want the burst %d", logged, LogBurst)
 	}
 }

@@ -8,14 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Counts are the answers of Table.Allow for one request type since the
+// Counts are the answers of Table.Admit for one request type since the
 // Table was built.
 type Counts struct {
-	// Accepted counts requests that fit their bucket (or an unlimited
-	// kind).
+	// Accepted counts requests served.
 	Accepted uint64 `json:"accepted"`
-	// Refused counts requests over their bucket, and those of new peers
-	// refused at the Table's cap.
+	// Refused counts requests refused or challenged.
 	Refused uint64 `json:"refused"`
 }
 
@@ -29,9 +27,10 @@ type Snapshot struct {
 	Replicate   Counts `json:"replicate"`
 	CrashReport Counts `json:"crash_report"`
 
-	// RefusedAtCap counts the requests of new peers refused because the
-	// Table was at its cap (part of the Refused counts above).
-	RefusedAtCap uint64 `json:"refused_at_cap"`
+	// SharedAtCap counts the requests of untracked peers decided on the
+	// shared newcomer budget because the Table was at its cap (see
+	// Table.Admit); they are also in the counts above.
+	SharedAtCap uint64 `json:"shared_at_cap"`
 
 	// TrackedPeers is the number of peers whose state the Table keeps.
 	TrackedPeers int `json:"tracked_peers"`
@@ -60,19 +59,19 @@ func (s *Snapshot) of(k Kind) *Counts {
 }
 
 // String formats s on one line for logs:
-// "hello 15/2 sync 150/0 replicate 0/0 crash_report 0/0 (accepted/refused), 0 refused at cap, 3 peers tracked".
+// "hello 15/2 sync 150/0 replicate 0/0 crash_report 0/0 (accepted/refused), 0 on the shared budget at cap, 3 peers tracked".
 func (s Snapshot) String() string {
 	var b strings.Builder
 	for _, k := range Kinds() {
 		c := s.Of(k)
 		fmt.Fprintf(&b, "%s %d/%d ", k, c.Accepted, c.Refused)
 	}
-	fmt.Fprintf(&b, "(accepted/refused), %d refused at cap, %d peers tracked", s.RefusedAtCap, s.TrackedPeers)
+	fmt.Fprintf(&b, "(accepted/refused), %d on the shared budget at cap, %d peers tracked", s.SharedAtCap, s.TrackedPeers)
 	return b.String()
 }
 
 // LogValue implements slog.LogValuer: a group with one "<type>_accepted"
-// and "<type>_refused" attribute per request type, "refused_at_cap" and
+// and "<type>_refused" attribute per request type, "shared_at_cap" and
 // "tracked_peers", e.g. for log.Info("rate limits", "counters", s).
 func (s Snapshot) LogValue() slog.Value {
 	attrs := make([]slog.Attr, 0, 2*NumKinds+2)
@@ -82,7 +81,7 @@ func (s Snapshot) LogValue() slog.Value {
 			slog.Uint64(k.String()+"_accepted", c.Accepted),
 			slog.Uint64(k.String()+"_refused", c.Refused))
 	}
-	attrs = append(attrs, slog.Uint64("refused_at_cap", s.RefusedAtCap), slog.Int("tracked_peers", s.TrackedPeers))
+	attrs = append(attrs, slog.Uint64("shared_at_cap", s.SharedAtCap), slog.Int("tracked_peers", s.TrackedPeers))
 	return slog.GroupValue(attrs...)
 }
 
@@ -96,7 +95,7 @@ func (t *Table) Snapshot() Snapshot {
 			c.Accepted += sh.accepted[k].Load()
 			c.Refused += sh.refused[k].Load()
 		}
-		s.RefusedAtCap += sh.atCap.Load()
+		s.SharedAtCap += sh.atCap.Load()
 	}
 	s.TrackedPeers = t.Len()
 	return s
@@ -108,7 +107,7 @@ func (t *Table) Snapshot() Snapshot {
 //
 //	wats_requests_accepted_total{type}  counter: requests within their limit
 //	wats_requests_refused_total{type}   counter: requests over their limit (or at the cap)
-//	wats_limits_refused_at_cap_total    counter: new peers refused at the Table's cap
+//	wats_limits_shared_at_cap_total     counter: requests of untracked peers decided on the shared budget
 //	wats_limits_tracked_peers           gauge:   peers whose state the Table keeps
 //
 // type is the wire type name: hello, sync, replicate, crash_report.
@@ -119,8 +118,8 @@ func (t *Table) Collector() prometheus.Collector {
 			"/wats/1 requests within their per-peer rate limit (ADR 0014), by type.", []string{"type"}, nil),
 		refused: prometheus.NewDesc("wats_requests_refused_total",
 			"/wats/1 requests over their per-peer rate limit (ADR 0014), by type.", []string{"type"}, nil),
-		atCap: prometheus.NewDesc("wats_limits_refused_at_cap_total",
-			"Requests of new peers refused because the rate-limit table tracked as many peers as it may.", nil, nil),
+		atCap: prometheus.NewDesc("wats_limits_shared_at_cap_total",
+			"Requests of untracked peers decided on the shared newcomer budget because the rate-limit table tracked as many peers as it may.", nil, nil),
 		tracked: prometheus.NewDesc("wats_limits_tracked_peers",
 			"Peers whose rate-limit state is kept (not all buckets full).", nil, nil),
 	}
@@ -147,6 +146,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(n.Accepted), k.String())
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n.Refused), k.String())
 	}
-	ch <- prometheus.MustNewConstMetric(c.atCap, prometheus.CounterValue, float64(s.RefusedAtCap))
+	ch <- prometheus.MustNewConstMetric(c.atCap, prometheus.CounterValue, float64(s.SharedAtCap))
 	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(s.TrackedPeers))
 }

@@ -39,7 +39,7 @@ func TestSnapshot(t *testing.T) {
 	if s.Of(KindHello) != want.Hello || s.Of(KindCrashReport) != want.CrashReport || s.Of(Kind(7)) != (Counts{}) {
 		t.Fatal("Of")
 	}
-	const line = "hello 15/2 sync 1/0 replicate 0/0 crash_report 2/1 (accepted/refused), 0 refused at cap, 3 peers tracked"
+	const line = "hello 15/2 sync 1/0 replicate 0/0 crash_report 2/1 (accepted/refused), 0 on the shared budget at cap, 3 peers tracked"
 	if s.String() != line {
 		t.Fatalf("String:\n got %s\nwant %s", s, line)
 	}
@@ -49,14 +49,14 @@ func TestSnapshot(t *testing.T) {
 	}
 	const wantJSON = `{"hello":{"accepted":15,"refused":2},"sync":{"accepted":1,"refused":0},` +
 		`"replicate":{"accepted":0,"refused":0},"crash_report":{"accepted":2,"refused":1},` +
-		`"refused_at_cap":0,"tracked_peers":3}`
+		`"shared_at_cap":0,"tracked_peers":3}`
 	if string(js) != wantJSON {
 		t.Fatalf("JSON:\n got %s\nwant %s", js, wantJSON)
 	}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("rate limits", "counters", s)
 	for _, attr := range []string{"counters.hello_accepted=15", "counters.hello_refused=2",
-		"counters.crash_report_refused=1", "counters.tracked_peers=3", "counters.refused_at_cap=0"} {
+		"counters.crash_report_refused=1", "counters.tracked_peers=3", "counters.shared_at_cap=0"} {
 		if !strings.Contains(buf.String(), attr) {
 			t.Errorf("log line %q lacks %s", buf.String(), attr)
 		}
@@ -67,9 +67,9 @@ func TestSnapshot(t *testing.T) {
 func TestCollector(t *testing.T) {
 	c := trafficTable(t).Collector()
 	const want = `
-# HELP wats_limits_refused_at_cap_total Requests of new peers refused because the rate-limit table tracked as many peers as it may.
-# TYPE wats_limits_refused_at_cap_total counter
-wats_limits_refused_at_cap_total 0
+# HELP wats_limits_shared_at_cap_total Requests of untracked peers decided on the shared newcomer budget because the rate-limit table tracked as many peers as it may.
+# TYPE wats_limits_shared_at_cap_total counter
+wats_limits_shared_at_cap_total 0
 # HELP wats_limits_tracked_peers Peers whose rate-limit state is kept (not all buckets full).
 # TYPE wats_limits_tracked_peers gauge
 wats_limits_tracked_peers 3

@@ -54,13 +54,14 @@ const (
 	cacheLine = 128
 )
 
-// Table holds the token buckets of every peer for the four request types,
-// and counts accepted and refused requests. It is safe for concurrent use.
-// Build one with NewTable.
+// Table holds the admission state of every peer (a token bucket for each of
+// the four request types and one for its misses), decides its requests by
+// a Policy (Admit), and counts accepted and refused requests. It is safe
+// for concurrent use. Build one with NewTable.
 //
 // Peers are spread over 64 shards by a hash of their id (maphash, with a
 // random seed per Table, so nobody can aim at one shard); each shard has a
-// mutex, a map from peer id to its four bucket states (40 bytes), and its
+// mutex, a map from peer id to its State (five buckets, 56 bytes), and its
 // own counters.
 //
 // Bounded memory: a full bucket is the same as no state, so the state of a
@@ -85,7 +86,10 @@ const (
 // the cap of ids are active at once (an attack), new peers wait, and the
 // load challenge (ADR 0014) is their way in.
 type Table struct {
-	rates    [NumKinds]Rate
+	policy *Policy
+	// shared is policy with every rate NewcomerShare times higher: the
+	// budget of a shard's untracked peers.
+	shared   *Policy
 	seed     maphash.Seed
 	maxPeers int
 	perShard int
@@ -101,9 +105,9 @@ type shard struct {
 type shardFields struct {
 	mu struct {
 		sync.Mutex
-		// peers maps a peer to its bucket states.
+		// peers maps a peer to its admission state.
 		// INVARIANT: len(peers) <= Table.perShard.
-		peers map[peer.ID]*entry
+		peers map[peer.ID]*State
 		// lastSweep is the tick of the last sweep, or of a clock step
 		// backwards seen since: the sweep schedule restarts there.
 		lastSweep uint64
@@ -117,28 +121,14 @@ type shardFields struct {
 		// (it may withhold some from a peer new to the shard). With a clock
 		// that never steps back, floor is always behind now and a new entry
 		// is full, as if its state had never been dropped.
-		floor entry
+		floor State
+		// shared is the state of the peers this shard could not track (at
+		// its cap): they share NewcomerShare peers' worth of budget.
+		shared State
 	}
 	accepted [NumKinds]atomic.Uint64
 	refused  [NumKinds]atomic.Uint64
-	atCap    atomic.Uint64 // refused because the shard was at its cap
-}
-
-// entry is one peer's state: the GCRA state (TAT = ns + rem/perMin) of each
-// kind's bucket; the zero value is four full buckets.
-type entry struct {
-	ns  [NumKinds]uint64
-	rem [NumKinds]uint16
-}
-
-// full reports whether every bucket of e is full at tick t.
-func (e *entry) full(t uint64) bool {
-	for k := range e.ns {
-		if !full(e.ns[k], e.rem[k], t) {
-			return false
-		}
-	}
-	return true
+	atCap    atomic.Uint64 // decided on the shared budget: the shard was at its cap
 }
 
 // TableOption changes how NewTable builds a Table.
@@ -157,16 +147,27 @@ func WithMaxPeers(n int) TableOption {
 	}
 }
 
-// NewTable returns an empty Table with the rates of c (its four *_per_min
-// fields; the other fields are not used here). A rate out of range is an
-// error naming its key.
+// NewcomerShare is how many peers' worth of budget the untracked peers of
+// one shard share when the shard is at its cap: 64 shards give the
+// newcomers of a flood 256 peers' worth in all, at ADR 0014's rates for a
+// new peer, instead of a refusal (ADR 0030).
+const NewcomerShare = 4
+
+// NewTable returns an empty Table deciding by the Policy of c (NewPolicy).
+// A value out of range is an error naming its key.
 func NewTable(c Config, opts ...TableOption) (*Table, error) {
 	t := &Table{seed: maphash.MakeSeed(), maxPeers: DefaultMaxPeers}
 	var errs []error
-	for _, k := range Kinds() {
-		r, err := c.Rate(k)
+	var err error
+	t.policy, err = NewPolicy(c)
+	errs = append(errs, err)
+	if err == nil {
+		shared := c
+		for _, f := range []*int{&shared.HelloPerMin, &shared.SyncPerMin, &shared.ReplicatePerMin, &shared.ReportPerMin, &shared.MissPerMin} {
+			*f = min(*f*NewcomerShare, MaxPerMin)
+		}
+		t.shared, err = NewPolicy(shared)
 		errs = append(errs, err)
-		t.rates[k] = r
 	}
 	for _, o := range opts {
 		errs = append(errs, o(t))
@@ -176,18 +177,17 @@ func NewTable(c Config, opts ...TableOption) (*Table, error) {
 	}
 	t.perShard = (t.maxPeers + numShards - 1) / numShards
 	for i := range t.shards {
-		t.shards[i].mu.peers = make(map[peer.ID]*entry)
+		t.shards[i].mu.peers = make(map[peer.ID]*State)
 	}
 	return t, nil
 }
 
-// Rate returns the rate of k; the zero (unlimited) Rate for an invalid k.
-func (t *Table) Rate(k Kind) Rate {
-	if !k.Valid() {
-		return Rate{}
-	}
-	return t.rates[k]
-}
+// Policy returns the Policy the Table decides by.
+func (t *Table) Policy() *Policy { return t.policy }
+
+// Rate returns the rate of k for a new peer (ADR 0014's); the zero
+// (unlimited) Rate for an invalid k.
+func (t *Table) Rate(k Kind) Rate { return t.policy.Rate(TierNew, k) }
 
 // MaxPeers returns the cap on tracked peers (see WithMaxPeers).
 func (t *Table) MaxPeers() int { return t.maxPeers }
@@ -199,24 +199,40 @@ func (t *Table) shardOf(p peer.ID) *shard {
 // Allow takes one token from p's bucket for k at now, nanoseconds from a
 // monotonic base the caller picks (e.g. time.Since(start) for a start taken
 // once); any int64 is accepted, and a clock that steps backwards never
-// credits a token twice (see Bucket). It returns true if the request fits.
-// Otherwise it returns false and retryAfter, the exact time until p's next
-// token of kind k, and p's buckets are unchanged; or, when p is new and its
-// shard is at the cap (see Table), false and one interval of k. An
-// unlimited kind is always allowed and keeps no state. An invalid Kind is
-// refused with retryAfter 0 and not counted. Allow counts every answer.
-//
-// Allow does not allocate, except to track a new peer (one 48-byte entry
-// and the map's growth).
+// credits a token twice (see Bucket). It is Admit for a new peer that
+// cannot solve, asking for what exists, with nothing else in flight:
+// true if the request fits; otherwise false and retryAfter, the exact time
+// until p's next token of kind k, with p's buckets unchanged. An invalid
+// Kind is refused with retryAfter 0 and not counted.
 func (t *Table) Allow(p peer.ID, k Kind, now int64) (ok bool, retryAfter time.Duration) {
+	d := t.Admit(p, Facts{}, Request{Kind: k}, now)
+	return d.Verdict == Serve, d.RetryAfter
+}
+
+// Admit decides request r of p at now (Policy.Decide) on p's state, which
+// the Table creates, keeps while one of its buckets is not full and drops
+// when all are (see Table). When p is new and its shard is at its cap
+// (after a sweep, at most once a second), the request is decided on the
+// state the shard's untracked peers share, NewcomerShare peers' worth of
+// budget (ADR 0030): a newcomer in a flood of ids competes with the flood
+// for that budget, and can pass it with a solution, but is never refused
+// for the table's sake alone, and no tracked peer is evicted. An invalid
+// Kind is refused and not counted; every other decision is counted
+// (accepted: served; refused: refused or challenged).
+//
+// Admit takes one shard lock and does not allocate, except to track a new
+// peer (one 56-byte State and the map's growth).
+func (t *Table) Admit(p peer.ID, f Facts, r Request, now int64) Decision {
+	k := r.Kind
 	if !k.Valid() {
-		return false, 0
+		return Decision{Verdict: Refuse, Reason: ReasonInvalid}
 	}
 	sh := t.shardOf(p)
-	r := &t.rates[k]
-	if r.perMin == 0 {
-		sh.accepted[k].Add(1)
-		return true, 0
+	if r.Solved || t.policy.unlimited(f.Tier, r) {
+		// No bucket to look at: keep no state.
+		d := t.policy.Decide(&State{}, f, r, now)
+		sh.count(k, d)
+		return d
 	}
 	tk := tick(now)
 	sh.mu.Lock()
@@ -225,31 +241,46 @@ func (t *Table) Allow(p peer.ID, k Kind, now int64) (ok bool, retryAfter time.Du
 	} else if tk-sh.mu.lastSweep >= uint64(SweepInterval) {
 		sh.sweep(tk)
 	}
-	e := sh.mu.peers[p]
-	if e == nil {
+	st := sh.mu.peers[p]
+	pl := t.policy
+	if st == nil {
 		if len(sh.mu.peers) >= t.perShard && !sh.makeRoom(tk, t.perShard) {
+			d := t.shared.Decide(&sh.mu.shared, f, r, now)
 			sh.mu.Unlock()
-			sh.refused[k].Add(1)
 			sh.atCap.Add(1)
-			return false, r.Interval()
+			sh.count(k, d)
+			return d
 		}
-		e = new(entry)
-		for j := range e.ns {
+		st = new(State)
+		for j := range st.ns {
 			if f := &sh.mu.floor; !full(f.ns[j], f.rem[j], tk) {
-				e.ns[j], e.rem[j] = f.ns[j], f.rem[j]
+				st.ns[j], st.rem[j] = f.ns[j], f.rem[j]
 			}
 		}
-		sh.mu.peers[p] = e
+		sh.mu.peers[p] = st
 		sh.mu.peak = max(sh.mu.peak, len(sh.mu.peers))
 	}
-	ok, retryAfter = r.allow(&e.ns[k], &e.rem[k], tk)
+	d := pl.Decide(st, f, r, now)
 	sh.mu.Unlock()
-	if ok {
+	sh.count(k, d)
+	return d
+}
+
+// unlimited reports whether every bucket r would take from is unlimited
+// for tier t.
+func (pl *Policy) unlimited(t Tier, r Request) bool {
+	if !t.Valid() {
+		return false
+	}
+	return pl.rates[t][r.Kind].perMin == 0 && (r.Class != ClassMiss || pl.rates[t][missIndex].perMin == 0)
+}
+
+func (sh *shard) count(k Kind, d Decision) {
+	if d.Verdict == Serve {
 		sh.accepted[k].Add(1)
 	} else {
 		sh.refused[k].Add(1)
 	}
-	return ok, retryAfter
 }
 
 // makeRoom sweeps a shard at its cap, unless it was swept less than
@@ -281,7 +312,7 @@ func (sh *shard) sweep(tk uint64) int {
 	}
 	sh.mu.lastSweep = tk
 	if sh.mu.peak >= minShrinkPeak && len(sh.mu.peers) <= sh.mu.peak/4 {
-		m := make(map[peer.ID]*entry, len(sh.mu.peers))
+		m := make(map[peer.ID]*State, len(sh.mu.peers))
 		for p, e := range sh.mu.peers {
 			m[p] = e
 		}

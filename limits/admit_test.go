@@ -1,0 +1,268 @@
+package limits
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/wats-network/wats/internal/scripttest"
+)
+
+// TestAdmitScript runs the step tests of testdata/admit.txt: admission
+// (Policy.Decide) on the states of named peers, one command a line (see the
+// file's header). The expectations were worked out by hand from ADR 0014
+// ("When", "What a solution buys") and ADR 0030 (tiers, misses).
+func TestAdmitScript(t *testing.T) {
+	s := &admitScript{}
+	scripttest.Run(t, "testdata/admit.txt", 60, s.run)
+}
+
+// admitScript is the state of an admission script: the Policy, and each
+// named peer's facts and State.
+type admitScript struct {
+	pl     *Policy
+	facts  map[string]*Facts
+	states map[string]*State
+}
+
+func (s *admitScript) run(f []string) (string, error) {
+	if len(f) == 0 {
+		return "", fmt.Errorf("empty command")
+	}
+	if f[0] != "reset" && s.pl == nil {
+		return "", fmt.Errorf("start with reset")
+	}
+	switch f[0] {
+	case "reset":
+		return s.reset(f[1:])
+	case "peer":
+		if len(f) < 2 {
+			return "", fmt.Errorf("peer NAME [tier=T] [solve=yes|no] [reputed=yes|no]")
+		}
+		fa := &Facts{}
+		for _, kv := range f[2:] {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "tier":
+				t, ok := parseTier(v)
+				if !ok {
+					return "", fmt.Errorf("bad tier %q", v)
+				}
+				fa.Tier = t
+			case "solve":
+				fa.CanSolve = v == "yes"
+			case "reputed":
+				fa.Reputed = v == "yes"
+			default:
+				return "", fmt.Errorf("unknown fact %q", k)
+			}
+		}
+		s.facts[f[1]] = fa
+		if s.states[f[1]] == nil {
+			s.states[f[1]] = &State{}
+		}
+		return "ok", nil
+	case "req":
+		return s.req(f[1:])
+	}
+	return "", fmt.Errorf("unknown command %q", f[0])
+}
+
+// reset starts a new Policy from DefaultConfig with the overrides given
+// (hello= sync= replicate= report= miss= suspect= valued= overload=
+// challenge=on|off) and forgets every peer.
+func (s *admitScript) reset(kvs []string) (string, error) {
+	c := DefaultConfig()
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "challenge" {
+			c.Challenge = v == "on"
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", kv, err)
+		}
+		field := map[string]*int{"hello": &c.HelloPerMin, "sync": &c.SyncPerMin, "replicate": &c.ReplicatePerMin,
+			"report": &c.ReportPerMin, "miss": &c.MissPerMin, "suspect": &c.SuspectPercent,
+			"valued": &c.ValuedPercent, "overload": &c.OverloadInFlight}[k]
+		if field == nil {
+			return "", fmt.Errorf("unknown setting %q", k)
+		}
+		*field = n
+	}
+	pl, err := NewPolicy(c)
+	if err != nil {
+		return "", err
+	}
+	s.pl, s.facts, s.states = pl, map[string]*Facts{}, map[string]*State{}
+	return "ok", nil
+}
+
+// req NAME KIND @T [class=C] [solved] [inflight=N] [xN] decides N
+// requests (1 by default) at T and prints the decisions, runs of equal ones
+// as "DECISION ×K", joined by "; ".
+func (s *admitScript) req(f []string) (string, error) {
+	if len(f) < 3 {
+		return "", fmt.Errorf("req NAME KIND @T [class=C] [solved] [inflight=N] [xN]")
+	}
+	fa, st := s.facts[f[0]], s.states[f[0]]
+	if fa == nil {
+		return "", fmt.Errorf("no peer %q", f[0])
+	}
+	k, ok := ParseKind(f[1])
+	if !ok {
+		return "", fmt.Errorf("bad kind %q", f[1])
+	}
+	now, err := scriptTime(f[2])
+	if err != nil {
+		return "", err
+	}
+	r := Request{Kind: k, InFlight: 1}
+	times := 1
+	for _, a := range f[3:] {
+		switch k, v, _ := strings.Cut(a, "="); {
+		case a == "solved":
+			r.Solved = true
+		case k == "class":
+			c, ok := map[string]Class{"hit": ClassHit, "miss": ClassMiss, "expected": ClassExpected}[v]
+			if !ok {
+				return "", fmt.Errorf("bad class %q", v)
+			}
+			r.Class = c
+		case k == "inflight":
+			if r.InFlight, err = strconv.Atoi(v); err != nil {
+				return "", err
+			}
+		case strings.HasPrefix(a, "x"):
+			if times, err = strconv.Atoi(a[1:]); err != nil || times < 1 {
+				return "", fmt.Errorf("bad count %q", a)
+			}
+		default:
+			return "", fmt.Errorf("unknown argument %q", a)
+		}
+	}
+	var runs []string
+	last, count := "", 0
+	flush := func() {
+		if count == 1 {
+			runs = append(runs, last)
+		} else if count > 1 {
+			runs = append(runs, fmt.Sprintf("%s ×%d", last, count))
+		}
+	}
+	for range times {
+		d := s.pl.Decide(st, *fa, r, now)
+		out := d.Verdict.String() + " " + d.Reason.String()
+		if d.Verdict == Refuse && d.Reason != ReasonInvalid {
+			out += " retry=" + d.RetryAfter.String()
+		}
+		if d.Pressure {
+			out += " pressure"
+		}
+		if out != last {
+			flush()
+			last, count = out, 0
+		}
+		count++
+	}
+	flush()
+	return strings.Join(runs, "; "), nil
+}
+
+func parseTier(s string) (Tier, bool) {
+	for t := range Tier(NumTiers) {
+		if t.String() == s {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// TestTierOf: each tier's rule at and just past its threshold.
+func TestTierOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    History
+		want Tier
+	}{
+		{"never seen", History{}, TierNew},
+		{"served only", History{Served: 1000}, TierNew},
+		{"15 misses, nothing served", History{Misses: SuspectMinBad - 1}, TierNew},
+		{"16 misses, nothing served", History{Misses: SuspectMinBad}, TierSuspect},
+		{"4 held streams", History{Timeouts: 4}, TierSuspect},
+		{"3 held streams", History{Timeouts: 3}, TierNew},
+		{"16 misses against 64 served", History{Misses: 16, Served: 64}, TierNew},
+		{"16 misses against 63 served", History{Misses: 16, Served: 63}, TierSuspect},
+		{"invalid and failed add up", History{Invalid: 8, Failed: 8}, TierSuspect},
+		{"persisted", History{Persisted: true}, TierNormal},
+		{"gave an event", History{Events: 1}, TierNormal},
+		{"solved", History{Solved: 1}, TierNormal},
+		{"persisted, 63 events", History{Persisted: true, Events: ValuedEvents - 1}, TierNormal},
+		{"persisted, 64 events", History{Persisted: true, Events: ValuedEvents}, TierValued},
+		{"persisted, 16 MiB of blobs", History{Persisted: true, Bytes: ValuedBytes}, TierValued},
+		{"64 events, not persisted", History{Events: ValuedEvents}, TierNormal},
+		{"valued but abusive", History{Persisted: true, Events: 100, Misses: 100}, TierSuspect},
+	} {
+		got, why := TierOf(tc.h)
+		if got != tc.want || !strings.HasPrefix(why, got.String()+":") {
+			t.Errorf("%s: %v (%q), want %v", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+// TestPolicyRates: the tiers' rates are the percentages of ADR 0014's, at
+// least one a minute; unlimited stays unlimited.
+func TestPolicyRates(t *testing.T) {
+	c := DefaultConfig()
+	c.ReportPerMin = 0
+	pl, err := NewPolicy(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		t    Tier
+		k    Kind
+		want int
+	}{
+		{TierNew, KindSync, 600}, {TierNormal, KindSync, 600}, {TierSuspect, KindSync, 60},
+		{TierValued, KindSync, 1200}, {TierSuspect, KindReplicate, 12}, {TierValued, KindHello, 120},
+		{TierSuspect, KindCrashReport, 0}, {TierValued, KindCrashReport, 0},
+	} {
+		if got := pl.Rate(tc.t, tc.k).PerMin(); got != tc.want {
+			t.Errorf("%v %v: %d a minute, want %d", tc.t, tc.k, got, tc.want)
+		}
+	}
+	if got := pl.MissRate(TierSuspect).PerMin(); got != 3 {
+		t.Errorf("suspect misses: %d a minute, want 3", got)
+	}
+	c = DefaultConfig()
+	c.ReportPerMin, c.SuspectPercent = 5, 1
+	if pl, _ = NewPolicy(c); pl.Rate(TierSuspect, KindCrashReport).PerMin() != 1 {
+		t.Errorf("5 a minute at 1%%: %v, want at least 1 a minute", pl.Rate(TierSuspect, KindCrashReport))
+	}
+	c = DefaultConfig()
+	c.SyncPerMin, c.ValuedPercent = MaxPerMin, MaxValuedPercent
+	if pl, _ = NewPolicy(c); pl.Rate(TierValued, KindSync).PerMin() != MaxPerMin {
+		t.Errorf("the valued ceiling passed MaxPerMin: %v", pl.Rate(TierValued, KindSync))
+	}
+}
+
+// BenchmarkAdmit is the admission check of a known peer: one shard lock,
+// the GCRA on two copies, no allocation.
+func BenchmarkAdmit(b *testing.B) {
+	tb, err := NewTable(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := testPeers(1)[0]
+	f := Facts{Tier: TierNormal, CanSolve: true}
+	r := Request{Kind: KindSync, InFlight: 1}
+	b.ReportAllocs()
+	now := int64(0)
+	for b.Loop() {
+		now += int64(200 * 1000 * 1000) // 5 a second: always within the rate
+		tb.Admit(p, f, r, now)
+	}
+}

@@ -1,0 +1,150 @@
+package limits
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Tier is a peer's standing, worked out from its value history by TierOf
+// (ADR 0030, after seed 004's "tiered rate limits"): it selects the rates
+// admission applies to the peer and the share of shared budgets (Pool,
+// stream caps, connection slots) it may take. The zero Tier is TierNew, a
+// peer that has shown nothing yet: the safe default for a peer the node
+// knows nothing of. Tiers index arrays: a valid Tier is below NumTiers.
+type Tier uint8
+
+// The tiers, from the one given least to the one given most.
+const (
+	// TierNew: a peer that has shown no value yet and no abuse (never
+	// seen, or seen without giving anything). ADR 0014's limits.
+	TierNew Tier = iota
+	// TierSuspect: a peer whose value history is dominated by abuse
+	// signals (misses, invalid messages, failed solutions, streams held
+	// past their deadline). Its rates are limits.suspect_percent of ADR
+	// 0014's.
+	TierSuspect
+	// TierNormal: a peer that has shown value (it is in the peer cache,
+	// or gave this node events, blobs or a solved challenge in this run).
+	// ADR 0014's limits.
+	TierNormal
+	// TierValued: a peer in the peer cache that gave this node much
+	// (ValuedEvents events or ValuedBytes of blobs). Its rates are
+	// limits.valued_percent of ADR 0014's: the configured ceiling.
+	TierValued
+
+	// NumTiers is the number of Tiers; arrays indexed by Tier have this
+	// length.
+	NumTiers = 4
+)
+
+var tierNames = [NumTiers]string{TierNew: "new", TierSuspect: "suspect", TierNormal: "normal", TierValued: "valued"}
+
+// String returns the tier's name: "new", "suspect", "normal", "valued", or
+// "tier(N)" for an invalid Tier.
+func (t Tier) String() string {
+	if t >= NumTiers {
+		return "tier(" + strconv.Itoa(int(t)) + ")"
+	}
+	return tierNames[t]
+}
+
+// Valid reports whether t is one of the NumTiers tiers.
+func (t Tier) Valid() bool { return t < NumTiers }
+
+// Stranger reports whether t is a tier of peers that have shown no value:
+// new or suspect. Strangers share the budgets kept apart from the peers
+// that have (Pool, the stranger connection slots of ADR 0030).
+func (t Tier) Stranger() bool { return t == TierNew || t == TierSuspect }
+
+// History is a peer's value history (seed 004): what it asked of this node
+// and what it gave, as counts since it was first seen (the peer cache
+// keeps them across runs for peers it holds). The zero History is a peer
+// never seen.
+type History struct {
+	// Served counts its requests that were served and asked for what
+	// exists (ClassHit, ClassExpected).
+	Served uint64
+	// Misses counts its requests for what never existed here (ClassMiss):
+	// a sync cursor past the head, a blob no event names, a crash report
+	// already stored.
+	Misses uint64
+	// Invalid counts invalid messages: requests that do not decode,
+	// events or gossip envelopes that do not verify.
+	Invalid uint64
+	// Failed counts challenge solutions that did not verify.
+	Failed uint64
+	// Solved counts requests let through by a valid solution.
+	Solved uint64
+	// Timeouts counts its streams reset for being held past the deadline
+	// of negotiation or of a request's first bytes (stream hoarding).
+	Timeouts uint64
+	// Events counts valid events it gave this node first (by gossip or
+	// sync); Bytes the blob bytes fetched from it.
+	Events, Bytes uint64
+	// Persisted: the peer has a record in the peer cache, which a peer
+	// earns by showing value (ADR 0030).
+	Persisted bool
+}
+
+// Thresholds of TierOf (ADR 0030). Counts are over the peer's whole
+// history, so a long-lived honest peer's occasional miss or timeout is
+// outweighed by what it was served; a fresh id has nothing to outweigh.
+const (
+	// SuspectMinBad is the least weight of abuse signals that can make a
+	// peer suspect: a few misses (a race with a write, a guessed
+	// provider) never do.
+	SuspectMinBad = 16
+	// SuspectRatio: a peer is suspect when its abuse weight times
+	// SuspectRatio exceeds its good weight, i.e. more than one abuse
+	// signal for every SuspectRatio good ones.
+	SuspectRatio = 4
+	// TimeoutWeight is the weight of a stream held past its deadline: an
+	// honest peer's streams negotiate and send their request at once, so
+	// four of them are as bad as sixteen misses.
+	TimeoutWeight = 4
+	// ValuedEvents and ValuedBytes are what a peer in the cache must have
+	// given to be valued: 64 events, or 16 MiB of blobs.
+	ValuedEvents = 64
+	ValuedBytes  = 16 << 20
+	// bytesPerGood converts blob bytes given into good weight: one per
+	// 64 KiB.
+	bytesPerGood = 64 << 10
+)
+
+// TierOf works out a peer's tier from its history, and says why in a
+// phrase for `wats peers cache` (e.g. "suspect: 20 misses, 3 timeouts
+// against 12 served"). In this order:
+//
+//   - suspect: the abuse weight (misses + invalid + failed + 4 × timeouts)
+//     is at least SuspectMinBad and more than a quarter of the good weight
+//     (served + solved + events given + one per 64 KiB of blobs given);
+//   - valued: persisted, and gave ValuedEvents events or ValuedBytes of
+//     blobs;
+//   - normal: persisted, or gave events, blobs or a solved challenge;
+//   - new: otherwise.
+func TierOf(h History) (Tier, string) {
+	bad := h.Misses + h.Invalid + h.Failed + TimeoutWeight*h.Timeouts
+	good := h.Served + h.Solved + h.Events + h.Bytes/bytesPerGood
+	switch {
+	case bad >= SuspectMinBad && bad*SuspectRatio > good:
+		return TierSuspect, fmt.Sprintf("suspect: %d misses, %d invalid, %d failed solutions, %d held streams against %d served",
+			h.Misses, h.Invalid, h.Failed, h.Timeouts, h.Served)
+	case h.Persisted && (h.Events >= ValuedEvents || h.Bytes >= ValuedBytes):
+		return TierValued, fmt.Sprintf("valued: gave %d events and %d bytes of blobs", h.Events, h.Bytes)
+	case h.Persisted:
+		return TierNormal, "normal: in the peer cache (it showed value)"
+	case h.Events > 0 || h.Bytes > 0 || h.Solved > 0:
+		return TierNormal, fmt.Sprintf("normal: gave %d events, %d bytes of blobs, %d solved challenges", h.Events, h.Bytes, h.Solved)
+	}
+	return TierNew, "new: nothing shown yet"
+}
+
+// tierRate is rate perMin scaled to pct percent, at least 1 a minute and
+// at most MaxPerMin; 0 (unlimited) stays unlimited.
+func tierRate(perMin, pct int) Rate {
+	if perMin == 0 {
+		return Rate{}
+	}
+	v := min(max(perMin*pct/100, 1), MaxPerMin)
+	return newRate(v, adrBurst(v))
+}
