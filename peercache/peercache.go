@@ -1,11 +1,9 @@
 package peercache
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -56,18 +54,75 @@ type Record struct {
 	// synced (design §5): the next sync asks for events after it.
 	Cursor uint64 `json:"cursor,string"`
 
-	// The counts of the peer's requests to this node, across runs (design
-	// §8), kept by Count and written in batches. Served: answered.
-	// Refused: turned away (over a limit, or bad). Challenged: answered
-	// with a challenge (ADR 0014). Solved: let through by a solution to a
-	// challenge. Misses: asked for something that does not exist, a sync
-	// cursor past our head or blobs no provider serves (seed 004, "peer
-	// value history": recorded and shown, not yet acted on).
+	// The peer's value history (design §8; ADR 0030), across runs, kept by
+	// Add and Count and written in batches. Of its requests to this node:
+	// Served, answered; Refused, turned away over a limit; Challenged,
+	// answered with a challenge (ADR 0014); Solved, let through by a
+	// solution; Misses, asking for what never existed here (a sync cursor
+	// past the head, a blob no event names, a crash report already held).
+	// Abuse signals: Invalid messages (requests that do not decode, events
+	// and envelopes that do not verify), Failed solutions, Timeouts
+	// (streams held past the deadline of negotiation or of a request's
+	// first bytes). What it gave: Events delivered first, Bytes of blobs
+	// fetched from it.
 	Served     uint64 `json:"served"`
 	Refused    uint64 `json:"refused"`
 	Challenged uint64 `json:"challenged"`
 	Solved     uint64 `json:"solved"`
 	Misses     uint64 `json:"misses"`
+	Invalid    uint64 `json:"invalid"`
+	Failed     uint64 `json:"failed"`
+	Timeouts   uint64 `json:"timeouts"`
+	Events     uint64 `json:"events"`
+	Bytes      uint64 `json:"bytes"`
+
+	// LastUseful is when the peer last gave events or blobs.
+	LastUseful time.Time `json:"last_useful"`
+	// Value says how the peer first showed value, which earned it this
+	// record (ADR 0030): ValueConnected, ValueEvents, ValueBlobs,
+	// ValueSolved, or ValueMigrated for a record an older version wrote.
+	Value string `json:"value,omitempty"`
+
+	// V is the record's format: RecordVersion for a record this version
+	// wrote; 0 for one written before value history (see Open).
+	V int `json:"v,omitempty"`
+}
+
+// RecordVersion is the format of the records this version writes: since it,
+// a record exists only for a peer that showed value (ADR 0030).
+const RecordVersion = 2
+
+// How a peer first showed value (Record.Value).
+const (
+	ValueConnected = "connected" // stayed connected after hello for a while
+	ValueEvents    = "events"    // delivered valid events this node lacked
+	ValueBlobs     = "blobs"     // served blobs this node lacked
+	ValueSolved    = "solved"    // solved a challenge
+	ValueMigrated  = "migrated"  // an older version's record that held a sync cursor or solutions
+)
+
+// Counts are additions to a Record's counts, for Add.
+type Counts struct {
+	Served, Refused, Challenged, Solved, Misses uint64
+	Invalid, Failed, Timeouts                   uint64
+	Events, Bytes                               uint64
+}
+
+// IsZero reports whether d adds nothing.
+func (d Counts) IsZero() bool { return d == Counts{} }
+
+// add adds d to r's counts.
+func (r *Record) add(d *Counts) {
+	r.Served += d.Served
+	r.Refused += d.Refused
+	r.Challenged += d.Challenged
+	r.Solved += d.Solved
+	r.Misses += d.Misses
+	r.Invalid += d.Invalid
+	r.Failed += d.Failed
+	r.Timeouts += d.Timeouts
+	r.Events += d.Events
+	r.Bytes += d.Bytes
 }
 
 // Counter names one of the counts of a Record, for Count.
@@ -152,8 +207,6 @@ type entry struct {
 	dirty bool
 	// gone: evicted or forgotten; a flush skips it.
 	gone bool
-	// idx is the entry's index in Cache.mu.order.
-	idx int
 }
 
 // Cache is the persisted peer cache. It is safe for concurrent use.
@@ -174,14 +227,14 @@ type Cache struct {
 		// has been written to db, except for the changes of entries with
 		// dirty set, and of an Update whose write failed (then dirty too).
 		records map[peer.ID]*entry
-		// order holds the same entries, a min-heap on (LastSeen,
-		// FirstSeen, ID): order[0] is the next to evict.
-		order byLastSeen
 		// dirty lists the entries with dirty set; spare is the previous
 		// list, reused by the next flush to avoid allocation.
 		dirty, spare []*entry
 		evicted      uint64
-		closed       bool
+		// migrated counts the records of an older version dropped at
+		// Open for showing no value.
+		migrated uint64
+		closed   bool
 	}
 
 	// flusher state, see Start and Close.
@@ -197,9 +250,14 @@ func Open(db *pebble.DB) (c *Cache, damaged []DamagedRecord, err error) {
 
 // OpenWithOptions loads every record from db. Records that fail to decode
 // are skipped and returned in damaged, so that the caller can report them
-// once; they never make Open fail. If more records than opts.MaxPeers are
-// stored, the least recently seen are evicted (deleted, synced) down to it.
-// Only invalid options or an I/O error from pebble make it fail.
+// once; they never make Open fail. Records of an older version (before
+// value history, ADR 0030), when a hello was enough for a record, are kept
+// only if they show value, a sync cursor or solved challenges, and marked
+// ValueMigrated; the others are deleted (Migrated counts them), so that a
+// flood of ids that once said hello does not come back as "met in an
+// earlier run". If more records than opts.MaxPeers remain, the least
+// valuable are evicted (see evictLocked) down to it. Only invalid options
+// or an I/O error from pebble make it fail.
 func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRecord, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
@@ -214,6 +272,8 @@ func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRe
 	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
 	}
+	b := db.NewBatch()
+	defer b.Close()
 	for it.First(); it.Valid(); it.Next() {
 		k := append([]byte(nil), it.Key()...)
 		id, err := peer.IDFromBytes(k[len(keyPrefix):])
@@ -226,9 +286,17 @@ func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRe
 			damaged = append(damaged, DamagedRecord{Key: k, Err: err})
 			continue
 		}
+		if e.rec.V < RecordVersion {
+			if e.rec.Cursor == 0 && e.rec.Solved == 0 {
+				c.mu.migrated++
+				_ = b.Delete(k, nil) // fails only for a closed batch
+				continue
+			}
+			e.rec.Value, e.rec.V = ValueMigrated, RecordVersion
+			e.dirty = true
+			c.mu.dirty = append(c.mu.dirty, e)
+		}
 		e.rec.trim()
-		e.idx = len(c.mu.order)
-		c.mu.order = append(c.mu.order, e)
 		c.mu.records[id] = e
 	}
 	err = it.Error()
@@ -238,13 +306,10 @@ func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRe
 	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
 	}
-	heap.Init(&c.mu.order)
-	if len(c.mu.records) > opts.MaxPeers {
-		b := db.NewBatch()
-		defer b.Close()
-		for len(c.mu.records) > opts.MaxPeers {
-			c.evictLocked(b)
-		}
+	if over := len(c.mu.records) - opts.MaxPeers; over > 0 {
+		c.evictLocked(b, over)
+	}
+	if !b.Empty() {
 		if err := b.Commit(pebble.Sync); err != nil {
 			return nil, nil, fmt.Errorf("peercache: open: evict: %w", err)
 		}
@@ -273,29 +338,27 @@ func (c *Cache) MetInEarlierRun(id peer.ID) bool {
 	return ok && e.metEarlier
 }
 
-// ReputationAge is how long ago a peer must have first completed hello
-// with this node to have an established reputation (ADR 0014: "it
-// completed hello with this node at least 10 minutes ago").
-const ReputationAge = 10 * time.Minute
-
-// Reputed reports whether p has an established reputation at now (ADR
-// 0014, "Load challenge"): it is in the cache from an earlier run, or it
-// first completed hello with this node at least ReputationAge ago.
-func (c *Cache) Reputed(p peer.ID, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.mu.records[p]
-	if !ok {
-		return false
-	}
-	return e.metEarlier || !e.rec.FirstSeen.IsZero() && !now.Before(e.rec.FirstSeen.Add(ReputationAge))
-}
-
 // Len returns the number of peers in the cache.
 func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.mu.records)
+}
+
+// Migrated returns the number of records of an older version that Open
+// deleted for showing no value.
+func (c *Cache) Migrated() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.migrated
+}
+
+// Has reports whether id has a record.
+func (c *Cache) Has(id peer.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.mu.records[id]
+	return ok
 }
 
 // Evicted returns the number of records evicted for capacity since Open,
@@ -312,8 +375,10 @@ func (c *Cache) Evicted() uint64 {
 // survive a crash, design §10); otherwise it survives a kill -9 of the
 // process but a machine crash may lose it.
 //
-// A new record beyond the capacity first evicts the least recently seen
-// existing one (never the record being added), in the same batch.
+// A new record beyond the capacity first evicts the least valuable
+// existing ones (never the record being added; see evictLocked), in the
+// same batch. Only a peer that showed value should get one (ADR 0030):
+// the caller decides.
 //
 // fn runs under the cache's lock: it must not call the Cache. It may keep
 // or replace r's slices but must not retain them.
@@ -330,16 +395,15 @@ func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
 	}
 	e, ok := c.mu.records[id]
 	if !ok {
-		for len(c.mu.records) >= c.opts.MaxPeers {
-			c.evictLocked(b)
+		if len(c.mu.records) >= c.opts.MaxPeers {
+			c.evictLocked(b, evictionBatch(c.opts.MaxPeers))
 		}
 		e = &entry{id: id}
 		c.mu.records[id] = e
-		heap.Push(&c.mu.order, e)
 	}
 	fn(&e.rec)
 	e.rec.trim()
-	heap.Fix(&c.mu.order, e.idx)
+	e.rec.V = RecordVersion
 	// The write below carries the pending counts; if it fails, the entry
 	// is marked dirty again so that a flush retries it.
 	e.dirty = false
@@ -363,30 +427,42 @@ func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
 	return nil
 }
 
-// Count adds one to counter k of p's record, in memory only: the record is
-// marked dirty and written by the next Flush (or Update of p). This is the
-// node's per-request hot path: one map lookup under the lock, no allocation
-// and no I/O for a known peer. Only peers that already have a record (that
-// completed hello) are counted; a count for an unknown peer, an unknown k or
-// after Close is dropped, so a flood of identities creates nothing.
+// Count adds one to counter k of p's record; see Add.
 func (c *Cache) Count(p peer.ID, k Counter) {
+	var d Counts
+	switch k {
+	case CountServed:
+		d.Served = 1
+	case CountRefused:
+		d.Refused = 1
+	case CountChallenged:
+		d.Challenged = 1
+	case CountSolved:
+		d.Solved = 1
+	case CountMiss:
+		d.Misses = 1
+	default:
+		return
+	}
+	c.Add(p, d, time.Time{})
+}
+
+// Add adds d to the counts of p's record, in memory only: the record is
+// marked dirty and written by the next Flush (or Update of p). When d gives
+// events or bytes, LastUseful becomes now (unless now is zero). One map
+// lookup under the lock, no allocation and no I/O for a known peer. Only
+// peers that already have a record are counted; counts for an unknown
+// peer, or after Close, are dropped, so a flood of identities creates
+// nothing. The node adds a peer's counts in batches, off its request path.
+func (c *Cache) Add(p peer.ID, d Counts, now time.Time) {
+	if d.IsZero() {
+		return
+	}
 	c.mu.Lock()
-	e, ok := c.mu.records[p]
-	if ok && !c.mu.closed {
-		switch k {
-		case CountServed:
-			e.rec.Served++
-		case CountRefused:
-			e.rec.Refused++
-		case CountChallenged:
-			e.rec.Challenged++
-		case CountSolved:
-			e.rec.Solved++
-		case CountMiss:
-			e.rec.Misses++
-		default:
-			c.mu.Unlock()
-			return
+	if e, ok := c.mu.records[p]; ok && !c.mu.closed {
+		e.rec.add(&d)
+		if (d.Events > 0 || d.Bytes > 0) && !now.IsZero() {
+			e.rec.LastUseful = now.UTC()
 		}
 		c.markDirtyLocked(e)
 	}
@@ -553,11 +629,11 @@ func (c *Cache) Forget(p peer.ID) error {
 func (c *Cache) All() []Entry {
 	c.mu.Lock()
 	out := make([]Entry, 0, len(c.mu.records))
-	for _, e := range c.mu.order {
+	for _, e := range c.mu.records {
 		out = append(out, Entry{ID: e.id, Record: e.rec.clone(), MetInEarlierRun: e.metEarlier})
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out, func(a, b Entry) int { return -compareSeen(&a.Record, a.ID, &b.Record, b.ID) })
+	slices.SortFunc(out, func(a, b Entry) int { return -seenOrder(&a.Record, a.ID, &b.Record, b.ID) })
 	return out
 }
 
@@ -591,20 +667,8 @@ func (c *Cache) Cursor(id peer.ID) uint64 {
 	return 0
 }
 
-// evictLocked removes the least recently seen entry and adds its deletion
-// to b. O(log n).
-// REQUIRES: c.mu held, c.writeMu held (or Open), the cache not empty.
-func (c *Cache) evictLocked(b *pebble.Batch) {
-	e := c.mu.order[0]
-	c.removeLocked(e)
-	c.mu.evicted++
-	// A Delete into a batch fails only for a closed or read-only batch.
-	_ = b.Delete(key(e.id), nil)
-}
-
 // REQUIRES: c.mu held.
 func (c *Cache) removeLocked(e *entry) {
-	heap.Remove(&c.mu.order, e.idx)
 	delete(c.mu.records, e.id)
 	e.gone = true
 	e.dirty = false
@@ -647,44 +711,6 @@ func (r *Record) clone() Record {
 	c.Addrs = slices.Clone(r.Addrs)
 	c.Features = slices.Clone(r.Features)
 	return c
-}
-
-// compareSeen orders records by how recently they were seen: LastSeen, then
-// FirstSeen, then ID (for a total, deterministic order). Negative: a was
-// seen less recently than b.
-func compareSeen(a *Record, aid peer.ID, b *Record, bid peer.ID) int {
-	if c := a.LastSeen.Compare(b.LastSeen); c != 0 {
-		return c
-	}
-	if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
-		return c
-	}
-	return strings.Compare(string(aid), string(bid))
-}
-
-// byLastSeen is a container/heap of entries, least recently seen first.
-type byLastSeen []*entry
-
-func (h byLastSeen) Len() int { return len(h) }
-func (h byLastSeen) Less(i, j int) bool {
-	return compareSeen(&h[i].rec, h[i].id, &h[j].rec, h[j].id) < 0
-}
-func (h byLastSeen) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *byLastSeen) Push(x any) {
-	e := x.(*entry)
-	e.idx = len(*h)
-	*h = append(*h, e)
-}
-func (h *byLastSeen) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
 }
 
 func key(id peer.ID) []byte {
