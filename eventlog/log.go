@@ -20,18 +20,26 @@ import (
 //
 //	"ev/p/" + position (8 bytes, big-endian)  -> event JSON, as Event.Marshal
 //	"ev/i/" + id (32 raw bytes)               -> position (8 bytes, big-endian)
+//	"ev/c/" + a blob's CID, as the event has it -> empty: an event names it
+//	"ev/m/cids"                               -> empty: the "ev/c/" index is complete
 //
 // The head is not stored: Open finds it as the last "ev/p/" key, so it cannot
-// disagree with the events. Both keys of an event are written in the same
-// batch, so the index never points at a missing event.
+// disagree with the events. The keys of an event are written in the same
+// batch, so the indexes never point at a missing event. A log written
+// before the CID index existed gets it at its first Open (one scan).
 const KeyPrefix = "ev/"
 
 const (
 	posPrefix = KeyPrefix + "p/"
 	idPrefix  = KeyPrefix + "i/"
+	cidPrefix = KeyPrefix + "c/"
+	// cidIndexDone marks a complete "ev/c/" index.
+	cidIndexDone = KeyPrefix + "m/cids"
 	// posEnd is the exclusive upper bound of the position keys.
 	posEnd = KeyPrefix + "p0" // '0' == '/'+1
 )
+
+func cidKey(c string) []byte { return append([]byte(cidPrefix), c...) }
 
 func posKey(pos uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(posPrefix), pos)
@@ -97,7 +105,66 @@ func Open(db *pebble.DB) (*Log, error) {
 	if l.seen.f, err = loadSeen(db, l.head.Load()); err != nil {
 		return nil, err
 	}
+	if err := l.indexCIDs(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// indexCIDs builds the CID index of a log written before it existed, once.
+func (l *Log) indexCIDs() error {
+	switch _, closer, err := l.db.Get([]byte(cidIndexDone)); {
+	case err == nil:
+		closer.Close()
+		return nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("eventlog: open: %w", err)
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte(posPrefix), UpperBound: []byte(posEnd)})
+	if err != nil {
+		return fmt.Errorf("eventlog: index CIDs: %w", err)
+	}
+	defer it.Close()
+	b := l.db.NewBatch()
+	defer b.Close()
+	for it.First(); it.Valid(); it.Next() {
+		e, err := Decode(it.Value())
+		if err != nil {
+			continue // a damaged event names nothing usable
+		}
+		for _, r := range e.Blobs {
+			if err := b.Set(cidKey(r.CID), nil, nil); err != nil {
+				return fmt.Errorf("eventlog: index CIDs: %w", err)
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("eventlog: index CIDs: %w", err)
+	}
+	if err := b.Set([]byte(cidIndexDone), nil, nil); err != nil {
+		return fmt.Errorf("eventlog: index CIDs: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("eventlog: index CIDs: %w", err)
+	}
+	return nil
+}
+
+// NamesBlob reports whether an event in the log names the blob c (its CID
+// as the events have it: the canonical string form). One pebble lookup,
+// which the database's Bloom filters answer at once for a CID nothing
+// names: the cheap existence check of a replicate or bitswap request (ADR
+// 0030).
+func (l *Log) NamesBlob(c string) (bool, error) {
+	_, closer, err := l.db.Get(cidKey(c))
+	switch {
+	case err == nil:
+		closer.Close()
+		return true, nil
+	case errors.Is(err, pebble.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("eventlog: look up blob %q: %w", c, err)
 }
 
 // Head returns the position of the newest event, 0 when the log is empty.
@@ -164,6 +231,11 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 		}
 		if err := b.Set(idKey(id), posBuf[:], nil); err != nil {
 			return nil, fmt.Errorf("eventlog: append: %w", err)
+		}
+		for _, r := range e.Blobs {
+			if err := b.Set(cidKey(r.CID), nil, nil); err != nil {
+				return nil, fmt.Errorf("eventlog: append: %w", err)
+			}
 		}
 		added = append(added, e)
 		addedIDs = append(addedIDs, id)

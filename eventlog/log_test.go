@@ -459,3 +459,37 @@ func TestVerifyBatch(t *testing.T) {
 		t.Error("batch of one")
 	}
 }
+
+// TestNamesBlob: the CID index answers for the blobs of stored events, not
+// for others; a log written before the index existed gets it at Open.
+func TestNamesBlob(t *testing.T) {
+	db := memDB(t)
+	l := openLog(t, db)
+	const named = "bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzab4"
+	const other = "bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzaaa"
+	ev := mustNew(t, testKey(t, 1), testNow, "file", `{}`, []BlobRef{{CID: named, Size: 3, Name: "a"}})
+	if _, err := l.Append([]*Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		if ok, err := l.NamesBlob(named); !ok || err != nil {
+			t.Fatalf("%s: named blob: %v %v", when, ok, err)
+		}
+		if ok, err := l.NamesBlob(other); ok || err != nil {
+			t.Fatalf("%s: other blob: %v %v", when, ok, err)
+		}
+	}
+	check(l, "after Append")
+	// As an older version left it: no index.
+	if err := db.DeleteRange([]byte(cidPrefix), prefixEnd(cidPrefix), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte(cidIndexDone), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := l.NamesBlob(named); ok {
+		t.Fatal("the index was not removed")
+	}
+	check(openLog(t, db), "after Open rebuilt it")
+}
