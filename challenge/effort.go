@@ -36,7 +36,7 @@ type Effort struct {
 	bits      int
 	started   bool
 	start     time.Duration // monotonic, start of the current interval
-	pressured bool  // pressure reported in the current interval
+	pressured bool          // pressure reported in the current interval
 }
 
 // NewEffort returns a controller at base bits. It validates

@@ -41,9 +41,9 @@ type replayMemory struct {
 
 func newReplayMemory(max int) *replayMemory {
 	return &replayMemory{
-		max:       max,
-		seen:      make(map[Seed]struct{}, max),
-		heap:      make([]usedSeed, 0, max),
+		max:         max,
+		seen:        make(map[Seed]struct{}, max),
+		heap:        make([]usedSeed, 0, max),
 		watermark:   -1 << 63,
 		expiredMark: -1 << 63,
 	}
