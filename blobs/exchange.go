@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-msgio"
 )
 
@@ -46,6 +48,7 @@ type Exchange struct {
 	window  int
 	idle    time.Duration
 	prepare func(ctx context.Context, p peer.ID) error
+	opts    ExchangeOptions
 
 	mu struct {
 		sync.Mutex
@@ -83,6 +86,23 @@ type ExchangeOptions struct {
 	// first want: the node completes hello there, since its peers serve
 	// only peers that did (blobs.serve). An error fails the attempt.
 	Prepare func(ctx context.Context, p peer.ID) error
+	// Streams, if set, admits each inbound bitswap stream of p: false
+	// resets it (p holds as many as it may), else release is called when
+	// the stream ends. Nil admits every stream.
+	Streams func(p peer.ID) (release func(), ok bool)
+	// Priority, if set, is the resource-manager priority at which the
+	// memory of p's messages is reserved; nil means medium.
+	Priority func(p peer.ID) uint8
+	// Held, if set, is told of an inbound stream of p reset because no
+	// message came within FirstMessageTimeout (stream hoarding).
+	Held func(p peer.ID)
+	// Unheld, if set, is told of each block that p, a peer Serve admits,
+	// wants and no complete blob here holds: it is answered DONT_HAVE, and
+	// the node decides whether it is a miss.
+	Unheld func(p peer.ID, c cid.Cid)
+	// Served, if set, is told when provider p completed a blob of size
+	// bytes for a fetch: value p gave.
+	Served func(p peer.ID, size uint64)
 }
 
 // ExchangeStats are the exchange's counters since it started.
@@ -114,14 +134,23 @@ func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, prepare: o.Prepare}
+	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, prepare: o.Prepare, opts: o}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
 	x.net = bsnet.NewFromIpfsHost(h)
 	serve := o.Serve
 	x.server = server.New(context.Background(), x.net, st.bstore,
 		server.WithPeerBlockRequestFilter(func(p peer.ID, c cid.Cid) bool {
-			return (serve == nil || serve(p)) && st.Referenced(c)
+			if serve != nil && !serve(p) {
+				return false
+			}
+			if st.Referenced(c) {
+				return true
+			}
+			if o.Unheld != nil {
+				o.Unheld(p, c)
+			}
+			return false
 		}),
 		server.MaxOutstandingBytesPerPeer(serverMaxOutstandingBytes),
 	)
@@ -147,29 +176,93 @@ const bitswapPrefix = "/ipfs/bitswap"
 // sends more has its stream reset (ADR 0029).
 const MaxMessageBytes = ChunkSize + 32<<10
 
-// streamIdle bounds the wait for the next message on an incoming bitswap
-// stream.
+// Protocols are bitswap's protocol ids, which the exchange serves (and
+// whose resource-manager protocol scopes the node sets).
+var Protocols = []protocol.ID{bsnet.ProtocolBitswap, bsnet.ProtocolBitswapOneOne, bsnet.ProtocolBitswapOneZero, bsnet.ProtocolBitswapNoVers}
+
+// ServiceName is the resource-manager service of the inbound bitswap
+// streams this exchange reads, whose limits the node sets.
+const ServiceName = "wats.bitswap"
+
+// FirstMessageTimeout bounds the wait for the first message of an inbound
+// bitswap stream: a bitswap peer opens a stream to send a message, so a
+// stream that sends none for this long is being held, and is reset.
+const FirstMessageTimeout = 2 * time.Second
+
+// streamIdle bounds the wait for each later message of an inbound stream
+// (a peer keeps its stream to send wants over time).
 const streamIdle = 5 * time.Minute
 
 // handleStream reads the bitswap messages of an incoming stream and hands
-// each to the server (wants) and to the fetch attempts (blocks).
+// each to the server (wants) and to the fetch attempts (blocks). It has the
+// shape of every stream handler of the node: the stream is attached to
+// ServiceName's scope and held to the peer's cap (ExchangeOptions.Streams),
+// its first message must come within FirstMessageTimeout, each message is
+// at most MaxMessageBytes with its memory reserved in the stream's scope
+// before it is read, a protocol error resets the stream, and EOF closes it.
 func (x *Exchange) handleStream(s network.Stream) {
-	defer s.Close()
 	p := s.Conn().RemotePeer()
+	if err := s.Scope().SetService(ServiceName); err != nil {
+		_ = s.Reset()
+		return
+	}
+	if x.opts.Streams != nil {
+		release, ok := x.opts.Streams(p)
+		if !ok {
+			_ = s.Reset()
+			return
+		}
+		defer release()
+	}
+	prio := uint8(network.ReservationPriorityMedium)
+	if x.opts.Priority != nil {
+		prio = x.opts.Priority(p)
+	}
+	scope := s.Scope()
 	r := msgio.NewVarintReaderSize(s, MaxMessageBytes)
-	for {
-		_ = s.SetReadDeadline(time.Now().Add(streamIdle))
-		msg, _, err := bsmsg.FromMsgReader(r)
+	wait := FirstMessageTimeout
+	for first := true; ; first = false {
+		_ = s.SetReadDeadline(time.Now().Add(wait))
+		wait = streamIdle
+		n, err := r.NextMsgLen()
 		if err != nil {
+			if first && isTimeout(err) && x.opts.Held != nil {
+				x.opts.Held(p)
+			}
 			if err != io.EOF {
 				_ = s.Reset()
+			} else {
+				_ = s.Close()
 			}
+			return
+		}
+		if n < 0 || n > MaxMessageBytes {
+			_ = s.Reset()
+			return
+		}
+		if err := scope.ReserveMemory(n, prio); err != nil {
+			_ = s.Reset()
+			return
+		}
+		msg, _, err := bsmsg.FromMsgReader(r)
+		scope.ReleaseMemory(n)
+		if err != nil {
+			_ = s.Reset()
 			return
 		}
 		ctx := context.Background()
 		x.server.ReceiveMessage(ctx, p, msg)
 		(*receiver)(x).ReceiveMessage(ctx, p, msg)
 	}
+}
+
+// isTimeout reports whether err is a read deadline that passed.
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Close stops serving and receiving. Attempts in progress fail once their

@@ -230,6 +230,9 @@ func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r 
 			return err
 		}
 		if err = f.st.Complete(actx, r.CID, r.Size, res); !errors.Is(err, ErrIncomplete) {
+			if err == nil && f.x.opts.Served != nil {
+				f.x.opts.Served(p, r.Size)
+			}
 			return err
 		}
 	}

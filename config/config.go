@@ -150,8 +150,10 @@ type P2PConfig struct {
 	// MinMaxStreams..MaxMaxStreams.
 	MaxStreams int `toml:"max_streams"`
 
-	// MaxMemoryMiB (key `p2p.max_memory_mib`) is the resource manager's
-	// memory limit, in MiB. Default 512; MinMemoryMiB..MaxMemoryMiB.
+	// MaxMemoryMiB (key `p2p.max_memory_mib`) is the memory of peers'
+	// connections and streams, in MiB: seven eighths the resource
+	// manager's limit, an eighth the sync page pool (ADR 0030). Default
+	// 1024; MinMemoryMiB..MaxMemoryMiB.
 	MaxMemoryMiB int `toml:"max_memory_mib"`
 }
 
@@ -171,7 +173,7 @@ type SyncConfig struct {
 // peers the node has met (design §8).
 type PeerCacheConfig struct {
 	// MaxPeers (key `peercache.max_peers`) is the most peer records kept;
-	// past it the least recently seen is evicted. 1..MaxPeerCache.
+	// past it the least valuable are evicted (ADR 0030). 1..MaxPeerCache.
 	// Default 10,000.
 	MaxPeers int `toml:"max_peers"`
 }
@@ -236,7 +238,7 @@ func Default() *Config {
 			ConnsGrace:   Duration{30 * time.Second},
 			MaxConns:     256,
 			MaxStreams:   2048,
-			MaxMemoryMiB: 512,
+			MaxMemoryMiB: 1024,
 		},
 		Sync: SyncConfig{
 			Interval: Duration{30 * time.Second},

@@ -91,7 +91,9 @@ var keyDocs = map[string]keyDoc{
 	},
 	"p2p.max_conns": {
 		what: "Resource manager: hard limit on connections, all peers, inbound and outbound " +
-			"together. Connections beyond it are refused.",
+			"together. Connections beyond it are refused. A quarter of it are the slots of peers " +
+			"that connect without having shown value; past them the worst of those is evicted " +
+			"for a newcomer (docs/adr/0030).",
 		allowed: fmt.Sprintf("connections, an integer from conns_high to %d", MaxMaxConns),
 		example: `max_conns = 256`,
 	},
@@ -101,9 +103,11 @@ var keyDocs = map[string]keyDoc{
 		example: `max_streams = 2048`,
 	},
 	"p2p.max_memory_mib": {
-		what:    "Resource manager: memory libp2p may reserve for connections and streams.",
+		what: "Memory for peers' connections and streams: the resource manager's limit (each open " +
+			"stream reserves its 256 KiB receive window), with an eighth kept for the sync pages " +
+			"being served. A bound on the worst case, not what the daemon uses.",
 		allowed: fmt.Sprintf("MiB, an integer from %d to %d", MinMemoryMiB, MaxMemoryMiB),
-		example: `max_memory_mib = 512`,
+		example: `max_memory_mib = 1024`,
 	},
 	"sync.interval": {
 		what:    "How often the node syncs from each connected peer: it asks for the events logged since the last sync.",
@@ -172,8 +176,30 @@ var keyDocs = map[string]keyDoc{
 		allowed: fmt.Sprintf("challenge_base_bits..%d", limits.MaxChallengeBits),
 		example: "challenge_max_bits = 24",
 	},
+	"limits.miss_per_min": {
+		what: "Misses a peer may make, per minute, on top of their request type's rate: requests " +
+			"for what never existed here (a sync cursor past the head, blobs no event names, a crash " +
+			"report already held). Misses are also counted against the peer's tier (docs/adr/0030).",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "miss_per_min = 30",
+	},
+	"limits.suspect_percent": {
+		what: "Share of every rate above that a suspect peer gets, in percent: a peer whose value " +
+			"history is mostly misses, invalid messages, failed solutions or held streams (docs/adr/0030).",
+		allowed: fmt.Sprintf("%d..%d percent (at least one request a minute)", limits.MinSuspectPercent, limits.MaxSuspectPercent),
+		example: "suspect_percent = 10",
+	},
+	"limits.valued_percent": {
+		what: "Ceiling of a valued peer's rates, in percent of the rates above: a peer in the peer " +
+			"cache that gave this node many events or blobs (docs/adr/0030).",
+		allowed: fmt.Sprintf("%d..%d percent", limits.MinValuedPercent, limits.MaxValuedPercent),
+		example: "valued_percent = 200",
+	},
 	"peercache.max_peers": {
-		what:    "Most peer records kept; past it the least recently seen peer is forgotten.",
+		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +
+			"gave events or blobs, solved a challenge); past the bound the least valuable go first, " +
+			"some protected for being known longest, most useful, recently useful, or alone in their " +
+			"address group (docs/adr/0030).",
 		allowed: fmt.Sprintf("1..%d peers", MaxPeerCache),
 		example: "max_peers = 10000",
 	},

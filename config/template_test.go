@@ -162,6 +162,7 @@ func nonDefault() *Config {
 		HelloPerMin: 1, SyncPerMin: 0, ReplicatePerMin: limits.MaxPerMin, ReportPerMin: 3,
 		BlobFetchesPerPeer: limits.MaxBlobFetchesPerPeer, Challenge: false,
 		ChallengeBaseBits: 12, ChallengeMaxBits: 20,
+		MissPerMin: 0, SuspectPercent: limits.MaxSuspectPercent, ValuedPercent: limits.MaxValuedPercent,
 		// Not keys: Parse keeps their defaults.
 		OverloadInFlight: limits.DefaultConfig().OverloadInFlight,
 		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,

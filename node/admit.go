@@ -1,111 +1,161 @@
 package node
 
 import (
-	"time"
-
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
-// throttleSummaryInterval is how often the node logs how many "peer
-// throttled" lines the throttle log suppressed (seed 001: resist log
-// amplification, but say what was left out).
-const throttleSummaryInterval = time.Minute
-
 // admission is the state of Node.admit: ADR 0014's per-peer token buckets
-// and the caps on their log lines.
+// (with ADR 0030's tiers and miss budgets), decided by limits.Policy.
 type admission struct {
-	table    *limits.Table
-	throttle *limits.ThrottleLog
-	// epoch is the base of the monotonic nanoseconds the table counts in.
-	epoch time.Time
+	table *limits.Table
 }
 
-func newAdmission(cfg limits.Config, now time.Time) (*admission, error) {
+func newAdmission(cfg limits.Config) (*admission, error) {
 	table, err := limits.NewTable(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &admission{table: table, throttle: limits.NewThrottleLog(), epoch: now}, nil
+	return &admission{table: table}, nil
 }
 
 // admit decides, for each decoded request and before any expensive work,
-// whether to serve req from p (design §7, ADR 0014). It returns nil to
-// serve, or the response to send instead. inFlight is the number of /wats
-// requests being handled, this one included. In this order:
+// whether to serve req from st's peer (design §7, ADR 0014, ADR 0030). It
+// returns nil to serve, or the response to send instead. class is what the
+// cheap existence check found the request to ask for; inFlight is the
+// number of /wats requests being handled, this one included.
 //
-//  1. A valid solution (a resubmitted request) lets this one request
-//     through, past the per-peer limit and the overload, within the global
-//     ceiling of solved requests; an invalid one is ignored.
-//  2. Over its per-peer bucket, a peer that advertised "challenge" gets a
-//     challenge when limits.challenge is on; any other peer is refused with
-//     {"type":"refused","reason":"rate limited (<type>): retry later"} and
-//     the exact wait in retry_after_ms. A refused attempt does not change
-//     the bucket, and each type has its own. "peer throttled" is logged at
-//     most once a minute per peer and type, never with an address.
-//  3. Overloaded (more than overload_in_flight requests in flight), a peer
-//     that advertised "challenge" and has no established reputation gets a
-//     challenge; every other peer is served as before.
-//  4. Otherwise the request is served.
-//
-// Challenging a rate-limited peer and being overloaded are the pressure
-// that raises the challenge's effort.
-func (n *Node) admit(p peer.ID, req *proto.Request, inFlight int) proto.Message {
+// The decision itself is limits.Policy.Decide, a pure function of the
+// peer's facts (tier, advertised challenge, reputation), the request
+// (type, class, a verified solution, the load) and the monotonic clock,
+// run on the peer's bucket state in the Table; see testdata/admit.txt in
+// package limits for every rule. Around it, admit verifies a solution (an
+// invalid one is counted and ignored, ADR 0014), issues the challenge,
+// reports pressure to the effort, logs "peer throttled" within its caps and
+// counts the outcome in the peer's value history. It takes no lock of the
+// node's: the peer's state is read through atomics, and the Table takes
+// one of its 64 shard locks.
+func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFlight int) proto.Message {
 	k, ok := limits.ParseKind(string(req.Type))
 	if !ok {
 		return nil // not a request type with a budget
 	}
 	now := n.now()
-	if req.Solution != nil && n.checkSolution(p, req.Solution, now) {
-		n.peers.Count(p, peercache.CountSolved)
+	mono := n.mono(now)
+	solved := req.Solution != nil && n.checkSolution(st, req.Solution, now, mono)
+	d := n.adm.table.Admit(st.id, st.facts(mono), limits.Request{Kind: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))
+	if d.Pressure {
+		n.issuer.Pressure(mono)
+	}
+	if class == limits.ClassMiss {
+		n.count(st, &st.hist.misses, 1)
+		n.m.miss(k)
+	}
+	switch d.Verdict {
+	case limits.Serve:
+		if class != limits.ClassMiss {
+			n.count(st, &st.hist.served, 1)
+		}
+		st.lastActive.Store(int64(mono))
+		if solved {
+			n.count(st, &st.hist.solved, 1)
+			n.go_(func() { n.showedValue(st, peercache.ValueSolved) })
+		}
 		return nil
-	}
-	mono := int64(now.Sub(n.adm.epoch)) // the buckets' clock: ns since the node was built
-	challenges := n.cfg.Limits.Challenge && n.canSolve(p)
-	allowed, retryAfter := n.adm.table.Allow(p, k, mono)
-	if !allowed {
-		if n.adm.throttle.ShouldLog(p, k, mono) {
-			n.log.Info("peer throttled", "peer", p, "type", k.String())
-		}
-		if challenges {
-			n.issuer.Pressure(now)
-			if c := n.issue(p, now); c != nil {
-				n.peers.Count(p, peercache.CountChallenged)
-				return c
+	case limits.Challenge:
+		if c := n.issue(st, now, mono); c != nil {
+			n.count(st, &st.hist.challenged, 1)
+			if d.Reason != limits.ReasonOverload {
+				n.throttled(st, k, mono)
 			}
+			return c
 		}
-		n.peers.Count(p, peercache.CountRefused)
-		return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(retryAfter)}
-	}
-	if inFlight > n.cfg.Limits.OverloadInFlight {
-		n.issuer.Pressure(now)
-		if challenges && !n.reputation.Reputed(p, now) {
-			if c := n.issue(p, now); c != nil {
-				n.peers.Count(p, peercache.CountChallenged)
-				return c
-			}
+		if d.Reason == limits.ReasonOverload {
+			// No challenge can be made for this peer: served as before.
+			n.count(st, &st.hist.served, 1)
+			return nil
 		}
 	}
-	n.peers.Count(p, peercache.CountServed)
-	return nil
+	n.count(st, &st.hist.refused, 1)
+	n.throttled(st, k, mono)
+	return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(d.RetryAfter)}
 }
 
-// throttleSummaries logs, once a minute, how many "peer throttled" lines
-// were suppressed, when any were.
-func (n *Node) throttleSummaries() {
-	t := time.NewTicker(throttleSummaryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-			if k := n.adm.throttle.TakeSuppressed(); k > 0 {
-				n.log.Info("peer throttled lines suppressed", "count", k, "since", throttleSummaryInterval)
+// classify is the cheap existence check of a request (ADR 0030, after seed
+// 002), before admission and before any expensive work: whether it asks for
+// what exists here (limits.ClassHit), for what never existed (ClassMiss,
+// the abuse signal), or for what is missing for an honest reason
+// (ClassExpected). Each check is an atomic read or a few Bloom-filtered
+// pebble lookups.
+//
+//   - sync: a cursor within the log is a hit; one at most a page past the
+//     head is expected (a page being written, a reader one page ahead);
+//     further is a miss.
+//   - replicate: a hit when every blob is held here or named by an event
+//     here; else a miss (the requester names blobs nobody announced).
+//   - crash_report: a miss when the log holds the event already (a
+//     duplicate report); else a hit.
+//   - hello: a hit.
+func (n *Node) classify(req *proto.Request) limits.Class {
+	switch req.Type {
+	case proto.TypeSync:
+		head := n.events.Head()
+		switch after := req.Sync.After; {
+		case after <= head:
+			return limits.ClassHit
+		case after-head <= proto.MaxPageEvents:
+			return limits.ClassExpected
+		}
+		return limits.ClassMiss
+	case proto.TypeReplicate:
+		for _, b := range req.Replicate.Blobs {
+			if !n.blobKnown(b.CID) {
+				return limits.ClassMiss
 			}
 		}
+	case proto.TypeCrashReport:
+		if id, ok := eventID(req.CrashReport.Event); ok && n.has(id) {
+			return limits.ClassMiss
+		}
 	}
+	return limits.ClassHit
+}
+
+// peerOf returns the run state of p for a request on one of its streams.
+func (n *Node) peerOf(p peer.ID) *peerState {
+	if st := n.run.get(p); st != nil {
+		return st
+	}
+	// A stream can be handled before the connection notice ran.
+	dir := networkDirection(n, p)
+	return n.peerState(p, dir)
+}
+
+// blobKnown reports whether the blob c (a CID string from a request) is
+// held here or named by an event here: the existence check of a replicate
+// request's blobs.
+func (n *Node) blobKnown(s string) bool {
+	c, err := cid.Decode(s)
+	if err != nil {
+		return false
+	}
+	if ok, _ := n.blobs.Has(c); ok {
+		return true
+	}
+	ok, err := n.events.NamesBlob(c.String())
+	return err == nil && ok
+}
+
+// eventID returns the id of a raw event, without verifying it.
+func eventID(raw []byte) (string, bool) {
+	ev, err := eventlog.Decode(raw)
+	if err != nil {
+		return "", false
+	}
+	return ev.ID, true
 }

@@ -131,7 +131,13 @@ func (n *Node) apiID(w http.ResponseWriter, r *http.Request) {
 
 // Status returns a summary of the node's state.
 func (n *Node) Status() api.Status {
+	tiers := map[string]int{}
+	n.run.each(func(st *peerState) { tiers[st.Tier().String()]++ })
 	return api.Status{
+		PeerTiers:         tiers,
+		StrangerSlots:     strangerSlots(n.cfg),
+		StrangerSlotsUsed: n.run.strangerCount(),
+
 		PeerID:        n.host.ID().String(),
 		Network:       n.cfg.Network,
 		Agent:         n.agent,
@@ -143,7 +149,7 @@ func (n *Node) Status() api.Status {
 		Dropped:       n.m.droppedTotal(),
 		InFlight:      n.inFlight.Load(),
 
-		ChallengeEffort:  n.issuer.Effort(n.now()),
+		ChallengeEffort:  n.issuer.Effort(n.mono(n.now())),
 		ChallengesIssued: n.m.issuedN.Load(),
 		ChallengesSolved: n.m.solvedN.Load(),
 		ChallengesFailed: n.m.failedN.Load(),
@@ -161,31 +167,25 @@ func (n *Node) apiStatus(w http.ResponseWriter, r *http.Request) {
 // Peers returns the connected peers.
 func (n *Node) Peers() []api.Peer {
 	conns := n.host.Network().Peers()
-	// What Peers reads of each peer's run state, copied under n.mu.
-	type seen struct {
-		dir   network.Direction
-		hello *proto.Hello
-	}
-	n.mu.Lock()
-	states := make(map[peer.ID]seen, len(n.mu.peers))
-	for p, st := range n.mu.peers {
-		states[p] = seen{dir: st.dir, hello: st.hello}
-	}
-	n.mu.Unlock()
+	mono := n.mono(n.now())
 	out := make([]api.Peer, 0, len(conns))
 	for _, p := range conns {
-		ap := api.Peer{PeerID: p.String(), Cursor: n.peers.Cursor(p), Addrs: []string{}}
+		ap := api.Peer{PeerID: p.String(), Cursor: n.cursorOf(p), Addrs: []string{}, Direction: api.DirectionOutbound}
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}
-		ap.Direction = api.DirectionOutbound
-		if st, ok := states[p]; ok {
-			if st.dir == network.DirInbound {
+		if st := n.run.get(p); st != nil {
+			st.mu.Lock()
+			dir, h := st.mu.dir, st.mu.hello
+			st.mu.Unlock()
+			if dir == network.DirInbound {
 				ap.Direction = api.DirectionInbound
 			}
-			if st.hello != nil {
-				ap.Hello, ap.Agent, ap.Head = true, st.hello.Agent, headOf(st.hello)
+			if h != nil {
+				ap.Hello, ap.Agent, ap.Head = true, h.Agent, headOf(h)
 			}
+			t, why := limits.TierOf(st.History())
+			ap.Tier, ap.TierReason, ap.Reputed = t.String(), why, st.reputed(mono)
 		}
 		out = append(out, ap)
 	}
@@ -401,6 +401,15 @@ func (n *Node) Limits() api.Limits {
 		Challenge:          l.Challenge, ChallengeBaseBits: l.ChallengeBaseBits, ChallengeMaxBits: l.ChallengeMaxBits,
 		OverloadInFlight: l.OverloadInFlight, SolvedPerMin: l.SolvedPerMin,
 		MaxTrackedPeers: n.adm.table.MaxPeers(),
+		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
+	}
+	pl := n.adm.table.Policy()
+	for t := range limits.Tier(limits.NumTiers) {
+		tl := api.TierLimits{Tier: t.String(), PerMin: map[string]int{"miss": pl.MissRate(t).PerMin()}}
+		for _, k := range limits.Kinds() {
+			tl.PerMin[k.String()] = pl.Rate(t, k).PerMin()
+		}
+		out.Tiers = append(out.Tiers, tl)
 	}
 	for _, k := range limits.Kinds() {
 		r := n.adm.table.Rate(k)
@@ -420,7 +429,7 @@ func (n *Node) apiLimits(w http.ResponseWriter, r *http.Request) {
 // Diag returns the admission counters.
 func (n *Node) Diag() api.Diag {
 	s := n.adm.table.Snapshot()
-	d := api.Diag{RefusedAtCap: s.RefusedAtCap, TrackedPeers: s.TrackedPeers, ThrottleLinesLogged: n.adm.throttle.Logged()}
+	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.cap.Logged()}
 	for _, k := range limits.Kinds() {
 		c := s.Of(k)
 		d.Requests = append(d.Requests, api.RequestCounts{Type: k.String(), Accepted: c.Accepted, Refused: c.Refused})
@@ -433,19 +442,27 @@ func (n *Node) apiDiag(w http.ResponseWriter, r *http.Request) {
 }
 
 // PeerCache returns every record of the peer cache, most recently seen
-// first.
+// first, with each peer's tier and why.
 func (n *Node) PeerCache() []api.CachedPeer {
-	now := n.now()
+	mono := n.mono(n.now())
 	entries := n.peers.All()
 	out := make([]api.CachedPeer, 0, len(entries))
 	for _, e := range entries {
 		r := e.Record
+		h := history(recordCounts(&r), true)
+		reputed := e.MetInEarlierRun
+		if st := n.run.get(e.ID); st != nil {
+			h, reputed = st.History(), st.reputed(mono) // with this run's counts not folded yet
+		}
+		t, why := limits.TierOf(h)
 		out = append(out, api.CachedPeer{
 			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
 			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
 			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: r.Cursor,
-			Reputed: n.reputation.Reputed(e.ID, now), MetInEarlierRun: e.MetInEarlierRun,
-			Served: r.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: r.Solved, Misses: r.Misses,
+			Reputed: reputed, MetInEarlierRun: e.MetInEarlierRun,
+			Served: h.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: h.Solved, Misses: h.Misses,
+			Invalid: h.Invalid, Failed: h.Failed, Timeouts: h.Timeouts, Events: h.Events, Bytes: h.Bytes,
+			LastUseful: r.LastUseful, Value: r.Value, Tier: t.String(), TierReason: why,
 		})
 	}
 	return out

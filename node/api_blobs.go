@@ -69,7 +69,7 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "", Progress: progress})
-	n.logFetch(c, req.Size, "api", err)
+	n.logFetch("", c, req.Size, "api", err)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, blobs.ErrNoProvider) && from == "" {

@@ -121,7 +121,7 @@ func TestAPILimitsAndDiag(t *testing.T) {
 			t.Fatalf("sync counts %+v, want 15 (or 16) accepted of 17", r)
 		}
 	}
-	if d.TrackedPeers < 1 || d.ThrottleLinesLogged != 1 {
+	if d.TrackedPeers < 1 || d.PeerLinesLogged < 1 {
 		t.Fatalf("diag %+v: want the flooder tracked and one throttled line", d)
 	}
 }

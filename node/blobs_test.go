@@ -292,7 +292,7 @@ func scratchStore(t *testing.T) *blobs.Store {
 func TestAutoFetchQueueBound(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
 	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
-	adm, err := newAdmission(cfg.Limits, time.Now())
+	adm, err := newAdmission(cfg.Limits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,6 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// Reputation decides whether a peer has an established reputation (ADR
-// 0014, "Load challenge"): such a peer is served while the node is
-// overloaded instead of being challenged. The peer cache implements it.
-type Reputation interface {
-	Reputed(p peer.ID, now time.Time) bool
-}
-
 // rawID returns the raw 32-byte Ed25519 public key of p: the "endpoint id"
 // of ADR 0014's puzzle (design §3). ok is false for other key types, which
 // the gater refuses anyway.
@@ -35,35 +28,20 @@ func rawID(p peer.ID) (id [challenge.IDLen]byte, ok bool) {
 	return id, true
 }
 
-// canSolve reports whether p advertised the challenge feature in its hello
-// (ADR 0014: a node never challenges a peer that did not).
-func (n *Node) canSolve(p peer.ID) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st, ok := n.mu.peers[p]
-	if !ok || st.hello == nil {
+// checkSolution verifies the solution of a resubmitted request from st's
+// peer. A valid one lets the request through (ADR 0014: past the per-peer
+// limit and the overload, within the solved ceiling); an invalid one is
+// counted by its reason, in the peer's history, and ignored, as if absent.
+func (n *Node) checkSolution(st *peerState, sol *proto.Solution, now time.Time, mono time.Duration) bool {
+	if !st.rawOK {
 		return false
 	}
-	for _, f := range st.hello.Features {
-		if f == proto.FeatureChallenge {
-			return true
-		}
-	}
-	return false
-}
-
-// checkSolution verifies the solution of a resubmitted request. A valid one
-// lets the request through (ADR 0014: past the per-peer limit and the
-// overload, within the solved ceiling); an invalid one is counted by its
-// reason and ignored, as if absent.
-func (n *Node) checkSolution(p peer.ID, sol *proto.Solution, now time.Time) bool {
-	id, ok := rawID(p)
-	if !ok {
-		return false
-	}
-	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, id, now)
+	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, st.raw, now, mono)
 	if err != nil {
 		n.m.challengeFailed(failureKind(err))
+		if !errors.Is(err, challenge.ErrCeiling) && !errors.Is(err, challenge.ErrForgotten) {
+			n.count(st, &st.hist.failed, 1) // the requester's fault
+		}
 		return false
 	}
 	n.m.challengeSolved()
@@ -88,13 +66,13 @@ func failureKind(err error) string {
 	return "other"
 }
 
-// issue returns a challenge for p at the current effort.
-func (n *Node) issue(p peer.ID, now time.Time) proto.Message {
-	id, ok := rawID(p)
-	if !ok {
+// issue returns a challenge for st's peer at the current effort; nil for a
+// peer without an Ed25519 key (which the gater refuses anyway).
+func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Message {
+	if !st.rawOK {
 		return nil
 	}
-	c := n.issuer.Issue(id, now)
+	c := n.issuer.Issue(st.raw, now, mono)
 	n.m.challengeIssued()
 	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
 }

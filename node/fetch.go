@@ -73,7 +73,16 @@ func (n *Node) startBlobs() {
 	f := &fetchState{queue: make(chan fetchJob, autoFetchQueue)}
 	f.mu.queued = make(map[cid.Cid]struct{})
 	f.mu.bySource = make(map[peer.ID]int)
-	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{Serve: n.mayFetchBlocks, Prepare: n.helloFirst})
+	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{
+		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream,
+		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },
+		Held: func(p peer.ID) {
+			n.m.streamTimeout("bitswap")
+			n.abuse(p, func(c *counts) *atomic.Uint64 { return &c.timeouts })
+		},
+		Unheld: n.unheldWant,
+		Served: func(p peer.ID, size uint64) { n.gave(p, 0, size) },
+	})
 	f.fetcher = blobs.NewFetcher(f.x, n.blobs, nil, n.now)
 	n.fetch = f
 	for range autoFetchWorkers {
@@ -123,7 +132,7 @@ func (n *Node) scanMissingBlobs() {
 					continue
 				}
 				err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
-				n.logFetch(c, b.Size, "scan", err)
+				n.logFetch("", c, b.Size, "scan", err)
 				if err == nil {
 					fetched++
 				} else {
@@ -148,10 +157,20 @@ func (n *Node) mayFetchBlocks(p peer.ID) bool {
 	if n.cfg.Blobs.Serve == config.ServeAll {
 		return true
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.mu.peers[p]
-	return st != nil && st.hello != nil
+	st := n.run.get(p)
+	return st != nil && st.helloDone.Load()
+}
+
+// unheldWant classifies a bitswap want of a block that no complete blob
+// here holds (answered DONT_HAVE): a root that an event here names is an
+// expected miss (a blob removed here, or not fetched yet); any other CID is
+// a miss, counted in the peer's history (ADR 0030).
+func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
+	if ok, err := n.events.NamesBlob(c.String()); err == nil && ok {
+		return
+	}
+	n.m.bitswapMiss()
+	n.abuse(p, func(c *counts) *atomic.Uint64 { return &c.misses })
 }
 
 // helloFirst completes hello with a provider before the first want: wats
@@ -160,11 +179,7 @@ func (n *Node) mayFetchBlocks(p peer.ID) bool {
 // honest provider off. A provider that does not speak /wats/1 (another
 // IPFS implementation) is asked anyway: its failed hello is not an error.
 func (n *Node) helloFirst(ctx context.Context, p peer.ID) error {
-	n.mu.Lock()
-	st := n.mu.peers[p]
-	done := st != nil && st.hello != nil
-	n.mu.Unlock()
-	if done {
+	if st := n.run.get(p); st != nil && st.helloDone.Load() {
 		return nil
 	}
 	if err := n.greet(ctx, p); err != nil {
@@ -262,7 +277,7 @@ func (n *Node) fetchWorker() {
 
 func (n *Node) runFetchJob(j fetchJob) {
 	err := n.FetchBlob(n.ctx, j.c, j.ref.Size, FetchOptions{Guesses: j.others})
-	n.logFetch(j.c, j.ref.Size, j.source, err)
+	n.logFetch(j.from, j.c, j.ref.Size, j.source, err)
 	if fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled) {
 		n.retryFetch(j)
 	}
@@ -284,13 +299,13 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		release, ok := n.slots.TryAcquire(p)
 		if !ok {
 			n.m.blobFetch("crash_report", "skipped")
-			n.log.Info("crash dump not fetched: the submitter's fetch slots are in use", "cid", c, "peer", p)
+			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots are in use", "cid", c, "peer", p)
 			continue
 		}
 		n.go_(func() {
 			defer release()
 			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p})
-			n.logFetch(c, b.Size, "crash_report", err)
+			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
 }
@@ -304,7 +319,7 @@ var retryDelay = blobs.BackoffDelay
 func (n *Node) retryFetch(j fetchJob) {
 	j.tries++
 	if j.tries > autoFetchRetries {
-		n.log.Info("blob not fetched; no more retries until the next start", "cid", j.c, "tries", j.tries)
+		n.plog.Info(j.from, "retries", "blob not fetched; no more retries until the next start", "cid", j.c, "tries", j.tries)
 		return
 	}
 	f := n.fetch
@@ -324,18 +339,30 @@ func (n *Node) retryFetch(j fetchJob) {
 	})
 }
 
-// logFetch records the outcome of a background fetch: a blob that does not
-// fit its declared size or format is "logged and ignored" (ADR 0014).
-func (n *Node) logFetch(c cid.Cid, size uint64, source string, err error) {
+// logFetch records the outcome of a background fetch that p caused (the
+// peer whose event, request or report named the blob; "" for the node's own
+// fetches, which are logged uncapped): a blob that does not fit its
+// declared size or format is "logged and ignored" (ADR 0014), within the
+// caps of peer-caused lines.
+func (n *Node) logFetch(p peer.ID, c cid.Cid, size uint64, source string, err error) {
 	n.m.blobFetch(source, fetchOutcome(err))
 	switch {
 	case err == nil:
 		n.log.Debug("blob fetched", "cid", c, "size", size, "source", source)
 	case errors.Is(err, context.Canceled):
 	case blobs.ContentFault(err):
-		n.log.Warn("blob not used: its content does not fit the declared size or format", "cid", c, "size", size, "source", source, "err", err)
+		msg := "blob not used: its content does not fit the declared size or format"
+		if p == "" {
+			n.log.Warn(msg, "cid", c, "size", size, "source", source, "err", err)
+		} else {
+			n.plog.Warn(p, "blob content", msg, "cid", c, "size", size, "source", source, "err", err)
+		}
 	default:
-		n.log.Info("blob not fetched", "cid", c, "size", size, "source", source, "err", err)
+		if p == "" {
+			n.log.Info("blob not fetched", "cid", c, "size", size, "source", source, "err", err)
+		} else {
+			n.plog.Info(p, "blob fetch", "blob not fetched", "cid", c, "size", size, "source", source, "err", err)
+		}
 	}
 }
 
@@ -481,7 +508,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 		wg.Go(func() {
 			defer j.release()
 			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Named: others})
-			n.logFetch(j.c, uint64(j.ref.Size), "replicate", j.err)
+			n.logFetch(p, j.c, uint64(j.ref.Size), "replicate", j.err)
 		})
 	}
 	wg.Wait()

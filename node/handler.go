@@ -10,30 +10,50 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
 
 // handleStream serves one /wats/1 stream: one request, one response. Every
 // request type goes through this shape, so the admission point below covers
-// them all.
+// them all: attach the stream to the "wats" service scope, hold it to the
+// peer's cap of /wats streams (by tier), read the request's length prefix
+// within proto.PrefixTimeout and the whole frame within proto.ReadTimeout
+// (a stream held past either is reset and counted in the peer's history),
+// decode, classify (the cheap existence check), admit, serve, write one
+// response and close; a protocol error resets the stream.
 func (n *Node) handleStream(s network.Stream) {
+	start := time.Now() // stream deadlines are on the real clock
 	p := s.Conn().RemotePeer()
 	if err := s.Scope().SetService(proto.ServiceName); err != nil {
 		n.log.Debug("refused /wats stream: resource limit", "peer", p, "err", err)
 		s.Reset()
 		return
 	}
-	_ = s.SetReadDeadline(n.now().Add(proto.ReadTimeout))
-	b, release, err := proto.ReadStreamFrame(s, proto.MaxRequestBytes, network.ReservationPriorityMedium)
+	st := n.peerOf(p)
+	if st.watsStreams.Add(1) > watsStreamCap[st.Tier()] {
+		st.watsStreams.Add(-1)
+		n.m.streamRefused("wats")
+		s.Reset()
+		return
+	}
+	defer st.watsStreams.Add(-1)
+	b, release, err := proto.ReadRequestFrame(s, start, memoryPriority[st.Tier()])
 	defer release()
 	if err != nil {
-		n.m.badRequest("frame")
-		if errors.Is(err, proto.ErrFrameTooLarge) {
+		switch {
+		case errors.Is(err, proto.ErrFrameTooLarge):
+			n.m.badRequest("frame")
+			n.count(st, &st.hist.invalid, 1)
 			n.reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
-			return
+		case proto.IsTimeout(err):
+			n.m.streamTimeout("wats")
+			n.count(st, &st.hist.timeouts, 1)
+			s.Reset()
+		default:
+			n.m.badRequest("frame")
+			s.Reset()
 		}
-		s.Reset()
 		return
 	}
 	req, err := proto.DecodeRequest(b)
@@ -43,6 +63,7 @@ func (n *Node) handleStream(s network.Stream) {
 			perr = &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
 		}
 		n.m.badRequest(string(perr.Code))
+		n.count(st, &st.hist.invalid, 1)
 		n.reply(s, perr)
 		return
 	}
@@ -51,9 +72,9 @@ func (n *Node) handleStream(s network.Stream) {
 	defer n.inFlight.Add(-1)
 
 	// Admission: every decoded request passes Node.admit before any
-	// expensive work (ADR 0014). A non-nil verdict is sent instead of
-	// serving.
-	if verdict := n.admit(p, req, inFlight); verdict != nil {
+	// expensive work (ADR 0014), classified first by what it asks for
+	// (ADR 0030). A non-nil verdict is sent instead of serving.
+	if verdict := n.admit(st, req, n.classify(req), inFlight); verdict != nil {
 		n.reply(s, verdict)
 		return
 	}
@@ -64,12 +85,7 @@ func (n *Node) handleStream(s network.Stream) {
 		resp = n.serveHello(p, req.Hello)
 	case proto.TypeSync:
 		var done func()
-		resp, done = n.serveSync(s.Scope(), req.Sync)
-		if req.Sync.After > n.events.Head() {
-			// A cursor past the head asks for what never existed here: a
-			// miss, in the peer's value history (seed 004).
-			n.peers.Count(p, peercache.CountMiss)
-		}
+		resp, done = n.serveSync(st.Tier(), req.Sync)
 		defer done()
 	case proto.TypeCrashReport:
 		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
@@ -86,7 +102,7 @@ func (n *Node) handleStream(s network.Stream) {
 
 // reply writes one response and closes the stream; a failed write resets it.
 func (n *Node) reply(s network.Stream, m proto.Message) {
-	_ = s.SetWriteDeadline(n.now().Add(proto.ResponseTimeout))
+	_ = s.SetWriteDeadline(time.Now().Add(proto.ResponseTimeout))
 	b, err := proto.Marshal(m)
 	if err == nil {
 		err = proto.WriteFrame(s, b)
@@ -105,7 +121,7 @@ func (n *Node) reply(s network.Stream, m proto.Message) {
 func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	if h.Network != n.cfg.Network {
 		n.m.wrongNetwork()
-		n.log.Info("peer is on another network", "peer", p, "network", h.Network)
+		n.plog.Info(p, "network", "peer is on another network", "peer", p, "network", h.Network)
 		return &proto.Error{Code: proto.CodeWrongNetwork,
 			Message: fmt.Sprintf("the responder is on network %q; the hello named %q", n.cfg.Network, h.Network)}
 	}
@@ -117,26 +133,28 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 // when memory is short: two of the largest events (eventlog.MaxEventBytes).
 const minPageBytes = 2 * eventlog.MaxEventBytes
 
-// serveSync answers a sync request with one page of the local log: events
-// after the cursor, at most the request's limit (≤ proto.MaxPageEvents) and
-// proto.MaxPageBytes in all.
+// serveSync answers a sync request from a peer of tier t with one page of
+// the local log: events after the cursor, at most the request's limit
+// (≤ proto.MaxPageEvents) and proto.MaxPageBytes in all.
 //
-// The page's memory is reserved in the stream's resource scope first: twice
-// the byte budget (the events read, and their encoding). When the resource
-// manager cannot give proto.MaxPageBytes, the budget halves down to
-// minPageBytes, so that many slow readers of sync pages (each held up to
-// proto.ResponseTimeout) are bounded by p2p.max_memory_mib and get smaller
-// pages instead of growing the heap. done releases the reservation once
+// The page's memory is reserved first from the node's page pool: twice
+// the byte budget (the events read, and their encoding), within the share
+// of t's tier (limits.Pool: strangers together at most a quarter, so a
+// peer that showed value finds its room while strangers hold theirs). When
+// the pool cannot give it, the budget halves down to minPageBytes, so
+// that many slow readers of sync pages (each held up to
+// proto.ResponseTimeout) get smaller pages instead of growing the heap;
+// below that the answer is "too busy". done releases the reservation once
 // the response is written.
-func (n *Node) serveSync(scope network.StreamScope, r *proto.SyncRequest) (resp proto.Message, done func()) {
+func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	budget := proto.MaxPageBytes
-	for scope.ReserveMemory(2*budget, network.ReservationPriorityLow) != nil {
+	for !n.pages.Reserve(t, int64(2*budget)) {
 		if budget /= 2; budget < minPageBytes {
 			n.m.syncBusy()
 			return &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}, func() {}
 		}
 	}
-	done = func() { scope.ReleaseMemory(2 * budget) }
+	done = func() { n.pages.Release(t, int64(2*budget)) }
 	events, next, more, err := n.events.Page(r.After, r.Limit, budget)
 	if err != nil {
 		n.log.Error("read event log page", "after", r.After, "err", err)

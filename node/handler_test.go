@@ -1,36 +1,17 @@
 package node
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
-
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
 
-// budgetScope is a stream scope that grants memory reservations up to a
-// limit and records what is held.
-type budgetScope struct {
-	network.StreamScope // methods other than the two below are not used
-	limit, held         int
-}
-
-func (s *budgetScope) ReserveMemory(n int, _ uint8) error {
-	if s.held+n > s.limit {
-		return errors.New("resource limit exceeded")
-	}
-	s.held += n
-	return nil
-}
-
-func (s *budgetScope) ReleaseMemory(n int) { s.held -= n }
-
 // TestSyncPageShrinksWhenMemoryIsShort: the sync handler reserves twice the
-// page budget before reading the page; with less memory it serves smaller
-// pages, with too little it answers "too busy", and it releases what it
-// reserved.
+// page budget from the page pool before reading the page; with less memory
+// it serves smaller pages, with too little it answers "too busy", and it
+// releases what it reserved.
 func TestSyncPageShrinksWhenMemoryIsShort(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 250) // about 80 KB, more than minPageBytes
@@ -42,24 +23,33 @@ func TestSyncPageShrinksWhenMemoryIsShort(t *testing.T) {
 		}
 		return total
 	}
+	pool := func(capacity int64) *limits.Pool {
+		p, err := limits.NewPool(capacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.pages = p
+		return p
+	}
+	valued := limits.TierValued
 
-	full := &budgetScope{limit: 1 << 30}
-	resp, done := n.serveSync(full, req)
-	if full.held != 2*proto.MaxPageBytes {
-		t.Fatalf("held %d bytes while serving, want %d", full.held, 2*proto.MaxPageBytes)
+	full := pool(1 << 30)
+	resp, done := n.serveSync(valued, req)
+	if held := full.Held(valued); held != 2*proto.MaxPageBytes {
+		t.Fatalf("held %d bytes while serving, want %d", held, 2*proto.MaxPageBytes)
 	}
 	if got := len(resp.(*proto.SyncResponse).Events); got != 250 {
 		t.Fatalf("a page with memory to spare has %d events, want 250", got)
 	}
 	done()
-	if full.held != 0 {
-		t.Fatalf("%d bytes still held after done", full.held)
+	if held := full.Held(valued); held != 0 {
+		t.Fatalf("%d bytes still held after done", held)
 	}
 
-	short := &budgetScope{limit: 2 * minPageBytes}
-	resp, done = n.serveSync(short, req)
-	if short.held != 2*minPageBytes {
-		t.Fatalf("held %d, want the smallest budget %d", short.held, 2*minPageBytes)
+	short := pool(2 * minPageBytes)
+	resp, done = n.serveSync(valued, req)
+	if held := short.Held(valued); held != 2*minPageBytes {
+		t.Fatalf("held %d, want the smallest budget %d", held, 2*minPageBytes)
 	}
 	if got := pageBytes(resp); got > minPageBytes || got == 0 {
 		t.Fatalf("short page of %d bytes, want 1..%d", got, minPageBytes)
@@ -69,13 +59,42 @@ func TestSyncPageShrinksWhenMemoryIsShort(t *testing.T) {
 	}
 	done()
 
-	none := &budgetScope{limit: 2*minPageBytes - 1}
-	resp, done = n.serveSync(none, req)
+	none := pool(2*minPageBytes - 1)
+	resp, done = n.serveSync(valued, req)
 	done()
 	if e, ok := resp.(*proto.Error); !ok || e.Code != proto.CodeInternal {
 		t.Fatalf("without memory: %+v, want a 'too busy' error", resp)
 	}
-	if none.held != 0 {
-		t.Fatalf("%d bytes held after a refusal", none.held)
+	if held := none.Held(valued); held != 0 {
+		t.Fatalf("%d bytes held after a refusal", held)
+	}
+}
+
+// TestSyncPagesOfKnownPeersComeFirst: while strangers hold their whole
+// share of the page pool, another stranger is told "too busy", and a peer
+// that showed value still gets a full page.
+func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 10)
+	p, err := limits.NewPool(16 * 2 * proto.MaxPageBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.pages = p
+	if !p.Reserve(limits.TierNew, p.Capacity()/4) {
+		t.Fatal("strangers could not take their quarter")
+	}
+	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	resp, done := n.serveSync(limits.TierNew, req)
+	done()
+	if e, ok := resp.(*proto.Error); !ok || e.Code != proto.CodeInternal {
+		t.Fatalf("a stranger past the strangers' share: %+v, want 'too busy'", resp)
+	}
+	for _, tier := range []limits.Tier{limits.TierNormal, limits.TierValued} {
+		resp, done := n.serveSync(tier, req)
+		if r, ok := resp.(*proto.SyncResponse); !ok || len(r.Events) != 10 || p.Held(tier) != 2*proto.MaxPageBytes {
+			t.Fatalf("a %v peer while strangers hold their share: %+v (held %d)", tier, resp, p.Held(tier))
+		}
+		done()
 	}
 }

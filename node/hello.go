@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -19,17 +20,14 @@ import (
 var ErrWrongNetwork = errors.New("node: peer is on another network")
 
 // greet sends this node's hello to p and records the peer's answer. It runs
-// once per new connection; a peer of another network is disconnected.
+// once per new connection (a second caller waits for the hello in flight);
+// a peer of another network is disconnected.
 func (n *Node) greet(ctx context.Context, p peer.ID) error {
-	n.mu.Lock()
-	st, ok := n.mu.peers[p]
-	if !ok {
-		st = &peerState{}
-		n.mu.peers[p] = st
-	}
-	if g := st.greeting; g != nil {
+	st := n.peerOf(p)
+	st.mu.Lock()
+	if g := st.mu.greeting; g != nil {
 		// A hello to p is in flight: wait for its outcome.
-		n.mu.Unlock()
+		st.mu.Unlock()
 		select {
 		case <-g.done:
 			return g.err
@@ -38,12 +36,12 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 		}
 	}
 	g := &greeting{done: make(chan struct{})}
-	st.greeting = g
-	n.mu.Unlock()
+	st.mu.greeting = g
+	st.mu.Unlock()
 	g.err = n.sendHello(ctx, p)
-	n.mu.Lock()
-	st.greeting = nil
-	n.mu.Unlock()
+	st.mu.Lock()
+	st.mu.greeting = nil
+	st.mu.Unlock()
 	close(g.done)
 	return g.err
 }
@@ -78,44 +76,41 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	return nil
 }
 
-// recordHello stores a peer's completed hello: in the run state, in the
-// peerstore (its listen addresses, for redials) and in the peer cache. If
-// the peer's head is past the cursor synced so far, a sync starts.
+// recordHello stores a peer's completed hello: in its run state (its
+// features, its first hello of this run for ADR 0014's ten minutes, the
+// pacer of its advertised sync rate), in the peerstore (its listen
+// addresses, for redials) and, if it has a record, in the peer cache. A
+// hello alone earns no record (ADR 0030). If the peer's head is past the
+// cursor synced so far, a sync starts.
 func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	now := n.now()
-	n.mu.Lock()
-	st, ok := n.mu.peers[p]
-	if !ok {
-		st = &peerState{}
-		n.mu.peers[p] = st
+	st := n.peerOf(p)
+	st.mu.Lock()
+	st.mu.hello = h
+	if rate := peerSyncRate(h); st.mu.pacer == nil || st.mu.pacer.Rate().PerMin() != rate {
+		st.mu.pacer = limits.NewPacer(rate)
 	}
-	first := st.hello == nil
-	st.hello, st.helloAt = h, now
-	if rate := peerSyncRate(h); st.pacer == nil || st.pacer.Rate().PerMin() != rate {
-		st.pacer = limits.NewPacer(rate)
-	}
-	n.mu.Unlock()
+	st.mu.Unlock()
+	st.canSolve.Store(slices.Contains(h.Features, proto.FeatureChallenge))
+	first := !st.helloDone.Swap(true)
+	st.firstHello.CompareAndSwap(0, int64(n.mono(now))+1)
 	if first {
-		n.log.Info("peer completed hello", "peer", p, "agent", h.Agent, "head", h.Head)
+		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
 	}
 
 	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
-	// A peer's first record is synced at once: that the node met it is
-	// what gives it a reputation after a restart (ADR 0014), and it happens
-	// once per peer, not per request. Later hellos ride on batched writes.
-	_, known := n.peers.Get(p)
-	err := n.peers.Update(p, !known, func(r *peercache.Record) {
-		if r.FirstSeen.IsZero() {
-			r.FirstSeen = now.UTC()
+	if st.persisted.Load() {
+		// Batched: the record exists; its first write was synced.
+		err := n.peers.Update(p, false, func(r *peercache.Record) {
+			r.LastSeen, r.LastHello = now.UTC(), now.UTC()
+			r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)
+			r.MergeAddrs(cacheableAddrs(h.Listen))
+		})
+		if err != nil {
+			n.log.Warn("peer cache write failed", "peer", p, "err", err)
 		}
-		r.LastSeen, r.LastHello = now.UTC(), now.UTC()
-		r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)
-		r.MergeAddrs(cacheableAddrs(h.Listen))
-	})
-	if err != nil {
-		n.log.Warn("peer cache write failed", "peer", p, "err", err)
 	}
-	if head := headOf(h); head > n.peers.Cursor(p) {
+	if head := headOf(h); head > n.cursorOf(p) {
 		n.triggerSync(p)
 	}
 }
@@ -179,10 +174,38 @@ func peerSyncRate(h *proto.Hello) int {
 // pacerFor returns the pacer of p's sync requests; an unlimited one if p has
 // not completed hello.
 func (n *Node) pacerFor(p peer.ID) *limits.Pacer {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st, ok := n.mu.peers[p]; ok && st.pacer != nil {
-		return st.pacer
+	if st := n.run.get(p); st != nil {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.mu.pacer != nil {
+			return st.mu.pacer
+		}
 	}
 	return limits.NewPacer(0)
+}
+
+// cursorOf returns the sync cursor into p's log: its record's, else its run
+// state's (a peer without a record), else 0.
+func (n *Node) cursorOf(p peer.ID) uint64 {
+	if st := n.run.get(p); st != nil && !st.persisted.Load() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.mu.cursor
+	}
+	return n.peers.Cursor(p)
+}
+
+// saveCursor stores the sync cursor into p's log: in its record (synced when
+// durable, design §10), or, for a peer without one, in its run state.
+func (n *Node) saveCursor(p peer.ID, cursor uint64, durable bool) error {
+	if st := n.run.get(p); st != nil && !st.persisted.Load() {
+		st.mu.Lock()
+		st.mu.cursor = cursor
+		st.mu.Unlock()
+		return nil
+	}
+	if !n.peers.Has(p) {
+		return nil // disconnected without a record: nothing to keep it in
+	}
+	return n.peers.Update(p, durable, func(r *peercache.Record) { r.Cursor = cursor })
 }

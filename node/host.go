@@ -12,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
@@ -23,20 +22,6 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/config"
-	"github.com/wats-network/wats/proto"
-)
-
-// Stream limits of the /wats/1 service. Inbound streams are bounded apart
-// from outbound ones, so that peers holding inbound streams open (each for
-// at most proto.ReadTimeout) never stop the node's own calls. An idle
-// stream costs little memory (request and response memory is reserved
-// separately, in the stream's scope), so the inbound limit is generous:
-// many identities are needed to fill it. Per peer, a peer cannot hold more
-// handlers busy than maxServicePeerStreams however fast it opens streams.
-const (
-	maxServiceInboundStreams  = 2048
-	maxServiceOutboundStreams = 512
-	maxServicePeerStreams     = 16
 )
 
 // wrongNetworkBan is how long a peer of another network is refused after it
@@ -45,15 +30,17 @@ const (
 const wrongNetworkBan = 10 * time.Minute
 
 // newHost builds the node's libp2p host from the config: TCP and QUIC,
-// Noise and TLS, yamux, the resource manager with the config's explicit
-// limits, the connection manager, and the gater.
-func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater) (host.Host, error) {
+// Noise and TLS, yamux, the resource manager with explicit limits for every
+// scope (resources.go; known reports the peers with a peer-cache record,
+// which get the larger per-peer limits), the connection manager, and the
+// gater.
+func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, known func(peer.ID) bool) (host.Host, error) {
 	cm, err := connmgr.NewConnManager(cfg.P2P.ConnsLow, cfg.P2P.ConnsHigh,
 		connmgr.WithGracePeriod(cfg.P2P.ConnsGrace.Duration))
 	if err != nil {
 		return nil, fmt.Errorf("node: connection manager: %w", err)
 	}
-	rm, err := newResourceManager(cfg)
+	rm, err := newResourceManager(cfg, known)
 	if err != nil {
 		return nil, err
 	}
@@ -184,42 +171,9 @@ func sameListenAddr(want, actual ma.Multiaddr) bool {
 	return true
 }
 
-// newResourceManager scales libp2p's default limits to the configured
-// memory, then sets the config's explicit system-wide connection and stream
-// limits and the /wats service limits on top.
-func newResourceManager(cfg *config.Config) (network.ResourceManager, error) {
-	scaling := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&scaling)
-	mem := int64(cfg.P2P.MaxMemoryMiB) << 20
-	defaults := scaling.Scale(mem, 4096)
-	explicit := rcmgr.PartialLimitConfig{
-		System: rcmgr.ResourceLimits{
-			Conns:         rcmgr.LimitVal(cfg.P2P.MaxConns),
-			ConnsInbound:  rcmgr.LimitVal(cfg.P2P.MaxConns),
-			ConnsOutbound: rcmgr.LimitVal(cfg.P2P.MaxConns),
-			Streams:       rcmgr.LimitVal(cfg.P2P.MaxStreams),
-			Memory:        rcmgr.LimitVal64(mem),
-		},
-		Service: map[string]rcmgr.ResourceLimits{
-			proto.ServiceName: {
-				Streams:         maxServiceInboundStreams + maxServiceOutboundStreams,
-				StreamsInbound:  maxServiceInboundStreams,
-				StreamsOutbound: maxServiceOutboundStreams,
-			},
-		},
-		ServicePeer: map[string]rcmgr.ResourceLimits{
-			proto.ServiceName: {Streams: maxServicePeerStreams},
-		},
-	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(explicit.Build(defaults)))
-	if err != nil {
-		return nil, fmt.Errorf("node: resource manager: %w", err)
-	}
-	return rm, nil
-}
-
 // gater refuses peers whose key is not Ed25519 (design §3) and, for a while,
-// peers that were found to be on another network.
+// peers that were found to be on another network; it tells the node of each
+// secured connection (secured), which makes room in the stranger slots.
 type gater struct {
 	mu struct {
 		sync.Mutex
@@ -227,6 +181,9 @@ type gater struct {
 		banned map[peer.ID]time.Time
 	}
 	now func() time.Time
+	// secured, if set, is called for each connection the gater lets
+	// through at InterceptSecured.
+	secured func(network.Direction, peer.ID)
 }
 
 func newGater(now func() time.Time) *gater {
@@ -264,7 +221,13 @@ func isEd25519(p peer.ID) bool {
 func (g *gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.banned(p) }
 func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
 func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
-func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	return isEd25519(p) && !g.banned(p)
+func (g *gater) InterceptSecured(dir network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	if !isEd25519(p) || g.banned(p) {
+		return false
+	}
+	if g.secured != nil {
+		g.secured(dir, p)
+	}
+	return true
 }
 func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -29,6 +30,13 @@ type metrics struct {
 	challengesFailed *prometheus.CounterVec // by reason
 	gossipRejects    prometheus.Counter
 	blobFetches      *prometheus.CounterVec // by source and outcome
+
+	misses         *prometheus.CounterVec // requests that asked for what never existed, by type
+	streamsRefused *prometheus.CounterVec // streams reset over a per-peer cap, by kind
+	streamTimeouts *prometheus.CounterVec // streams reset past a deadline, by kind
+	tierChanges    *prometheus.CounterVec // peers that moved to a tier, by tier
+	persisted      *prometheus.CounterVec // peers given a peer-cache record, by the value they showed
+	strangerEvicts *prometheus.CounterVec // strangers evicted for a newcomer, by tier
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 	// The challenge counters again, for the status.
@@ -76,7 +84,7 @@ func newMetrics(n *Node) *metrics {
 		if n.issuer == nil {
 			return 0
 		}
-		return float64(n.issuer.Effort(n.now()))
+		return float64(n.issuer.Effort(n.mono(n.now())))
 	})
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_requests_in_flight", Help: "/wats requests being handled.",
@@ -123,6 +131,28 @@ func newMetrics(n *Node) *metrics {
 		}
 		return float64(n.blobs.QuotaUsed())
 	})
+	m.misses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_requests_missed_total", Help: "Requests that asked for what never existed here (a cursor past the head, blobs no event names, a crash report held already), by type (ADR 0030).",
+	}, []string{"type"})
+	m.streamsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_streams_refused_total", Help: "Inbound streams reset because the peer held its cap of them, by kind (unnegotiated, wats, bitswap, protocol).",
+	}, []string{"kind"})
+	m.streamTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_stream_timeouts_total", Help: "Inbound streams reset because they were held past a deadline (negotiation, wats: the request's first bytes, bitswap: the first message).",
+	}, []string{"kind"})
+	m.tierChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_peer_tier_changes_total", Help: "Connected peers whose tier changed, by the new tier (ADR 0030).",
+	}, []string{"tier"})
+	m.persisted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_peers_persisted_total", Help: "Peers given a peer-cache record, by the value they showed first (connected, events, blobs, solved).",
+	}, []string{"value"})
+	m.strangerEvicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_strangers_evicted_total", Help: "Peers without a record disconnected to make room for a newcomer in the stranger slots, by tier.",
+	}, []string{"tier"})
+	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
+	}, func() float64 { return float64(n.run.strangerCount()) })
+	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.strangerEvicts, tiers)
 	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
@@ -147,6 +177,14 @@ func (m *metrics) blobFetch(source, outcome string) {
 	m.blobFetches.WithLabelValues(source, outcome).Inc()
 }
 func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
+
+func (m *metrics) miss(k limits.Kind)            { m.misses.WithLabelValues(k.String()).Inc() }
+func (m *metrics) bitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
+func (m *metrics) streamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
+func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }
+func (m *metrics) tierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
+func (m *metrics) peerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }
+func (m *metrics) strangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)

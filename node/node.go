@@ -89,13 +89,19 @@ type Node struct {
 	// selfID is the node's raw Ed25519 public key: the requester id of the
 	// puzzles it solves, the responder id of those it issues.
 	selfID [challenge.IDLen]byte
-	// reputation says which peers are served, not challenged, under
-	// overload; the peer cache.
-	reputation Reputation
+	// run owns the run state of the peers (peers.go).
+	run *runPeers
+	// plog writes the log lines peers cause, within their caps.
+	plog *peerLog
+	// pages is the memory of the sync pages being served, shared by tier
+	// (limits.Pool).
+	pages *limits.Pool
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
 	m        *metrics
 
+	// epoch is the base of the node's monotonic readings (mono).
+	epoch   time.Time
 	started time.Time
 
 	// ctx is cancelled by Close; every goroutine the node starts uses it and
@@ -106,28 +112,6 @@ type Node struct {
 	// goMu guards closing, so that go_ never adds to wg once Close waits.
 	goMu    sync.Mutex
 	closing bool
-
-	mu struct {
-		sync.Mutex
-		// peers holds the state of connected peers.
-		peers map[peer.ID]*peerState
-	}
-}
-
-// peerState is what the node knows of a connected peer in this run.
-type peerState struct {
-	// hello is the peer's last hello; nil before hello completes.
-	hello   *proto.Hello
-	helloAt time.Time
-	// greeting is set while this node's own hello to the peer is in flight.
-	greeting *greeting
-	// pacer paces this node's sync requests to the peer's advertised
-	// sync_per_min (nil before hello); it lives as long as the connection,
-	// as the peer's bucket for us does.
-	pacer *limits.Pacer
-	// syncMu serializes the syncs from the peer (syncer.go).
-	syncMu sync.Mutex
-	dir    network.Direction
 }
 
 // New opens the repo's database and builds the node's host. Nothing is
@@ -143,14 +127,17 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now}
-	n.mu.peers = make(map[peer.ID]*peerState)
+	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), run: newRunPeers()}
+	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	adm, err := newAdmission(r.Config.Limits, now())
+	adm, err := newAdmission(r.Config.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.adm = adm
+	if n.pages, err = limits.NewPool(pagePoolBytes(r.Config)); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if n.slots, err = limits.NewSlots(r.Config.Limits.BlobFetchesPerPeer); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
@@ -184,16 +171,19 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	for _, d := range damaged {
 		n.log.Warn("skipped a damaged peer cache record", "key", fmt.Sprintf("%x", d.Key), "err", d.Err)
 	}
+	if k := n.peers.Migrated(); k > 0 {
+		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
+	}
 	if n.blobs, err = blobs.OpenStore(n.db, blobs.StoreOptions{
 		MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes),
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
 	n.gater = newGater(now)
-	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater); err != nil {
+	n.gater.secured = n.admitSecured
+	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater, n.peers.Has); err != nil {
 		return nil, err
 	}
-	n.reputation = n.peers
 	var ok2 bool
 	if n.selfID, ok2 = rawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
@@ -205,6 +195,9 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: challenge: %w", err)
 	}
 	n.host.SetStreamHandler(proto.ID, n.handleStream)
+	// Every inbound stream is negotiated by acceptStream: the per-peer cap
+	// and the short deadline of ADR 0030, in place of the basic host's.
+	n.host.Network().SetStreamHandler(n.acceptStream)
 	n.host.Network().Notify(&network.NotifyBundle{
 		ConnectedF:    n.connected,
 		DisconnectedF: n.disconnected,
@@ -247,7 +240,8 @@ func (n *Node) Start(ctx context.Context) error {
 		close(n.dialed)
 	})
 	n.go_(n.syncLoop)
-	n.go_(n.throttleSummaries)
+	n.go_(n.peerLogSummaries)
+	n.go_(n.foldLoop)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil)
 	return nil
@@ -276,6 +270,7 @@ func (n *Node) Close() error {
 	}
 	n.wg.Wait()
 	n.log.Info("admission counters at shutdown", "limits", n.adm.table.Snapshot())
+	n.run.each(func(st *peerState) { n.dropPeerState(st.id) })
 	errs = append(errs, n.closeStores())
 	return errors.Join(errs...)
 }
@@ -440,17 +435,11 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 	})
 }
 
-// connected is the network notifiee's callback for a new connection.
+// connected is the network notifiee's callback for a new connection: the
+// peer's run state, and this node's hello on its first connection.
 func (n *Node) connected(_ network.Network, c network.Conn) {
 	p := c.RemotePeer()
-	n.mu.Lock()
-	st, ok := n.mu.peers[p]
-	if !ok {
-		st = &peerState{dir: c.Stat().Direction}
-		n.mu.peers[p] = st
-	}
-	n.mu.Unlock()
-	if !ok {
+	if st := n.peerState(p, c.Stat().Direction); !st.helloDone.Load() {
 		n.go_(func() {
 			ctx, cancel := context.WithTimeout(n.ctx, proto.ResponseTimeout)
 			defer cancel()
@@ -461,34 +450,26 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 	}
 }
 
-// disconnected forgets a peer's run state once its last connection closes.
+// disconnected forgets a peer's run state once its last connection closes
+// (dropPeerState: what it showed goes to its record, or is remembered a
+// while).
 func (n *Node) disconnected(nw network.Network, c network.Conn) {
 	p := c.RemotePeer()
 	if nw.Connectedness(p) == network.Connected {
 		return
 	}
-	n.mu.Lock()
-	st, ok := n.mu.peers[p]
-	delete(n.mu.peers, p)
-	n.mu.Unlock()
-	// Only peers that completed hello have a record: a peer that merely
-	// connected leaves nothing behind.
-	if ok && st.hello != nil {
-		_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = n.now().UTC() })
-	}
+	n.dropPeerState(p)
 }
 
 // helloPeers returns the connected peers that completed hello, with their
 // hellos.
 func (n *Node) helloPeers() map[peer.ID]*proto.Hello {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make(map[peer.ID]*proto.Hello, len(n.mu.peers))
-	for p, st := range n.mu.peers {
-		if st.hello != nil {
-			out[p] = st.hello
+	out := make(map[peer.ID]*proto.Hello)
+	n.run.each(func(st *peerState) {
+		if h := st.hello(); h != nil {
+			out[st.id] = h
 		}
-	}
+	})
 	return out
 }
 

@@ -245,3 +245,17 @@ func TestWrongNetworkPeerIsDropped(t *testing.T) {
 	connect(t, b, a)
 	waitHead(t, 10*time.Second, 3, b)
 }
+
+// waitFor polls cond every 10 ms until it holds, failing the test after
+// timeout: for state that no channel announces (a record written, a
+// connection closed by the other side).
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond) // waiting on the network
+	}
+}

@@ -12,16 +12,19 @@ import (
 )
 
 // TestRestartRedialsKnownPeers: a node restarted with no bootstrap address
-// dials the peers its cache remembers and completes hello with them; they
-// are reputed (met in an earlier run).
+// dials the peers its cache remembers (a peer that gave it events) and
+// completes hello with them; they are reputed (met in an earlier run).
 func TestRestartRedialsKnownPeers(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
+	publish(t, a, 3)
 	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := startRepo(t, r)
 	connect(t, b, a)
+	waitHead(t, 10*time.Second, 3, b) // the sync after hello: a gave b events
+	waitFor(t, 10*time.Second, "a's record in b's peer cache", func() bool { return b.peers.Has(a.ID()) })
 	b.close(t)
 
 	b = startRepo(t, r) // no bootstrap in its config
@@ -35,18 +38,21 @@ func TestRestartRedialsKnownPeers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // waiting on the network
 	}
-	if !b.peers.Reputed(a.ID(), time.Now()) {
+	if st := b.run.get(a.ID()); st == nil || !st.reputed(b.mono(time.Now())) || !b.peers.MetInEarlierRun(a.ID()) {
 		t.Fatal("a peer met in the earlier run is not reputed")
 	}
 }
 
-// TestPeerCacheCountsAndAPI: requests a peer makes are counted in its
-// record (a cursor past the head as a miss), shown by GET /v1/peers/cache,
-// and DELETE forgets the peer.
+// TestPeerCacheCountsAndAPI: a peer that gave events gets a record; the
+// requests it makes are counted in it (a cursor past the head as a miss),
+// shown by GET /v1/peers/cache with its tier, and DELETE forgets the peer.
 func TestPeerCacheCountsAndAPI(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
 	b := startNode(t, testConfig(false, time.Hour))
+	publish(t, b, 2)
 	connect(t, b, a)
+	waitHead(t, 10*time.Second, 2, a)
+	waitFor(t, 10*time.Second, "b's record in a's peer cache", func() bool { return a.peers.Has(b.ID()) })
 	ctx := context.Background()
 	if _, err := b.call(ctx, a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); err != nil {
 		t.Fatal(err)
@@ -68,8 +74,9 @@ func TestPeerCacheCountsAndAPI(t *testing.T) {
 	if rec == nil {
 		t.Fatalf("b is not in a's peer cache: %+v", peers)
 	}
-	if rec.Served < 2 || rec.Misses != 1 || rec.Reputed || rec.MetInEarlierRun || rec.FirstSeen.IsZero() || rec.Agent != "wats/test" {
-		t.Fatalf("b's record %+v: want 2+ served, 1 miss, not reputed, first seen set", *rec)
+	if rec.Served < 2 || rec.Misses != 1 || rec.Reputed || rec.MetInEarlierRun || rec.FirstSeen.IsZero() || rec.Agent != "wats/test" ||
+		rec.Events != 2 || rec.Value != "events" || rec.Tier != "normal" || rec.TierReason == "" {
+		t.Fatalf("b's record %+v: want 2+ served, 1 miss, 2 events given, not reputed, first seen set, tier normal", *rec)
 	}
 	if err := c.ForgetPeer(ctx, b.ID().String()); err != nil {
 		t.Fatal(err)

@@ -112,6 +112,7 @@ func (n *Node) deliver(d gossip.Delivery) {
 		return
 	}
 	n.m.eventsStored("gossip", len(added))
+	n.gave(d.From, uint64(len(added)), 0)
 	for _, b := range d.Event.Blobs {
 		n.hints.Add(b.CID, d.Providers)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/node/api"
-	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -110,7 +109,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	}
 	defer mu.Unlock()
 
-	start := n.peers.Cursor(p)
+	start := n.cursorOf(p)
 	st := api.SyncProgress{Peer: p.String(), Cursor: start}
 	if h, ok := n.helloPeers()[p]; ok {
 		st.PeerHead = headOf(h)
@@ -157,7 +156,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 		err = fetchErr
 	}
 	// Make the cursor durable (design §10) whatever happened.
-	if derr := n.peers.Update(p, true, func(r *peercache.Record) { r.Cursor = st.Cursor }); derr != nil && err == nil {
+	if derr := n.saveCursor(p, st.Cursor, true); derr != nil && err == nil {
 		err = derr
 	}
 	if err != nil {
@@ -168,7 +167,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 		st.PeerHead = st.Cursor
 	}
 	if st.Stored > 0 || st.Dropped > 0 {
-		n.log.Info("synced", "peer", p, "stored", st.Stored, "dropped", st.Dropped, "cursor", st.Cursor)
+		n.plog.Info(p, "synced", "synced", "peer", p, "stored", st.Stored, "dropped", st.Dropped, "cursor", st.Cursor)
 	}
 	return st, nil
 }
@@ -177,9 +176,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 // run state while it is connected (forgotten with it at disconnect, so a
 // flood of identities leaves nothing behind), else a fresh one.
 func (n *Node) syncLock(p peer.ID) *sync.Mutex {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st, ok := n.mu.peers[p]; ok {
+	if st := n.run.get(p); st != nil {
 		return &st.syncMu
 	}
 	return new(sync.Mutex)
@@ -269,13 +266,21 @@ func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error
 	}
 	n.m.eventsStored("sync", len(added))
 	n.m.eventsDropped("sync", len(rejected))
+	// What the peer gave (ADR 0030): events this node lacked are value,
+	// events that do not verify are invalid messages.
+	n.gave(p, uint64(len(added)), 0)
+	if len(rejected) > 0 {
+		if ps := n.run.get(p); ps != nil {
+			n.count(ps, &ps.hist.invalid, uint64(len(rejected)))
+		}
+	}
 	n.autoFetch(added, p, "sync")
 	for _, r := range rejected {
 		n.log.Debug("dropped an invalid synced event", "peer", p, "err", r)
 	}
 	// Not synced on its own: the next durable Append or the final update
 	// carries it to disk (pebble syncs its WAL in order).
-	return n.peers.Update(p, false, func(r *peercache.Record) { r.Cursor = pg.next })
+	return n.saveCursor(p, pg.next, false)
 }
 
 // SyncPeer syncs from p now (waiting for a running sync from p to end

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"time"
 
@@ -137,6 +138,50 @@ func ReadStreamFrame(s network.Stream, max int, prio uint8) (payload []byte, rel
 		return nil, func() {}, err
 	}
 	return b, release, nil
+}
+
+// ReadRequestFrame reads the request frame of a responder's stream opened
+// at start: its length prefix within PrefixTimeout of start, the whole
+// frame within ReadTimeout of start, at most MaxRequestBytes, its payload's
+// memory reserved at priority prio as ReadStreamFrame does. A deadline that
+// passes is an error for which IsTimeout holds.
+func ReadRequestFrame(s network.Stream, start time.Time, prio uint8) (payload []byte, release func(), err error) {
+	if err := s.SetReadDeadline(start.Add(PrefixTimeout)); err != nil {
+		return nil, func() {}, fmt.Errorf("proto: set read deadline: %w", err)
+	}
+	scope := s.Scope()
+	reserved := 0
+	release = func() {
+		if reserved > 0 {
+			scope.ReleaseMemory(reserved)
+			reserved = 0
+		}
+	}
+	b, err := readFrame(s, MaxRequestBytes, func(n int) error {
+		if err := s.SetReadDeadline(start.Add(ReadTimeout)); err != nil {
+			return err
+		}
+		if err := scope.ReserveMemory(n, prio); err != nil {
+			return err
+		}
+		reserved = n
+		return nil
+	})
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return b, release, nil
+}
+
+// IsTimeout reports whether err is a deadline that passed (a stream's read
+// or write deadline, a net.Error that times out).
+func IsTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // callError wraps err, putting ctx's error first when the call failed

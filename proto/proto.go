@@ -173,6 +173,13 @@ const (
 	// ReadTimeout bounds how long a responder waits for the request frame.
 	ReadTimeout = 10 * time.Second
 
+	// PrefixTimeout bounds how long a responder waits for the first bytes
+	// of a request, its length prefix (ADR 0030): a requester writes its
+	// frame as soon as the stream is open, so a stream that sends nothing
+	// (or one byte of a prefix) for PrefixTimeout is being held, not
+	// used, and is reset. The whole frame still has ReadTimeout.
+	PrefixTimeout = 2 * time.Second
+
 	// ResponseTimeout bounds a call, from opening the stream to the decoded
 	// response, for hello, sync and crash_report.
 	ResponseTimeout = 30 * time.Second

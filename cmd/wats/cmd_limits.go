@@ -44,7 +44,20 @@ of config.toml.`,
 			}
 			fmt.Fprintf(c.stdout, "blob fetches per peer: %d\n", l.BlobFetchesPerPeer)
 			fmt.Fprintf(c.stdout, "tracked peers at most: %d\n", l.MaxTrackedPeers)
-			return nil
+			fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
+				l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
+			tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
+			for _, t := range l.Tiers {
+				rate := func(k string) string {
+					if v := t.PerMin[k]; v > 0 {
+						return fmt.Sprint(v)
+					}
+					return "unlimited"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Tier, rate("hello"), rate("sync"), rate("replicate"), rate("crash_report"), rate("miss"))
+			}
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -81,9 +94,9 @@ wats_requests_refused_total) and logged at a clean shutdown.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "refused at the tracked-peer cap: %d\n", d.RefusedAtCap)
+			fmt.Fprintf(c.stdout, "decided on the shared newcomer budget at the tracked-peer cap: %d\n", d.SharedAtCap)
 			fmt.Fprintf(c.stdout, "tracked peers: %d\n", d.TrackedPeers)
-			fmt.Fprintf(c.stdout, "\"peer throttled\" lines logged: %d\n", d.ThrottleLinesLogged)
+			fmt.Fprintf(c.stdout, "peer-caused log lines logged: %d\n", d.PeerLinesLogged)
 			return nil
 		},
 	}

@@ -24,7 +24,7 @@ func TestLimitsAndDiag(t *testing.T) {
 	mux.HandleFunc("GET "+api.PathDiag, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, api.Diag{
 			Requests:     []api.RequestCounts{{Type: "sync", Accepted: 150, Refused: 25}},
-			TrackedPeers: 3, ThrottleLinesLogged: 1,
+			TrackedPeers: 3, PeerLinesLogged: 1,
 		})
 	})
 	dir := fakeDaemon(t, mux)
@@ -35,7 +35,7 @@ func TestLimitsAndDiag(t *testing.T) {
 		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4"}},
 		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`}},
 		{[]string{"diag"}, []string{"sync", "150", "25", "tracked peers: 3"}},
-		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"throttle_lines_logged": 1`}},
+		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"peer_lines_logged": 1`}},
 	} {
 		code, stdout, stderr := runCLI(t, "", append(tc.args, "--repo", dir)...)
 		if code != exitOK {

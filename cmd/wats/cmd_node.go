@@ -172,10 +172,13 @@ func (c *cli) peersCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "List the peer cache: every peer this node remembers, most recently seen first",
-		Long: `List the records of the persisted peer cache (docs/adr/0026): first and last
-seen, whether the peer is reputed (met in an earlier run, or first hello at least
-10 minutes ago: ADR 0014), and its counts of requests served, refused,
-challenged and solved, and misses (requests for things that do not exist).`,
+		Long: `List the records of the persisted peer cache (docs/adr/0026, 0030): a peer
+gets one only after it showed value (VALUE: stayed connected, gave events or
+blobs, solved a challenge). For each: first and last seen, whether it is reputed
+(met in an earlier run, or first hello at least 10 minutes ago: ADR 0014), its
+tier and why (suspect, new, normal, valued: the rates it gets), and its value
+history: requests served and missed (for what never existed here), and the
+events and blob bytes it gave. --json has every count.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
@@ -190,11 +193,11 @@ challenged and solved, and misses (requests for things that do not exist).`,
 				return c.printJSON(peers)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tSERVED\tREFUSED\tCHALLENGED\tSOLVED\tMISSES\tAGENT")
+			fmt.Fprintln(tw, "PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tTIER\tVALUE\tSERVED\tMISSES\tEVENTS\tBYTES\tAGENT\tWHY")
 			for _, p := range peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.PeerID,
-					when(p.FirstSeen), when(p.LastSeen), yesNo(p.Reputed),
-					p.Served, p.Refused, p.Challenged, p.Solved, p.Misses, printable(dash(p.Agent)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.PeerID,
+					when(p.FirstSeen), when(p.LastSeen), yesNo(p.Reputed), p.Tier, dash(p.Value),
+					p.Served, p.Misses, p.Events, p.Bytes, printable(dash(p.Agent)), p.TierReason)
 			}
 			return tw.Flush()
 		},

@@ -13,8 +13,8 @@ import (
 
 // TestDaemonKilledRestartsWithReadableCache: a real daemon killed with
 // SIGKILL while events are being written restarts on the same repo with a
-// readable peer cache, in which its peer is remembered from the earlier run
-// (peer-cache issue).
+// readable peer cache, in which its peer, which gave it events (value:
+// docs/adr/0030), is remembered from the earlier run.
 func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs daemons")
@@ -32,9 +32,18 @@ func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 	_, idOut, _ := runBin(t, env, bin, "id", "--repo", filepath.Join(dir, "node0"))
 	node0ID := strings.Fields(idOut)[0]
 
-	// Writes in flight: events added on node 0 reach node 1 by gossip.
+	// Writes in flight: events added on node 0 reach node 1 by gossip or
+	// sync; node 1 gives node 0 a record once the first arrives.
 	for i := range 20 {
-		runBin(t, env, bin, "devnet", "exec", "0", "--", "events", "add", "--kind", "note", "--body", `{"i":`+string(rune('0'+i%10))+`}`)
+		if code, _, stderr := runBin(t, env, bin, "devnet", "exec", "0", "--dir", dir, "--", "events", "add", "--kind", "note", "--body", `{"i":`+string(rune('0'+i%10))+`}`); code != 0 {
+			t.Fatalf("events add on node 0: exit %d: %s", code, stderr)
+		}
+		if i == 9 {
+			waitCLI(t, 20*time.Second, "node 1 holds node 0's events", func() bool {
+				_, out, _ := runBin(t, env, bin, "peers", "cache", "--json", "--repo", node1)
+				return strings.Contains(out, node0ID)
+			})
+		}
 	}
 	pids := processesMentioning(node1 + "\x00")
 	if len(pids) != 1 {
@@ -128,5 +137,17 @@ func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 	}
 	if code, _, stderr := runBin(t, env, bin, "blob", "rm", blobCID, "--repo", node1); code != 0 {
 		t.Fatalf("blob rm: exit %d: %s", code, stderr)
+	}
+}
+
+// waitCLI runs cond every 100 ms (each run starts CLI processes) until it
+// holds, failing the test after timeout.
+func waitCLI(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond) // waiting on daemons
 	}
 }

@@ -124,6 +124,12 @@ type Status struct {
 	Blobs          int    `json:"blobs"`
 	BlobBytes      uint64 `json:"blob_bytes"`
 	BlobQuotaBytes uint64 `json:"blob_quota_bytes"`
+	// PeerTiers counts the connected peers by tier (docs/adr/0030).
+	PeerTiers map[string]int `json:"peer_tiers"`
+	// StrangerSlots and StrangerSlotsUsed are the inbound connection
+	// slots of peers without a peer-cache record, and how many are held.
+	StrangerSlots     int `json:"stranger_slots"`
+	StrangerSlotsUsed int `json:"stranger_slots_used"`
 }
 
 // Peer is one connected peer (GET PathPeers, POST PathConnect).
@@ -142,6 +148,13 @@ type Peer struct {
 	Cursor uint64 `json:"cursor"`
 	// Direction is "inbound" or "outbound": who opened the connection.
 	Direction string `json:"direction"`
+	// Tier is the peer's tier, from its value history (docs/adr/0030):
+	// "suspect", "new", "normal" or "valued"; TierReason says why.
+	Tier       string `json:"tier"`
+	TierReason string `json:"tier_reason"`
+	// Reputed reports ADR 0014's established reputation: met in an
+	// earlier run, or first hello at least 10 minutes ago.
+	Reputed bool `json:"reputed"`
 }
 
 // Directions of a Peer.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -76,7 +77,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Status{PeerID: "P", Network: "n", Agent: "a", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 61, Dropped: 3}
-	if *st != want {
+	if !reflect.DeepEqual(*st, want) {
 		t.Errorf("Status = %+v, want %+v", *st, want)
 	}
 }
@@ -521,8 +522,9 @@ func TestWireNames(t *testing.T) {
 	}{
 		{ID{PeerID: "p", Addrs: []string{"a"}, Network: "n", Agent: "g"},
 			`{"peer_id":"p","addrs":["a"],"network":"n","agent":"g"}`},
-		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10, Blobs: 11, BlobBytes: 12, BlobQuotaBytes: 13},
-			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13}`},
+		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10, Blobs: 11, BlobBytes: 12, BlobQuotaBytes: 13,
+			PeerTiers: map[string]int{"new": 1}, StrangerSlots: 14, StrangerSlotsUsed: 15},
+			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15}`},
 		{FetchRequest{CID: "c", Size: 1, From: "p"}, `{"cid":"c","size":1,"from":"p"}`},
 		{FetchProgress{Bytes: 1, Size: 2, Done: true}, `{"bytes":1,"size":2,"done":true}`},
 		{ReplicateRequest{Peer: "p", Blobs: []BlobInfo{{CID: "c", Size: 1}}}, `{"peer":"p","blobs":[{"cid":"c","size":1}]}`},
@@ -530,8 +532,8 @@ func TestWireNames(t *testing.T) {
 			`{"stored":["a"],"skipped":[],"failed":[{"cid":"c","reason":"r"}]}`},
 		{AddEventRequest{Kind: "file", Body: jsontext.Value(`{}`), Blobs: []BlobRef{{CID: "c", Size: 1, Name: "n"}}},
 			`{"kind":"file","body":{},"blobs":[{"cid":"c","size":1,"name":"n"}]}`},
-		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound"},
-			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"head":1,"cursor":2,"direction":"inbound"}`},
+		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true},
+			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true}`},
 		{EventPage{Events: []jsontext.Value{jsontext.Value(`{}`)}, Next: 1, More: true, Head: 2},
 			`{"events":[{}],"next":1,"more":true,"head":2}`},
 		{SyncProgress{Peer: "p", Received: 1, Stored: 2, Dropped: 3, Cursor: 4, PeerHead: 5, Done: true},

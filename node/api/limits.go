@@ -39,6 +39,22 @@ type Limits struct {
 	SolvedPerMin     int `json:"solved_per_min"`
 	// MaxTrackedPeers is the most peers whose bucket state is kept at once.
 	MaxTrackedPeers int `json:"max_tracked_peers"`
+	// MissPerMin, SuspectPercent and ValuedPercent are the keys of the
+	// miss budget and the tiers (docs/adr/0030).
+	MissPerMin     int `json:"miss_per_min"`
+	SuspectPercent int `json:"suspect_percent"`
+	ValuedPercent  int `json:"valued_percent"`
+	// Tiers are the effective rates of each tier.
+	Tiers []TierLimits `json:"tiers"`
+}
+
+// TierLimits are the rates a peer of one tier gets.
+type TierLimits struct {
+	// Tier is "suspect", "new", "normal" or "valued".
+	Tier string `json:"tier"`
+	// PerMin maps each request type, and "miss", to its rate in requests
+	// a minute per peer; 0 means unlimited.
+	PerMin map[string]int `json:"per_min"`
 }
 
 // RequestCounts are the admission decisions for one request type since the
@@ -52,11 +68,13 @@ type RequestCounts struct {
 // Diag is the answer of GET PathDiag: counters without peer identities.
 type Diag struct {
 	Requests []RequestCounts `json:"requests"`
-	// RefusedAtCap counts requests of new peers refused because the table
-	// of tracked peers was full (part of the refused counts).
-	RefusedAtCap uint64 `json:"refused_at_cap"`
+	// SharedAtCap counts requests of untracked peers decided on the shared
+	// newcomer budget because the table of tracked peers was full (part of
+	// the counts above).
+	SharedAtCap uint64 `json:"shared_at_cap"`
 	// TrackedPeers is the number of peers whose bucket state is kept.
 	TrackedPeers int `json:"tracked_peers"`
-	// ThrottleLinesLogged counts the "peer throttled" lines logged.
-	ThrottleLinesLogged uint64 `json:"throttle_lines_logged"`
+	// PeerLinesLogged counts the peer-caused log lines written ("peer
+	// throttled" among them), within their caps.
+	PeerLinesLogged uint64 `json:"peer_lines_logged"`
 }

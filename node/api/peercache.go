@@ -28,14 +28,30 @@ type CachedPeer struct {
 	Reputed bool `json:"reputed"`
 	// MetInEarlierRun reports that the record was loaded at start.
 	MetInEarlierRun bool `json:"met_in_earlier_run"`
-	// Requests of this peer that the node served, refused, challenged and
-	// let through by a solution; Misses are requests for things that do not
-	// exist (seed 004: peer value history).
+	// The peer's value history (docs/adr/0030). Its requests that the node
+	// served, refused, challenged and let through by a solution; Misses,
+	// requests for what never existed here. Abuse signals: Invalid
+	// messages, Failed solutions, Timeouts (streams held past a deadline).
+	// What it gave: Events this node lacked, Bytes of blobs.
 	Served     uint64 `json:"served"`
 	Refused    uint64 `json:"refused"`
 	Challenged uint64 `json:"challenged"`
 	Solved     uint64 `json:"solved"`
 	Misses     uint64 `json:"misses"`
+	Invalid    uint64 `json:"invalid"`
+	Failed     uint64 `json:"failed"`
+	Timeouts   uint64 `json:"timeouts"`
+	Events     uint64 `json:"events"`
+	Bytes      uint64 `json:"bytes"`
+	// LastUseful is when it last gave events or blobs (UTC; zero: never).
+	LastUseful time.Time `json:"last_useful"`
+	// Value says how it first showed value, which earned it the record:
+	// connected, events, blobs, solved, or migrated (an older version's).
+	Value string `json:"value"`
+	// Tier is its tier ("suspect", "new", "normal", "valued") and
+	// TierReason why, from the history above (docs/adr/0030).
+	Tier       string `json:"tier"`
+	TierReason string `json:"tier_reason"`
 }
 
 // PeerCache returns every record of the daemon's peer cache (GET

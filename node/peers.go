@@ -1,0 +1,259 @@
+package node
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/challenge"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+// Bounds of the run state of peers (ADR 0030).
+const (
+	// maxRecentPeers is how many disconnected peers without a peer-cache
+	// record the node remembers (their value history, first hello and
+	// sync cursor), so that an id that reconnects neither clears its
+	// suspicion nor restarts ADR 0014's ten minutes. About 200 bytes
+	// each: 3 MiB. Past it the least recently disconnected is forgotten.
+	maxRecentPeers = 16_384
+	// recentFor is how long such a peer is remembered.
+	recentFor = time.Hour
+	// reputationAge is how long ago a peer must have first completed
+	// hello with this node to have an established reputation (ADR 0014:
+	// "it completed hello with this node at least 10 minutes ago"),
+	// counted on the monotonic clock.
+	reputationAge = 10 * time.Minute
+)
+
+// counts is a value history as atomics: each field the same as in
+// limits.History and peercache.Counts.
+type counts struct {
+	served, refused, challenged, solved, misses atomic.Uint64
+	invalid, failed, timeouts                   atomic.Uint64
+	events, bytes                               atomic.Uint64
+}
+
+// load returns the counts as peercache.Counts.
+func (c *counts) load() peercache.Counts {
+	return peercache.Counts{
+		Served: c.served.Load(), Refused: c.refused.Load(), Challenged: c.challenged.Load(),
+		Solved: c.solved.Load(), Misses: c.misses.Load(), Invalid: c.invalid.Load(),
+		Failed: c.failed.Load(), Timeouts: c.timeouts.Load(), Events: c.events.Load(), Bytes: c.bytes.Load(),
+	}
+}
+
+// store sets the counts from d.
+func (c *counts) store(d peercache.Counts) {
+	c.served.Store(d.Served)
+	c.refused.Store(d.Refused)
+	c.challenged.Store(d.Challenged)
+	c.solved.Store(d.Solved)
+	c.misses.Store(d.Misses)
+	c.invalid.Store(d.Invalid)
+	c.failed.Store(d.Failed)
+	c.timeouts.Store(d.Timeouts)
+	c.events.Store(d.Events)
+	c.bytes.Store(d.Bytes)
+}
+
+// sub returns a - b, field by field.
+func sub(a, b peercache.Counts) peercache.Counts {
+	return peercache.Counts{
+		Served: a.Served - b.Served, Refused: a.Refused - b.Refused, Challenged: a.Challenged - b.Challenged,
+		Solved: a.Solved - b.Solved, Misses: a.Misses - b.Misses, Invalid: a.Invalid - b.Invalid,
+		Failed: a.Failed - b.Failed, Timeouts: a.Timeouts - b.Timeouts, Events: a.Events - b.Events, Bytes: a.Bytes - b.Bytes,
+	}
+}
+
+// recordCounts returns the counts of a peer-cache record.
+func recordCounts(r *peercache.Record) peercache.Counts {
+	return peercache.Counts{
+		Served: r.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: r.Solved, Misses: r.Misses,
+		Invalid: r.Invalid, Failed: r.Failed, Timeouts: r.Timeouts, Events: r.Events, Bytes: r.Bytes,
+	}
+}
+
+// history returns the value history d of a peer, persisted or not, as
+// limits.History.
+func history(d peercache.Counts, persisted bool) limits.History {
+	return limits.History{
+		Served: d.Served, Misses: d.Misses, Invalid: d.Invalid, Failed: d.Failed, Solved: d.Solved,
+		Timeouts: d.Timeouts, Events: d.Events, Bytes: d.Bytes, Persisted: persisted,
+	}
+}
+
+// peerState is what this node knows of one peer in this run, from its first
+// connection (or first stream) to its last disconnection; runPeers owns it.
+// What the request path reads is in atomics, so that admission takes no
+// lock of the node's; the rest is guarded by mu.
+type peerState struct {
+	id peer.ID
+	// raw is the peer's raw Ed25519 public key: the requester id of the
+	// puzzles this node issues it. rawOK is false for other key types,
+	// which the gater refuses anyway.
+	raw   [challenge.IDLen]byte
+	rawOK bool
+
+	// canSolve: its last hello advertised "challenge" (ADR 0014: never
+	// challenge a peer that did not).
+	canSolve atomic.Bool
+	// helloDone: it completed hello on this connection (blobs.serve =
+	// "peers" serves only such peers; the sync loop syncs only from them).
+	helloDone atomic.Bool
+	// firstHello is the monotonic reading (ns since the node's epoch,
+	// plus one, so that 0 means never) of its first completed hello in
+	// this run: ADR 0014's ten minutes count from it.
+	firstHello atomic.Int64
+	// metEarlier: it was in the peer cache when the node started (ADR
+	// 0014: "met in an earlier run").
+	metEarlier atomic.Bool
+	// persisted: it has a peer-cache record, which a peer earns by
+	// showing value (ADR 0030).
+	persisted atomic.Bool
+	// tier is its limits.Tier, worked out again whenever hist changes.
+	tier atomic.Uint32
+	// stranger: it holds one of the stranger connection slots (its first
+	// connection was inbound and it had no record); cleared when it earns
+	// one, or by dropStranger.
+	stranger atomic.Bool
+	// lastActive is the monotonic reading of its connection or its last
+	// served request: the stranger slots evict the least recently active.
+	lastActive atomic.Int64
+	// connectedAt is the monotonic reading of its first connection of
+	// this stay: a peer that stays connected valueAfterConnected after
+	// hello has shown value.
+	connectedAt int64
+	// The streams it holds now, by kind, against the caps of its tier
+	// (streams.go).
+	unnegotiated, watsStreams, bitswapStreams atomic.Int32
+	// throttleLogged holds, per request type, the monotonic reading plus
+	// one of its last "peer throttled" line: within limits.LogInterval the
+	// line is suppressed here, without the LogCap's lock.
+	throttleLogged [limits.NumKinds]atomic.Int64
+
+	// hist is its value history: the record's counts when the state was
+	// built, plus this run's.
+	hist counts
+
+	mu struct {
+		sync.Mutex
+		// hello is its last hello; nil before hello completes.
+		hello *proto.Hello
+		// greeting is set while this node's own hello to the peer is in
+		// flight.
+		greeting *greeting
+		// pacer paces this node's sync requests to the peer's advertised
+		// sync_per_min (nil before hello); it lives as long as the
+		// connection, as the peer's bucket for us does.
+		pacer *limits.Pacer
+		// cursor is the sync cursor into its log while it has no record
+		// (with one, the record keeps it).
+		cursor uint64
+		// folded is the part of hist already added to its record.
+		folded peercache.Counts
+		dir    network.Direction
+	}
+	// syncMu serializes the syncs from the peer (syncer.go).
+	syncMu sync.Mutex
+}
+
+// History returns the peer's value history.
+func (st *peerState) History() limits.History {
+	return history(st.hist.load(), st.persisted.Load())
+}
+
+// Tier returns the peer's tier.
+func (st *peerState) Tier() limits.Tier { return limits.Tier(st.tier.Load()) }
+
+// retier works out the peer's tier again from its history; it reports
+// whether it changed.
+func (st *peerState) retier() (limits.Tier, bool) {
+	t, _ := limits.TierOf(st.History())
+	return t, limits.Tier(st.tier.Swap(uint32(t))) != t
+}
+
+// reputed reports ADR 0014's established reputation at the monotonic
+// reading mono: in the peer cache from an earlier run, or first completed
+// hello with this node at least reputationAge ago.
+func (st *peerState) reputed(mono time.Duration) bool {
+	if st.metEarlier.Load() {
+		return true
+	}
+	h := st.firstHello.Load()
+	return h != 0 && mono-time.Duration(h-1) >= reputationAge
+}
+
+// facts are what admission knows of the peer at mono.
+func (st *peerState) facts(mono time.Duration) limits.Facts {
+	return limits.Facts{Tier: st.Tier(), CanSolve: st.canSolve.Load(), Reputed: st.reputed(mono)}
+}
+
+// hello returns the peer's last hello, nil before one completed.
+func (st *peerState) hello() *proto.Hello {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.hello
+}
+
+// recentPeer is what runPeers remembers of a disconnected peer.
+type recentPeer struct {
+	hist       peercache.Counts // its history, when it had no record
+	firstHello int64            // as peerState.firstHello
+	cursor     uint64           // its sync cursor, when it had no record
+	until      time.Duration    // monotonic reading at which it is forgotten
+}
+
+// runPeers owns the peerStates of the peers of this run: the connected
+// ones in a sync.Map (read without a lock on the request path), the
+// disconnected ones without a record in a bounded LRU, and the set that
+// holds the stranger connection slots (ADR 0030).
+type runPeers struct {
+	// live maps a peer.ID to its *peerState while it is connected.
+	live sync.Map
+	// recent holds the disconnected peers of this run.
+	recent *lru.Cache[peer.ID, recentPeer]
+
+	strangers struct {
+		sync.Mutex
+		// set holds the peerStates with stranger set.
+		set map[*peerState]struct{}
+	}
+}
+
+func newRunPeers() *runPeers {
+	r := &runPeers{}
+	r.recent, _ = lru.New[peer.ID, recentPeer](maxRecentPeers) // fails only for a size <= 0
+	r.strangers.set = make(map[*peerState]struct{})
+	return r
+}
+
+// get returns p's state while it is connected, else nil.
+func (r *runPeers) get(p peer.ID) *peerState {
+	if v, ok := r.live.Load(p); ok {
+		return v.(*peerState)
+	}
+	return nil
+}
+
+// each calls f for every connected peer's state.
+func (r *runPeers) each(f func(*peerState)) {
+	r.live.Range(func(_, v any) bool {
+		f(v.(*peerState))
+		return true
+	})
+}
+
+// count returns how many peers hold a state, and how many of them hold
+// stranger slots.
+func (r *runPeers) strangerCount() int {
+	r.strangers.Lock()
+	defer r.strangers.Unlock()
+	return len(r.strangers.set)
+}

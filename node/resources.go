@@ -1,0 +1,166 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/protocol/identify"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/proto"
+)
+
+// The resource manager's limits (ADR 0030): explicit for every scope a
+// stranger reaches, sized so that the streams and memory no number of
+// strangers can fill are left for the peers that showed value. The
+// arithmetic, with the defaults (p2p.max_conns 256, p2p.max_streams 2048,
+// p2p.max_memory_mib 1024), is in the ADR; TestResourceLimitsArithmetic
+// checks it. Each yamux stream reserves its 256 KiB receive window in its
+// connection's scope (so in the peer's and the system's), whatever it
+// carries: that is the memory a held stream costs.
+
+// windowBytes is the receive window yamux reserves per stream.
+const windowBytes = 256 << 10
+
+// Per-connection and per-peer bounds.
+const (
+	// handshakesInFlight bounds the inbound connections in their
+	// security and muxer handshakes at once (libp2p's transient scope):
+	// a Sybil flood of 550 new ids a second on two cores holds about 40
+	// at once; 256 leaves room for newcomers under twice that, and each
+	// costs a file descriptor and a goroutine, not a window.
+	handshakesInFlight = 256
+	// strangerStreamsInbound, strangerStreamsOutbound: the streams of a
+	// peer without a record, all protocols together: enough for identify,
+	// gossip both ways, bitswap and a few requests; the caps of its tier
+	// (streams.go) come first.
+	strangerStreamsInbound  = 24
+	strangerStreamsOutbound = 16
+	// strangerMemory is a stranger's memory: 64 windows, room for its
+	// streams and for a blob it serves at full speed (a bitswap server
+	// keeps up to 8 MiB of blocks in flight to one peer, each message on a
+	// stream of its own).
+	strangerMemory = 64 * windowBytes
+	// knownStreamsInbound, knownStreamsOutbound, knownMemory: the same for
+	// a peer with a record (libp2p's scaled defaults for a peer).
+	knownStreamsInbound  = 128
+	knownStreamsOutbound = 128
+	knownMemory          = 64 << 20
+	// bitswapPeerMemory is the memory of one peer's bitswap messages
+	// being read: a bitswap server keeps up to 8 MiB of blocks in flight to
+	// a peer, and a stranger's reservations may fill 80% of it (high).
+	bitswapPeerMemory = 16 << 20
+)
+
+// pagePoolBytes is the memory of the sync pages being served (limits.Pool,
+// outside the resource manager): an eighth of p2p.max_memory_mib.
+func pagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 8 }
+
+// resourceLimits returns the explicit limits of every scope, and the
+// per-peer limit of the peers with a record (the partial config's
+// PeerDefault is the strangers').
+func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLimit) {
+	conns, streams := cfg.P2P.MaxConns, cfg.P2P.MaxStreams
+	mem := int64(cfg.P2P.MaxMemoryMiB)<<20 - pagePoolBytes(cfg)
+	lv := func(n int) rcmgr.LimitVal { return rcmgr.LimitVal(n) }
+	lv64 := func(n int64) rcmgr.LimitVal64 { return rcmgr.LimitVal64(n) }
+	limit := func(in, out int, memory int64) rcmgr.ResourceLimits {
+		return rcmgr.ResourceLimits{StreamsInbound: lv(in), StreamsOutbound: lv(out), Streams: lv(in + out), Memory: lv64(memory)}
+	}
+	// Request frames are at most 1 MiB (proto.MaxRequestBytes), bitswap
+	// messages a chunk and a little (blobs.MaxMessageBytes): a peer's
+	// service memory holds a handful of them at once.
+	watsIn, bitswapIn := streams/2, streams/4
+	p := rcmgr.PartialLimitConfig{
+		System: rcmgr.ResourceLimits{
+			Conns: lv(conns), ConnsInbound: lv(conns), ConnsOutbound: lv(conns),
+			Streams: lv(streams), StreamsInbound: lv(streams), StreamsOutbound: lv(streams),
+			Memory: lv64(mem),
+		},
+		Transient: rcmgr.ResourceLimits{
+			Conns: lv(2 * handshakesInFlight), ConnsInbound: lv(handshakesInFlight), ConnsOutbound: lv(handshakesInFlight),
+			Streams: lv(streams / 2), StreamsInbound: lv(streams / 2), StreamsOutbound: lv(streams / 2),
+			Memory: lv64(64 << 20),
+		},
+		ServiceDefault:      limit(watsIn, watsIn, 64<<20),
+		ServicePeerDefault:  limit(4, 8, 4<<20),
+		ProtocolDefault:     limit(watsIn, watsIn, 64<<20),
+		ProtocolPeerDefault: limit(4, 8, 4<<20),
+		Service: map[string]rcmgr.ResourceLimits{
+			proto.ServiceName:    limit(watsIn, streams/4, 128<<20),
+			blobs.ServiceName:    limit(bitswapIn, bitswapIn, 128<<20),
+			identify.ServiceName: limit(watsIn, watsIn, 16<<20),
+			ping.ServiceName:     limit(64, 64, 1<<20),
+		},
+		ServicePeer: map[string]rcmgr.ResourceLimits{
+			proto.ServiceName:    limit(maxWatsStreamsPerPeer, maxWatsStreamsPerPeer, 8<<20),
+			blobs.ServiceName:    limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory),
+			identify.ServiceName: limit(4, 4, 1<<20),
+			ping.ServiceName:     limit(2, 2, 1<<16),
+		},
+		Protocol: map[protocol.ID]rcmgr.ResourceLimits{
+			proto.ID: limit(watsIn, streams/4, 128<<20),
+		},
+		ProtocolPeer: map[protocol.ID]rcmgr.ResourceLimits{
+			proto.ID: limit(maxWatsStreamsPerPeer, maxWatsStreamsPerPeer, 8<<20),
+		},
+		PeerDefault: rcmgr.ResourceLimits{
+			Conns: lv(4), ConnsInbound: lv(2), ConnsOutbound: lv(2),
+			Streams: lv(strangerStreamsInbound + strangerStreamsOutbound), StreamsInbound: lv(strangerStreamsInbound),
+			StreamsOutbound: lv(strangerStreamsOutbound), Memory: lv64(strangerMemory),
+		},
+	}
+	for _, id := range blobs.Protocols {
+		p.Protocol[id] = limit(bitswapIn, bitswapIn, 128<<20)
+		p.ProtocolPeer[id] = limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory)
+	}
+	known := rcmgr.BaseLimit{
+		Conns: 8, ConnsInbound: 8, ConnsOutbound: 8,
+		Streams: knownStreamsInbound + knownStreamsOutbound, StreamsInbound: knownStreamsInbound,
+		StreamsOutbound: knownStreamsOutbound, Memory: knownMemory, FD: 8,
+	}
+	return p, known
+}
+
+// newResourceManager builds the resource manager: libp2p's defaults scaled
+// to p2p.max_memory_mib for what resourceLimits leaves out (file
+// descriptors, libp2p's other services), then resourceLimits on top, and a
+// limiter that gives the peers with a record (known) their larger per-peer
+// limit. libp2p's per-IP limits stay on (loopback exempt).
+func newResourceManager(cfg *config.Config, known func(peer.ID) bool) (network.ResourceManager, error) {
+	scaling := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&scaling)
+	defaults := scaling.Scale(int64(cfg.P2P.MaxMemoryMiB)<<20, 4096)
+	partial, knownLimit := resourceLimits(cfg)
+	lim := &tierLimiter{Limiter: rcmgr.NewFixedLimiter(partial.Build(defaults)), known: known, knownLimit: knownLimit}
+	rm, err := rcmgr.NewResourceManager(lim)
+	if err != nil {
+		return nil, fmt.Errorf("node: resource manager: %w", err)
+	}
+	return rm, nil
+}
+
+// tierLimiter is the fixed limiter of resourceLimits, except that a peer
+// with a peer-cache record gets knownLimit for its peer scope. The scope is
+// built when the peer's first connection is secured, so a stranger that
+// earns a record gets the larger limit from its next connection on.
+type tierLimiter struct {
+	rcmgr.Limiter
+	known      func(peer.ID) bool
+	knownLimit rcmgr.BaseLimit
+}
+
+// GetPeerLimits returns knownLimit for a peer with a record, else the
+// strangers' limit.
+func (l *tierLimiter) GetPeerLimits(p peer.ID) rcmgr.Limit {
+	if l.known != nil && l.known(p) {
+		return &l.knownLimit
+	}
+	return l.Limiter.GetPeerLimits(p)
+}

@@ -1,0 +1,284 @@
+package node
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
+)
+
+// Value history and tiers (ADR 0030, after seed 004): every peer's requests
+// and what it gave are counted in its run state (peers.go), its tier is
+// worked out from them, and a peer earns a peer-cache record only by
+// showing value; what a hello alone earns is forgotten with the connection.
+
+const (
+	// valueAfterConnected is how long a peer must stay connected after
+	// hello, without becoming suspect, to have shown value: a Sybil flood
+	// must hold each of its ids that long to get them records.
+	valueAfterConnected = 5 * time.Minute
+	// foldInterval is how often the node adds the counts of its peers
+	// with records to the peer cache (in memory: the cache's own flusher
+	// writes them), checks valueAfterConnected, and updates the
+	// connection manager's tags. The peer cache flushes every 5 s too, so
+	// a kill -9 loses at most the last ten seconds of counts.
+	foldInterval = 5 * time.Second
+)
+
+// connTag is the connection manager's tag of the node's peers, by tier:
+// the manager trims the connections of the lowest sums first, so suspects
+// go before strangers, and strangers before the peers that showed value.
+const connTag = "wats-tier"
+
+var tierTagValue = [limits.NumTiers]int{
+	limits.TierSuspect: -100,
+	limits.TierNew:     0,
+	limits.TierNormal:  20,
+	limits.TierValued:  50,
+}
+
+// mono is the node's monotonic reading of now: nanoseconds since New
+// (time.Time's monotonic clock when now has one, which time.Now does).
+func (n *Node) mono(now time.Time) time.Duration { return now.Sub(n.epoch) }
+
+// peerState returns p's run state, creating it (from p's record, or from
+// what the node remembers of a recent stay) on its first connection or
+// stream. dir is the direction of the connection that brought it.
+func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
+	if st := n.run.get(p); st != nil {
+		return st
+	}
+	st := &peerState{id: p}
+	st.raw, st.rawOK = rawID(p)
+	mono := n.mono(n.now())
+	st.connectedAt = int64(mono)
+	st.lastActive.Store(int64(mono))
+	st.mu.dir = dir
+	if r, ok := n.peers.Get(p); ok {
+		st.persisted.Store(true)
+		st.metEarlier.Store(n.peers.MetInEarlierRun(p))
+		c := recordCounts(&r)
+		st.hist.store(c)
+		st.mu.folded = c
+	}
+	if rp, ok := n.run.recent.Get(p); ok {
+		if rp.until > mono {
+			st.firstHello.Store(rp.firstHello)
+			if !st.persisted.Load() {
+				st.hist.store(rp.hist)
+				st.mu.cursor = rp.cursor
+			}
+		}
+		n.run.recent.Remove(p)
+	}
+	st.retier()
+	if v, loaded := n.run.live.LoadOrStore(p, st); loaded {
+		return v.(*peerState)
+	}
+	if dir == network.DirInbound && !st.persisted.Load() {
+		n.takeStrangerSlot(st)
+	}
+	n.tagTier(st, st.Tier())
+	return st
+}
+
+// dropPeerState forgets p's run state at its last disconnection: the counts
+// of a peer with a record go to the cache, what is known of one without is
+// kept in runPeers.recent for recentFor.
+func (n *Node) dropPeerState(p peer.ID) {
+	v, ok := n.run.live.LoadAndDelete(p)
+	if !ok {
+		return
+	}
+	st := v.(*peerState)
+	n.dropStranger(st)
+	now := n.now()
+	if st.persisted.Load() {
+		n.fold(st, now)
+		_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = now.UTC() })
+	} else {
+		st.mu.Lock()
+		cursor := st.mu.cursor
+		st.mu.Unlock()
+		n.run.recent.Add(p, recentPeer{hist: st.hist.load(), firstHello: st.firstHello.Load(), cursor: cursor,
+			until: n.mono(now) + recentFor})
+	}
+	if st.firstHello.Load() != 0 && st.persisted.Load() {
+		// Keep its first hello for ADR 0014's ten minutes across
+		// reconnects; its history is in its record.
+		n.run.recent.Add(p, recentPeer{firstHello: st.firstHello.Load(), until: n.mono(now) + recentFor})
+	}
+}
+
+// fold adds the counts st gathered since the last fold to its record.
+func (n *Node) fold(st *peerState, now time.Time) {
+	st.mu.Lock()
+	total := st.hist.load()
+	d := sub(total, st.mu.folded)
+	st.mu.folded = total
+	st.mu.Unlock()
+	n.peers.Add(st.id, d, now)
+}
+
+// foldLoop runs every foldInterval: it adds the counts of the connected
+// peers with records to the peer cache, gives a record to the peers that
+// stayed connected valueAfterConnected after hello, and updates the
+// connection manager's tags.
+func (n *Node) foldLoop() {
+	t := time.NewTicker(foldInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			n.foldAll()
+		}
+	}
+}
+
+// foldAll is one round of foldLoop.
+func (n *Node) foldAll() {
+	now := n.now()
+	mono := n.mono(now)
+	n.run.each(func(st *peerState) {
+		if st.persisted.Load() {
+			n.fold(st, now)
+			return
+		}
+		if st.helloDone.Load() && mono-time.Duration(st.connectedAt) >= valueAfterConnected && st.Tier() != limits.TierSuspect {
+			n.showedValue(st, peercache.ValueConnected)
+		}
+	})
+}
+
+// count adds to one of st's counts and works out its tier again; a change
+// of tier retags the peer. It is the request path's bookkeeping: atomics
+// only, unless the tier changes.
+func (n *Node) count(st *peerState, c *atomic.Uint64, k uint64) {
+	c.Add(k)
+	if t, changed := st.retier(); changed {
+		n.tierChanged(st, t)
+	}
+}
+
+// tierChanged reacts to st's new tier t: the connection manager's tag, and
+// the stranger slots' order (a suspect is the first evicted).
+func (n *Node) tierChanged(st *peerState, t limits.Tier) {
+	n.tagTier(st, t)
+	n.m.tierChange(t)
+}
+
+// tagTier sets the connection manager's tag of st's tier.
+func (n *Node) tagTier(st *peerState, t limits.Tier) {
+	if cm := n.host.ConnManager(); cm != nil && t.Valid() {
+		cm.TagPeer(st.id, connTag, tierTagValue[t])
+	}
+}
+
+// gave records that p gave this node events (valid events it lacked) or
+// blob bytes: value, which earns p a record if it has none (ADR 0030).
+func (n *Node) gave(p peer.ID, events, bytes uint64) {
+	if p == "" || p == n.host.ID() || events == 0 && bytes == 0 {
+		return
+	}
+	st := n.run.get(p)
+	if st == nil {
+		return // gone: what it gave is not credited to a stranger's next stay
+	}
+	if events > 0 {
+		n.count(st, &st.hist.events, events)
+	}
+	if bytes > 0 {
+		n.count(st, &st.hist.bytes, bytes)
+	}
+	value := peercache.ValueEvents
+	if events == 0 {
+		value = peercache.ValueBlobs
+	}
+	n.showedValue(st, value)
+}
+
+// showedValue gives st a peer-cache record if it has none: it showed value
+// (how: one of peercache's Value constants). The record is synced at once,
+// with what the peer's hello said, its counts and its sync cursor: that
+// the node met it is what gives it a reputation after a restart (ADR
+// 0014), and it happens once per peer that showed value, not per hello. A
+// suspect earns no record.
+func (n *Node) showedValue(st *peerState, value string) {
+	if st.persisted.Load() || st.Tier() == limits.TierSuspect {
+		return
+	}
+	now := n.now()
+	st.mu.Lock()
+	if st.persisted.Load() {
+		st.mu.Unlock()
+		return
+	}
+	h, cursor, total := st.mu.hello, st.mu.cursor, st.hist.load()
+	st.mu.folded = total
+	st.persisted.Store(true)
+	st.mu.Unlock()
+	err := n.peers.Update(st.id, true, func(r *peercache.Record) {
+		if r.FirstSeen.IsZero() {
+			r.FirstSeen = now.UTC()
+		}
+		r.LastSeen = now.UTC()
+		if h != nil {
+			r.LastHello = now.UTC()
+			r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)
+			r.MergeAddrs(cacheableAddrs(h.Listen))
+		}
+		r.Cursor = max(r.Cursor, cursor)
+		r.Value = value
+		*r = withCounts(*r, total)
+		if total.Events > 0 || total.Bytes > 0 {
+			r.LastUseful = now.UTC()
+		}
+	})
+	if err != nil {
+		n.log.Warn("peer cache write failed", "peer", st.id, "err", err)
+		st.persisted.Store(false)
+		return
+	}
+	n.dropStranger(st)
+	if t, changed := st.retier(); changed {
+		n.tierChanged(st, t)
+	}
+	n.m.peerPersisted(value)
+	n.plog.Info(st.id, "value", "peer showed value; remembered in the peer cache", "peer", st.id, "value", value)
+}
+
+// withCounts returns r with its counts set to c.
+func withCounts(r peercache.Record, c peercache.Counts) peercache.Record {
+	r.Served, r.Refused, r.Challenged, r.Solved, r.Misses = c.Served, c.Refused, c.Challenged, c.Solved, c.Misses
+	r.Invalid, r.Failed, r.Timeouts, r.Events, r.Bytes = c.Invalid, c.Failed, c.Timeouts, c.Events, c.Bytes
+	return r
+}
+
+// abuse counts an abuse signal of p (an invalid message, a stream held past
+// its deadline) in its history.
+func (n *Node) abuse(p peer.ID, field func(*counts) *atomic.Uint64) {
+	if st := n.run.get(p); st != nil {
+		n.count(st, field(&st.hist), 1)
+	}
+}
+
+// historyOf returns the value history of p, connected or not: its run
+// state's, else its record's, else what runPeers.recent remembers.
+func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
+	if st := n.run.get(p); st != nil {
+		return st.History(), true
+	}
+	if r, ok := n.peers.Get(p); ok {
+		return history(recordCounts(&r), true), true
+	}
+	if rp, ok := n.run.recent.Peek(p); ok {
+		return history(rp.hist, false), true
+	}
+	return limits.History{}, false
+}
