@@ -88,7 +88,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 	if len(b) > MaxRequestBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("request of %d bytes, more than %d", len(b), MaxRequestBytes)}
 	}
-	f, err := parseTop(b)
+	f, err := parseTop(b, true)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func DecodeResponse(b []byte) (*Response, error) {
 	if len(b) > MaxResponseBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("response of %d bytes, more than %d", len(b), MaxResponseBytes)}
 	}
-	f, err := parseTop(b)
+	f, err := parseTop(b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	if len(b) > MaxEnvelopeBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("envelope of %d bytes, more than %d", len(b), MaxEnvelopeBytes)}
 	}
-	f, err := parseTop(b)
+	f, err := parseTop(b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +266,20 @@ func (f *fields) slot(name string) *[]byte {
 
 // parseTop checks that b is exactly one JSON object, valid as a whole (UTF-8,
 // escapes, no duplicate name in any object at any depth: jsontext's default
-// checks), and collects its known members.
-func parseTop(b []byte) (fields, error) {
+// checks), and collects its known members. With request set, the top-level
+// "solution" member is exempt from the duplicate-name check: ADR 0014 says
+// a malformed solution is ignored, not that it spoils the request
+// (decodeSolution then finds it malformed).
+func parseTop(b []byte, request bool) (fields, error) {
 	var f fields
-	d := jsontext.NewDecoder(bytes.NewBuffer(b))
+	var d *jsontext.Decoder
+	var names map[string]struct{} // the top-level names, when request
+	if request {
+		d = jsontext.NewDecoder(bytes.NewBuffer(b), jsontext.AllowDuplicateNames(true))
+		names = make(map[string]struct{}, 8)
+	} else {
+		d = jsontext.NewDecoder(bytes.NewBuffer(b))
+	}
 	tok, err := d.ReadToken()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -289,6 +299,15 @@ func parseTop(b []byte) (fields, error) {
 		v, err := d.ReadValue()
 		if err != nil {
 			return f, badRequest("malformed JSON: %v", err)
+		}
+		if request {
+			if _, dup := names[name]; dup {
+				return f, badRequest("malformed JSON: duplicate name %.40q", name)
+			}
+			names[name] = struct{}{}
+			if name != "solution" && !v.IsValid() {
+				return f, badRequest("malformed JSON: a duplicate name in %.40q", name)
+			}
 		}
 		if p := f.slot(name); p != nil {
 			end := int(d.InputOffset())
@@ -860,9 +879,12 @@ func decodeChallenge(f *fields) (*Challenge, error) {
 }
 
 // decodeSolution reads the "solution" member, or returns nil if it is
-// malformed (ADR 0014: a malformed solution is ignored). Duplicate names in
-// it were refused with the whole message by parseTop.
+// malformed (ADR 0014: a malformed solution is ignored), duplicate names in
+// it included.
 func decodeSolution(v []byte) *Solution {
+	if !jsontext.Value(v).IsValid() {
+		return nil
+	}
 	var alg, seed, nonce []byte
 	err := eachMember(v, "solution", func(name string, val []byte) error {
 		switch name {

@@ -92,7 +92,6 @@ func TestDecodeNames(t *testing.T) {
 		{"dup nested in unknown", `{"type":"sync","after":"1","x":{"a":1,"a":2}}`, CodeBadRequest, 0},
 		{"dup deep in array", `{"type":"sync","after":"1","x":[[{"b":{"a":1,"a":2}}]]}`, CodeBadRequest, 0},
 		{"dup in grease value", `{"type":"sync","after":"1","_grease9":{"a":1,"a":2}}`, CodeBadRequest, 0},
-		{"dup in solution", `{"type":"sync","after":"1","solution":{"alg":"b3","alg":"b3","seed":"s","nonce":"1"}}`, CodeBadRequest, 0},
 		{"dup after unknown type", `{"type":"nope","x":{"a":1,"a":2}}`, CodeBadRequest, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -666,5 +665,30 @@ func TestHelloLimits(t *testing.T) {
 		if !errors.As(err, &perr) || perr.Code != CodeBadRequest {
 			t.Errorf("%s: %v, want bad_request", in, err)
 		}
+	}
+}
+
+// TestDuplicateInSolutionIsIgnored: ADR 0014 says a malformed solution is
+// ignored; one with a duplicate name inside is malformed, and the request is
+// handled as if it had none (it used to be a bad_request). A duplicate
+// "solution" member itself is still a duplicate top-level name.
+func TestDuplicateInSolutionIsIgnored(t *testing.T) {
+	for _, doc := range []string{
+		`{"type":"sync","after":"1","solution":{"alg":"b3","alg":"b3","seed":"s","nonce":"1"}}`,
+		`{"type":"sync","after":"1","solution":{"alg":"b3","seed":"s","nonce":"1","x":{"a":1,"a":2}}}`,
+	} {
+		req, err := DecodeRequest([]byte(doc))
+		if err != nil || req.Sync == nil || req.Sync.After != 1 || req.Solution != nil {
+			t.Errorf("%s: %+v, %v; want the sync request without a solution", doc, req, err)
+		}
+	}
+	req, err := DecodeRequest([]byte(`{"type":"sync","after":"1","solution":{"alg":"b3","seed":"s","nonce":"1"}}`))
+	if err != nil || req.Solution == nil || req.Solution.Nonce != "1" {
+		t.Fatalf("a well-formed solution: %+v, %v", req, err)
+	}
+	_, err = DecodeRequest([]byte(`{"type":"sync","after":"1","solution":{},"solution":{}}`))
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Code != CodeBadRequest || !strings.Contains(perr.Message, "duplicate") {
+		t.Fatalf("two solution members: %v, want a bad_request naming the duplicate", err)
 	}
 }
