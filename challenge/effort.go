@@ -23,8 +23,9 @@ const (
 // (nanoseconds from a base the caller picks, as time.Since(start) gives):
 // a step of the wall clock cannot stop it, since it never sees one.
 //
-// Time is cut into EffortInterval intervals from the first reading the
-// controller sees. When an interval ends, the effort rises one bit (up to
+// Time is cut into EffortInterval intervals, aligned to multiples of
+// EffortInterval of the monotonic base (so that a caller can tell two
+// readings of one interval apart without the controller: Issuer.Pressure). When an interval ends, the effort rises one bit (up to
 // max) if Pressure was reported during it, and falls one bit (never below
 // base) otherwise; an interval in which nothing was reported at all is a
 // quiet one. Times earlier than the current interval count as inside it.
@@ -61,7 +62,7 @@ func validateBits(base, max int) error {
 func (e *Effort) advance(mono time.Duration) {
 	t := mono
 	if !e.started {
-		e.started, e.start = true, t
+		e.started, e.start = true, intervalStart(t)
 		return
 	}
 	if t-e.start < EffortInterval {
@@ -81,6 +82,15 @@ func (e *Effort) advance(mono time.Duration) {
 	}
 	e.start += (t - e.start) / EffortInterval * EffortInterval
 	e.pressured = false
+}
+
+// intervalStart is the start of the EffortInterval holding mono.
+func intervalStart(mono time.Duration) time.Duration {
+	start := mono / EffortInterval * EffortInterval
+	if start > mono { // negative readings round toward zero
+		start -= EffortInterval
+	}
+	return start
 }
 
 // Pressure reports that the node is under pressure at the monotonic

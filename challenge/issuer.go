@@ -93,6 +93,9 @@ type Issuer struct {
 	self [IDLen]byte // this node's id: the responder id of its puzzles
 	// key is the seed MAC key; replaced, never changed, by rotateLocked.
 	key atomic.Pointer[issuerKey]
+	// pressured is the start, plus one, of the last effort interval in
+	// which Pressure recorded pressure: later reports in it need no lock.
+	pressured atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -152,10 +155,16 @@ func (is *Issuer) Issue(requester [IDLen]byte, now time.Time, mono time.Duration
 
 // Pressure reports that the node is under pressure at the monotonic
 // reading mono (overloaded, or challenging a rate-limited peer): see
-// Effort.
+// Effort. Reports after the first in an interval count for nothing more,
+// and cost an atomic load: a node under overload reports on every request.
 func (is *Issuer) Pressure(mono time.Duration) {
+	w := int64(intervalStart(mono)) + 1
+	if is.pressured.Load() == w {
+		return
+	}
 	is.mu.Lock()
 	is.mu.effort.Pressure(mono)
+	is.pressured.Store(w)
 	is.mu.Unlock()
 }
 
