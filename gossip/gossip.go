@@ -45,9 +45,10 @@ type Options struct {
 	// Has reports whether the node already holds the event with this id; such
 	// envelopes are ignored (not delivered, not forwarded). Nil means never.
 	Has func(id string) bool
-	// Reject is called with the reason of each rejected envelope, for
-	// counters. Nil means not counted.
-	Reject func(reason error)
+	// Reject is called with the peer that forwarded each rejected envelope
+	// and the reason, for counters and the peer's value history. Nil means
+	// not counted.
+	Reject func(from peer.ID, reason error)
 	// Now is the clock for event validation; nil means time.Now.
 	Now func() time.Time
 }
@@ -241,7 +242,7 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 	env, ev, err := Validate(msg.Data, g.opts.Now())
 	if err != nil {
 		if g.opts.Reject != nil {
-			g.opts.Reject(err)
+			g.opts.Reject(from, err)
 		}
 		return pubsub.ValidationReject
 	}

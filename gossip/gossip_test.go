@@ -175,7 +175,7 @@ func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 	rejected := make(chan error, 4)
 	g, err := Join(ctx, a, "test", Options{
 		Deliver: func(d Delivery) { delivered <- d },
-		Reject:  func(err error) { rejected <- err },
+		Reject:  func(_ peer.ID, err error) { rejected <- err },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestFloodOfInvalidEnvelopesLowersTheSendersScore: a peer that forwards
@@ -23,7 +24,7 @@ func TestFloodOfInvalidEnvelopesLowersTheSendersScore(t *testing.T) {
 	defer cancel()
 	a := newHost(t)
 	rejected := make(chan error, 1000)
-	g, err := Join(ctx, a, "test", Options{Reject: func(err error) { rejected <- err }})
+	g, err := Join(ctx, a, "test", Options{Reject: func(_ peer.ID, err error) { rejected <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,7 +215,10 @@ func (n *Node) Start(ctx context.Context) error {
 		g, err := gossip.Join(n.ctx, n.host, n.cfg.Network, gossip.Options{
 			Deliver: n.deliver,
 			Has:     n.has,
-			Reject:  n.m.gossipRejected,
+			Reject: func(from peer.ID, err error) {
+				n.m.gossipRejected(err)
+				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
+			},
 			Now:     n.now,
 		})
 		if err != nil {
