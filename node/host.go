@@ -172,8 +172,7 @@ func sameListenAddr(want, actual ma.Multiaddr) bool {
 }
 
 // gater refuses peers whose key is not Ed25519 (design §3) and, for a while,
-// peers that were found to be on another network; it tells the node of each
-// secured connection (secured), which makes room in the stranger slots.
+// peers that were found to be on another network.
 type gater struct {
 	mu struct {
 		sync.Mutex
@@ -181,9 +180,6 @@ type gater struct {
 		banned map[peer.ID]time.Time
 	}
 	now func() time.Time
-	// secured, if set, is called for each connection the gater lets
-	// through at InterceptSecured.
-	secured func(network.Direction, peer.ID)
 }
 
 func newGater(now func() time.Time) *gater {
@@ -221,13 +217,7 @@ func isEd25519(p peer.ID) bool {
 func (g *gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.banned(p) }
 func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
 func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
-func (g *gater) InterceptSecured(dir network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	if !isEd25519(p) || g.banned(p) {
-		return false
-	}
-	if g.secured != nil {
-		g.secured(dir, p)
-	}
-	return true
+func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	return isEd25519(p) && !g.banned(p)
 }
 func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -100,8 +100,10 @@ type Node struct {
 	inFlight atomic.Int64
 	m        *metrics
 
-	// epoch is the base of the node's monotonic readings (mono).
-	epoch   time.Time
+	// epoch is the base of the node's monotonic readings (mono), and
+	// monoClock is Options.Mono.
+	epoch     time.Time
+	monoClock func() time.Duration
 	started time.Time
 
 	// ctx is cancelled by Close; every goroutine the node starts uses it and
@@ -127,7 +129,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), run: newRunPeers()}
+	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers()}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	adm, err := newAdmission(r.Config.Limits)
@@ -180,7 +182,6 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
 	n.gater = newGater(now)
-	n.gater.secured = n.admitSecured
 	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater, n.peers.Has); err != nil {
 		return nil, err
 	}

@@ -18,8 +18,13 @@ type Options struct {
 	Agent string
 	// Logger receives the node's structured logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now. Tests pass a fake one.
+	// Now is the wall clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
+	// Mono, if set, is the monotonic clock: the time since the node was
+	// built. Nil means the monotonic reading of Now (time.Now's own), so
+	// that a step of the wall clock moves no duration. Tests set it to
+	// step the two clocks apart.
+	Mono func() time.Duration
 }
 
 // Run is `wats daemon`: it locks the repo, starts a node on it, serves the

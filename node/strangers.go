@@ -1,9 +1,6 @@
 package node
 
 import (
-	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/limits"
 )
@@ -25,13 +22,39 @@ import (
 // memory (strangerMemory each) stays within half the resource manager's.
 func strangerSlots(cfg *config.Config) int { return max(1, cfg.P2P.MaxConns/8) }
 
-// takeStrangerSlot gives st a stranger slot.
+// takeStrangerSlot gives st a stranger slot; when they are all taken, the
+// worst other stranger is evicted first (its slot freed at once, its
+// connections closed in the background).
 func (n *Node) takeStrangerSlot(st *peerState) {
+	victim := n.strangerSlot(st, strangerSlots(n.cfg))
+	if victim == nil {
+		return
+	}
+	n.m.strangerEvicted(victim.Tier())
+	n.plog.Debug(victim.id, "evicted", "stranger evicted to make room for a newcomer", "peer", victim.id, "tier", victim.Tier())
+	n.go_(func() { _ = n.host.Network().ClosePeer(victim.id) })
+}
+
+// strangerSlot adds st to the stranger slots, freeing the slot of the
+// stranger it returns when all slots were taken: the lowest tier (a
+// suspect) first, then the least recently active. Never st itself.
+func (n *Node) strangerSlot(st *peerState, slots int) (victim *peerState) {
 	n.run.strangers.Lock()
 	defer n.run.strangers.Unlock()
-	if st.stranger.CompareAndSwap(false, true) {
-		n.run.strangers.set[st] = struct{}{}
+	if !st.stranger.CompareAndSwap(false, true) {
+		return nil
 	}
+	if len(n.run.strangers.set) >= slots {
+		for o := range n.run.strangers.set {
+			if victim == nil || worseStranger(o, victim) {
+				victim = o
+			}
+		}
+		victim.stranger.Store(false)
+		delete(n.run.strangers.set, victim)
+	}
+	n.run.strangers.set[st] = struct{}{}
+	return victim
 }
 
 // dropStranger frees st's stranger slot, if it holds one.
@@ -41,42 +64,6 @@ func (n *Node) dropStranger(st *peerState) {
 	if st.stranger.CompareAndSwap(true, false) {
 		delete(n.run.strangers.set, st)
 	}
-}
-
-// admitSecured is the gater's decision on a connection whose peer is known
-// (InterceptSecured): an inbound connection of a new stranger, when the
-// slots are full, evicts one stranger first. It never refuses.
-func (n *Node) admitSecured(dir network.Direction, p peer.ID) {
-	if dir != network.DirInbound || n.run.get(p) != nil || n.peers.Has(p) {
-		return
-	}
-	victim := n.strangerToEvict(strangerSlots(n.cfg))
-	if victim == nil {
-		return
-	}
-	n.m.strangerEvicted(victim.Tier())
-	n.plog.Debug(victim.id, "evicted", "stranger evicted to make room for a newcomer", "peer", victim.id, "tier", victim.Tier())
-	n.go_(func() { _ = n.host.Network().ClosePeer(victim.id) })
-}
-
-// strangerToEvict returns the stranger to evict when slots are full (nil
-// while there is room) and frees its slot: the lowest tier (suspects),
-// then the least recently active.
-func (n *Node) strangerToEvict(slots int) *peerState {
-	n.run.strangers.Lock()
-	defer n.run.strangers.Unlock()
-	if len(n.run.strangers.set) < slots {
-		return nil
-	}
-	var victim *peerState
-	for st := range n.run.strangers.set {
-		if victim == nil || worseStranger(st, victim) {
-			victim = st
-		}
-	}
-	victim.stranger.Store(false)
-	delete(n.run.strangers.set, victim)
-	return victim
 }
 
 // worseStranger reports whether a should be evicted before b.

@@ -41,9 +41,15 @@ var tierTagValue = [limits.NumTiers]int{
 	limits.TierValued:  50,
 }
 
-// mono is the node's monotonic reading of now: nanoseconds since New
-// (time.Time's monotonic clock when now has one, which time.Now does).
-func (n *Node) mono(now time.Time) time.Duration { return now.Sub(n.epoch) }
+// mono is the node's monotonic reading at now: nanoseconds since New, from
+// now's monotonic clock (time.Now has one, so a step of the wall clock does
+// not move it), or from Options.Mono when set.
+func (n *Node) mono(now time.Time) time.Duration {
+	if n.monoClock != nil {
+		return n.monoClock()
+	}
+	return now.Sub(n.epoch)
+}
 
 // peerState returns p's run state, creating it (from p's record, or from
 // what the node remembers of a recent stay) on its first connection or

@@ -1,0 +1,517 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/repo"
+)
+
+// Attacks on real libp2p hosts on 127.0.0.1 (ADR 0030): while each runs, an
+// honest peer is served. The figures of the same attacks at scale, from
+// outside, are `wats bench attack`'s (docs/reliability.md).
+
+// dialRaw connects h to n and returns once connected.
+func dialRaw(t *testing.T, h host.Host, n *testNode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdStreams opens k streams from h to n (negotiating proto when it is not
+// empty, and writing first when it is not nil) and returns them; the
+// caller reads them to see which the node reset.
+func holdStreams(t *testing.T, h host.Host, n *testNode, k int, protoID string, first []byte) []network.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []network.Stream
+	for range k {
+		var s network.Stream
+		var err error
+		if protoID == "" {
+			s, err = h.Network().NewStream(ctx, n.ID()) // never negotiated
+		} else {
+			s, err = h.NewStream(ctx, n.ID(), protocol.ID(protoID))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first != nil {
+			if _, err := s.Write(first); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// resetWithin reads each stream (the node's multistream header, then
+// nothing) until wait passes and counts those the node reset by then; the
+// others stay held.
+func resetWithin(streams []network.Stream, wait time.Duration) (reset int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(wait)
+	for _, s := range streams {
+		wg.Go(func() {
+			_ = s.SetReadDeadline(deadline)
+			buf := make([]byte, 256)
+			for {
+				_, err := s.Read(buf)
+				if err == nil {
+					continue
+				}
+				if !proto.IsTimeout(err) {
+					mu.Lock()
+					reset++
+					mu.Unlock()
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	return reset
+}
+
+// honestSync checks that an honest node syncs all of n's events now.
+func honestSync(t *testing.T, honest, n *testNode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := honest.SyncPeer(ctx, n.ID(), nil)
+	if err != nil {
+		t.Fatalf("the honest peer's sync during the attack: %v", err)
+	}
+	if st.Cursor != n.events.Head() {
+		t.Fatalf("the honest peer synced to %d of %d", st.Cursor, n.events.Head())
+	}
+}
+
+// TestHoardedUnnegotiatedStreams: a peer that opens streams and never names
+// a protocol holds at most its cap of them (the rest are reset at once);
+// those are reset at the negotiation deadline and counted, which makes the
+// peer a suspect; an honest peer is served throughout.
+func TestHoardedUnnegotiatedStreams(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 5)
+	attacker := rawHost(t)
+	dialRaw(t, attacker, n)
+	cap := int(unnegotiatedCap[limits.TierNew])
+	streams := holdStreams(t, attacker, n, cap+1, "", nil)
+	// Past the cap: reset at once; at the cap: held.
+	if got := resetWithin(streams, 500*time.Millisecond); got != 1 {
+		t.Fatalf("%d of %d un-negotiated streams reset at once, want 1 (the one past the cap of %d)", got, cap+1, cap)
+	}
+	honest := startNode(t, testConfig(false, time.Hour))
+	connect(t, honest, n)
+	honestSync(t, honest, n)
+	// The held ones are reset at the negotiation deadline.
+	if got := resetWithin(streams, negotiationTimeout+3*time.Second); got != cap+1 {
+		t.Fatalf("%d of %d streams reset after the deadline, want all", got, cap+1)
+	}
+	st := n.run.get(attacker.ID())
+	if st == nil || st.hist.timeouts.Load() != uint64(cap) || st.Tier() != limits.TierSuspect {
+		t.Fatalf("the hoarder: %+v, want %d timeouts and suspect", st.History(), cap)
+	}
+	// A suspect holds fewer.
+	streams = holdStreams(t, attacker, n, 3, "", nil)
+	if got := resetWithin(streams, 500*time.Millisecond); got != 3-int(unnegotiatedCap[limits.TierSuspect]) {
+		t.Fatalf("a suspect: %d of 3 reset at once, want %d", got, 3-int(unnegotiatedCap[limits.TierSuspect]))
+	}
+	honestSync(t, honest, n)
+}
+
+// TestStalledLengthPrefix: a peer that opens /wats/1 streams and sends one
+// byte of a length prefix holds at most its cap of handlers; they are reset
+// at proto.PrefixTimeout and counted; an honest peer is served meanwhile.
+func TestStalledLengthPrefix(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 5)
+	attacker := rawHost(t)
+	dialRaw(t, attacker, n)
+	cap := int(watsStreamCap[limits.TierNew])
+	streams := holdStreams(t, attacker, n, cap+2, string(proto.ID), []byte{0x80}) // a varint's first byte
+	if got := resetWithin(streams, 500*time.Millisecond); got != 2 {
+		t.Fatalf("%d of %d stalled /wats streams reset at once, want 2 (past the cap of %d)", got, cap+2, cap)
+	}
+	honest := startNode(t, testConfig(false, time.Hour))
+	connect(t, honest, n)
+	honestSync(t, honest, n)
+	if got := resetWithin(streams, proto.PrefixTimeout+3*time.Second); got != cap+2 {
+		t.Fatalf("%d of %d reset after the prefix deadline, want all", got, cap+2)
+	}
+	if st := n.run.get(attacker.ID()); st == nil || st.hist.timeouts.Load() != uint64(cap) {
+		t.Fatalf("the hoarder's timeouts: %+v, want %d", st.History(), cap)
+	}
+}
+
+// TestHeldBitswapStreams: bitswap streams that send no message hold at most
+// their cap and are reset at blobs.FirstMessageTimeout.
+func TestHeldBitswapStreams(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	attacker := rawHost(t)
+	dialRaw(t, attacker, n)
+	cap := int(bitswapStreamCap[limits.TierNew])
+	streams := holdStreams(t, attacker, n, cap+1, string(blobs.Protocols[0]), nil)
+	if got := resetWithin(streams, 500*time.Millisecond); got != 1 {
+		t.Fatalf("%d of %d idle bitswap streams reset at once, want 1", got, cap+1)
+	}
+	if got := resetWithin(streams, blobs.FirstMessageTimeout+3*time.Second); got != cap+1 {
+		t.Fatalf("%d of %d reset after the first-message deadline, want all", got, cap+1)
+	}
+	if st := n.run.get(attacker.ID()); st == nil || st.hist.timeouts.Load() != uint64(cap) {
+		t.Fatalf("timeouts %+v, want %d", st.History(), cap)
+	}
+}
+
+// TestManyHoardersAndANewcomer: 40 ids, each holding its cap of
+// un-negotiated and stalled /wats streams, connect to a node of 8 stranger
+// slots; an honest peer with a record and an honest newcomer are both
+// served, and the hoarders hold no more than the slots.
+func TestManyHoardersAndANewcomer(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 8 stranger slots
+	n := startNode(t, cfg)
+	publish(t, n, 5)
+	known := startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n) // n syncs known's event: known earns a record
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			h := rawHost(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := h.Connect(ctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}); err != nil {
+				return // refused or evicted: the slots at work
+			}
+			for range unnegotiatedCap[limits.TierNew] {
+				if s, err := h.Network().NewStream(ctx, n.ID()); err == nil {
+					defer s.Reset()
+				}
+			}
+			for range watsStreamCap[limits.TierNew] {
+				if s, err := h.NewStream(ctx, n.ID(), proto.ID); err == nil {
+					_, _ = s.Write([]byte{0x80})
+					defer s.Reset()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if used, slots := n.run.strangerCount(), strangerSlots(n.cfg); used > slots {
+		t.Fatalf("%d stranger slots held, at most %d", used, slots)
+	}
+	honestSync(t, known, n)
+	newcomer := startNode(t, testConfig(false, time.Hour))
+	connect(t, newcomer, n)
+	honestSync(t, newcomer, n)
+}
+
+// TestStrangerSlotsEvictTheLeastActive: at the bound a new stranger gets in
+// and the least recently active stranger is evicted; a peer with a record
+// takes no slot; a suspect goes first.
+func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 16, 12, 8 // 2 stranger slots
+	n := startNode(t, cfg)
+	if got := strangerSlots(n.cfg); got != 2 {
+		t.Fatalf("slots %d, want 2", got)
+	}
+	a, b, c := rawHost(t), rawHost(t), rawHost(t)
+	dialRaw(t, a, n)
+	dialRaw(t, b, n)
+	waitFor(t, 5*time.Second, "two strangers", func() bool { return n.run.strangerCount() == 2 })
+	// b is active: a served request.
+	if resp := exchange(t, b, n.ID(), frame(`{"type":"sync","after":"0"}`)); resp == nil || resp.Sync == nil {
+		t.Fatalf("b's sync: %+v", resp)
+	}
+	dialRaw(t, c, n) // past the bound: a, the least active, goes
+	waitFor(t, 5*time.Second, "a evicted", func() bool { return n.host.Network().Connectedness(a.ID()) != network.Connected })
+	if n.host.Network().Connectedness(b.ID()) != network.Connected || n.run.strangerCount() != 2 {
+		t.Fatalf("b connected %v, %d slots used; want b kept and 2 used", n.host.Network().Connectedness(b.ID()), n.run.strangerCount())
+	}
+	// A suspect goes before a more idle peer.
+	sb := n.run.get(b.ID())
+	sb.hist.misses.Store(limits.SuspectMinBad)
+	sb.retier()
+	d := rawHost(t)
+	dialRaw(t, d, n)
+	waitFor(t, 5*time.Second, "the suspect evicted", func() bool { return n.host.Network().Connectedness(b.ID()) != network.Connected })
+	if n.host.Network().Connectedness(c.ID()) != network.Connected {
+		t.Fatal("the idle stranger was evicted instead of the suspect")
+	}
+}
+
+// TestHelloEarnsNoRecord: ids that connect and say hello leave nothing in
+// the peer cache; after a restart none of them is reputed, and the real
+// peer's record (it gave events) is there.
+func TestHelloEarnsNoRecord(t *testing.T) {
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startRepo(t, r)
+	real := startNode(t, testConfig(false, time.Hour))
+	publish(t, real, 1)
+	connect(t, real, n)
+	waitFor(t, 10*time.Second, "the real peer's record", func() bool { return n.peers.Has(real.ID()) })
+	var sybils []peer.ID
+	for range 20 {
+		h := rawHost(t)
+		dialRaw(t, h, n)
+		hello := `{"type":"hello","version":1,"network":"test","agent":"sybil","features":["challenge"],"listen":[],"head":"0"}`
+		if resp := exchange(t, h, n.ID(), frame(hello)); resp == nil || resp.Hello == nil {
+			t.Fatalf("a sybil's hello: %+v", resp)
+		}
+		sybils = append(sybils, h.ID())
+		h.Close()
+	}
+	if got := n.peers.Len(); got != 1 {
+		t.Fatalf("%d records after 20 hellos, want only the real peer's", got)
+	}
+	n.close(t)
+	n = startRepo(t, r)
+	for _, p := range sybils {
+		if n.peers.Has(p) || n.peers.MetInEarlierRun(p) {
+			t.Fatalf("sybil %s remembered after the restart", p)
+		}
+	}
+	if !n.peers.MetInEarlierRun(real.ID()) {
+		t.Fatal("the real peer is not met in an earlier run")
+	}
+}
+
+// TestHelloFloodOfManyIds: 100,000 ids that connect, say hello and leave
+// (the node's path for each, without the network) leave the real peers'
+// records in place and create none; what the node remembers of them stays
+// within maxRecentPeers; the log gets at most the cap of lines.
+func TestHelloFloodOfManyIds(t *testing.T) {
+	var logs bytes.Buffer
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	real := startNode(t, testConfig(false, time.Hour))
+	publish(t, real, 1)
+	connect(t, real, n)
+	waitFor(t, 10*time.Second, "the real peer's record", func() bool { return n.peers.Has(real.ID()) })
+	h := &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: "0"}
+	for i := range 100_000 {
+		p := peer.ID(fmt.Sprintf("sybil-%06d", i))
+		n.peerState(p, network.DirInbound)
+		n.recordHello(p, h)
+		n.dropPeerState(p)
+	}
+	if got := n.peers.Len(); got != 1 || !n.peers.Has(real.ID()) {
+		t.Fatalf("%d records after 100,000 hellos, want the real peer's alone", got)
+	}
+	if got := n.run.recent.Len(); got > maxRecentPeers {
+		t.Fatalf("%d recent peers remembered, at most %d", got, maxRecentPeers)
+	}
+	if got := strings.Count(logs.String(), "peer completed hello"); got > limits.LogBurst+1 {
+		t.Fatalf("%d 'peer completed hello' lines for 100,000 ids, at most the burst %d", got, limits.LogBurst)
+	}
+}
+
+// syncWriter serializes writes to w (a test's log buffer).
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// TestValueEarnsARecord: a peer that stays connected valueAfterConnected
+// after hello earns a record; a suspect does not.
+func TestValueEarnsARecord(t *testing.T) {
+	clock := &fakeClock{}
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Now: clock.Now})
+	a, b := startNode(t, testConfig(false, time.Hour)), startNode(t, testConfig(false, time.Hour))
+	connect(t, a, n)
+	connect(t, b, n)
+	sb := n.run.get(b.ID())
+	sb.hist.misses.Store(limits.SuspectMinBad)
+	sb.retier()
+	clock.Advance(valueAfterConnected - time.Second)
+	n.foldAll()
+	if n.peers.Has(a.ID()) {
+		t.Fatal("a record before valueAfterConnected")
+	}
+	clock.Advance(time.Second)
+	n.foldAll()
+	if rec, ok := n.peers.Get(a.ID()); !ok || rec.Value != "connected" {
+		t.Fatalf("after valueAfterConnected: %+v %v, want a record by connection", rec, ok)
+	}
+	if n.peers.Has(b.ID()) {
+		t.Fatal("a suspect earned a record")
+	}
+}
+
+// TestMissesMakeASuspect: a peer that asks for what never existed gets the
+// miss budget, then is refused; its misses make it a suspect, with
+// suspect_percent of the rates, and the API says why.
+func TestMissesMakeASuspect(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	h := rawHost(t)
+	dialRaw(t, h, n)
+	refused := 0
+	for range limits.SuspectMinBad + 4 {
+		resp := exchange(t, h, n.ID(), frame(`{"type":"sync","after":"100000"}`))
+		switch {
+		case resp != nil && resp.Sync != nil:
+		case resp != nil && resp.Refused != nil:
+			refused++
+		default:
+			t.Fatalf("a miss answered %+v", resp)
+		}
+	}
+	if burst := limits.DefaultConfig().MissPerMin / 4; refused < limits.SuspectMinBad+4-burst-1 {
+		t.Fatalf("%d misses refused, want all past the burst of %d", refused, burst)
+	}
+	st := n.run.get(h.ID())
+	if st == nil || st.Tier() != limits.TierSuspect {
+		t.Fatalf("after %d misses: %+v", limits.SuspectMinBad+4, st.History())
+	}
+	var found bool
+	for _, p := range n.Peers() {
+		if p.PeerID == h.ID().String() {
+			found = p.Tier == "suspect" && strings.Contains(p.TierReason, "misses")
+		}
+	}
+	if !found {
+		t.Fatalf("the API does not show the suspect and why: %+v", n.Peers())
+	}
+	// Hits are served within the suspect's smaller budget (sync 60 a
+	// minute: a burst of 15, less the second the served misses took of
+	// the same sync bucket), then refused.
+	served := 0
+	for range 20 {
+		if resp := exchange(t, h, n.ID(), frame(`{"type":"sync","after":"0"}`)); resp != nil && resp.Sync != nil {
+			served++
+		}
+	}
+	if want := limits.DefaultConfig().SyncPerMin * limits.DefaultConfig().SuspectPercent / 100 / 4; served < want-1 || served > want+1 {
+		t.Fatalf("a suspect was served %d syncs in a burst, want %d", served, want)
+	}
+}
+
+// TestReputationCountsOnTheMonotonicClock: ADR 0014's ten minutes count on
+// the monotonic clock from the first hello, not on the record's first-seen
+// wall time: a wall clock that jumps an hour ahead grants no reputation
+// (it used to), and ten monotonic minutes do.
+func TestReputationCountsOnTheMonotonicClock(t *testing.T) {
+	wall := &fakeClock{}
+	var mono atomic.Int64
+	n := startNodeWith(t, mustRepo(t), Options{Now: wall.Now, Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	b := startNode(t, testConfig(false, time.Hour))
+	publish(t, b, 1)
+	connect(t, b, n)
+	waitFor(t, 10*time.Second, "b's record", func() bool { return n.peers.Has(b.ID()) })
+	sb := n.run.get(b.ID())
+	wall.Advance(time.Hour) // the wall clock jumps: the record's first seen is an hour back
+	if sb.reputed(n.mono(n.now())) {
+		t.Fatal("reputed after the wall clock jumped an hour")
+	}
+	mono.Add(int64(reputationAge - time.Nanosecond))
+	if sb.reputed(n.mono(n.now())) {
+		t.Fatal("reputed a nanosecond before ten minutes")
+	}
+	mono.Add(1)
+	if !sb.reputed(n.mono(n.now())) {
+		t.Fatal("not reputed ten minutes after its first hello")
+	}
+}
+
+func mustRepo(t *testing.T) *repo.Repo {
+	t.Helper()
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSybilFloodNewcomerGetsIn: while fresh ids keep connecting, saying
+// hello and holding their connections (more of them than the stranger
+// slots), a newcomer completes hello and a sync, and so does a peer with a
+// record; none of the Sybils gets a record.
+func TestSybilFloodNewcomerGetsIn(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 8 stranger slots
+	n := startNode(t, cfg)
+	publish(t, n, 5)
+	known := startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n)
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var sybils atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				h := rawHost(t)
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				if h.Connect(cctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}) == nil {
+					if s, err := h.NewStream(cctx, n.ID(), proto.ID); err == nil {
+						_ = proto.WriteMessage(s, &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: "0"})
+						_ = s.CloseWrite()
+						_, _ = proto.ReadFrame(s, proto.MaxResponseBytes)
+						s.Close()
+					}
+					sybils.Add(1)
+				}
+				cancel() // the connection stays open until the node evicts it
+			}
+		})
+	}
+	waitFor(t, 20*time.Second, "the flood to pass the slots", func() bool { return sybils.Load() > int64(2*strangerSlots(n.cfg)) })
+	for range 3 {
+		newcomer := startNode(t, testConfig(false, time.Hour))
+		connect(t, newcomer, n)
+		honestSync(t, newcomer, n)
+	}
+	honestSync(t, known, n)
+	stop()
+	wg.Wait()
+	if got := n.peers.Len(); got != 1 {
+		t.Fatalf("%d records after %d Sybils, want the known peer's alone", got, sybils.Load())
+	}
+	if used := n.run.strangerCount(); used > strangerSlots(n.cfg) {
+		t.Fatalf("%d stranger slots used, at most %d", used, strangerSlots(n.cfg))
+	}
+}
