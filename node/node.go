@@ -104,7 +104,7 @@ type Node struct {
 	// monoClock is Options.Mono.
 	epoch     time.Time
 	monoClock func() time.Duration
-	started time.Time
+	started   time.Time
 
 	// ctx is cancelled by Close; every goroutine the node starts uses it and
 	// is counted in wg.
@@ -220,7 +220,7 @@ func (n *Node) Start(ctx context.Context) error {
 				n.m.gossipRejected(err)
 				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
 			},
-			Now:     n.now,
+			Now: n.now,
 		})
 		if err != nil {
 			return err
