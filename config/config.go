@@ -151,9 +151,10 @@ type P2PConfig struct {
 	MaxStreams int `toml:"max_streams"`
 
 	// MaxMemoryMiB (key `p2p.max_memory_mib`) is the memory of peers'
-	// connections and streams, in MiB: seven eighths the resource
-	// manager's limit, an eighth the sync page pool (ADR 0030). Default
-	// 1024; MinMemoryMiB..MaxMemoryMiB.
+	// connections and streams, in MiB: fifteen sixteenths the resource
+	// manager's limit, a sixteenth the sync page pool (ADR 0030). A bound
+	// on the worst case, not what the daemon uses. Default 2048;
+	// MinMemoryMiB..MaxMemoryMiB.
 	MaxMemoryMiB int `toml:"max_memory_mib"`
 }
 
@@ -238,7 +239,7 @@ func Default() *Config {
 			ConnsGrace:   Duration{30 * time.Second},
 			MaxConns:     256,
 			MaxStreams:   2048,
-			MaxMemoryMiB: 1024,
+			MaxMemoryMiB: 2048,
 		},
 		Sync: SyncConfig{
 			Interval: Duration{30 * time.Second},

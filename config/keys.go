@@ -104,10 +104,10 @@ var keyDocs = map[string]keyDoc{
 	},
 	"p2p.max_memory_mib": {
 		what: "Memory for peers' connections and streams: the resource manager's limit (each open " +
-			"stream reserves its 256 KiB receive window), with an eighth kept for the sync pages " +
+			"stream reserves its 256 KiB receive window), with a sixteenth kept for the sync pages " +
 			"being served. A bound on the worst case, not what the daemon uses.",
 		allowed: fmt.Sprintf("MiB, an integer from %d to %d", MinMemoryMiB, MaxMemoryMiB),
-		example: `max_memory_mib = 1024`,
+		example: `max_memory_mib = 2048`,
 	},
 	"sync.interval": {
 		what:    "How often the node syncs from each connected peer: it asks for the events logged since the last sync.",

@@ -62,6 +62,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 			n.count(st, &st.hist.served, 1)
 		}
 		st.lastActive.Store(int64(mono))
+		st.servedHere.Add(1)
 		if solved {
 			n.count(st, &st.hist.solved, 1)
 			n.go_(func() { n.showedValue(st, peercache.ValueSolved) })

@@ -186,12 +186,12 @@ func TestHeldBitswapStreams(t *testing.T) {
 }
 
 // TestManyHoardersAndANewcomer: 40 ids, each holding its cap of
-// un-negotiated and stalled /wats streams, connect to a node of 8 stranger
+// un-negotiated and stalled /wats streams, connect to a node of 16 stranger
 // slots; an honest peer with a record and an honest newcomer are both
 // served, and the hoarders hold no more than the slots.
 func TestManyHoardersAndANewcomer(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
-	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 8 stranger slots
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
 	n := startNode(t, cfg)
 	publish(t, n, 5)
 	known := startNode(t, testConfig(false, time.Hour))
@@ -236,7 +236,7 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 // takes no slot; a suspect goes first.
 func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
-	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 16, 12, 8 // 2 stranger slots
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, none spared
 	n := startNode(t, cfg)
 	if got := strangerSlots(n.cfg); got != 2 {
 		t.Fatalf("slots %d, want 2", got)
@@ -470,7 +470,7 @@ func mustRepo(t *testing.T) *repo.Repo {
 // record; none of the Sybils gets a record.
 func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
-	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 8 stranger slots
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
 	n := startNode(t, cfg)
 	publish(t, n, 5)
 	known := startNode(t, testConfig(false, time.Hour))

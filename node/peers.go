@@ -126,6 +126,9 @@ type peerState struct {
 	// lastActive is the monotonic reading of its connection or its last
 	// served request: the stranger slots evict the least recently active.
 	lastActive atomic.Int64
+	// servedHere counts its requests served on this stay: the stranger
+	// slots spare the strangers served the most.
+	servedHere atomic.Uint32
 	// connectedAt is the monotonic reading of its first connection of
 	// this stay: a peer that stays connected valueAfterConnected after
 	// hello has shown value.

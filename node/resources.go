@@ -20,7 +20,7 @@ import (
 // stranger reaches, sized so that the streams and memory no number of
 // strangers can fill are left for the peers that showed value. The
 // arithmetic, with the defaults (p2p.max_conns 256, p2p.max_streams 2048,
-// p2p.max_memory_mib 1024), is in the ADR; TestResourceLimitsArithmetic
+// p2p.max_memory_mib 2048), is in the ADR; TestResourceLimitsArithmetic
 // checks it. Each yamux stream reserves its 256 KiB receive window in its
 // connection's scope (so in the peer's and the system's), whatever it
 // carries: that is the memory a held stream costs.
@@ -59,8 +59,8 @@ const (
 )
 
 // pagePoolBytes is the memory of the sync pages being served (limits.Pool,
-// outside the resource manager): an eighth of p2p.max_memory_mib.
-func pagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 8 }
+// outside the resource manager): a sixteenth of p2p.max_memory_mib.
+func pagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 16 }
 
 // resourceLimits returns the explicit limits of every scope, and the
 // per-peer limit of the peers with a record (the partial config's

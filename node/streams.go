@@ -23,8 +23,10 @@ var (
 	// bitswap provider opens a stream per message, up to 8 at once, each
 	// negotiated the moment it is read.
 	unnegotiatedCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 8, limits.TierNormal: 16, limits.TierValued: 16}
-	// watsStreamCap bounds a peer's inbound /wats/1 streams being handled.
-	watsStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 1, limits.TierNew: 4, limits.TierNormal: 8, limits.TierValued: 16}
+	// watsStreamCap bounds a peer's inbound /wats/1 streams being handled
+	// (at least 2: a requester reads its answer a moment before the
+	// handler of its last request has ended).
+	watsStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 4, limits.TierNormal: 8, limits.TierValued: 16}
 	// bitswapStreamCap bounds a peer's inbound bitswap streams: a bitswap
 	// server sends each message on a stream of its own, from 8 workers.
 	bitswapStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 8, limits.TierNormal: 16, limits.TierValued: 16}
