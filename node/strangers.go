@@ -114,4 +114,3 @@ func (n *Node) dropStranger(st *peerState) {
 		delete(n.run.strangers.set, st)
 	}
 }
-
