@@ -146,7 +146,7 @@ type P2PConfig struct {
 	MaxConns int `toml:"max_conns"`
 
 	// MaxStreams (key `p2p.max_streams`) is the resource manager's
-	// system-wide limit on streams. Default 2048;
+	// system-wide limit on streams. Default 4096;
 	// MinMaxStreams..MaxMaxStreams.
 	MaxStreams int `toml:"max_streams"`
 
@@ -238,7 +238,7 @@ func Default() *Config {
 			ConnsHigh:    96,
 			ConnsGrace:   Duration{30 * time.Second},
 			MaxConns:     256,
-			MaxStreams:   2048,
+			MaxStreams:   4096,
 			MaxMemoryMiB: 2048,
 		},
 		Sync: SyncConfig{

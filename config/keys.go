@@ -100,7 +100,7 @@ var keyDocs = map[string]keyDoc{
 	"p2p.max_streams": {
 		what:    "Resource manager: hard limit on open streams, all peers together.",
 		allowed: fmt.Sprintf("streams, an integer from %d to %d", MinMaxStreams, MaxMaxStreams),
-		example: `max_streams = 2048`,
+		example: `max_streams = 4096`,
 	},
 	"p2p.max_memory_mib": {
 		what: "Memory for peers' connections and streams: the resource manager's limit (each open " +

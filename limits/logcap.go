@@ -20,15 +20,15 @@ const (
 
 	// LogPerMin and LogBurst cap the peer-caused lines of all topics and
 	// peers together: at most LogBurst at once, then LogPerMin a minute (so
-	// at most 80 in any minute, and with the node's summary line, fewer
+	// at most 70 in any minute, and with the node's summary line, fewer
 	// than 100), however many peer ids cause them. The rest are counted
 	// for the summary.
 	LogPerMin = 60
-	LogBurst  = 20
+	LogBurst  = 10
 
 	// maxLogEntries caps the (peer, topic) pairs remembered. An entry
 	// exists only for a line logged within the last LogInterval, and the
-	// global cap allows at most 80 lines in a minute, so the map stays
+	// global cap allows at most 70 lines in a minute, so the map stays
 	// below that; the cap is a second line of defence (e.g. against a clock
 	// that jumped back), beyond which lines are suppressed.
 	maxLogEntries = 256

@@ -33,8 +33,8 @@ func (n *Node) handleStream(s network.Stream) {
 	st := n.peerOf(p)
 	if st.watsStreams.Add(1) > watsStreamCap[st.Tier()] {
 		st.watsStreams.Add(-1)
-		n.m.streamRefused("wats")
 		s.Reset()
+		n.overCap(st, "wats")
 		return
 	}
 	defer st.watsStreams.Add(-1)

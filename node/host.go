@@ -59,6 +59,10 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 		libp2p.ConnectionGater(g),
 		libp2p.UserAgent(agent),
 		libp2p.DialRanker(tcpFirstDialRanker),
+		// libp2p's metrics go to Prometheus's global registry, which the
+		// node does not serve: they would cost every connection and stream
+		// for nothing.
+		libp2p.DisableMetrics(),
 	)
 	if err != nil {
 		rm.Close()
@@ -180,6 +184,9 @@ type gater struct {
 		banned map[peer.ID]time.Time
 	}
 	now func() time.Time
+	// secured, if set, decides the secured inbound connections the ban
+	// lets through (the stranger slots' admitStranger).
+	secured func(peer.ID) bool
 }
 
 func newGater(now func() time.Time) *gater {
@@ -217,7 +224,10 @@ func isEd25519(p peer.ID) bool {
 func (g *gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.banned(p) }
 func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
 func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
-func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	return isEd25519(p) && !g.banned(p)
+func (g *gater) InterceptSecured(dir network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	if !isEd25519(p) || g.banned(p) {
+		return false
+	}
+	return dir != network.DirInbound || g.secured == nil || g.secured(p)
 }
 func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -37,6 +37,8 @@ type metrics struct {
 	tierChanges    *prometheus.CounterVec // peers that moved to a tier, by tier
 	persisted      *prometheus.CounterVec // peers given a peer-cache record, by the value they showed
 	strangerEvicts *prometheus.CounterVec // strangers evicted for a newcomer, by tier
+	bans           *prometheus.CounterVec // peers disconnected and refused for a while, by reason
+	strangersBusy  prometheus.Counter     // strangers refused at the gater: slots and their slack full
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 	// The challenge counters again, for the status.
@@ -149,10 +151,16 @@ func newMetrics(n *Node) *metrics {
 	m.strangerEvicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_strangers_evicted_total", Help: "Peers without a record disconnected to make room for a newcomer in the stranger slots, by tier.",
 	}, []string{"tier"})
+	m.bans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_peers_banned_total", Help: "Peers disconnected and refused for a while, by reason (stream flood).",
+	}, []string{"reason"})
+	m.strangersBusy = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_strangers_refused_total", Help: "Connections of peers without a record refused at the gater: the stranger slots and the evicted strangers still closing filled them and their slack.",
+	})
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
 	}, func() float64 { return float64(n.run.strangerCount()) })
-	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.strangerEvicts, tiers)
+	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
@@ -185,6 +193,8 @@ func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelVal
 func (m *metrics) tierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
 func (m *metrics) peerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }
 func (m *metrics) strangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
+func (m *metrics) peerBanned(reason string)      { m.bans.WithLabelValues(reason).Inc() }
+func (m *metrics) strangerRefused()              { m.strangersBusy.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)

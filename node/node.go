@@ -182,6 +182,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
 	n.gater = newGater(now)
+	n.gater.secured = n.admitStranger
 	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater, n.peers.Has); err != nil {
 		return nil, err
 	}

@@ -123,6 +123,8 @@ type peerState struct {
 	// connection was inbound and it had no record); cleared when it earns
 	// one, or by dropStranger.
 	stranger atomic.Bool
+	// evicted: it was evicted from the stranger slots and is closing.
+	evicted atomic.Bool
 	// lastActive is the monotonic reading of its connection or its last
 	// served request: the stranger slots evict the least recently active.
 	lastActive atomic.Int64
@@ -136,6 +138,10 @@ type peerState struct {
 	// The streams it holds now, by kind, against the caps of its tier
 	// (streams.go).
 	unnegotiated, watsStreams, bitswapStreams atomic.Int32
+	// capRefusals counts its streams reset over a cap in the second
+	// capWindow (monotonic seconds): past maxCapRefusals it is banned.
+	capRefusals atomic.Int32
+	capWindow   atomic.Int64
 	// throttleLogged holds, per request type, the monotonic reading plus
 	// one of its last "peer throttled" line: within limits.LogInterval the
 	// line is suppressed here, without the LogCap's lock.
@@ -227,6 +233,8 @@ type runPeers struct {
 		sync.Mutex
 		// set holds the peerStates with stranger set.
 		set map[*peerState]struct{}
+		// closing counts the peerStates with evicted set.
+		closing int
 	}
 }
 

@@ -31,11 +31,15 @@ const windowBytes = 256 << 10
 // Per-connection and per-peer bounds.
 const (
 	// handshakesInFlight bounds the inbound connections in their
-	// security and muxer handshakes at once (libp2p's transient scope):
-	// a Sybil flood of 550 new ids a second on two cores holds about 40
-	// at once; 256 leaves room for newcomers under twice that, and each
-	// costs a file descriptor and a goroutine, not a window.
-	handshakesInFlight = 256
+	// security and muxer handshakes at once (libp2p's transient scope).
+	// Under a flood of dials on two cores (ids the node turned away
+	// dialling again, about 1,100 a second) some 250 are in flight, the
+	// node's CPU being what queues them; past the bound a dial is refused
+	// before its handshake, a newcomer's as well as the flood's. 1,024
+	// keeps a newcomer's dial queued instead, for a file descriptor, a
+	// goroutine and a few KiB each (no stream, so no window), and libp2p's
+	// 15 s accept timeout.
+	handshakesInFlight = 1024
 	// strangerStreamsInbound, strangerStreamsOutbound: the streams of a
 	// peer without a record, all protocols together: enough for identify,
 	// gossip both ways, bitswap and a few requests; the caps of its tier
@@ -77,14 +81,20 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	// messages a chunk and a little (blobs.MaxMessageBytes): a peer's
 	// service memory holds a handful of them at once.
 	watsIn, bitswapIn := streams/2, streams/4
+	// Connections in their handshakes count in the system scope too: room
+	// is kept for them beyond p2p.max_conns, so that a flood of dials
+	// that the stranger slots turn away as they complete never takes the
+	// room a newcomer needs to handshake.
 	p := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{
-			Conns: lv(conns), ConnsInbound: lv(conns), ConnsOutbound: lv(conns),
+			Conns: lv(conns + handshakesInFlight), ConnsInbound: lv(conns + handshakesInFlight), ConnsOutbound: lv(conns),
+			FD:      lv(conns + handshakesInFlight),
 			Streams: lv(streams), StreamsInbound: lv(streams), StreamsOutbound: lv(streams),
 			Memory: lv64(mem),
 		},
 		Transient: rcmgr.ResourceLimits{
 			Conns: lv(2 * handshakesInFlight), ConnsInbound: lv(handshakesInFlight), ConnsOutbound: lv(handshakesInFlight),
+			FD:      lv(handshakesInFlight),
 			Streams: lv(streams / 2), StreamsInbound: lv(streams / 2), StreamsOutbound: lv(streams / 2),
 			Memory: lv64(64 << 20),
 		},
@@ -139,7 +149,11 @@ func newResourceManager(cfg *config.Config, known func(peer.ID) bool) (network.R
 	defaults := scaling.Scale(int64(cfg.P2P.MaxMemoryMiB)<<20, 4096)
 	partial, knownLimit := resourceLimits(cfg)
 	lim := &tierLimiter{Limiter: rcmgr.NewFixedLimiter(partial.Build(defaults)), known: known, knownLimit: knownLimit}
-	rm, err := rcmgr.NewResourceManager(lim)
+	// WithMetricsDisabled: libp2p's own Prometheus reporter of the resource
+	// manager takes a global lock and formats a timestamp for every scope
+	// event (13% of the daemon's CPU under a stream flood), into a registry
+	// the node does not serve; the node's metrics are its own.
+	rm, err := rcmgr.NewResourceManager(lim, rcmgr.WithMetricsDisabled())
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)
 	}

@@ -3,6 +3,9 @@ package node
 import (
 	"cmp"
 	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/limits"
@@ -26,16 +29,54 @@ import (
 // the node holds at once: a quarter of p2p.max_conns.
 func strangerSlots(cfg *config.Config) int { return max(1, cfg.P2P.MaxConns/4) }
 
+// Bans of evicted strangers: an evicted stranger that dialled again at once
+// would come back before its old connection closed, outside the slots; the
+// gater refuses it for a while instead (a suspect for longer).
+const (
+	evictedBan        = 10 * time.Second
+	evictedSuspectBan = time.Minute
+)
+
+// closingSlack is how many evicted strangers may still be closing, beyond
+// the slots, before the gater refuses new strangers outright: a burst of
+// hundreds of ids connecting at once would otherwise hold hundreds of
+// connections (and their streams' windows) while the evictions catch up.
+func closingSlack(slots int) int { return max(1, slots/2) }
+
+// admitStranger is the gater's check of a secured inbound connection from
+// p (InterceptSecured): false, to refuse it before any stream, when p is a
+// stranger (not connected, no record) and the strangers in the slots and
+// those evicted but still closing already fill the slots and their slack.
+func (n *Node) admitStranger(p peer.ID) bool {
+	if n.run.get(p) != nil || n.peers.Has(p) {
+		return true
+	}
+	slots := strangerSlots(n.cfg)
+	n.run.strangers.Lock()
+	busy := len(n.run.strangers.set)+n.run.strangers.closing >= slots+closingSlack(slots)
+	n.run.strangers.Unlock()
+	if busy {
+		n.m.strangerRefused()
+	}
+	return !busy
+}
+
 // takeStrangerSlot gives st a stranger slot; when they are all taken, the
 // worst other stranger is evicted first (its slot freed at once, its
-// connections closed in the background).
+// connections closed in the background, its id refused for evictedBan).
 func (n *Node) takeStrangerSlot(st *peerState) {
 	victim := n.strangerSlot(st, strangerSlots(n.cfg))
 	if victim == nil {
 		return
 	}
-	n.m.strangerEvicted(victim.Tier())
-	n.plog.Debug(victim.id, "evicted", "stranger evicted to make room for a newcomer", "peer", victim.id, "tier", victim.Tier())
+	t := victim.Tier()
+	n.m.strangerEvicted(t)
+	n.plog.Debug(victim.id, "evicted", "stranger evicted to make room for a newcomer", "peer", victim.id, "tier", t)
+	ban := evictedBan
+	if t == limits.TierSuspect {
+		ban = evictedSuspectBan
+	}
+	n.gater.ban(victim.id, ban)
 	n.go_(func() { _ = n.host.Network().ClosePeer(victim.id) })
 }
 
@@ -55,6 +96,8 @@ func (n *Node) strangerSlot(st *peerState, slots int) (victim *peerState) {
 		}
 		victim = evictionOrder(others, slots)[0]
 		victim.stranger.Store(false)
+		victim.evicted.Store(true)
+		n.run.strangers.closing++
 		delete(n.run.strangers.set, victim)
 	}
 	n.run.strangers.set[st] = struct{}{}
@@ -106,11 +149,15 @@ func evictionOrder(strangers []*peerState, slots int) []*peerState {
 	return strangers
 }
 
-// dropStranger frees st's stranger slot, if it holds one.
-func (n *Node) dropStranger(st *peerState) {
+// dropStranger frees st's stranger slot, if it holds one; at st's
+// disconnection (gone), an evicted st is done closing.
+func (n *Node) dropStranger(st *peerState, gone bool) {
 	n.run.strangers.Lock()
 	defer n.run.strangers.Unlock()
 	if st.stranger.CompareAndSwap(true, false) {
 		delete(n.run.strangers.set, st)
+	}
+	if gone && st.evicted.CompareAndSwap(true, false) {
+		n.run.strangers.closing--
 	}
 }

@@ -59,6 +59,39 @@ const maxWatsStreamsPerPeer = 16
 // maxBitswapStreamsPerPeer is the largest of bitswapStreamCap.
 const maxBitswapStreamsPerPeer = 16
 
+// Stream floods (ADR 0030): a peer that keeps opening streams past its caps
+// (each reset at once, so each costs the node little, but it can open tens
+// of thousands a second) is disconnected and refused by the gater for
+// streamFloodBan, and counted as abusive. An honest peer stays within its
+// caps.
+const (
+	// maxCapRefusals is how many of a peer's streams may be reset over
+	// its caps within one second.
+	maxCapRefusals = 64
+	// streamFloodBan is how long such a peer is refused.
+	streamFloodBan = time.Minute
+)
+
+// overCap resets a stream of st's over one of its caps (kind names it, for
+// the metric) and, past maxCapRefusals in a second, disconnects and bans
+// the peer.
+func (n *Node) overCap(st *peerState, kind string) {
+	n.m.streamRefused(kind)
+	sec := int64(n.mono(n.now()) / time.Second)
+	if w := st.capWindow.Load(); w != sec && st.capWindow.CompareAndSwap(w, sec) {
+		st.capRefusals.Store(0)
+	}
+	if st.capRefusals.Add(1) != maxCapRefusals+1 {
+		return
+	}
+	n.m.peerBanned("stream flood")
+	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
+	n.plog.Info(st.id, "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.id,
+		"ban", streamFloodBan)
+	n.gater.ban(st.id, streamFloodBan)
+	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
+}
+
 // negotiationTimeout bounds how long a peer's new stream may take to name
 // its protocol (libp2p's own default is 10 s): an honest peer names it in
 // the stream's first bytes. A stream held past it is reset and counted in
@@ -74,8 +107,8 @@ func (n *Node) acceptStream(s network.Stream) {
 	st := n.peerOf(s.Conn().RemotePeer())
 	if st.unnegotiated.Add(1) > unnegotiatedCap[st.Tier()] {
 		st.unnegotiated.Add(-1)
-		n.m.streamRefused("unnegotiated")
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
+		n.overCap(st, "unnegotiated")
 		return
 	}
 	_ = s.SetDeadline(time.Now().Add(negotiationTimeout))
@@ -107,7 +140,7 @@ func (n *Node) bitswapStream(p peer.ID) (release func(), ok bool) {
 	st := n.peerOf(p)
 	if st.bitswapStreams.Add(1) > bitswapStreamCap[st.Tier()] {
 		st.bitswapStreams.Add(-1)
-		n.m.streamRefused("bitswap")
+		n.overCap(st, "bitswap")
 		return nil, false
 	}
 	return func() { st.bitswapStreams.Add(-1) }, true

@@ -89,6 +89,11 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		n.takeStrangerSlot(st)
 	}
 	n.tagTier(st, st.Tier())
+	if n.host.Network().Connectedness(p) != network.Connected {
+		// A stream's handler ran after the peer's last connection closed
+		// (and its notice went by): the state would never be dropped.
+		n.dropPeerState(p)
+	}
 	return st
 }
 
@@ -101,7 +106,7 @@ func (n *Node) dropPeerState(p peer.ID) {
 		return
 	}
 	st := v.(*peerState)
-	n.dropStranger(st)
+	n.dropStranger(st, true)
 	now := n.now()
 	if st.persisted.Load() {
 		n.fold(st, now)
@@ -251,7 +256,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 		st.persisted.Store(false)
 		return
 	}
-	n.dropStranger(st)
+	n.dropStranger(st, false)
 	if t, changed := st.retier(); changed {
 		n.tierChanged(st, t)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 func (c *cli) benchCmd() *cobra.Command {
-	return group("bench", "Measure the node's throughput on this machine", c.benchSyncCmd(), c.benchFetchCmd())
+	return group("bench", "Measure the node's throughput, and its service under attack, on this machine",
+		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd())
 }
 
 func (c *cli) benchSyncCmd() *cobra.Command {

@@ -167,22 +167,7 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 
 // peakRSS returns a process's peak resident set in bytes (VmHWM in
 // /proc/PID/status), or 0 where that is not available.
-func peakRSS(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
-}
+func peakRSS(pid int) uint64 { return procStatusKB(pid, "VmHWM:") }
 
 func rssString(n uint64) string {
 	if n == 0 {

@@ -27,8 +27,11 @@ var allowed = map[string][]string{
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
 	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
-	"cmd/wats":          {"node", "node/api", "repo", "config"},
+	"cmd/wats":          {"node", "node/api", "repo", "config", "internal/attack"},
 	"internal/layering": {},
+	// The attack suite is a tool of cmd/wats: a client of the wire
+	// protocol, as an outside peer is.
+	"internal/attack": {"proto", "challenge", "eventlog"},
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
 	"internal/scripttest": {},

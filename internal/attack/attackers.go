@@ -1,0 +1,300 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/wats-network/wats/proto"
+)
+
+// The attacks, by name (ADR 0030 lists what each is met by).
+const (
+	// OneIDFlood: one id sends sync and hello requests as fast as 64
+	// goroutines can.
+	OneIDFlood = "one-id-flood"
+	// Sybil: Rate fresh ids a second connect, hold Hold, and leave.
+	Sybil = "sybil"
+	// SybilHello: the same, each saying hello first.
+	SybilHello = "sybil-hello"
+	// HoardUnnegotiated: IDs ids each keep as many streams open as the
+	// node lets them, never naming a protocol; a stream the node resets is
+	// opened again, a connection it closes dialled again.
+	HoardUnnegotiated = "hoard-unnegotiated"
+	// HoardPrefix: the same with /wats/1 streams that send one byte of a
+	// length prefix and stall.
+	HoardPrefix = "hoard-prefix"
+	// BadSolutions: four ids that advertise "challenge" flood requests and
+	// answer every challenge with a solution that does not verify.
+	BadSolutions = "bad-solutions"
+)
+
+// Attacks lists the attack names Attack knows.
+var Attacks = []string{OneIDFlood, Sybil, SybilHello, HoardUnnegotiated, HoardPrefix, BadSolutions}
+
+// Options tune an attack.
+type Options struct {
+	// IDs is the number of ids of a hoarding attack.
+	IDs int
+	// Rate is the fresh ids a second of a Sybil attack; Hold how long each
+	// keeps its connection.
+	Rate int
+	Hold time.Duration
+	// PerID is how many streams each hoarding id tries to hold.
+	PerID int
+}
+
+// Stats count what an attacker did.
+type Stats struct {
+	IDs      int64 `json:"ids"`      // identities made
+	Conns    int64 `json:"conns"`    // connections that completed the handshake
+	Failed   int64 `json:"failed"`   // dials that failed (refused, reset)
+	Requests int64 `json:"requests"` // requests sent
+	Answered int64 `json:"answered"` // requests served
+	Streams  int64 `json:"streams"`  // streams opened to hold
+	Reset    int64 `json:"reset"`    // of those, reset by the node
+}
+
+type stats struct {
+	ids, conns, failed, requests, answered, streams, reset atomic.Int64
+}
+
+func (s *stats) snapshot() Stats {
+	return Stats{IDs: s.ids.Load(), Conns: s.conns.Load(), Failed: s.failed.Load(), Requests: s.requests.Load(),
+		Answered: s.answered.Load(), Streams: s.streams.Load(), Reset: s.reset.Load()}
+}
+
+// Attack runs the named attack on t until ctx ends, and returns what the
+// attacker did.
+func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error) {
+	st := &stats{}
+	o.IDs = max(o.IDs, 1)
+	o.Rate = max(o.Rate, 1)
+	if o.PerID <= 0 {
+		o.PerID = 32
+	}
+	switch name {
+	case OneIDFlood:
+		flood(ctx, t, st, 1, 64, false)
+	case BadSolutions:
+		flood(ctx, t, st, 4, 16, true)
+	case Sybil, SybilHello:
+		sybils(ctx, t, o, name == SybilHello, st)
+	case HoardUnnegotiated, HoardPrefix:
+		hoard(ctx, t, o, name == HoardPrefix, st)
+	default:
+		return Stats{}, fmt.Errorf("attack: unknown attack %q; known: %s", name, strings.Join(Attacks, ", "))
+	}
+	return st.snapshot(), nil
+}
+
+// flood is ids ids, each with workers goroutines sending sync requests (a
+// hello every 16th) as fast as they are answered; with bad, they advertise
+// "challenge" and answer each challenge with a nonce that does not solve it.
+func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool) {
+	var wg sync.WaitGroup
+	for range ids {
+		wg.Go(func() {
+			id, err := NewIdentity()
+			if err != nil {
+				return
+			}
+			st.ids.Add(1)
+			var mu sync.Mutex
+			var c *Conn
+			conn := func() *Conn {
+				mu.Lock()
+				defer mu.Unlock()
+				if c == nil || c.IsClosed() {
+					nc, err := id.Dial(ctx, t, nil)
+					if err != nil {
+						st.failed.Add(1)
+						return nil
+					}
+					st.conns.Add(1)
+					c = nc
+				}
+				return c
+			}
+			defer func() {
+				if c != nil {
+					c.Close()
+				}
+			}()
+			if c := conn(); c != nil {
+				_, _ = c.Request(ctx, c.Hello(bad), nil)
+			}
+			var fwg sync.WaitGroup
+			for w := range workers {
+				fwg.Go(func() {
+					for i := 0; ctx.Err() == nil; i++ {
+						c := conn()
+						if c == nil {
+							pause(ctx, 10*time.Millisecond)
+							continue
+						}
+						var m proto.Message = &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+						if (i+w)%16 == 0 {
+							m = c.Hello(bad)
+						}
+						st.requests.Add(1)
+						resp, err := c.Request(ctx, m, nil)
+						if err != nil {
+							continue
+						}
+						if bad && resp.Challenge != nil {
+							st.requests.Add(1)
+							resp, err = c.Request(ctx, m, &proto.Solution{Alg: resp.Challenge.Alg, Seed: resp.Challenge.Seed, Nonce: strconv.Itoa(i)})
+							if err != nil {
+								continue
+							}
+						}
+						if resp.Sync != nil || resp.Hello != nil {
+							st.answered.Add(1)
+						}
+					}
+				})
+			}
+			fwg.Wait()
+		})
+	}
+	wg.Wait()
+}
+
+// sybils makes o.Rate fresh ids a second; each connects, says hello when
+// hello is set, keeps its connection o.Hold, and leaves. At most 8,192 are
+// in flight.
+func sybils(ctx context.Context, t Target, o Options, hello bool, st *stats) {
+	sem := make(chan struct{}, 8192)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// A batch every 10 ms, so that high rates need no fine timer.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start, made := time.Now(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			due := int(now.Sub(start).Seconds()*float64(o.Rate)) - made
+			for range due {
+				select {
+				case sem <- struct{}{}:
+				default:
+					continue // the attacker is saturated: skip this id
+				}
+				made++
+				wg.Go(func() {
+					defer func() { <-sem }()
+					sybil(ctx, t, o.Hold, hello, st)
+				})
+			}
+		}
+	}
+}
+
+func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *stats) {
+	id, err := NewIdentity()
+	if err != nil {
+		return
+	}
+	st.ids.Add(1)
+	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := id.Dial(dctx, t, nil)
+	if err != nil {
+		st.failed.Add(1)
+		return
+	}
+	defer c.Close()
+	st.conns.Add(1)
+	if hello {
+		st.requests.Add(1)
+		if resp, err := c.Request(dctx, c.Hello(true), nil); err == nil && resp.Hello != nil {
+			st.answered.Add(1)
+		}
+	}
+	pause(ctx, hold)
+}
+
+// hoard is o.IDs ids, each holding up to o.PerID streams that never name a
+// protocol (prefix false) or /wats/1 streams stalled after one byte of a
+// length prefix (prefix true); a reset stream is opened again, a closed
+// connection dialled again.
+func hoard(ctx context.Context, t Target, o Options, prefix bool, st *stats) {
+	var wg sync.WaitGroup
+	for range o.IDs {
+		wg.Go(func() {
+			id, err := NewIdentity()
+			if err != nil {
+				return
+			}
+			st.ids.Add(1)
+			for ctx.Err() == nil {
+				c, err := id.Dial(ctx, t, nil)
+				if err != nil {
+					st.failed.Add(1)
+					pause(ctx, 100*time.Millisecond)
+					continue
+				}
+				st.conns.Add(1)
+				var swg sync.WaitGroup
+				for range o.PerID {
+					swg.Go(func() { holdStream(ctx, c, prefix, st) })
+				}
+				swg.Wait()
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// holdStream keeps one stream of c held until ctx ends or c closes,
+// opening it again each time the node resets it.
+func holdStream(ctx context.Context, c *Conn, prefix bool, st *stats) {
+	buf := make([]byte, 256)
+	for ctx.Err() == nil && !c.IsClosed() {
+		var s network.MuxedStream
+		var err error
+		if prefix {
+			s, err = c.OpenProtocol(ctx, proto.ID)
+			if err == nil {
+				_, err = s.Write([]byte{0x80})
+			}
+		} else {
+			s, err = c.OpenRaw(ctx)
+		}
+		if err != nil {
+			pause(ctx, 10*time.Millisecond)
+			continue
+		}
+		st.streams.Add(1)
+		stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+		for {
+			if _, err := s.Read(buf); err != nil {
+				break
+			}
+		}
+		stop()
+		st.reset.Add(1)
+		_ = s.Reset()
+	}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
