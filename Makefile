@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 100000x
 N        ?= 1000000
 
-.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch devnet lint tidy clean
+.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack devnet lint tidy clean
 
 all: build
 
@@ -48,6 +48,12 @@ bench-sync: build
 SIZE ?= 268435456
 bench-fetch: build
 	$(BIN) bench fetch --size $(SIZE)
+
+## bench-attack: a real daemon under each attack of docs/reliability.md (DURATION each, KILLS kill -9s)
+DURATION ?= 30s
+KILLS    ?= 50
+bench-attack: build
+	$(BIN) bench attack --scenario all --duration $(DURATION) --kills $(KILLS)
 
 ## devnet: build, then run a 3-node devnet with a demo in the foreground (Ctrl-C stops it)
 devnet: build

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/wats-network/wats/internal/scripttest"
 )
@@ -265,4 +269,42 @@ func BenchmarkAdmit(b *testing.B) {
 		now += int64(200 * 1000 * 1000) // 5 a second: always within the rate
 		tb.Admit(p, f, r, now)
 	}
+}
+
+// BenchmarkAdmitVsRate is the admission check against its anchor in the
+// same run: golang.org/x/time/rate's Limiter, looked up per peer the way a
+// node would keep one per peer (a sync.Map), both deciding an allowed
+// request of one known peer. docs/performance.md runs it five times,
+// alternating, and reports the ratio.
+func BenchmarkAdmitVsRate(b *testing.B) {
+	p := testPeers(1)[0]
+	b.Run("wats", func(b *testing.B) {
+		tb, err := NewTable(DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := Facts{Tier: TierNormal, CanSolve: true}
+		r := Request{Kind: KindSync, InFlight: 1}
+		b.ReportAllocs()
+		now := int64(0)
+		for b.Loop() {
+			now += int64(100 * time.Millisecond) // 10 a second: 600 a minute
+			if tb.Admit(p, f, r, now).Verdict != Serve {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("x-time-rate", func(b *testing.B) {
+		var limiters sync.Map
+		limiters.Store(p, rate.NewLimiter(rate.Limit(600.0/60), 150))
+		b.ReportAllocs()
+		now := time.Unix(0, 0)
+		for b.Loop() {
+			now = now.Add(100 * time.Millisecond)
+			v, _ := limiters.Load(p)
+			if !v.(*rate.Limiter).AllowN(now, 1) {
+				b.Fatal("refused")
+			}
+		}
+	})
 }

@@ -515,3 +515,32 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 		t.Fatalf("%d stranger slots used, at most %d", used, strangerSlots(n.cfg))
 	}
 }
+
+// TestStreamFloodBan: a peer whose streams are reset over its caps 64
+// times within a second keeps its connection; the 65th disconnects it, bans
+// it at the gater and makes it a suspect. A new second starts the count
+// again.
+func TestStreamFloodBan(t *testing.T) {
+	var mono atomic.Int64
+	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	h := rawHost(t)
+	dialRaw(t, h, n)
+	st := n.run.get(h.ID())
+	for range maxCapRefusals {
+		n.overCap(st, "test")
+	}
+	mono.Add(int64(time.Second)) // a new second: the count starts over
+	for range maxCapRefusals {
+		n.overCap(st, "test")
+	}
+	if n.gater.banned(h.ID()) || st.Tier() == limits.TierSuspect {
+		t.Fatalf("banned or suspect after %d refusals in a second", maxCapRefusals)
+	}
+	n.overCap(st, "test")
+	if !n.gater.banned(h.ID()) || st.Tier() != limits.TierSuspect {
+		t.Fatalf("not banned and suspect after %d refusals in a second", maxCapRefusals+1)
+	}
+	waitFor(t, 5*time.Second, "the flooder disconnected", func() bool {
+		return n.host.Network().Connectedness(h.ID()) != network.Connected
+	})
+}
