@@ -65,7 +65,7 @@ func BackoffDelay(failures int) time.Duration {
 // same episode (an attempt begun before the skip, e.g. by a concurrent
 // fetch of another blob) and changes nothing; the next failure after the
 // skip ends doubles. There is deliberately no way to record a size
-// mismatch here: it belongs to the CID, not the provider (issue 6).
+// mismatch here: it belongs to the CID, not the provider (ADR 0029).
 //
 // Memory: an entry is dropped BackoffForget after its skip ends (checked
 // on each Failed and on Prune), and at most MaxTracked entries are kept

@@ -15,7 +15,7 @@ var (
 
 // ErrSizeMismatch is the error a fetcher wraps (with %w) when a blob turns
 // out not to be exactly of its declared size. It belongs to the CID, not
-// to the provider (issue 6, ADR 0014): Plan.Report does not back the
+// to the provider (ADR 0014, ADR 0029): Plan.Report does not back the
 // provider off for it, and it ends the plan, since every provider would
 // serve the same content for that CID.
 var ErrSizeMismatch = errors.New("blobs: size differs from the declared size")

@@ -2,7 +2,7 @@ package blobs
 
 import "fmt"
 
-// Declared size bounds (ADR 0014 "Declared size"; design §9; issue 6 keys
+// Declared size bounds (ADR 0014 "Declared size"; design §9; ADR 0027 keys
 // blobs.max_blob_bytes and blobs.quota_bytes).
 const (
 	// ChunkSize is the UnixFS chunk size of a blob, in bytes (design §9:

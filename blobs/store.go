@@ -333,7 +333,7 @@ func (s *Store) List() []BlobInfo {
 // one chunk is a single raw block) and pins it. It returns the root CID
 // and the size, the number of bytes read.
 //
-// Bounds (issue 6: blobs.max_blob_bytes and blobs.quota_bytes, exactly):
+// Bounds (ADR 0027: blobs.max_blob_bytes and blobs.quota_bytes, exactly):
 // Import reads at most min(MaxBlobBytes, QuotaBytes-QuotaUsed())+1 bytes;
 // if r holds more it fails with an error wrapping ErrTooLarge or ErrQuota.
 // On any failure the blocks this import wrote that were not in the store

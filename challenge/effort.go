@@ -41,7 +41,7 @@ type Effort struct {
 }
 
 // NewEffort returns a controller at base bits. It validates
-// 1 <= base <= max <= MaxEffort (issue 4, "Keys validated") and returns
+// 1 <= base <= max <= MaxEffort (ADR 0025) and returns
 // an error wrapping ErrConfig otherwise.
 func NewEffort(base, max int) (*Effort, error) {
 	if err := validateBits(base, max); err != nil {

@@ -189,7 +189,7 @@ type BlobsConfig struct {
 	QuotaBytes int64 `toml:"quota_bytes"`
 	// Serve (key `blobs.serve`) says to whom the node serves the blocks
 	// of its complete blobs over bitswap: "peers", the peers that
-	// completed hello, or "all", any peer that asks (issue 6, ADR 0029).
+	// completed hello, or "all", any peer that asks (ADR 0029).
 	// Default "peers".
 	Serve string `toml:"serve"`
 	// AutoFetch (key `blobs.auto_fetch`) fetches the blobs of events that

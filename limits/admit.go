@@ -6,8 +6,8 @@ import (
 )
 
 // Class is what a request asks for, as the cheap existence check before
-// any expensive work decides it (ADR 0030, after seed 002: limit on what
-// is asked, not only on who asks). The zero Class is ClassHit.
+// any expensive work decides it (ADR 0030: limit on what is asked, not only
+// on who asks). The zero Class is ClassHit.
 type Class uint8
 
 // The classes of a request.

@@ -1,40 +1,48 @@
 // Package limits holds the per-peer rate limits of ADR 0014 ("Decision"):
 // a token bucket per peer and request type on /wats/1 (hello, sync,
 // replicate, crash_report), the refusal those requests get over their
-// limit, the caps on the "peer throttled" log lines, the counters, the
-// per-peer blob fetch slots, the client-side Pacer that keeps a node's own
-// requests within a peer's advertised rate, and the [limits] table of
-// config.toml with its validation.
+// limit, and admission itself as a pure function (Policy.Decide) of the
+// peer's tier, its facts and what the request asks for (ADR 0030: tiers
+// from value history, request classes and a miss budget); the cap on every
+// log line a peer can cause (LogCap), the counters, the per-peer blob fetch
+// slots, the tiered Pool of shared memory, the client-side Pacer that keeps
+// a node's own requests within a peer's advertised rate, and the [limits]
+// table of config.toml with its validation.
 //
 // It imports no other wats package (design §2), only libp2p's peer.ID and
 // the Prometheus client.
 //
 // # Use
 //
-// The node builds one Table, one ThrottleLog and one Slots from the
-// validated Config, and takes time from a monotonic base of its own:
+// The node builds one Table, one LogCap and one Slots from the validated
+// Config, and takes time from a monotonic base of its own:
 //
-//	table, err := limits.NewTable(cfg.Limits)        // rates of the four types
+//	table, err := limits.NewTable(cfg.Limits)        // the Policy of every tier
 //	slots, err := limits.NewSlots(cfg.Limits.BlobFetchesPerPeer)
-//	throttle := limits.NewThrottleLog()
+//	logs := limits.NewLogCap()
 //	reg.MustRegister(table.Collector())              // no peer labels
 //	start := time.Now()
 //	now := func() int64 { return int64(time.Since(start)) }
 //
 // For each decoded request (Node.admit, design §7), before any expensive
-// work:
+// work, with the peer's tier (TierOf its History) and the request's class
+// (the cheap existence check):
 //
 //	k, ok := limits.ParseKind(string(req.Type))      // the four types with a budget
-//	if ok, retryAfter := table.Allow(peer, k, now()); !ok {
-//		if throttle.ShouldLog(peer, k, now()) {
+//	d := table.Admit(peer, limits.Facts{Tier: t, CanSolve: solves, Reputed: reputed},
+//		limits.Request{Kind: k, Class: class, Solved: verified, InFlight: n}, now())
+//	switch d.Verdict {
+//	case limits.Refuse:
+//		if logs.ShouldLog(peer, limits.ThrottledTopic(k), now()) {
 //			log.Info("peer throttled", "peer", peer, "type", k) // never an address
 //		}
-//		reply(&proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(retryAfter)})
+//		reply(&proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(d.RetryAfter)})
+//	case limits.Challenge: // issue one
 //	}
 //
-// Once a minute the node logs throttle.TakeSuppressed() when it is not
-// zero; at a clean shutdown it logs table.Snapshot() (a slog.LogValuer),
-// which `wats diag` shows too. A replicate handler takes one slot per blob
+// testdata/admit.txt steps through every rule of Decide. Once a minute the
+// node logs logs.TakeSuppressed() when it is not zero; at a clean shutdown
+// it logs table.Snapshot() (a slog.LogValuer), which `wats diag` shows too. A replicate handler takes one slot per blob
 // with slots.TryAcquire(peer), skips the blobs that find none, and calls
 // release when a fetch ends. The sync client builds limits.NewPacer(peerSyncPerMin) from the
 // peer's hello and calls Wait before each request, and Refused with the
@@ -64,20 +72,32 @@
 // through these cases).
 //
 // A full bucket is the same as no state, so a Table keeps, per peer, only
-// the TATs of its four buckets (40 bytes) while one is not full, in 64
-// shards chosen by a seeded hash of the peer id, each with its own mutex.
+// the TATs of its five buckets (the four types and the misses: 56 bytes)
+// while one is not full, in 64 shards chosen by a seeded hash of the peer
+// id, each with its own mutex.
 // Each shard drops its idle peers every SweepInterval as part of Allow (or
 // on Sweep), and remembers, per type, the latest TAT it dropped: should the
 // clock step back past a sweep, a new entry starts from there, so dropping
 // state never credits a token either. A hard cap (DefaultMaxPeers: about
-// 100 bytes a peer, 6.5 MiB, plus the peer ids) bounds the peers tracked at once; at the cap a newcomer is refused
-// rather than anyone evicted (see Table for why). The admission check costs
-// about 25 ns and no allocation for a known peer (BenchmarkTableAllow).
+// 100 bytes a peer, 6.5 MiB, plus the peer ids) bounds the peers tracked
+// at once; at the cap a newcomer is decided on a budget it shares with the
+// other untracked peers of its shard rather than anyone evicted (see
+// Table for why). Admission costs about 30 ns and no allocation for a
+// known peer, half of x/time/rate's Limiter (BenchmarkAdmitVsRate).
 //
-// "peer throttled" lines (ThrottleLog) are limited to one a minute per
-// peer and type, as ADR 0014 says, and, so that a flood of many peer ids
-// cannot flood the log, to ThrottleLogBurst at once and ThrottleLogsPerMin
-// a minute in all; the rest are counted for a summary line.
+// Tiers (TierOf): a peer's History — served, misses, invalid messages,
+// failed and solved challenges, held streams, events and bytes it gave —
+// makes it a suspect (limits.suspect_percent of the rates), new, normal
+// (ADR 0014's rates) or valued (limits.valued_percent, the ceiling).
+// Misses (ClassMiss) also take a token of the peer's miss budget
+// (limits.miss_per_min). A Pool shares a budget of memory by tier, the
+// strangers at most a quarter.
+//
+// Log lines a peer causes (LogCap), "peer throttled" among them, are
+// limited to one a minute per peer and topic (ADR 0014's once a minute per
+// peer and type) and, so that a flood of many peer ids cannot flood the
+// log, to LogBurst at once and LogPerMin a minute in all; the rest are
+// counted for a summary line.
 //
 // The Pacer runs the peer's GCRA on the client's clock, one token short of
 // the peer's burst so that latency jitter up to one interval never turns
@@ -92,11 +112,16 @@
 //     itself (allow) with the time mapping (tick) and its bounds.
 //   - config.go: Config (the [limits] table), DefaultConfig, Validate,
 //     ConfigError, and the bounds of every key with their reasons.
-//   - table.go: Table: shards, Allow, sweeps, the floor, the cap.
+//   - tier.go: Tier, History, TierOf.
+//   - admit.go: Class, Facts, Request, Decision, State, Policy and Decide.
+//   - table.go: Table: shards, Admit and Allow, sweeps, the floor, the cap
+//     and the shared newcomer budget.
 //   - metrics.go: Counts, Snapshot, and the Prometheus collector.
-//   - throttlelog.go: ThrottleLog, the caps on "peer throttled" lines.
+//   - logcap.go: LogCap, the caps on the lines peers cause.
+//   - pool.go: Pool, a budget shared by tier.
 //   - slots.go: Slots, the per-peer blob fetch semaphore.
 //   - pacer.go: Pacer, the client side.
 //   - testdata/buckets.txt: step tests of one bucket, as a script
-//     (script_test.go runs it).
+//     (script_test.go runs it); testdata/admit.txt: step tests of
+//     admission (admit_test.go).
 package limits

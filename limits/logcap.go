@@ -10,8 +10,8 @@ import (
 
 // Bounds of the log lines a peer can cause (ADR 0014: "peer throttled" at
 // most once a minute per peer and request type; ADR 0030: every line that
-// peer input causes goes through the same cap, after seed 001's "resist log
-// amplification").
+// peer input causes goes through the same cap, so that no flood of ids can
+// amplify itself into the log).
 const (
 	// LogInterval is the least time between two lines of one topic for
 	// one peer (ADR 0014: "peer throttled" once a minute per peer and

@@ -14,7 +14,7 @@ const DefaultRetryAfter = time.Second
 // Pacer is the client side of a peer's bucket: a node's own sync client
 // (or any requester) waits on it before each request so that the request
 // fits the peer's bucket as the peer's GCRA sees it, and no round trip is
-// wasted on a refusal (issue 3). It runs the same exact GCRA as the peer,
+// wasted on a refusal (ADR 0024). It runs the same exact GCRA as the peer,
 // on time.Now, starting from a full burst.
 //
 // One token of reserve: when the peer's burst is at least 2, the Pacer

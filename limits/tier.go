@@ -6,7 +6,7 @@ import (
 )
 
 // Tier is a peer's standing, worked out from its value history by TierOf
-// (ADR 0030, after seed 004's "tiered rate limits"): it selects the rates
+// (ADR 0030: tiered rate limits from value history): it selects the rates
 // admission applies to the peer and the share of shared budgets (Pool,
 // stream caps, connection slots) it may take. The zero Tier is TierNew, a
 // peer that has shown nothing yet: the safe default for a peer the node
@@ -56,7 +56,7 @@ func (t Tier) Valid() bool { return t < NumTiers }
 // that have (Pool, the stranger connection slots of ADR 0030).
 func (t Tier) Stranger() bool { return t == TierNew || t == TierSuspect }
 
-// History is a peer's value history (seed 004): what it asked of this node
+// History is a peer's value history (ADR 0030): what it asked of this node
 // and what it gave, as counts since it was first seen (the peer cache
 // keeps them across runs for peers it holds). The zero History is a peer
 // never seen.

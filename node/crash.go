@@ -48,7 +48,7 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 		return &proto.Error{Code: proto.CodeInternal, Message: "could not store the report"}
 	}
 	// The dump is fetched within the bounds of every fetch, the submitter
-	// first and holding one of its fetch slots (issue 6).
+	// first and holding one of its fetch slots (ADR 0029).
 	if n.fetch != nil {
 		n.fetchDumps(p, ev.Blobs)
 	}

@@ -10,16 +10,34 @@
 // and serves the control API in between.
 //
 // Every /wats/1 stream goes through one handler shape (handler.go): attach
-// the stream to the "wats" resource-manager service, set a read deadline,
-// read one frame with the request cap, decode, pass Node.admit, serve, write
-// one response and close; a protocol error resets the stream. Bad input gets
-// a clear error response and is counted; it never stops the node.
+// the stream to the "wats" resource-manager service, hold the peer to its
+// cap of streams (by tier), read its length prefix within 2 s and the frame
+// within 10 s with the request cap, decode, classify what it asks for,
+// pass Node.admit, serve, write one response and close; a protocol error
+// resets the stream. Bad input gets a clear error response and is counted
+// in the peer's value history; it never stops the node.
+//
+// Holding under attack (ADR 0030): every peer has a run state (peers.go:
+// runPeers owns it, atomics on the request path) with its value history and
+// tier; a peer earns a peer-cache record only by showing value (value.go);
+// every inbound stream is negotiated by acceptStream, held to per-tier caps
+// and a 2 s deadline (streams.go); peers without a record share stranger
+// slots with eviction (strangers.go); the resource manager has explicit
+// limits for every scope (resources.go); peer-caused log lines go through
+// one cap (peerlog.go).
 //
 // Files:
-//   - node.go: Node, New, Start, Close, peer state.
-//   - host.go: the libp2p host (TCP, QUIC, Noise, TLS, yamux, resource and
-//     connection managers) and the connection gater.
-//   - handler.go: the stream handler, admit, and the hello and sync handlers.
+//   - node.go: Node, New, Start, Close, connection notices.
+//   - host.go: the libp2p host (TCP, QUIC, Noise, TLS, yamux, the
+//     connection manager) and the connection gater.
+//   - resources.go: the resource manager's limits, by scope and tier.
+//   - peers.go: the run state of peers (peerState, runPeers).
+//   - value.go: value history, tiers, records earned by value.
+//   - strangers.go: the stranger connection slots and their eviction.
+//   - streams.go: the inbound stream handler, per-tier caps, flood bans.
+//   - peerlog.go: the cap on peer-caused log lines.
+//   - admit.go: Node.admit and the request classes.
+//   - handler.go: the stream handler, and the hello and sync handlers.
 //   - hello.go: greeting peers on connect, the network check.
 //   - syncer.go: the sync client (pipelined pages, persisted cursors).
 //   - publish.go: local events and gossip delivery.

@@ -18,7 +18,7 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// Bounds of the automatic fetches (issue 6 "Auto-fetch"; ADR 0029).
+// Bounds of the automatic fetches (ADR 0029, "Auto-fetch").
 const (
 	// autoFetchWorkers is how many blobs are auto-fetched at once.
 	autoFetchWorkers = 4

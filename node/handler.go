@@ -183,7 +183,7 @@ func (n *Node) ownHello() *proto.Hello {
 		Features: Features,
 		Listen:   listen,
 		Head:     strconv.FormatUint(n.events.Head(), 10),
-		// Advertised so that peers pace themselves (limits issue).
+		// Advertised so that peers pace themselves (ADR 0024).
 		Limits: &proto.HelloLimits{
 			HelloPerMin: int64(l.HelloPerMin), SyncPerMin: int64(l.SyncPerMin),
 			ReplicatePerMin: int64(l.ReplicatePerMin), ReportPerMin: int64(l.ReportPerMin),

@@ -362,7 +362,7 @@ const redialTimeout = 10 * time.Second
 
 // redial dials the peers of the peer cache at start, most recently seen
 // first, at most redialConcurrency at once, so that a node restarted without
-// bootstrap addresses finds its network again (peer-cache issue).
+// bootstrap addresses finds its network again (ADR 0026).
 func (n *Node) redial() {
 	sem := make(chan struct{}, redialConcurrency)
 	var wg sync.WaitGroup

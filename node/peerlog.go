@@ -11,7 +11,7 @@ import (
 )
 
 // peerLogSummaryInterval is how often the node logs how many peer-caused
-// lines the cap suppressed (seed 001: resist log amplification, but say
+// lines the cap suppressed (ADR 0030: resist log amplification, but say
 // what was left out).
 const peerLogSummaryInterval = time.Minute
 

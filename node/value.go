@@ -11,7 +11,7 @@ import (
 	"github.com/wats-network/wats/peercache"
 )
 
-// Value history and tiers (ADR 0030, after seed 004): every peer's requests
+// Value history and tiers (ADR 0030): every peer's requests
 // and what it gave are counted in its run state (peers.go), its tier is
 // worked out from them, and a peer earns a peer-cache record only by
 // showing value; what a hello alone earns is forgotten with the connection.

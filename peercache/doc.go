@@ -1,9 +1,11 @@
-// Package peercache persists what a node knows about the peers it has met
-// (design §8, issue 5): their addresses, when they were first and last seen,
-// their last completed hello, the sync cursor into each peer's log, and the
-// counts of their requests to this node (served, refused, challenged,
-// solved, and misses: seed 004's peer value history). From it the node
-// decides reputation (ADR 0014) and redials known peers at start.
+// Package peercache persists what a node knows about the peers that showed
+// it value (design §8; ADR 0026, 0030): their addresses, when they were
+// first and last seen, their last completed hello, the sync cursor into
+// each peer's log, and their value history (requests served, refused,
+// challenged, solved, missed; invalid messages, failed solutions, held
+// streams; events and blob bytes they gave). From it the node decides
+// reputation (ADR 0014: met in an earlier run), works out tiers, and
+// redials known peers at start. The node decides who gets a record.
 //
 // # Storage
 //
@@ -29,14 +31,19 @@
 // loses at most the counts since the last flush, and never corrupts the
 // cache (pebble's WAL replays whole batches only). Only peers with a record
 // are counted: counts for unknown peers are dropped, so a flood of fresh
-// identities creates nothing.
+// identities creates nothing. The node counts on its request path in its
+// own run state and adds the counts here every few seconds (Add).
 //
 // # Capacity
 //
 // Options.MaxPeers (default 10,000) bounds the records. Adding one beyond
-// it evicts the least recently seen existing record (LastSeen, then
-// FirstSeen), from memory and from pebble in the same batch, in O(log n)
-// with a heap; Open evicts down to the bound if more are stored.
+// it evicts by value (evict.go, after Bitcoin Core's inbound eviction):
+// four traits each protect an eighth of the capacity (the longest known,
+// the most useful, the most recently useful, one per address group), and
+// among the rest the least recently seen go first, a 64th of the capacity
+// at a time, from memory and from pebble in the same batch; Open evicts
+// down to the bound if more are stored. Records of an older version (before
+// value history) are kept at Open only if they hold a cursor or solutions.
 //
 // # Use
 //
@@ -45,13 +52,14 @@
 //	c.Start(0)
 //	defer c.Close()
 //	for _, ai := range c.Known() { /* redial, most recently seen first */ }
-//	c.Update(p, false, func(r *peercache.Record) { ... }) // on hello
-//	c.Count(p, peercache.CountServed)                    // per request
-//	c.Reputed(p, now)                                    // admission
+//	c.Update(p, true, func(r *peercache.Record) { ... })  // when p showed value
+//	c.Add(p, counts, now)                                 // the counts of the last seconds
+//	c.MetInEarlierRun(p)                                  // reputation
 //	c.All(); c.Forget(p)                                 // wats peers cache / forget
 //
-// Files: peercache.go holds the Cache, its Record, counts, flushing and
-// eviction. Tests: peercache_test.go (records, cursor, damaged records,
-// addresses) and counts_test.go (counts, flushing, crash images, capacity,
-// Forget, All and Known, concurrency, benchmarks).
+// Files: peercache.go holds the Cache, its Record, counts and flushing;
+// evict.go the eviction by value. Tests: peercache_test.go (records,
+// cursor, damaged records, addresses), counts_test.go (counts, flushing,
+// crash images, capacity, Forget, All and Known, concurrency, benchmarks)
+// and evict_test.go (eviction by value, migration, Add).
 package peercache

@@ -155,7 +155,7 @@ type Entry struct {
 	MetInEarlierRun bool `json:"met_in_earlier_run"`
 }
 
-// Capacity bounds (design §8, issue 5: peercache.max_peers).
+// Capacity bounds (design §8, ADR 0026: peercache.max_peers).
 const (
 	// DefaultMaxPeers is the capacity when Options.MaxPeers is 0.
 	DefaultMaxPeers = 10_000
@@ -166,8 +166,8 @@ const (
 )
 
 // DefaultFlushInterval is the flush interval Start uses for a non-positive
-// interval: a kill -9 loses at most the counts of the last interval (issue
-// 5: "at most the last few seconds of counters").
+// interval: a kill -9 loses at most the counts of the last interval (ADR
+// 0026: "at most the last few seconds of counters").
 const DefaultFlushInterval = 5 * time.Second
 
 // Options configure a Cache. The zero value is the defaults.

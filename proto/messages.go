@@ -46,7 +46,7 @@ type Hello struct {
 	Head     string
 	// Limits, optional (nil when absent): the sender's per-peer rate limits,
 	// so that a peer can pace itself and waste no round trip on refusals.
-	// An extension field (limits issue): older peers ignore it.
+	// An extension field (ADR 0024): older peers ignore it.
 	Limits *HelloLimits
 }
 

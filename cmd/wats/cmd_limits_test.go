@@ -18,7 +18,8 @@ func TestLimitsAndDiag(t *testing.T) {
 				{Type: "sync", Key: "limits.sync_per_min", PerMin: 600, Burst: 150, IntervalNs: 100e6},
 				{Type: "crash_report", Key: "limits.report_per_min"},
 			},
-			BlobFetchesPerPeer: 4, MaxTrackedPeers: 65536,
+			BlobFetchesPerPeer: 4, MaxTrackedPeers: 65536, MissPerMin: 30, SuspectPercent: 10, ValuedPercent: 200,
+			Tiers: []api.TierLimits{{Tier: "suspect", PerMin: map[string]int{"hello": 6, "sync": 60, "replicate": 12, "crash_report": 0, "miss": 3}}},
 		})
 	})
 	mux.HandleFunc("GET "+api.PathDiag, func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +33,8 @@ func TestLimitsAndDiag(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4"}},
+		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4",
+			"limits.suspect_percent = 10", "suspect  6      60    12         unlimited     3"}},
 		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`}},
 		{[]string{"diag"}, []string{"sync", "150", "25", "tracked peers: 3"}},
 		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"peer_lines_logged": 1`}},
@@ -45,6 +47,26 @@ func TestLimitsAndDiag(t *testing.T) {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, stdout)
 			}
+		}
+	}
+}
+
+// TestPeersCacheShowsTiers: `peers cache` shows each record's tier, how it
+// earned its record, and why it has its tier.
+func TestPeersCacheShowsTiers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathPeerCache, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, []api.CachedPeer{{PeerID: testPeer, Served: 12, Misses: 20, Events: 2, Value: "events",
+			Tier: "suspect", TierReason: "suspect: 20 misses, 0 invalid, 0 failed solutions, 0 held streams against 12 served"}})
+	})
+	dir := fakeDaemon(t, mux)
+	code, stdout, stderr := runCLI(t, "", "peers", "cache", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{"TIER", "VALUE", "WHY", testPeer, "suspect", "events", "20 misses"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("peers cache: no %q in\n%s", w, stdout)
 		}
 	}
 }

@@ -83,6 +83,15 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "network:\t%s\n", st.Network)
 			fmt.Fprintf(tw, "agent:\t%s\n", printable(st.Agent))
 			fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
+			if len(st.PeerTiers) > 0 || st.StrangerSlots > 0 {
+				var tiers []string
+				for _, t := range []string{"valued", "normal", "new", "suspect"} {
+					if k := st.PeerTiers[t]; k > 0 {
+						tiers = append(tiers, fmt.Sprintf("%d %s", k, t))
+					}
+				}
+				fmt.Fprintf(tw, "tiers:\t%s; stranger slots %d of %d\n", dash(strings.Join(tiers, ", ")), st.StrangerSlotsUsed, st.StrangerSlots)
+			}
 			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
 			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
 			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
@@ -128,14 +137,14 @@ peer's log (it can pass HEAD when the peer grew since its hello).`,
 				return c.printJSON(peers)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tHEAD\tCURSOR\tAGENT\tADDRESS")
+			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tTIER\tHEAD\tCURSOR\tAGENT\tADDRESS")
 			for _, p := range peers {
 				addr := "-"
 				if len(p.Addrs) > 0 {
 					addr = p.Addrs[0]
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, yesNo(p.Hello), p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+					p.PeerID, p.Direction, yesNo(p.Hello), dash(p.Tier), p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 			}
 			return tw.Flush()
 		},

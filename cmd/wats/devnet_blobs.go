@@ -14,7 +14,7 @@ import (
 	"github.com/wats-network/wats/node/api"
 )
 
-// The blob part of `devnet run --demo` (issue 6): node0 publishes a file
+// The blob part of `devnet run --demo` (ADR 0029): node0 publishes a file
 // event naming a blob, the last node submits a crash report with a dump to
 // node0, and the run checks that every node ends up holding both blobs.
 

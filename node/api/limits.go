@@ -1,6 +1,6 @@
 package api
 
-// Paths of the admission views (limits issue).
+// Paths of the admission views (ADR 0024).
 const (
 	// PathLimits answers GET with Limits: the effective rate limits.
 	PathLimits = "/v1/limits"
