@@ -45,6 +45,9 @@ func TestValidateBounds(t *testing.T) {
 		{"limits.challenge_max_bits", func(c *Config, v int) { c.ChallengeMaxBits = v; c.ChallengeBaseBits = 1 }, []int{1, 24}, []int{0, 25}},
 		{"limits.overload_in_flight", func(c *Config, v int) { c.OverloadInFlight = v }, []int{1, 1_000_000}, []int{0, 1_000_001}},
 		{"limits.solved_per_min", func(c *Config, v int) { c.SolvedPerMin = v }, []int{1, 60_000}, []int{0, 60_001}},
+		{"limits.miss_per_min", func(c *Config, v int) { c.MissPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.suspect_percent", func(c *Config, v int) { c.SuspectPercent = v }, []int{1, 100}, []int{0, 101}},
+		{"limits.valued_percent", func(c *Config, v int) { c.ValuedPercent = v }, []int{100, 1000}, []int{99, 1001}},
 	}
 	for _, f := range fields {
 		for _, v := range f.ok {
@@ -70,7 +73,10 @@ func TestValidateBounds(t *testing.T) {
 			if !strings.HasPrefix(msg, "limits: "+f.key+" = "+strconv.Itoa(v)+": ") || !strings.Contains(msg, "allowed: ") {
 				t.Errorf("%s = %d: message %q", f.key, v, msg)
 			}
-			if strings.HasSuffix(f.key, "_per_min") && f.key != "limits.solved_per_min" &&
+			if f.key == "limits.miss_per_min" && !strings.Contains(msg, "0..60000 misses a minute per peer, 0 means unlimited") {
+				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
+			}
+			if strings.HasSuffix(f.key, "_per_min") && f.key != "limits.solved_per_min" && f.key != "limits.miss_per_min" &&
 				!strings.Contains(msg, "0..60000 requests a minute per peer, 0 means unlimited") {
 				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
 			}
