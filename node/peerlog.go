@@ -73,16 +73,9 @@ func (n *Node) throttled(st *peerState, k limits.Kind, mono time.Duration) {
 // peerLogSummaries logs, once a minute, how many peer-caused lines were
 // suppressed, when any were.
 func (n *Node) peerLogSummaries() {
-	t := time.NewTicker(peerLogSummaryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-			if k := n.plog.cap.TakeSuppressed(); k > 0 {
-				n.log.Info("peer-caused log lines suppressed", "count", k, "since", peerLogSummaryInterval)
-			}
+	n.every(peerLogSummaryInterval, func() {
+		if k := n.plog.cap.TakeSuppressed(); k > 0 {
+			n.log.Info("peer-caused log lines suppressed", "count", k, "since", peerLogSummaryInterval)
 		}
-	}
+	})
 }

@@ -77,18 +77,11 @@ func (n *Node) triggerSync(p peer.ID) {
 
 // syncLoop syncs from every peer that completed hello, every sync.interval.
 func (n *Node) syncLoop() {
-	t := time.NewTicker(n.cfg.Sync.Interval.Duration)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-			for p := range n.helloPeers() {
-				n.triggerSync(p)
-			}
+	n.every(n.cfg.Sync.Interval.Duration, func() {
+		for p := range n.helloPeers() {
+			n.triggerSync(p)
 		}
-	}
+	})
 }
 
 // syncFrom pages through p's log from the persisted cursor until the peer

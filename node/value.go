@@ -139,15 +139,18 @@ func (n *Node) fold(st *peerState, now time.Time) {
 // peers with records to the peer cache, gives a record to the peers that
 // stayed connected valueAfterConnected after hello, and updates the
 // connection manager's tags.
-func (n *Node) foldLoop() {
-	t := time.NewTicker(foldInterval)
+func (n *Node) foldLoop() { n.every(foldInterval, n.foldAll) }
+
+// every runs f every d until the node closes.
+func (n *Node) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
-			n.foldAll()
+			f()
 		}
 	}
 }

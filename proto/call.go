@@ -118,26 +118,7 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 // peers can make the node buffer. Call release when done with the payload;
 // on error nothing stays reserved.
 func ReadStreamFrame(s network.Stream, max int, prio uint8) (payload []byte, release func(), err error) {
-	scope := s.Scope()
-	reserved := 0
-	release = func() {
-		if reserved > 0 {
-			scope.ReleaseMemory(reserved)
-			reserved = 0
-		}
-	}
-	b, err := readFrame(s, max, func(n int) error {
-		if err := scope.ReserveMemory(n, prio); err != nil {
-			return err
-		}
-		reserved = n
-		return nil
-	})
-	if err != nil {
-		release()
-		return nil, func() {}, err
-	}
-	return b, release, nil
+	return readStreamFrame(s, max, prio, nil)
 }
 
 // ReadRequestFrame reads the request frame of a responder's stream opened
@@ -149,6 +130,12 @@ func ReadRequestFrame(s network.Stream, start time.Time, prio uint8) (payload []
 	if err := s.SetReadDeadline(start.Add(PrefixTimeout)); err != nil {
 		return nil, func() {}, fmt.Errorf("proto: set read deadline: %w", err)
 	}
+	return readStreamFrame(s, MaxRequestBytes, prio, func() error { return s.SetReadDeadline(start.Add(ReadTimeout)) })
+}
+
+// readStreamFrame is ReadStreamFrame; prefixed, if set, runs once the
+// length is known, before the payload is read.
+func readStreamFrame(s network.Stream, max int, prio uint8, prefixed func() error) (payload []byte, release func(), err error) {
 	scope := s.Scope()
 	reserved := 0
 	release = func() {
@@ -157,9 +144,11 @@ func ReadRequestFrame(s network.Stream, start time.Time, prio uint8) (payload []
 			reserved = 0
 		}
 	}
-	b, err := readFrame(s, MaxRequestBytes, func(n int) error {
-		if err := s.SetReadDeadline(start.Add(ReadTimeout)); err != nil {
-			return err
+	b, err := readFrame(s, max, func(n int) error {
+		if prefixed != nil {
+			if err := prefixed(); err != nil {
+				return err
+			}
 		}
 		if err := scope.ReserveMemory(n, prio); err != nil {
 			return err

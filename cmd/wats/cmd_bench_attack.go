@@ -357,7 +357,10 @@ func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, erro
 				}
 			})
 		}
-		pause(ctx, time.Duration(100+rng.IntN(400))*time.Millisecond)
+		select { // writes in flight for 100..500 ms, then the kill
+		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
+		case <-ctx.Done():
+		}
 		signalGroup(d.procs[0].pid(), syscall.SIGKILL)
 		<-d.procs[0].exited
 		stop()
@@ -385,15 +388,6 @@ func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, erro
 	}
 	res.Lost = res.Acknowledged - res.Present
 	return res, nil
-}
-
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // benchAttackWorkerCmd is the attacker process of `bench attack`.
