@@ -185,19 +185,27 @@ func TestHeldBitswapStreams(t *testing.T) {
 	}
 }
 
+// nodeWithKnownPeer starts a node of 16 stranger slots holding 5 events,
+// and a peer that earned a record in it (the node synced its event).
+func nodeWithKnownPeer(t *testing.T) (n, known *testNode) {
+	t.Helper()
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
+	n = startNode(t, cfg)
+	publish(t, n, 5)
+	known = startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n)
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	return n, known
+}
+
 // TestManyHoardersAndANewcomer: 40 ids, each holding its cap of
 // un-negotiated and stalled /wats streams, connect to a node of 16 stranger
 // slots; an honest peer with a record and an honest newcomer are both
 // served, and the hoarders hold no more than the slots.
 func TestManyHoardersAndANewcomer(t *testing.T) {
-	cfg := testConfig(false, time.Hour)
-	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
-	n := startNode(t, cfg)
-	publish(t, n, 5)
-	known := startNode(t, testConfig(false, time.Hour))
-	publish(t, known, 1)
-	connect(t, known, n) // n syncs known's event: known earns a record
-	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	n, known := nodeWithKnownPeer(t)
 
 	var wg sync.WaitGroup
 	for range 40 {
@@ -469,14 +477,7 @@ func mustRepo(t *testing.T) *repo.Repo {
 // slots), a newcomer completes hello and a sync, and so does a peer with a
 // record; none of the Sybils gets a record.
 func TestSybilFloodNewcomerGetsIn(t *testing.T) {
-	cfg := testConfig(false, time.Hour)
-	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
-	n := startNode(t, cfg)
-	publish(t, n, 5)
-	known := startNode(t, testConfig(false, time.Hour))
-	publish(t, known, 1)
-	connect(t, known, n)
-	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	n, known := nodeWithKnownPeer(t)
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
