@@ -180,8 +180,10 @@ func sameListenAddr(want, actual ma.Multiaddr) bool {
 type gater struct {
 	mu struct {
 		sync.Mutex
-		// banned maps a peer to the time its ban ends.
+		// banned maps a peer to the time its ban ends; pruned is when
+		// the ended ones were last dropped.
 		banned map[peer.ID]time.Time
+		pruned time.Time
 	}
 	now func() time.Time
 	// secured, if set, decides the secured inbound connections the ban
@@ -195,12 +197,21 @@ func newGater(now func() time.Time) *gater {
 	return g
 }
 
+// banPruneEvery is how often ban drops the bans that ended: at most once
+// a second, so that a flood of bans (evicted strangers, stream floods)
+// costs one pass a second over the map, not one per ban.
+const banPruneEvery = time.Second
+
 // ban refuses p until now+d.
 func (g *gater) ban(p peer.ID, d time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
 	g.mu.banned[p] = now.Add(d)
+	if now.Sub(g.mu.pruned) < banPruneEvery && !now.Before(g.mu.pruned) {
+		return
+	}
+	g.mu.pruned = now
 	for id, until := range g.mu.banned { // keep the map small
 		if !until.After(now) {
 			delete(g.mu.banned, id)

@@ -71,20 +71,18 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		st.hist.store(c)
 		st.mu.folded = c
 	}
-	if rp, ok := n.run.recent.Get(p); ok {
-		if rp.until > mono {
-			st.firstHello.Store(rp.firstHello)
-			if !st.persisted.Load() {
-				st.hist.store(rp.hist)
-				st.mu.cursor = rp.cursor
-			}
+	if rp, ok := n.run.recent.Peek(p); ok && rp.until > mono {
+		st.firstHello.Store(rp.firstHello)
+		if !st.persisted.Load() {
+			st.hist.store(rp.hist)
+			st.mu.cursor = rp.cursor
 		}
-		n.run.recent.Remove(p)
 	}
 	st.retier()
 	if v, loaded := n.run.live.LoadOrStore(p, st); loaded {
 		return v.(*peerState)
 	}
+	n.run.recent.Remove(p) // live again: the state holds what was remembered
 	if dir == network.DirInbound && !st.persisted.Load() {
 		n.takeStrangerSlot(st)
 	}
