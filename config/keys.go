@@ -36,10 +36,14 @@ var tableDocs = map[string]string{
 		"and request type, refilling per_min/60 tokens a second up to a burst of a quarter " +
 		"of a minute's worth (at least one); 0 means unlimited. A request over its limit is " +
 		"refused with \"rate limited (<type>): retry later\", or, if the peer can solve, " +
-		"answered with the b3 proof-of-work challenge of ADR 0014, which the challenge keys set.",
+		"answered with the b3 proof-of-work challenge of ADR 0014, which the challenge keys set. " +
+		"Each peer's rates follow its tier, from its value history (docs/adr/0030): a suspect gets " +
+		"suspect_percent of them, a valued peer up to valued_percent, new and normal peers the rates " +
+		"below; requests for what never existed here also take from miss_per_min.",
 	"sync": "How the node keeps up with the event logs of its peers.",
-	"peercache": "The persisted records of the peers this node has met: their addresses, " +
-		"sync cursors and counts. A peer in the cache from an earlier run has an established " +
+	"peercache": "The persisted records of the peers that showed this node value (stayed connected, " +
+		"gave events or blobs, solved a challenge; a hello is not enough): their addresses, sync " +
+		"cursors and value history. A peer in the cache from an earlier run has an established " +
 		"reputation (ADR 0014): it is served, not challenged, while the node is overloaded.",
 	"blobs": "The blob store: content-addressed files and crash dumps (UnixFS, CIDv1, " +
 		"BLAKE3, 1 MiB chunks), added with `wats blob add`.",
