@@ -40,6 +40,11 @@ type metrics struct {
 	bans           *prometheus.CounterVec // peers disconnected and refused for a while, by reason
 	strangersBusy  prometheus.Counter     // strangers refused at the gater: slots and their slack full
 
+	// The children of requests and misses for each request type, made
+	// once: the request path then adds to them without the vectors' lock.
+	requestsByKind [limits.NumKinds]prometheus.Counter
+	missesByKind   [limits.NumKinds]prometheus.Counter
+
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 	// The challenge counters again, for the status.
 	issuedN, solvedN, failedN atomic.Uint64
@@ -160,6 +165,10 @@ func newMetrics(n *Node) *metrics {
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
 	}, func() float64 { return float64(n.run.strangerCount()) })
+	for _, k := range limits.Kinds() {
+		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
+		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
+	}
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
@@ -170,7 +179,13 @@ func newMetrics(n *Node) *metrics {
 	return m
 }
 
-func (m *metrics) request(t proto.Type)   { m.requests.WithLabelValues(string(t)).Inc() }
+func (m *metrics) request(t proto.Type) {
+	if k, ok := limits.ParseKind(string(t)); ok {
+		m.requestsByKind[k].Inc()
+		return
+	}
+	m.requests.WithLabelValues(string(t)).Inc()
+}
 func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
 func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
 func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
@@ -186,7 +201,7 @@ func (m *metrics) blobFetch(source, outcome string) {
 }
 func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 
-func (m *metrics) miss(k limits.Kind)            { m.misses.WithLabelValues(k.String()).Inc() }
+func (m *metrics) miss(k limits.Kind)            { m.missesByKind[k].Inc() }
 func (m *metrics) bitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
 func (m *metrics) streamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
 func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }
