@@ -101,7 +101,8 @@ type ExchangeOptions struct {
 	// the node decides whether it is a miss.
 	Unheld func(p peer.ID, c cid.Cid)
 	// Served, if set, is told when provider p completed a blob of size
-	// bytes for a fetch: value p gave.
+	// bytes for a fetch: value p gave. It is not told of a blob fetched
+	// from the fetch's Request.Requester.
 	Served func(p peer.ID, size uint64)
 }
 

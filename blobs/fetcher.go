@@ -78,6 +78,13 @@ type Request struct {
 	// FirstDespiteBackoff tries First even if it is under backoff: a
 	// provider an operator named explicitly.
 	FirstDespiteBackoff bool
+	// Requester is the peer whose request made this fetch (a replicate
+	// request's, a crash report's submitter); "" for none. A blob fetched
+	// from it is not told to ExchangeOptions.Served: a peer that asks
+	// this node to fetch from it asks a service, it gives none. (Callers
+	// fetching the same blob at once share one fetch, and the first
+	// caller's Requester.)
+	Requester peer.ID
 	// Providers are the hints for the blob, newest first (at most
 	// MaxHints are used); their addresses go to the peerstore for
 	// ProviderAddrTTL.
@@ -230,7 +237,7 @@ func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r 
 			return err
 		}
 		if err = f.st.Complete(actx, r.CID, r.Size, res); !errors.Is(err, ErrIncomplete) {
-			if err == nil && f.x.opts.Served != nil {
+			if err == nil && f.x.opts.Served != nil && p != r.Requester {
 				f.x.opts.Served(p, r.Size)
 			}
 			return err

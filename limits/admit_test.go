@@ -203,16 +203,30 @@ func TestTierOf(t *testing.T) {
 		{"persisted", History{Persisted: true}, TierNormal},
 		{"gave an event", History{Events: 1}, TierNormal},
 		{"solved", History{Solved: 1}, TierNormal},
-		{"persisted, 63 events", History{Persisted: true, Events: ValuedEvents - 1}, TierNormal},
-		{"persisted, 64 events", History{Persisted: true, Events: ValuedEvents}, TierValued},
-		{"persisted, 16 MiB of blobs", History{Persisted: true, Bytes: ValuedBytes}, TierValued},
+		{"aged, 63 events", History{Persisted: true, Aged: true, Events: ValuedEvents - 1}, TierNormal},
+		{"aged, 64 events", History{Persisted: true, Aged: true, Events: ValuedEvents}, TierValued},
+		{"aged, 16 MiB - 1 of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes - 1}, TierNormal},
+		{"aged, 16 MiB of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes}, TierValued},
+		{"64 events, record younger than a day", History{Persisted: true, Events: ValuedEvents}, TierNormal},
 		{"64 events, not persisted", History{Events: ValuedEvents}, TierNormal},
-		{"valued but abusive", History{Persisted: true, Events: 100, Misses: 100}, TierSuspect},
+		{"valued but abusive", History{Persisted: true, Aged: true, Events: 100, Misses: 100}, TierSuspect},
 	} {
-		got, why := TierOf(tc.h)
+		got, why := TierOf(tc.h), Explain(tc.h)
 		if got != tc.want || !strings.HasPrefix(why, got.String()+":") {
 			t.Errorf("%s: %v (%q), want %v", tc.name, got, why, tc.want)
 		}
+	}
+	young := History{Persisted: true, Events: ValuedEvents}
+	if why := Explain(young); !strings.Contains(why, "less than a day") {
+		t.Errorf("Explain(%+v) = %q: does not say why it is not valued", young, why)
+	}
+}
+
+// TestTierOfAllocates: TierOf is on the request path; it allocates nothing.
+func TestTierOfAllocates(t *testing.T) {
+	h := History{Misses: 20, Served: 3}
+	if n := testing.AllocsPerRun(100, func() { _ = TierOf(h) }); n != 0 {
+		t.Errorf("TierOf allocates %v times a call, want 0", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package limits
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Tier is a peer's standing, worked out from its value history by TierOf
@@ -27,9 +28,10 @@ const (
 	// or gave this node events, blobs or a solved challenge in this run).
 	// ADR 0014's limits.
 	TierNormal
-	// TierValued: a peer in the peer cache that gave this node much
-	// (ValuedEvents events or ValuedBytes of blobs). Its rates are
-	// limits.valued_percent of ADR 0014's: the configured ceiling.
+	// TierValued: a peer whose record is at least ValuedAge old and that
+	// gave this node much (ValuedEvents events or ValuedBytes of blobs).
+	// Its rates are limits.valued_percent of ADR 0014's: the configured
+	// ceiling.
 	TierValued
 
 	// NumTiers is the number of Tiers; arrays indexed by Tier have this
@@ -84,6 +86,10 @@ type History struct {
 	// Persisted: the peer has a record in the peer cache, which a peer
 	// earns by showing value (ADR 0030).
 	Persisted bool
+	// Aged: its record was made at least ValuedAge ago (by the record's
+	// first_seen and the wall clock), so that an id made today, whatever
+	// it gave, is not valued today.
+	Aged bool
 }
 
 // Thresholds of TierOf (ADR 0030). Counts are over the peer's whole
@@ -106,37 +112,73 @@ const (
 	// given to be valued: 64 events, or 16 MiB of blobs.
 	ValuedEvents = 64
 	ValuedBytes  = 16 << 20
+	// ValuedAge is how old a record must be (History.Aged) for its peer
+	// to be valued: a day. Events and blobs are cheap to make; a day of
+	// standing is not, for a flood of fresh ids.
+	ValuedAge = 24 * time.Hour
 	// bytesPerGood converts blob bytes given into good weight: one per
 	// 64 KiB.
 	bytesPerGood = 64 << 10
 )
 
-// TierOf works out a peer's tier from its history, and says why in a
-// phrase for `wats peers cache` (e.g. "suspect: 20 misses, 3 timeouts
-// against 12 served"). In this order:
+// TierOf works out a peer's tier from its history. In this order:
 //
 //   - suspect: the abuse weight (misses + invalid + failed + 4 × timeouts)
 //     is at least SuspectMinBad and more than a quarter of the good weight
 //     (served + solved + events given + one per 64 KiB of blobs given);
-//   - valued: persisted, and gave ValuedEvents events or ValuedBytes of
-//     blobs;
+//   - valued: persisted, aged, and gave ValuedEvents events or ValuedBytes
+//     of blobs;
 //   - normal: persisted, or gave events, blobs or a solved challenge;
 //   - new: otherwise.
-func TierOf(h History) (Tier, string) {
+//
+// It is on the request path (every count that changes a history works the
+// tier out again), so it allocates nothing; Explain says why in words.
+func TierOf(h History) Tier {
+	switch {
+	case h.suspect():
+		return TierSuspect
+	case h.valued():
+		return TierValued
+	case h.Persisted, h.Events > 0 || h.Bytes > 0 || h.Solved > 0:
+		return TierNormal
+	}
+	return TierNew
+}
+
+// suspect reports TierOf's first rule.
+func (h History) suspect() bool {
 	bad := h.Misses + h.Invalid + h.Failed + TimeoutWeight*h.Timeouts
 	good := h.Served + h.Solved + h.Events + h.Bytes/bytesPerGood
-	switch {
-	case bad >= SuspectMinBad && bad*SuspectRatio > good:
-		return TierSuspect, fmt.Sprintf("suspect: %d misses, %d invalid, %d failed solutions, %d held streams against %d served",
+	return bad >= SuspectMinBad && bad*SuspectRatio > good
+}
+
+// valued reports TierOf's second rule.
+func (h History) valued() bool {
+	return h.Persisted && h.Aged && (h.Events >= ValuedEvents || h.Bytes >= ValuedBytes)
+}
+
+// Explain says in a phrase why h has the tier TierOf gives it, for `wats
+// peers` and `wats peers cache`: e.g. "suspect: 20 misses, 0 invalid, 0
+// failed solutions, 3 held streams against 12 served", or "normal: in the
+// peer cache for less than a day" for a peer that gave enough to be valued
+// but is not yet.
+func Explain(h History) string {
+	switch TierOf(h) {
+	case TierSuspect:
+		return fmt.Sprintf("suspect: %d misses, %d invalid, %d failed solutions, %d held streams against %d served",
 			h.Misses, h.Invalid, h.Failed, h.Timeouts, h.Served)
-	case h.Persisted && (h.Events >= ValuedEvents || h.Bytes >= ValuedBytes):
-		return TierValued, fmt.Sprintf("valued: gave %d events and %d bytes of blobs", h.Events, h.Bytes)
-	case h.Persisted:
-		return TierNormal, "normal: in the peer cache (it showed value)"
-	case h.Events > 0 || h.Bytes > 0 || h.Solved > 0:
-		return TierNormal, fmt.Sprintf("normal: gave %d events, %d bytes of blobs, %d solved challenges", h.Events, h.Bytes, h.Solved)
+	case TierValued:
+		return fmt.Sprintf("valued: gave %d events and %d bytes of blobs", h.Events, h.Bytes)
+	case TierNormal:
+		switch {
+		case h.Persisted && !h.Aged && (h.Events >= ValuedEvents || h.Bytes >= ValuedBytes):
+			return "normal: gave enough to be valued, in the peer cache for less than a day"
+		case h.Persisted:
+			return "normal: in the peer cache (it showed value)"
+		}
+		return fmt.Sprintf("normal: gave %d events, %d bytes of blobs, %d solved challenges", h.Events, h.Bytes, h.Solved)
 	}
-	return TierNew, "new: nothing shown yet"
+	return "new: nothing shown yet"
 }
 
 // tierRate is rate perMin scaled to pct percent, at least 1 a minute and

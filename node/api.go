@@ -184,8 +184,8 @@ func (n *Node) Peers() []api.Peer {
 			if h != nil {
 				ap.Hello, ap.Agent, ap.Head = true, h.Agent, headOf(h)
 			}
-			t, why := limits.TierOf(st.History())
-			ap.Tier, ap.TierReason, ap.Reputed = t.String(), why, st.reputed(mono)
+			hist := st.History()
+			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.reputed(mono)
 		}
 		out = append(out, ap)
 	}
@@ -444,17 +444,18 @@ func (n *Node) apiDiag(w http.ResponseWriter, r *http.Request) {
 // PeerCache returns every record of the peer cache, most recently seen
 // first, with each peer's tier and why.
 func (n *Node) PeerCache() []api.CachedPeer {
-	mono := n.mono(n.now())
+	now := n.now()
+	mono := n.mono(now)
 	entries := n.peers.All()
 	out := make([]api.CachedPeer, 0, len(entries))
 	for _, e := range entries {
 		r := e.Record
-		h := history(recordCounts(&r), true)
+		h := history(recordCounts(&r), true, recordAged(r.FirstSeen, now))
 		reputed := e.MetInEarlierRun
 		if st := n.run.get(e.ID); st != nil {
 			h, reputed = st.History(), st.reputed(mono) // with this run's counts not folded yet
 		}
-		t, why := limits.TierOf(h)
+		t, why := limits.TierOf(h), limits.Explain(h)
 		out = append(out, api.CachedPeer{
 			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
 			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,

@@ -304,7 +304,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		}
 		n.go_(func() {
 			defer release()
-			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p})
+			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p, Requester: p})
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
@@ -389,6 +389,10 @@ type FetchOptions struct {
 	// FirstDespiteBackoff tries First even if it is under backoff (a peer
 	// an operator named).
 	FirstDespiteBackoff bool
+	// Requester is the peer that asked for the fetch (a replicate
+	// request's, a crash report's submitter): blobs fetched from it are
+	// no value it gave (ADR 0030).
+	Requester peer.ID
 	// Named are providers named for the blob besides the gossip hints (a
 	// replicate request's): tried after the hints, backed off on failure.
 	Named []peer.ID
@@ -429,7 +433,7 @@ func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, o FetchOpt
 		}
 	}
 	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: o.First,
-		FirstDespiteBackoff: o.FirstDespiteBackoff, Providers: named, Guesses: guesses, Progress: o.Progress})
+		FirstDespiteBackoff: o.FirstDespiteBackoff, Requester: o.Requester, Providers: named, Guesses: guesses, Progress: o.Progress})
 }
 
 // providerInfo parses a provider hint; bad addresses are skipped.
@@ -507,7 +511,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 	for _, j := range jobs {
 		wg.Go(func() {
 			defer j.release()
-			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Named: others})
+			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Requester: p, Named: others})
 			n.logFetch(p, j.c, uint64(j.ref.Size), "replicate", j.err)
 		})
 	}

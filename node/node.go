@@ -91,6 +91,8 @@ type Node struct {
 	selfID [challenge.IDLen]byte
 	// run owns the run state of the peers (peers.go).
 	run *runPeers
+	// records is the budget of new peer-cache records (value.go).
+	records *recordBudget
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
 	// pages is the memory of the sync pages being served, shared by tier
@@ -129,7 +131,8 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers()}
+	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers(),
+		records: newRecordBudget()}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	adm, err := newAdmission(r.Config.Limits)

@@ -80,12 +80,13 @@ func recordCounts(r *peercache.Record) peercache.Counts {
 	}
 }
 
-// history returns the value history d of a peer, persisted or not, as
+// history returns the value history d of a peer, persisted or not (and if
+// persisted, with a record aged or not: limits.History.Aged), as
 // limits.History.
-func history(d peercache.Counts, persisted bool) limits.History {
+func history(d peercache.Counts, persisted, aged bool) limits.History {
 	return limits.History{
 		Served: d.Served, Misses: d.Misses, Invalid: d.Invalid, Failed: d.Failed, Solved: d.Solved,
-		Timeouts: d.Timeouts, Events: d.Events, Bytes: d.Bytes, Persisted: persisted,
+		Timeouts: d.Timeouts, Events: d.Events, Bytes: d.Bytes, Persisted: persisted, Aged: persisted && aged,
 	}
 }
 
@@ -117,6 +118,12 @@ type peerState struct {
 	// persisted: it has a peer-cache record, which a peer earns by
 	// showing value (ADR 0030).
 	persisted atomic.Bool
+	// aged: its record is at least limits.ValuedAge old (by recordMade),
+	// which being valued takes; foldAll sets it when the day is up.
+	aged atomic.Bool
+	// recordMade is its record's first_seen (Unix ns, wall clock); 0
+	// while it has none.
+	recordMade atomic.Int64
 	// tier is its limits.Tier, worked out again whenever hist changes.
 	tier atomic.Uint32
 	// stranger: it holds one of the stranger connection slots (its first
@@ -165,6 +172,10 @@ type peerState struct {
 		// cursor is the sync cursor into its log while it has no record
 		// (with one, the record keeps it).
 		cursor uint64
+		// pending is the value it showed (a peercache Value constant)
+		// while the budget of new records put its record off; "" for
+		// none. foldAll tries again.
+		pending string
 		// folded is the part of hist already added to its record.
 		folded peercache.Counts
 		dir    network.Direction
@@ -175,7 +186,7 @@ type peerState struct {
 
 // History returns the peer's value history.
 func (st *peerState) History() limits.History {
-	return history(st.hist.load(), st.persisted.Load())
+	return history(st.hist.load(), st.persisted.Load(), st.aged.Load())
 }
 
 // Tier returns the peer's tier.
@@ -184,7 +195,7 @@ func (st *peerState) Tier() limits.Tier { return limits.Tier(st.tier.Load()) }
 // retier works out the peer's tier again from its history; it reports
 // whether it changed.
 func (st *peerState) retier() (limits.Tier, bool) {
-	t, _ := limits.TierOf(st.History())
+	t := limits.TierOf(st.History())
 	return t, limits.Tier(st.tier.Swap(uint32(t))) != t
 }
 

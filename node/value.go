@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,41 @@ const (
 	// connection manager's tags. The peer cache flushes every 5 s too, so
 	// a kill -9 loses at most the last ten seconds of counts.
 	foldInterval = 5 * time.Second
+	// newRecordsPerMin is the budget of new peer-cache records, for all
+	// peers together: 60 a minute (a burst of 15, ADR 0014's rule for a
+	// bucket). Events, blobs and solutions are cheap to make for a flood
+	// of fresh ids; the budget bounds how fast such a flood writes
+	// records and how much of the cache it can take before eviction
+	// catches up (ADR 0030). A peer put off keeps its tier for this run
+	// and is tried again every foldInterval.
+	newRecordsPerMin = 60
 )
+
+// recordBudget is the token bucket of newRecordsPerMin.
+type recordBudget struct {
+	mu sync.Mutex
+	b  *limits.Bucket
+}
+
+func newRecordBudget() *recordBudget {
+	r, _ := limits.NewRate(newRecordsPerMin) // a valid rate: fails never
+	return &recordBudget{b: limits.NewBucket(r)}
+}
+
+// take takes one record from the budget at the monotonic reading mono.
+func (b *recordBudget) take(mono time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ok, _ := b.b.Allow(int64(mono))
+	return ok
+}
+
+// recordAged reports whether a record made at firstSeen is at least
+// limits.ValuedAge old at now (wall clock: a record's age outlives the
+// run). A first_seen in the future (the clock stepped back) is not aged.
+func recordAged(firstSeen, now time.Time) bool {
+	return !firstSeen.IsZero() && now.Sub(firstSeen) >= limits.ValuedAge
+}
 
 // connTag is the connection manager's tag of the node's peers, by tier:
 // the manager trims the connections of the lowest sums first, so suspects
@@ -66,6 +101,8 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	st.mu.dir = dir
 	if r, ok := n.peers.Get(p); ok {
 		st.persisted.Store(true)
+		st.recordMade.Store(r.FirstSeen.UnixNano())
+		st.aged.Store(recordAged(r.FirstSeen, n.now()))
 		st.metEarlier.Store(n.peers.MetInEarlierRun(p))
 		c := recordCounts(&r)
 		st.hist.store(c)
@@ -134,9 +171,10 @@ func (n *Node) fold(st *peerState, now time.Time) {
 }
 
 // foldLoop runs every foldInterval: it adds the counts of the connected
-// peers with records to the peer cache, gives a record to the peers that
-// stayed connected valueAfterConnected after hello, and updates the
-// connection manager's tags.
+// peers with records to the peer cache (and marks the records that became
+// a day old), and gives a record to the peers that showed value while the
+// budget of new records was spent, and to those that stayed connected
+// valueAfterConnected after hello.
 func (n *Node) foldLoop() { n.every(foldInterval, n.foldAll) }
 
 // every runs f every d until the node closes.
@@ -160,6 +198,19 @@ func (n *Node) foldAll() {
 	n.run.each(func(st *peerState) {
 		if st.persisted.Load() {
 			n.fold(st, now)
+			if !st.aged.Load() && recordAged(time.Unix(0, st.recordMade.Load()), now) {
+				st.aged.Store(true)
+				if t, changed := st.retier(); changed {
+					n.tierChanged(st, t)
+				}
+			}
+			return
+		}
+		st.mu.Lock()
+		pending := st.mu.pending
+		st.mu.Unlock()
+		if pending != "" {
+			n.showedValue(st, pending)
 			return
 		}
 		if st.helloDone.Load() && mono-time.Duration(st.connectedAt) >= valueAfterConnected && st.Tier() != limits.TierSuspect {
@@ -220,7 +271,8 @@ func (n *Node) gave(p peer.ID, events, bytes uint64) {
 // with what the peer's hello said, its counts and its sync cursor: that
 // the node met it is what gives it a reputation after a restart (ADR
 // 0014), and it happens once per peer that showed value, not per hello. A
-// suspect earns no record.
+// suspect earns no record. When the budget of new records
+// (newRecordsPerMin) is spent, the record is put off: foldAll tries again.
 func (n *Node) showedValue(st *peerState, value string) {
 	if st.persisted.Load() || st.Tier() == limits.TierSuspect {
 		return
@@ -231,14 +283,28 @@ func (n *Node) showedValue(st *peerState, value string) {
 		st.mu.Unlock()
 		return
 	}
+	if !n.records.take(n.mono(now)) {
+		if st.mu.pending == "" {
+			st.mu.pending = value
+			n.m.recordDeferred()
+		}
+		st.mu.Unlock()
+		return
+	}
+	if st.mu.pending != "" {
+		value = st.mu.pending // what it showed first
+	}
+	st.mu.pending = ""
 	h, cursor, total := st.mu.hello, st.mu.cursor, st.hist.load()
 	st.mu.folded = total
 	st.persisted.Store(true)
 	st.mu.Unlock()
+	made := now.UTC()
 	err := n.peers.Update(st.id, true, func(r *peercache.Record) {
 		if r.FirstSeen.IsZero() {
 			r.FirstSeen = now.UTC()
 		}
+		made = r.FirstSeen
 		r.LastSeen = now.UTC()
 		if h != nil {
 			r.LastHello = now.UTC()
@@ -254,9 +320,14 @@ func (n *Node) showedValue(st *peerState, value string) {
 	})
 	if err != nil {
 		n.log.Warn("peer cache write failed", "peer", st.id, "err", err)
+		st.mu.Lock()
+		st.mu.pending = value
+		st.mu.Unlock()
 		st.persisted.Store(false)
 		return
 	}
+	st.recordMade.Store(made.UnixNano())
+	st.aged.Store(recordAged(made, now))
 	n.dropStranger(st, false)
 	if t, changed := st.retier(); changed {
 		n.tierChanged(st, t)
@@ -287,10 +358,10 @@ func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
 		return st.History(), true
 	}
 	if r, ok := n.peers.Get(p); ok {
-		return history(recordCounts(&r), true), true
+		return history(recordCounts(&r), true, recordAged(r.FirstSeen, n.now())), true
 	}
 	if rp, ok := n.run.recent.Peek(p); ok {
-		return history(rp.hist, false), true
+		return history(rp.hist, false, false), true
 	}
 	return limits.History{}, false
 }

@@ -1,0 +1,171 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+// TestRecordBudget: peers that show value at once get records up to the
+// budget's burst; the next is put off, keeps its tier for the run, and is
+// given its record (with the value it showed first) when the budget has
+// refilled, by foldAll. A flood of ids with cheap value writes records no
+// faster than newRecordsPerMin.
+func TestRecordBudget(t *testing.T) {
+	var mono atomic.Int64
+	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	burst := limits.NewBucket(mustRate(t, newRecordsPerMin)).Rate().Burst()
+	var states []*peerState
+	for i := range burst + 5 {
+		st := &peerState{id: peer.ID(fmt.Sprintf("sybil-%03d", i))}
+		n.run.live.Store(st.id, st) // as if connected: foldAll sees it
+		states = append(states, st)
+		n.showedValue(st, peercache.ValueEvents)
+	}
+	if got := n.peers.Len(); got != burst {
+		t.Fatalf("%d records for %d peers that showed value at once, want the burst of %d", got, len(states), burst)
+	}
+	late := states[burst]
+	if late.persisted.Load() || n.peers.Has(late.id) {
+		t.Fatal("the peer past the burst got a record")
+	}
+	if got := testutil.ToFloat64(n.m.deferred); got != 5 {
+		t.Fatalf("wats_peer_records_deferred_total = %v, want 5", got)
+	}
+	n.showedValue(late, peercache.ValueSolved) // shown again: counted once, the first value kept
+	if got := testutil.ToFloat64(n.m.deferred); got != 5 {
+		t.Fatalf("a deferred peer showing value again counted twice: %v", got)
+	}
+	n.foldAll() // no time passed: still no record
+	if n.peers.Has(late.id) {
+		t.Fatal("a record before the budget refilled")
+	}
+	mono.Add(int64(time.Minute / newRecordsPerMin)) // one record's worth
+	n.foldAll()
+	if got := n.peers.Len(); got != burst+1 {
+		t.Fatalf("%d records one interval later, want %d", got, burst+1)
+	}
+	mono.Add(int64(time.Minute))
+	n.foldAll()
+	for _, st := range states {
+		rec, ok := n.peers.Get(st.id)
+		if !ok || rec.Value != peercache.ValueEvents {
+			t.Fatalf("%s after the budget refilled: %+v %v, want a record by events", st.id, rec, ok)
+		}
+	}
+}
+
+func mustRate(t *testing.T, perMin int) limits.Rate {
+	t.Helper()
+	r, err := limits.NewRate(perMin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestValuedTakesADay: a peer that gave ValuedEvents events is normal while
+// its record is younger than limits.ValuedAge, valued from then on; a wall
+// clock that steps back does not take it away in this run.
+func TestValuedTakesADay(t *testing.T) {
+	clock := &fakeClock{}
+	n := startNodeWith(t, mustRepo(t), Options{Now: clock.Now})
+	b := startNode(t, testConfig(false, time.Hour))
+	publish(t, b, limits.ValuedEvents)
+	connect(t, b, n)
+	waitFor(t, 20*time.Second, "b's events", func() bool {
+		st := n.run.get(b.ID())
+		return st != nil && st.hist.events.Load() >= limits.ValuedEvents
+	})
+	st := n.run.get(b.ID())
+	if !st.persisted.Load() || st.Tier() != limits.TierNormal {
+		t.Fatalf("after %d events: persisted %v, tier %v, want a record and normal", limits.ValuedEvents, st.persisted.Load(), st.Tier())
+	}
+	clock.Advance(limits.ValuedAge - time.Minute)
+	n.foldAll()
+	if st.Tier() != limits.TierNormal {
+		t.Fatalf("valued with a record a minute short of a day old")
+	}
+	clock.Advance(time.Minute)
+	n.foldAll()
+	if st.Tier() != limits.TierValued {
+		t.Fatalf("tier %v with a record a day old, want valued", st.Tier())
+	}
+	var why string
+	for _, p := range n.PeerCache() {
+		if p.PeerID == b.ID().String() {
+			why = p.Tier + " " + p.TierReason
+		}
+	}
+	if why == "" || why[:6] != "valued" {
+		t.Fatalf("the peer cache shows %q for b", why)
+	}
+	clock.Advance(-2 * limits.ValuedAge)
+	n.foldAll()
+	if st.Tier() != limits.TierValued {
+		t.Fatalf("a step back of the wall clock took the tier: %v", st.Tier())
+	}
+}
+
+// TestRecordAged: at and just short of limits.ValuedAge; a first_seen in
+// the future (a clock stepped back) or unset is not aged.
+func TestRecordAged(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		first time.Time
+		want  bool
+	}{
+		{now.Add(-limits.ValuedAge), true},
+		{now.Add(-limits.ValuedAge + time.Nanosecond), false},
+		{now.Add(time.Hour), false},
+		{time.Time{}, false},
+	} {
+		if got := recordAged(tc.first, now); got != tc.want {
+			t.Errorf("recordAged(%v, %v) = %v, want %v", tc.first, now, got, tc.want)
+		}
+	}
+}
+
+// TestReplicateRequesterIsNotCredited: the blobs a peer asks this node to
+// fetch from it (replicate) are no value it gave: it earns no bytes and no
+// record. A blob this node fetches from the same peer on its own account
+// is.
+func TestReplicateRequesterIsNotCredited(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, a, b)
+	ref := addBlob(t, a, randData(300<<10, 1))
+	ctx := context.Background()
+	resp, err := a.Replicate(ctx, b.ID(), []proto.BlobRef{{CID: ref.CID, Size: int64(ref.Size)}})
+	if err != nil || len(resp.Stored) != 1 {
+		t.Fatalf("replicate: %+v %v", resp, err)
+	}
+	st := b.run.get(a.ID())
+	if got := st.hist.bytes.Load(); got != 0 || b.peers.Has(a.ID()) {
+		t.Fatalf("the replicate's requester was credited %d bytes (record: %v)", got, b.peers.Has(a.ID()))
+	}
+	other := addBlob(t, a, randData(300<<10, 2))
+	c, err := cid.Decode(other.CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FetchBlob(ctx, c, other.Size, FetchOptions{First: a.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.hist.bytes.Load(); got != other.Size {
+		t.Fatalf("a blob fetched on b's own account credited %d bytes, want %d", got, other.Size)
+	}
+	if rec, ok := b.peers.Get(a.ID()); !ok || rec.Value != peercache.ValueBlobs {
+		t.Fatalf("after serving a blob: %+v %v, want a record by blobs", rec, ok)
+	}
+}
