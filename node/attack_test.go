@@ -382,6 +382,8 @@ func TestValueEarnsARecord(t *testing.T) {
 	n.foldAll()
 	if rec, ok := n.peers.Get(a.ID()); !ok || rec.Value != "connected" {
 		t.Fatalf("after valueAfterConnected: %+v %v, want a record by connection", rec, ok)
+	} else if !strings.HasPrefix(rec.RemoteAddr, "/ip4/127.0.0.1/") {
+		t.Fatalf("the record's remote address is %q, want the connection's", rec.RemoteAddr)
 	}
 	if n.peers.Has(b.ID()) {
 		t.Fatal("a suspect earned a record")

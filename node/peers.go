@@ -179,6 +179,9 @@ type peerState struct {
 		// folded is the part of hist already added to its record.
 		folded peercache.Counts
 		dir    network.Direction
+		// remote is the remote multiaddr of the connection that brought
+		// it ("" if it was gone): its record's remote_addr.
+		remote string
 	}
 	// syncMu serializes the syncs from the peer (syncer.go).
 	syncMu sync.Mutex

@@ -99,6 +99,9 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	st.connectedAt = int64(mono)
 	st.lastActive.Store(int64(mono))
 	st.mu.dir = dir
+	if conns := n.host.Network().ConnsToPeer(p); len(conns) > 0 {
+		st.mu.remote = conns[0].RemoteMultiaddr().String()
+	}
 	if r, ok := n.peers.Get(p); ok {
 		st.persisted.Store(true)
 		st.recordMade.Store(r.FirstSeen.UnixNano())
@@ -143,13 +146,18 @@ func (n *Node) dropPeerState(p peer.ID) {
 	st := v.(*peerState)
 	n.dropStranger(st, true)
 	now := n.now()
+	st.mu.Lock()
+	cursor, remote := st.mu.cursor, st.mu.remote
+	st.mu.Unlock()
 	if st.persisted.Load() {
 		n.fold(st, now)
-		_ = n.peers.Update(p, false, func(r *peercache.Record) { r.LastSeen = now.UTC() })
+		_ = n.peers.Update(p, false, func(r *peercache.Record) {
+			r.LastSeen = now.UTC()
+			if remote != "" {
+				r.RemoteAddr = remote
+			}
+		})
 	} else {
-		st.mu.Lock()
-		cursor := st.mu.cursor
-		st.mu.Unlock()
 		n.run.recent.Add(p, recentPeer{hist: st.hist.load(), firstHello: st.firstHello.Load(), cursor: cursor,
 			until: n.mono(now) + recentFor})
 	}
@@ -295,7 +303,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 		value = st.mu.pending // what it showed first
 	}
 	st.mu.pending = ""
-	h, cursor, total := st.mu.hello, st.mu.cursor, st.hist.load()
+	h, cursor, remote, total := st.mu.hello, st.mu.cursor, st.mu.remote, st.hist.load()
 	st.mu.folded = total
 	st.persisted.Store(true)
 	st.mu.Unlock()
@@ -306,6 +314,9 @@ func (n *Node) showedValue(st *peerState, value string) {
 		}
 		made = r.FirstSeen
 		r.LastSeen = now.UTC()
+		if remote != "" {
+			r.RemoteAddr = remote
+		}
 		if h != nil {
 			r.LastHello = now.UTC()
 			r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)

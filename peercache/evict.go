@@ -22,7 +22,10 @@ import (
 //   - the most useful (most events and blob bytes given);
 //   - the most recently useful (latest LastUseful);
 //   - the most recently seen record of each distinct address group (IPv4
-//     /16, IPv6 /32): ids made on one machine share a group.
+//     /16, IPv6 /32) of the address the node saw it connect from
+//     (Record.RemoteAddr; for older records, the first IP address it
+//     claimed): ids made on one machine share a group, whatever their
+//     hellos claim.
 //
 // Each trait protects protectedShare of the capacity (an eighth), so at
 // most half the records are protected; among the others, the least
@@ -96,7 +99,7 @@ func chooseEvictions(all []*entry, k, n int) []*entry {
 			if len(groups) == n {
 				break
 			}
-			if g := addrGroup(e.rec.Addrs); g != "" && !groups[g] {
+			if g := recordGroup(&e.rec); g != "" && !groups[g] {
 				groups[g] = true
 				protected[e] = true
 			}
@@ -130,7 +133,16 @@ func seenOrder(a *Record, aid peer.ID, b *Record, bid peer.ID) int {
 	return cmp.Or(a.LastSeen.Compare(b.LastSeen), a.FirstSeen.Compare(b.FirstSeen), strings.Compare(string(aid), string(bid)))
 }
 
-// addrGroup is the address group of a record, from its first IP address:
+// recordGroup is the address group of r: its RemoteAddr's, observed by the
+// node; for a record without one, its claimed Addrs'.
+func recordGroup(r *Record) string {
+	if r.RemoteAddr != "" {
+		return addrGroup([]string{r.RemoteAddr})
+	}
+	return addrGroup(r.Addrs)
+}
+
+// addrGroup is the address group of addrs, from the first IP address:
 // the IPv4 /16 or the IPv6 /32 (an operator gets addresses in such blocks,
 // so the ids of one machine or one provider share a group); "" when it has
 // no IP address.

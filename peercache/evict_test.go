@@ -131,6 +131,44 @@ func TestChooseEvictions(t *testing.T) {
 	if g := addrGroup([]string{"/dns4/example.com/tcp/1"}); g != "" {
 		t.Errorf("addrGroup without an IP: %q", g)
 	}
+	// The observed address wins over what the hello claims.
+	claimed := &Record{Addrs: []string{"/ip4/198.18.7.1/tcp/1"}, RemoteAddr: "/ip4/10.1.2.3/tcp/9"}
+	if g := recordGroup(claimed); g != "10.1.0.0/16" {
+		t.Errorf("recordGroup with a remote address: %q, want its group", g)
+	}
+	claimed.RemoteAddr = ""
+	if g := recordGroup(claimed); g != "198.18.0.0/16" {
+		t.Errorf("recordGroup without one: %q, want the claimed address's group", g)
+	}
+}
+
+// TestClaimedAddrsProtectNothing: ids that claim addresses in many groups
+// but connect from one share one group's protection; a real peer seen from
+// its own group keeps its record.
+func TestClaimedAddrsProtectNothing(t *testing.T) {
+	sybils := make([]*entry, 0, 40)
+	for i := range 40 {
+		e := &entry{id: peer.ID(fmt.Sprintf("sybil-%02d", i))}
+		e.rec.FirstSeen, e.rec.LastSeen = t0, t0.Add(time.Hour+time.Duration(i)*time.Second)
+		e.rec.Addrs = []string{fmt.Sprintf("/ip4/198.%d.0.1/tcp/1", 18+i)} // 40 claimed groups
+		e.rec.RemoteAddr = "/ip4/10.9.9.9/tcp/4001"
+		sybils = append(sybils, e)
+	}
+	real := &entry{id: "real"}
+	// Known for less long and seen less recently than every sybil: only
+	// its address group protects it.
+	real.rec.FirstSeen, real.rec.LastSeen = t0.Add(time.Second), t0.Add(time.Second)
+	real.rec.RemoteAddr = "/ip4/192.0.2.7/tcp/4001"
+	all := append([]*entry{real}, sybils...)
+	evicted := chooseEvictions(all, 30, 8)
+	for _, e := range evicted {
+		if e == real {
+			t.Fatal("the real peer's record was evicted; the sybils' claimed groups protected them")
+		}
+	}
+	if len(evicted) != 30 {
+		t.Fatalf("%d evicted, want 30", len(evicted))
+	}
 }
 
 // TestOlderRecordsMigrate: records written before value history are kept

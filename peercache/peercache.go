@@ -41,6 +41,11 @@ var (
 type Record struct {
 	// Addrs are the peer's multiaddrs, newest first, at most MaxAddrs.
 	Addrs []string `json:"addrs,omitempty"`
+	// RemoteAddr is the remote multiaddr of the node's last connection to
+	// the peer, as the node saw it (Addrs are what the peer's hello
+	// claims): eviction groups records by it (ADR 0030). "" when unknown
+	// (a record written before it existed).
+	RemoteAddr string `json:"remote_addr,omitempty"`
 	// FirstSeen and LastSeen bound the time the node has been connected to
 	// the peer, across runs. LastSeen, then FirstSeen, orders eviction.
 	FirstSeen time.Time `json:"first_seen"`
