@@ -94,7 +94,8 @@ type ExchangeOptions struct {
 	// memory of p's messages is reserved; nil means medium.
 	Priority func(p peer.ID) uint8
 	// Held, if set, is told of an inbound stream of p reset because no
-	// message came within FirstMessageTimeout (stream hoarding).
+	// message began within FirstMessageTimeout, or a body did not arrive
+	// within BodyTimeout (stream hoarding).
 	Held func(p peer.ID)
 	// Unheld, if set, is told of each block that p, a peer Serve admits,
 	// wants and no complete blob here holds: it is answered DONT_HAVE, and
@@ -194,13 +195,29 @@ const FirstMessageTimeout = 2 * time.Second
 // (a peer keeps its stream to send wants over time).
 const streamIdle = 5 * time.Minute
 
+// MinBodyRate is the slowest a message's body may arrive once its length
+// prefix has: 64 KiB/s (half a megabit). A body's read deadline is
+// FirstMessageTimeout plus its length at this rate (BodyTimeout), so a
+// peer on a slow link delivers a full message of MaxMessageBytes (about 18
+// s allowed), and one that trickles a body to hold the memory reserved for
+// it is reset.
+const MinBodyRate = 64 << 10
+
+// BodyTimeout is the read deadline of a message body of n bytes, counted
+// from its length prefix: FirstMessageTimeout + n / MinBodyRate.
+func BodyTimeout(n int) time.Duration {
+	return FirstMessageTimeout + time.Duration(n)*time.Second/MinBodyRate
+}
+
 // handleStream reads the bitswap messages of an incoming stream and hands
 // each to the server (wants) and to the fetch attempts (blocks). It has the
 // shape of every stream handler of the node: the stream is attached to
 // ServiceName's scope and held to the peer's cap (ExchangeOptions.Streams),
-// its first message must come within FirstMessageTimeout, each message is
-// at most MaxMessageBytes with its memory reserved in the stream's scope
-// before it is read, a protocol error resets the stream, and EOF closes it.
+// its first message must begin within FirstMessageTimeout and each body
+// arrive within BodyTimeout of its prefix (a stream that stalls in either
+// is held: ExchangeOptions.Held), each message is at most MaxMessageBytes
+// with its memory reserved in the stream's scope before it is read, a
+// protocol error resets the stream, and EOF closes it.
 func (x *Exchange) handleStream(s network.Stream) {
 	p := s.Conn().RemotePeer()
 	if err := s.Scope().SetService(ServiceName); err != nil {
@@ -245,9 +262,13 @@ func (x *Exchange) handleStream(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
+		_ = s.SetReadDeadline(time.Now().Add(BodyTimeout(n)))
 		msg, _, err := bsmsg.FromMsgReader(r)
 		scope.ReleaseMemory(n)
 		if err != nil {
+			if isTimeout(err) && x.opts.Held != nil {
+				x.opts.Held(p)
+			}
 			_ = s.Reset()
 			return
 		}
