@@ -144,8 +144,9 @@ const minPageBytes = 2 * eventlog.MaxEventBytes
 // the pool cannot give it, the budget halves down to minPageBytes, so
 // that many slow readers of sync pages (each held up to
 // proto.ResponseTimeout) get smaller pages instead of growing the heap;
-// below that the answer is "too busy". done releases the reservation once
-// the response is written.
+// below that the answer is "too busy". Once the page is read, the
+// reservation shrinks to twice the page's bytes; done releases the rest
+// once the response is written.
 func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	budget := proto.MaxPageBytes
 	for !n.pages.Reserve(t, int64(2*budget)) {
@@ -154,14 +155,20 @@ func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Messag
 			return &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}, func() {}
 		}
 	}
-	done = func() { n.pages.Release(t, int64(2*budget)) }
 	events, next, more, err := n.events.Page(r.After, r.Limit, budget)
 	if err != nil {
+		n.pages.Release(t, int64(2*budget))
 		n.log.Error("read event log page", "after", r.After, "err", err)
-		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, done
+		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, func() {}
 	}
+	held := 0
+	for _, ev := range events {
+		held += 2 * len(ev)
+	}
+	held = min(held, 2*budget) // a page holds at most budget bytes; the bound keeps Release exact
+	n.pages.Release(t, int64(2*budget-held))
 	n.m.syncServed(len(events))
-	return &proto.SyncResponse{Events: events, Next: next, More: more}, done
+	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() { n.pages.Release(t, int64(held)) }
 }
 
 // ownHello is this node's hello: its network, agent, features, listen

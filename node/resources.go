@@ -44,7 +44,7 @@ const (
 	// peer without a record, all protocols together: enough for identify,
 	// gossip both ways, bitswap and a few requests; the caps of its tier
 	// (streams.go) come first.
-	strangerStreamsInbound  = 24
+	strangerStreamsInbound  = 32
 	strangerStreamsOutbound = 16
 	// strangerMemory is a stranger's memory: 64 windows, room for its
 	// streams and for a blob it serves at full speed (a bitswap server
@@ -80,7 +80,7 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	// Request frames are at most 1 MiB (proto.MaxRequestBytes), bitswap
 	// messages a chunk and a little (blobs.MaxMessageBytes): a peer's
 	// service memory holds a handful of them at once.
-	watsIn, bitswapIn := streams/2, streams/4
+	watsIn, bitswapIn := streams/2, streams/2
 	// Connections in their handshakes count in the system scope too: room
 	// is kept for them beyond p2p.max_conns, so that a flood of dials
 	// that the stranger slots turn away as they complete never takes the

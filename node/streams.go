@@ -28,8 +28,11 @@ var (
 	// handler of its last request has ended).
 	watsStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 4, limits.TierNormal: 8, limits.TierValued: 16}
 	// bitswapStreamCap bounds a peer's inbound bitswap streams: a bitswap
-	// server sends each message on a stream of its own, from 8 workers.
-	bitswapStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 8, limits.TierNormal: 16, limits.TierValued: 16}
+	// server sends each message on a stream of its own, from 8 workers,
+	// and a stream ends a moment after its message is read: a provider
+	// that served a blob is a newcomer until the blob is complete, so it
+	// gets twice the workers.
+	bitswapStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 16, limits.TierNormal: 16, limits.TierValued: 16}
 	// memoryPriority is the resource-manager priority of the memory a
 	// peer's request frames reserve: the peers that showed value first. A
 	// reservation at a priority fails once the scope is that full (low
