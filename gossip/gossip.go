@@ -47,7 +47,9 @@ type Options struct {
 	Has func(id string) bool
 	// Reject is called with the peer that forwarded each rejected envelope
 	// and the reason, for counters and the peer's value history. Nil means
-	// not counted.
+	// not counted. An event from the future (eventlog.ErrFuture) is
+	// dropped as well, but ignored rather than rejected: gossipsub does
+	// not lower the forwarder's score for it.
 	Reject func(from peer.ID, reason error)
 	// Now is the clock for event validation; nil means time.Now.
 	Now func() time.Time
@@ -243,6 +245,12 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 	if err != nil {
 		if g.opts.Reject != nil {
 			g.opts.Reject(from, err)
+		}
+		if errors.Is(err, eventlog.ErrFuture) {
+			// Ahead of this node's clock, not forged: the forwarder's
+			// clock (or the author's) may be right and this one behind,
+			// so its score is not lowered (ADR 0030).
+			return pubsub.ValidationIgnore
 		}
 		return pubsub.ValidationReject
 	}

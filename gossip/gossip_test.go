@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -265,4 +266,25 @@ func rawPublisher(ctx context.Context, t *testing.T, a host.Host, g *Gossip, opt
 	}
 	waitMesh(t, g, bMesh)
 	return b, topic
+}
+
+// TestFutureEventsAreIgnoredNotRejected: an envelope whose event is past
+// the clock skew is dropped without lowering its forwarder's score (an
+// honest peer's clock may be ahead of this one); a forged one is rejected.
+func TestFutureEventsAreIgnoredNotRejected(t *testing.T) {
+	now := time.Now()
+	var reasons []error
+	g := &Gossip{opts: Options{Now: func() time.Time { return now }, Reject: func(_ peer.ID, err error) { reasons = append(reasons, err) }}}
+	msg := func(data []byte) *pubsub.Message { return &pubsub.Message{Message: &pubsubpb.Message{Data: data}} }
+	future := envelope(t, testEvent(t, now.Add(eventlog.MaxFutureSkew+time.Minute)), nil, 0)
+	if got := g.validate(context.Background(), "peer", msg(future)); got != pubsub.ValidationIgnore {
+		t.Fatalf("an event from the future: %v, want ignored", got)
+	}
+	forged := envelope(t, jsontext.Value(strings.Replace(string(testEvent(t, now)), `"hi"`, `"ho"`, 1)), nil, 0)
+	if got := g.validate(context.Background(), "peer", msg(forged)); got != pubsub.ValidationReject {
+		t.Fatalf("a forged event: %v, want rejected", got)
+	}
+	if len(reasons) != 2 || !errors.Is(reasons[0], eventlog.ErrFuture) || errors.Is(reasons[1], eventlog.ErrFuture) {
+		t.Fatalf("Reject told %v, want the future event's reason, then the forged one's", reasons)
+	}
 }

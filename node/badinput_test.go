@@ -185,7 +185,8 @@ func marshal(t *testing.T, ev *eventlog.Event) jsontext.Value {
 // TestSyncDropsInvalidEventsKeepsTheRest: a peer serves a page with a bad
 // signature, an event 10 minutes and 1 ms in the future and a malformed
 // one among good ones; the good ones are stored, the others dropped and
-// counted, and the cursor moves past the page.
+// counted (as the peer's invalid messages, but for the one from the
+// future), and the cursor moves past the page.
 func TestSyncDropsInvalidEventsKeepsTheRest(t *testing.T) {
 	key, _, _ := crypto.GenerateEd25519Key(nil)
 	now := time.Now()
@@ -230,6 +231,13 @@ func TestSyncDropsInvalidEventsKeepsTheRest(t *testing.T) {
 	}
 	if got := n.Status().Dropped; got != 3 {
 		t.Errorf("status dropped = %d, want 3", got)
+	}
+	// The forged and the malformed are invalid messages of the peer's;
+	// the event from the future is not (its clock may be right).
+	if ps := n.run.get(f.ID()); ps == nil {
+		t.Error("the peer is not connected")
+	} else if got := ps.hist.invalid.Load(); got != 2 {
+		t.Errorf("the peer's invalid count: %d, want 2", got)
 	}
 }
 

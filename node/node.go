@@ -222,7 +222,9 @@ func (n *Node) Start(ctx context.Context) error {
 			Has:     n.has,
 			Reject: func(from peer.ID, err error) {
 				n.m.gossipRejected(err)
-				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
+				if !errors.Is(err, eventlog.ErrFuture) { // a clock ahead of ours is no abuse
+					n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
+				}
 			},
 			Now: n.now,
 		})

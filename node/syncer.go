@@ -260,11 +260,12 @@ func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error
 	n.m.eventsStored("sync", len(added))
 	n.m.eventsDropped("sync", len(rejected))
 	// What the peer gave (ADR 0030): events this node lacked are value,
-	// events that do not verify are invalid messages.
+	// events that do not verify are invalid messages; events from the
+	// future are not (the peer's clock, or the author's, may be right).
 	n.gave(p, uint64(len(added)), 0)
-	if len(rejected) > 0 {
+	if bad := invalidEvents(rejected); bad > 0 {
 		if ps := n.run.get(p); ps != nil {
-			n.count(ps, &ps.hist.invalid, uint64(len(rejected)))
+			n.count(ps, &ps.hist.invalid, bad)
 		}
 	}
 	n.autoFetch(added, p, "sync")
@@ -274,6 +275,18 @@ func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error
 	// Not synced on its own: the next durable Append or the final update
 	// carries it to disk (pebble syncs its WAL in order).
 	return n.saveCursor(p, pg.next, false)
+}
+
+// invalidEvents counts the rejections that are abuse signals: all but
+// eventlog.ErrFuture.
+func invalidEvents(rejected []error) uint64 {
+	var k uint64
+	for _, err := range rejected {
+		if !errors.Is(err, eventlog.ErrFuture) {
+			k++
+		}
+	}
+	return k
 }
 
 // SyncPeer syncs from p now (waiting for a running sync from p to end
