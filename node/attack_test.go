@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -549,4 +551,60 @@ func TestStreamFloodBan(t *testing.T) {
 	waitFor(t, 5*time.Second, "the flooder disconnected", func() bool {
 		return n.host.Network().Connectedness(h.ID()) != network.Connected
 	})
+}
+
+// publishLarge adds k note events of about size bytes each on n.
+func publishLarge(t *testing.T, n *testNode, k, size int) {
+	t.Helper()
+	for i := range k {
+		body := jsontext.Value(fmt.Sprintf(`{"n":%d,"text":%q}`, i, strings.Repeat("x", size)))
+		if _, err := n.AddEvent(context.Background(), "note", body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestUnreadSyncPages: a stranger that asks for sync pages over a
+// stream's window and never reads them holds at most maxPagesPerPeer of
+// them (its other requests are told "too busy"), each until replyTimeout;
+// each page it left unread counts as a held stream; a newcomer is served
+// while it holds them.
+func TestUnreadSyncPages(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publishLarge(t, n, 24, 15<<10) // a page of about 370 KB: over the 256 KiB window
+	attacker := rawHost(t)
+	dialRaw(t, attacker, n)
+	sync := frame(`{"type":"sync","after":"0"}`)
+	streams := holdStreams(t, attacker, n, maxPagesPerPeer+2, string(proto.ID), sync)
+	waitFor(t, 10*time.Second, "the attacker's pages held", func() bool {
+		st := n.run.get(attacker.ID())
+		return st != nil && st.pages.Load() == maxPagesPerPeer
+	})
+	busy := 0
+	for _, s := range streams {
+		_ = s.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if b, err := io.ReadAll(io.LimitReader(s, 1<<10)); len(b) > 0 && len(b) < 1<<10 && strings.Contains(string(b), "too busy") {
+			busy++
+		} else if err != nil && !proto.IsTimeout(err) {
+			t.Fatalf("an attacker's stream: %v", err)
+		}
+	}
+	if busy != 2 {
+		t.Fatalf("%d of the attacker's %d requests told too busy, want 2", busy, len(streams))
+	}
+	if held, most := n.pages.Held(limits.TierNew), int64(maxPagesPerPeer*2*strangerPageBytes); held == 0 || held > most {
+		t.Fatalf("the pool holds %d bytes for strangers, want 1..%d", held, most)
+	}
+	newcomer := rawHost(t)
+	dialRaw(t, newcomer, n)
+	if resp := exchange(t, newcomer, n.ID(), sync); resp == nil || resp.Sync == nil || len(resp.Sync.Events) != 24 {
+		t.Fatalf("a newcomer's sync while the pages are held: %+v", resp)
+	}
+	st := n.run.get(attacker.ID())
+	waitFor(t, replyTimeout(24*(15<<10))+5*time.Second, "the unread pages' timeouts", func() bool {
+		return st.hist.timeouts.Load() == maxPagesPerPeer && st.pages.Load() == 0
+	})
+	if held := n.pages.Held(limits.TierNew); held != 0 {
+		t.Fatalf("%d bytes still held after the writes timed out", held)
+	}
 }

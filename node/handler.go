@@ -85,7 +85,7 @@ func (n *Node) handleStream(s network.Stream) {
 		resp = n.serveHello(p, req.Hello)
 	case proto.TypeSync:
 		var done func()
-		resp, done = n.serveSync(st.Tier(), req.Sync)
+		resp, done = n.syncPage(st, req.Sync)
 		defer done()
 	case proto.TypeCrashReport:
 		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
@@ -94,25 +94,46 @@ func (n *Node) handleStream(s network.Stream) {
 	default:
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
 	}
-	n.reply(s, resp)
+	if err := n.reply(s, resp); proto.IsTimeout(err) {
+		// The peer did not read its answer (a sync page's memory stays
+		// reserved while it does not): a stream held, as one that sends
+		// no request (ADR 0030).
+		n.m.streamTimeout("wats_response")
+		n.count(st, &st.hist.timeouts, 1)
+	}
 	if e, ok := resp.(*proto.Error); ok && e.Code == proto.CodeWrongNetwork {
 		n.dropWrongNetwork(p)
 	}
 }
 
-// reply writes one response and closes the stream; a failed write resets it.
-func (n *Node) reply(s network.Stream, m proto.Message) {
-	_ = s.SetWriteDeadline(time.Now().Add(proto.ResponseTimeout))
+// minReadRate is the slowest a requester may read its response: 64 KiB/s
+// (half a megabit), the rate blobs.MinBodyRate asks of a bitswap body.
+const minReadRate = 64 << 10
+
+// replyTimeout is the write deadline of a response frame of n bytes:
+// proto.PrefixTimeout + 3 s, plus n at minReadRate, at most
+// proto.ResponseTimeout (the requester's bound on the whole call). A small
+// answer has 5 s, a full sync page of 4 MiB the 30 s. The memory of a sync
+// page is held until its write ends, so a requester that does not read
+// holds it no longer than this.
+func replyTimeout(n int) time.Duration {
+	return min(proto.PrefixTimeout+3*time.Second+time.Duration(n)*time.Second/minReadRate, proto.ResponseTimeout)
+}
+
+// reply writes one response and closes the stream; a failed write resets
+// it, and its error is returned.
+func (n *Node) reply(s network.Stream, m proto.Message) error {
 	b, err := proto.Marshal(m)
 	if err == nil {
+		_ = s.SetWriteDeadline(time.Now().Add(replyTimeout(len(b))))
 		err = proto.WriteFrame(s, b)
 	}
 	if err != nil {
 		n.log.Debug("write /wats response", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
-		return
+		return err
 	}
-	s.Close()
+	return s.Close()
 }
 
 // serveHello answers a peer's hello with this node's own, after checking
@@ -133,9 +154,41 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 // when memory is short: two of the largest events (eventlog.MaxEventBytes).
 const minPageBytes = 2 * eventlog.MaxEventBytes
 
+// Bounds on one peer's sync pages (ADR 0030), so that a few ids that ask
+// for pages and do not read them cannot hold the page pool.
+const (
+	// maxPagesPerPeer is how many sync pages one peer may be served at
+	// once: its sync requests go one at a time, and a requester reads its
+	// page a moment before the handler has let go of it.
+	maxPagesPerPeer = 2
+	// strangerPageBytes is the byte budget of a page served to a
+	// stranger (new or suspect): a quarter of proto.MaxPageBytes, 1 MiB,
+	// is a full page of 256 events of 4 KiB.
+	strangerPageBytes = proto.MaxPageBytes / 4
+)
+
+var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}
+
+// syncPage serves st's sync request within its bounds: at most
+// maxPagesPerPeer pages at once, of at most strangerPageBytes to a
+// stranger; done is as serveSync's.
+func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
+	if st.pages.Add(1) > maxPagesPerPeer {
+		st.pages.Add(-1)
+		n.m.syncBusy()
+		return errTooBusy, func() {}
+	}
+	resp, release := n.serveSync(st.Tier(), r)
+	return resp, func() {
+		release()
+		st.pages.Add(-1)
+	}
+}
+
 // serveSync answers a sync request from a peer of tier t with one page of
 // the local log: events after the cursor, at most the request's limit
-// (≤ proto.MaxPageEvents) and proto.MaxPageBytes in all.
+// (≤ proto.MaxPageEvents) and proto.MaxPageBytes in all (strangerPageBytes
+// for a stranger).
 //
 // The page's memory is reserved first from the node's page pool: twice
 // the byte budget (the events read, and their encoding), within the share
@@ -149,10 +202,13 @@ const minPageBytes = 2 * eventlog.MaxEventBytes
 // once the response is written.
 func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	budget := proto.MaxPageBytes
+	if t.Stranger() {
+		budget = strangerPageBytes
+	}
 	for !n.pages.Reserve(t, int64(2*budget)) {
 		if budget /= 2; budget < minPageBytes {
 			n.m.syncBusy()
-			return &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}, func() {}
+			return errTooBusy, func() {}
 		}
 	}
 	events, next, more, err := n.events.Page(r.After, r.Limit, budget)

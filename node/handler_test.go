@@ -99,3 +99,73 @@ func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
 		done()
 	}
 }
+
+// TestStrangersPagesAreSmaller: a stranger's page is at most
+// strangerPageBytes; a peer that showed value gets the full budget.
+func TestStrangersPagesAreSmaller(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publishLarge(t, n, 80, 15<<10) // about 1.2 MB
+	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	for _, tc := range []struct {
+		tier limits.Tier
+		most int
+		all  bool
+	}{
+		{limits.TierNew, strangerPageBytes, false},
+		{limits.TierSuspect, strangerPageBytes, false},
+		{limits.TierNormal, proto.MaxPageBytes, true},
+	} {
+		resp, done := n.serveSync(tc.tier, req)
+		page := resp.(*proto.SyncResponse)
+		bytes := 0
+		for _, ev := range page.Events {
+			bytes += len(ev)
+		}
+		done()
+		if bytes > tc.most || bytes == 0 || (len(page.Events) == 80) != tc.all {
+			t.Errorf("%v: a page of %d events, %d bytes; want at most %d bytes, all 80: %v", tc.tier, len(page.Events), bytes, tc.most, tc.all)
+		}
+	}
+}
+
+// TestPagesPerPeer: a peer is served maxPagesPerPeer pages at once; one
+// more is "too busy", and costs the pool nothing.
+func TestPagesPerPeer(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 3)
+	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	st := &peerState{id: "p"}
+	var dones []func()
+	for i := range maxPagesPerPeer + 1 {
+		resp, done := n.syncPage(st, req)
+		dones = append(dones, done)
+		_, page := resp.(*proto.SyncResponse)
+		if page != (i < maxPagesPerPeer) {
+			t.Fatalf("page %d at once: %+v", i+1, resp)
+		}
+	}
+	held := n.pages.Held(limits.TierNew)
+	for _, done := range dones {
+		done()
+	}
+	if st.pages.Load() != 0 || n.pages.Held(limits.TierNew) != 0 || held == 0 {
+		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", st.pages.Load(), n.pages.Held(limits.TierNew), held)
+	}
+	if resp, done := n.syncPage(st, req); resp.(*proto.SyncResponse) == nil {
+		t.Fatal("no page once the others were done")
+	} else {
+		done()
+	}
+}
+
+func TestReplyTimeout(t *testing.T) {
+	if got := replyTimeout(100); got < proto.PrefixTimeout+3*time.Second || got > proto.PrefixTimeout+3*time.Second+2*time.Millisecond {
+		t.Errorf("replyTimeout of a small answer: %v", got)
+	}
+	if got := replyTimeout(proto.MaxPageBytes + 1<<20); got != proto.ResponseTimeout {
+		t.Errorf("replyTimeout of more than a full page: %v, want the call's %v", got, proto.ResponseTimeout)
+	}
+	if small, large := replyTimeout(64<<10), replyTimeout(1<<20); large-small != 15*time.Second {
+		t.Errorf("replyTimeout grows by %v from 64 KiB to 1 MiB, want 15 s (64 KiB/s)", large-small)
+	}
+}

@@ -135,6 +135,8 @@ type peerState struct {
 	// lastActive is the monotonic reading of its connection or its last
 	// served request: the stranger slots evict the least recently active.
 	lastActive atomic.Int64
+	// pages counts the sync pages being served to it (handler.go).
+	pages atomic.Int32
 	// servedHere counts its requests served on this stay: the stranger
 	// slots spare the strangers served the most.
 	servedHere atomic.Uint32
