@@ -199,6 +199,13 @@ var keyDocs = map[string]keyDoc{
 		allowed: fmt.Sprintf("%d..%d percent", limits.MinValuedPercent, limits.MaxValuedPercent),
 		example: "valued_percent = 200",
 	},
+	"limits.stranger_report_per_min": {
+		what: "crash_report requests all strangers together may make, per minute, on top of each " +
+			"one's report_per_min: peers without a peer-cache record (docs/adr/0030). Each report is a " +
+			"durable write; the bound keeps a flood of fresh ids from growing the log without limit.",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "stranger_report_per_min = 600",
+	},
 	"peercache.max_peers": {
 		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +
 			"gave events or blobs, solved a challenge); past the bound the least valuable go first, " +

@@ -134,13 +134,23 @@ type Config struct {
 	// peer's rates (TierValued), in percent of the rates above:
 	// MinValuedPercent..MaxValuedPercent. Default 200. ADR 0030.
 	ValuedPercent int `toml:"valued_percent" json:"valued_percent"`
+
+	// StrangerReportPerMin (key limits.stranger_report_per_min) is the
+	// rate of crash_report requests from all strangers together (peers
+	// without a record: new and suspect), in requests a minute, on top of
+	// each one's report_per_min: 0..MaxPerMin, 0 means unlimited. Default
+	// 600 (a burst of 150, then 10 a second). Every report is a durable
+	// append to the log, and ids are free: without it, a flood of fresh
+	// ids grows the log without bound. ADR 0030.
+	StrangerReportPerMin int `toml:"stranger_report_per_min" json:"stranger_report_per_min"`
 }
 
 // DefaultConfig returns ADR 0014's defaults: hello 60, sync 600, replicate
 // 120, crash_report 10 a minute per peer; 4 blob fetches per peer;
 // challenges on, 8 to 24 bits; overloaded above 64 requests in flight; at
 // most 1,200 solved requests a minute. And ADR 0030's: 30 misses a minute
-// per peer, suspects at 10% of the rates, valued peers at most 200%.
+// per peer, suspects at 10% of the rates, valued peers at most 200%,
+// strangers' crash reports 600 a minute together.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -156,6 +166,8 @@ func DefaultConfig() Config {
 		MissPerMin:         30,
 		SuspectPercent:     10,
 		ValuedPercent:      200,
+
+		StrangerReportPerMin: 600,
 	}
 }
 
@@ -260,5 +272,7 @@ func (c Config) Validate() error {
 		fmt.Sprintf("%d..%d percent of the rates", MinSuspectPercent, MaxSuspectPercent))
 	check("limits.valued_percent", c.ValuedPercent, MinValuedPercent, MaxValuedPercent,
 		fmt.Sprintf("%d..%d percent of the rates", MinValuedPercent, MaxValuedPercent))
+	check("limits.stranger_report_per_min", c.StrangerReportPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d crash reports a minute from all strangers together, 0 means unlimited", MaxPerMin))
 	return errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200}
+	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v", c)
 	}
@@ -48,6 +48,7 @@ func TestValidateBounds(t *testing.T) {
 		{"limits.miss_per_min", func(c *Config, v int) { c.MissPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 		{"limits.suspect_percent", func(c *Config, v int) { c.SuspectPercent = v }, []int{1, 100}, []int{0, 101}},
 		{"limits.valued_percent", func(c *Config, v int) { c.ValuedPercent = v }, []int{100, 1000}, []int{99, 1001}},
+		{"limits.stranger_report_per_min", func(c *Config, v int) { c.StrangerReportPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 	}
 	for _, f := range fields {
 		for _, v := range f.ok {
@@ -76,7 +77,11 @@ func TestValidateBounds(t *testing.T) {
 			if f.key == "limits.miss_per_min" && !strings.Contains(msg, "0..60000 misses a minute per peer, 0 means unlimited") {
 				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
 			}
+			if f.key == "limits.stranger_report_per_min" && !strings.Contains(msg, "0..60000 crash reports a minute from all strangers together, 0 means unlimited") {
+				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
+			}
 			if strings.HasSuffix(f.key, "_per_min") && f.key != "limits.solved_per_min" && f.key != "limits.miss_per_min" &&
+				f.key != "limits.stranger_report_per_min" &&
 				!strings.Contains(msg, "0..60000 requests a minute per peer, 0 means unlimited") {
 				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
 			}
@@ -151,7 +156,7 @@ challenge_max_bits = 7
 	if err := toml.NewDecoder(strings.NewReader(doc)).DisallowUnknownFields().Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200}
+	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600}
 	if c != want {
 		t.Fatalf("decoded %+v", c)
 	}
@@ -180,7 +185,8 @@ func TestConfigJSON(t *testing.T) {
 	}
 	const want = `{"hello_per_min":60,"sync_per_min":600,"replicate_per_min":120,"report_per_min":10,` +
 		`"blob_fetches_per_peer":4,"challenge":true,"challenge_base_bits":8,"challenge_max_bits":24,` +
-		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200}`
+		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200,` +
+		`"stranger_report_per_min":600}`
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}

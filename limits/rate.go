@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -209,3 +210,28 @@ func (b *Bucket) Allow(now int64) (ok bool, retryAfter time.Duration) {
 // Full reports whether the bucket holds its whole burst at now, i.e. it is
 // in the same state as a new bucket (and a Table may forget it).
 func (b *Bucket) Full(now int64) bool { return full(b.ns, b.rem, tick(now)) }
+
+// Shared is a token bucket many goroutines take from: one budget for a
+// whole node (ADR 0030: the peer-cache records made a minute, the crash
+// reports of strangers). It is a Bucket behind a mutex. The zero value is
+// unlimited; NewShared gives a full one.
+type Shared struct {
+	mu sync.Mutex
+	b  Bucket
+}
+
+// NewShared returns a full shared bucket of rate r.
+func NewShared(r Rate) *Shared { return &Shared{b: Bucket{rate: r}} }
+
+// Rate returns the bucket's rate.
+func (s *Shared) Rate() Rate { return s.b.rate }
+
+// Allow is Bucket.Allow, safe for concurrent use.
+func (s *Shared) Allow(now int64) (ok bool, retryAfter time.Duration) {
+	if s.b.rate.perMin == 0 {
+		return true, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Allow(now)
+}

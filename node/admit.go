@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -14,6 +16,9 @@ import (
 // (with ADR 0030's tiers and miss budgets), decided by limits.Policy.
 type admission struct {
 	table *limits.Table
+	// strangerReports is the strangers' shared crash-report budget
+	// (limits.stranger_report_per_min, ADR 0030).
+	strangerReports *limits.Shared
 }
 
 func newAdmission(cfg limits.Config) (*admission, error) {
@@ -21,7 +26,11 @@ func newAdmission(cfg limits.Config) (*admission, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &admission{table: table}, nil
+	reports, err := limits.NewRate(cfg.StrangerReportPerMin)
+	if err != nil {
+		return nil, fmt.Errorf("limits.stranger_report_per_min: %w", err)
+	}
+	return &admission{table: table, strangerReports: limits.NewShared(reports)}, nil
 }
 
 // admit decides, for each decoded request and before any expensive work,
@@ -37,9 +46,12 @@ func newAdmission(cfg limits.Config) (*admission, error) {
 // package limits for every rule. Around it, admit verifies a solution (an
 // invalid one is counted and ignored, ADR 0014), issues the challenge,
 // reports pressure to the effort, logs "peer throttled" within its caps and
-// counts the outcome in the peer's value history. It takes no lock of the
-// node's: the peer's state is read through atomics, and the Table takes
-// one of its 64 shard locks.
+// counts the outcome in the peer's value history. A stranger's crash
+// report the Policy would serve is also held to the strangers' shared
+// budget (limits.stranger_report_per_min): refused past it, with the wait
+// for its next token. It takes no lock of the node's: the peer's state is
+// read through atomics, and the Table takes one of its 64 shard locks (the
+// shared budget its own, for strangers' reports only).
 func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFlight int) proto.Message {
 	k, ok := limits.ParseKind(string(req.Type))
 	if !ok {
@@ -55,6 +67,14 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 	if class == limits.ClassMiss {
 		n.count(st, &st.hist.misses, 1)
 		n.m.miss(k)
+	}
+	if d.Verdict == limits.Serve && k == limits.KindCrashReport && class != limits.ClassMiss && st.Tier().Stranger() {
+		// The strangers' shared budget, on top of the peer's own (whose
+		// token this request has spent): every report is a durable write.
+		if ok, wait := n.adm.strangerReports.Allow(int64(mono)); !ok {
+			d = limits.Decision{Verdict: limits.Refuse, Reason: limits.ReasonRate, RetryAfter: wait}
+			n.m.strangerReportRefused()
+		}
 	}
 	switch d.Verdict {
 	case limits.Serve:

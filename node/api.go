@@ -402,6 +402,7 @@ func (n *Node) Limits() api.Limits {
 		OverloadInFlight: l.OverloadInFlight, SolvedPerMin: l.SolvedPerMin,
 		MaxTrackedPeers: n.adm.table.MaxPeers(),
 		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
+		StrangerReportPerMin: l.StrangerReportPerMin,
 	}
 	pl := n.adm.table.Policy()
 	for t := range limits.Tier(limits.NumTiers) {

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +18,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
@@ -606,5 +609,57 @@ func TestUnreadSyncPages(t *testing.T) {
 	})
 	if held := n.pages.Held(limits.TierNew); held != 0 {
 		t.Fatalf("%d bytes still held after the writes timed out", held)
+	}
+}
+
+// TestStrangersShareACrashReportBudget: strangers' crash reports are held
+// to limits.stranger_report_per_min together, on top of each one's own
+// rate: at the budget's burst they are stored, one more is refused with
+// the wait for the next token, and a peer with a record is not held to it.
+func TestStrangersShareACrashReportBudget(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.Limits.StrangerReportPerMin = 8 // a burst of 2
+	var mono atomic.Int64
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	known := startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n)
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	ctx := context.Background()
+	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64", Reason: "panic", Stack: "main.main()"}
+	var refused error
+	for i := range 3 {
+		s := startNode(t, testConfig(false, time.Hour))
+		connect(t, s, n)
+		crash.Version = fmt.Sprintf("1.0.%d", i)
+		_, err := s.ReportCrash(ctx, crash, nil, n.ID())
+		switch {
+		case i < 2 && err != nil:
+			t.Fatalf("stranger %d's report within the shared burst: %v", i, err)
+		case i == 2:
+			refused = err
+		}
+	}
+	var ref *proto.RefusedError
+	if !errors.As(refused, &ref) || ref.RetryAfterMs <= 0 {
+		t.Fatalf("the third stranger's report: %v, want refused with a retry_after", refused)
+	}
+	if got := testutil.ToFloat64(n.m.reportsShared); got != 1 {
+		t.Fatalf("wats_stranger_reports_refused_total = %v, want 1", got)
+	}
+	crash.Version = "2.0.0"
+	if _, err := known.ReportCrash(ctx, crash, nil, n.ID()); err != nil {
+		t.Fatalf("a known peer's report while the strangers' budget is spent: %v", err)
+	}
+	mono.Add(int64(time.Minute / 8)) // one token's worth
+	s := startNode(t, testConfig(false, time.Hour))
+	connect(t, s, n)
+	crash.Version = "3.0.0"
+	if _, err := s.ReportCrash(ctx, crash, nil, n.ID()); err != nil {
+		t.Fatalf("a stranger's report once the budget refilled: %v", err)
 	}
 }

@@ -37,6 +37,7 @@ type metrics struct {
 	tierChanges    *prometheus.CounterVec // peers that moved to a tier, by tier
 	persisted      *prometheus.CounterVec // peers given a peer-cache record, by the value they showed
 	deferred       prometheus.Counter     // records put off by the budget of new records
+	reportsShared  prometheus.Counter     // strangers' crash reports refused by their shared budget
 	strangerEvicts *prometheus.CounterVec // strangers evicted for a newcomer, by tier
 	bans           *prometheus.CounterVec // peers disconnected and refused for a while, by reason
 	strangersBusy  prometheus.Counter     // strangers refused at the gater: slots and their slack full
@@ -157,6 +158,9 @@ func newMetrics(n *Node) *metrics {
 	m.deferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_peer_records_deferred_total", Help: "Peers that showed value but got no peer-cache record yet: the budget of new records a minute was spent (ADR 0030); they are tried again every 5 s.",
 	})
+	m.reportsShared = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_stranger_reports_refused_total", Help: "Crash reports of peers without a record refused because the strangers' shared budget (limits.stranger_report_per_min) was spent.",
+	})
 	m.strangerEvicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_strangers_evicted_total", Help: "Peers without a record disconnected to make room for a newcomer in the stranger slots, by tier.",
 	}, []string{"tier"})
@@ -173,7 +177,7 @@ func newMetrics(n *Node) *metrics {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
-	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
+	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
@@ -212,6 +216,7 @@ func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelVal
 func (m *metrics) tierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
 func (m *metrics) peerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }
 func (m *metrics) recordDeferred()               { m.deferred.Inc() }
+func (m *metrics) strangerReportRefused()        { m.reportsShared.Inc() }
 func (m *metrics) strangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
 func (m *metrics) peerBanned(reason string)      { m.bans.WithLabelValues(reason).Inc() }
 func (m *metrics) strangerRefused()              { m.strangersBusy.Inc() }

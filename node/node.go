@@ -92,7 +92,7 @@ type Node struct {
 	// run owns the run state of the peers (peers.go).
 	run *runPeers
 	// records is the budget of new peer-cache records (value.go).
-	records *recordBudget
+	records *limits.Shared
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
 	// pages is the memory of the sync pages being served, shared by tier

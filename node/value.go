@@ -1,7 +1,6 @@
 package node
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,23 +37,10 @@ const (
 	newRecordsPerMin = 60
 )
 
-// recordBudget is the token bucket of newRecordsPerMin.
-type recordBudget struct {
-	mu sync.Mutex
-	b  *limits.Bucket
-}
-
-func newRecordBudget() *recordBudget {
+// newRecordBudget is the shared bucket of newRecordsPerMin.
+func newRecordBudget() *limits.Shared {
 	r, _ := limits.NewRate(newRecordsPerMin) // a valid rate: fails never
-	return &recordBudget{b: limits.NewBucket(r)}
-}
-
-// take takes one record from the budget at the monotonic reading mono.
-func (b *recordBudget) take(mono time.Duration) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ok, _ := b.b.Allow(int64(mono))
-	return ok
+	return limits.NewShared(r)
 }
 
 // recordAged reports whether a record made at firstSeen is at least
@@ -291,7 +277,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 		st.mu.Unlock()
 		return
 	}
-	if !n.records.take(n.mono(now)) {
+	if ok, _ := n.records.Allow(int64(n.mono(now))); !ok {
 		if st.mu.pending == "" {
 			st.mu.pending = value
 			n.m.recordDeferred()

@@ -24,7 +24,7 @@ import (
 func TestRecordBudget(t *testing.T) {
 	var mono atomic.Int64
 	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
-	burst := limits.NewBucket(mustRate(t, newRecordsPerMin)).Rate().Burst()
+	burst := n.records.Rate().Burst()
 	var states []*peerState
 	for i := range burst + 5 {
 		st := &peerState{id: peer.ID(fmt.Sprintf("sybil-%03d", i))}
@@ -63,15 +63,6 @@ func TestRecordBudget(t *testing.T) {
 			t.Fatalf("%s after the budget refilled: %+v %v, want a record by events", st.id, rec, ok)
 		}
 	}
-}
-
-func mustRate(t *testing.T, perMin int) limits.Rate {
-	t.Helper()
-	r, err := limits.NewRate(perMin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // TestValuedTakesADay: a peer that gave ValuedEvents events is normal while

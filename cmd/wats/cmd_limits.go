@@ -44,6 +44,11 @@ of config.toml.`,
 			}
 			fmt.Fprintf(c.stdout, "blob fetches per peer: %d\n", l.BlobFetchesPerPeer)
 			fmt.Fprintf(c.stdout, "tracked peers at most: %d\n", l.MaxTrackedPeers)
+			if l.StrangerReportPerMin > 0 {
+				fmt.Fprintf(c.stdout, "crash reports from strangers, all together: %d a minute (limits.stranger_report_per_min)\n", l.StrangerReportPerMin)
+			} else {
+				fmt.Fprintln(c.stdout, "crash reports from strangers, all together: unlimited (limits.stranger_report_per_min)")
+			}
 			fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
 				l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
 			tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

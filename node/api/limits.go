@@ -40,10 +40,12 @@ type Limits struct {
 	// MaxTrackedPeers is the most peers whose bucket state is kept at once.
 	MaxTrackedPeers int `json:"max_tracked_peers"`
 	// MissPerMin, SuspectPercent and ValuedPercent are the keys of the
-	// miss budget and the tiers (docs/adr/0030).
-	MissPerMin     int `json:"miss_per_min"`
-	SuspectPercent int `json:"suspect_percent"`
-	ValuedPercent  int `json:"valued_percent"`
+	// miss budget and the tiers, StrangerReportPerMin the strangers'
+	// shared crash-report budget (docs/adr/0030).
+	MissPerMin           int `json:"miss_per_min"`
+	SuspectPercent       int `json:"suspect_percent"`
+	ValuedPercent        int `json:"valued_percent"`
+	StrangerReportPerMin int `json:"stranger_report_per_min"`
 	// Tiers are the effective rates of each tier.
 	Tiers []TierLimits `json:"tiers"`
 }
