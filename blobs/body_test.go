@@ -103,3 +103,23 @@ func TestBodyTimeout(t *testing.T) {
 		t.Errorf("BodyTimeout(MaxMessageBytes) = %v, want %v", got, want)
 	}
 }
+
+// TestPriorityWhileFetching: the memory of a peer's messages is reserved
+// at ExchangeOptions.Priority, and always while this node fetches from the
+// peer (the blocks are what it asked for).
+func TestPriorityWhileFetching(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Priority: func(peer.ID) uint8 { return 7 }})
+	x := n.x
+	if got := x.priority("p"); got != 7 {
+		t.Fatalf("priority without a fetch: %d, want the option's 7", got)
+	}
+	x.mu.Lock()
+	x.mu.byPeer["p"] = map[*attempt]struct{}{{}: {}}
+	x.mu.Unlock()
+	if got := x.priority("p"); got != network.ReservationPriorityAlways {
+		t.Fatalf("priority while fetching from the peer: %d, want always", got)
+	}
+	if got := x.priority("q"); got != 7 {
+		t.Fatalf("another peer's priority: %d", got)
+	}
+}

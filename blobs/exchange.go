@@ -91,7 +91,9 @@ type ExchangeOptions struct {
 	// the stream ends. Nil admits every stream.
 	Streams func(p peer.ID) (release func(), ok bool)
 	// Priority, if set, is the resource-manager priority at which the
-	// memory of p's messages is reserved; nil means medium.
+	// memory of p's messages is reserved while this node fetches nothing
+	// from p (while it does, always: the blocks are what it asked for);
+	// nil means medium.
 	Priority func(p peer.ID) uint8
 	// Held, if set, is told of an inbound stream of p reset because no
 	// message began within FirstMessageTimeout, or a body did not arrive
@@ -232,10 +234,6 @@ func (x *Exchange) handleStream(s network.Stream) {
 		}
 		defer release()
 	}
-	prio := uint8(network.ReservationPriorityMedium)
-	if x.opts.Priority != nil {
-		prio = x.opts.Priority(p)
-	}
 	scope := s.Scope()
 	r := msgio.NewVarintReaderSize(s, MaxMessageBytes)
 	wait := FirstMessageTimeout
@@ -258,7 +256,7 @@ func (x *Exchange) handleStream(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
-		if err := scope.ReserveMemory(n, prio); err != nil {
+		if err := scope.ReserveMemory(n, x.priority(p)); err != nil {
 			_ = s.Reset()
 			return
 		}
@@ -276,6 +274,23 @@ func (x *Exchange) handleStream(s network.Stream) {
 		x.server.ReceiveMessage(ctx, p, msg)
 		(*receiver)(x).ReceiveMessage(ctx, p, msg)
 	}
+}
+
+// priority is the resource-manager priority of the memory of p's messages:
+// always, while this node fetches from p (they carry the blocks it asked
+// for); else ExchangeOptions.Priority's, medium without one. It is read
+// for each message.
+func (x *Exchange) priority(p peer.ID) uint8 {
+	x.mu.Lock()
+	fetching := len(x.mu.byPeer[p]) > 0
+	x.mu.Unlock()
+	switch {
+	case fetching:
+		return network.ReservationPriorityAlways
+	case x.opts.Priority != nil:
+		return x.opts.Priority(p)
+	}
+	return network.ReservationPriorityMedium
 }
 
 // isTimeout reports whether err is a read deadline that passed.

@@ -296,10 +296,10 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		if ok, _ := n.blobs.Has(c); ok {
 			continue
 		}
-		release, ok := n.slots.TryAcquire(p)
+		release, ok := n.fetchFor(p, b.Size)
 		if !ok {
 			n.m.blobFetch("crash_report", "skipped")
-			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots are in use", "cid", c, "peer", p)
+			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots, or its tier's share of the quota, are in use", "cid", c, "peer", p)
 			continue
 		}
 		n.go_(func() {
@@ -308,6 +308,40 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
+}
+
+// fetchPoolBytes is the capacity of Node.fetchBytes: blobs.quota_bytes, or
+// four of the largest blobs if that is more, so that strangers together
+// may always have one blob of blobs.max_blob_bytes in flight.
+func fetchPoolBytes(cfg *config.Config) int64 {
+	return max(cfg.Blobs.QuotaBytes, 4*cfg.Blobs.MaxBlobBytes)
+}
+
+// fetchFor takes what a fetch that p asked for (a replicate request's, a
+// crash report's dump) holds while it runs: one of p's fetch slots
+// (limits.blob_fetches_per_peer, ADR 0014), and the blob's declared size
+// from the share of p's tier of fetchBytes (ADR 0030: strangers together
+// a quarter of blobs.quota_bytes, suspects a sixteenth), so that fetches
+// strangers start and never complete cannot reserve the whole quota. A
+// size over blobs.max_blob_bytes takes no share: its fetch fails at once.
+// ok is false, and nothing is held, when either is spent.
+func (n *Node) fetchFor(p peer.ID, size uint64) (release func(), ok bool) {
+	slot, ok := n.slots.TryAcquire(p)
+	if !ok {
+		return nil, false
+	}
+	if size == 0 || size > uint64(n.cfg.Blobs.MaxBlobBytes) {
+		return slot, true
+	}
+	t := n.peerOf(p).Tier()
+	if !n.fetchBytes.Reserve(t, int64(size)) {
+		slot()
+		return nil, false
+	}
+	return func() {
+		n.fetchBytes.Release(t, int64(size))
+		slot()
+	}, true
 }
 
 // retryDelay is the wait before the tries-th retry of an auto-fetch; a
@@ -454,7 +488,8 @@ func providerInfo(p proto.Provider) (peer.AddrInfo, bool) {
 // serveReplicate answers a replicate request (design §4, §9; ADR 0014):
 // each blob already complete is stored at no cost; the others are fetched,
 // the requester first, while p has fetch slots free
-// (limits.blob_fetches_per_peer), and skipped past them. It waits for the
+// (limits.blob_fetches_per_peer) and its tier's share of the quota
+// (fetchFor), and skipped past them. It waits for the
 // fetches, within proto.ReplicateTimeout, and says which blobs were
 // stored, skipped and failed.
 func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.ReplicateRequest) proto.Message {
@@ -498,7 +533,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 			}
 			continue
 		}
-		release, ok := n.slots.TryAcquire(p)
+		release, ok := n.fetchFor(p, uint64(b.Size))
 		if !ok {
 			resp.Skipped = append(resp.Skipped, b.CID)
 			continue

@@ -78,8 +78,12 @@ type Node struct {
 	dialed chan struct{}
 	// slots bounds the blobs one peer makes this node fetch at once
 	// (limits.blob_fetches_per_peer, ADR 0014).
-	slots  *limits.Slots
-	host   host.Host
+	slots *limits.Slots
+	// fetchBytes is the declared bytes of the fetches peers asked for
+	// (replicate, crash dumps) while they run, shared by tier: strangers
+	// hold at most a quarter of it (fetchPoolBytes, fetchFor; ADR 0030).
+	fetchBytes *limits.Pool
+	host       host.Host
 	gater  *gater
 	gossip *gossip.Gossip // nil when gossip is off
 	mdns   mdns.Service   // nil when p2p.mdns is off
@@ -145,6 +149,9 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	}
 	if n.slots, err = limits.NewSlots(r.Config.Limits.BlobFetchesPerPeer); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(r.Config)); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.m = newMetrics(n)
 	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
