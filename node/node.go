@@ -84,12 +84,12 @@ type Node struct {
 	// hold at most a quarter of it (fetchPoolBytes, fetchFor; ADR 0030).
 	fetchBytes *limits.Pool
 	host       host.Host
-	gater  *gater
-	gossip *gossip.Gossip // nil when gossip is off
-	mdns   mdns.Service   // nil when p2p.mdns is off
-	hints  *gossip.Hints
-	adm    *admission
-	issuer *challenge.Issuer
+	gater      *gater
+	gossip     *gossip.Gossip // nil when gossip is off
+	mdns       mdns.Service   // nil when p2p.mdns is off
+	hints      *gossip.Hints
+	adm        *admission
+	issuer     *challenge.Issuer
 	// selfID is the node's raw Ed25519 public key: the requester id of the
 	// puzzles it solves, the responder id of those it issues.
 	selfID [challenge.IDLen]byte
