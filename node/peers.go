@@ -1,6 +1,7 @@
 package node
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,6 +245,11 @@ type runPeers struct {
 	live sync.Map
 	// recent holds the disconnected peers of this run.
 	recent *lru.Cache[peer.ID, recentPeer]
+	// stripes serialize the creation and the dropping of each peer's
+	// state (Node.peerState): a peer's stripe is its id's hash modulo
+	// numStripes, so unrelated peers rarely wait on each other.
+	stripes [numStripes]sync.Mutex
+	seed    maphash.Seed
 
 	strangers struct {
 		sync.Mutex
@@ -254,8 +260,16 @@ type runPeers struct {
 	}
 }
 
+// numStripes is the number of runPeers.stripes.
+const numStripes = 64
+
+// stripe returns p's stripe lock.
+func (r *runPeers) stripe(p peer.ID) *sync.Mutex {
+	return &r.stripes[maphash.String(r.seed, string(p))%numStripes]
+}
+
 func newRunPeers() *runPeers {
-	r := &runPeers{}
+	r := &runPeers{seed: maphash.MakeSeed()}
 	r.recent, _ = lru.New[peer.ID, recentPeer](maxRecentPeers) // fails only for a size <= 0
 	r.strangers.set = make(map[*peerState]struct{})
 	return r

@@ -75,11 +75,41 @@ func (n *Node) mono(now time.Time) time.Duration {
 // peerState returns p's run state, creating it (from p's record, or from
 // what the node remembers of a recent stay) on its first connection or
 // stream. dir is the direction of the connection that brought it.
+//
+// Creating and dropping p's state hold p's stripe lock (runPeers.stripe),
+// so that a reconnection racing the disconnection before it reads what
+// that disconnection remembered, never the history of before it: a peer
+// cannot shed its history by reconnecting at the right moment.
 func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	if st := n.run.get(p); st != nil {
 		return st
 	}
-	st := &peerState{id: p}
+	st, created := n.newPeerState(p, dir)
+	if !created {
+		return st
+	}
+	if dir == network.DirInbound && !st.persisted.Load() {
+		n.takeStrangerSlot(st)
+	}
+	n.tagTier(st, st.Tier())
+	if n.host.Network().Connectedness(p) != network.Connected {
+		// A stream's handler ran after the peer's last connection closed
+		// (and its notice went by): the state would never be dropped.
+		n.dropPeerState(p)
+	}
+	return st
+}
+
+// newPeerState builds and publishes p's state under p's stripe lock, or
+// returns the one another goroutine published first (created false).
+func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, created bool) {
+	mu := n.run.stripe(p)
+	mu.Lock()
+	defer mu.Unlock()
+	if st := n.run.get(p); st != nil {
+		return st, false
+	}
+	st = &peerState{id: p}
 	st.raw, st.rawOK = rawID(p)
 	mono := n.mono(n.now())
 	st.connectedAt = int64(mono)
@@ -105,32 +135,32 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		}
 	}
 	st.retier()
-	if v, loaded := n.run.live.LoadOrStore(p, st); loaded {
-		return v.(*peerState)
-	}
+	n.run.live.Store(p, st)
 	n.run.recent.Remove(p) // live again: the state holds what was remembered
-	if dir == network.DirInbound && !st.persisted.Load() {
-		n.takeStrangerSlot(st)
-	}
-	n.tagTier(st, st.Tier())
-	if n.host.Network().Connectedness(p) != network.Connected {
-		// A stream's handler ran after the peer's last connection closed
-		// (and its notice went by): the state would never be dropped.
-		n.dropPeerState(p)
-	}
-	return st
+	return st, true
 }
 
 // dropPeerState forgets p's run state at its last disconnection: the counts
 // of a peer with a record go to the cache, what is known of one without is
 // kept in runPeers.recent for recentFor.
 func (n *Node) dropPeerState(p peer.ID) {
+	if st := n.forgetPeerState(p); st != nil {
+		n.dropStranger(st, true)
+	}
+}
+
+// forgetPeerState is dropPeerState's part under p's stripe lock: it
+// unpublishes p's state and keeps what is to be kept of it; it returns the
+// state, nil if p had none.
+func (n *Node) forgetPeerState(p peer.ID) *peerState {
+	mu := n.run.stripe(p)
+	mu.Lock()
+	defer mu.Unlock()
 	v, ok := n.run.live.LoadAndDelete(p)
 	if !ok {
-		return
+		return nil
 	}
 	st := v.(*peerState)
-	n.dropStranger(st, true)
 	now := n.now()
 	st.mu.Lock()
 	cursor, remote := st.mu.cursor, st.mu.remote
@@ -152,6 +182,7 @@ func (n *Node) dropPeerState(p peer.ID) {
 		// reconnects; its history is in its record.
 		n.run.recent.Add(p, recentPeer{firstHello: st.firstHello.Load(), until: n.mono(now) + recentFor})
 	}
+	return st
 }
 
 // fold adds the counts st gathered since the last fold to its record.

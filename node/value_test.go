@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -222,5 +224,39 @@ func TestStrangersFetchAQuarterOfTheQuota(t *testing.T) {
 	small.Blobs.QuotaBytes, small.Blobs.MaxBlobBytes = 3<<20, 2<<20
 	if got := fetchPoolBytes(small); got != 8<<20 {
 		t.Fatalf("fetchPoolBytes with a small quota: %d, want four blobs of the largest size", got)
+	}
+}
+
+// TestReconnectingKeepsTheHistory: connections and disconnections of one
+// peer racing each other (the node's path for each, many goroutines at
+// once) never lose what a disconnection remembered: the history the node
+// keeps of the peer never goes back.
+func TestReconnectingKeepsTheHistory(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	p := peer.ID("racer")
+	var wg sync.WaitGroup
+	var back atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			last := uint64(0)
+			for range 2000 {
+				st := n.peerState(p, network.DirOutbound) // not connected: dropped again at once
+				st.hist.misses.Add(1)
+				n.dropPeerState(p)
+				if rp, ok := n.run.recent.Peek(p); ok {
+					if rp.hist.Misses < last {
+						back.Add(1)
+					}
+					last = rp.hist.Misses
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if back.Load() > 0 {
+		t.Fatalf("the remembered history went back %d times", back.Load())
+	}
+	if rp, ok := n.run.recent.Peek(p); !ok || rp.hist.Misses == 0 {
+		t.Fatalf("nothing remembered: %+v %v", rp, ok)
 	}
 }
