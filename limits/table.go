@@ -77,14 +77,16 @@ const (
 // (DefaultMaxPeers, WithMaxPeers) bounds the peers tracked at once; it is
 // enforced per shard, a 64th of the cap each. When a new peer finds its
 // shard at the cap, the shard is swept first (at most once a second); if it
-// is still full, the new peer's request is refused (ok = false, retryAfter
-// one interval of its kind) and no tracked peer is evicted. Evicting would
-// reset the evicted peer's buckets to full: a flooder with many ids could
-// evict its own busiest ids and win their burst again, or push out an
-// honest peer's state and hand it tokens it should not have. Refusing the
-// newcomer never gives anyone a token; the cost is that, while more than
-// the cap of ids are active at once (an attack), new peers wait, and the
-// load challenge (ADR 0014) is their way in.
+// is still full, the new peer's request is decided on a state all the
+// shard's untracked peers share, NewcomerShare peers' worth of budget (ADR
+// 0030), and no tracked peer is evicted. Evicting would reset the evicted
+// peer's buckets to full: a flooder with many ids could evict its own
+// busiest ids and win their burst again, or push out an honest peer's
+// state and hand it tokens it should not have. The shared state never
+// gives anyone more than its budget; the cost is that, while more than the
+// cap of ids are active at once (an attack), a newcomer competes with the
+// flood for that budget, and the load challenge (ADR 0014) is its way
+// past it.
 type Table struct {
 	policy *Policy
 	// shared is policy with every rate NewcomerShare times higher: the

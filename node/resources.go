@@ -19,7 +19,7 @@ import (
 // The resource manager's limits (ADR 0030): explicit for every scope a
 // stranger reaches, sized so that the streams and memory no number of
 // strangers can fill are left for the peers that showed value. The
-// arithmetic, with the defaults (p2p.max_conns 256, p2p.max_streams 2048,
+// arithmetic, with the defaults (p2p.max_conns 256, p2p.max_streams 4096,
 // p2p.max_memory_mib 2048), is in the ADR; TestResourceLimitsArithmetic
 // checks it. Each yamux stream reserves its 256 KiB receive window in its
 // connection's scope (so in the peer's and the system's), whatever it
