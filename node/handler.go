@@ -162,9 +162,12 @@ const (
 	// page a moment before the handler has let go of it.
 	maxPagesPerPeer = 2
 	// strangerPageBytes is the byte budget of a page served to a
-	// stranger (new or suspect): a quarter of proto.MaxPageBytes, 1 MiB,
-	// is a full page of 256 events of 4 KiB.
-	strangerPageBytes = proto.MaxPageBytes / 4
+	// stranger (new or suspect): an eighth of proto.MaxPageBytes, 512
+	// KiB, a full page of 256 events of 2 KiB. A stranger then holds at
+	// most 2 MiB of the page pool (two pages, each reserved twice), so it
+	// takes sixteen ids to fill the strangers' quarter, until their unread
+	// pages make them suspects.
+	strangerPageBytes = proto.MaxPageBytes / 8
 )
 
 var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}

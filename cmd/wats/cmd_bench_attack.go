@@ -46,6 +46,9 @@ var attackScenarios = []attackScenario{
 	{Name: "hoard-prefix-50", Attack: attack.HoardPrefix, IDs: 50},
 	{Name: "hoard-prefix-500", Attack: attack.HoardPrefix, IDs: 500},
 	{Name: "bad-solutions", Attack: attack.BadSolutions},
+	{Name: "unread-pages-8", Attack: attack.UnreadPages, IDs: 8},
+	{Name: "crash-flood", Attack: attack.CrashFlood, Rate: 200},
+	{Name: "value-sybils", Attack: attack.ValueSybils, Rate: 100},
 }
 
 // attackResult is one scenario's figures.

@@ -69,6 +69,8 @@ func TestSuiteSmoke(t *testing.T) {
 		{attack.HoardPrefix, func(s attack.Stats) bool { return s.Streams > 0 && s.Conns > 0 }},
 		{attack.SybilHello, func(s attack.Stats) bool { return s.Conns > 0 && s.Answered > 0 }},
 		{attack.OneIDFlood, func(s attack.Stats) bool { return s.Requests > s.Answered && s.Answered > 0 }},
+		{attack.CrashFlood, func(s attack.Stats) bool { return s.Requests > 0 && s.Answered > 0 }},
+		{attack.ValueSybils, func(s attack.Stats) bool { return s.Conns > 0 && s.Answered > 0 }},
 	}
 	actx, acancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer acancel()

@@ -89,7 +89,9 @@ func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error
 	case HoardUnnegotiated, HoardPrefix:
 		hoard(ctx, t, o, name == HoardPrefix, st)
 	default:
-		return Stats{}, fmt.Errorf("attack: unknown attack %q; known: %s", name, strings.Join(Attacks, ", "))
+		if !extraAttack(ctx, name, t, o, st) {
+			return Stats{}, fmt.Errorf("attack: unknown attack %q; known: %s", name, strings.Join(Attacks, ", "))
+		}
 	}
 	return st.snapshot(), nil
 }
@@ -171,7 +173,14 @@ func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool)
 // hello is set, keeps its connection o.Hold, and leaves. At most 8,192 are
 // in flight.
 func sybils(ctx context.Context, t Target, o Options, hello bool, st *stats) {
-	sem := make(chan struct{}, 8192)
+	atRate(ctx, o.Rate, 8192, func() { sybil(ctx, t, o.Hold, hello, st) })
+}
+
+// atRate runs f rate times a second, each in a goroutine of its own, at
+// most inFlight at once (past that, a run is skipped: the attacker is
+// saturated), until ctx ends; it returns once the runs have.
+func atRate(ctx context.Context, rate, inFlight int, f func()) {
+	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	// A batch every 10 ms, so that high rates need no fine timer.
@@ -183,17 +192,17 @@ func sybils(ctx context.Context, t Target, o Options, hello bool, st *stats) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			due := int(now.Sub(start).Seconds()*float64(o.Rate)) - made
+			due := int(now.Sub(start).Seconds()*float64(rate)) - made
 			for range due {
+				made++
 				select {
 				case sem <- struct{}{}:
 				default:
-					continue // the attacker is saturated: skip this id
+					continue
 				}
-				made++
 				wg.Go(func() {
 					defer func() { <-sem }()
-					sybil(ctx, t, o.Hold, hello, st)
+					f()
 				})
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -205,6 +206,13 @@ func (c *Conn) Hello(solves bool) *proto.Hello {
 // and its sync requests with events (all of them on the first page), and
 // resets every other protocol: what an honest peer serves.
 func responder(h *proto.Hello, events []jsontext.Value) *msmux.MultistreamMuxer[protocol.ID] {
+	return notifying(h, events, nil)
+}
+
+// notifying is responder that also closes synced (if not nil) once it has
+// answered the node's first sync request.
+func notifying(h *proto.Hello, events []jsontext.Value, synced chan struct{}) *msmux.MultistreamMuxer[protocol.ID] {
+	var once sync.Once
 	m := msmux.NewMultistreamMuxer[protocol.ID]()
 	m.AddHandler(proto.ID, func(_ protocol.ID, rwc io.ReadWriteCloser) error {
 		b, err := proto.ReadFrame(rwc, proto.MaxRequestBytes)
@@ -227,6 +235,9 @@ func responder(h *proto.Hello, events []jsontext.Value) *msmux.MultistreamMuxer[
 		}
 		if err := proto.WriteMessage(rwc, resp); err != nil {
 			return err
+		}
+		if req.Sync != nil && synced != nil {
+			once.Do(func() { close(synced) })
 		}
 		return rwc.Close()
 	})

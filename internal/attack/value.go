@@ -1,0 +1,245 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	msmux "github.com/multiformats/go-multistream"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
+)
+
+// Attacks with what anyone can make: self-signed events, crash reports,
+// pages asked for and never read (ADR 0030 §4 and §8 say what meets each).
+const (
+	// UnreadPages: one id gives the node 100 events of 16 KiB (its log
+	// then has pages of over a megabyte); then IDs fresh ids each ask for
+	// pagesPerID sync pages of them and never read the answers, asking
+	// again once the node has given up on them.
+	UnreadPages = "unread-pages"
+	// CrashFlood: Rate fresh ids a second each submit two valid crash
+	// reports (their own signed crash events, an 8 KiB stack each) and
+	// leave.
+	CrashFlood = "crash-flood"
+	// ValueSybils: Rate fresh ids a second each give the node one
+	// self-signed event by sync, the cheapest value there is, and leave
+	// once the node has synced it.
+	ValueSybils = "value-sybils"
+)
+
+func init() { Attacks = append(Attacks, UnreadPages, CrashFlood, ValueSybils) }
+
+// pagesPerID is how many pages each id of UnreadPages asks for at once:
+// more than a node serves one peer at once.
+const pagesPerID = 4
+
+// extraAttack runs the attacks of this file; false for another name.
+func extraAttack(ctx context.Context, name string, t Target, o Options, st *stats) bool {
+	switch name {
+	case UnreadPages:
+		unreadPages(ctx, t, o, st)
+	case CrashFlood:
+		atRate(ctx, o.Rate, 1024, func() { crashReporter(ctx, t, st) })
+	case ValueSybils:
+		atRate(ctx, o.Rate, 1024, func() { valueSybil(ctx, t, st) })
+	default:
+		return false
+	}
+	return true
+}
+
+// largeEvents signs k events of id's with a body of 16 KiB, the largest.
+func (id *Identity) largeEvents(k int) ([]jsontext.Value, error) {
+	pad := strings.Repeat("y", eventlog.MaxBodyBytes-64)
+	out := make([]jsontext.Value, 0, k)
+	for i := range k {
+		ev, err := eventlog.New(id.key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad)), nil)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := ev.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// give connects a fresh id that serves events by sync, says hello naming
+// their count as its head, and waits until the node has synced them (or
+// ctx ends); it returns the connection, which the caller closes, and the
+// node's head as its hello said.
+func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, st *stats) (*Conn, uint64, error) {
+	h := &proto.Hello{Version: proto.Version, Network: t.Network, Agent: "wats-attack",
+		Features: []string{proto.FeatureChallenge}, Listen: []string{}, Head: strconv.Itoa(len(events))}
+	synced := make(chan struct{})
+	c, err := id.Dial(ctx, t, notifying(h, events, synced))
+	if err != nil {
+		st.failed.Add(1)
+		return nil, 0, err
+	}
+	st.conns.Add(1)
+	st.requests.Add(1)
+	resp, err := c.Request(ctx, h, nil)
+	if err != nil || resp.Hello == nil {
+		c.Close()
+		return nil, 0, fmt.Errorf("attack: hello: %v", err)
+	}
+	st.answered.Add(1)
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		c.Close()
+		return nil, 0, ctx.Err()
+	}
+	pause(ctx, time.Second) // the node stores the page
+	resp, err = c.Request(ctx, h, nil)
+	if err != nil || resp.Hello == nil {
+		c.Close()
+		return nil, 0, fmt.Errorf("attack: hello: %v", err)
+	}
+	head, _ := strconv.ParseUint(resp.Hello.Head, 10, 64)
+	return c, head, nil
+}
+
+// unreadPages is UnreadPages.
+func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
+	id, err := NewIdentity()
+	if err != nil {
+		return
+	}
+	st.ids.Add(1)
+	events, err := id.largeEvents(100)
+	if err != nil {
+		return
+	}
+	gctx, cancel := context.WithTimeout(ctx, time.Minute)
+	c, head, err := give(gctx, t, id, events, st)
+	cancel()
+	if err != nil {
+		return
+	}
+	c.Close()
+	after := uint64(0)
+	if head > uint64(len(events)) {
+		after = head - uint64(len(events)) // the large events are the last
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range o.IDs {
+		wg.Go(func() {
+			id, err := NewIdentity()
+			if err != nil {
+				return
+			}
+			st.ids.Add(1)
+			for ctx.Err() == nil {
+				c, err := id.Dial(ctx, t, nil)
+				if err != nil {
+					st.failed.Add(1)
+					pause(ctx, 200*time.Millisecond)
+					continue
+				}
+				st.conns.Add(1)
+				var swg sync.WaitGroup
+				for range pagesPerID {
+					swg.Go(func() { holdPages(ctx, c, after, st) })
+				}
+				swg.Wait()
+				c.Close()
+			}
+		})
+	}
+}
+
+// holdPages asks for sync pages after the cursor on c and never reads
+// them, asking again every 31 s (past the longest write deadline a node
+// gives a response) until c closes or ctx ends.
+func holdPages(ctx context.Context, c *Conn, after uint64, st *stats) {
+	b, err := proto.Marshal(&proto.SyncRequest{After: after, Limit: proto.MaxPageEvents})
+	if err != nil {
+		return
+	}
+	for ctx.Err() == nil && !c.IsClosed() {
+		raw, err := c.OpenRaw(ctx)
+		if err != nil {
+			pause(ctx, 50*time.Millisecond)
+			continue
+		}
+		s := msmux.NewMSSelect(raw, proto.ID)
+		st.requests.Add(1)
+		if err := proto.WriteFrame(s, b); err != nil {
+			_ = raw.Reset()
+			st.reset.Add(1)
+			pause(ctx, 50*time.Millisecond)
+			continue
+		}
+		st.streams.Add(1)
+		pause(ctx, proto.ResponseTimeout+time.Second) // reading nothing: the node's write blocks on the window
+		_ = raw.Reset()
+	}
+}
+
+// crashReporter is one id of CrashFlood.
+func crashReporter(ctx context.Context, t Target, st *stats) {
+	id, err := NewIdentity()
+	if err != nil {
+		return
+	}
+	st.ids.Add(1)
+	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := id.Dial(dctx, t, nil)
+	if err != nil {
+		st.failed.Add(1)
+		return
+	}
+	defer c.Close()
+	st.conns.Add(1)
+	stack := strings.Repeat("s", 8<<10)
+	for i := range 2 {
+		crash := eventlog.Crash{Program: "flood", Version: "1", OS: "linux", Arch: "amd64",
+			Reason: "panic " + strconv.Itoa(i), Stack: stack, Fingerprint: "f"}
+		body, err := crash.Body()
+		if err != nil {
+			return
+		}
+		ev, err := eventlog.New(id.key, time.Now(), eventlog.KindCrash, body, nil)
+		if err != nil {
+			return
+		}
+		raw, err := ev.Marshal()
+		if err != nil {
+			return
+		}
+		st.requests.Add(1)
+		if resp, err := c.Request(dctx, &proto.CrashReportRequest{Event: raw}, nil); err == nil && resp.CrashReport != nil {
+			st.answered.Add(1)
+		}
+	}
+}
+
+// valueSybil is one id of ValueSybils.
+func valueSybil(ctx context.Context, t Target, st *stats) {
+	id, err := NewIdentity()
+	if err != nil {
+		return
+	}
+	st.ids.Add(1)
+	events, err := id.Events(1)
+	if err != nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if c, _, err := give(dctx, t, id, events, st); err == nil {
+		c.Close()
+	}
+}
