@@ -44,7 +44,7 @@ const (
 	// peer without a record, all protocols together: enough for identify,
 	// gossip both ways, bitswap and a few requests; the caps of its tier
 	// (streams.go) come first.
-	strangerStreamsInbound  = 32
+	strangerStreamsInbound  = 40
 	strangerStreamsOutbound = 16
 	// strangerMemory is a stranger's memory: 64 windows, room for its
 	// streams and for a blob it serves at full speed (a bitswap server

@@ -20,9 +20,10 @@ import (
 var (
 	// unnegotiatedCap bounds a peer's inbound streams that have not named
 	// their protocol yet (libp2p keeps them in its transient scope). A
-	// bitswap provider opens a stream per message, up to 8 at once, each
-	// negotiated the moment it is read.
-	unnegotiatedCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 8, limits.TierNormal: 16, limits.TierValued: 16}
+	// bitswap provider opens a stream per message, from 8 workers, each
+	// negotiated the moment it is read: a newcomer may have as many in
+	// negotiation as it may have bitswap streams.
+	unnegotiatedCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 16, limits.TierNormal: 16, limits.TierValued: 16}
 	// watsStreamCap bounds a peer's inbound /wats/1 streams being handled
 	// (at least 2: a requester reads its answer a moment before the
 	// handler of its last request has ended).
