@@ -223,7 +223,7 @@ func (n *Node) foldAll() {
 	n.run.each(func(st *peerState) {
 		if st.persisted.Load() {
 			n.fold(st, now)
-			if !st.aged.Load() && recordAged(time.Unix(0, st.recordMade.Load()), now) {
+			if made := st.recordMade.Load(); !st.aged.Load() && made != 0 && recordAged(time.Unix(0, made), now) {
 				st.aged.Store(true)
 				if t, changed := st.retier(); changed {
 					n.tierChanged(st, t)
@@ -322,9 +322,10 @@ func (n *Node) showedValue(st *peerState, value string) {
 	st.mu.pending = ""
 	h, cursor, remote, total := st.mu.hello, st.mu.cursor, st.mu.remote, st.hist.load()
 	st.mu.folded = total
+	made := now.UTC()
+	st.recordMade.Store(made.UnixNano()) // before persisted: foldAll reads it then
 	st.persisted.Store(true)
 	st.mu.Unlock()
-	made := now.UTC()
 	err := n.peers.Update(st.id, true, func(r *peercache.Record) {
 		if r.FirstSeen.IsZero() {
 			r.FirstSeen = now.UTC()
