@@ -201,14 +201,14 @@ func TestTierOf(t *testing.T) {
 		{"16 misses against 63 served", History{Misses: 16, Served: 63}, TierSuspect},
 		{"invalid and failed add up", History{Invalid: 8, Failed: 8}, TierSuspect},
 		{"persisted", History{Persisted: true}, TierNormal},
-		{"gave an event", History{Events: 1}, TierNormal},
-		{"solved", History{Solved: 1}, TierNormal},
+		{"gave an event, no record yet", History{Events: 1}, TierNew},
+		{"solved, no record yet", History{Solved: 1}, TierNew},
 		{"aged, 63 events", History{Persisted: true, Aged: true, Events: ValuedEvents - 1}, TierNormal},
 		{"aged, 64 events", History{Persisted: true, Aged: true, Events: ValuedEvents}, TierValued},
 		{"aged, 16 MiB - 1 of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes - 1}, TierNormal},
 		{"aged, 16 MiB of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes}, TierValued},
 		{"64 events, record younger than a day", History{Persisted: true, Events: ValuedEvents}, TierNormal},
-		{"64 events, not persisted", History{Events: ValuedEvents}, TierNormal},
+		{"64 events, not persisted", History{Events: ValuedEvents}, TierNew},
 		{"valued but abusive", History{Persisted: true, Aged: true, Events: 100, Misses: 100}, TierSuspect},
 	} {
 		got, why := TierOf(tc.h), Explain(tc.h)

@@ -16,17 +16,20 @@ type Tier uint8
 
 // The tiers, from the one given least to the one given most.
 const (
-	// TierNew: a peer that has shown no value yet and no abuse (never
-	// seen, or seen without giving anything). ADR 0014's limits.
+	// TierNew: a peer without a record in the peer cache and no abuse
+	// (never seen, seen without giving anything, or one that gave
+	// something and whose record is still to come). ADR 0014's limits.
 	TierNew Tier = iota
 	// TierSuspect: a peer whose value history is dominated by abuse
 	// signals (misses, invalid messages, failed solutions, streams held
 	// past their deadline). Its rates are limits.suspect_percent of ADR
 	// 0014's.
 	TierSuspect
-	// TierNormal: a peer that has shown value (it is in the peer cache,
-	// or gave this node events, blobs or a solved challenge in this run).
-	// ADR 0014's limits.
+	// TierNormal: a peer that has shown value and has its record in the
+	// peer cache (records are budgeted node-wide, ADR 0030). What a peer
+	// gives in this run before its record is made does not lift it from
+	// the strangers' shares: an event or a solution is cheap to make for
+	// a fresh id. ADR 0014's limits.
 	TierNormal
 	// TierValued: a peer whose record is at least ValuedAge old and that
 	// gave this node much (ValuedEvents events or ValuedBytes of blobs).
@@ -128,8 +131,9 @@ const (
 //     (served + solved + events given + one per 64 KiB of blobs given);
 //   - valued: persisted, aged, and gave ValuedEvents events or ValuedBytes
 //     of blobs;
-//   - normal: persisted, or gave events, blobs or a solved challenge;
-//   - new: otherwise.
+//   - normal: persisted;
+//   - new: otherwise (what a peer gave before its record is made counts
+//     towards its good weight only).
 //
 // It is on the request path (every count that changes a history works the
 // tier out again), so it allocates nothing; Explain says why in words.
@@ -139,7 +143,7 @@ func TierOf(h History) Tier {
 		return TierSuspect
 	case h.valued():
 		return TierValued
-	case h.Persisted, h.Events > 0 || h.Bytes > 0 || h.Solved > 0:
+	case h.Persisted:
 		return TierNormal
 	}
 	return TierNew
@@ -173,10 +177,11 @@ func Explain(h History) string {
 		switch {
 		case h.Persisted && !h.Aged && (h.Events >= ValuedEvents || h.Bytes >= ValuedBytes):
 			return "normal: gave enough to be valued, in the peer cache for less than a day"
-		case h.Persisted:
-			return "normal: in the peer cache (it showed value)"
 		}
-		return fmt.Sprintf("normal: gave %d events, %d bytes of blobs, %d solved challenges", h.Events, h.Bytes, h.Solved)
+		return "normal: in the peer cache (it showed value)"
+	}
+	if h.Events > 0 || h.Bytes > 0 || h.Solved > 0 {
+		return fmt.Sprintf("new: gave %d events, %d bytes of blobs, %d solved challenges; no record yet", h.Events, h.Bytes, h.Solved)
 	}
 	return "new: nothing shown yet"
 }

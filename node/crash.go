@@ -134,11 +134,9 @@ func (n *Node) CrashGroups() ([]api.CrashGroup, error) {
 			if t.Before(g.FirstSeen) {
 				g.FirstSeen = t
 			}
-			if t.After(g.LastSeen) {
+			if !t.Before(g.LastSeen) {
+				// At the same millisecond, the later in the log is the last.
 				g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
-			}
-			if g.LastEvent == "" {
-				g.LastVersion, g.LastEvent = c.Version, ev.ID
 			}
 		}
 		after = next

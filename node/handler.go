@@ -168,13 +168,28 @@ const (
 	// takes sixteen ids to fill the strangers' quarter, until their unread
 	// pages make them suspects.
 	strangerPageBytes = proto.MaxPageBytes / 8
+	// normalPageBytes is the same for a normal peer: a quarter of
+	// proto.MaxPageBytes, 1 MiB (256 events of 4 KiB). A peer that reads
+	// its pages as late as their deadlines allow then holds at most 4 MiB,
+	// and filling the share of the peers with records takes two dozen of
+	// them, each with a record of its own (made at most 60 a minute).
+	// Valued peers get the whole proto.MaxPageBytes.
+	normalPageBytes = proto.MaxPageBytes / 4
 )
+
+// pageBudget is the byte budget of a page served to a peer of each tier.
+var pageBudget = [limits.NumTiers]int{
+	limits.TierSuspect: strangerPageBytes,
+	limits.TierNew:     strangerPageBytes,
+	limits.TierNormal:  normalPageBytes,
+	limits.TierValued:  proto.MaxPageBytes,
+}
 
 var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}
 
 // syncPage serves st's sync request within its bounds: at most
-// maxPagesPerPeer pages at once, of at most strangerPageBytes to a
-// stranger; done is as serveSync's.
+// maxPagesPerPeer pages at once, of at most its tier's pageBudget; done is
+// as serveSync's.
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	if st.pages.Add(1) > maxPagesPerPeer {
 		st.pages.Add(-1)
@@ -190,8 +205,8 @@ func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message
 
 // serveSync answers a sync request from a peer of tier t with one page of
 // the local log: events after the cursor, at most the request's limit
-// (≤ proto.MaxPageEvents) and proto.MaxPageBytes in all (strangerPageBytes
-// for a stranger).
+// (≤ proto.MaxPageEvents) and t's pageBudget in all (proto.MaxPageBytes
+// for a valued peer).
 //
 // The page's memory is reserved first from the node's page pool: twice
 // the byte budget (the events read, and their encoding), within the share
@@ -205,8 +220,8 @@ func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message
 // once the response is written.
 func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	budget := proto.MaxPageBytes
-	if t.Stranger() {
-		budget = strangerPageBytes
+	if t.Valid() {
+		budget = pageBudget[t]
 	}
 	for !n.pages.Reserve(t, int64(2*budget)) {
 		if budget /= 2; budget < minPageBytes {

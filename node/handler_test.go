@@ -101,7 +101,8 @@ func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
 }
 
 // TestStrangersPagesAreSmaller: a stranger's page is at most
-// strangerPageBytes; a peer that showed value gets the full budget.
+// strangerPageBytes, a normal peer's normalPageBytes; a valued peer gets
+// the full proto.MaxPageBytes.
 func TestStrangersPagesAreSmaller(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publishLarge(t, n, 80, 15<<10) // about 1.2 MB
@@ -113,7 +114,8 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 	}{
 		{limits.TierNew, strangerPageBytes, false},
 		{limits.TierSuspect, strangerPageBytes, false},
-		{limits.TierNormal, proto.MaxPageBytes, true},
+		{limits.TierNormal, normalPageBytes, false},
+		{limits.TierValued, proto.MaxPageBytes, true},
 	} {
 		resp, done := n.serveSync(tc.tier, req)
 		page := resp.(*proto.SyncResponse)

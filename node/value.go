@@ -32,8 +32,8 @@ const (
 	// bucket). Events, blobs and solutions are cheap to make for a flood
 	// of fresh ids; the budget bounds how fast such a flood writes
 	// records and how much of the cache it can take before eviction
-	// catches up (ADR 0030). A peer put off keeps its tier for this run
-	// and is tried again every foldInterval.
+	// catches up (ADR 0030). A peer put off stays a stranger until its
+	// record is made, and is tried again every foldInterval.
 	newRecordsPerMin = 60
 )
 

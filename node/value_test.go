@@ -19,7 +19,7 @@ import (
 )
 
 // TestRecordBudget: peers that show value at once get records up to the
-// budget's burst; the next is put off, keeps its tier for the run, and is
+// budget's burst; the next is put off, stays a stranger meanwhile, and is
 // given its record (with the value it showed first) when the budget has
 // refilled, by foldAll. A flood of ids with cheap value writes records no
 // faster than newRecordsPerMin.
@@ -40,6 +40,10 @@ func TestRecordBudget(t *testing.T) {
 	late := states[burst]
 	if late.persisted.Load() || n.peers.Has(late.id) {
 		t.Fatal("the peer past the burst got a record")
+	}
+	late.hist.events.Store(1) // it gave an event: still a stranger without its record
+	if late.retier(); late.Tier() != limits.TierNew || !states[0].Tier().Valid() || states[0].Tier() != limits.TierNormal {
+		t.Fatalf("tiers: %v without a record, %v with one; want new and normal", late.Tier(), states[0].Tier())
 	}
 	if got := testutil.ToFloat64(n.m.deferred); got != 5 {
 		t.Fatalf("wats_peer_records_deferred_total = %v, want 5", got)
