@@ -210,20 +210,13 @@ func atRate(ctx context.Context, rate, inFlight int, f func()) {
 }
 
 func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *stats) {
-	id, err := NewIdentity()
-	if err != nil {
-		return
-	}
-	st.ids.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	c, err := id.Dial(dctx, t, nil)
-	if err != nil {
-		st.failed.Add(1)
+	c, _ := freshConn(dctx, t, st)
+	if c == nil {
 		return
 	}
 	defer c.Close()
-	st.conns.Add(1)
 	if hello {
 		st.requests.Add(1)
 		if resp, err := c.Request(dctx, c.Hello(true), nil); err == nil && resp.Hello != nil {
@@ -233,13 +226,38 @@ func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *st
 	pause(ctx, hold)
 }
 
+// freshConn makes a fresh id and connects it to t, counting both; nil
+// (counted as failed) when the dial fails.
+func freshConn(ctx context.Context, t Target, st *stats) (*Conn, *Identity) {
+	id, err := NewIdentity()
+	if err != nil {
+		return nil, nil
+	}
+	st.ids.Add(1)
+	c, err := id.Dial(ctx, t, nil)
+	if err != nil {
+		st.failed.Add(1)
+		return nil, nil
+	}
+	st.conns.Add(1)
+	return c, id
+}
+
 // hoard is o.IDs ids, each holding up to o.PerID streams that never name a
 // protocol (prefix false) or /wats/1 streams stalled after one byte of a
 // length prefix (prefix true); a reset stream is opened again, a closed
 // connection dialled again.
 func hoard(ctx context.Context, t Target, o Options, prefix bool, st *stats) {
+	holders(ctx, t, o.IDs, o.PerID, 100*time.Millisecond, st, func(c *Conn) { holdStream(ctx, c, prefix, st) })
+}
+
+// holders is ids fresh ids, each connected (dialled again when the node
+// closes its connection, after retry when a dial fails) and running hold
+// perID times at once on its connection, until ctx ends.
+func holders(ctx context.Context, t Target, ids, perID int, retry time.Duration, st *stats, hold func(*Conn)) {
 	var wg sync.WaitGroup
-	for range o.IDs {
+	defer wg.Wait()
+	for range ids {
 		wg.Go(func() {
 			id, err := NewIdentity()
 			if err != nil {
@@ -250,20 +268,19 @@ func hoard(ctx context.Context, t Target, o Options, prefix bool, st *stats) {
 				c, err := id.Dial(ctx, t, nil)
 				if err != nil {
 					st.failed.Add(1)
-					pause(ctx, 100*time.Millisecond)
+					pause(ctx, retry)
 					continue
 				}
 				st.conns.Add(1)
 				var swg sync.WaitGroup
-				for range o.PerID {
-					swg.Go(func() { holdStream(ctx, c, prefix, st) })
+				for range perID {
+					swg.Go(func() { hold(c) })
 				}
 				swg.Wait()
 				c.Close()
 			}
 		})
 	}
-	wg.Wait()
 }
 
 // holdStream keeps one stream of c held until ctx ends or c closes,

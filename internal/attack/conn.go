@@ -246,9 +246,14 @@ func notifying(h *proto.Hello, events []jsontext.Value, synced chan struct{}) *m
 
 // Events signs k events of id's, to give a node that syncs from it.
 func (id *Identity) Events(k int) ([]jsontext.Value, error) {
-	var out []jsontext.Value
+	return id.notes(k, func(i int) string { return fmt.Sprintf(`{"honest":%d}`, i) })
+}
+
+// notes signs k note events of id's, the i-th with the body body(i).
+func (id *Identity) notes(k int, body func(i int) string) ([]jsontext.Value, error) {
+	out := make([]jsontext.Value, 0, k)
 	for i := range k {
-		ev, err := eventlog.New(id.key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"honest":%d}`, i)), nil)
+		ev, err := eventlog.New(id.key, time.Now(), "note", jsontext.Value(body(i)), nil)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -57,19 +56,7 @@ func extraAttack(ctx context.Context, name string, t Target, o Options, st *stat
 // largeEvents signs k events of id's with a body of 16 KiB, the largest.
 func (id *Identity) largeEvents(k int) ([]jsontext.Value, error) {
 	pad := strings.Repeat("y", eventlog.MaxBodyBytes-64)
-	out := make([]jsontext.Value, 0, k)
-	for i := range k {
-		ev, err := eventlog.New(id.key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad)), nil)
-		if err != nil {
-			return nil, err
-		}
-		raw, err := ev.Marshal()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, raw)
-	}
-	return out, nil
+	return id.notes(k, func(i int) string { return fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad) })
 }
 
 // give connects a fresh id that serves events by sync, says hello naming
@@ -131,32 +118,7 @@ func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
 	if head > uint64(len(events)) {
 		after = head - uint64(len(events)) // the large events are the last
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for range o.IDs {
-		wg.Go(func() {
-			id, err := NewIdentity()
-			if err != nil {
-				return
-			}
-			st.ids.Add(1)
-			for ctx.Err() == nil {
-				c, err := id.Dial(ctx, t, nil)
-				if err != nil {
-					st.failed.Add(1)
-					pause(ctx, 200*time.Millisecond)
-					continue
-				}
-				st.conns.Add(1)
-				var swg sync.WaitGroup
-				for range pagesPerID {
-					swg.Go(func() { holdPages(ctx, c, after, st) })
-				}
-				swg.Wait()
-				c.Close()
-			}
-		})
-	}
+	holders(ctx, t, o.IDs, pagesPerID, 200*time.Millisecond, st, func(c *Conn) { holdPages(ctx, c, after, st) })
 }
 
 // holdPages asks for sync pages after the cursor on c and never reads
@@ -189,20 +151,13 @@ func holdPages(ctx context.Context, c *Conn, after uint64, st *stats) {
 
 // crashReporter is one id of CrashFlood.
 func crashReporter(ctx context.Context, t Target, st *stats) {
-	id, err := NewIdentity()
-	if err != nil {
-		return
-	}
-	st.ids.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	c, err := id.Dial(dctx, t, nil)
-	if err != nil {
-		st.failed.Add(1)
+	c, id := freshConn(dctx, t, st)
+	if c == nil {
 		return
 	}
 	defer c.Close()
-	st.conns.Add(1)
 	stack := strings.Repeat("s", 8<<10)
 	for i := range 2 {
 		crash := eventlog.Crash{Program: "flood", Version: "1", OS: "linux", Arch: "amd64",
