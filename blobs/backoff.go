@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Provider backoff (ADR 0014 "Backoff"; design §9).
+// Provider backoff (ADR 0014 "Backoff"; docs/design.md §9).
 const (
 	// BackoffBase is how long a provider is skipped after its first failed
 	// or timed-out fetch. ADR 0014: 30 s.

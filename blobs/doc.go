@@ -1,4 +1,4 @@
-// Package blobs is the node's blobs (design §9; ADR 0014 "Blob fetches";
+// Package blobs is the node's blobs (docs/design.md §9; ADR 0014 "Blob fetches";
 // ADRs 0027 and 0029): the rules of the blob fetcher as deterministic code
 // with no networking and no clock (the per-provider backoff, the plan of
 // one fetch, the declared-size checks made before any request); the blob
@@ -8,7 +8,7 @@
 // peers, and a bitswap client held to one provider, a byte budget and a
 // message cap); and the Fetcher, which drives a Plan over the Exchange.
 //
-// It imports no other wats package (design §2), only libp2p, boxo,
+// It imports no other wats package (docs/design.md §2), only libp2p, boxo,
 // go-ds-pebble and pebble.
 //
 // # Rules
@@ -21,7 +21,7 @@
 //     requested.
 //   - Plan (ADR 0014): at most MaxAttempts (4) providers, one after the
 //     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all;
-//     the requester of a replicate request first (design §9), then the
+//     the requester of a replicate request first (docs/design.md §9), then the
 //     hints newest first, at most MaxHints (16); providers under backoff
 //     are skipped.
 //   - Backoff (ADR 0014): a provider whose fetch fails or times out is
@@ -51,7 +51,7 @@
 // # Store
 //
 // OpenStore(db, StoreOptions{}) opens the store on the node's one pebble
-// DB (design §9, §10), every key under KeyPrefix ("/blobs/"), disjoint
+// DB (docs/design.md §9, §10), every key under KeyPrefix ("/blobs/"), disjoint
 // from the event log's "ev/" and the peer cache's "p/". Blobs are UnixFS
 // v1 files, CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout;
 // a blob of one chunk is a single raw block ("bafkr4…"). A blob is

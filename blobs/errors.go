@@ -31,7 +31,7 @@ var (
 	// "Collections"), so it cost no more than its root, and it is not
 	// used.
 	ErrCollection = errors.New("blobs: a collection, children not followed")
-	// ErrBadBlob: the DAG is not a blob of design §9's format within the
+	// ErrBadBlob: the DAG is not a blob of docs/design.md §9's format within the
 	// fetch bounds (a leaf larger than ChunkSize or than its parent
 	// claims, sizes that do not add up, too deep, more bytes than the
 	// declared size plus one chunk).

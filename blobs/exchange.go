@@ -25,7 +25,7 @@ import (
 	"github.com/libp2p/go-msgio"
 )
 
-// Exchange is the node's bitswap endpoint (design §9, ADR 0029), on
+// Exchange is the node's bitswap endpoint (docs/design.md §9, ADR 0029), on
 // bitswap's standard protocol ids (/ipfs/bitswap/1.2.0 and older), so that
 // other IPFS implementations can fetch from and serve a wats node.
 //

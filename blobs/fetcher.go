@@ -73,7 +73,7 @@ type Request struct {
 	CID  cid.Cid
 	Size uint64
 	// First is tried before the providers: the requester of a replicate
-	// request (design §9); "" for none.
+	// request (docs/design.md §9); "" for none.
 	First peer.ID
 	// FirstDespiteBackoff tries First even if it is under backoff: a
 	// provider an operator named explicitly.

@@ -21,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// These tests pit a fetcher against providers that lie (issue 6): each
+// These tests pit a fetcher against providers that lie (ADR 0029): each
 // fake provider is a real libp2p host on 127.0.0.1 speaking bitswap, whose
 // answers a test chooses.
 

@@ -12,7 +12,7 @@ import (
 const separateValuesFrom = 64 << 10
 
 // TunePebble sets the options of the node's pebble database that the blob
-// store needs (design §10, ADR 0029): value separation, so that the 1 MiB
+// store needs (docs/design.md §10, ADR 0029): value separation, so that the 1 MiB
 // leaves of blobs are written once to blob files at flush and not
 // rewritten by every compaction of the keys around them. It raises the
 // format major version to pebble.FormatValueSeparation, which an existing

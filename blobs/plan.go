@@ -9,7 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; design §9).
+// Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; docs/design.md §9).
 const (
 	// MaxAttempts is how many providers one fetch tries at most, one after
 	// the other. ADR 0014: 4, so a peer cannot keep a node busy by naming
@@ -30,7 +30,7 @@ const (
 
 // Plan is the order and the time budget of one blob fetch (ADR 0014):
 // the requester first when the fetch comes from a replicate request
-// (design §9), then the hints, newest first; providers under backoff are
+// (docs/design.md §9), then the hints, newest first; providers under backoff are
 // skipped; at most MaxAttempts are tried, one after the other, each until
 // min(its start+AttemptTimeout, plan start+FetchTimeout).
 //

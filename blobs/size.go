@@ -2,10 +2,10 @@ package blobs
 
 import "fmt"
 
-// Declared size bounds (ADR 0014 "Declared size"; design §9; ADR 0027 keys
+// Declared size bounds (ADR 0014 "Declared size"; docs/design.md §9; ADR 0027 keys
 // blobs.max_blob_bytes and blobs.quota_bytes).
 const (
-	// ChunkSize is the UnixFS chunk size of a blob, in bytes (design §9:
+	// ChunkSize is the UnixFS chunk size of a blob, in bytes (docs/design.md §9:
 	// 1 MiB chunks). A fetcher requests only the ChunksFor(size, ChunkSize)
 	// leaves covering the declared size.
 	ChunkSize = 1 << 20
@@ -30,7 +30,7 @@ const (
 // on. It never overflows (no size+chunkSize-1 is computed). A chunkSize of
 // 0 means ChunkSize. The count is of the data leaves; a fetcher fetches
 // the root block in any case (for a blob of one chunk the root is that
-// chunk, design §9).
+// chunk, docs/design.md §9).
 func ChunksFor(size, chunkSize uint64) uint64 {
 	if chunkSize == 0 {
 		chunkSize = ChunkSize

@@ -71,7 +71,7 @@ func TestCheckBeforeFetch(t *testing.T) {
 	}
 }
 
-// TestDefaults pins the figures of issue 6 and design §9.
+// TestDefaults pins the figures of ADR 0029 and docs/design.md §9.
 func TestDefaults(t *testing.T) {
 	if ChunkSize != 1048576 || DefaultMaxBlobBytes != 67108864 || DefaultQuotaBytes != 4294967296 || MaxDeclaredSize != 9007199254740992 {
 		t.Fatalf("ChunkSize %d DefaultMaxBlobBytes %d DefaultQuotaBytes %d MaxDeclaredSize %d",

@@ -32,7 +32,7 @@ import (
 )
 
 // KeyPrefix is the prefix of every key the store writes to the node's
-// pebble database (design §10: disjoint key prefixes in the one DB; the
+// pebble database (docs/design.md §10: disjoint key prefixes in the one DB; the
 // event log uses "ev/", the peer cache "p/"). Under it: "/blobs/blocks/…"
 // (boxo blockstore), "/blobs/pins/…" and "/blobs/dirty…" (boxo dspinner),
 // "/blobs/meta/<cid>" (this file: the size of each pinned blob).
@@ -47,7 +47,7 @@ const metaPrefix = "/meta"
 // (exported, shown) only when complete.
 var ErrIncomplete = errors.New("blobs: blob not complete")
 
-// CIDBuilder makes the CIDs of blobs (design §9): CIDv1, BLAKE3
+// CIDBuilder makes the CIDs of blobs (docs/design.md §9): CIDv1, BLAKE3
 // multihash (code 0x1e) of 32 bytes. The importer turns it into codec raw
 // for the leaves and dag-pb for the inner UnixFS nodes.
 var CIDBuilder cid.Builder = cid.V1Builder{Codec: cid.DagProtobuf, MhType: mh.BLAKE3, MhLength: -1}
@@ -80,7 +80,7 @@ type BlobInfo struct {
 	Size uint64
 }
 
-// Store holds blobs in the node's pebble database (design §9, §10): a
+// Store holds blobs in the node's pebble database (docs/design.md §9, §10): a
 // boxo blockstore on go-ds-pebble sharing the DB, under KeyPrefix, and
 // boxo's dspinner over an offline DAG service, so the store itself never
 // fetches anything from the network. A blob is complete when it is
@@ -136,7 +136,7 @@ func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
 	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
 	s.bstore = blockstore.NewBlockstore(s.dstore)
 	// Offline: a missing block is an error, never a network request
-	// (design §9: an online DAG service would fetch whole graphs).
+	// (docs/design.md §9: an online DAG service would fetch whole graphs).
 	s.dag = merkledag.NewDAGService(blockservice.New(s.bstore, offline.Exchange(s.bstore)))
 	ctx := context.Background()
 	p, err := dspinner.New(ctx, s.dstore, pinDAG{s.dag})
@@ -328,7 +328,7 @@ func (s *Store) List() []BlobInfo {
 	return out
 }
 
-// Import stores the bytes of r as a blob (design §9: UnixFS v1 file,
+// Import stores the bytes of r as a blob (docs/design.md §9: UnixFS v1 file,
 // CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout; a blob of
 // one chunk is a single raw block) and pins it. It returns the root CID
 // and the size, the number of bytes read.

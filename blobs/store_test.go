@@ -14,7 +14,7 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// openDB opens a pebble DB in dir, tuned as design §10 asks for 1 MiB
+// openDB opens a pebble DB in dir, tuned as docs/design.md §10 asks for 1 MiB
 // values (a larger memtable).
 func openDB(t testing.TB, dir string) *pebble.DB {
 	t.Helper()

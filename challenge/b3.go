@@ -17,7 +17,7 @@ const Alg = "b3"
 const Context = "wats challenge v1"
 
 // IDLen is the length of an endpoint id in the puzzle input: the raw
-// 32-byte Ed25519 public key of the peer (design §3).
+// 32-byte Ed25519 public key of the peer (docs/design.md §3).
 const IDLen = 32
 
 // MaxNonceDigits bounds the decimal nonce of a solution. ADR 0014,

@@ -1,10 +1,10 @@
 // Package challenge is the b3 proof-of-work challenge of ADR 0014 ("Load
-// challenge" addendum; design §7): under load or over its rate limit, a
+// challenge" addendum; docs/design.md §7): under load or over its rate limit, a
 // peer that advertised the "challenge" feature gets a BLAKE3 hashcash
 // puzzle instead of a refusal, and a node under pressure raises the price
 // until the pressure stops.
 //
-// It imports no other wats package (design §2): the wire encoding of the
+// It imports no other wats package (docs/design.md §2): the wire encoding of the
 // challenge response and of the "solution" field is proto's, the decision
 // to challenge (feature, limit, overload, reputation) is Node.admit's.
 // Ids are raw 32-byte Ed25519 public keys.
@@ -40,7 +40,7 @@
 // overload; otherwise one sentinel (ErrUnknownAlg, ErrBadSeed, ErrBadMAC,
 // ErrExpired, ErrBadNonce, ErrInsufficientWork, ErrReplayed or
 // ErrForgotten, ErrCeiling) that the node counts by kind and then ignores
-// the solution, as design §7 says. It takes about 0.6 µs and does not
+// the solution, as docs/design.md §7 says. It takes about 0.6 µs and does not
 // allocate. A valid solution is recorded as used (until its seed expires,
 // at most MaxUsedSeeds, with a watermark past that) and takes one of the
 // SolvedPerMin solved requests of the sliding minute, for all peers

@@ -7,7 +7,7 @@ import (
 
 // Why a solution was not accepted, one sentinel per kind so that the node
 // can count failures by kind (ADR 0025, "Observability"). Verify returns
-// exactly one of these (compare with errors.Is). ADR 0014 / design §7: an
+// exactly one of these (compare with errors.Is). ADR 0014 / docs/design.md §7: an
 // invalid solution is ignored, as if the request carried none.
 var (
 	// ErrUnknownAlg: the solution's alg is not Alg.

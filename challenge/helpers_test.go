@@ -10,7 +10,7 @@ import (
 	"lukechampine.com/blake3"
 )
 
-// vectors is testdata/b3.json, copied from /work/shared/vectors: produced
+// vectors is testdata/b3.json, produced
 // by an independent implementation (@noble/hashes BLAKE3).
 type vectors struct {
 	Context      string `json:"context"`

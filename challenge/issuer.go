@@ -186,7 +186,7 @@ func (is *Issuer) UsedSeeds(now time.Time) int {
 }
 
 // Verify checks a solution sent by requester to this node at now (wall
-// clock) and mono (monotonic reading), in the order of design §7: alg
+// clock) and mono (monotonic reading), in the order of docs/design.md §7: alg
 // (ErrUnknownAlg), seed shape (ErrBadSeed), MAC for this requester
 // (ErrBadMAC), expiry (ErrExpired), nonce shape (ErrBadNonce), work
 // against the seed's effort byte (ErrInsufficientWork), replay

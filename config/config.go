@@ -14,7 +14,7 @@ const (
 	// bytes keep both short.
 	MaxNetworkLen = 64
 
-	// MaxListenAddrs is the most entries of p2p.listen. Design §4: hello
+	// MaxListenAddrs is the most entries of p2p.listen. docs/design.md §4: hello
 	// carries at most 16 listen multiaddrs, so a node never listens on more
 	// addresses than it can advertise.
 	MaxListenAddrs = 16
@@ -43,7 +43,7 @@ const (
 
 	// MinMemoryMiB and MaxMemoryMiB bound p2p.max_memory_mib, the resource
 	// manager's memory limit in MiB: below 64 MiB a single 8 MiB sync
-	// response (design §4) leaves little room for anything else; 64 GiB is
+	// response (docs/design.md §4) leaves little room for anything else; 64 GiB is
 	// more than any node of this design needs.
 	MinMemoryMiB = 64
 	MaxMemoryMiB = 65_536
@@ -61,7 +61,7 @@ const (
 	MaxSyncInterval = 24 * time.Hour
 
 	// MaxBlobSize bounds blobs.max_blob_bytes and blobs.quota_bytes: 2^53
-	// bytes, the largest size the wire carries exactly (design §4).
+	// bytes, the largest size the wire carries exactly (docs/design.md §4).
 	MaxBlobSize = 1 << 53
 
 	// MaxPeerCache is the largest peercache.max_peers: a record is a few
@@ -82,7 +82,7 @@ const (
 	MaxKeys = 1000
 )
 
-// Config is the node's configuration, <repo>/config.toml (design §11).
+// Config is the node's configuration, <repo>/config.toml (docs/design.md §11).
 //
 // The zero value is not a valid configuration; start from Default, or from
 // Parse/Load, which start from Default so that keys omitted from the file
@@ -90,7 +90,7 @@ const (
 // default; Validate enforces the ranges.
 type Config struct {
 	// Network names the network (key `network`, default "wats-dev"):
-	// 1..MaxNetworkLen bytes of [a-z0-9._-]. Design §3: hello carries it
+	// 1..MaxNetworkLen bytes of [a-z0-9._-]. docs/design.md §3: hello carries it
 	// and peers of another network are dropped; the gossip topic is
 	// /wats/events/1/<network>.
 	Network string `toml:"network"`
@@ -107,7 +107,7 @@ type Config struct {
 }
 
 // P2PConfig is the table [p2p]: the libp2p host, its addresses and the hard
-// bounds of libp2p's connection manager and resource manager. Design §3:
+// bounds of libp2p's connection manager and resource manager. docs/design.md §3:
 // the per-peer rate limits of ADR 0014 (the table [limits]) supplement
 // these bounds; they do not replace them.
 type P2PConfig struct {
@@ -159,7 +159,7 @@ type P2PConfig struct {
 }
 
 // SyncConfig is the table [sync]: how the node keeps up with the event logs
-// of its peers (design §4 `sync`, §6 gossip).
+// of its peers (docs/design.md §4 `sync`, §6 gossip).
 type SyncConfig struct {
 	// Interval (key `sync.interval`) is how often the node syncs from each
 	// connected peer. Default 30s; MinSyncInterval..MaxSyncInterval.
@@ -171,7 +171,7 @@ type SyncConfig struct {
 }
 
 // PeerCacheConfig is the table [peercache]: the persisted records of the
-// peers the node has met (design §8).
+// peers the node has met (docs/design.md §8).
 type PeerCacheConfig struct {
 	// MaxPeers (key `peercache.max_peers`) is the most peer records kept;
 	// past it the least valuable are evicted (ADR 0030). 1..MaxPeerCache.
@@ -179,7 +179,7 @@ type PeerCacheConfig struct {
 	MaxPeers int `toml:"max_peers"`
 }
 
-// BlobsConfig is the table [blobs]: the node's blob store (design §9).
+// BlobsConfig is the table [blobs]: the node's blob store (docs/design.md §9).
 type BlobsConfig struct {
 	// MaxBlobBytes (key `blobs.max_blob_bytes`) is the largest blob the node
 	// stores, in bytes: 1..MaxBlobSize. Default 64 MiB.
@@ -204,7 +204,7 @@ const (
 	ServeAll   = "all"
 )
 
-// APIConfig is the table [api]: the daemon's local interfaces (design §12).
+// APIConfig is the table [api]: the daemon's local interfaces (docs/design.md §12).
 // The control API itself is always on the repo's Unix socket and has no key.
 type APIConfig struct {
 	// MetricsAddr (key `api.metrics_addr`) is a loopback host:port on which

@@ -1,5 +1,5 @@
 // Package config is the node's configuration: the file <repo>/config.toml
-// (design §11), its defaults, its strict decoding and its validation.
+// (docs/design.md §11), its defaults, its strict decoding and its validation.
 //
 // # Use
 //
@@ -18,7 +18,7 @@
 //   - Strict decoding: an unknown key or table is an error (ErrUnknownKey)
 //     that names its full dotted key ("p2p.listn"), the file and the line,
 //     and suggests the nearest known key. Names are matched exactly, case
-//     included (design §4, §11): `Network` and `[Log]` are unknown, with
+//     included (docs/design.md §4, §11): `Network` and `[Log]` are unknown, with
 //     "did you mean" the right name.
 //   - A key left out of the file keeps its default (Parse decodes over
 //     Default()); an array in the file replaces the default, it is not

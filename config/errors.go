@@ -13,7 +13,7 @@ var (
 	// ErrSyntax: the file is not valid TOML (or defines a key twice).
 	ErrSyntax = errors.New("config: syntax error")
 	// ErrUnknownKey: a key or table the Config has no field for (strict
-	// decoding, design §11).
+	// decoding, docs/design.md §11).
 	ErrUnknownKey = errors.New("config: unknown key")
 	// ErrType: a value of the wrong TOML type, e.g. conns_low = "32"; also
 	// a value where a table belongs (p2p = 1) or a table where a value

@@ -36,7 +36,7 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes data, a config.toml named name (for messages), over
-// Default() and validates the result. Decoding is strict (design §4, §11):
+// Default() and validates the result. Decoding is strict (docs/design.md §4, §11):
 // every table and key must be one of Config's, its name matched exactly,
 // case included (`Network` and `[Log]` are unknown). Keys the file omits
 // keep their defaults.

@@ -241,7 +241,7 @@ gossip = false
 	}
 }
 
-// TestParseRefusesOtherCase: design §4 and §11 match names exactly, case
+// TestParseRefusesOtherCase: docs/design.md §4 and §11 match names exactly, case
 // included; go-toml's decoder alone would take `Network` for `network`.
 func TestParseRefusesOtherCase(t *testing.T) {
 	for _, tc := range []struct {

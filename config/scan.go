@@ -9,7 +9,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// This file walks a config.toml with go-toml's parser and matches every table and key against the schema, exactly (design §4
+// This file walks a config.toml with go-toml's parser and matches every table and key against the schema, exactly (docs/design.md §4
 // and §11: names are matched exactly, case included, so `Network` is an
 // unknown key, not `network`). It finds, in one pass:
 //   - the unknown keys and tables, and values written where a table belongs

@@ -10,7 +10,7 @@ import (
 )
 
 // VerifyBatch decodes and verifies raws concurrently, on GOMAXPROCS workers
-// (sync catch-up verifies whole pages; design §5). ok holds the events that
+// (sync catch-up verifies whole pages; docs/design.md §5). ok holds the events that
 // passed, in input order; rejected holds one *BatchError per event that did
 // not, in input order, giving its index in raws and the reason (a
 // *ValidationError, so errors.Is(err, ErrBadSignature) and the like work).

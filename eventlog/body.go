@@ -87,7 +87,7 @@ func checkNumbers(body []byte) error {
 	}
 }
 
-// Crash is the body of an event of kind "crash" (design §5): all seven
+// Crash is the body of an event of kind "crash" (docs/design.md §5): all seven
 // members are required strings; Stack is at most MaxStackBytes bytes. Other
 // members are allowed and ignored, so that the body can grow. The design
 // leaves the fingerprint's format open; it is not checked.

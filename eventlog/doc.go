@@ -1,5 +1,5 @@
 // Package eventlog is the event model of wats and its local, append-only log
-// (design §5): creating, encoding, decoding and verifying signed events, and
+// (docs/design.md §5): creating, encoding, decoding and verifying signed events, and
 // storing them in the node's pebble database at consecutive local positions
 // that `sync` pages through.
 //
@@ -46,7 +46,7 @@
 // key. Page returns the events after a position, bounded by count and bytes;
 // paging by position never skips or repeats an event, whatever their
 // timestamps. On the wire a position is a cursor, a decimal string
-// (proto.ParseCursor, design §4). Changed wakes readers that wait for new
+// (proto.ParseCursor, docs/design.md §4). Changed wakes readers that wait for new
 // events.
 //
 //	db, _ := pebble.Open(dir, opts)          // owned by the node

@@ -17,12 +17,12 @@ var (
 	// MaxBodyBytes, MaxBlobs, MaxKindLen, MaxStackBytes, ...).
 	ErrTooLarge = errors.New("eventlog: event too large")
 	// ErrFuture: the event's time is more than MaxFutureSkew after now
-	// (design §5).
+	// (docs/design.md §5).
 	ErrFuture = errors.New("eventlog: event time in the future")
-	// ErrBadID: the id is not the BLAKE3-256 of the signing bytes (design §5).
+	// ErrBadID: the id is not the BLAKE3-256 of the signing bytes (docs/design.md §5).
 	ErrBadID = errors.New("eventlog: event id does not match")
 	// ErrBadSignature: sig is not a valid Ed25519 signature of the signing
-	// bytes by the author's key (design §5).
+	// bytes by the author's key (docs/design.md §5).
 	ErrBadSignature = errors.New("eventlog: bad event signature")
 	// ErrNotFound: Log.Get or Log.Find found no event with that id.
 	ErrNotFound = errors.New("eventlog: not found")

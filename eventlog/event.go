@@ -20,19 +20,19 @@ import (
 // of them by Verify; New refuses to sign an event that breaks one.
 const (
 	// MaxBodyBytes caps the body, measured on its canonical (RFC 8785) form,
-	// the form that is signed and stored. Design §5: body ≤ 16 KiB.
+	// the form that is signed and stored. docs/design.md §5: body ≤ 16 KiB.
 	MaxBodyBytes = 16 << 10
-	// MaxBlobs caps the blob references of one event. Design §5: ≤ 16 blobs.
+	// MaxBlobs caps the blob references of one event. docs/design.md §5: ≤ 16 blobs.
 	MaxBlobs = 16
 	// MaxKindLen caps the kind; a kind is 1..MaxKindLen characters of
-	// [a-z0-9._-]. Design §5.
+	// [a-z0-9._-]. docs/design.md §5.
 	MaxKindLen = 32
 	// MaxFutureSkew is how far past the verifier's clock an event's time may
-	// be. Design §5: "time is no more than 10 minutes in the future". Exactly
+	// be. docs/design.md §5: "time is no more than 10 minutes in the future". Exactly
 	// now+MaxFutureSkew is accepted.
 	MaxFutureSkew = 10 * time.Minute
 	// MaxStackBytes caps the "stack" string of a crash body (UTF-8 bytes of
-	// the decoded string). Design §5: stack ≤ 8 KiB.
+	// the decoded string). docs/design.md §5: stack ≤ 8 KiB.
 	MaxStackBytes = 8 << 10
 	// MaxBlobNameBytes caps a blob's name (UTF-8 bytes). Names become file
 	// names when a blob is exported, and 255 bytes is the common file-name
@@ -41,7 +41,7 @@ const (
 	MaxBlobNameBytes = 255
 	// MaxCIDLen caps a blob CID string before it is parsed. A CIDv1 in
 	// base32 with a 64-byte digest is 113 characters; blobs use 32-byte
-	// BLAKE3 digests (59 characters, design §9). Our choice.
+	// BLAKE3 digests (59 characters, docs/design.md §9). Our choice.
 	MaxCIDLen = 128
 	// MaxEventBytes caps a whole encoded event as received (Decode) and as
 	// stored (Log.Append). The largest valid event in canonical form is a
@@ -50,10 +50,10 @@ const (
 	// size, member names) plus ~400 bytes of id, author, time, kind and sig:
 	// about 27.5 KiB. 32 KiB leaves headroom for whitespace in what a peer
 	// sends, and keeps 256 events of a sync page (8 MiB) within the
-	// response cap of design §4 and an event within the 64 KiB gossip
-	// envelope of design §6. Our choice.
+	// response cap of docs/design.md §4 and an event within the 64 KiB gossip
+	// envelope of docs/design.md §6. Our choice.
 	MaxEventBytes = 32 << 10
-	// MaxBlobSize is the largest declared blob size. Design §4: sizes beyond
+	// MaxBlobSize is the largest declared blob size. docs/design.md §4: sizes beyond
 	// 2^53 are invalid (JSON numbers are exact only up to 2^53).
 	MaxBlobSize = 1 << 53
 	// MaxTime is the largest event time (unix milliseconds); times are
@@ -63,10 +63,10 @@ const (
 	MaxTime = 1 << 53
 )
 
-// KindCrash is the kind of a crash report; its body is a Crash (design §5).
+// KindCrash is the kind of a crash report; its body is a Crash (docs/design.md §5).
 const KindCrash = "crash"
 
-// SigningPrefix precedes the canonical JSON in the signing bytes (design §5).
+// SigningPrefix precedes the canonical JSON in the signing bytes (docs/design.md §5).
 const SigningPrefix = "wats-event-v1:"
 
 const (
@@ -79,7 +79,7 @@ const (
 // the last character must be zero, so a signature has one encoding only.
 var sigEncoding = base64.RawURLEncoding.Strict()
 
-// BlobRef names a content-addressed blob carried by an event (design §5, §9).
+// BlobRef names a content-addressed blob carried by an event (docs/design.md §5, §9).
 type BlobRef struct {
 	// CID is a CIDv1 in its canonical string form (base32, lowercase,
 	// multibase prefix 'b'), at most MaxCIDLen characters.
@@ -91,7 +91,7 @@ type BlobRef struct {
 	Name string `json:"name"`
 }
 
-// Event is a signed entry of the log (design §5). Its JSON form is
+// Event is a signed entry of the log (docs/design.md §5). Its JSON form is
 // {"id","author","time","kind","body","blobs","sig"}; blobs is always an
 // array ([] when empty). Use New to create one, Decode to parse one from a
 // peer, and Verify before trusting it.
@@ -117,7 +117,7 @@ type Event struct {
 
 // New creates and signs an event by key at time now (truncated to the
 // millisecond). The body is canonicalized (RFC 8785) and copied; blobs are
-// copied. key must be an Ed25519 key (design §3). It returns a
+// copied. key must be an Ed25519 key (docs/design.md §3). It returns a
 // *ValidationError when a cap or syntax rule of Verify would be broken, so
 // that New never signs an event peers would refuse (except for the 10-minute
 // rule, which depends on the verifier's clock).
@@ -158,7 +158,7 @@ func New(key crypto.PrivKey, now time.Time, kind string, body jsontext.Value, bl
 }
 
 // SigningBytes returns SigningPrefix followed by the RFC 8785 canonical JSON
-// of the event without id and sig (design §5). It is built directly in
+// of the event without id and sig (docs/design.md §5). It is built directly in
 // sorted member order (author, blobs, body, kind, time; in a blob cid, name,
 // size), canonicalizing only the body; the tests cross-check it against a
 // full JCS of the object. It fails with ErrMalformed when the body is not
@@ -405,7 +405,7 @@ func authorKey(author string) (crypto.PubKey, error) {
 	return pub, nil
 }
 
-// checkKind: 1..MaxKindLen of [a-z0-9._-] (design §5).
+// checkKind: 1..MaxKindLen of [a-z0-9._-] (docs/design.md §5).
 func checkKind(kind string) error {
 	if kind == "" {
 		return invalid(ErrMalformed, "kind", "empty")

@@ -14,7 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Keys of this package in the node's pebble database (design §10: disjoint
+// Keys of this package in the node's pebble database (docs/design.md §10: disjoint
 // prefixes). Every key starts with KeyPrefix; other packages must not use
 // keys starting with it.
 //
@@ -60,7 +60,7 @@ func parseID(id string) ([32]byte, bool) {
 
 // Log is the append-only event log on the node's pebble database: each new
 // event gets the next local position (1, 2, …), and readers page through
-// positions (design §5). A Log is safe for concurrent use. Open one Log per
+// positions (docs/design.md §5). A Log is safe for concurrent use. Open one Log per
 // database: Append relies on being the only writer of its keys.
 type Log struct {
 	db *pebble.DB
@@ -185,7 +185,7 @@ func (l *Log) Changed() <-chan struct{} {
 // store and within events), at consecutive positions after Head in the
 // order given, and returns those it added. All of it is one pebble batch,
 // committed with pebble.Sync: when Append returns, the events are durable
-// (design §10). Calls are serialized.
+// (docs/design.md §10). Calls are serialized.
 //
 // REQUIRES: the events were verified (Verify or VerifyBatch); Append only
 // checks that the id is 64 lowercase hex and that the event encodes within
@@ -272,7 +272,7 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 // maxBytes bytes of event JSON in total. next is the position of the last
 // event returned (after when none), and more reports whether events exist
 // past next. Paging by position never skips or repeats an event, however
-// many share a timestamp (design §5).
+// many share a timestamp (docs/design.md §5).
 //
 // limit and maxBytes must be at least 1 (ErrBadArgument). With maxBytes ≥
 // MaxEventBytes a page holds at least one event whenever one exists; with

@@ -14,8 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// vectors mirrors testdata/events.json (a copy of /work/shared/vectors,
-// produced by an independent JavaScript implementation; design §5).
+// vectors mirrors testdata/events.json (vectors
+// produced by an independent JavaScript implementation; docs/design.md §5).
 type vectors struct {
 	Seed      string `json:"ed25519_private_seed_hex"`
 	PeerID    string `json:"author_peer_id"`

@@ -1,5 +1,5 @@
 // Package gossip spreads new events to the network over libp2p gossipsub
-// (design §6).
+// (docs/design.md §6).
 //
 // Every node of a network joins one topic, /wats/events/1/<network>. A
 // message is an envelope, {"event": <signed event>, "providers": [...]},

@@ -210,7 +210,7 @@ func (pl *Policy) MissRate(t Tier) Rate {
 	return pl.rates[t][missIndex]
 }
 
-// Decide is admission (design §7; ADR 0014, "When"; ADR 0030) as a pure
+// Decide is admission (docs/design.md §7; ADR 0014, "When"; ADR 0030) as a pure
 // function of the peer's state st, its facts f, the request r and now (ns
 // from the caller's monotonic base, as for Table.Allow). It changes st
 // only when it serves a request by the buckets, and only by the tokens that

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// BenchmarkTableAllow is the admission check for one peer (issue 3: at
-// most 50 ns/op, 0 allocs/op). "allowed": the clock advances one sync
+// BenchmarkTableAllow is the admission check for one peer (ADR 0024's
+// target: at most 50 ns/op, 0 allocs/op). "allowed": the clock advances one sync
 // interval per request, so each is allowed; "refused": the clock stands
 // still, so after the burst each is refused.
 func BenchmarkTableAllow(b *testing.B) {

@@ -19,7 +19,7 @@ const (
 	// MinBlobFetchesPerPeer and MaxBlobFetchesPerPeer bound
 	// limits.blob_fetches_per_peer (ADR 0014: 4 by default). At least one
 	// slot, or replication from that peer could never fetch anything; at
-	// most 64, the most blobs one replicate request names (design §4), so a
+	// most 64, the most blobs one replicate request names (docs/design.md §4), so a
 	// larger value could never be used by one request.
 	MinBlobFetchesPerPeer = 1
 	MaxBlobFetchesPerPeer = 64
@@ -58,7 +58,7 @@ const (
 	MaxValuedPercent = 1000
 )
 
-// Config is the [limits] table of config.toml (ADR 0014, design §11): the
+// Config is the [limits] table of config.toml (ADR 0014, docs/design.md §11): the
 // per-peer rates of the four request types, the blob fetch slots, and the
 // settings of the load challenge. The config package embeds it; its toml
 // tags are ADR 0014's keys, and its json tags the same names, for

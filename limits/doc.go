@@ -9,7 +9,7 @@
 // a node's own requests within a peer's advertised rate, and the [limits]
 // table of config.toml with its validation.
 //
-// It imports no other wats package (design §2), only libp2p's peer.ID and
+// It imports no other wats package (docs/design.md §2), only libp2p's peer.ID and
 // the Prometheus client.
 //
 // # Use
@@ -24,7 +24,7 @@
 //	start := time.Now()
 //	now := func() int64 { return int64(time.Since(start)) }
 //
-// For each decoded request (Node.admit, design §7), before any expensive
+// For each decoded request (Node.admit, docs/design.md §7), before any expensive
 // work, with the peer's tier (TierOf its History) and the request's class
 // (the cheap existence check):
 //

@@ -39,7 +39,7 @@ func Kinds() [NumKinds]Kind {
 }
 
 // ParseKind returns the Kind whose wire type name is s ("hello", "sync",
-// "replicate", "crash_report"; design §4), and false for any other string,
+// "replicate", "crash_report"; docs/design.md §4), and false for any other string,
 // e.g. a request type without a budget.
 func ParseKind(s string) (Kind, bool) {
 	for k := range Kind(NumKinds) {
@@ -83,7 +83,7 @@ func Refusal(k Kind) string {
 }
 
 // RetryAfterMs converts a retryAfter from Allow into the value of the
-// refusal's "retry_after_ms" field (design §4): whole milliseconds, rounded
+// refusal's "retry_after_ms" field (docs/design.md §4): whole milliseconds, rounded
 // up so that a peer that waits that long finds a token; 0 for d <= 0.
 func RetryAfterMs(d time.Duration) int64 {
 	if d <= 0 {

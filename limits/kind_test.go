@@ -5,7 +5,7 @@ import (
 )
 
 // TestKinds: wire names, keys and refusal reasons, exactly as ADR 0014
-// and design §4 spell them.
+// and docs/design.md §4 spell them.
 func TestKinds(t *testing.T) {
 	want := []struct {
 		k             Kind

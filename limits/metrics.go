@@ -103,7 +103,7 @@ func (t *Table) Snapshot() Snapshot {
 
 // Collector returns a Prometheus collector of the Table's counters, read
 // at each scrape (the hot path only adds to atomics). Metrics, none with a
-// peer label (design §12: labels come from small fixed sets):
+// peer label (docs/design.md §12: labels come from small fixed sets):
 //
 //	wats_requests_accepted_total{type}  counter: requests within their limit
 //	wats_requests_refused_total{type}   counter: requests over their limit (or at the cap)

@@ -34,7 +34,7 @@ func newAdmission(cfg limits.Config) (*admission, error) {
 }
 
 // admit decides, for each decoded request and before any expensive work,
-// whether to serve req from st's peer (design §7, ADR 0014, ADR 0030). It
+// whether to serve req from st's peer (docs/design.md §7, ADR 0014, ADR 0030). It
 // returns nil to serve, or the response to send instead. class is what the
 // cheap existence check found the request to ask for; inFlight is the
 // number of /wats requests being handled, this one included.
@@ -107,8 +107,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 	return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(d.RetryAfter)}
 }
 
-// classify is the cheap existence check of a request (ADR 0030, after seed
-// 002), before admission and before any expensive work: whether it asks for
+// classify is the cheap existence check of a request (ADR 0030), before admission and before any expensive work: whether it asks for
 // what exists here (limits.ClassHit), for what never existed (ClassMiss,
 // the abuse signal), or for what is missing for an honest reason
 // (ClassExpected). Each check is an atomic read or a few Bloom-filtered

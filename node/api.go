@@ -29,14 +29,14 @@ import (
 )
 
 // maxAPIBodyBytes bounds a control API request body: an event body is at
-// most 16 KiB (design §5), so 64 KiB leaves room for its JSON escaping.
+// most 16 KiB (docs/design.md §5), so 64 KiB leaves room for its JSON escaping.
 const maxAPIBodyBytes = 64 << 10
 
 // defaultAPIPageLimit is the number of events GET /v1/events returns when
 // the request does not say; at most proto.MaxPageEvents are returned.
 const defaultAPIPageLimit = 100
 
-// Handler returns the control API (design §12) as an http.Handler. See
+// Handler returns the control API (docs/design.md §12) as an http.Handler. See
 // package node/api for the paths and shapes.
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()

@@ -69,7 +69,7 @@ func frame(payload string) []byte {
 }
 
 // TestBadRequestsGetClearErrors sends malformed requests to a node: each
-// gets the error code design §4 names (or a reset, for a frame that never
+// gets the error code docs/design.md §4 names (or a reset, for a frame that never
 // completes), nothing stored is lost, and the node goes on serving.
 func TestBadRequestsGetClearErrors(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))

@@ -13,7 +13,7 @@ import (
 )
 
 // rawID returns the raw 32-byte Ed25519 public key of p: the "endpoint id"
-// of ADR 0014's puzzle (design §3). ok is false for other key types, which
+// of ADR 0014's puzzle (docs/design.md §3). ok is false for other key types, which
 // the gater refuses anyway.
 func rawID(p peer.ID) (id [challenge.IDLen]byte, ok bool) {
 	pk, err := p.ExtractPublicKey()

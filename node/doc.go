@@ -1,7 +1,7 @@
 // Package node wires a wats node together: the libp2p host, the pebble
 // database, the event log, the peer cache, gossip, the /wats/1 request
 // handlers with their admission point, the sync client, and the control API
-// served on the repo's Unix socket (design §2). It is the only package that
+// served on the repo's Unix socket (docs/design.md §2). It is the only package that
 // knows all the others.
 //
 // Lifecycle: New opens the repo's database and builds the host; Start joins

@@ -485,7 +485,7 @@ func providerInfo(p proto.Provider) (peer.AddrInfo, bool) {
 	return ai, true
 }
 
-// serveReplicate answers a replicate request (design §4, §9; ADR 0014):
+// serveReplicate answers a replicate request (docs/design.md §4, §9; ADR 0014):
 // each blob already complete is stored at no cost; the others are fetched,
 // the requester first, while p has fetch slots free
 // (limits.blob_fetches_per_peer) and its tier's share of the quota
@@ -529,7 +529,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 				resp.Failed = append(resp.Failed, proto.FailedBlob{CID: b.CID,
 					Reason: fmt.Sprintf("size mismatch: %d bytes here, %d declared", have, b.Size)})
 			} else {
-				resp.Stored = append(resp.Stored, b.CID) // at no cost (design §9)
+				resp.Stored = append(resp.Stored, b.CID) // at no cost (docs/design.md §9)
 			}
 			continue
 		}

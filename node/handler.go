@@ -138,7 +138,7 @@ func (n *Node) reply(s network.Stream, m proto.Message) error {
 
 // serveHello answers a peer's hello with this node's own, after checking
 // the network; a peer of another network gets wrong_network and is
-// disconnected (design §3).
+// disconnected (docs/design.md §3).
 func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	if h.Network != n.cfg.Network {
 		n.m.wrongNetwork()

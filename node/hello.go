@@ -196,7 +196,7 @@ func (n *Node) cursorOf(p peer.ID) uint64 {
 }
 
 // saveCursor stores the sync cursor into p's log: in its record (synced when
-// durable, design §10), or, for a peer without one, in its run state.
+// durable, docs/design.md §10), or, for a peer without one, in its run state.
 func (n *Node) saveCursor(p peer.ID, cursor uint64, durable bool) error {
 	if st := n.run.get(p); st != nil && !st.persisted.Load() {
 		st.mu.Lock()

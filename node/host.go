@@ -175,7 +175,7 @@ func sameListenAddr(want, actual ma.Multiaddr) bool {
 	return true
 }
 
-// gater refuses peers whose key is not Ed25519 (design §3) and, for a while,
+// gater refuses peers whose key is not Ed25519 (docs/design.md §3) and, for a while,
 // peers that were found to be on another network.
 type gater struct {
 	mu struct {

@@ -65,7 +65,7 @@ func TestSameListenAddr(t *testing.T) {
 	}
 }
 
-// TestGaterRefusesNonEd25519Peers: design §3, peers with other key types
+// TestGaterRefusesNonEd25519Peers: docs/design.md §3, peers with other key types
 // are refused before any stream.
 func TestGaterRefusesNonEd25519Peers(t *testing.T) {
 	g := newGater(time.Now)

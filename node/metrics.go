@@ -11,7 +11,7 @@ import (
 )
 
 // metrics are the node's Prometheus metrics. None carries a peer ID or an
-// address as a label (design §12); labels are request types, sources and
+// address as a label (docs/design.md §12); labels are request types, sources and
 // error codes, all from small fixed sets.
 type metrics struct {
 	reg *prometheus.Registry

@@ -34,7 +34,7 @@ import (
 // challenge (ADR 0014 addendum).
 var Features = []string{proto.FeatureChallenge}
 
-// memTableBytes is pebble's memtable size (design §10; ADR 0029): 16 MiB
+// memTableBytes is pebble's memtable size (docs/design.md §10; ADR 0029): 16 MiB
 // holds sixteen 1 MiB chunks, which value separation then writes once to a
 // blob file, and keeps a 256 MiB fetch under 256 MiB of RSS; sync catch-up
 // ran as fast as with 64 MiB (docs/performance.md).

@@ -83,7 +83,7 @@ func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source st
 	return nil
 }
 
-// selfProviders names this node as the provider of ev's blobs (design §6),
+// selfProviders names this node as the provider of ev's blobs (docs/design.md §6),
 // with at most proto.MaxProviderAddrs addresses; none if ev has no blobs.
 func (n *Node) selfProviders(ev *eventlog.Event) []proto.Provider {
 	if len(ev.Blobs) == 0 {

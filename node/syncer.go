@@ -148,7 +148,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	if err == nil {
 		err = fetchErr
 	}
-	// Make the cursor durable (design §10) whatever happened.
+	// Make the cursor durable (docs/design.md §10) whatever happened.
 	if derr := n.saveCursor(p, st.Cursor, true); derr != nil && err == nil {
 		err = derr
 	}

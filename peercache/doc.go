@@ -1,5 +1,5 @@
 // Package peercache persists what a node knows about the peers that showed
-// it value (design §8; ADR 0026, 0030): their addresses, when they were
+// it value (docs/design.md §8; ADR 0026, 0030): their addresses, when they were
 // first and last seen, their last completed hello, the sync cursor into
 // each peer's log, and their value history (requests served, refused,
 // challenged, solved, missed; invalid messages, failed solutions, held

@@ -17,7 +17,7 @@ import (
 // pebble database; the rest of the key is the peer ID's raw bytes.
 const keyPrefix = "p/"
 
-// MaxAddrs is the number of addresses kept per peer (design §8: at most 16),
+// MaxAddrs is the number of addresses kept per peer (docs/design.md §8: at most 16),
 // the newest first. Addresses come from the peer's own hello, so the bound
 // keeps one peer from growing its record without limit.
 const MaxAddrs = 16
@@ -56,10 +56,10 @@ type Record struct {
 	Agent    string   `json:"agent,omitempty"`
 	Features []string `json:"features,omitempty"`
 	// Cursor is the position in the peer's log up to which this node has
-	// synced (design §5): the next sync asks for events after it.
+	// synced (docs/design.md §5): the next sync asks for events after it.
 	Cursor uint64 `json:"cursor,string"`
 
-	// The peer's value history (design §8; ADR 0030), across runs, kept by
+	// The peer's value history (docs/design.md §8; ADR 0030), across runs, kept by
 	// Add and Count and written in batches. Of its requests to this node:
 	// Served, answered; Refused, turned away over a limit; Challenged,
 	// answered with a challenge (ADR 0014); Solved, let through by a
@@ -160,7 +160,7 @@ type Entry struct {
 	MetInEarlierRun bool `json:"met_in_earlier_run"`
 }
 
-// Capacity bounds (design §8, ADR 0026: peercache.max_peers).
+// Capacity bounds (docs/design.md §8, ADR 0026: peercache.max_peers).
 const (
 	// DefaultMaxPeers is the capacity when Options.MaxPeers is 0.
 	DefaultMaxPeers = 10_000
@@ -179,7 +179,7 @@ const DefaultFlushInterval = 5 * time.Second
 type Options struct {
 	// MaxPeers is the number of records kept, 1..MaxMaxPeers; 0 means
 	// DefaultMaxPeers. Adding a record beyond it evicts the least recently
-	// seen one (design §8).
+	// seen one (docs/design.md §8).
 	MaxPeers int
 	// FlushErrors, if set, is called with each error of a background flush
 	// (Start). The records stay dirty and the next flush retries them.
@@ -377,7 +377,7 @@ func (c *Cache) Evicted() uint64 {
 // Update applies fn to the record of id (a new, zero record if there is
 // none) and writes it, pending counts included, as one Set. With durable
 // set, the write is synced before Update returns (the sync cursor must
-// survive a crash, design §10); otherwise it survives a kill -9 of the
+// survive a crash, docs/design.md §10); otherwise it survives a kill -9 of the
 // process but a machine crash may lose it.
 //
 // A new record beyond the capacity first evicts the least valuable

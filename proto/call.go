@@ -20,7 +20,7 @@ import (
 var ErrBadResponse = errors.New("proto: bad response")
 
 // Call sends req to peer p over a new /wats/1 stream of h and returns the
-// success response, whose Type is req's type (design §4).
+// success response, whose Type is req's type (docs/design.md §4).
 //
 // It opens a stream for ID, attaches it to ServiceName, writes the request
 // frame, closes its write side, and reads one response frame of at most

@@ -245,6 +245,6 @@ func TestCallRefusesNonRequests(t *testing.T) {
 func TestTypeTimeout(t *testing.T) {
 	if TypeReplicate.Timeout() != 130*time.Second || TypeSync.Timeout() != 30*time.Second ||
 		TypeHello.Timeout() != ResponseTimeout || TypeCrashReport.Timeout() != ResponseTimeout {
-		t.Fatal("timeouts differ from design §4")
+		t.Fatal("timeouts differ from docs/design.md §4")
 	}
 }

@@ -79,7 +79,7 @@ func (r *Response) Message() Message {
 	return nil
 }
 
-// DecodeRequest decodes one request, the payload of a frame (design §4; the
+// DecodeRequest decodes one request, the payload of a frame (docs/design.md §4; the
 // rules are in this package's protocol description). Errors are *Error:
 // CodeTooLarge for more than MaxRequestBytes, CodeUnsupported for a "type"
 // that is not a request type, CodeBadRequest for everything else that is
@@ -159,7 +159,7 @@ func DecodeResponse(b []byte) (*Response, error) {
 	return resp, nil
 }
 
-// DecodeEnvelope decodes a gossip envelope (design §6). It rejects, with a
+// DecodeEnvelope decodes a gossip envelope (docs/design.md §6). It rejects, with a
 // *Error, an envelope over MaxEnvelopeBytes (CodeTooLarge), with more than
 // MaxProviders providers or more than MaxProviderAddrs addresses for one,
 // with duplicate names anywhere, or otherwise malformed (CodeBadRequest). It
@@ -608,7 +608,7 @@ func decodeSyncRequest(f *fields) (*SyncRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Limit = int(min(n, MaxPageEvents)) // design §4: above 256 is 256
+		m.Limit = int(min(n, MaxPageEvents)) // docs/design.md §4: above 256 is 256
 	}
 	return m, m.validate()
 }

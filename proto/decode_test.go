@@ -65,7 +65,7 @@ func TestDecodeRequestSyncCursorsAndLimits(t *testing.T) {
 	}
 }
 
-// TestDecodeNames covers design §4's name rules: exact, case-sensitive
+// TestDecodeNames covers docs/design.md §4's name rules: exact, case-sensitive
 // matching; unknown and _grease fields ignored; duplicates refused at any
 // depth, after unescaping.
 func TestDecodeNames(t *testing.T) {
@@ -633,7 +633,7 @@ func TestLongDuplicateNameGetsBadRequest(t *testing.T) {
 
 // TestHelloLimits: the limits extension of hello decodes when present,
 // stays nil when absent, ignores unknown members and refuses what does not
-// fit (design §4).
+// fit (docs/design.md §4).
 func TestHelloLimits(t *testing.T) {
 	base := `{"type":"hello","version":1,"network":"n","head":"0"`
 	ok := map[string]*HelloLimits{

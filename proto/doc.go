@@ -1,6 +1,6 @@
 // Package proto holds the wire format of wats: the messages of the /wats/1
 // libp2p stream protocol and the gossip envelope, their framing, the caps on
-// their sizes, and the client side of a call (design §4, §6; ADR 0014 for
+// their sizes, and the client side of a call (docs/design.md §4, §6; ADR 0014 for
 // refusals and challenges).
 //
 // It imports no other wats package: the node, gossip and challenge packages

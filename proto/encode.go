@@ -11,7 +11,7 @@ import (
 )
 
 // GreaseOneIn is how often Marshal adds a GREASE field: to one message in
-// GreaseOneIn on average (design §4: "a node sends one now and then", so that
+// GreaseOneIn on average (docs/design.md §4: "a node sends one now and then", so that
 // peers keep tolerating unknown fields; ADR 0010 A8).
 const GreaseOneIn = 8
 

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrFrameTooLarge is returned (wrapped, with the sizes) by ReadFrame when a
-// frame's length prefix exceeds the reader's cap (design §4: "a longer prefix
+// frame's length prefix exceeds the reader's cap (docs/design.md §4: "a longer prefix
 // is refused before any allocation"). Writers keep to the caps through
 // Marshal, which refuses to produce a longer message.
 var ErrFrameTooLarge = errors.New("proto: frame too large")

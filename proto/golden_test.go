@@ -14,8 +14,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the Go values in golden_test.go")
 
-// The two signed events of /work/shared/vectors/events.json (an independent
-// implementation), in their shortest compact form.
+// The two signed events of eventlog/testdata/events.json (an
+// independent implementation), in their shortest compact form.
 const (
 	vectorNote  = `{"id":"32eacf574f511cbd9f083456265f57f3c734c4cde90c8203b25d8ed024340ea7","author":"12D3KooWJ1TsijH7H5F74hfAD5XishQz3sxrmAtVY37GtNd9CqYf","time":1767225600000,"kind":"note","body":{"text":"héllo ✓ \"quoted\" \u0007","n":42,"nested":{"b":1,"a":[true,null,1.5,1e+21,0]}},"blobs":[],"sig":"_uMw5mRAF1i3EaVVsCZCPm2O-PilKupNzUjS3WKJYtGYG8Nrhd3bYtsLVvdKqKl8AP8F8J8xQbqySxK31jB5Cg"}`
 	vectorCrash = `{"id":"4de7bbcd60d0e0778b106afe31753a7ef1cfc73bc419599860f6cb05eeab6a33","author":"12D3KooWJ1TsijH7H5F74hfAD5XishQz3sxrmAtVY37GtNd9CqYf","time":1767225601234,"kind":"crash","body":{"program":"demo","version":"1.0.0","os":"linux","arch":"amd64","reason":"panic: runtime error: index out of range [3] with length 3","stack":"goroutine 1 [running]:\nmain.main()\n\t/src/main.go:7 +0x1d","fingerprint":"7d03808275d2ebb59eac377ca710d266454947332cc13d62c22bf7d5f85967bc"},"blobs":[{"cid":"bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu","size":5,"name":"core.dmp"}],"sig":"3kE1uff_RQO7i3oaU07ccwy5z1E13iAWEhL-QXM4y-BVr4fZFtx5QxrEcQLp3R2LEn8wI2br1wBwS2CJkeAWCg"}`
@@ -113,7 +113,7 @@ func (g golden) want() any {
 }
 
 // TestGolden decodes every golden file to its Go value and re-encodes that
-// byte for byte (design §4: golden vectors of every message). With -update
+// byte for byte (docs/design.md §4: golden vectors of every message). With -update
 // it first rewrites the files from the Go values.
 func TestGolden(t *testing.T) {
 	for _, g := range goldens() {

@@ -14,7 +14,7 @@ type Message interface {
 	MessageType() Type
 }
 
-// Hello is the greeting (design §3, §4), sent as a request and answered with
+// Hello is the greeting (docs/design.md §3, §4), sent as a request and answered with
 // the responder's own Hello.
 //
 //	{"type":"hello","version":1,"network":"devnet","agent":"wats/0.1.0",
@@ -33,7 +33,7 @@ type Message interface {
 //	         with a newer multiaddr protocol is not refused; the node skips
 //	         the ones it cannot parse.
 //	limits   HelloLimits object, optional: the sender's rate limits (an
-//	         extension of the limits issue; older peers ignore it).
+//	         extension of ADR 0024; older peers ignore it).
 //	head     cursor (decimal string), required: the sender's log cursor, the
 //	         one after its last event ("0" for an empty log), which is the
 //	         "next" a sync of the whole log would end with.
@@ -64,7 +64,7 @@ type HelloLimits struct {
 	ReportPerMin    int64
 }
 
-// SyncRequest asks for a page of the responder's log (design §4, §5).
+// SyncRequest asks for a page of the responder's log (docs/design.md §4, §5).
 //
 //	{"type":"sync","after":"0","limit":256}
 //
@@ -83,14 +83,14 @@ type SyncRequest struct {
 	Limit int
 }
 
-// SyncResponse is a page of the responder's log (design §4, §5).
+// SyncResponse is a page of the responder's log (docs/design.md §4, §5).
 //
 //	{"type":"sync","events":[{…},{…}],"next":"2","more":false}
 //
 // Fields:
 //
 //	events ≤ MaxPageEvents JSON objects, ≤ MaxPageBytes in all, required (may be
-//	       empty). Each is an event (design §5); this package checks only
+//	       empty). Each is an event (docs/design.md §5); this package checks only
 //	       that it is an object: the event log validates it. Decoded events are
 //	       compacted copies (no whitespace, strings in their shortest form).
 //	next   cursor (decimal string), required: the position after the last
@@ -106,7 +106,7 @@ type SyncResponse struct {
 //
 //	{"cid":"bafk…","size":1048576}
 //
-//	cid   string ≤ MaxStringBytes, required: the blob's CIDv1 (design §9); not
+//	cid   string ≤ MaxStringBytes, required: the blob's CIDv1 (docs/design.md §9); not
 //	      parsed here.
 //	size  integer 0..MaxSafeInt, required: the declared size in bytes.
 type BlobRef struct {
@@ -114,7 +114,7 @@ type BlobRef struct {
 	Size int64
 }
 
-// Provider is a peer that serves an event's blobs (design §4, §6).
+// Provider is a peer that serves an event's blobs (docs/design.md §4, §6).
 //
 //	{"id":"12D3KooW…","addrs":["/ip4/192.0.2.1/tcp/4001"]}
 //
@@ -128,7 +128,7 @@ type Provider struct {
 }
 
 // ReplicateRequest asks the responder to keep copies of blobs, fetching
-// them from the requester first and then from the providers (design §4, §9).
+// them from the requester first and then from the providers (docs/design.md §4, §9).
 //
 //	{"type":"replicate","blobs":[{"cid":"bafk…","size":5}],"providers":[{…}]}
 //
@@ -151,7 +151,7 @@ type FailedBlob struct {
 }
 
 // ReplicateResponse says what became of each blob of a ReplicateRequest
-// (design §4, §9; ADR 0014: blobs beyond the per-peer fetch slots are skipped).
+// (docs/design.md §4, §9; ADR 0014: blobs beyond the per-peer fetch slots are skipped).
 //
 //	{"type":"replicate","stored":["bafk…"],"skipped":[],"failed":[{…}]}
 //
@@ -166,7 +166,7 @@ type ReplicateResponse struct {
 	Failed  []FailedBlob
 }
 
-// CrashReportRequest submits a crash report (design §4, §5).
+// CrashReportRequest submits a crash report (docs/design.md §4, §5).
 //
 //	{"type":"crash_report","event":{…}}
 //
@@ -186,7 +186,7 @@ type CrashReportResponse struct {
 	ID string
 }
 
-// Error is the "error" response (design §4): a clear error, after which the
+// Error is the "error" response (docs/design.md §4): a clear error, after which the
 // responder goes on serving. The decoders of this package also return their
 // errors as *Error, with the Code the responder should send back.
 //
@@ -257,7 +257,7 @@ type Solution struct {
 	Nonce string
 }
 
-// Envelope is the gossip message of a new event (design §6), published on
+// Envelope is the gossip message of a new event (docs/design.md §6), published on
 // Topic(network). It has no "type".
 //
 //	{"event":{…},"providers":[{"id":"12D3KooW…","addrs":["/ip4/…"]}]}
@@ -346,7 +346,7 @@ func (e *ChallengeError) Unwrap() error { return e.Reason }
 // Is reports whether target is ErrChallenged.
 func (e *ChallengeError) Is(target error) bool { return target == ErrChallenged }
 
-// ParseCursor parses a cursor (design §4: an opaque decimal string of the
+// ParseCursor parses a cursor (docs/design.md §4: an opaque decimal string of the
 // responder's log position). It accepts exactly the canonical decimal form
 // of a uint64: "0", or 1..20 digits without a leading zero, at most
 // 18446744073709551615. Anything else ("", "-1", "1.0", "0x10", " 1", "01",

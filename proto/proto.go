@@ -6,7 +6,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
-// The /wats/1 stream protocol (design §4, ADR 0014). The version and its
+// The /wats/1 stream protocol (docs/design.md §4, ADR 0014). The version and its
 // changelog are at Version.
 //
 // Framing. Every message, request or response, is one frame:
@@ -49,7 +49,7 @@ import (
 //	"replicate"    ReplicateRequest   -> ReplicateResponse
 //	"crash_report" CrashReportRequest -> CrashReportResponse
 //
-// Decoding rules (design §4), the same for every message and the gossip
+// Decoding rules (docs/design.md §4), the same for every message and the gossip
 // Envelope:
 //
 //   - Field names are matched exactly, case included: "LIMIT" is an unknown
@@ -71,11 +71,11 @@ import (
 //     CodeTooLarge.
 //   - An unknown request type is CodeUnsupported.
 //
-// Gossip (design §6) is not a /wats/1 stream message: an Envelope is published
+// Gossip (docs/design.md §6) is not a /wats/1 stream message: an Envelope is published
 // on the gossipsub topic "/wats/events/1/<network>" (see Topic), at most
 // MaxEnvelopeBytes long.
 
-// ID is the libp2p protocol id of the request/response protocol (design §4).
+// ID is the libp2p protocol id of the request/response protocol (docs/design.md §4).
 const ID protocol.ID = "/wats/1"
 
 // Version is the protocol version, carried in Hello.Version. A change that
@@ -102,28 +102,28 @@ const FeatureChallenge = "challenge"
 // Size caps on peer input. Each is checked by the decoders, and by the
 // encoders so that what this package sends is what it accepts.
 const (
-	// MaxRequestBytes caps a request frame (design §4: 1 MiB): the largest
+	// MaxRequestBytes caps a request frame (docs/design.md §4: 1 MiB): the largest
 	// request, a crash_report, carries one event with its ≤16 KiB body and
 	// ≤8 KiB stack; 1 MiB leaves room without letting a peer make a handler
 	// buffer much.
 	MaxRequestBytes = 1 << 20
 
-	// MaxResponseBytes caps a response frame (design §4: 8 MiB): a sync page
+	// MaxResponseBytes caps a response frame (docs/design.md §4: 8 MiB): a sync page
 	// of MaxPageBytes of events plus its framing, with room to spare.
 	MaxResponseBytes = 8 << 20
 
 	// MaxPageEvents caps the events of one sync page and is the default and
-	// the ceiling of SyncRequest.Limit (design §4, ADR 0014: "pages of up to
+	// the ceiling of SyncRequest.Limit (docs/design.md §4, ADR 0014: "pages of up to
 	// 256 events", the unit the sync rate limit counts).
 	MaxPageEvents = 256
 
 	// MaxPageBytes caps the events of one sync page in all, counted as the
-	// sum of their JSON lengths (design §4: 4 MiB), so that a page fits in a
+	// sum of their JSON lengths (docs/design.md §4: 4 MiB), so that a page fits in a
 	// response frame whatever the events hold.
 	MaxPageBytes = 4 << 20
 
-	// MaxListenAddrs caps Hello.Listen (design §4: ≤16 multiaddrs; the peer
-	// cache keeps ≤16 addresses per peer, design §8).
+	// MaxListenAddrs caps Hello.Listen (docs/design.md §4: ≤16 multiaddrs; the peer
+	// cache keeps ≤16 addresses per peer, docs/design.md §8).
 	MaxListenAddrs = 16
 
 	// MaxFeatures caps Hello.Features. One feature exists today
@@ -148,27 +148,27 @@ const (
 
 	// MaxProviders caps the providers of an Envelope or a ReplicateRequest
 	// (ADR 0014 addendum B7/B10: "a gossip envelope names at most 8
-	// providers"; design §4 for replicate).
+	// providers"; docs/design.md §4 for replicate).
 	MaxProviders = 8
 
-	// MaxProviderAddrs caps the addresses of one Provider (design §6: ≤4).
+	// MaxProviderAddrs caps the addresses of one Provider (docs/design.md §6: ≤4).
 	MaxProviderAddrs = 4
 
-	// MaxEnvelopeBytes caps a gossip Envelope (design §6: the validator
+	// MaxEnvelopeBytes caps a gossip Envelope (docs/design.md §6: the validator
 	// rejects, not truncates, an envelope over 64 KiB).
 	MaxEnvelopeBytes = 64 << 10
 
-	// MaxReplicateBlobs caps the blobs of a ReplicateRequest (design §4:
+	// MaxReplicateBlobs caps the blobs of a ReplicateRequest (docs/design.md §4:
 	// 1..64) and the entries of a ReplicateResponse in all.
 	MaxReplicateBlobs = 64
 
-	// MaxSafeInt is the largest integer a size-like field takes (design §4:
+	// MaxSafeInt is the largest integer a size-like field takes (docs/design.md §4:
 	// "beyond 2^53 for sizes" is a bad_request): every peer, including one
 	// that reads numbers as IEEE doubles, sees the same value.
 	MaxSafeInt = 1 << 53
 )
 
-// Timeouts (design §4).
+// Timeouts (docs/design.md §4).
 const (
 	// ReadTimeout bounds how long a responder waits for the request frame.
 	ReadTimeout = 10 * time.Second
@@ -185,14 +185,14 @@ const (
 	ResponseTimeout = 30 * time.Second
 
 	// ReplicateTimeout bounds a replicate call: the responder fetches blobs
-	// (4 providers, 120 s in all, design §9) before it answers.
+	// (4 providers, 120 s in all, docs/design.md §9) before it answers.
 	ReplicateTimeout = 130 * time.Second
 )
 
 // Type is the value of a message's "type" field.
 type Type string
 
-// Message types (design §4). The first four are requests, and each is also
+// Message types (docs/design.md §4). The first four are requests, and each is also
 // the type of its success response; the last three are responses only.
 const (
 	TypeHello       Type = "hello"
@@ -214,7 +214,7 @@ func (t Type) IsRequest() bool {
 }
 
 // Timeout is how long a call of request type t may take: ReplicateTimeout
-// for replicate, ResponseTimeout otherwise (design §4).
+// for replicate, ResponseTimeout otherwise (docs/design.md §4).
 func (t Type) Timeout() time.Duration {
 	if t == TypeReplicate {
 		return ReplicateTimeout
@@ -222,11 +222,11 @@ func (t Type) Timeout() time.Duration {
 	return ResponseTimeout
 }
 
-// Code is the "code" of an Error (design §4). A decoder keeps codes it does
+// Code is the "code" of an Error (docs/design.md §4). A decoder keeps codes it does
 // not know as they are.
 type Code string
 
-// Error codes (design §4).
+// Error codes (docs/design.md §4).
 const (
 	// CodeBadRequest: malformed JSON, duplicate names, a wrong field type, a
 	// number or string out of range, a missing required field.
@@ -243,5 +243,5 @@ const (
 	CodeInternal Code = "internal"
 )
 
-// Topic is the gossipsub topic of a network's events (design §6).
+// Topic is the gossipsub topic of a network's events (docs/design.md §6).
 func Topic(network string) string { return "/wats/events/1/" + network }

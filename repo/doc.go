@@ -1,5 +1,5 @@
 // Package repo is the node's home on disk: a directory that holds its
-// configuration, its identity and its database (design §3, §11, §12).
+// configuration, its identity and its database (docs/design.md §3, §11, §12).
 //
 // # Layout
 //

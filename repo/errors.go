@@ -19,7 +19,7 @@ var (
 	// repo's; Init never mixes a repo with other files.
 	ErrNotEmpty = errors.New("repo: directory not empty")
 	// ErrBadKey: identity.key is missing, unreadable, not a libp2p private
-	// key, or not Ed25519 (design §3).
+	// key, or not Ed25519 (docs/design.md §3).
 	ErrBadKey = errors.New("repo: bad identity key")
 	// ErrKeyPermissions: identity.key is accessible by group or others. Like
 	// ssh with its keys, Open refuses it rather than use a key others may

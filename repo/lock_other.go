@@ -5,7 +5,7 @@ package repo
 import "errors"
 
 // Lock is not supported on this platform: wats daemons run on Unix (their
-// control API is a Unix socket with file permissions, design §12).
+// control API is a Unix socket with file permissions, docs/design.md §12).
 func (r *Repo) Lock() (release func() error, err error) {
 	return nil, errors.New("repo: lock: not supported on this platform")
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // EnvPath is the environment variable that names the repo directory; without
-// it the repo is ~/.wats (design §11).
+// it the repo is ~/.wats (docs/design.md §11).
 const EnvPath = "WATS_PATH"
 
 // The names of the entries of a repo directory.
@@ -28,7 +28,7 @@ const (
 	LockFile   = "repo.lock"    // flock'ed by a running daemon, holds its pid
 )
 
-// File modes of a repo (design §12: repo dir 0700, socket 0600).
+// File modes of a repo (docs/design.md §12: repo dir 0700, socket 0600).
 const (
 	DirMode  fs.FileMode = 0o700
 	KeyMode  fs.FileMode = 0o600
@@ -48,7 +48,7 @@ type Repo struct {
 	Dir string
 	// Config is the loaded and validated config.toml.
 	Config *config.Config
-	// Key is the node's Ed25519 identity (design §3).
+	// Key is the node's Ed25519 identity (docs/design.md §3).
 	Key crypto.PrivKey
 }
 
@@ -64,7 +64,7 @@ func (r *Repo) DBPath() string { return filepath.Join(r.Dir, DBDir) }
 // LockPath returns <Dir>/repo.lock.
 func (r *Repo) LockPath() string { return filepath.Join(r.Dir, LockFile) }
 
-// PeerID returns the peer ID of r's key: the node id (design §3). It is ""
+// PeerID returns the peer ID of r's key: the node id (docs/design.md §3). It is ""
 // only if r.Key is nil.
 func PeerID(r *Repo) peer.ID {
 	if r.Key == nil {

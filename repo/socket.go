@@ -16,7 +16,7 @@ import (
 // the BSDs, the terminating NUL included; 103 fits on all of them.
 const MaxSocketPathLen = 103
 
-// SocketPath returns the path of the daemon's control socket (design §12).
+// SocketPath returns the path of the daemon's control socket (docs/design.md §12).
 // The daemon listens there and clients dial it; both compute it from Dir
 // alone, so they agree without talking.
 //

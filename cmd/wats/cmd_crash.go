@@ -22,7 +22,7 @@ func (c *cli) crashReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report --program P --version V --reason R [--stack FILE] [--dump FILE] [--to PEER]",
 		Short: "Report a crash: a signed event of kind crash, with its dump as a blob",
-		Long: `Sign a crash report (design §5) with the node's key: program, version, os and
+		Long: `Sign a crash report (docs/design.md §5) with the node's key: program, version, os and
 arch (this machine's by default), reason, the stack from --stack FILE (at most
 8 KiB), and a fingerprint that groups reports of the same failure. With --dump
 FILE the dump is stored as a blob and named in the event. The report is stored

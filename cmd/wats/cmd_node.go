@@ -305,7 +305,7 @@ func (c *cli) eventsCmd() *cobra.Command {
 }
 
 // maxBodyFlagBytes caps the --body of `events add`, read from the command
-// line or a file. Design §5: a body is at most 16 KiB; the daemon enforces
+// line or a file. docs/design.md §5: a body is at most 16 KiB; the daemon enforces
 // that exactly, this cap only keeps a wrong @file (a large file, a device)
 // from being read whole.
 const maxBodyFlagBytes = 1 << 20
@@ -378,7 +378,7 @@ provider, and peers with blobs.auto_fetch on fetch them.`,
 	return cmd
 }
 
-// checkKind applies design §5's rule for kinds (1–32 of [a-z0-9._-]) so
+// checkKind applies docs/design.md §5's rule for kinds (1–32 of [a-z0-9._-]) so
 // that a typo is a usage error before any call; the daemon checks again.
 func checkKind(kind string) error {
 	if kind == "" {
@@ -396,7 +396,7 @@ func checkKind(kind string) error {
 }
 
 // readBody returns the --body value as JSON: inline, @FILE or @-. It must
-// be a JSON object (design §5).
+// be a JSON object (docs/design.md §5).
 func (c *cli) readBody(flag string) (jsontext.Value, error) {
 	raw := []byte(flag)
 	if name, ok := strings.CutPrefix(flag, "@"); ok {

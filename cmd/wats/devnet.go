@@ -36,7 +36,7 @@ const (
 )
 
 // devnetListen is every devnet node's p2p.listen: loopback only, ports
-// chosen by the kernel, TCP and QUIC (design §13: on loopback).
+// chosen by the kernel, TCP and QUIC (docs/design.md §13: on loopback).
 var devnetListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
 
 // devnetFlags are the flags shared by the devnet commands.

@@ -14,7 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Devnet layout (design §13): DIR/devnet.json records the running nodes;
+// Devnet layout (docs/design.md §13): DIR/devnet.json records the running nodes;
 // DIR/node0, DIR/node1, … are their repos, each with its daemon.log.
 const (
 	// stateFileName is the devnet's pid file in DIR.

@@ -1,11 +1,11 @@
 // Command wats is the wats node's single binary: the daemon (`wats daemon`)
 // and the CLI that drives it over the control API on the repo's Unix socket
-// (design §12), plus `wats devnet`, which runs a local multi-node network
-// of real daemon processes (design §13).
+// (docs/design.md §12), plus `wats devnet`, which runs a local multi-node network
+// of real daemon processes (docs/design.md §13).
 //
 // Every command takes --repo DIR (default $WATS_PATH, else ~/.wats). The
 // commands that need a running daemon talk to it only through the client of
-// package node/api, never through the node's internals (design §2); they
+// package node/api, never through the node's internals (docs/design.md §2); they
 // need only the repo's socket path, so they do not parse its config.toml
 // (a config broken while the daemon runs does not stop them). Errors go to
 // stderr, without Go package prefixes; the exit code is 0 on success, 1 on

@@ -13,7 +13,7 @@ import (
 	"github.com/wats-network/wats/repo"
 )
 
-// configFile is the name of the config file in a repo (design §11:
+// configFile is the name of the config file in a repo (docs/design.md §11:
 // <repo>/config.toml).
 const configFile = repo.ConfigFile
 

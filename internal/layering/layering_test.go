@@ -1,5 +1,5 @@
 // Package layering holds the test that keeps the imports between wats
-// packages pointing downward (design §2): proto, eventlog, config and
+// packages pointing downward (docs/design.md §2): proto, eventlog, config and
 // peercache import no other wats package; node is the only package that
 // knows all the others; cmd/wats reaches the daemon through node's control
 // API client.
@@ -56,7 +56,7 @@ func TestImportsPointDownward(t *testing.T) {
 				continue
 			}
 			if !contains(ok, dep) {
-				t.Errorf("%s imports %s, which design §2 does not allow", pkg, dep)
+				t.Errorf("%s imports %s, which docs/design.md §2 does not allow", pkg, dep)
 			}
 		}
 	}

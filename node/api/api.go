@@ -2,7 +2,7 @@ package api
 
 import "github.com/go-json-experiment/json/jsontext"
 
-// Paths of the control API (design §12). Every path is served on the
+// Paths of the control API (docs/design.md §12). Every path is served on the
 // daemon's Unix socket only.
 const (
 	// PathID answers GET with an ID.
@@ -38,7 +38,7 @@ const (
 // Event ids and their prefixes (GET PathEvent).
 const (
 	// EventIDLen is the length of an event id: the lowercase hex of a
-	// BLAKE3-256 digest, 64 characters (design §5).
+	// BLAKE3-256 digest, 64 characters (docs/design.md §5).
 	EventIDLen = 64
 	// MinEventIDPrefix is the shortest id prefix GET PathEvent accepts:
 	// 8 hex characters (32 bits) tell apart the events of any log a
@@ -63,7 +63,7 @@ func IsEventIDPrefix(s string) bool {
 }
 
 // MaxPageLimit is the largest limit of GET PathEvents that the daemon
-// honours: design §4 caps a page at 256 events (proto.MaxPageEvents). The
+// honours: docs/design.md §4 caps a page at 256 events (proto.MaxPageEvents). The
 // daemon answers a larger limit with a page of at most MaxPageLimit
 // events; the CLI refuses one.
 const MaxPageLimit = 256
@@ -77,12 +77,12 @@ const ContentTypeNDJSON = "application/x-ndjson"
 
 // ID is the identity of the daemon (GET PathID).
 type ID struct {
-	// PeerID is the node's libp2p peer ID (design §3: an Ed25519 key).
+	// PeerID is the node's libp2p peer ID (docs/design.md §3: an Ed25519 key).
 	PeerID string `json:"peer_id"`
 	// Addrs are the node's full multiaddrs, each ending in /p2p/<PeerID>,
 	// usable as they are by `wats peers connect` or as bootstrap addresses.
 	Addrs []string `json:"addrs"`
-	// Network is the network name of the node's config (design §3).
+	// Network is the network name of the node's config (docs/design.md §3).
 	Network string `json:"network"`
 	// Agent is the agent string the node sends in hello, e.g. "wats/0.1.0".
 	Agent string `json:"agent"`
@@ -98,7 +98,7 @@ type Status struct {
 	// Events counts the events in the local log.
 	Events uint64 `json:"events"`
 	// Head is the local log position (cursor) of the newest event; 0 when
-	// the log is empty (design §5).
+	// the log is empty (docs/design.md §5).
 	Head uint64 `json:"head"`
 	// Gossip reports whether the node is subscribed to its gossip topic.
 	Gossip bool `json:"gossip"`
@@ -144,7 +144,7 @@ type Peer struct {
 	// Head is the peer's log cursor as of its hello.
 	Head uint64 `json:"head"`
 	// Cursor is how far this node has synced the peer's log (a position in
-	// the peer's log, design §5).
+	// the peer's log, docs/design.md §5).
 	Cursor uint64 `json:"cursor"`
 	// Direction is "inbound" or "outbound": who opened the connection.
 	Direction string `json:"direction"`
@@ -172,11 +172,11 @@ type ConnectRequest struct {
 // AddEventRequest is the body of POST PathEvents: the daemon signs an event
 // of this kind and body with its own key, stores it and gossips it.
 type AddEventRequest struct {
-	// Kind is 1–32 of [a-z0-9._-] (design §5); the daemon validates it.
+	// Kind is 1–32 of [a-z0-9._-] (docs/design.md §5); the daemon validates it.
 	Kind string `json:"kind"`
-	// Body is a JSON object of at most 16 KiB (design §5).
+	// Body is a JSON object of at most 16 KiB (docs/design.md §5).
 	Body jsontext.Value `json:"body"`
-	// Blobs are the blobs the event names, at most 16 (design §5),
+	// Blobs are the blobs the event names, at most 16 (docs/design.md §5),
 	// optional; this node is named as their provider in gossip.
 	Blobs []BlobRef `json:"blobs,omitempty"`
 }

@@ -17,7 +17,7 @@ const PathBlobs = "/v1/blobs"
 
 // BlobInfo is one stored blob.
 type BlobInfo struct {
-	// CID is the blob's CIDv1 (UnixFS, BLAKE3, design §9).
+	// CID is the blob's CIDv1 (UnixFS, BLAKE3, docs/design.md §9).
 	CID string `json:"cid"`
 	// Size is the file size in bytes.
 	Size uint64 `json:"size"`
@@ -114,7 +114,7 @@ var ErrFetchFailed = errors.New("api: fetch failed")
 
 // Bounds the CLI checks before it asks the daemon (the daemon checks them
 // again): they equal proto.MaxReplicateBlobs and proto.MaxSafeInt, which
-// this package does not import (design §2); package node fails to compile
+// this package does not import (docs/design.md §2); package node fails to compile
 // if they differ.
 const (
 	// MaxReplicateBlobs is the most blobs one replicate request names.

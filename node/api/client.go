@@ -25,13 +25,13 @@ import (
 // listening on the path) from making the CLI allocate without limit.
 const (
 	// MaxResponseBytes caps a non-streaming response body. The largest
-	// legitimate one is an EventPage: at most 256 events (design §4) of at
+	// legitimate one is an EventPage: at most 256 events (docs/design.md §4) of at
 	// most a few tens of KiB each (a 16 KiB body, 16 blob references), well
 	// under 8 MiB; 64 MiB leaves room for any page size the daemon chooses.
 	MaxResponseBytes = 64 << 20
 	// MaxStreamLineBytes caps one line of an NDJSON stream (PathTail,
 	// PathSync). A line is one event (a gossip envelope, which wraps one, is
-	// capped at 64 KiB, design §6) or one SyncProgress (a few hundred bytes).
+	// capped at 64 KiB, docs/design.md §6) or one SyncProgress (a few hundred bytes).
 	MaxStreamLineBytes = 1 << 20
 	// MaxErrorBytes caps the body read from a non-2xx response; the rest is
 	// discarded. An ErrorBody is one message of a line or two.
@@ -130,7 +130,7 @@ func (c *Client) Connect(ctx context.Context, addr string) (*Peer, error) {
 // AddEvent asks the daemon to sign, store and gossip an event of this kind
 // and body naming blobs (none, or up to 16), with the daemon as their
 // provider (POST PathEvents). It returns the stored signed event. The
-// daemon validates kind, body and blobs (design §5) and answers 400 if
+// daemon validates kind, body and blobs (docs/design.md §5) and answers 400 if
 // they are bad; body must be valid JSON for the request to be encoded at
 // all.
 func (c *Client) AddEvent(ctx context.Context, kind string, body jsontext.Value, blobs ...BlobRef) (jsontext.Value, error) {

@@ -11,7 +11,7 @@ import (
 // event; answers GET with a JSON array of CrashGroup.
 const PathCrashes = "/v1/crashes"
 
-// CrashReportRequest is the body of POST PathCrashes: a crash (design §5),
+// CrashReportRequest is the body of POST PathCrashes: a crash (docs/design.md §5),
 // signed by the daemon, with its dump if DumpCID is set (a blob stored with
 // AddBlob), stored and gossiped here or, with To, submitted to that peer.
 type CrashReportRequest struct {

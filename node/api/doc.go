@@ -1,12 +1,12 @@
 // Package api is the control API of a wats daemon: the HTTP/JSON messages
 // it serves on its Unix socket and the client the CLI uses to call it.
 //
-// Design §12: the daemon serves HTTP/JSON on a Unix socket in its repo
+// docs/design.md §12: the daemon serves HTTP/JSON on a Unix socket in its repo
 // (mode 0600, repo directory 0700); nothing of it listens on the network.
 // The socket path comes from repo.Repo.SocketPath. The server side lives in
 // package node; this package holds only what both sides share, so that
 // cmd/wats depends on node/api and never on the daemon's internals
-// (design §2).
+// (docs/design.md §2).
 //
 // Endpoints (all paths under one socket, JSON field names in snake_case):
 //

@@ -11,7 +11,7 @@ import (
 // seen first; DELETE PathPeerCache + "/{id}" forgets one peer.
 const PathPeerCache = "/v1/peers/cache"
 
-// CachedPeer is one record of the persisted peer cache (design §8).
+// CachedPeer is one record of the persisted peer cache (docs/design.md §8).
 type CachedPeer struct {
 	PeerID string   `json:"peer_id"`
 	Addrs  []string `json:"addrs"`
