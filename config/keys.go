@@ -206,6 +206,31 @@ var keyDocs = map[string]keyDoc{
 		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_report_per_min = 600",
 	},
+	"limits.gossip_per_min": {
+		what: "Gossip envelopes one peer may forward to this node a minute; suspects get suspect_percent " +
+			"of it, valued peers valued_percent. Over it an envelope is ignored before any signature is " +
+			"checked: not stored, not forwarded (docs/adr/0031).",
+		allowed: fmt.Sprintf("0..%d envelopes a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "gossip_per_min = 6000",
+	},
+	"limits.stranger_gossip_per_min": {
+		what: "Gossip envelopes all strangers together (peers without a peer-cache record) may forward a " +
+			"minute, on top of each one's gossip_per_min (docs/adr/0031).",
+		allowed: fmt.Sprintf("0..%d envelopes a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "stranger_gossip_per_min = 1200",
+	},
+	"limits.author_per_min": {
+		what: "New events of one author stored from gossip a minute; a suspect author gets " +
+			"suspect_percent of it, a valued one valued_percent (docs/adr/0031).",
+		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "author_per_min = 600",
+	},
+	"limits.stranger_author_per_min": {
+		what: "Gossiped events of never-seen authors (no event in the log, no peer-cache record), all " +
+			"together, a minute: how fast fresh keys can become known authors (docs/adr/0031).",
+		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "stranger_author_per_min = 120",
+	},
 	"peercache.max_peers": {
 		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +
 			"gave events or blobs, solved a challenge); past the bound the least valuable go first, " +

@@ -22,17 +22,25 @@ import (
 //	"ev/i/" + id (32 raw bytes)               -> position (8 bytes, big-endian)
 //	"ev/c/" + a blob's CID, as the event has it -> empty: an event names it
 //	"ev/m/cids"                               -> empty: the "ev/c/" index is complete
+//	"ev/a/" + author (peer ID string)         -> Usage: events, bytes (8+8 bytes, big-endian)
+//	"ev/m/usage"                              -> the log's bytes and authors (8+8 bytes, big-endian)
 //
 // The head is not stored: Open finds it as the last "ev/p/" key, so it cannot
 // disagree with the events. The keys of an event are written in the same
 // batch, so the indexes never point at a missing event. A log written
-// before the CID index existed gets it at its first Open (one scan).
+// before the CID index or the author index existed gets it at its first
+// Open (one scan each). The author index and the totals are written in the
+// batch of the events they count, so they agree with the events.
 const KeyPrefix = "ev/"
 
 const (
 	posPrefix = KeyPrefix + "p/"
 	idPrefix  = KeyPrefix + "i/"
 	cidPrefix = KeyPrefix + "c/"
+	// authorPrefix keys each author's Usage.
+	authorPrefix = KeyPrefix + "a/"
+	// usageKey holds the log's bytes and authors.
+	usageKey = KeyPrefix + "m/usage"
 	// cidIndexDone marks a complete "ev/c/" index.
 	cidIndexDone = KeyPrefix + "m/cids"
 	// posEnd is the exclusive upper bound of the position keys.
@@ -68,10 +76,23 @@ type Log struct {
 	// while holding mu, after the batch is durable.
 	head atomic.Uint64
 
+	// bytes and authors are the log's totals (usageKey); written only by
+	// commit, like head. groups counts the batches committed.
+	bytes, authors, groups atomic.Uint64
+
 	mu struct {
 		sync.Mutex
 		// changed is closed and replaced by Append when it adds events.
 		changed chan struct{}
+		// quota is SetQuota's; nil stores every event.
+		quota QuotaFunc
+	}
+	// gc is the group-commit queue of Append (ADR 0031): the calls
+	// waiting for the commit running now, and whether one runs.
+	gc struct {
+		sync.Mutex
+		queue []*appendReq
+		busy  bool
 	}
 	// seen filters the ids Append and Has look up (seen.go). Only Append
 	// (holding mu) changes it, under the write lock; Has reads it under the
@@ -106,6 +127,9 @@ func Open(db *pebble.DB) (*Log, error) {
 		return nil, err
 	}
 	if err := l.indexCIDs(); err != nil {
+		return nil, err
+	}
+	if err := l.loadUsage(); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -183,74 +207,229 @@ func (l *Log) Changed() <-chan struct{} {
 
 // Append stores the events that are not in the log yet (by id, against the
 // store and within events), at consecutive positions after Head in the
-// order given, and returns those it added. All of it is one pebble batch,
-// committed with pebble.Sync: when Append returns, the events are durable
-// (docs/design.md §10). Calls are serialized.
+// order given, and returns those it added. An event the quota refuses
+// (SetQuota) is left out, and so are later events of the call that repeat
+// it. When Append returns, the events are durable (docs/design.md §10):
+// they are in a pebble batch committed with pebble.Sync.
+//
+// Group commit (ADR 0031): concurrent calls share one batch and one sync.
+// A call that finds no commit running commits its own events and all that
+// were queued meanwhile, then hands the queue to the next caller; so the
+// log stores as many events a second as arrive, not one sync's worth of
+// calls. Each call's result is its own: a malformed call fails alone and
+// adds nothing, and its neighbours in the group are stored.
 //
 // REQUIRES: the events were verified (Verify or VerifyBatch); Append only
 // checks that the id is 64 lowercase hex and that the event encodes within
 // MaxEventBytes, and then adds nothing (ErrMalformed, ErrTooLarge).
 func (l *Log) Append(events []*Event) (added []*Event, err error) {
+	r := l.enqueue(events)
+	return r.added, r.err
+}
+
+// Add is Append for one event, saying why it was not added: (true, nil)
+// when it was, (false, nil) when the log already held it, and an error
+// wrapping ErrQuota when the quota refused it.
+func (l *Log) Add(e *Event) (bool, error) {
+	r := l.enqueue([]*Event{e})
+	switch {
+	case r.err != nil:
+		return false, r.err
+	case len(r.added) == 1:
+		return true, nil
+	}
+	return false, r.quotaErr
+}
+
+// appendReq is one Append call waiting in the group-commit queue.
+type appendReq struct {
+	events []*Event
+	// wake receives one value: when the request is done (added, err and
+	// quotaErr set) or when it is to lead the next group (lead true).
+	wake chan struct{}
+	lead bool
+
+	added    []*Event
+	err      error
+	quotaErr error // the first quota refusal, for Add
+}
+
+// enqueue runs r through the group commit and returns it done.
+func (l *Log) enqueue(events []*Event) *appendReq {
+	r := &appendReq{events: events, wake: make(chan struct{}, 1)}
+	l.gc.Lock()
+	l.gc.queue = append(l.gc.queue, r)
+	if l.gc.busy {
+		l.gc.Unlock()
+		<-r.wake
+		if !r.lead {
+			return r
+		}
+		l.gc.Lock()
+	}
+	// Lead: commit everything queued (r with it), then hand over.
+	l.gc.busy = true
+	group := l.gc.queue
+	l.gc.queue = nil
+	l.gc.Unlock()
+
+	l.commit(group)
+
+	l.gc.Lock()
+	if len(l.gc.queue) > 0 {
+		next := l.gc.queue[0]
+		next.lead = true
+		next.wake <- struct{}{}
+	} else {
+		l.gc.busy = false
+	}
+	l.gc.Unlock()
+	for _, g := range group {
+		if g != r {
+			g.wake <- struct{}{}
+		}
+	}
+	return r
+}
+
+// staged is one new event of a group, encoded.
+type staged struct {
+	req *appendReq
+	e   *Event
+	id  [32]byte
+	raw []byte
+}
+
+// commit stores a group of requests in one synced batch and fills in each
+// request's result.
+func (l *Log) commit(group []*appendReq) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
+	var news []staged
+	inGroup := make(map[[32]byte]struct{})
+	for _, r := range group {
+		var mine []staged
+		for i, e := range r.events {
+			id, ok := parseID(e.ID)
+			if !ok {
+				r.err = invalid(ErrMalformed, fmt.Sprintf("events[%d].id", i), "not 64 lowercase hex digits")
+				break
+			}
+			raw, err := e.Marshal()
+			if err != nil {
+				r.err = err
+				break
+			}
+			if len(raw) > MaxEventBytes {
+				r.err = invalid(ErrTooLarge, fmt.Sprintf("events[%d]", i), "%d bytes over %d", len(raw), MaxEventBytes)
+				break
+			}
+			mine = append(mine, staged{req: r, e: e, id: id, raw: raw})
+		}
+		if r.err != nil {
+			continue // a malformed call adds nothing
+		}
+		for _, st := range mine {
+			if _, dup := inGroup[st.id]; dup {
+				continue
+			}
+			inGroup[st.id] = struct{}{}
+			if l.seen.f.mayHave(st.id) { // commit is the only writer: no read lock needed
+				if has, err := l.hasRaw(st.id); err != nil {
+					r.err = err
+					break
+				} else if has {
+					continue
+				}
+			}
+			news = append(news, st)
+		}
+	}
+
 	b := l.db.NewBatch()
 	defer b.Close()
-	head := l.head.Load()
-	pos := head
-	inBatch := make(map[[32]byte]struct{}, len(events))
-	addedIDs := make([][32]byte, 0, len(events))
+	pos := l.head.Load()
+	bytes, authors := l.bytes.Load(), l.authors.Load()
+	users := make(map[string]Usage)
+	var kept []staged
 	var posBuf [8]byte
-	for i, e := range events {
-		id, ok := parseID(e.ID)
-		if !ok {
-			return nil, invalid(ErrMalformed, fmt.Sprintf("events[%d].id", i), "not 64 lowercase hex digits")
+	fail := func(err error) {
+		for _, r := range group {
+			if r.err == nil {
+				r.err = fmt.Errorf("eventlog: append: %w", err)
+			}
 		}
-		if _, dup := inBatch[id]; dup {
+	}
+	for _, st := range news {
+		if st.req.err != nil {
 			continue
 		}
-		inBatch[id] = struct{}{}
-		if l.seen.f.mayHave(id) { // Append is the only writer: no read lock needed
-			if has, err := l.hasRaw(id); err != nil {
-				return nil, err
-			} else if has {
+		u, ok := users[st.e.Author]
+		if !ok {
+			var err error
+			if u, _, err = l.authorUsage(st.e.Author); err != nil {
+				fail(err)
+				return
+			}
+		}
+		if l.mu.quota != nil {
+			if err := l.mu.quota(st.e.Author, len(st.raw), u, Usage{Events: pos, Bytes: bytes}); err != nil {
+				if st.req.quotaErr == nil {
+					st.req.quotaErr = err
+				}
 				continue
 			}
 		}
-		raw, err := e.Marshal()
-		if err != nil {
-			return nil, err
+		if u.Events == 0 {
+			authors++
 		}
-		if len(raw) > MaxEventBytes {
-			return nil, invalid(ErrTooLarge, fmt.Sprintf("events[%d]", i), "%d bytes over %d", len(raw), MaxEventBytes)
-		}
+		users[st.e.Author] = u.add(len(st.raw)) // only authors with an event added
 		pos++
+		bytes += uint64(len(st.raw))
 		binary.BigEndian.PutUint64(posBuf[:], pos)
-		if err := b.Set(posKey(pos), raw, nil); err != nil {
-			return nil, fmt.Errorf("eventlog: append: %w", err)
+		if err := b.Set(posKey(pos), st.raw, nil); err != nil {
+			fail(err)
+			return
 		}
-		if err := b.Set(idKey(id), posBuf[:], nil); err != nil {
-			return nil, fmt.Errorf("eventlog: append: %w", err)
+		if err := b.Set(idKey(st.id), posBuf[:], nil); err != nil {
+			fail(err)
+			return
 		}
-		for _, r := range e.Blobs {
+		for _, r := range st.e.Blobs {
 			if err := b.Set(cidKey(r.CID), nil, nil); err != nil {
-				return nil, fmt.Errorf("eventlog: append: %w", err)
+				fail(err)
+				return
 			}
 		}
-		added = append(added, e)
-		addedIDs = append(addedIDs, id)
+		kept = append(kept, st)
 	}
-	if len(added) == 0 {
-		return nil, nil
+	if len(kept) == 0 {
+		return
+	}
+	for a, u := range users {
+		if err := b.Set(usageKeyOf(a), encodeUsage(u), nil); err != nil {
+			fail(err)
+			return
+		}
+	}
+	if err := b.Set([]byte(usageKey), encodeTotals(bytes, authors), nil); err != nil {
+		fail(err)
+		return
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return nil, fmt.Errorf("eventlog: append: %w", err)
+		fail(err)
+		return
 	}
+	l.groups.Add(1)
 	l.head.Store(pos)
+	l.bytes.Store(bytes)
+	l.authors.Store(authors)
 	l.seen.Lock()
 	full := false
-	for _, id := range addedIDs {
-		full = l.seen.f.add(id) || full
+	for _, st := range kept {
+		full = l.seen.f.add(st.id) || full
+		st.req.added = append(st.req.added, st.e)
 	}
 	l.seen.Unlock()
 	if full {
@@ -264,7 +443,6 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 	}
 	close(l.mu.changed)
 	l.mu.changed = make(chan struct{})
-	return added, nil
 }
 
 // Page returns the stored events (as Marshal encoded them) at positions

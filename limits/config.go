@@ -143,6 +143,51 @@ type Config struct {
 	// append to the log, and ids are free: without it, a flood of fresh
 	// ids grows the log without bound. ADR 0030.
 	StrangerReportPerMin int `toml:"stranger_report_per_min" json:"stranger_report_per_min"`
+
+	// GossipPerMin (key limits.gossip_per_min) is the rate of gossip
+	// envelopes one peer may forward to this node, in envelopes a minute:
+	// 0..MaxPerMin, 0 means unlimited. Default 6000 (a burst of 1,500,
+	// then 100 a second). Suspects get suspect_percent of it, valued peers
+	// valued_percent. Over it, an envelope is ignored before any signature
+	// is checked: not stored, not forwarded. ADR 0031.
+	GossipPerMin int `toml:"gossip_per_min" json:"gossip_per_min"`
+
+	// StrangerGossipPerMin (key limits.stranger_gossip_per_min) is the
+	// rate of gossip envelopes all strangers together (peers without a
+	// record: new and suspect) may forward, on top of each one's
+	// gossip_per_min: 0..MaxPerMin, 0 means unlimited. Default 1200 (300,
+	// then 20 a second). ADR 0031.
+	StrangerGossipPerMin int `toml:"stranger_gossip_per_min" json:"stranger_gossip_per_min"`
+
+	// AuthorPerMin (key limits.author_per_min) is the rate of new events of
+	// one author this node stores from gossip, in events a minute:
+	// 0..MaxPerMin, 0 means unlimited. Default 600 (150, then 10 a
+	// second). An author is a known one when the log holds events of it
+	// or the peer cache a record; a suspect author gets suspect_percent,
+	// a valued one valued_percent. ADR 0031.
+	AuthorPerMin int `toml:"author_per_min" json:"author_per_min"`
+
+	// StrangerAuthorPerMin (key limits.stranger_author_per_min) is the
+	// rate of gossiped events of never-seen authors (no event in the log,
+	// no record), all such authors together, on top of each one's
+	// author_per_min: 0..MaxPerMin, 0 means unlimited. Default 120 (30,
+	// then 2 a second): it bounds how fast fresh keys become known
+	// authors. ADR 0031.
+	StrangerAuthorPerMin int `toml:"stranger_author_per_min" json:"stranger_author_per_min"`
+}
+
+// GossipBudget returns the BudgetRate of the gossip envelopes peers forward
+// (limits.gossip_per_min, limits.stranger_gossip_per_min; ADR 0031).
+func (c Config) GossipBudget() BudgetRate {
+	return BudgetRate{PerMin: c.GossipPerMin, StrangersPerMin: c.StrangerGossipPerMin,
+		SuspectPercent: c.SuspectPercent, ValuedPercent: c.ValuedPercent}
+}
+
+// AuthorBudget returns the BudgetRate of the new events of each author
+// (limits.author_per_min, limits.stranger_author_per_min; ADR 0031).
+func (c Config) AuthorBudget() BudgetRate {
+	return BudgetRate{PerMin: c.AuthorPerMin, StrangersPerMin: c.StrangerAuthorPerMin,
+		SuspectPercent: c.SuspectPercent, ValuedPercent: c.ValuedPercent}
 }
 
 // DefaultConfig returns ADR 0014's defaults: hello 60, sync 600, replicate
@@ -150,7 +195,9 @@ type Config struct {
 // challenges on, 8 to 24 bits; overloaded above 64 requests in flight; at
 // most 1,200 solved requests a minute. And ADR 0030's: 30 misses a minute
 // per peer, suspects at 10% of the rates, valued peers at most 200%,
-// strangers' crash reports 600 a minute together.
+// strangers' crash reports 600 a minute together. And ADR 0031's: gossip
+// envelopes 6,000 a minute per peer and 1,200 from all strangers, new
+// events 600 a minute per author and 120 from all never-seen authors.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -168,6 +215,11 @@ func DefaultConfig() Config {
 		ValuedPercent:      200,
 
 		StrangerReportPerMin: 600,
+
+		GossipPerMin:         6000,
+		StrangerGossipPerMin: 1200,
+		AuthorPerMin:         600,
+		StrangerAuthorPerMin: 120,
 	}
 }
 
@@ -274,5 +326,13 @@ func (c Config) Validate() error {
 		fmt.Sprintf("%d..%d percent of the rates", MinValuedPercent, MaxValuedPercent))
 	check("limits.stranger_report_per_min", c.StrangerReportPerMin, 0, MaxPerMin,
 		fmt.Sprintf("0..%d crash reports a minute from all strangers together, 0 means unlimited", MaxPerMin))
+	check("limits.gossip_per_min", c.GossipPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d gossip envelopes a minute per forwarding peer, 0 means unlimited", MaxPerMin))
+	check("limits.stranger_gossip_per_min", c.StrangerGossipPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d gossip envelopes a minute from all strangers together, 0 means unlimited", MaxPerMin))
+	check("limits.author_per_min", c.AuthorPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d new events a minute per author, 0 means unlimited", MaxPerMin))
+	check("limits.stranger_author_per_min", c.StrangerAuthorPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d events a minute of all never-seen authors together, 0 means unlimited", MaxPerMin))
 	return errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600}
+	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 120}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v", c)
 	}
@@ -49,6 +49,10 @@ func TestValidateBounds(t *testing.T) {
 		{"limits.suspect_percent", func(c *Config, v int) { c.SuspectPercent = v }, []int{1, 100}, []int{0, 101}},
 		{"limits.valued_percent", func(c *Config, v int) { c.ValuedPercent = v }, []int{100, 1000}, []int{99, 1001}},
 		{"limits.stranger_report_per_min", func(c *Config, v int) { c.StrangerReportPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.gossip_per_min", func(c *Config, v int) { c.GossipPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.stranger_gossip_per_min", func(c *Config, v int) { c.StrangerGossipPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.author_per_min", func(c *Config, v int) { c.AuthorPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.stranger_author_per_min", func(c *Config, v int) { c.StrangerAuthorPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 	}
 	for _, f := range fields {
 		for _, v := range f.ok {
@@ -74,15 +78,21 @@ func TestValidateBounds(t *testing.T) {
 			if !strings.HasPrefix(msg, "limits: "+f.key+" = "+strconv.Itoa(v)+": ") || !strings.Contains(msg, "allowed: ") {
 				t.Errorf("%s = %d: message %q", f.key, v, msg)
 			}
-			if f.key == "limits.miss_per_min" && !strings.Contains(msg, "0..60000 misses a minute per peer, 0 means unlimited") {
-				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
+			// Each rate's message says its range, its unit and what 0 means.
+			units := map[string]string{
+				"limits.miss_per_min":            "misses a minute per peer",
+				"limits.stranger_report_per_min": "crash reports a minute from all strangers together",
+				"limits.gossip_per_min":          "gossip envelopes a minute per forwarding peer",
+				"limits.stranger_gossip_per_min": "gossip envelopes a minute from all strangers together",
+				"limits.author_per_min":          "new events a minute per author",
+				"limits.stranger_author_per_min": "events a minute of all never-seen authors together",
 			}
-			if f.key == "limits.stranger_report_per_min" && !strings.Contains(msg, "0..60000 crash reports a minute from all strangers together, 0 means unlimited") {
-				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
+			unit, ok := units[f.key]
+			if !ok {
+				unit = "requests a minute per peer"
 			}
-			if strings.HasSuffix(f.key, "_per_min") && f.key != "limits.solved_per_min" && f.key != "limits.miss_per_min" &&
-				f.key != "limits.stranger_report_per_min" &&
-				!strings.Contains(msg, "0..60000 requests a minute per peer, 0 means unlimited") {
+			if strings.HasSuffix(f.key, "_per_min") && f.key != "limits.solved_per_min" &&
+				!strings.Contains(msg, "0..60000 "+unit+", 0 means unlimited") {
 				t.Errorf("%s: message %q does not say the range and what 0 means", f.key, msg)
 			}
 		}
@@ -156,7 +166,7 @@ challenge_max_bits = 7
 	if err := toml.NewDecoder(strings.NewReader(doc)).DisallowUnknownFields().Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600}
+	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 120}
 	if c != want {
 		t.Fatalf("decoded %+v", c)
 	}
@@ -186,7 +196,8 @@ func TestConfigJSON(t *testing.T) {
 	const want = `{"hello_per_min":60,"sync_per_min":600,"replicate_per_min":120,"report_per_min":10,` +
 		`"blob_fetches_per_peer":4,"challenge":true,"challenge_base_bits":8,"challenge_max_bits":24,` +
 		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200,` +
-		`"stranger_report_per_min":600}`
+		`"stranger_report_per_min":600,"gossip_per_min":6000,"stranger_gossip_per_min":1200,` +
+		`"author_per_min":600,"stranger_author_per_min":120}`
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}

@@ -172,6 +172,17 @@ func (r *Rate) allow(ns *uint64, rem *uint16, t uint64) (bool, time.Duration) {
 	return false, duration(w)
 }
 
+// has reports whether allow would allow a request at tick t, changing
+// nothing. REQUIRES: as allow.
+func (r *Rate) has(ns uint64, rem uint16, t uint64) bool {
+	tat, tr := ns, uint64(rem)
+	if tat < t {
+		tat, tr = t, 0
+	}
+	d := tat - t
+	return d < r.tauQ || d == r.tauQ && tr <= r.tauR
+}
+
 // full reports whether the state TAT = ns + rem/perMin is a full bucket at
 // tick t, i.e. TAT <= t: then it is the same as no state at all.
 func full(ns uint64, rem uint16, t uint64) bool {

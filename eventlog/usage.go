@@ -1,0 +1,144 @@
+package eventlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Usage is what the log, or one author's part of it, holds: events and the
+// bytes of their JSON (as Marshal encodes them). The log's quotas (ADR
+// 0031) are on both.
+type Usage struct {
+	Events uint64 `json:"events"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// add returns u with one event of n bytes more.
+func (u Usage) add(n int) Usage { return Usage{u.Events + 1, u.Bytes + uint64(n)} }
+
+// ErrQuota: the log's quota refused to store an event (Log.SetQuota; ADR
+// 0031). Nothing was stored; the event can be stored later, when the
+// quota allows.
+var ErrQuota = errors.New("eventlog: over the log's quota")
+
+// QuotaFunc decides whether a new event may be stored: its author, its size
+// in bytes, what the author holds already (zero for an author new to the
+// log) and what the whole log holds, both before this event. It returns
+// nil to store the event, or an error wrapping ErrQuota to leave it out.
+// It is called during Append, once per new event, from one goroutine at a
+// time, and must not call the Log.
+type QuotaFunc func(author string, size int, authorUse, total Usage) error
+
+// SetQuota installs the quota every later Append applies; nil (the
+// default) stores every event.
+func (l *Log) SetQuota(f QuotaFunc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.quota = f
+}
+
+// Usage returns what the whole log holds and how many authors it holds
+// events of.
+func (l *Log) Usage() (total Usage, authors uint64) {
+	return Usage{Events: l.head.Load(), Bytes: l.bytes.Load()}, l.authors.Load()
+}
+
+// AuthorUsage returns what author (a peer ID string) holds in the log: the
+// zero Usage for an author it holds nothing of. One pebble lookup, which
+// the database's Bloom filters answer at once for a new author.
+func (l *Log) AuthorUsage(author string) (Usage, error) {
+	u, _, err := l.authorUsage(author)
+	return u, err
+}
+
+func (l *Log) authorUsage(author string) (Usage, bool, error) {
+	v, closer, err := l.db.Get(usageKeyOf(author))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Usage{}, false, nil
+	}
+	if err != nil {
+		return Usage{}, false, fmt.Errorf("eventlog: author usage: %w", err)
+	}
+	defer closer.Close()
+	u, ok := decodeUsage(v)
+	if !ok {
+		return Usage{}, false, fmt.Errorf("eventlog: author usage: damaged value of %d bytes", len(v))
+	}
+	return u, true, nil
+}
+
+func usageKeyOf(author string) []byte { return append([]byte(authorPrefix), author...) }
+
+func encodeUsage(u Usage) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), u.Events)
+	return binary.BigEndian.AppendUint64(b, u.Bytes)
+}
+
+func decodeUsage(v []byte) (Usage, bool) {
+	if len(v) != 16 {
+		return Usage{}, false
+	}
+	return Usage{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}, true
+}
+
+// totals is the value of usageKey: the log's bytes and its authors.
+func encodeTotals(bytes, authors uint64) []byte {
+	return encodeUsage(Usage{Events: bytes, Bytes: authors})
+}
+
+// loadUsage reads the log's totals, building the author index first for a
+// log written before it existed (one scan, once).
+func (l *Log) loadUsage() error {
+	v, closer, err := l.db.Get([]byte(usageKey))
+	switch {
+	case err == nil:
+		t, ok := decodeUsage(v)
+		closer.Close()
+		if !ok {
+			return fmt.Errorf("eventlog: open: damaged usage value of %d bytes", len(v))
+		}
+		l.bytes.Store(t.Events)
+		l.authors.Store(t.Bytes)
+		return nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("eventlog: open: %w", err)
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte(posPrefix), UpperBound: []byte(posEnd)})
+	if err != nil {
+		return fmt.Errorf("eventlog: index authors: %w", err)
+	}
+	defer it.Close()
+	per := make(map[string]Usage)
+	var bytes uint64
+	for it.First(); it.Valid(); it.Next() {
+		v := it.Value()
+		bytes += uint64(len(v))
+		e, err := Decode(v)
+		if err != nil {
+			continue // a damaged event has no author to count it against
+		}
+		per[e.Author] = per[e.Author].add(len(v))
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("eventlog: index authors: %w", err)
+	}
+	b := l.db.NewBatch()
+	defer b.Close()
+	for a, u := range per {
+		if err := b.Set(usageKeyOf(a), encodeUsage(u), nil); err != nil {
+			return fmt.Errorf("eventlog: index authors: %w", err)
+		}
+	}
+	if err := b.Set([]byte(usageKey), encodeTotals(bytes, uint64(len(per))), nil); err != nil {
+		return fmt.Errorf("eventlog: index authors: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("eventlog: index authors: %w", err)
+	}
+	l.bytes.Store(bytes)
+	l.authors.Store(uint64(len(per)))
+	return nil
+}

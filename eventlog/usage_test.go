@@ -1,0 +1,192 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// TestGroupCommit: Appends that arrive while a commit runs wait for it and
+// are stored together in the next batch, each with its own result; a
+// malformed call in the group fails alone.
+func TestGroupCommit(t *testing.T) {
+	l := openLog(t, memDB(t))
+	key := testKey(t, 1)
+	evs := makeEvents(t, key, testNow, 64, 0)
+
+	// The quota holds the first commit until the other 63 calls (and a
+	// malformed one) are queued behind it, so the second group is all of
+	// them: two commits for 65 calls.
+	hold := make(chan struct{})
+	var commits int
+	var once sync.Once
+	l.SetQuota(func(string, int, Usage, Usage) error {
+		once.Do(func() { <-hold })
+		return nil
+	})
+	var wg sync.WaitGroup
+	results := make([][]*Event, len(evs))
+	wg.Go(func() {
+		var err error
+		if results[0], err = l.Append(evs[:1]); err != nil {
+			t.Error(err)
+		}
+	})
+	waitQueued(t, l, 0)
+	commits++
+	for i := 1; i < len(evs); i++ {
+		wg.Go(func() {
+			var err error
+			if results[i], err = l.Append([]*Event{evs[i], evs[0]}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	bad := clone(evs[5])
+	bad.ID = "NOT-HEX"
+	var badErr error
+	wg.Go(func() { _, badErr = l.Append([]*Event{evs[63], bad}) })
+	waitQueued(t, l, len(evs))
+	commits++
+	close(hold)
+	wg.Wait()
+
+	if !errors.Is(badErr, ErrMalformed) {
+		t.Errorf("malformed call in the group: %v, want ErrMalformed", badErr)
+	}
+	for i, added := range results {
+		// evs[0] was stored by the first call: the later calls add only
+		// their own event.
+		if len(added) != 1 || added[0].ID != evs[i].ID {
+			t.Errorf("call %d added %v, want its own event", i, ids(added))
+		}
+	}
+	if l.Head() != 64 {
+		t.Fatalf("head %d, want 64", l.Head())
+	}
+	if got := l.groups.Load(); got != uint64(commits) {
+		t.Errorf("%d commits for 65 calls, want %d", got, commits)
+	}
+}
+
+// waitQueued waits until n calls wait in l's group-commit queue behind a
+// running commit.
+func waitQueued(t *testing.T, l *Log, n int) {
+	t.Helper()
+	for {
+		l.gc.Lock()
+		q, busy := len(l.gc.queue), l.gc.busy
+		l.gc.Unlock()
+		if busy && q == n {
+			return
+		}
+		if q > n {
+			t.Fatalf("%d calls queued, want %d", q, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestQuota: the quota sees each new event with its author's and the log's
+// usage before it, an event it refuses is not stored (Add says ErrQuota)
+// and the usage counts only what was stored.
+func TestQuota(t *testing.T) {
+	l := openLog(t, memDB(t))
+	a, b := testKey(t, 1), testKey(t, 2)
+	ea := makeEvents(t, a, testNow, 5, 0)
+	eb := makeEvents(t, b, testNow, 5, 100)
+	authorA := ea[0].Author
+
+	errFull := fmt.Errorf("%w: author over 3 events", ErrQuota)
+	var sawTotal []uint64
+	l.SetQuota(func(author string, size int, au, total Usage) error {
+		if size <= 0 {
+			t.Errorf("size %d", size)
+		}
+		sawTotal = append(sawTotal, total.Events)
+		if author == authorA && au.Events >= 3 {
+			return errFull
+		}
+		return nil
+	})
+	added, err := l.Append(append(append([]*Event{}, ea...), eb...))
+	if err != nil || len(added) != 8 {
+		t.Fatalf("added %d, %v; want 8 (3 of a, 5 of b)", len(added), err)
+	}
+	for i, want := range []uint64{0, 1, 2, 3, 3, 3, 4, 5, 6, 7} {
+		if sawTotal[i] != want {
+			t.Fatalf("quota saw totals %v", sawTotal)
+		}
+	}
+	if ok, err := l.Add(ea[4]); ok || !errors.Is(err, ErrQuota) {
+		t.Errorf("Add over the quota: %v, %v; want false, ErrQuota", ok, err)
+	}
+	if ok, err := l.Add(eb[0]); ok || err != nil {
+		t.Errorf("Add of a stored event: %v, %v; want false, nil", ok, err)
+	}
+	ua, _ := l.AuthorUsage(authorA)
+	ub, _ := l.AuthorUsage(eb[0].Author)
+	if ua.Events != 3 || ub.Events != 5 {
+		t.Errorf("usage a %+v, b %+v; want 3 and 5 events", ua, ub)
+	}
+	total, authors := l.Usage()
+	if total.Events != 8 || total.Bytes != ua.Bytes+ub.Bytes || authors != 2 {
+		t.Errorf("total %+v, %d authors; want 8 events, %d bytes, 2 authors", total, authors, ua.Bytes+ub.Bytes)
+	}
+	if u, err := l.AuthorUsage("12D3KooWNeverSeen"); err != nil || u != (Usage{}) {
+		t.Errorf("unknown author: %+v, %v", u, err)
+	}
+	// Lifting the quota lets the refused events in.
+	l.SetQuota(nil)
+	if ok, err := l.Add(ea[4]); !ok || err != nil {
+		t.Errorf("Add without a quota: %v, %v", ok, err)
+	}
+}
+
+// TestUsagePersistsAndMigrates: the usage survives a reopen, and a log
+// written before the author index existed gets the same figures at Open.
+func TestUsagePersistsAndMigrates(t *testing.T) {
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, testOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, db)
+	for k := range byte(3) {
+		if _, err := l.Append(makeEvents(t, testKey(t, k+1), testNow, int(k)+1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantAuthors := l.Usage()
+	ua, _ := l.AuthorUsage(makeEvents(t, testKey(t, 3), testNow, 1, 0)[0].Author)
+	if want.Events != 6 || wantAuthors != 3 || ua.Events != 3 {
+		t.Fatalf("usage %+v, %d authors, third author %+v", want, wantAuthors, ua)
+	}
+	db.Close()
+
+	for _, drop := range []bool{false, true} {
+		db, err := pebble.Open(dir, testOptions(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if drop { // as a log written before the author index
+			if err := db.DeleteRange([]byte(authorPrefix), []byte(KeyPrefix+"a0"), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Delete([]byte(usageKey), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := openLog(t, db)
+		got, authors := l.Usage()
+		u, _ := l.AuthorUsage(makeEvents(t, testKey(t, 3), testNow, 1, 0)[0].Author)
+		if got != want || authors != wantAuthors || u != ua {
+			t.Errorf("dropped %v: usage %+v, %d authors, third %+v; want %+v, %d, %+v", drop, got, authors, u, want, wantAuthors, ua)
+		}
+		db.Close()
+	}
+}
