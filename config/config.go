@@ -64,6 +64,15 @@ const (
 	// bytes, the largest size the wire carries exactly (docs/design.md §4).
 	MaxBlobSize = 1 << 53
 
+	// MaxLogEvents bounds events.max_events and
+	// events.max_events_per_author: 2^40 events, far beyond any disk.
+	MaxLogEvents = 1 << 40
+
+	// MinLogBytes is the smallest non-zero events.max_bytes and
+	// events.max_bytes_per_author: one event of the largest size
+	// (eventlog.MaxEventBytes), so that a quota never refuses every event.
+	MinLogBytes = 64 << 10
+
 	// MaxPeerCache is the largest peercache.max_peers: a record is a few
 	// KiB at most and all are held in memory, so a million is already
 	// gigabytes.
@@ -102,6 +111,7 @@ type Config struct {
 	Limits    limits.Config   `toml:"limits"`
 	PeerCache PeerCacheConfig `toml:"peercache"`
 	Blobs     BlobsConfig     `toml:"blobs"`
+	Events    EventsConfig    `toml:"events"`
 	API       APIConfig       `toml:"api"`
 	Log       LogConfig       `toml:"log"`
 }
@@ -198,6 +208,31 @@ type BlobsConfig struct {
 	AutoFetch bool `toml:"auto_fetch"`
 }
 
+// EventsConfig is the table [events]: the quotas of the event log (ADR
+// 0031). Every key counts what the log holds, as its events' JSON; 0 means
+// unlimited. What happens when one is reached (events.* in ADR 0031):
+// nothing stored is ever dropped; an author at its quota gets no more of
+// its events stored, unless it is a valued peer; past 90% of a total, no
+// event of an author new to the log is stored; at a total, none but this
+// node's own. This node's own events (events add, crash reports it
+// makes) are held to none of them.
+type EventsConfig struct {
+	// MaxEvents (key `events.max_events`) bounds the events of the log:
+	// 0..MaxLogEvents, 0 unlimited. Default 10,000,000.
+	MaxEvents int64 `toml:"max_events"`
+	// MaxBytes (key `events.max_bytes`) bounds the bytes of the log's
+	// events: 0 or MinLogBytes..MaxBlobSize. Default 4 GiB.
+	MaxBytes int64 `toml:"max_bytes"`
+	// MaxEventsPerAuthor (key `events.max_events_per_author`) bounds one
+	// author's events: 0..MaxLogEvents, at most max_events. Default
+	// 100,000.
+	MaxEventsPerAuthor int64 `toml:"max_events_per_author"`
+	// MaxBytesPerAuthor (key `events.max_bytes_per_author`) bounds one
+	// author's bytes: 0 or MinLogBytes..MaxBlobSize, at most max_bytes.
+	// Default 256 MiB.
+	MaxBytesPerAuthor int64 `toml:"max_bytes_per_author"`
+}
+
 // Values of blobs.serve.
 const (
 	ServePeers = "peers"
@@ -248,6 +283,7 @@ func Default() *Config {
 		Limits:    limits.DefaultConfig(),
 		PeerCache: PeerCacheConfig{MaxPeers: 10_000},
 		Blobs:     BlobsConfig{MaxBlobBytes: 64 << 20, QuotaBytes: 4 << 30, Serve: ServePeers, AutoFetch: true},
+		Events:    EventsConfig{MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000, MaxBytesPerAuthor: 256 << 20},
 		API: APIConfig{
 			MetricsAddr: "",
 		},

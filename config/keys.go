@@ -47,6 +47,8 @@ var tableDocs = map[string]string{
 		"reputation (ADR 0014): it is served, not challenged, while the node is overloaded.",
 	"blobs": "The blob store: content-addressed files and crash dumps (UnixFS, CIDv1, " +
 		"BLAKE3, 1 MiB chunks), added with `wats blob add`.",
+	"events": "Quotas of the event log, per author and in all (docs/adr/0031). Nothing stored is " +
+		"ever dropped; `wats status` shows the use against them.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
 		"socket in the repo (api.sock) and never listens on the network.",
 	"log": "The daemon's log output.",
@@ -248,6 +250,29 @@ var keyDocs = map[string]keyDoc{
 		what:    "Most bytes of blobs the node stores, all blobs together; a blob past it is refused.",
 		allowed: "max_blob_bytes..2^53 bytes",
 		example: "quota_bytes = 4294967296",
+	},
+	"events.max_events": {
+		what: "Most events the log holds, all authors together. Past 90% of it no event of an author " +
+			"new to the log is stored; at it, only this node's own. Nothing stored is dropped (docs/adr/0031).",
+		allowed: "0..2^40 events; 0 means unlimited",
+		example: "max_events = 10000000",
+	},
+	"events.max_bytes": {
+		what: "Most bytes of events (their JSON) the log holds, all authors together; the same rule as " +
+			"max_events past 90% and at the quota (docs/adr/0031).",
+		allowed: "0 (unlimited) or 65536..2^53 bytes",
+		example: "max_bytes = 4294967296",
+	},
+	"events.max_events_per_author": {
+		what: "Most events of one author the log stores; further events of that author are refused unless " +
+			"it is a valued peer. This node's own events are not counted against it (docs/adr/0031).",
+		allowed: "0..2^40 events, at most max_events; 0 means unlimited",
+		example: "max_events_per_author = 100000",
+	},
+	"events.max_bytes_per_author": {
+		what:    "Most bytes of one author's events the log stores; the same rule as max_events_per_author (docs/adr/0031).",
+		allowed: "0 (unlimited) or 65536..2^53 bytes, at most max_bytes",
+		example: "max_bytes_per_author = 268435456",
 	},
 	"blobs.serve": {
 		what:    `To whom blocks of complete blobs are served over bitswap: "peers" (those that completed hello) or "all".`,

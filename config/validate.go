@@ -35,12 +35,37 @@ func (c *Config) problems() []*Error {
 		ch.bad("blobs.quota_bytes", q, "below max_blob_bytes or above 2^53", "blobs.max_blob_bytes")
 	}
 	ch.oneOf("blobs.serve", c.Blobs.Serve, ServePeers, ServeAll)
+	c.Events.validate(&ch)
 	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {
 		ch.bad("peercache.max_peers", m, fmt.Sprintf("not in 1..%d", MaxPeerCache))
 	}
 	c.API.validate(&ch)
 	c.Log.validate(&ch)
 	return ch.errs
+}
+
+// validate checks the [events] quotas: each in range, and an author's
+// quota no larger than the log's.
+func (e *EventsConfig) validate(ch *checker) {
+	if n := e.MaxEvents; n < 0 || n > MaxLogEvents {
+		ch.bad("events.max_events", n, "not in 0..2^40")
+	}
+	if n := e.MaxEventsPerAuthor; n < 0 || n > MaxLogEvents {
+		ch.bad("events.max_events_per_author", n, "not in 0..2^40")
+	} else if e.MaxEvents > 0 && (n == 0 || n > e.MaxEvents) {
+		ch.bad("events.max_events_per_author", n, fmt.Sprintf("above events.max_events (%d)", e.MaxEvents), "events.max_events")
+	}
+	bytes := func(key string, n int64) bool {
+		if n != 0 && (n < MinLogBytes || n > MaxBlobSize) {
+			ch.bad(key, n, "not 0 or in 65536..2^53")
+			return false
+		}
+		return true
+	}
+	if bytes("events.max_bytes", e.MaxBytes) && bytes("events.max_bytes_per_author", e.MaxBytesPerAuthor) &&
+		e.MaxBytes > 0 && (e.MaxBytesPerAuthor == 0 || e.MaxBytesPerAuthor > e.MaxBytes) {
+		ch.bad("events.max_bytes_per_author", e.MaxBytesPerAuthor, fmt.Sprintf("above events.max_bytes (%d)", e.MaxBytes), "events.max_bytes")
+	}
 }
 
 // checker collects the problems of a Config.

@@ -225,3 +225,30 @@ func TestBlobsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsTable: the log's quotas at and just past each bound; 0 is
+// unlimited, and an author's quota is at most the log's.
+func TestEventsTable(t *testing.T) {
+	for file, want := range map[string]string{
+		"[events]\nmax_events = 0\nmax_events_per_author = 0\nmax_bytes = 0\nmax_bytes_per_author = 0\n": "",
+		"[events]\nmax_events = 1099511627776\nmax_events_per_author = 1099511627776\n":                  "",
+		"[events]\nmax_events = 1099511627777\n":                                                         "events.max_events",
+		"[events]\nmax_events = -1\n":                                                                    "events.max_events",
+		"[events]\nmax_events = 10\nmax_events_per_author = 10\n":                                        "",
+		"[events]\nmax_events = 10\nmax_events_per_author = 11\n":                                        "events.max_events_per_author",
+		"[events]\nmax_events = 10\nmax_events_per_author = 0\n":                                         "events.max_events_per_author",
+		"[events]\nmax_bytes = 65536\nmax_bytes_per_author = 65536\n":                                    "",
+		"[events]\nmax_bytes = 65535\n":                                                                  "events.max_bytes",
+		"[events]\nmax_bytes = 9007199254740993\nmax_bytes_per_author = 0\n":                             "events.max_bytes",
+		"[events]\nmax_bytes = 65536\nmax_bytes_per_author = 65537\n":                                    "events.max_bytes_per_author",
+		"[events]\nmax_bytes_per_author = 65535\n":                                                       "events.max_bytes_per_author",
+	} {
+		_, err := Parse([]byte(file), "c.toml")
+		if (want == "") != (err == nil) {
+			t.Errorf("%q: %v", file, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %q does not name %s", file, err, want)
+		}
+	}
+}

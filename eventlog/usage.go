@@ -46,6 +46,10 @@ func (l *Log) Usage() (total Usage, authors uint64) {
 	return Usage{Events: l.head.Load(), Bytes: l.bytes.Load()}, l.authors.Load()
 }
 
+// Commits returns how many synced batches Append has committed: the events
+// stored over it is what group commit saves (ADR 0031).
+func (l *Log) Commits() uint64 { return l.groups.Load() }
+
 // AuthorUsage returns what author (a peer ID string) holds in the log: the
 // zero Usage for an author it holds nothing of. One pebble lookup, which
 // the database's Bloom filters answer at once for a new author.

@@ -37,33 +37,72 @@ type Delivery struct {
 	Providers []proto.Provider
 }
 
-// Options configure a Gossip.
+// Options configure a Gossip. Every callback may be nil.
 type Options struct {
-	// Deliver is called, from one goroutine, for each valid envelope that
-	// another peer published and the node did not already hold.
-	Deliver func(Delivery)
+	// Admit is the budget of envelopes a peer forwards (ADR 0031: a token
+	// bucket per forwarding peer). It is called from gossipsub's RPC loop,
+	// once for each message on the topic in each RPC a peer sends, before
+	// gossipsub checks anything (its signature included); false drops the
+	// message: not validated, not forwarded, no change to the peer's score.
+	// It must be cheap and must not block. Nil admits every message.
+	Admit func(from peer.ID) bool
+	// Author is the budget of an author's new events (ADR 0031): called
+	// with take false before the event's signature is checked (false
+	// ignores the envelope at no cost), and with take true once the event
+	// verified (false ignores it; true has taken the token), so that
+	// forgeries in an author's name never spend its budget. Nil admits
+	// every author.
+	Author func(author string, take bool) bool
+	// Store is called, from the validator and concurrently, for each valid
+	// envelope that another peer forwarded and the node did not hold: it
+	// stores the event durably (and records the hints of its providers).
+	// The envelope is accepted, so forwarded on, only once Store returns
+	// nil; an error ignores it (not forwarded, no score change): an event
+	// the log's quota refused, or one that could not be written.
+	Store func(Delivery) error
 	// Has reports whether the node already holds the event with this id; such
-	// envelopes are ignored (not delivered, not forwarded). Nil means never.
+	// envelopes are ignored (not delivered, not forwarded).
 	Has func(id string) bool
 	// Reject is called with the peer that forwarded each rejected envelope
-	// and the reason, for counters and the peer's value history. Nil means
-	// not counted. An event from the future (eventlog.ErrFuture) is
-	// dropped as well, but ignored rather than rejected: gossipsub does
-	// not lower the forwarder's score for it.
+	// and the reason, for counters and the peer's value history. An event
+	// from the future (eventlog.ErrFuture) is dropped as well, but ignored
+	// rather than rejected: gossipsub does not lower the forwarder's score
+	// for it.
 	Reject func(from peer.ID, reason error)
+	// Ignored is called with the forwarder and the reason for each envelope
+	// ignored by a budget (ErrOverPeerBudget, ErrOverAuthorBudget) or by
+	// Store's error, for counters.
+	Ignored func(from peer.ID, reason error)
+	// Missed is called with the forwarder of an envelope gossipsub dropped
+	// before validation for want of room (its validation queue full, its
+	// validators all busy), or that Store failed to write: an event that
+	// may now be missing here, which a sync from that peer recovers (ADR
+	// 0031). It must not block.
+	Missed func(from peer.ID)
+	// AppScore is the application's part of a peer's gossipsub score
+	// (ADR 0031: the peer's tier, from its value history); nil is 0.
+	AppScore func(p peer.ID) float64
 	// Now is the clock for event validation; nil means time.Now.
 	Now func() time.Time
 }
 
+// ErrOverPeerBudget and ErrOverAuthorBudget are the reasons Options.Ignored
+// is given for an envelope over a budget.
+var (
+	ErrOverPeerBudget   = errors.New("gossip: over the forwarding peer's budget")
+	ErrOverAuthorBudget = errors.New("gossip: over the author's budget")
+)
+
 // Gossip is a node's membership in its network's event topic. Create it
 // with Join; Close leaves the topic and waits for the reader to stop.
 type Gossip struct {
-	ps    *pubsub.PubSub
-	topic *pubsub.Topic
-	sub   *pubsub.Subscription
-	self  peer.ID
-	opts  Options
-	mesh  *meshTracer
+	topicName string
+	ps        *pubsub.PubSub
+	topic     *pubsub.Topic
+	sub       *pubsub.Subscription
+	self      peer.ID
+	opts      Options
+	mesh      *meshTracer
 
 	// scores is the latest map of peer scores gossipsub reported.
 	scores atomic.Pointer[map[peer.ID]float64]
@@ -72,43 +111,66 @@ type Gossip struct {
 	done   sync.WaitGroup
 }
 
+// Validation capacity (ADR 0031). Gossipsub validates in two steps: a few
+// workers check each message's signature, fed by a queue; then the topic
+// validator (decode, budgets, the event's signature, the durable write)
+// runs in goroutines up to a concurrency. A message that finds the queue
+// full, or every validator busy, is dropped, and reported to
+// Options.Missed. The budgets admit at most one burst per peer at once
+// (limits.gossip_per_min/4, 1,500 by default), so the queue holds one
+// honest peer's burst with room; the validators are many because each
+// waits for a group commit (ADR 0031), which is I/O, not CPU.
+const (
+	validateQueue       = 2048
+	validatorConcurrent = 512
+	subscriptionBuffer  = 1024
+)
+
 // Join starts gossipsub on h, joins the topic of network and starts
-// delivering envelopes to opts.Deliver.
+// validating and storing envelopes through opts.
 func Join(ctx context.Context, h host.Host, network string, opts Options) (*Gossip, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	name := proto.Topic(network)
 	mesh := newMeshTracer(name)
-	g := &Gossip{self: h.ID(), opts: opts}
-	params, thresholds := scoreParams(name)
+	g := &Gossip{self: h.ID(), opts: opts, topicName: name}
+	mesh.dropped = g.dropped
+	params, thresholds := scoreParams(name, opts.AppScore)
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithRawTracer(mesh),
 		pubsub.WithPeerScore(params, thresholds),
 		pubsub.WithPeerScoreInspect(g.setScores, scoreInspectInterval),
+		pubsub.WithGossipSubParams(gossipParams()),
 		pubsub.WithMaxMessageSize(maxRPCBytes),
 		pubsub.WithMessageIdFn(messageID),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithPeerExchange(true),
+		// No peer exchange sent (ADR 0031): gossipsub would name this
+		// node's peers to any pruned peer whose score is not negative, a
+		// fresh Sybil's included. PX from well-scored peers is accepted
+		// (acceptPXThreshold).
+		pubsub.WithPeerExchange(false),
+		pubsub.WithAppSpecificRpcInspector(g.inspect),
+		pubsub.WithValidateQueueSize(validateQueue),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start gossipsub: %w", err)
 	}
 	g.ps, g.mesh = ps, mesh
-	if err := ps.RegisterTopicValidator(name, g.validate); err != nil {
+	if err := ps.RegisterTopicValidator(name, g.validate, pubsub.WithValidatorConcurrency(validatorConcurrent)); err != nil {
 		return nil, fmt.Errorf("gossip: register validator: %w", err)
 	}
 	if g.topic, err = ps.Join(name); err != nil {
 		return nil, fmt.Errorf("gossip: join %s: %w", name, err)
 	}
-	if g.sub, err = g.topic.Subscribe(); err != nil {
+	if g.sub, err = g.topic.Subscribe(pubsub.WithBufferSize(subscriptionBuffer)); err != nil {
 		g.topic.Close()
 		return nil, fmt.Errorf("gossip: subscribe %s: %w", name, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	g.done.Add(1)
-	go g.read(rctx)
+	go g.drain(rctx)
 	return g, nil
 }
 
@@ -134,7 +196,7 @@ func (g *Gossip) Peers() []peer.ID { return g.topic.ListPeers() }
 // gossipsub mesh), and a channel closed at the next change of the mesh.
 func (g *Gossip) Mesh() ([]peer.ID, <-chan struct{}) { return g.mesh.Mesh() }
 
-// Close leaves the topic and waits for the delivery goroutine to return.
+// Close leaves the topic and waits for the subscription's reader to return.
 func (g *Gossip) Close() error {
 	g.sub.Cancel()
 	g.cancel()
@@ -151,6 +213,18 @@ var ErrEnvelope = errors.New("gossip: invalid envelope")
 // returns the envelope and the verified event, or an error wrapping
 // ErrEnvelope that says why.
 func Validate(b []byte, now time.Time) (*proto.Envelope, *eventlog.Event, error) {
+	env, ev, err := decode(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ev.Verify(now); err != nil {
+		return nil, nil, fmt.Errorf("%w: event: %w", ErrEnvelope, err)
+	}
+	return env, ev, nil
+}
+
+// decode is Validate without the event's verification: the cheap part.
+func decode(b []byte) (*proto.Envelope, *eventlog.Event, error) {
 	env, err := proto.DecodeEnvelope(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
@@ -159,89 +233,26 @@ func Validate(b []byte, now time.Time) (*proto.Envelope, *eventlog.Event, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: event: %w", ErrEnvelope, err)
 	}
-	if err := ev.Verify(now); err != nil {
-		return nil, nil, fmt.Errorf("%w: event: %w", ErrEnvelope, err)
-	}
 	return env, ev, nil
 }
 
-// scoreInspectInterval is how often gossipsub reports peer scores to Scores.
-const scoreInspectInterval = time.Second
-
-func (g *Gossip) setScores(m map[peer.ID]float64) { g.scores.Store(&m) }
-
-// Score returns p's gossipsub score as last reported (at most
-// scoreInspectInterval old), and whether there is one. Below
-// GraylistThreshold the peer's gossip is ignored.
-func (g *Gossip) Score(p peer.ID) (float64, bool) {
-	m := g.scores.Load()
-	if m == nil {
-		return 0, false
-	}
-	v, ok := (*m)[p]
-	return v, ok
-}
-
-// GraylistThreshold is the score below which gossipsub ignores a peer.
-const GraylistThreshold = graylistThreshold
-
-// Peer scoring (gossipsub v1.1): the only signal wats uses is the one that
-// costs a node work, invalid envelopes. Each one a peer forwards adds to its
-// invalid-delivery counter; the score's penalty is the counter squared times
-// invalidWeight, so a handful (an event from a skewed clock) is forgiven
-// while ten counted invalid deliveries send the peer past
-// graylistThreshold, after which gossipsub ignores its RPCs. The counter decays
-// by invalidDecay each decayInterval, so the peer recovers within minutes of
-// stopping.
-const (
-	invalidWeight      = -10.0
-	invalidDecay       = 0.9
-	decayInterval      = time.Second
-	gossipThreshold    = -100.0
-	publishThreshold   = -500.0
-	graylistThreshold  = -1000.0
-	scoreRetention     = 10 * time.Minute
-	scoreDecayToZero   = 0.01
-	timeInMeshQuantum  = time.Second
-	acceptPXThreshold  = 0.0
-	opportunisticGraft = 1.0
-)
-
-// scoreParams returns the peer score parameters and thresholds for topic.
-func scoreParams(topic string) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
-	params := &pubsub.PeerScoreParams{
-		Topics: map[string]*pubsub.TopicScoreParams{
-			topic: {
-				TopicWeight:                    1,
-				TimeInMeshQuantum:              timeInMeshQuantum,
-				InvalidMessageDeliveriesWeight: invalidWeight,
-				InvalidMessageDeliveriesDecay:  invalidDecay,
-			},
-		},
-		AppSpecificScore: func(peer.ID) float64 { return 0 },
-		DecayInterval:    decayInterval,
-		DecayToZero:      scoreDecayToZero,
-		RetainScore:      scoreRetention,
-	}
-	thresholds := &pubsub.PeerScoreThresholds{
-		GossipThreshold:             gossipThreshold,
-		PublishThreshold:            publishThreshold,
-		GraylistThreshold:           graylistThreshold,
-		AcceptPXThreshold:           acceptPXThreshold,
-		OpportunisticGraftThreshold: opportunisticGraft,
-	}
-	return params, thresholds
-}
-
-// validated is what the validator hands to the reader through
-// pubsub.Message.ValidatorData, so the event is decoded and verified once.
-type validated struct {
-	env *proto.Envelope
-	ev  *eventlog.Event
-}
-
 func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	env, ev, err := Validate(msg.Data, g.opts.Now())
+	env, ev, err := decode(msg.Data)
+	if err == nil && from != g.self {
+		// Budgets and duplicates first: each is cheaper than a signature.
+		switch {
+		case g.opts.Has != nil && g.opts.Has(ev.ID):
+			return pubsub.ValidationIgnore
+		case g.opts.Author != nil && !g.opts.Author(ev.Author, false):
+			g.ignored(from, ErrOverAuthorBudget)
+			return pubsub.ValidationIgnore
+		}
+	}
+	if err == nil {
+		if verr := ev.Verify(g.opts.Now()); verr != nil {
+			err = fmt.Errorf("%w: event: %w", ErrEnvelope, verr)
+		}
+	}
 	if err != nil {
 		if g.opts.Reject != nil {
 			g.opts.Reject(from, err)
@@ -254,33 +265,73 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 		}
 		return pubsub.ValidationReject
 	}
-	if g.opts.Has != nil && g.opts.Has(ev.ID) && from != g.self {
+	if from == g.self {
+		return pubsub.ValidationAccept // our own publication, stored before
+	}
+	if g.opts.Author != nil && !g.opts.Author(ev.Author, true) {
+		g.ignored(from, ErrOverAuthorBudget)
 		return pubsub.ValidationIgnore
 	}
-	msg.ValidatorData = &validated{env: env, ev: ev}
+	if g.opts.Store != nil {
+		d := Delivery{From: from, Event: ev, Raw: env.Event, Providers: env.Providers}
+		if err := g.opts.Store(d); err != nil {
+			g.ignored(from, err)
+			if !errors.Is(err, eventlog.ErrQuota) && g.opts.Missed != nil {
+				g.opts.Missed(from)
+			}
+			return pubsub.ValidationIgnore
+		}
+	}
 	return pubsub.ValidationAccept
 }
 
-func (g *Gossip) read(ctx context.Context) {
-	defer g.done.Done()
-	for {
-		msg, err := g.sub.Next(ctx)
-		if err != nil {
-			return // cancelled or closed
-		}
-		if msg.ReceivedFrom == g.self {
-			continue // our own publication
-		}
-		v, ok := msg.ValidatorData.(*validated)
-		if !ok || g.opts.Deliver == nil {
+func (g *Gossip) ignored(from peer.ID, reason error) {
+	if g.opts.Ignored != nil {
+		g.opts.Ignored(from, reason)
+	}
+}
+
+// inspect is gossipsub's RPC inspector: the forwarding peer's budget
+// (Options.Admit) for each message of the topic, before gossipsub checks
+// or queues anything. Messages over the budget are taken out of the RPC;
+// the rest of it (other messages, control) is handled as usual.
+func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
+	if g.opts.Admit == nil || len(rpc.Publish) == 0 {
+		return nil
+	}
+	kept := rpc.Publish[:0]
+	for _, m := range rpc.Publish {
+		if m.GetTopic() != g.topicName || g.opts.Admit(from) {
+			kept = append(kept, m)
 			continue
 		}
-		g.opts.Deliver(Delivery{
-			From:      msg.ReceivedFrom,
-			Event:     v.ev,
-			Raw:       v.env.Event,
-			Providers: v.env.Providers,
-		})
+		g.ignored(from, ErrOverPeerBudget)
+	}
+	clear(rpc.Publish[len(kept):])
+	rpc.Publish = kept
+	return nil
+}
+
+// dropped is told by the tracer of each message gossipsub dropped; those
+// dropped for want of room are reported to Options.Missed.
+func (g *Gossip) dropped(msg *pubsub.Message, reason string) {
+	switch reason {
+	case pubsub.RejectValidationQueueFull, pubsub.RejectValidationThrottled:
+		if g.opts.Missed != nil && msg.ReceivedFrom != g.self {
+			g.opts.Missed(msg.ReceivedFrom)
+		}
+	}
+}
+
+// drain reads the subscription, which gossipsub requires to deliver the
+// topic to this node; everything was done at validation, so it only keeps
+// the subscription from filling.
+func (g *Gossip) drain(ctx context.Context) {
+	defer g.done.Done()
+	for {
+		if _, err := g.sub.Next(ctx); err != nil {
+			return // cancelled or closed
+		}
 	}
 }
 

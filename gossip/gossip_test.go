@@ -175,8 +175,8 @@ func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 	delivered := make(chan Delivery, 4)
 	rejected := make(chan error, 4)
 	g, err := Join(ctx, a, "test", Options{
-		Deliver: func(d Delivery) { delivered <- d },
-		Reject:  func(_ peer.ID, err error) { rejected <- err },
+		Store:  func(d Delivery) error { delivered <- d; return nil },
+		Reject: func(_ peer.ID, err error) { rejected <- err },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,9 @@ import (
 // other events are ignored.
 type meshTracer struct {
 	topic string
+	// dropped, if set, is told of each message gossipsub drops, with the
+	// reason (pubsub.Reject*).
+	dropped func(*pubsub.Message, string)
 
 	mu struct {
 		sync.Mutex
@@ -69,11 +72,15 @@ func (t *meshTracer) Leave(topic string) {
 	}
 }
 
-func (*meshTracer) AddPeer(peer.ID, protocol.ID)                         {}
-func (*meshTracer) Join(string)                                          {}
-func (*meshTracer) ValidateMessage(*pubsub.Message)                      {}
-func (*meshTracer) DeliverMessage(*pubsub.Message)                       {}
-func (*meshTracer) RejectMessage(*pubsub.Message, string)                {}
+func (*meshTracer) AddPeer(peer.ID, protocol.ID)    {}
+func (*meshTracer) Join(string)                     {}
+func (*meshTracer) ValidateMessage(*pubsub.Message) {}
+func (*meshTracer) DeliverMessage(*pubsub.Message)  {}
+func (t *meshTracer) RejectMessage(m *pubsub.Message, reason string) {
+	if t.dropped != nil {
+		t.dropped(m, reason)
+	}
+}
 func (*meshTracer) DuplicateMessage(*pubsub.Message)                     {}
 func (*meshTracer) ThrottlePeer(peer.ID)                                 {}
 func (*meshTracer) RecvRPC(*pubsub.RPC)                                  {}

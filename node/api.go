@@ -157,7 +157,18 @@ func (n *Node) Status() api.Status {
 		Blobs:          len(n.blobs.List()),
 		BlobBytes:      n.blobs.QuotaUsed(),
 		BlobQuotaBytes: uint64(n.cfg.Blobs.QuotaBytes),
+		Log:            n.logUsage(),
 	}
+}
+
+// logUsage is what the event log holds against its quotas.
+func (n *Node) logUsage() api.LogUsage {
+	u, authors := n.events.Usage()
+	q := n.cfg.Events
+	return api.LogUsage{Events: u.Events, Bytes: u.Bytes, Authors: authors,
+		MaxEvents: uint64(q.MaxEvents), MaxBytes: uint64(q.MaxBytes),
+		MaxEventsPerAuthor: uint64(q.MaxEventsPerAuthor), MaxBytesPerAuthor: uint64(q.MaxBytesPerAuthor),
+		Commits: n.events.Commits()}
 }
 
 func (n *Node) apiStatus(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +197,9 @@ func (n *Node) Peers() []api.Peer {
 			}
 			hist := st.History()
 			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.reputed(mono)
+		}
+		if n.gossip != nil {
+			ap.Score, ap.HasScore = n.gossip.Score(p)
 		}
 		out = append(out, ap)
 	}

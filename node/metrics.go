@@ -1,11 +1,14 @@
 package node
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
@@ -29,6 +32,8 @@ type metrics struct {
 	challengesSolved prometheus.Counter
 	challengesFailed *prometheus.CounterVec // by reason
 	gossipRejects    prometheus.Counter
+	gossipIgnores    *prometheus.CounterVec // envelopes ignored, by reason
+	syncGaps         prometheus.Counter     // envelopes gossip dropped for want of room
 	blobFetches      *prometheus.CounterVec // by source and outcome
 
 	misses         *prometheus.CounterVec // requests that asked for what never existed, by type
@@ -170,6 +175,33 @@ func newMetrics(n *Node) *metrics {
 	m.strangersBusy = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_strangers_refused_total", Help: "Connections of peers without a record refused at the gater: the stranger slots and the evicted strangers still closing filled them and their slack.",
 	})
+	m.gossipIgnores = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_gossip_ignored_total", Help: "Gossip envelopes ignored (not stored, not forwarded, no score change), by reason: peer_budget (limits.gossip_per_min), author_budget (limits.author_per_min), quota ([events]), held (stored meanwhile by another path), error (a failed write). ADR 0031.",
+	}, []string{"reason"})
+	for _, r := range []string{"peer_budget", "author_budget", "quota", "held", "error"} {
+		m.gossipIgnores.WithLabelValues(r)
+	}
+	m.syncGaps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_gossip_gaps_total", Help: "Envelopes gossipsub dropped before validation for want of room (or could not store) from a peer after hello: each asks for a sync from that peer at once (ADR 0031).",
+	})
+	scoreBands := prometheus.NewDesc("wats_gossip_peers_by_score", "Peers of the gossip topic by gossipsub score band: positive, zero, negative (not grafted), no_gossip (below -100), no_publish (below -500), graylisted (below -1000). ADR 0031.", []string{"band"}, nil)
+	logUse := prometheus.NewDesc("wats_log_usage", "What the event log holds against its quotas ([events]): events, bytes and authors.", []string{"what"}, nil)
+	commits := prometheus.NewDesc("wats_log_commits_total", "Synced batches the event log committed; events stored over this is the group-commit factor (ADR 0031).", nil, nil)
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits}, collect: func(ch chan<- prometheus.Metric) {
+		if g := n.gossip; g != nil {
+			bands := g.ScoreBands()
+			for b, k := range bands {
+				ch <- prometheus.MustNewConstMetric(scoreBands, prometheus.GaugeValue, float64(k), gossip.Band(b).String())
+			}
+		}
+		if n.events != nil {
+			u, authors := n.events.Usage()
+			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(u.Events), "events")
+			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(u.Bytes), "bytes")
+			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(authors), "authors")
+			ch <- prometheus.MustNewConstMetric(commits, prometheus.CounterValue, float64(n.events.Commits()))
+		}
+	}})
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
 	}, func() float64 { return float64(n.run.strangerCount()) })
@@ -177,6 +209,7 @@ func newMetrics(n *Node) *metrics {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
+	m.reg.MustRegister(m.gossipIgnores, m.syncGaps)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
@@ -224,6 +257,35 @@ func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)
 }
+// gossipIgnored counts an envelope ignored for reason (gossip.Options.Ignored).
+func (m *metrics) gossipIgnored(reason error) {
+	r := "error"
+	switch {
+	case errors.Is(reason, gossip.ErrOverPeerBudget):
+		r = "peer_budget"
+	case errors.Is(reason, gossip.ErrOverAuthorBudget):
+		r = "author_budget"
+	case errors.Is(reason, eventlog.ErrQuota):
+		r = "quota"
+	case errors.Is(reason, errAlreadyHeld):
+		r = "held"
+	}
+	m.gossipIgnores.WithLabelValues(r).Inc()
+}
+
+// collectorFunc is a prometheus.Collector of metrics made at each scrape.
+type collectorFunc struct {
+	descs   []*prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
 func (m *metrics) eventsStored(source string, k int) {
 	m.stored.WithLabelValues(source).Add(float64(k))
 }

@@ -97,6 +97,9 @@ type Node struct {
 	run *runPeers
 	// records is the budget of new peer-cache records (value.go).
 	records *limits.Shared
+	// gossipBudget is the forwarding peers' budget of envelopes, and
+	// authorBudget the authors' budget of new events (gossip.go; ADR 0031).
+	gossipBudget, authorBudget *limits.Budget
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
 	// pages is the memory of the sync pages being served, shared by tier
@@ -153,6 +156,12 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(r.Config)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if n.gossipBudget, err = limits.NewBudget(r.Config.Limits.GossipBudget()); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	if n.authorBudget, err = limits.NewBudget(r.Config.Limits.AuthorBudget()); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
 	n.m = newMetrics(n)
 	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
 
@@ -200,6 +209,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if n.selfID, ok2 = rawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
+	n.events.SetQuota(quotaFor(r.Config.Events, n.host.ID().String(), n.valuedAuthor))
 	l := r.Config.Limits
 	if n.issuer, err = challenge.NewIssuer(n.selfID, challenge.Config{
 		BaseBits: l.ChallengeBaseBits, MaxBits: l.ChallengeMaxBits, SolvedPerMin: l.SolvedPerMin,
@@ -224,17 +234,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 func (n *Node) Start(ctx context.Context) error {
 	n.started = n.now()
 	if n.cfg.Sync.Gossip {
-		g, err := gossip.Join(n.ctx, n.host, n.cfg.Network, gossip.Options{
-			Deliver: n.deliver,
-			Has:     n.has,
-			Reject: func(from peer.ID, err error) {
-				n.m.gossipRejected(err)
-				if !errors.Is(err, eventlog.ErrFuture) { // a clock ahead of ours is no abuse
-					n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
-				}
-			},
-			Now: n.now,
-		})
+		g, err := gossip.Join(n.ctx, n.host, n.cfg.Network, n.gossipOptions())
 		if err != nil {
 			return err
 		}

@@ -188,6 +188,9 @@ type peerState struct {
 	}
 	// syncMu serializes the syncs from the peer (syncer.go).
 	syncMu sync.Mutex
+	// gap is set when gossip may have missed an event the peer forwarded
+	// and a sync from it is due at once (syncGap).
+	gap atomic.Bool
 }
 
 // History returns the peer's value history.

@@ -9,7 +9,6 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -101,22 +100,6 @@ func (n *Node) selfProvider() proto.Provider {
 		p.Addrs = append(p.Addrs, a.String())
 	}
 	return p
-}
-
-// deliver stores an event received by gossip and records the provider hints
-// of its blobs.
-func (n *Node) deliver(d gossip.Delivery) {
-	added, err := n.events.Append([]*eventlog.Event{d.Event})
-	if err != nil {
-		n.log.Error("store gossiped event", "event", d.Event.ID, "err", err)
-		return
-	}
-	n.m.eventsStored("gossip", len(added))
-	n.gave(d.From, uint64(len(added)), 0)
-	for _, b := range d.Event.Blobs {
-		n.hints.Add(b.CID, d.Providers)
-	}
-	n.autoFetch(added, d.From, "gossip")
 }
 
 // has reports whether the log holds the event with this id.

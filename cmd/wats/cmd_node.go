@@ -59,6 +59,7 @@ func (c *cli) statusCmd() *cobra.Command {
 		Long: `Print the node's status:
   peers       connected peers that completed hello
   events      events in the local log; head is the position of the newest
+  log         the log's events and bytes against the [events] quotas
   gossip      whether the node is on its network's gossip topic
   dropped     invalid events dropped (from sync pages and gossip)
   in flight   /wats requests being handled now; above 64 the node is
@@ -93,6 +94,10 @@ func (c *cli) statusCmd() *cobra.Command {
 				fmt.Fprintf(tw, "tiers:\t%s; stranger slots %d of %d\n", dash(strings.Join(tiers, ", ")), st.StrangerSlotsUsed, st.StrangerSlots)
 			}
 			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
+			lu := st.Log
+			fmt.Fprintf(tw, "log:\t%d of %s events, %s of %s; %d authors, each at most %s events and %s\n",
+				lu.Events, quotaCount(lu.MaxEvents), humanBytes(lu.Bytes), quotaBytes(lu.MaxBytes),
+				lu.Authors, quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
 			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
 			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
 			fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
@@ -122,7 +127,9 @@ func (c *cli) peersCmd() *cobra.Command {
 		Short: "List the connected peers",
 		Long: `List the connected peers. HELLO: whether hello completed; HEAD: the peer's
 log head as it said in its hello; CURSOR: how far this node has synced the
-peer's log (it can pass HEAD when the peer grew since its hello).`,
+peer's log (it can pass HEAD when the peer grew since its hello); SCORE: its
+gossipsub score (below -100 no gossip is exchanged with it, below -1000 it is
+ignored; docs/adr/0031).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
@@ -137,14 +144,18 @@ peer's log (it can pass HEAD when the peer grew since its hello).`,
 				return c.printJSON(peers)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tTIER\tHEAD\tCURSOR\tAGENT\tADDRESS")
+			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
 			for _, p := range peers {
 				addr := "-"
 				if len(p.Addrs) > 0 {
 					addr = p.Addrs[0]
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, yesNo(p.Hello), dash(p.Tier), p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
+				score := "-"
+				if p.HasScore {
+					score = strconv.FormatFloat(p.Score, 'f', 1, 64)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+					p.PeerID, p.Direction, yesNo(p.Hello), dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 			}
 			return tw.Flush()
 		},
@@ -664,3 +675,19 @@ func marshalIndent(v any) ([]byte, error) {
 // callTimeout bounds the short control API calls the devnet commands make
 // to each node, so that one hung daemon does not hang `devnet status`.
 const callTimeout = 5 * time.Second
+
+// quotaCount and quotaBytes print a quota of the [events] table: 0 is
+// unlimited.
+func quotaCount(n uint64) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func quotaBytes(n uint64) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return humanBytes(n)
+}

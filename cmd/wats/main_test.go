@@ -419,10 +419,11 @@ func testAPI(t *testing.T) http.Handler {
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, api.Status{PeerID: testPeer, Network: "n", Agent: "wats/test", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 65,
 			Blobs: 3, BlobBytes: 3 << 20, BlobQuotaBytes: 4 << 30,
-			PeerTiers: map[string]int{"normal": 1, "suspect": 1}, StrangerSlots: 64, StrangerSlotsUsed: 1})
+			PeerTiers: map[string]int{"normal": 1, "suspect": 1}, StrangerSlots: 64, StrangerSlotsUsed: 1,
+			Log: api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
 	})
 	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, []api.Peer{{PeerID: testPeer, Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Agent: "wats/x", Hello: true, Head: 5, Cursor: 4, Direction: "inbound", Tier: "new"}})
+		writeJSON(w, []api.Peer{{PeerID: testPeer, Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Agent: "wats/x", Hello: true, Head: 5, Cursor: 4, Direction: "inbound", Tier: "new", Score: -12.25, HasScore: true}})
 	})
 	mux.HandleFunc("POST "+api.PathConnect, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ConnectRequest
@@ -479,9 +480,10 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 		{[]string{"id"}, []string{testPeer + "\n" + testAddr + "\n"}},
 		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
 		{[]string{"status"}, []string{"peers:      2", "events:     7", "head:       9", "gossip:     on", "uptime:     1m5s", "challenges: effort 0 bits", "blobs:      3 complete, 3.0 MiB of a 4.0 GiB quota",
-			"tiers:      1 normal, 1 suspect; stranger slots 1 of 64"}},
+			"tiers:      1 normal, 1 suspect; stranger slots 1 of 64",
+			"log:        7 of 10000000 events, 3.0 KiB of 4.0 GiB; 2 authors, each at most 100000 events and unlimited\n"}},
 		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
-		{[]string{"peers", "ls"}, []string{"PEER ID", "TIER", testPeer, "inbound", "yes", "new"}},
+		{[]string{"peers", "ls"}, []string{"PEER ID", "TIER", "SCORE", testPeer, "inbound", "yes", "new", "-12.2"}},
 		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},
 		{[]string{"peers", "connect", testAddr}, []string{"connected to " + testPeer + " (wats/x, head 5)"}},
 		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`}, []string{testEvID + "\n"}},

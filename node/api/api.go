@@ -130,6 +130,25 @@ type Status struct {
 	// slots of peers without a peer-cache record, and how many are held.
 	StrangerSlots     int `json:"stranger_slots"`
 	StrangerSlotsUsed int `json:"stranger_slots_used"`
+	// Log is what the event log holds against its quotas ([events], docs/adr/0031).
+	Log LogUsage `json:"log"`
+}
+
+// LogUsage is the event log's use and its quotas (the [events] keys; 0 is
+// unlimited), in events and bytes of event JSON.
+type LogUsage struct {
+	Events  uint64 `json:"events"`
+	Bytes   uint64 `json:"bytes"`
+	Authors uint64 `json:"authors"`
+	// MaxEvents, MaxBytes, MaxEventsPerAuthor and MaxBytesPerAuthor are
+	// the quotas: events.max_events and so on.
+	MaxEvents          uint64 `json:"max_events"`
+	MaxBytes           uint64 `json:"max_bytes"`
+	MaxEventsPerAuthor uint64 `json:"max_events_per_author"`
+	MaxBytesPerAuthor  uint64 `json:"max_bytes_per_author"`
+	// Commits counts the synced batches written; Events over it is the
+	// group-commit factor.
+	Commits uint64 `json:"commits"`
 }
 
 // Peer is one connected peer (GET PathPeers, POST PathConnect).
@@ -155,6 +174,11 @@ type Peer struct {
 	// Reputed reports ADR 0014's established reputation: met in an
 	// earlier run, or first hello at least 10 minutes ago.
 	Reputed bool `json:"reputed"`
+	// Score is the peer's gossipsub score as last computed (at most a
+	// second old) and HasScore whether there is one: below -100 no gossip
+	// is exchanged with it, below -1000 it is ignored (docs/adr/0031).
+	Score    float64 `json:"score"`
+	HasScore bool    `json:"has_score"`
 }
 
 // Directions of a Peer.
