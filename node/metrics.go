@@ -257,6 +257,7 @@ func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)
 }
+
 // gossipIgnored counts an envelope ignored for reason (gossip.Options.Ignored).
 func (m *metrics) gossipIgnored(reason error) {
 	r := "error"
