@@ -1,0 +1,247 @@
+package gossip
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	gproto "google.golang.org/protobuf/proto"
+
+	"github.com/wats-network/wats/proto"
+)
+
+// rawPeer speaks gossipsub's wire protocol by hand (length-prefixed
+// protobuf RPCs on /meshsub/1.1.0), so a test can send what no honest
+// router would (IHAVEs it never keeps, GRAFTs into a full mesh) and see
+// every RPC the node sends back.
+type rawPeer struct {
+	h   host.Host
+	out network.Stream
+
+	mu   sync.Mutex
+	recv []*pb.RPC
+	// iwantIDs counts the message ids the node asked for with IWANT.
+	iwantIDs atomic.Int64
+}
+
+// newRawPeer connects a raw gossipsub peer to a and subscribes it to the
+// test topic.
+func newRawPeer(ctx context.Context, t *testing.T, a host.Host) *rawPeer {
+	t.Helper()
+	r := &rawPeer{h: newHost(t)}
+	r.h.SetStreamHandler(pubsub.GossipSubID_v11, func(s network.Stream) {
+		br := bufio.NewReader(s)
+		for {
+			n, err := binary.ReadUvarint(br)
+			if err != nil || n > maxRPCBytes {
+				s.Reset()
+				return
+			}
+			buf := make([]byte, n)
+			if _, err := io.ReadFull(br, buf); err != nil {
+				s.Reset()
+				return
+			}
+			var rpc pb.RPC
+			if err := gproto.Unmarshal(buf, &rpc); err != nil {
+				s.Reset()
+				return
+			}
+			for _, w := range rpc.GetControl().GetIwant() {
+				r.iwantIDs.Add(int64(len(w.GetMessageIDs())))
+			}
+			r.mu.Lock()
+			r.recv = append(r.recv, &rpc)
+			r.mu.Unlock()
+		}
+	})
+	if err := r.h.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.h.NewStream(ctx, a.ID(), pubsub.GossipSubID_v11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.out = s
+	topic, sub := proto.Topic("test"), true
+	r.send(t, &pb.RPC{Subscriptions: []*pb.RPC_SubOpts{{Subscribe: &sub, Topicid: &topic}}})
+	return r
+}
+
+func (r *rawPeer) send(t *testing.T, rpc *pb.RPC) {
+	t.Helper()
+	b, err := gproto.Marshal(rpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.out.Write(append(binary.AppendUvarint(nil, uint64(len(b))), b...)); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+// prunes returns the PRUNEs the node sent this peer.
+func (r *rawPeer) prunes() []*pb.ControlPrune {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*pb.ControlPrune
+	for _, rpc := range r.recv {
+		out = append(out, rpc.GetControl().GetPrune()...)
+	}
+	return out
+}
+
+// TestBrokenPromisesEndIWANTs: a peer that advertises IHAVEs for messages
+// it never delivers is asked for them at first (IWANT), breaks each
+// promise, sees its score fall below GossipThreshold within seconds, and
+// from then on gets no IWANT at all, though it keeps advertising.
+func TestBrokenPromisesEndIWANTs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newHost(t)
+	g, err := Join(ctx, a, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	liar := newRawPeer(ctx, t, a)
+
+	topic := proto.Topic("test")
+	var seq int
+	ihave := func() {
+		ids := make([]string, 100)
+		for i := range ids {
+			seq++
+			ids[i] = fmt.Sprintf("fake-%08d", seq)
+		}
+		liar.send(t, &pb.RPC{Control: &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: ids}}}})
+	}
+	start := time.Now()
+	var askedEarly int64
+	var below time.Duration
+	for time.Since(start) < 30*time.Second {
+		ihave()
+		time.Sleep(50 * time.Millisecond) // the attacker's pace, not a wait for the node
+		if s, ok := g.Score(liar.h.ID()); ok && s < GossipThreshold && below == 0 {
+			below = time.Since(start)
+			askedEarly = liar.iwantIDs.Load()
+		}
+		if below > 0 && time.Since(start) > below+5*time.Second {
+			break
+		}
+	}
+	if liar.iwantIDs.Load() == 0 {
+		t.Fatal("the node never sent an IWANT: the test does not exercise promises")
+	}
+	if below == 0 {
+		s, _ := g.Score(liar.h.ID())
+		t.Fatalf("the liar's score is %v after 30 s, want below %v", s, GossipThreshold)
+	}
+	// From a second after the score fell (one heartbeat), no more IWANTs.
+	before := liar.iwantIDs.Load()
+	for range 40 {
+		ihave()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := liar.iwantIDs.Load() - before; got != 0 {
+		t.Errorf("%d ids asked for after the score fell below %v (at %v)", got, GossipThreshold, below)
+	}
+	t.Logf("IWANT ids before the score fell (%v): %d", below, askedEarly)
+}
+
+// TestPruneCarriesNoPeerExchange: a fresh peer that GRAFTs into a full
+// mesh is pruned (it is inbound and the mesh is at D_hi), and the PRUNE
+// names none of the node's peers; so does any PRUNE a peer with a negative
+// score gets. Gossipsub would otherwise attach up to 16 peers to it.
+func TestPruneCarriesNoPeerExchange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newHost(t)
+	g, err := Join(ctx, a, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// Fill a's mesh to D_hi with real gossipsub peers.
+	dhi := pubsub.DefaultGossipSubParams().Dhi
+	for range dhi + 2 {
+		rawPublisherNoWait(ctx, t, a)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mesh, changed := g.Mesh()
+		if len(mesh) >= dhi {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("mesh of %d after 20 s, want %d", len(mesh), dhi)
+		}
+	}
+
+	topic := proto.Topic("test")
+	sybil := newRawPeer(ctx, t, a)
+	waitTopicPeer(t, g, sybil.h.ID())
+	sybil.send(t, &pb.RPC{Control: &pb.ControlMessage{Graft: []*pb.ControlGraft{{TopicID: &topic}}}})
+	waitFor(t, 10*time.Second, "a PRUNE for the GRAFT into a full mesh", func() bool { return len(sybil.prunes()) > 0 })
+	for _, pr := range sybil.prunes() {
+		if len(pr.GetPeers()) != 0 {
+			t.Errorf("a PRUNE names %d peers (peer exchange)", len(pr.GetPeers()))
+		}
+	}
+}
+
+// rawPublisherNoWait is rawPublisher without waiting for the mesh.
+func rawPublisherNoWait(ctx context.Context, t *testing.T, a host.Host) {
+	t.Helper()
+	b := newHost(t)
+	ps, err := pubsub.NewGossipSub(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(proto.Topic("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topic.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Connect(ctx, peer.AddrInfo{ID: a.ID(), Addrs: a.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitTopicPeer waits until g knows p is in the topic.
+func waitTopicPeer(t *testing.T, g *Gossip, p peer.ID) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the peer in the topic", func() bool {
+		for _, q := range g.Peers() {
+			if q == p {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
