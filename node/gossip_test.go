@@ -1,0 +1,206 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/repo"
+)
+
+// spammer is a gossipsub peer on the test network's topic that publishes
+// valid events signed by its own key, as fast as it can.
+type spammer struct {
+	h     host.Host
+	topic *pubsub.Topic
+}
+
+func newSpammer(t *testing.T, ctx context.Context, target *testNode) *spammer {
+	t.Helper()
+	h := rawHost(t)
+	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(proto.Topic("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topic.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	dialRaw(t, h, target)
+	waitFor(t, 10*time.Second, "the spammer in the topic", func() bool {
+		return len(topic.ListPeers()) > 0
+	})
+	return &spammer{h: h, topic: topic}
+}
+
+// spam publishes k distinct valid events.
+func (s *spammer) spam(t *testing.T, ctx context.Context, k int) {
+	t.Helper()
+	key := s.h.Peerstore().PrivKey(s.h.ID())
+	for i := range k {
+		ev, err := eventlog.New(key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"spam":%d}`, i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := ev.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := proto.MarshalEnvelope(&proto.Envelope{Event: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.topic.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ignoredBy(n *testNode, reason string) float64 {
+	return testutil.ToFloat64(n.m.gossipIgnores.WithLabelValues(reason))
+}
+
+// TestValidSpamIsHeldToItsBudget: a stranger that floods valid events of
+// its own key gets no more of them stored than its budgets allow
+// (limits.gossip_per_min and the strangers' share, a burst of 30 and 2 a
+// second here), while an honest peer's events, published during the flood,
+// all arrive by gossip.
+func TestValidSpamIsHeldToItsBudget(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := testConfig(true, time.Hour)
+	cfg.Limits.GossipPerMin, cfg.Limits.StrangerGossipPerMin = 120, 120
+	b := startNode(t, cfg)
+	a := startNode(t, testConfig(true, time.Hour))
+	connect(t, a, b)
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 1})
+	// a shows value (an event) and gets its record: a normal peer.
+	publish(t, a, 1)
+	waitFor(t, 10*time.Second, "a's record at b", func() bool {
+		st := b.run.get(a.ID())
+		return st != nil && st.Tier() == limits.TierNormal
+	})
+	s := newSpammer(t, ctx, b)
+	author := s.h.ID().String()
+
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.spam(t, ctx, 3000)
+	}()
+	publish(t, a, 20)
+	<-done
+	waitFor(t, 20*time.Second, "a's 21 events at b", func() bool {
+		u, _ := b.events.AuthorUsage(a.ID().String())
+		return u.Events == 21
+	})
+	elapsed := time.Since(start)
+	u, err := b.events.AuthorUsage(author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bound: the burst (30) plus 2 a second of the flood.
+	bound := uint64(30 + 2*elapsed.Seconds() + 2)
+	if u.Events == 0 || u.Events > bound {
+		t.Errorf("%d of 3000 spam events stored in %v, want 1..%d", u.Events, elapsed, bound)
+	}
+	if ignoredBy(b, "peer_budget") == 0 {
+		t.Error("no envelope counted over the peer budget")
+	}
+	t.Logf("spam stored %d of 3000 in %v; ignored over the peer budget %v", u.Events, elapsed, ignoredBy(b, "peer_budget"))
+}
+
+// TestAuthorQuota: an author at events.max_events_per_author gets no more
+// events stored, by gossip or sync, and the refused ones are counted; a
+// valued peer's events are stored past it.
+func TestAuthorQuota(t *testing.T) {
+	const quota = limits.ValuedEvents + 6
+	clock := &fakeClock{}
+	cfg := testConfig(true, time.Hour)
+	cfg.Events.MaxEventsPerAuthor = quota
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startNodeWith(t, r, Options{Now: clock.Now})
+
+	v := startNode(t, testConfig(true, time.Hour))
+	publish(t, v, limits.ValuedEvents)
+	connect(t, v, b) // the hello's sync brings v's events
+	waitFor(t, 20*time.Second, "v's events at b", func() bool {
+		st := b.run.get(v.ID())
+		return st != nil && st.hist.events.Load() >= limits.ValuedEvents && st.persisted.Load()
+	})
+	clock.Advance(limits.ValuedAge)
+	b.foldAll()
+	if st := b.run.get(v.ID()); st.Tier() != limits.TierValued {
+		t.Fatalf("v is %v, want valued", st.Tier())
+	}
+
+	o := startNode(t, testConfig(true, time.Hour))
+	connect(t, o, b)
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{v: 1, o: 1})
+	publish(t, v, 20)       // 84 in all: past the quota, stored (valued)
+	publish(t, o, quota+10) // 80: 70 stored, 10 refused
+	waitFor(t, 30*time.Second, "o's refused events counted", func() bool { return ignoredBy(b, "quota") >= 10 })
+	waitFor(t, 30*time.Second, "v's 84 events", func() bool {
+		u, _ := b.events.AuthorUsage(v.ID().String())
+		return u.Events == limits.ValuedEvents+20
+	})
+	uo, _ := b.events.AuthorUsage(o.ID().String())
+	if uo.Events != quota {
+		t.Errorf("o has %d events at b, want the quota %d", uo.Events, quota)
+	}
+	// A sync from o brings nothing past the quota either.
+	if _, err := b.SyncPeer(context.Background(), o.ID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if uo, _ := b.events.AuthorUsage(o.ID().String()); uo.Events != quota {
+		t.Errorf("after a sync o has %d events at b, want %d", uo.Events, quota)
+	}
+	if st := b.Status(); st.Log.Events != uint64(limits.ValuedEvents+20+quota) || st.Log.MaxEventsPerAuthor != quota || st.Log.Authors != 2 {
+		t.Errorf("status log %+v", st.Log)
+	}
+}
+
+// TestGapIsSyncedAtOnce: when gossip reports an envelope from a peer it
+// dropped for want of room, the node syncs from that peer at once (the
+// sync interval is an hour) and gets the event it missed.
+func TestGapIsSyncedAtOnce(t *testing.T) {
+	b := startNode(t, testConfig(true, time.Hour))
+	a := startNode(t, testConfig(true, time.Hour))
+	connect(t, b, a)
+	waitFor(t, 10*time.Second, "hello", func() bool {
+		st := b.run.get(a.ID())
+		return st != nil && st.helloDone.Load()
+	})
+	// An event a holds that never reached b: as if gossipsub dropped it.
+	ev, err := a.sign("note", jsontext.Value(`{"missed":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.events.Append([]*eventlog.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if b.has(ev.ID) {
+		t.Fatal("b has the event before the gap sync")
+	}
+	b.syncGap(a.ID()) // what gossip.Options.Missed does
+	waitFor(t, 10*time.Second, "the missed event at b", func() bool { return b.has(ev.ID) })
+	if got := storedBy(b, "sync"); got != 1 {
+		t.Errorf("stored by sync: %v, want 1", got)
+	}
+}
