@@ -28,7 +28,9 @@ func TestInspectTakesOutWhatIsOverBudget(t *testing.T) {
 		Admit:   func(peer.ID) bool { admits++; return admits <= 2 },
 		Ignored: func(_ peer.ID, err error) { ignored = append(ignored, err) },
 	}}
-	msg := func(tp string, data string) *pubsubpb.Message { return &pubsubpb.Message{Topic: &tp, Data: []byte(data)} }
+	msg := func(tp string, data string) *pubsubpb.Message {
+		return &pubsubpb.Message{Topic: &tp, Data: []byte(data)}
+	}
 	rpc := &pubsub.RPC{}
 	rpc.Publish = []*pubsubpb.Message{msg(topic, "1"), msg(other, "x"), msg(topic, "2"), msg(topic, "3"), msg(topic, "4")}
 	rpc.Control = &pubsubpb.ControlMessage{}
@@ -117,7 +119,9 @@ func TestAuthorBudgetTakenOnlyForVerifiedEvents(t *testing.T) {
 func TestDropsForWantOfRoomAreGaps(t *testing.T) {
 	var missed []peer.ID
 	g := &Gossip{self: "self", opts: Options{Missed: func(p peer.ID) { missed = append(missed, p) }}}
-	m := func(from peer.ID) *pubsub.Message { return &pubsub.Message{Message: &pubsubpb.Message{}, ReceivedFrom: from} }
+	m := func(from peer.ID) *pubsub.Message {
+		return &pubsub.Message{Message: &pubsubpb.Message{}, ReceivedFrom: from}
+	}
 	g.dropped(m("a"), pubsub.RejectValidationQueueFull)
 	g.dropped(m("b"), pubsub.RejectValidationThrottled)
 	g.dropped(m("c"), pubsub.RejectValidationFailed)
