@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -168,4 +170,48 @@ func BenchmarkEd25519VerifyParallel(b *testing.B) {
 		}
 	})
 	reportEventsPerSec(b, 1)
+}
+
+// BenchmarkAddOneByOne and BenchmarkAddConcurrent store single events on
+// disk, each durable when Add returns: one caller at a time (one sync per
+// event: what a node did with gossip before group commit), and 64 callers
+// at once (gossip's validators), whose Adds share syncs (ADR 0031). The
+// ratio of their events/s is what group commit buys; commits/op says how
+// many syncs an event cost.
+func BenchmarkAddOneByOne(b *testing.B)   { benchAdd(b, 1) }
+func BenchmarkAddConcurrent(b *testing.B) { benchAdd(b, 64) }
+
+func benchAdd(b *testing.B, callers int) {
+	db, err := pebble.Open(b.TempDir(), testOptions(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	l := openLog(b, db)
+	key := testKey(b, 1)
+	evs := make([]*Event, b.N)
+	for i := range evs {
+		evs[i] = mustNew(b, key, testNow, "note", fmt.Sprintf(`{"i":%d,"body":%s}`, i, benchBody), nil)
+	}
+	var next atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(evs)) {
+					return
+				}
+				if ok, err := l.Add(evs[i]); !ok || err != nil {
+					b.Error(ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportEventsPerSec(b, 1)
+	b.ReportMetric(float64(l.Commits())/float64(b.N), "commits/op")
 }
