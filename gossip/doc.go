@@ -10,10 +10,19 @@
 // and scores its sender down. An event the node already holds is ignored:
 // not delivered again and not forwarded.
 //
-// Received envelopes are handed to a Deliver callback with the decoded
-// event; the node stores the event and records the provider hints. Hints
-// keeps at most 16 hints per blob, the newest (ADR 0014).
+// Under attack (ADR 0031): each message a peer forwards takes a token of
+// that peer's budget at the RPC, before gossipsub checks anything; an
+// event's author's budget is looked at before its signature is checked and
+// taken after. A valid new envelope is handed to a Store callback from the
+// validator, and accepted, so forwarded on, only once Store has made it
+// durable (the node's log commits concurrent events in one batch).
+// Envelopes gossipsub drops for want of room are reported to Missed, so
+// the node syncs from their forwarder at once. Peer scoring counts invalid
+// envelopes, broken IWANT promises, peers sharing an IP and the node's
+// tier of the peer; no peer exchange is sent.
 //
-// Files: gossip.go holds the topic, validator and publisher; hints.go the
-// provider-hint table.
+// Hints keeps at most 16 provider hints per blob, the newest (ADR 0014).
+//
+// Files: gossip.go holds the topic, validator and publisher; score.go the
+// peer scoring; hints.go the provider-hint table.
 package gossip
