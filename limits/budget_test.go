@@ -2,8 +2,11 @@ package limits
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func newTestBudget(t *testing.T, br BudgetRate) *Budget {
@@ -194,4 +197,42 @@ func TestNewBudgetBounds(t *testing.T) {
 			t.Errorf("%+v accepted", br)
 		}
 	}
+}
+
+// BenchmarkBudgetVsRate is the gossip budget's check (ADR 0031), run once
+// per forwarded message in gossipsub's RPC loop, against its anchor in the
+// same run: x/time/rate's Limiter looked up per peer in a sync.Map, plus a
+// shared Limiter for strangers, as a node would build it. Both decide an
+// allowed message of one new peer (its own bucket and the strangers'
+// share). docs/performance.md runs it five times, alternating.
+func BenchmarkBudgetVsRate(b *testing.B) {
+	const key = "12D3KooWJ1TsijH7H5F74hfAD5XishQz3sxrmAtVY37GtNd9CqYf"
+	b.Run("wats", func(b *testing.B) {
+		bu, err := NewBudget(DefaultConfig().GossipBudget())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		now := int64(0)
+		for b.Loop() {
+			now += int64(time.Second) // well within both rates
+			if !bu.Allow(key, TierNew, now) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("x-time-rate", func(b *testing.B) {
+		var limiters sync.Map
+		limiters.Store(key, rate.NewLimiter(rate.Limit(6000.0/60), 1500))
+		shared := rate.NewLimiter(rate.Limit(1200.0/60), 300)
+		b.ReportAllocs()
+		now := time.Unix(0, 0)
+		for b.Loop() {
+			now = now.Add(time.Second)
+			v, _ := limiters.Load(key)
+			if !v.(*rate.Limiter).AllowN(now, 1) || !shared.AllowN(now, 1) {
+				b.Fatal("refused")
+			}
+		}
+	})
 }
