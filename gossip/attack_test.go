@@ -106,14 +106,7 @@ func (r *rawPeer) prunes() []*pb.ControlPrune {
 // promise, sees its score fall below GossipThreshold within seconds, and
 // from then on gets no IWANT at all, though it keeps advertising.
 func TestBrokenPromisesEndIWANTs(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := newHost(t)
-	g, err := Join(ctx, a, "test", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	ctx, a, g := joinTest(t)
 	liar := newRawPeer(ctx, t, a)
 
 	topic := proto.Topic("test")
@@ -164,14 +157,7 @@ func TestBrokenPromisesEndIWANTs(t *testing.T) {
 // names none of the node's peers; so does any PRUNE a peer with a negative
 // score gets. Gossipsub would otherwise attach up to 16 peers to it.
 func TestPruneCarriesNoPeerExchange(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := newHost(t)
-	g, err := Join(ctx, a, "test", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	ctx, a, g := joinTest(t)
 	// Fill a's mesh to D_hi with real gossipsub peers.
 	dhi := pubsub.DefaultGossipSubParams().Dhi
 	for range dhi + 2 {
@@ -200,6 +186,21 @@ func TestPruneCarriesNoPeerExchange(t *testing.T) {
 			t.Errorf("a PRUNE names %d peers (peer exchange)", len(pr.GetPeers()))
 		}
 	}
+}
+
+// joinTest joins the test topic on a new host, with default options; all
+// of it is closed at the end of the test.
+func joinTest(t *testing.T) (context.Context, host.Host, *Gossip) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a := newHost(t)
+	g, err := Join(ctx, a, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return ctx, a, g
 }
 
 // rawPublisherNoWait is rawPublisher without waiting for the mesh.

@@ -178,13 +178,7 @@ func NewPolicy(c Config) (*Policy, error) {
 	}
 	pl := &Policy{challenge: c.Challenge, overload: c.OverloadInFlight}
 	for t := range Tier(NumTiers) {
-		pct := 100
-		switch t {
-		case TierSuspect:
-			pct = c.SuspectPercent
-		case TierValued:
-			pct = c.ValuedPercent
-		}
+		pct := t.percent(c.SuspectPercent, c.ValuedPercent)
 		for _, k := range Kinds() {
 			pl.rates[t][k] = tierRate(c.PerMin(k), pct)
 		}

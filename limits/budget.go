@@ -92,14 +92,7 @@ func NewBudget(br BudgetRate) (*Budget, error) {
 	}
 	b := &Budget{seed: maphash.MakeSeed()}
 	for t := range Tier(NumTiers) {
-		pct := 100
-		switch t {
-		case TierSuspect:
-			pct = br.SuspectPercent
-		case TierValued:
-			pct = br.ValuedPercent
-		}
-		b.rates[t] = tierRate(br.PerMin, pct)
+		b.rates[t] = tierRate(br.PerMin, t.percent(br.SuspectPercent, br.ValuedPercent))
 	}
 	b.overflow = tierRate(br.PerMin, 100*NewcomerShare)
 	b.strangers.b.rate = tierRate(br.StrangersPerMin, 100)

@@ -188,6 +188,19 @@ func Explain(h History) string {
 
 // tierRate is rate perMin scaled to pct percent, at least 1 a minute and
 // at most MaxPerMin; 0 (unlimited) stays unlimited.
+// percent is the share of ADR 0014's rates a peer of tier t gets, in
+// percent: suspect for a suspect (limits.suspect_percent), valued for a
+// valued peer (limits.valued_percent), 100 for the others.
+func (t Tier) percent(suspect, valued int) int {
+	switch t {
+	case TierSuspect:
+		return suspect
+	case TierValued:
+		return valued
+	}
+	return 100
+}
+
 func tierRate(perMin, pct int) Rate {
 	if perMin == 0 {
 		return Rate{}
