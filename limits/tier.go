@@ -186,8 +186,6 @@ func Explain(h History) string {
 	return "new: nothing shown yet"
 }
 
-// tierRate is rate perMin scaled to pct percent, at least 1 a minute and
-// at most MaxPerMin; 0 (unlimited) stays unlimited.
 // percent is the share of ADR 0014's rates a peer of tier t gets, in
 // percent: suspect for a suspect (limits.suspect_percent), valued for a
 // valued peer (limits.valued_percent), 100 for the others.
@@ -201,6 +199,8 @@ func (t Tier) percent(suspect, valued int) int {
 	return 100
 }
 
+// tierRate is rate perMin scaled to pct percent, at least 1 a minute and
+// at most MaxPerMin; 0 (unlimited) stays unlimited.
 func tierRate(perMin, pct int) Rate {
 	if perMin == 0 {
 		return Rate{}
