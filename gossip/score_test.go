@@ -3,6 +3,7 @@ package gossip
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +59,46 @@ func TestFloodOfInvalidEnvelopesLowersTheSendersScore(t *testing.T) {
 			t.Fatalf("the flooding peer's score is %v, want below 0", s)
 		case <-time.After(scoreInspectInterval / 4): // the score is reported once a second
 		}
+	}
+}
+
+// TestBandOf: each band at and just past its threshold.
+func TestBandOf(t *testing.T) {
+	const eps = 1e-9
+	for _, c := range []struct {
+		s    float64
+		want Band
+	}{
+		{eps, BandPositive}, {0, BandZero}, {-eps, BandNegative},
+		{GossipThreshold, BandNegative}, {GossipThreshold - eps, BandNoGossip},
+		{publishThreshold, BandNoGossip}, {publishThreshold - eps, BandNoPublish},
+		{GraylistThreshold, BandNoPublish}, {GraylistThreshold - eps, BandGraylisted},
+	} {
+		if got := BandOf(c.s); got != c.want {
+			t.Errorf("BandOf(%v) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestColocationExempt: loopback and the test range are exempt from the
+// IP-colocation penalty; other addresses are not.
+func TestColocationExempt(t *testing.T) {
+	params, _ := scoreParams("t", nil)
+	exempt := func(ip string) bool {
+		for _, n := range params.IPColocationFactorWhitelist {
+			if n.Contains(net.ParseIP(ip)) {
+				return true
+			}
+		}
+		return false
+	}
+	for ip, want := range map[string]bool{"127.0.0.1": true, "127.255.255.254": true, "::1": true,
+		"198.18.0.1": true, "198.19.255.255": true, "198.20.0.0": false, "198.17.255.255": false, "10.0.0.1": false} {
+		if exempt(ip) != want {
+			t.Errorf("%s exempt %v, want %v", ip, !want, want)
+		}
+	}
+	if params.IPColocationFactorWeight >= 0 || params.BehaviourPenaltyWeight >= 0 {
+		t.Error("colocation or behaviour not penalized")
 	}
 }
