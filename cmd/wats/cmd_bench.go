@@ -11,7 +11,8 @@ import (
 
 func (c *cli) benchCmd() *cobra.Command {
 	return group("bench", "Measure the node's throughput, and its service under attack, on this machine",
-		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd())
+		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd(),
+		c.benchGossipCmd(), c.benchGossipWorkerCmd())
 }
 
 func (c *cli) benchSyncCmd() *cobra.Command {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchGossipUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "gossip", "--scenario", "nope"}, `--scenario "nope": must be one of all, none, invalid-flood`},
+		{[]string{"bench", "gossip", "--duration", "1s"}, "--duration 1s: at least 5s"},
+		{[]string{"bench", "gossip", "--after", "-1s"}, "--after -1s"},
+		{[]string{"bench", "gossip", "--ids", "-3"}, "--ids -3"},
+		{[]string{"bench", "gossip-worker", "--attack", "valid-spam"}, "no target"},
+	} {
+		code, _, stderr := runCLI(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want usage error with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestHonestFigures checks the arithmetic of the honest delivery: within
+// the second, at all, and the latencies of those delivered.
+func TestHonestFigures(t *testing.T) {
+	t0 := time.Now()
+	arr := &arrivals{seen: map[string]time.Time{
+		"a": t0.Add(10 * time.Millisecond),
+		"b": t0.Add(time.Second), // exactly the second: within
+		"c": t0.Add(1500 * time.Millisecond),
+		"x": t0, // not one of ours
+	}}
+	sent := []honestSent{
+		{id: "a", at: t0, add: time.Millisecond},
+		{id: "b", at: t0, add: time.Millisecond},
+		{id: "c", at: t0, add: time.Millisecond},
+		{id: "d", at: t0, add: 3 * time.Millisecond}, // never arrived
+	}
+	h := honestFigures(sent, 1, arr)
+	if h.Published != 4 || h.PublishFailed != 1 || h.Delivered != 3 || h.Within != 2 {
+		t.Fatalf("%+v", h)
+	}
+	if h.WithinPct != 50 || h.DeliveredPct != 75 || h.P50ms != 1000 || h.P99ms != 1500 || h.AddP99ms != 3 {
+		t.Fatalf("%+v", h)
+	}
+	if h := honestFigures(nil, 0, arr); h.WithinPct != 0 || h.P99ms != 0 {
+		t.Fatalf("nothing sent: %+v", h)
+	}
+}
+
+func TestDuAndThreads(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/f", make([]byte, 100<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	du, size := duBytes(dir)
+	if size != 100<<10 || du < 100<<10 {
+		t.Fatalf("du %d, size %d of a 100 KiB file", du, size)
+	}
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	nice, err := getThreadNice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if niced, total := threadsNiced(os.Getpid(), nice); total == 0 || niced == 0 {
+		t.Fatalf("%d of %d threads at nice %d", niced, total, nice)
+	}
+}
