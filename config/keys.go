@@ -228,10 +228,16 @@ var keyDocs = map[string]keyDoc{
 		example: "author_per_min = 600",
 	},
 	"limits.stranger_author_per_min": {
-		what: "Gossiped events of never-seen authors (no event in the log, no peer-cache record), all " +
-			"together, a minute: how fast fresh keys can become known authors (docs/adr/0031).",
+		what: "Gossiped events of new authors (first stored here less than new_author_minutes ago, and " +
+			"no peer-cache record), all together, a minute: fresh keys cost nothing (docs/adr/0031).",
 		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
-		example: "stranger_author_per_min = 120",
+		example: "stranger_author_per_min = 600",
+	},
+	"limits.new_author_minutes": {
+		what: "How long an author stays new after its first event was stored here; a new author without a " +
+			"peer-cache record shares stranger_author_per_min with the others (docs/adr/0031).",
+		allowed: fmt.Sprintf("%d..%d minutes", limits.MinNewAuthorMinutes, limits.MaxNewAuthorMinutes),
+		example: "new_author_minutes = 10",
 	},
 	"peercache.max_peers": {
 		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +

@@ -163,11 +163,13 @@ func nonDefault() *Config {
 		BlobFetchesPerPeer: limits.MaxBlobFetchesPerPeer, Challenge: false,
 		ChallengeBaseBits: 12, ChallengeMaxBits: 20,
 		MissPerMin: 0, SuspectPercent: limits.MaxSuspectPercent, ValuedPercent: limits.MaxValuedPercent,
+		GossipPerMin: 1, StrangerGossipPerMin: 2, AuthorPerMin: 3, StrangerAuthorPerMin: 4, NewAuthorMinutes: limits.MaxNewAuthorMinutes,
 		// Not keys: Parse keeps their defaults.
 		OverloadInFlight: limits.DefaultConfig().OverloadInFlight,
 		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,
 	}
 	c.PeerCache = PeerCacheConfig{MaxPeers: 3}
+	c.Events = EventsConfig{MaxEvents: 100, MaxBytes: 1 << 20, MaxEventsPerAuthor: 10, MaxBytesPerAuthor: 1 << 16}
 	c.Blobs = BlobsConfig{MaxBlobBytes: 1 << 20, QuotaBytes: 1 << 30, Serve: ServeAll, AutoFetch: false}
 	c.API = APIConfig{MetricsAddr: "[::1]:9464"}
 	c.Log = LogConfig{Level: "debug", Format: "json"}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json/jsontext"
@@ -22,7 +23,7 @@ import (
 //	"ev/i/" + id (32 raw bytes)               -> position (8 bytes, big-endian)
 //	"ev/c/" + a blob's CID, as the event has it -> empty: an event names it
 //	"ev/m/cids"                               -> empty: the "ev/c/" index is complete
-//	"ev/a/" + author (peer ID string)         -> Usage: events, bytes (8+8 bytes, big-endian)
+//	"ev/a/" + author (peer ID string)         -> Usage: events, bytes, first (8+8+8 bytes, big-endian)
 //	"ev/m/usage"                              -> the log's bytes and authors (8+8 bytes, big-endian)
 //
 // The head is not stored: Open finds it as the last "ev/p/" key, so it cannot
@@ -86,6 +87,8 @@ type Log struct {
 		changed chan struct{}
 		// quota is SetQuota's; nil stores every event.
 		quota QuotaFunc
+		// now is SetClock's; nil is time.Now.
+		now func() time.Time
 	}
 	// gc is the group-commit queue of Append (ADR 0031): the calls
 	// waiting for the commit running now, and whether one runs.
@@ -352,6 +355,7 @@ func (l *Log) commit(group []*appendReq) {
 	pos := l.head.Load()
 	bytes, authors := l.bytes.Load(), l.authors.Load()
 	users := make(map[string]Usage)
+	nowMS := l.nowMS()
 	var kept []staged
 	var posBuf [8]byte
 	fail := func(err error) {
@@ -384,7 +388,7 @@ func (l *Log) commit(group []*appendReq) {
 		if u.Events == 0 {
 			authors++
 		}
-		users[st.e.Author] = u.add(len(st.raw)) // only authors with an event added
+		users[st.e.Author] = u.add(len(st.raw), nowMS) // only authors with an event added
 		pos++
 		bytes += uint64(len(st.raw))
 		binary.BigEndian.PutUint64(posBuf[:], pos)

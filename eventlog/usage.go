@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -14,10 +15,20 @@ import (
 type Usage struct {
 	Events uint64 `json:"events"`
 	Bytes  uint64 `json:"bytes"`
+	// First is when the log stored the author's first event, in unix
+	// milliseconds by the log's clock (SetClock); 0 for the whole log and
+	// for an author it holds nothing of. How long an author has been known
+	// here is its standing (ADR 0031).
+	First int64 `json:"first,omitempty"`
 }
 
-// add returns u with one event of n bytes more.
-func (u Usage) add(n int) Usage { return Usage{u.Events + 1, u.Bytes + uint64(n)} }
+// add returns u with one event of n bytes more, stored at now (unix ms).
+func (u Usage) add(n int, now int64) Usage {
+	if u.Events == 0 {
+		u.First = now
+	}
+	return Usage{u.Events + 1, u.Bytes + uint64(n), u.First}
+}
 
 // ErrQuota: the log's quota refused to store an event (Log.SetQuota; ADR
 // 0031). Nothing was stored; the event can be stored later, when the
@@ -76,21 +87,48 @@ func (l *Log) authorUsage(author string) (Usage, bool, error) {
 
 func usageKeyOf(author string) []byte { return append([]byte(authorPrefix), author...) }
 
+// encodeUsage is an author's value: events, bytes, first (8 bytes each,
+// big-endian).
 func encodeUsage(u Usage) []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), u.Events)
-	return binary.BigEndian.AppendUint64(b, u.Bytes)
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 24), u.Events)
+	b = binary.BigEndian.AppendUint64(b, u.Bytes)
+	return binary.BigEndian.AppendUint64(b, uint64(u.First))
 }
 
 func decodeUsage(v []byte) (Usage, bool) {
-	if len(v) != 16 {
+	if len(v) != 24 {
 		return Usage{}, false
 	}
-	return Usage{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}, true
+	return Usage{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), int64(binary.BigEndian.Uint64(v[16:]))}, true
 }
 
-// totals is the value of usageKey: the log's bytes and its authors.
+// encodeTotals is the value of usageKey: the log's bytes and its authors
+// (8 bytes each, big-endian).
 func encodeTotals(bytes, authors uint64) []byte {
-	return encodeUsage(Usage{Events: bytes, Bytes: authors})
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), bytes), authors)
+}
+
+func decodeTotals(v []byte) (bytes, authors uint64, ok bool) {
+	if len(v) != 16 {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), true
+}
+
+// SetClock sets the clock whose readings Usage.First records; nil (the
+// default) is time.Now.
+func (l *Log) SetClock(now func() time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.now = now
+}
+
+// nowMS is the log's clock in unix milliseconds. REQUIRES: l.mu held.
+func (l *Log) nowMS() int64 {
+	if l.mu.now != nil {
+		return l.mu.now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
 }
 
 // loadUsage reads the log's totals, building the author index first for a
@@ -99,13 +137,13 @@ func (l *Log) loadUsage() error {
 	v, closer, err := l.db.Get([]byte(usageKey))
 	switch {
 	case err == nil:
-		t, ok := decodeUsage(v)
+		bytes, authors, ok := decodeTotals(v)
 		closer.Close()
 		if !ok {
 			return fmt.Errorf("eventlog: open: damaged usage value of %d bytes", len(v))
 		}
-		l.bytes.Store(t.Events)
-		l.authors.Store(t.Bytes)
+		l.bytes.Store(bytes)
+		l.authors.Store(authors)
 		return nil
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("eventlog: open: %w", err)
@@ -115,6 +153,9 @@ func (l *Log) loadUsage() error {
 		return fmt.Errorf("eventlog: index authors: %w", err)
 	}
 	defer it.Close()
+	// When the events were stored is not known: an author's first is its
+	// earliest event's own time, no later than now.
+	now := time.Now().UnixMilli()
 	per := make(map[string]Usage)
 	var bytes uint64
 	for it.First(); it.Valid(); it.Next() {
@@ -124,7 +165,9 @@ func (l *Log) loadUsage() error {
 		if err != nil {
 			continue // a damaged event has no author to count it against
 		}
-		per[e.Author] = per[e.Author].add(len(v))
+		u := per[e.Author].add(len(v), min(e.Time, now))
+		u.First = min(u.First, e.Time, now)
+		per[e.Author] = u
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("eventlog: index authors: %w", err)

@@ -25,7 +25,16 @@ func TestInspectTakesOutWhatIsOverBudget(t *testing.T) {
 	admits := 0
 	var ignored []error
 	g := &Gossip{topicName: topic, opts: Options{
-		Admit:   func(peer.ID) bool { admits++; return admits <= 2 },
+		Admit: func(_ peer.ID, author string) error {
+			admits++
+			if author != "" {
+				t.Errorf("author %q of an envelope that does not decode", author)
+			}
+			if admits <= 2 {
+				return nil
+			}
+			return ErrOverPeerBudget
+		},
 		Ignored: func(_ peer.ID, err error) { ignored = append(ignored, err) },
 	}}
 	msg := func(tp string, data string) *pubsubpb.Message {

@@ -16,17 +16,21 @@ import (
 //   - broken promises and other misbehaviour (P7): each IHAVE whose
 //     message it then does not deliver within 3 s of our IWANT, and each
 //     GRAFT while backed off, counts one; past behaviourThreshold the
-//     penalty is −10 × the squared excess, decaying 0.98 a second (a
-//     half-life of 34 s). A peer that advertises ten IHAVEs a second it
-//     never keeps is below gossipThreshold within two heartbeats, after
-//     which its IHAVEs are ignored and it gets no more IWANTs;
+//     penalty is −10 × the squared excess, decaying 0.998 a second (a
+//     half-life of nearly 6 minutes). A peer that advertises ten IHAVEs a
+//     second it never keeps is below gossipThreshold within two
+//     heartbeats, after which its IHAVEs are ignored and it gets no more
+//     IWANTs; the slow decay keeps it there for minutes after it stops,
+//     rather than letting it back in to break promises again;
 //   - peers sharing an IP address (P6): past colocationThreshold peers on
 //     one address, −10 × the squared excess for each of them; loopback and
 //     the ranges reserved for tests (198.18.0.0/15) are exempt, so local
 //     devnets and tests work;
-//   - time in the mesh (P1) and first deliveries (P2), small rewards that
-//     only honest forwarders earn (at most +10 and +10);
-//   - the application's score (P5, Options.AppScore): the peer's tier.
+//   - time in the mesh (P1), a small reward (at most +10 after an hour).
+//     First deliveries (P2) earn nothing: a spammer is the first to
+//     deliver every event it makes;
+//   - the application's score (P5, Options.AppScore): the peer's tier,
+//     less what it spammed (the node's).
 //
 // The thresholds: below gossipThreshold no gossip (IHAVE/IWANT) is sent to
 // or accepted from a peer, below publishThreshold our own events are not
@@ -39,7 +43,7 @@ const (
 
 	behaviourWeight    = -10.0
 	behaviourThreshold = 6.0
-	behaviourDecay     = 0.98
+	behaviourDecay     = 0.998
 
 	colocationWeight    = -10.0
 	colocationThreshold = 3
@@ -47,10 +51,6 @@ const (
 	timeInMeshWeight  = 10.0 / 3600 // +10 after an hour in the mesh
 	timeInMeshQuantum = time.Second
 	timeInMeshCap     = 3600
-
-	firstDeliveriesWeight = 1.0
-	firstDeliveriesDecay  = 0.99
-	firstDeliveriesCap    = 10
 
 	decayInterval    = time.Second
 	scoreRetention   = 10 * time.Minute
@@ -97,9 +97,6 @@ func scoreParams(topic string, app func(peer.ID) float64) (*pubsub.PeerScorePara
 				TimeInMeshWeight:               timeInMeshWeight,
 				TimeInMeshQuantum:              timeInMeshQuantum,
 				TimeInMeshCap:                  timeInMeshCap,
-				FirstMessageDeliveriesWeight:   firstDeliveriesWeight,
-				FirstMessageDeliveriesDecay:    firstDeliveriesDecay,
-				FirstMessageDeliveriesCap:      firstDeliveriesCap,
 				InvalidMessageDeliveriesWeight: invalidWeight,
 				InvalidMessageDeliveriesDecay:  invalidDecay,
 			},

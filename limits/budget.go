@@ -123,21 +123,26 @@ func (b *Budget) StrangersRate() Rate { return b.strangers.b.rate }
 // monotonic base, as for Table.Allow): from k's bucket and, for a
 // stranger, from the shared one. It reports whether both had one; when
 // either has none, it takes nothing. An invalid tier is refused.
-func (b *Budget) Allow(k string, t Tier, now int64) bool { return b.decide(k, t, now, true) }
+func (b *Budget) Allow(k string, t Tier, now int64) bool { return b.decide(k, t, now, true, true) }
+
+// AllowOwn is Allow from k's own bucket only, even for a stranger: for
+// what the strangers' share is not meant to bound (ADR 0031: a stranger
+// forwarding the events of established authors).
+func (b *Budget) AllowOwn(k string, t Tier, now int64) bool { return b.decide(k, t, now, true, false) }
 
 // Has reports whether Allow would take a token for k now, taking none: a
 // cheap check before expensive work whose outcome decides whether the
 // token is taken at all (ADR 0031: an author's budget is looked at before
 // its event's signature is checked and taken after, so that forgeries in
 // an author's name cannot spend its budget).
-func (b *Budget) Has(k string, t Tier, now int64) bool { return b.decide(k, t, now, false) }
+func (b *Budget) Has(k string, t Tier, now int64) bool { return b.decide(k, t, now, false, true) }
 
-func (b *Budget) decide(k string, t Tier, now int64, take bool) bool {
+func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {
 	if !t.Valid() {
 		return false
 	}
 	r := &b.rates[t]
-	stranger := t.Stranger() && b.strangers.b.rate.perMin != 0
+	stranger := share && t.Stranger() && b.strangers.b.rate.perMin != 0
 	if r.perMin == 0 && !stranger {
 		return true
 	}

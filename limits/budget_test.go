@@ -236,3 +236,24 @@ func BenchmarkBudgetVsRate(b *testing.B) {
 		}
 	})
 }
+
+// TestBudgetAllowOwn: AllowOwn takes from the key's own bucket only, so a
+// stranger passes it with the shared bucket spent, and spends none of it.
+func TestBudgetAllowOwn(t *testing.T) {
+	b := newTestBudget(t, BudgetRate{PerMin: 40, StrangersPerMin: 4}) // bursts 10 and 1
+	if !b.Allow("a", TierNew, 0) || b.Allow("b", TierNew, 0) {
+		t.Fatal("the shared burst of 1")
+	}
+	got := 0
+	for range 11 {
+		if b.AllowOwn("b", TierNew, 0) {
+			got++
+		}
+	}
+	if got != 10 {
+		t.Errorf("AllowOwn gave %d of b's own burst 10", got)
+	}
+	if b.Allow("b", TierNew, int64(15*time.Second)) != true { // the shared bucket refilled (one token)
+		t.Error("the shared bucket was spent by AllowOwn")
+	}
+}

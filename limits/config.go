@@ -56,6 +56,13 @@ const (
 	// most ten times them, so that no history buys an unbounded budget.
 	MinValuedPercent = 100
 	MaxValuedPercent = 1000
+
+	// MinNewAuthorMinutes and MaxNewAuthorMinutes bound
+	// limits.new_author_minutes: at least a minute (less, and a flood of
+	// fresh keys is established before its first budget has refilled), at
+	// most a day.
+	MinNewAuthorMinutes = 1
+	MaxNewAuthorMinutes = 1440
 )
 
 // Config is the [limits] table of config.toml (ADR 0014, docs/design.md §11): the
@@ -162,18 +169,27 @@ type Config struct {
 	// AuthorPerMin (key limits.author_per_min) is the rate of new events of
 	// one author this node stores from gossip, in events a minute:
 	// 0..MaxPerMin, 0 means unlimited. Default 600 (150, then 10 a
-	// second). An author is a known one when the log holds events of it
-	// or the peer cache a record; a suspect author gets suspect_percent,
-	// a valued one valued_percent. ADR 0031.
+	// second). A suspect author gets suspect_percent, a valued one
+	// valued_percent; a new author (NewAuthorMinutes) shares
+	// stranger_author_per_min on top. ADR 0031.
 	AuthorPerMin int `toml:"author_per_min" json:"author_per_min"`
 
 	// StrangerAuthorPerMin (key limits.stranger_author_per_min) is the
-	// rate of gossiped events of never-seen authors (no event in the log,
-	// no record), all such authors together, on top of each one's
-	// author_per_min: 0..MaxPerMin, 0 means unlimited. Default 120 (30,
-	// then 2 a second): it bounds how fast fresh keys become known
-	// authors. ADR 0031.
+	// rate of gossiped events of new authors (see NewAuthorMinutes), all
+	// such authors together, on top of each one's author_per_min:
+	// 0..MaxPerMin, 0 means unlimited. Default 600 (150, then 10 a
+	// second): fresh keys cost nothing, so together they get this much, and
+	// a new network of a few nodes publishing fits in it. ADR 0031.
 	StrangerAuthorPerMin int `toml:"stranger_author_per_min" json:"stranger_author_per_min"`
+
+	// NewAuthorMinutes (key limits.new_author_minutes) is how long an
+	// author stays a new author after this node stored its first event, in
+	// minutes: MinNewAuthorMinutes..MaxNewAuthorMinutes. Default 10, ADR
+	// 0014's age of reputation. A new author that is not a peer with a
+	// record shares stranger_author_per_min with all the others, and the
+	// envelopes it is in take from the forwarders' strangers' share; an
+	// established one has its own budget. ADR 0031.
+	NewAuthorMinutes int `toml:"new_author_minutes" json:"new_author_minutes"`
 }
 
 // GossipBudget returns the BudgetRate of the gossip envelopes peers forward
@@ -197,7 +213,7 @@ func (c Config) AuthorBudget() BudgetRate {
 // per peer, suspects at 10% of the rates, valued peers at most 200%,
 // strangers' crash reports 600 a minute together. And ADR 0031's: gossip
 // envelopes 6,000 a minute per peer and 1,200 from all strangers, new
-// events 600 a minute per author and 120 from all never-seen authors.
+// events 600 a minute per author and 600 from all new authors.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -219,7 +235,8 @@ func DefaultConfig() Config {
 		GossipPerMin:         6000,
 		StrangerGossipPerMin: 1200,
 		AuthorPerMin:         600,
-		StrangerAuthorPerMin: 120,
+		StrangerAuthorPerMin: 600,
+		NewAuthorMinutes:     10,
 	}
 }
 
@@ -333,6 +350,8 @@ func (c Config) Validate() error {
 	check("limits.author_per_min", c.AuthorPerMin, 0, MaxPerMin,
 		fmt.Sprintf("0..%d new events a minute per author, 0 means unlimited", MaxPerMin))
 	check("limits.stranger_author_per_min", c.StrangerAuthorPerMin, 0, MaxPerMin,
-		fmt.Sprintf("0..%d events a minute of all never-seen authors together, 0 means unlimited", MaxPerMin))
+		fmt.Sprintf("0..%d events a minute of all new authors together, 0 means unlimited", MaxPerMin))
+	check("limits.new_author_minutes", c.NewAuthorMinutes, MinNewAuthorMinutes, MaxNewAuthorMinutes,
+		fmt.Sprintf("%d..%d minutes", MinNewAuthorMinutes, MaxNewAuthorMinutes))
 	return errors.Join(errs...)
 }

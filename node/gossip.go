@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -47,40 +48,88 @@ func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
 	return limits.TierNew
 }
 
-// admitForward is the forwarding peer's budget of envelopes
-// (limits.gossip_per_min by tier, strangers sharing
-// limits.stranger_gossip_per_min).
-func (n *Node) admitForward(p peer.ID) bool {
-	return n.gossipBudget.Allow(string(p), n.tierOfPeer(p), int64(n.mono(n.now())))
+// admitForward is the forwarding peer's budget of envelopes, at the RPC
+// (gossip.Options.Admit): limits.gossip_per_min by the forwarder's tier.
+// An envelope of an established author takes from the forwarder's own
+// bucket only; one of a new author also from the strangers' share
+// (limits.stranger_gossip_per_min) when the forwarder is a stranger, and
+// only while the new authors' shared budget has a token at all, so that
+// spam of fresh keys costs gossipsub no signature check.
+func (n *Node) admitForward(p peer.ID, author string) error {
+	now := int64(n.mono(n.now()))
+	ft := n.tierOfPeer(p)
+	at, established := n.authorStanding(author)
+	if established {
+		if !n.gossipBudget.AllowOwn(string(p), ft, now) {
+			return gossip.ErrOverPeerBudget
+		}
+		return nil
+	}
+	if author != "" && !n.authorBudget.Has(author, at, now) {
+		n.spammed(p, author)
+		return gossip.ErrOverAuthorBudget
+	}
+	if !n.gossipBudget.Allow(string(p), ft, now) {
+		return gossip.ErrOverPeerBudget
+	}
+	return nil
 }
 
-// authorTier is the tier whose budget an author's events take from: the
-// author's own as a peer when the node knows its history, raised to normal
-// when the log holds events of it (a known author); otherwise new, so the
-// never-seen authors share limits.stranger_author_per_min.
-func (n *Node) authorTier(author string) limits.Tier {
+// authorStanding is the tier whose budget an author's events take from,
+// and whether the author is established (ADR 0031): an author whose first
+// event this node stored at least limits.new_author_minutes ago (by the
+// wall clock, as the log records it), or a valued peer. A peer's record
+// alone does not establish it as an author: giving events earns a record
+// within seconds (ADR 0030), and a spammer's own events are events. Every
+// other author is a new one (TierNew, or TierSuspect for a suspect peer)
+// and shares limits.stranger_author_per_min with the others: fresh keys
+// cost nothing.
+func (n *Node) authorStanding(author string) (limits.Tier, bool) {
 	t := limits.TierNew
 	if p, err := peer.Decode(author); err == nil {
 		if h, ok := n.historyOf(p); ok {
 			t = limits.TierOf(h)
 		}
 	}
-	if t == limits.TierNew {
-		if u, err := n.events.AuthorUsage(author); err == nil && u.Events > 0 {
-			t = limits.TierNormal
+	switch t {
+	case limits.TierValued:
+		return t, true
+	case limits.TierSuspect:
+		return t, false
+	}
+	u, err := n.events.AuthorUsage(author)
+	if err == nil && u.Events > 0 {
+		age := time.Duration(n.now().UnixMilli()-u.First) * time.Millisecond
+		if age >= time.Duration(n.cfg.Limits.NewAuthorMinutes)*time.Minute {
+			return limits.TierNormal, true
 		}
 	}
-	return t
+	return limits.TierNew, false
 }
 
 // admitAuthor is the author's budget of new events (limits.author_per_min
-// by tier): looked at before the signature check, taken after.
+// by its standing): looked at before the signature check, taken after.
 func (n *Node) admitAuthor(author string, take bool) bool {
-	t, now := n.authorTier(author), int64(n.mono(n.now()))
+	t, _ := n.authorStanding(author)
+	now := int64(n.mono(n.now()))
 	if take {
 		return n.authorBudget.Allow(author, t, now)
 	}
 	return n.authorBudget.Has(author, t, now)
+}
+
+// spammed counts an envelope over the new authors' budget that its
+// forwarder wrote itself (author == forwarder): a peer publishing fresh
+// events faster than the budget of all new authors together. It lowers the
+// peer's gossipsub score (appScore), so that the mesh keeps the peers that
+// relay over those that spam.
+func (n *Node) spammed(p peer.ID, author string) {
+	if author != p.String() {
+		return // a relay of someone else's events: the relay is not at fault
+	}
+	if st := n.run.get(p); st != nil {
+		st.spam.Add(1)
+	}
 }
 
 // storeGossiped stores an event received by gossip, durably, before
@@ -145,7 +194,21 @@ var appScores = [limits.NumTiers]float64{
 	limits.TierValued:  10,
 }
 
-func (n *Node) appScore(p peer.ID) float64 { return appScores[n.tierOfPeer(p)] }
+// spamScore is what each envelope of its own over the new authors' budget
+// (spammed) takes from a peer's application score, down to maxSpamPenalty:
+// a handful puts the peer below 0, out of the mesh.
+const (
+	spamScore      = 1.0
+	maxSpamPenalty = 50.0
+)
+
+func (n *Node) appScore(p peer.ID) float64 {
+	st := n.run.get(p)
+	if st == nil {
+		return 0
+	}
+	return appScores[st.Tier()] - min(float64(st.spam.Load())*spamScore, maxSpamPenalty)
+}
 
 // quotaFor returns the log's quota policy of cfg (ADR 0031; the [events]
 // keys): self is this node's author id, whose events are held to nothing;

@@ -68,30 +68,44 @@ func (s *spammer) spam(t *testing.T, ctx context.Context, k int) {
 	}
 }
 
+// newAuthorAge is how long after its first event an author is established
+// at n (limits.new_author_minutes).
+func newAuthorAge(n *testNode) time.Duration {
+	return time.Duration(n.cfg.Limits.NewAuthorMinutes) * time.Minute
+}
+
 func ignoredBy(n *testNode, reason string) float64 {
 	return testutil.ToFloat64(n.m.gossipIgnores.WithLabelValues(reason))
 }
 
 // TestValidSpamIsHeldToItsBudget: a stranger that floods valid events of
-// its own key gets no more of them stored than its budgets allow
-// (limits.gossip_per_min and the strangers' share, a burst of 30 and 2 a
-// second here), while an honest peer's events, published during the flood,
-// all arrive by gossip.
+// its own key, a new author, gets no more of them stored than its budgets
+// allow (the new authors' share and the strangers' forwarding share: a
+// burst of 30 and 2 a second here), while an established author's events,
+// published during the flood, all arrive by gossip.
 func TestValidSpamIsHeldToItsBudget(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := testConfig(true, time.Hour)
 	cfg.Limits.GossipPerMin, cfg.Limits.StrangerGossipPerMin = 120, 120
-	b := startNode(t, cfg)
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{}
+	b := startNodeWith(t, r, Options{Now: clock.Now})
 	a := startNode(t, testConfig(true, time.Hour))
 	connect(t, a, b)
 	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 1})
-	// a shows value (an event) and gets its record: a normal peer.
+	// a shows value (an event) and gets its record: a normal peer; and
+	// limits.new_author_minutes later it is an established author, as an
+	// honest peer is when an attack starts.
 	publish(t, a, 1)
 	waitFor(t, 10*time.Second, "a's record at b", func() bool {
 		st := b.run.get(a.ID())
 		return st != nil && st.Tier() == limits.TierNormal
 	})
+	clock.Advance(newAuthorAge(b))
 	s := newSpammer(t, ctx, b)
 	author := s.h.ID().String()
 
@@ -117,10 +131,11 @@ func TestValidSpamIsHeldToItsBudget(t *testing.T) {
 	if u.Events == 0 || u.Events > bound {
 		t.Errorf("%d of 3000 spam events stored in %v, want 1..%d", u.Events, elapsed, bound)
 	}
-	if ignoredBy(b, "peer_budget") == 0 {
-		t.Error("no envelope counted over the peer budget")
+	over := ignoredBy(b, "peer_budget") + ignoredBy(b, "author_budget")
+	if over == 0 {
+		t.Error("no envelope counted over a budget")
 	}
-	t.Logf("spam stored %d of 3000 in %v; ignored over the peer budget %v", u.Events, elapsed, ignoredBy(b, "peer_budget"))
+	t.Logf("spam stored %d of 3000 in %v; %v ignored over the budgets", u.Events, elapsed, over)
 }
 
 // TestAuthorQuota: an author at events.max_events_per_author gets no more
@@ -151,10 +166,19 @@ func TestAuthorQuota(t *testing.T) {
 	}
 
 	o := startNode(t, testConfig(true, time.Hour))
-	connect(t, o, b)
+	publish(t, o, 1)
+	connect(t, o, b) // the hello's sync brings o's first event
+	waitFor(t, 10*time.Second, "o's first event at b", func() bool {
+		u, _ := b.events.AuthorUsage(o.ID().String())
+		return u.Events == 1
+	})
+	clock.Advance(newAuthorAge(b)) // o is an established author: its own budget
+	if tier, ok := b.authorStanding(o.ID().String()); !ok {
+		t.Fatalf("o is a new author (%v) %v after its first event", tier, newAuthorAge(b))
+	}
 	waitGossipMesh(t, 10*time.Second, map[*testNode]int{v: 1, o: 1})
-	publish(t, v, 20)       // 84 in all: past the quota, stored (valued)
-	publish(t, o, quota+10) // 80: 70 stored, 10 refused
+	publish(t, v, 20)      // 84 in all: past the quota, stored (valued)
+	publish(t, o, quota+9) // 80 in all: 70 stored, 10 refused
 	waitFor(t, 30*time.Second, "o's refused events counted", func() bool { return ignoredBy(b, "quota") >= 10 })
 	waitFor(t, 30*time.Second, "v's 84 events", func() bool {
 		u, _ := b.events.AuthorUsage(v.ID().String())

@@ -210,6 +210,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
 	n.events.SetQuota(quotaFor(r.Config.Events, n.host.ID().String(), n.valuedAuthor))
+	n.events.SetClock(n.now)
 	l := r.Config.Limits
 	if n.issuer, err = challenge.NewIssuer(n.selfID, challenge.Config{
 		BaseBits: l.ChallengeBaseBits, MaxBits: l.ChallengeMaxBits, SolvedPerMin: l.SolvedPerMin,

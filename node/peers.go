@@ -191,6 +191,9 @@ type peerState struct {
 	// gap is set when gossip may have missed an event the peer forwarded
 	// and a sync from it is due at once (syncGap).
 	gap atomic.Bool
+	// spam counts the envelopes of its own the peer forwarded over the new
+	// authors' budget (gossip.go: spammed); it lowers its gossipsub score.
+	spam atomic.Uint64
 }
 
 // History returns the peer's value history.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -138,6 +139,7 @@ func (c *cli) benchGossipCmd() *cobra.Command {
 		scenario        string
 		duration, after time.Duration
 		ids             int
+		warmup          time.Duration
 		keep            string
 		jsonOut         bool
 	)
@@ -150,7 +152,9 @@ func (c *cli) benchGossipCmd() *cobra.Command {
 		Short: "Run three daemons in a line under gossip attacks and measure honest delivery",
 		Long: `Start three daemons (real processes, as 'devnet up' does) on 127.0.0.1 in a
 line: B bootstrapped to A, C to B (mDNS off, sync.interval 1h, so that only
-gossip moves events; limits as defaults). A publishes an honest event every
+gossip moves events; limits as defaults but limits.new_author_minutes = 1).
+After a --warmup in which A publishes as it will (so that A is an established
+author at C, as in a network that was up before the attack), A publishes an honest event every
 500 ms through its control API while an attacker, in another process at the
 lowest CPU priority (nice 19), attacks A and B with ids that are real libp2p
 hosts speaking gossipsub on the network's topic:
@@ -198,7 +202,7 @@ docs/reliability.md records them with the command.`,
 					s.IDs = ids
 				}
 				c.progress("scenario %s: %v, then %v after", s.Name, duration, after)
-				r, err := c.runGossipScenario(cmd.Context(), s, duration, after, keep)
+				r, err := c.runGossipScenario(cmd.Context(), s, warmup, duration, after, keep)
 				if err != nil {
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
 				}
@@ -215,6 +219,7 @@ docs/reliability.md records them with the command.`,
 		},
 	}
 	cmd.Flags().StringVar(&scenario, "scenario", "all", "the scenario: "+strings.Join(names, ", "))
+	cmd.Flags().DurationVar(&warmup, "warmup", 65*time.Second, "how long A publishes before each attack (at least limits.new_author_minutes, 1 in this bench, for A to be an established author at C)")
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long each attack runs (A publishes meanwhile)")
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "how long to wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
@@ -335,6 +340,7 @@ func startGossipLine(ctx context.Context, dir string) (_ *gossipLine, err error)
 		cfg.P2P.MDNS = false
 		cfg.Sync.Gossip = true
 		cfg.Sync.Interval = config.Duration{Duration: time.Hour}
+		cfg.Limits.NewAuthorMinutes = limits.MinNewAuthorMinutes // see the warm-up
 		rdir := filepath.Join(dir, name)
 		r, err := prepareNodeRepo(rdir, cfg)
 		if err != nil {
@@ -504,7 +510,7 @@ func probeLine(ctx context.Context, l *gossipLine, arr *arrivals) ([]string, err
 }
 
 // runGossipScenario runs one scenario against a fresh line of daemons.
-func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, duration, after time.Duration, keep string) (*gossipResult, error) {
+func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, duration, after time.Duration, keep string) (*gossipResult, error) {
 	var dir string
 	if keep != "" {
 		dir = filepath.Join(keep, s.Name)
@@ -538,6 +544,19 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, duration,
 	probes, err := probeLine(ctx, l, arr)
 	if err != nil {
 		return nil, err
+	}
+	// The warm-up: A publishes as it will during the attack, so that when
+	// the attack starts A is an established author at B and C and each
+	// daemon has a record of the peer that gave it events, as in a network
+	// that was up before it was attacked (ADR 0031; limits.new_author_minutes
+	// is 1 in this bench, where a network would wait 10).
+	for tick := time.Now(); time.Since(tick) < warmup && ctx.Err() == nil; {
+		hs, err := publishHonest(ctx, l.clients[0], -1000-len(probes))
+		if err != nil {
+			return nil, fmt.Errorf("A: events add: %w", err)
+		}
+		probes = append(probes, hs.id)
+		pause(ctx, honestEvery)
 	}
 
 	res := &gossipResult{Scenario: s}
