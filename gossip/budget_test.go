@@ -140,3 +140,24 @@ func TestDropsForWantOfRoomAreGaps(t *testing.T) {
 		t.Fatalf("missed %v, want [a b]", missed)
 	}
 }
+
+// TestInspectGivesTheAuthor: Admit is told the author of an envelope that
+// decodes, before anything is verified.
+func TestInspectGivesTheAuthor(t *testing.T) {
+	topic := proto.Topic("test")
+	ev := testEvent(t, time.Now())
+	e, err := eventlog.Decode(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	g := &Gossip{topicName: topic, opts: Options{Admit: func(_ peer.ID, author string) error { got = append(got, author); return nil }}}
+	rpc := &pubsub.RPC{}
+	rpc.Publish = []*pubsubpb.Message{{Topic: &topic, Data: envelope(t, ev, nil, 0)}}
+	if err := g.inspect("p", rpc); err != nil || len(rpc.Publish) != 1 {
+		t.Fatal(err, len(rpc.Publish))
+	}
+	if len(got) != 1 || got[0] != e.Author {
+		t.Fatalf("Admit told %q, want %q", got, e.Author)
+	}
+}

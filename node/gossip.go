@@ -184,9 +184,13 @@ func (n *Node) syncGap(p peer.ID) {
 }
 
 // appScores is the application's part of a peer's gossipsub score, by
-// tier (ADR 0031): a suspect is never grafted (a negative score) but still
-// heard; a peer with a record may give peer exchange (at least
-// gossip's acceptPXThreshold, 5).
+// tier, for a reputed peer (ADR 0014's: met in an earlier run, or first
+// hello at least 10 minutes ago; ADR 0031): a suspect is never grafted (a
+// negative score) but still heard; a reputed peer with a record may give
+// peer exchange (at least gossip's acceptPXThreshold, 5). A peer that is
+// not reputed scores 0 at best: a record is earned in seconds (ADR 0030),
+// and a mesh must not prefer a Sybil that earned one to an honest peer
+// that only listens.
 var appScores = [limits.NumTiers]float64{
 	limits.TierSuspect: -20,
 	limits.TierNew:     0,
@@ -195,11 +199,14 @@ var appScores = [limits.NumTiers]float64{
 }
 
 // spamScore is what each envelope of its own over the new authors' budget
-// (spammed) takes from a peer's application score, down to maxSpamPenalty:
-// a handful puts the peer below 0, out of the mesh.
+// (spammed) takes from a peer's application score, down to
+// -maxSpamPenalty; the count halves at every fold (5 s). A peer publishing
+// a few events past the budget drops out of the mesh for a while; one
+// flooding is graylisted (below -1,000), so that gossipsub ignores its RPCs
+// before they cost anything.
 const (
-	spamScore      = 1.0
-	maxSpamPenalty = 50.0
+	spamScore      = 10.0
+	maxSpamPenalty = 2000.0
 )
 
 func (n *Node) appScore(p peer.ID) float64 {
@@ -207,7 +214,21 @@ func (n *Node) appScore(p peer.ID) float64 {
 	if st == nil {
 		return 0
 	}
-	return appScores[st.Tier()] - min(float64(st.spam.Load())*spamScore, maxSpamPenalty)
+	score := appScores[st.Tier()]
+	if score > 0 && !st.reputed(n.mono(n.now())) {
+		score = 0
+	}
+	return score - min(float64(st.spam.Load())*spamScore, maxSpamPenalty)
+}
+
+// decaySpam halves st's spam count (foldAll, every foldInterval).
+func decaySpam(st *peerState) {
+	for {
+		v := st.spam.Load()
+		if v == 0 || st.spam.CompareAndSwap(v, v/2) {
+			return
+		}
+	}
 }
 
 // quotaFor returns the log's quota policy of cfg (ADR 0031; the [events]

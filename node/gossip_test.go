@@ -3,12 +3,14 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/eventlog"
@@ -226,5 +228,42 @@ func TestGapIsSyncedAtOnce(t *testing.T) {
 	waitFor(t, 10*time.Second, "the missed event at b", func() bool { return b.has(ev.ID) })
 	if got := storedBy(b, "sync"); got != 1 {
 		t.Errorf("stored by sync: %v, want 1", got)
+	}
+}
+
+// TestAppScore: a peer's application score is its tier's only once it is
+// reputed; each envelope of its own over the new authors' budget takes 10
+// from it, down to -2,000, and the count halves at each fold.
+func TestAppScore(t *testing.T) {
+	var mono atomic.Int64
+	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	st := &peerState{id: peer.ID("peer-a")}
+	n.run.live.Store(st.id, st)
+	st.tier.Store(uint32(limits.TierNormal))
+	st.firstHello.Store(1) // first hello at mono 0
+	if got := n.appScore(st.id); got != 0 {
+		t.Errorf("a normal peer met just now scores %v, want 0", got)
+	}
+	mono.Store(int64(reputationAge))
+	if got := n.appScore(st.id); got != 5 {
+		t.Errorf("a reputed normal peer scores %v, want 5", got)
+	}
+	for range 3 {
+		n.spammed(st.id, st.id.String())
+	}
+	n.spammed(st.id, "someone-else") // a relay: not counted
+	if got := n.appScore(st.id); got != 5-30 {
+		t.Errorf("after 3 spams: %v, want -25", got)
+	}
+	n.foldAll()
+	if got := n.appScore(st.id); got != 5-10 {
+		t.Errorf("after a fold: %v, want -5 (3 halved to 1)", got)
+	}
+	st.spam.Store(1_000)
+	if got := n.appScore(st.id); got != 5-2000 {
+		t.Errorf("a flood: %v, want the floor 5-2000", got)
+	}
+	if got := n.appScore("unknown"); got != 0 {
+		t.Errorf("an unknown peer: %v", got)
 	}
 }

@@ -221,6 +221,7 @@ func (n *Node) foldAll() {
 	now := n.now()
 	mono := n.mono(now)
 	n.run.each(func(st *peerState) {
+		decaySpam(st)
 		if st.persisted.Load() {
 			n.fold(st, now)
 			if made := st.recordMade.Load(); !st.aged.Load() && made != 0 && recordAged(time.Unix(0, made), now) {
