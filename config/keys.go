@@ -216,8 +216,8 @@ var keyDocs = map[string]keyDoc{
 		example: "gossip_per_min = 6000",
 	},
 	"limits.stranger_gossip_per_min": {
-		what: "Gossip envelopes all strangers together (peers without a peer-cache record) may forward a " +
-			"minute, on top of each one's gossip_per_min (docs/adr/0031).",
+		what: "Gossip envelopes of new authors all strangers together (peers without a peer-cache record) " +
+			"may forward a minute, on top of each one's gossip_per_min (docs/adr/0031).",
 		allowed: fmt.Sprintf("0..%d envelopes a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_gossip_per_min = 1200",
 	},

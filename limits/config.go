@@ -160,10 +160,12 @@ type Config struct {
 	GossipPerMin int `toml:"gossip_per_min" json:"gossip_per_min"`
 
 	// StrangerGossipPerMin (key limits.stranger_gossip_per_min) is the
-	// rate of gossip envelopes all strangers together (peers without a
-	// record: new and suspect) may forward, on top of each one's
-	// gossip_per_min: 0..MaxPerMin, 0 means unlimited. Default 1200 (300,
-	// then 20 a second). ADR 0031.
+	// rate of gossip envelopes of new authors (NewAuthorMinutes) all
+	// strangers together (peers without a record: new and suspect) may
+	// forward, on top of each one's gossip_per_min: 0..MaxPerMin, 0 means
+	// unlimited. Default 1200 (300, then 20 a second). Envelopes of
+	// established authors take from the forwarder's own budget only. ADR
+	// 0031.
 	StrangerGossipPerMin int `toml:"stranger_gossip_per_min" json:"stranger_gossip_per_min"`
 
 	// AuthorPerMin (key limits.author_per_min) is the rate of new events of
