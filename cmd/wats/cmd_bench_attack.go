@@ -274,12 +274,12 @@ func (c *cli) runAttackScenario(ctx context.Context, s attackScenario, duration 
 			"--network", t.Network, "--duration", duration.String(),
 			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1)))
 		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
-		if err := worker.Start(); err != nil {
+		// The attacker runs at the lowest priority, every thread of it:
+		// the figures describe the node, not two processes sharing the
+		// cores.
+		if err := startNiced(worker); err != nil {
 			return nil, err
 		}
-		// The attacker runs at the lowest priority: the figures describe
-		// the node, not two processes sharing the cores.
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, worker.Process.Pid, 19)
 	}
 	start := time.Now()
 	var peak uint64

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -847,11 +846,7 @@ type gossipWorker struct {
 }
 
 // startGossipWorker starts `wats bench gossip-worker` against A and B at
-// nice 19, its threads all included: it is forked from a thread of its own
-// set to nice 19, whose value a new process and its threads inherit (on
-// Linux, setpriority on a running process's pid reaches only its first
-// thread). The thread stays while the worker runs, so that the worker's
-// parent-death signal is sent only if this process dies.
+// nice 19, its threads all included (startNiced).
 func (c *cli) startGossipWorker(ctx context.Context, s gossipScenario, l *gossipLine, dir string, d time.Duration) (*gossipWorker, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -871,36 +866,11 @@ func (c *cli) startGossipWorker(ctx context.Context, s gossipScenario, l *gossip
 		return nil, err
 	}
 	w.cmd.SysProcAttr = daemonProcAttr(true) // a group of its own; SIGTERM if this process dies
-	started := make(chan error, 1)
+	if err := startNiced(w.cmd); err != nil {
+		return nil, fmt.Errorf("start the attacker: %w", err)
+	}
+	w.pid = w.cmd.Process.Pid
 	go func() {
-		// The thread is not let go while it is niced: Go ends a thread
-		// whose goroutine exits locked, and that would send the
-		// parent-death signal to every daemon forked from it before.
-		runtime.LockOSThread()
-		old, err := getThreadNice()
-		if err == nil {
-			err = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19)
-		}
-		if err != nil {
-			runtime.UnlockOSThread()
-			started <- fmt.Errorf("nice 19: %w", err)
-			return
-		}
-		defer func() {
-			// Back to its nice value and to the pool; if it cannot be
-			// (lowering a nice value takes a privilege), the thread stays
-			// here, parked, for the life of this process.
-			if syscall.Setpriority(syscall.PRIO_PROCESS, 0, old) != nil {
-				select {}
-			}
-			runtime.UnlockOSThread()
-		}()
-		if err := w.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		w.pid = w.cmd.Process.Pid
-		started <- nil
 		var last []byte
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -918,22 +888,7 @@ func (c *cli) startGossipWorker(ctx context.Context, s gossipScenario, l *gossip
 		w.stats = last
 		close(w.done)
 	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start the attacker: %w", err)
-	}
 	return w, nil
-}
-
-// getThreadNice returns the calling thread's nice value.
-func getThreadNice() (int, error) {
-	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
-	if err != nil {
-		return 0, err
-	}
-	if runtime.GOOS == "linux" {
-		p = 20 - p // the raw syscall's value, never negative (getpriority(2))
-	}
-	return p, nil
 }
 
 // ready waits for the worker's ids to be connected (workerReadyTimeout at
