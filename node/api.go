@@ -417,6 +417,8 @@ func (n *Node) Limits() api.Limits {
 		MaxTrackedPeers: n.adm.table.MaxPeers(),
 		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
 		StrangerReportPerMin: l.StrangerReportPerMin,
+		Gossip: api.GossipLimits{PerPeer: l.GossipPerMin, Strangers: l.StrangerGossipPerMin,
+			PerAuthor: l.AuthorPerMin, NewAuthors: l.StrangerAuthorPerMin, NewAuthorMinutes: l.NewAuthorMinutes},
 	}
 	pl := n.adm.table.Policy()
 	for t := range limits.Tier(limits.NumTiers) {

@@ -49,6 +49,18 @@ of config.toml.`,
 			} else {
 				fmt.Fprintln(c.stdout, "crash reports from strangers, all together: unlimited (limits.stranger_report_per_min)")
 			}
+			g := l.Gossip
+			perMin := func(v int) string {
+				if v == 0 {
+					return "unlimited"
+				}
+				return fmt.Sprintf("%d a minute", v)
+			}
+			fmt.Fprintf(c.stdout, "gossip (docs/adr/0031): envelopes per forwarding peer %s (limits.gossip_per_min), "+
+				"of new authors from all strangers %s (limits.stranger_gossip_per_min)\n", perMin(g.PerPeer), perMin(g.Strangers))
+			fmt.Fprintf(c.stdout, "  new events per author %s (limits.author_per_min), of all new authors together %s "+
+				"(limits.stranger_author_per_min); an author is new for %d minutes (limits.new_author_minutes)\n",
+				perMin(g.PerAuthor), perMin(g.NewAuthors), g.NewAuthorMinutes)
 			fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
 				l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
 			tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

@@ -19,6 +19,7 @@ func TestLimitsAndDiag(t *testing.T) {
 				{Type: "crash_report", Key: "limits.report_per_min"},
 			},
 			BlobFetchesPerPeer: 4, MaxTrackedPeers: 65536, MissPerMin: 30, SuspectPercent: 10, ValuedPercent: 200,
+			Gossip: api.GossipLimits{PerPeer: 6000, Strangers: 1200, PerAuthor: 0, NewAuthors: 600, NewAuthorMinutes: 10},
 			Tiers: []api.TierLimits{{Tier: "suspect", PerMin: map[string]int{"hello": 6, "sync": 60, "replicate": 12, "crash_report": 0, "miss": 3}}},
 		})
 	})
@@ -34,8 +35,10 @@ func TestLimitsAndDiag(t *testing.T) {
 		want []string
 	}{
 		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4",
-			"limits.suspect_percent = 10", "suspect  6      60    12         unlimited     3"}},
-		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`}},
+			"limits.suspect_percent = 10", "suspect  6      60    12         unlimited     3",
+			"envelopes per forwarding peer 6000 a minute (limits.gossip_per_min), of new authors from all strangers 1200 a minute",
+			"new events per author unlimited (limits.author_per_min), of all new authors together 600 a minute", "new for 10 minutes"}},
+		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`, `"stranger_author_per_min": 600`}},
 		{[]string{"diag"}, []string{"sync", "150", "25", "tracked peers: 3"}},
 		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"peer_lines_logged": 1`}},
 	} {

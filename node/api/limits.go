@@ -46,8 +46,25 @@ type Limits struct {
 	SuspectPercent       int `json:"suspect_percent"`
 	ValuedPercent        int `json:"valued_percent"`
 	StrangerReportPerMin int `json:"stranger_report_per_min"`
+	// Gossip is the budgets of what peers send by gossip (docs/adr/0031).
+	Gossip GossipLimits `json:"gossip"`
 	// Tiers are the effective rates of each tier.
 	Tiers []TierLimits `json:"tiers"`
+}
+
+// GossipLimits are the gossip budgets (the [limits] keys of docs/adr/0031),
+// in envelopes or events a minute; 0 means unlimited.
+type GossipLimits struct {
+	// PerPeer is limits.gossip_per_min, Strangers
+	// limits.stranger_gossip_per_min.
+	PerPeer   int `json:"gossip_per_min"`
+	Strangers int `json:"stranger_gossip_per_min"`
+	// PerAuthor is limits.author_per_min, NewAuthors
+	// limits.stranger_author_per_min, and NewAuthorMinutes how long an
+	// author is new (limits.new_author_minutes).
+	PerAuthor        int `json:"author_per_min"`
+	NewAuthors       int `json:"stranger_author_per_min"`
+	NewAuthorMinutes int `json:"new_author_minutes"`
 }
 
 // TierLimits are the rates a peer of one tier gets.
