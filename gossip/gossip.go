@@ -239,6 +239,12 @@ func decode(b []byte) (*proto.Envelope, *eventlog.Event, error) {
 	return env, ev, nil
 }
 
+// validate is the topic validator (ADR 0031), in order of cost: decode
+// the envelope; for another peer's, the duplicate check and a look at the
+// author's budget; the event's signature; then, for another peer's, the
+// author's token and the durable store (Options.Store). It accepts, and so
+// lets gossipsub forward, only what is stored; our own publications were
+// stored before they were published.
 func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	env, ev, err := decode(msg.Data)
 	if err == nil && from != g.self {
