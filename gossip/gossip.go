@@ -309,6 +309,9 @@ func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
 	if g.opts.Admit == nil || len(rpc.Publish) == 0 {
 		return nil
 	}
+	if s, ok := g.Score(from); ok && s < graylistThreshold {
+		return errGraylisted // gossipsub drops it next; no need to decode it first
+	}
 	kept := rpc.Publish[:0]
 	for _, m := range rpc.Publish {
 		if m.GetTopic() != g.topicName {
@@ -329,6 +332,9 @@ func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
 	rpc.Publish = kept
 	return nil
 }
+
+// errGraylisted drops the RPC of a graylisted peer at the inspector.
+var errGraylisted = errors.New("gossip: graylisted peer")
 
 // dropped is told by the tracer of each message gossipsub dropped; those
 // dropped for want of room are reported to Options.Missed.

@@ -127,9 +127,19 @@ func (n *Node) spammed(p peer.ID, author string) {
 	if author != p.String() {
 		return // a relay of someone else's events: the relay is not at fault
 	}
-	if st := n.run.get(p); st != nil {
-		st.spam.Add(1)
+	st := n.run.get(p)
+	if st == nil || st.spam.Add(1) != spamBan {
+		return
 	}
+	// At the score's floor: a flood, not a burst. Gossipsub would go on
+	// reading (and ignoring) its RPCs; the connection is closed and the
+	// peer refused for a while, as for a stream flood (ADR 0030).
+	n.m.peerBanned("gossip spam")
+	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
+	n.plog.Info(st.id, "gossip spam", "peer disconnected: it kept publishing events of its own past the new authors' budget",
+		"peer", st.id, "ban", spamBanFor)
+	n.gater.ban(st.id, spamBanFor)
+	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
 }
 
 // storeGossiped stores an event received by gossip, durably, before
@@ -202,11 +212,17 @@ var appScores = [limits.NumTiers]float64{
 // (spammed) takes from a peer's application score, down to
 // -maxSpamPenalty; the count halves at every fold (5 s). A peer publishing
 // a few events past the budget drops out of the mesh for a while; one
-// flooding is graylisted (below -1,000), so that gossipsub ignores its RPCs
-// before they cost anything.
+// flooding is graylisted (below -1,000), and at the floor disconnected and
+// refused for a minute: gossipsub would go on reading a graylisted peer's
+// RPCs.
 const (
 	spamScore      = 10.0
 	maxSpamPenalty = 2000.0
+	// spamBan is the count at which the penalty reaches its floor (more
+	// than 200 envelopes of its own refused within about 5 s): the peer
+	// is disconnected and refused for spamBanFor.
+	spamBan    = uint64(maxSpamPenalty / spamScore)
+	spamBanFor = time.Minute
 )
 
 func (n *Node) appScore(p peer.ID) float64 {

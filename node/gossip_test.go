@@ -266,4 +266,16 @@ func TestAppScore(t *testing.T) {
 	if got := n.appScore("unknown"); got != 0 {
 		t.Errorf("an unknown peer: %v", got)
 	}
+	// At the floor, a ban: one spam short of it, none.
+	st.spam.Store(0)
+	for range spamBan - 1 {
+		n.spammed(st.id, st.id.String())
+	}
+	if n.gater.banned(st.id) {
+		t.Fatal("banned one spam short of the floor")
+	}
+	n.spammed(st.id, st.id.String())
+	if !n.gater.banned(st.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
+		t.Fatal("not banned at the floor")
+	}
 }
