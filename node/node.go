@@ -260,6 +260,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.go_(n.syncLoop)
 	n.go_(n.peerLogSummaries)
 	n.go_(n.foldLoop)
+	n.go_(n.releaseLoop)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil)
 	return nil
