@@ -18,7 +18,7 @@ import (
 // one check a minute and nothing more.
 const (
 	releaseEvery = time.Minute
-	releaseAbove = 32 << 20
+	releaseAbove = 16 << 20
 )
 
 // releaseLoop runs releaseMemory every releaseEvery until the node closes.
