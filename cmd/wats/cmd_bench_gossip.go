@@ -26,7 +26,6 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -339,7 +338,7 @@ func startGossipLine(ctx context.Context, dir string) (_ *gossipLine, err error)
 		cfg.P2P.MDNS = false
 		cfg.Sync.Gossip = true
 		cfg.Sync.Interval = config.Duration{Duration: time.Hour}
-		cfg.Limits.NewAuthorMinutes = limits.MinNewAuthorMinutes // see the warm-up
+		cfg.Limits.NewAuthorMinutes = 1 // the least limits.new_author_minutes allows; see the warm-up
 		rdir := filepath.Join(dir, name)
 		r, err := prepareNodeRepo(rdir, cfg)
 		if err != nil {

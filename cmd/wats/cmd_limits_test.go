@@ -20,7 +20,7 @@ func TestLimitsAndDiag(t *testing.T) {
 			},
 			BlobFetchesPerPeer: 4, MaxTrackedPeers: 65536, MissPerMin: 30, SuspectPercent: 10, ValuedPercent: 200,
 			Gossip: api.GossipLimits{PerPeer: 6000, Strangers: 1200, PerAuthor: 0, NewAuthors: 600, NewAuthorMinutes: 10},
-			Tiers: []api.TierLimits{{Tier: "suspect", PerMin: map[string]int{"hello": 6, "sync": 60, "replicate": 12, "crash_report": 0, "miss": 3}}},
+			Tiers:  []api.TierLimits{{Tier: "suspect", PerMin: map[string]int{"hello": 6, "sync": 60, "replicate": 12, "crash_report": 0, "miss": 3}}},
 		})
 	})
 	mux.HandleFunc("GET "+api.PathDiag, func(w http.ResponseWriter, r *http.Request) {
