@@ -439,19 +439,10 @@ func (a *arrivals) watch(ctx context.Context, cl *api.Client, author string) {
 			a.mu.Unlock()
 			return nil
 		})
-		pause(ctx, 200*time.Millisecond)
+		attack.Pause(ctx, 200*time.Millisecond)
 	}
 }
 
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
 
 // honestSent is one honest event published by A.
 type honestSent struct {
@@ -482,7 +473,7 @@ func publishHonest(ctx context.Context, cl *api.Client, i int) (honestSent, erro
 // deliveredWithin (the mesh is formed), for at most 30 s; it returns the
 // probes' ids.
 func probeLine(ctx context.Context, l *gossipLine, arr *arrivals) ([]string, error) {
-	pause(ctx, 2*time.Second) // a few heartbeats: the meshes form
+	attack.Pause(ctx, 2*time.Second) // a few heartbeats: the meshes form
 	var ids []string
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
@@ -498,7 +489,7 @@ func probeLine(ctx context.Context, l *gossipLine, arr *arrivals) ([]string, err
 				}
 				break
 			}
-			pause(ctx, 10*time.Millisecond)
+			attack.Pause(ctx, 10*time.Millisecond)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -554,7 +545,7 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 			return nil, fmt.Errorf("A: events add: %w", err)
 		}
 		probes = append(probes, hs.id)
-		pause(ctx, honestEvery)
+		attack.Pause(ctx, honestEvery)
 	}
 
 	res := &gossipResult{Scenario: s}
@@ -665,7 +656,7 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 		}
 		res.Attacker = st
 	} else {
-		pause(ctx, attackMargin)
+		attack.Pause(ctx, attackMargin)
 	}
 	end := time.Now()
 	res.Seconds = end.Sub(start).Seconds()
@@ -696,7 +687,7 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 	}
 
 	// The wait after the attack: late arrivals still count as delivered.
-	pause(ctx, after)
+	attack.Pause(ctx, after)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool)
 					for i := 0; ctx.Err() == nil; i++ {
 						c := conn()
 						if c == nil {
-							pause(ctx, 10*time.Millisecond)
+							Pause(ctx, 10*time.Millisecond)
 							continue
 						}
 						var m proto.Message = &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
@@ -223,7 +223,7 @@ func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *st
 			st.answered.Add(1)
 		}
 	}
-	pause(ctx, hold)
+	Pause(ctx, hold)
 }
 
 // freshConn makes a fresh id and connects it to t, counting both; nil
@@ -268,7 +268,7 @@ func holders(ctx context.Context, t Target, ids, perID int, retry time.Duration,
 				c, err := id.Dial(ctx, t, nil)
 				if err != nil {
 					st.failed.Add(1)
-					pause(ctx, retry)
+					Pause(ctx, retry)
 					continue
 				}
 				st.conns.Add(1)
@@ -299,7 +299,7 @@ func holdStream(ctx context.Context, c *Conn, prefix bool, st *stats) {
 			s, err = c.OpenRaw(ctx)
 		}
 		if err != nil {
-			pause(ctx, 10*time.Millisecond)
+			Pause(ctx, 10*time.Millisecond)
 			continue
 		}
 		st.streams.Add(1)
@@ -315,8 +315,8 @@ func holdStream(ctx context.Context, c *Conn, prefix bool, st *stats) {
 	}
 }
 
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
+// Pause waits d or until ctx ends.
+func Pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -454,10 +454,10 @@ func (id *gossipID) connect(ctx context.Context, t peer.AddrInfo, st *gossipCoun
 func (id *gossipID) keepConnected(ctx context.Context, t peer.AddrInfo, st *gossipCounters) {
 	for ctx.Err() == nil {
 		if !id.connect(ctx, t, st) {
-			pause(ctx, time.Second)
+			Pause(ctx, time.Second)
 			continue
 		}
-		pause(ctx, 250*time.Millisecond)
+		Pause(ctx, 250*time.Millisecond)
 	}
 }
 
@@ -480,12 +480,12 @@ func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st 
 		}
 		drops := id.drops.Load()
 		if err := id.topic.Publish(ctx, b); err != nil {
-			pause(ctx, 10*time.Millisecond)
+			Pause(ctx, 10*time.Millisecond)
 			continue
 		}
 		st.published.Add(1)
 		if id.drops.Load() != drops {
-			pause(ctx, 5*time.Millisecond)
+			Pause(ctx, 5*time.Millisecond)
 		}
 	}
 }
@@ -495,7 +495,7 @@ func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st 
 func (id *gossipID) publishSlowly(ctx context.Context, o GossipOptions, st *gossipCounters) {
 	var r [8]byte
 	_, _ = rand.Read(r[:])
-	pause(ctx, time.Duration(binary.LittleEndian.Uint64(r[:])%uint64(o.PublishEvery)))
+	Pause(ctx, time.Duration(binary.LittleEndian.Uint64(r[:])%uint64(o.PublishEvery)))
 	t := time.NewTicker(o.PublishEvery)
 	defer t.Stop()
 	for i := 0; ctx.Err() == nil; i++ {
@@ -517,14 +517,14 @@ func (id *gossipID) ihaves(ctx context.Context, t peer.AddrInfo, topic string, o
 	var n uint64
 	for ctx.Err() == nil {
 		if id.h.Network().Connectedness(t.ID) != network.Connected {
-			pause(ctx, 200*time.Millisecond)
+			Pause(ctx, 200*time.Millisecond)
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		s, err := id.h.NewStream(sctx, t.ID, meshsubIDs...)
 		cancel()
 		if err != nil {
-			pause(ctx, time.Second)
+			Pause(ctx, time.Second)
 			continue
 		}
 		stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
@@ -552,7 +552,7 @@ func (id *gossipID) ihaves(ctx context.Context, t peer.AddrInfo, topic string, o
 		tick.Stop()
 		stop()
 		_ = s.Reset()
-		pause(ctx, 200*time.Millisecond)
+		Pause(ctx, 200*time.Millisecond)
 	}
 }
 

@@ -142,7 +142,7 @@ func RunHonest(ctx context.Context, t Target, h Honest, warm chan<- struct{}) Ho
 	for range h.Peers {
 		wg.Go(func() { honestPeer(ctx, t, h, st) })
 	}
-	pause(ctx, h.Warmup)
+	Pause(ctx, h.Warmup)
 	st.mu.Lock()
 	st.warming = false
 	st.mu.Unlock()

@@ -86,7 +86,7 @@ func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, 
 		c.Close()
 		return nil, 0, ctx.Err()
 	}
-	pause(ctx, time.Second) // the node stores the page
+	Pause(ctx, time.Second) // the node stores the page
 	resp, err = c.Request(ctx, h, nil)
 	if err != nil || resp.Hello == nil {
 		c.Close()
@@ -132,7 +132,7 @@ func holdPages(ctx context.Context, c *Conn, after uint64, st *stats) {
 	for ctx.Err() == nil && !c.IsClosed() {
 		raw, err := c.OpenRaw(ctx)
 		if err != nil {
-			pause(ctx, 50*time.Millisecond)
+			Pause(ctx, 50*time.Millisecond)
 			continue
 		}
 		s := msmux.NewMSSelect(raw, proto.ID)
@@ -140,11 +140,11 @@ func holdPages(ctx context.Context, c *Conn, after uint64, st *stats) {
 		if err := proto.WriteFrame(s, b); err != nil {
 			_ = raw.Reset()
 			st.reset.Add(1)
-			pause(ctx, 50*time.Millisecond)
+			Pause(ctx, 50*time.Millisecond)
 			continue
 		}
 		st.streams.Add(1)
-		pause(ctx, proto.ResponseTimeout+time.Second) // reading nothing: the node's write blocks on the window
+		Pause(ctx, proto.ResponseTimeout+time.Second) // reading nothing: the node's write blocks on the window
 		_ = raw.Reset()
 	}
 }
