@@ -443,7 +443,6 @@ func (a *arrivals) watch(ctx context.Context, cl *api.Client, author string) {
 	}
 }
 
-
 // honestSent is one honest event published by A.
 type honestSent struct {
 	id  string
