@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,16 @@ type gossipHonest struct {
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
 	AddP99ms float64 `json:"add_p99_ms"`
+	// Slowest are the three slowest delivered events: when each was
+	// published (seconds into the attack) and its latency, to tell a
+	// start-up cost from a steady one.
+	Slowest []slowEvent `json:"slowest,omitempty"`
+}
+
+// slowEvent is one of gossipHonest.Slowest.
+type slowEvent struct {
+	AtSeconds float64 `json:"at_seconds"`
+	Ms        float64 `json:"ms"`
 }
 
 // gossipResult is one scenario's figures.
@@ -710,6 +721,13 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 func honestFigures(sent []honestSent, failed int, arr *arrivals) gossipHonest {
 	h := gossipHonest{Published: len(sent), PublishFailed: failed}
 	var lat, add []time.Duration
+	var slow []slowEvent
+	var first time.Time
+	for _, s := range sent {
+		if first.IsZero() || s.at.Before(first) {
+			first = s.at
+		}
+	}
 	for _, s := range sent {
 		add = append(add, s.add)
 		t, ok := arr.at(s.id)
@@ -722,7 +740,10 @@ func honestFigures(sent []honestSent, failed int, arr *arrivals) gossipHonest {
 			h.Within++
 		}
 		lat = append(lat, d)
+		slow = append(slow, slowEvent{AtSeconds: s.at.Sub(first).Seconds(), Ms: float64(d) / float64(time.Millisecond)})
 	}
+	slices.SortFunc(slow, func(a, b slowEvent) int { return cmp.Compare(b.Ms, a.Ms) })
+	h.Slowest = slow[:min(3, len(slow))]
 	h.WithinPct, h.DeliveredPct = pctOf(h.Within, h.Published), pctOf(h.Delivered, h.Published)
 	h.P50ms, h.P99ms = quantileMs(lat, 0.50), quantileMs(lat, 0.99)
 	h.AddP99ms = quantileMs(add, 0.99)
