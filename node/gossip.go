@@ -85,12 +85,7 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 // and shares limits.stranger_author_per_min with the others: fresh keys
 // cost nothing.
 func (n *Node) authorStanding(author string) (limits.Tier, bool) {
-	t := limits.TierNew
-	if p, err := peer.Decode(author); err == nil {
-		if h, ok := n.historyOf(p); ok {
-			t = limits.TierOf(h)
-		}
-	}
+	t := n.authorPeerTier(author)
 	switch t {
 	case limits.TierValued:
 		return t, true
@@ -277,10 +272,19 @@ func quotaFor(cfg config.EventsConfig, self string, valued func(author string) b
 // by its run state or its record. It does not read the log: it runs inside
 // the log's commit.
 func (n *Node) valuedAuthor(author string) bool {
+	return n.authorPeerTier(author) == limits.TierValued
+}
+
+// authorPeerTier is the tier of author (a peer ID string) as a peer, by
+// its history connected or not; TierNew for one the node knows nothing of
+// or that is not a peer ID.
+func (n *Node) authorPeerTier(author string) limits.Tier {
 	p, err := peer.Decode(author)
 	if err != nil {
-		return false
+		return limits.TierNew
 	}
-	h, ok := n.historyOf(p)
-	return ok && limits.TierOf(h) == limits.TierValued
+	if h, ok := n.historyOf(p); ok {
+		return limits.TierOf(h)
+	}
+	return limits.TierNew
 }
