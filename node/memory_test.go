@@ -1,9 +1,13 @@
 package node
 
 import (
+	"net/http/httptest"
+	"regexp"
 	"runtime"
 	rtmetrics "runtime/metrics"
+	"strconv"
 	"testing"
+	"time"
 )
 
 func heapReleased() uint64 {
@@ -12,20 +16,74 @@ func heapReleased() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestReleaseMemory: after a burst of garbage the heap holds more than
-// releaseAbove, and releaseMemory returns the garbage's memory to the OS.
-func TestReleaseMemory(t *testing.T) {
+// garbage allocates mib MiB that is garbage once it returns.
+func garbage(mib int) {
 	var keep [][]byte
-	for range 64 {
+	for range mib {
 		keep = append(keep, make([]byte, 1<<20))
 	}
 	runtime.KeepAlive(keep)
-	keep = nil // 64 MiB of garbage
+}
+
+// TestReleaseMemory: after a burst of garbage the heap holds more than
+// releaseAbove, and release returns the garbage's memory to the OS; right
+// after, with nothing new, it does nothing; after a second burst it
+// releases again.
+func TestReleaseMemory(t *testing.T) {
+	var r releaser
+	garbage(64)
 	before := heapReleased()
-	if !releaseMemory() {
+	if !r.release(heapHeld()) {
 		t.Fatal("64 MiB of garbage: nothing released")
 	}
 	if got := heapReleased() - before; got < 32<<20 {
 		t.Errorf("released %d MiB, want at least 32", got>>20)
+	}
+	if r.release(heapHeld()) {
+		t.Error("nothing new since the last release: released again")
+	}
+	garbage(64)
+	if !r.release(heapHeld()) {
+		t.Error("a second burst of 64 MiB: nothing released")
+	}
+}
+
+// TestReleaseBounds: release looks only at the figure it is given, at and
+// just past releaseAbove and releaseSlack.
+func TestReleaseBounds(t *testing.T) {
+	var r releaser
+	if r.release(releaseAbove) {
+		t.Errorf("held %d = releaseAbove: released", releaseAbove)
+	}
+	if !r.release(releaseAbove + 1) {
+		t.Errorf("held releaseAbove+1: not released")
+	}
+	r.after = 20 << 20
+	if r.release(r.after + releaseSlack) {
+		t.Errorf("held = after+releaseSlack: released")
+	}
+	if !r.release(20<<20 + releaseSlack + 1) {
+		t.Errorf("held after+releaseSlack+1: not released")
+	}
+}
+
+// TestDBMemoryMetric: /metrics reports pebble's memory outside the Go
+// heap, memtables and block cache, and the memtables hold something once
+// events are stored.
+func TestDBMemoryMetric(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 10)
+	rec := httptest.NewRecorder()
+	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, what := range []string{"memtables", "block_cache"} {
+		re := regexp.MustCompile(`(?m)^wats_db_memory_bytes\{what="` + what + `"\} (\S+)$`)
+		m := re.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no wats_db_memory_bytes{what=%q} in /metrics", what)
+		}
+		if v, err := strconv.ParseFloat(m[1], 64); err != nil || what == "memtables" && v <= 0 {
+			t.Errorf("wats_db_memory_bytes{what=%q} = %s", what, m[1])
+		}
 	}
 }

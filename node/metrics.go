@@ -187,7 +187,13 @@ func newMetrics(n *Node) *metrics {
 	scoreBands := prometheus.NewDesc("wats_gossip_peers_by_score", "Peers of the gossip topic by gossipsub score band: positive, zero, negative (not grafted), no_gossip (below -100), no_publish (below -500), graylisted (below -1000). ADR 0031.", []string{"band"}, nil)
 	logUse := prometheus.NewDesc("wats_log_usage", "What the event log holds against its quotas ([events]): events, bytes and authors.", []string{"what"}, nil)
 	commits := prometheus.NewDesc("wats_log_commits_total", "Synced batches the event log committed; events stored over this is the group-commit factor (ADR 0031).", nil, nil)
-	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits}, collect: func(ch chan<- prometheus.Metric) {
+	dbMemory := prometheus.NewDesc("wats_db_memory_bytes", "Memory pebble holds outside the Go heap, by what: memtables (the live one, those waiting to flush and the one kept for reuse; each up to 16 MiB once written to) and block_cache (up to 64 MiB). Bounded by these sizes, not by traffic; a node's RSS grows by them as it writes and reads, and they are not given back while the database is open.", []string{"what"}, nil)
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits, dbMemory}, collect: func(ch chan<- prometheus.Metric) {
+		if n.db != nil {
+			dm := n.db.Metrics()
+			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.MemTable.Size+dm.MemTable.ZombieSize), "memtables")
+			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.BlockCache.Size), "block_cache")
+		}
 		if g := n.gossip; g != nil {
 			bands := g.ScoreBands()
 			for b, k := range bands {
