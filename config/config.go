@@ -1,9 +1,16 @@
 package config
 
 import (
-	"github.com/wats-network/wats/limits"
+	"fmt"
 	"time"
+
+	"github.com/wats-network/wats/limits"
 )
+
+// DefaultPort is the TCP and UDP (QUIC) port of the default p2p.listen:
+// 9287, WATS on a phone keypad. It is the node's own, so that a wats node
+// and a kubo node (4001) run side by side on their defaults.
+const DefaultPort = 9287
 
 // Bounds of the configuration. Config files are written by the operator, not
 // by peers, but a typo must not turn into an unbounded resource: each bound
@@ -123,7 +130,7 @@ type Config struct {
 type P2PConfig struct {
 	// Listen (key `p2p.listen`) lists the multiaddrs to listen on:
 	// 1..MaxListenAddrs valid multiaddrs. Default
-	// ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"].
+	// ["/ip4/0.0.0.0/tcp/9287", "/ip4/0.0.0.0/udp/9287/quic-v1"]: DefaultPort.
 	Listen []string `toml:"listen"`
 
 	// Bootstrap (key `p2p.bootstrap`) lists peers dialled at start, each a
@@ -266,7 +273,7 @@ func Default() *Config {
 	return &Config{
 		Network: "wats-dev",
 		P2P: P2PConfig{
-			Listen:       []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
+			Listen:       []string{fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultPort), fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultPort)},
 			Bootstrap:    []string{},
 			MDNS:         false,
 			ConnsLow:     32,

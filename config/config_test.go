@@ -21,7 +21,7 @@ func TestDefaultReturnsFreshSlices(t *testing.T) {
 	a.P2P.Listen[0] = "/ip4/127.0.0.1/tcp/1"
 	a.P2P.Bootstrap = append(a.P2P.Bootstrap, "x")
 	b := Default()
-	if b.P2P.Listen[0] != "/ip4/0.0.0.0/tcp/4001" || len(b.P2P.Bootstrap) != 0 {
+	if b.P2P.Listen[0] != "/ip4/0.0.0.0/tcp/9287" || len(b.P2P.Bootstrap) != 0 {
 		t.Fatalf("Default shares slices between calls: %+v", b.P2P)
 	}
 }

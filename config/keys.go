@@ -18,7 +18,7 @@ import (
 
 // exampleBootstrap is a bootstrap multiaddr that parses, for examples: a
 // documentation address (RFC 5737) and the peer id of a fixed test key.
-const exampleBootstrap = "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWK99VoVxNE7XzyBwXEzW7xhK7Gpv85r9F3V3fyKSUKPH5"
+const exampleBootstrap = "/ip4/203.0.113.7/tcp/9287/p2p/12D3KooWK99VoVxNE7XzyBwXEzW7xhK7Gpv85r9F3V3fyKSUKPH5"
 
 // keyDoc documents one key.
 type keyDoc struct {
@@ -65,9 +65,10 @@ var keyDocs = map[string]keyDoc{
 	},
 	"p2p.listen": {
 		what: "Multiaddrs to listen on, TCP and QUIC. Port 0 picks a free port. " +
-			"Use /ip6/::/... to listen on IPv6 too.",
+			"Use /ip6/::/... to listen on IPv6 too. The default port, 9287 (WATS on a phone keypad), " +
+			"is the node's own: kubo's 4001 is left to kubo.",
 		allowed: fmt.Sprintf("1..%d multiaddrs (hello advertises at most %d)", MaxListenAddrs, MaxListenAddrs),
-		example: `listen = ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"]`,
+		example: `listen = ["/ip4/0.0.0.0/tcp/9287", "/ip4/0.0.0.0/udp/9287/quic-v1"]`,
 	},
 	"p2p.bootstrap": {
 		what: "Peers to dial at start to join the network, each a full multiaddr: an address " +

@@ -60,6 +60,7 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathPeerCache, n.apiPeerCache)
 	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", n.apiForgetPeer)
 	mux.HandleFunc("GET "+api.PathLimits, n.apiLimits)
+	mux.HandleFunc("GET "+api.PathConfig, n.apiConfig)
 	mux.HandleFunc("GET "+api.PathDiag, n.apiDiag)
 	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
 	// Go's profiles, for operators on the machine only (the control API is
@@ -437,6 +438,19 @@ func (n *Node) Limits() api.Limits {
 		out.Requests = append(out.Requests, rl)
 	}
 	return out
+}
+
+func (n *Node) apiConfig(w http.ResponseWriter, r *http.Request) {
+	cfg := *n.cfg // a shallow copy: its lists are only read
+	if n.logLevel != nil {
+		cfg.Log.Level = strings.ToLower(n.logLevel.Level().String())
+	}
+	b, err := cfg.TOML()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RunningConfig{TOML: string(b)})
 }
 
 func (n *Node) apiLimits(w http.ResponseWriter, r *http.Request) {

@@ -25,9 +25,14 @@ import (
 
 // BenchSyncResult is what BenchSync measured.
 type BenchSyncResult struct {
-	Events       uint64        `json:"events"`
-	Fill         time.Duration `json:"fill_ns,format:nano"`     // signing and storing the events on the source node
-	CatchUp      time.Duration `json:"catch_up_ns,format:nano"` // from dialling the source to the last event stored
+	Events uint64 `json:"events"`
+	// Fill is the time spent signing and storing the events on the source
+	// node; CatchUp from dialling the source to the last event stored.
+	// Their JSON is in nanoseconds (fill_ns, catch_up_ns).
+	Fill         time.Duration `json:"-"`
+	CatchUp      time.Duration `json:"-"`
+	FillNs       int64         `json:"fill_ns"`
+	CatchUpNs    int64         `json:"catch_up_ns"`
 	EventsPerSec float64       `json:"events_per_sec"`
 	// DiskBytesPerEvent is the size of the catching-up node's database
 	// directory after it closed, divided by the events.
@@ -117,6 +122,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 		return nil, err
 	}
 	res.CatchUp = time.Since(t0)
+	res.FillNs, res.CatchUpNs = res.Fill.Nanoseconds(), res.CatchUp.Nanoseconds()
 	res.PeakRSSBytes = peakRSS()
 	res.Dropped = b.m.droppedTotal()
 	if got := b.events.Head(); got != uint64(n) {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -46,7 +47,9 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 	}
 	h, err := libp2p.New(
 		libp2p.Identity(key),
-		libp2p.ListenAddrStrings(cfg.P2P.Listen...),
+		// The host starts without listeners; listen below opens them, so
+		// that a failure to listen is told apart from any other.
+		libp2p.NoListenAddrs,
 		// Without SO_REUSEPORT a second daemon on the same port fails to
 		// start instead of silently sharing the port with the first.
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
@@ -68,12 +71,63 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 		rm.Close()
 		return nil, fmt.Errorf("node: start libp2p host: %w", err)
 	}
-	if missing := notListening(cfg.P2P.Listen, h.Network().ListenAddresses()); len(missing) > 0 {
+	if err := listen(h.Network(), cfg.P2P.Listen); err != nil {
 		h.Close()
-		return nil, fmt.Errorf("node: could not listen on %s (in use by another process? change p2p.listen in config.toml)",
-			strings.Join(missing, ", "))
+		return nil, err
 	}
 	return h, nil
+}
+
+// ErrListen is returned (wrapped in a *ListenError) by New and Run when
+// the node cannot listen on every address of p2p.listen.
+var ErrListen = errors.New("node: cannot listen")
+
+// ListenError says which addresses of p2p.listen the node could not listen
+// on, and why. Its message names the key to change.
+type ListenError struct {
+	// Failed are the addresses of p2p.listen with no listener, as
+	// configured.
+	Failed []string
+	// Err is the first address's reason (its transport's error, such as
+	// "bind: address already in use").
+	Err error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("node: cannot listen on %s: %v; set p2p.listen in config.toml to free addresses, "+
+		"or to port 0 for any free port (as wats init --profile local does)", strings.Join(e.Failed, ", "), e.Err)
+}
+
+func (e *ListenError) Unwrap() []error { return []error{ErrListen, e.Err} }
+
+// listen opens a listener on every address of addrs (p2p.listen), one by
+// one. libp2p's own Listen succeeds as long as one address works; the node
+// insists on all, so that a port already in use is an error at start
+// rather than a transport silently missing. It returns a *ListenError
+// naming the addresses that have none.
+func listen(nw network.Network, addrs []string) error {
+	l, ok := nw.(interface{ AddListenAddr(ma.Multiaddr) error })
+	if !ok {
+		return fmt.Errorf("node: %T cannot add listen addresses", nw)
+	}
+	var failed []string
+	var first error
+	for _, s := range addrs {
+		err := errors.New("not a multiaddr")
+		if a, perr := ma.NewMultiaddr(s); perr == nil {
+			err = l.AddListenAddr(a)
+		}
+		if err != nil {
+			failed = append(failed, s)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &ListenError{Failed: failed, Err: first}
+	}
+	return nil
 }
 
 // quicHeadStart is how long a dial waits for TCP before it also tries
@@ -116,63 +170,6 @@ func isTCP(a ma.Multiaddr) bool {
 		}
 	}
 	return false
-}
-
-// notListening returns the configured listen addresses that no actual
-// listen address answers to. libp2p starts as long as one address works;
-// the node insists on all, so that a port already in use is an error at
-// start rather than a transport silently missing. Port 0 matches any port.
-func notListening(configured []string, actual []ma.Multiaddr) []string {
-	var missing []string
-	for _, c := range configured {
-		want, err := ma.NewMultiaddr(c)
-		if err != nil {
-			missing = append(missing, c)
-			continue
-		}
-		found := false
-		for _, a := range actual {
-			if sameListenAddr(want, a) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			missing = append(missing, c)
-		}
-	}
-	return missing
-}
-
-// sameListenAddr reports whether actual is a listener for the configured
-// address want: the same protocols and values, except that a zero port in
-// want matches any port, and an unspecified IP (0.0.0.0, ::) any IP of its
-// family.
-func sameListenAddr(want, actual ma.Multiaddr) bool {
-	if len(want) != len(actual) {
-		return false
-	}
-	for i := range want {
-		w, a := want[i], actual[i]
-		if w.Protocol().Code != a.Protocol().Code {
-			return false
-		}
-		switch w.Protocol().Code {
-		case ma.P_TCP, ma.P_UDP:
-			if w.Value() != "0" && w.Value() != a.Value() {
-				return false
-			}
-		case ma.P_IP4, ma.P_IP6:
-			if w.Value() != "0.0.0.0" && w.Value() != "::" && w.Value() != a.Value() {
-				return false
-			}
-		default:
-			if w.Value() != a.Value() {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // gater refuses peers whose key is not Ed25519 (docs/design.md §3) and, for a while,

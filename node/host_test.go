@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -23,45 +24,43 @@ func TestPortInUseIsAnError(t *testing.T) {
 			port = v
 		}
 	}
-	cfg := testConfig(false, time.Hour)
 	taken := "/ip4/127.0.0.1/tcp/" + port
-	// With a second, free address libp2p itself would start on that one
-	// alone; the node must not.
-	cfg.P2P.Listen = []string{taken, "/ip4/127.0.0.1/udp/0/quic-v1"}
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(r, Options{Logger: quietLogger()})
-	if err == nil {
-		n.Close()
-		t.Fatalf("a second node started on %s, in use by the first", taken)
-	}
-	if !strings.Contains(err.Error(), taken) {
-		t.Fatalf("error %q does not name %s", err, taken)
-	}
-}
-
-func TestSameListenAddr(t *testing.T) {
-	cases := []struct {
-		want, actual string
-		match        bool
+	for _, tc := range []struct {
+		name   string
+		listen []string
 	}{
-		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4001", true},
-		{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/tcp/39211", true},
-		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4002", false},
-		{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/tcp/4002", true},
-		{"/ip4/127.0.0.1/tcp/0", "/ip4/10.0.0.1/tcp/4002", false},
-		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/udp/5555/quic-v1", true},
-		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/tcp/5555", false},
-		{"/ip6/::/tcp/0", "/ip6/::1/tcp/5555", true},
-		{"/ip4/0.0.0.0/tcp/0", "/ip6/::/tcp/5555", false},
-	}
-	for _, tc := range cases {
-		got := sameListenAddr(ma.StringCast(tc.want), ma.StringCast(tc.actual))
-		if got != tc.match {
-			t.Errorf("sameListenAddr(%s, %s) = %v, want %v", tc.want, tc.actual, got, tc.match)
-		}
+		// With a second, free address libp2p itself would start on that
+		// one alone; the node must not.
+		{"one of two", []string{taken, "/ip4/127.0.0.1/udp/0/quic-v1"}},
+		// With none free, libp2p fails with an error of its own; the
+		// node's must still name the address and the key.
+		{"all", []string{taken}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(false, time.Hour)
+			cfg.P2P.Listen = tc.listen
+			r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := New(r, Options{Logger: quietLogger()})
+			if err == nil {
+				n.Close()
+				t.Fatalf("a second node started on %s, in use by the first", taken)
+			}
+			var le *ListenError
+			if !errors.As(err, &le) || !errors.Is(err, ErrListen) {
+				t.Fatalf("error %q (%T) is not a ListenError", err, err)
+			}
+			if len(le.Failed) != 1 || le.Failed[0] != taken {
+				t.Errorf("failed addresses %q, want just %s", le.Failed, taken)
+			}
+			for _, want := range []string{taken, "p2p.listen", "address already in use"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }
 

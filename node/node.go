@@ -62,10 +62,12 @@ const blockCacheBytes = 64 << 20
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.
 type Node struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	agent string
-	now   func() time.Time
+	cfg *config.Config
+	log *slog.Logger
+	// logLevel is Options.LogLevel (nil: none).
+	logLevel *slog.LevelVar
+	agent    string
+	now      func() time.Time
 
 	db     *pebble.DB
 	events *eventlog.Log
@@ -138,7 +140,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: r.Config, log: opts.Logger, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers(),
+	n := &Node{cfg: r.Config, log: opts.Logger, logLevel: opts.LogLevel, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers(),
 		records: newRecordBudget()}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())

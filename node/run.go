@@ -18,6 +18,10 @@ type Options struct {
 	Agent string
 	// Logger receives the node's structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// LogLevel, if set, is the level Logger logs from, which the daemon
+	// changes at run time (SIGHUP); GET api.PathConfig reports it as
+	// log.level. Nil: log.level as configured.
+	LogLevel *slog.LevelVar
 	// Now is the wall clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
 	// Mono, if set, is the monotonic clock: the time since the node was

@@ -87,12 +87,13 @@ func (c *cli) blobLsCmd() *cobra.Command {
 
 func (c *cli) blobGetCmd() *cobra.Command {
 	var (
-		size int64
-		out  string
-		from string
+		size   int64
+		out    string
+		from   string
+		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "get CID --size N -o FILE [--from PEER]",
+		Use:   "get CID --size N -o FILE [--from PEER] [--json]",
 		Short: "Fetch a blob if needed and write it to FILE, if it is complete and exactly N bytes",
 		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched first
 from its providers: PEER (--from) first, then those gossip named for it, by
@@ -101,7 +102,8 @@ the size checked against blobs.max_blob_bytes and the quota before any
 request). On a terminal a progress bar shows the fetch.
 
 The blob is used only when it is complete and exactly of the declared size
-N (ADR 0014); otherwise nothing is written.`,
+N (ADR 0014); otherwise nothing is written. Once FILE is written, a line says
+so (with --json: an object with cid, size and file).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -111,6 +113,8 @@ N (ADR 0014); otherwise nothing is written.`,
 				return usageErrorf("--size %d: must be 0..2^53 bytes", size)
 			case out == "":
 				return usageErrorf("-o FILE is required (-o - writes to stdout)")
+			case out == "-" && asJSON:
+				return usageErrorf("--json with -o -: stdout is the blob; name a file with -o FILE")
 			}
 			toStdout := out == "-"
 			if !toStdout {
@@ -160,9 +164,17 @@ N (ADR 0014); otherwise nothing is written.`,
 			if fi.Size() != size {
 				return fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), size)
 			}
-			return os.Rename(tmp.Name(), out)
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return err
+			}
+			if asJSON {
+				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out})
+			}
+			fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s\n", out, size, args[0])
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "say what was written as JSON (cid, size, file)")
 	cmd.Flags().Int64Var(&size, "size", 0, "the blob's declared size in bytes (required)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write, or - for stdout (required)")
 	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately (optional)")
@@ -207,9 +219,23 @@ func shortCID(s string) string {
 	return s[:8] + "…" + s[len(s)-6:]
 }
 
+// blobWritten is the JSON of `blob get --json`: the blob written and where.
+type blobWritten struct {
+	CID  string `json:"cid"`
+	Size uint64 `json:"size"`
+	File string `json:"file"`
+}
+
+// blobRemoved is the JSON of `blob rm --json`.
+type blobRemoved struct {
+	CID     string `json:"cid"`
+	Removed bool   `json:"removed"`
+}
+
 func (c *cli) blobRmCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm CID",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rm CID [--json]",
 		Short: "Remove a blob from the store (unpin it)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -220,10 +246,15 @@ func (c *cli) blobRmCmd() *cobra.Command {
 			if err := cl.RemoveBlob(cmd.Context(), args[0]); err != nil {
 				return c.apiError(err)
 			}
+			if asJSON {
+				return c.printJSON(blobRemoved{CID: args[0], Removed: true})
+			}
 			fmt.Fprintf(c.stdout, "removed %s\n", args[0])
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (cid, removed)")
+	return cmd
 }
 
 func (c *cli) replicateCmd() *cobra.Command {

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/spf13/cobra"
 
@@ -12,34 +19,126 @@ import (
 )
 
 func (c *cli) configCmd() *cobra.Command {
+	var showJSON bool
 	show := &cobra.Command{
-		Use:   "show",
-		Short: "Print the effective config of the repo as TOML",
-		Long: `Print the repo's effective configuration as TOML: every key with its
-value, defaults included. Needs no daemon. Without a repo it prints the
-defaults.`,
+		Use:   "show [--json]",
+		Short: "Print the config in effect as TOML: the running daemon's, else the file's",
+		Long: `Print the configuration in effect as TOML: every key with its value,
+defaults included. When the repo's daemon runs, that is the config it runs
+with (read when it started), and the keys in which config.toml differs from it
+are listed on stderr: they take effect at the next start ("restart to apply").
+Without a daemon it is config.toml's; without a repo, the defaults.
+
+With --json: an object with source ("daemon", "file" or "defaults"), config
+(every key, dotted, with its value) and differs (the keys config.toml changes
+that the daemon does not run with yet).`,
 		Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := c.checkRepoFlag(); err != nil {
-				return err
-			}
-			var cfg *config.Config
-			r, err := repo.Open(c.repoDir)
-			switch {
-			case errors.Is(err, repo.ErrNotInitialized):
-				fmt.Fprintf(c.stderr, "no wats repo at %s: showing the defaults\n", c.repoDir)
-				cfg = config.Default()
-			case err != nil:
-				return err
-			default:
-				cfg = r.Config
-			}
-			b, err := cfg.TOML()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			eff, err := c.effectiveConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
-			_, err = c.stdout.Write(b)
-			return err
+			if showJSON {
+				return c.printJSON(eff.view())
+			}
+			b, err := eff.running.TOML()
+			if err != nil {
+				return err
+			}
+			if _, err := c.stdout.Write(b); err != nil {
+				return err
+			}
+			switch {
+			case eff.fileErr != nil:
+				fmt.Fprintf(c.stderr, "the daemon runs with the config above; the repo's config.toml is not valid, "+
+					"and the daemon would not start with it:\n%s\n", userMessage(eff.fileErr))
+			case eff.source == "defaults":
+				fmt.Fprintf(c.stderr, "no wats repo at %s: showing the defaults\n", c.repoDir)
+			case len(eff.differs) > 0:
+				fmt.Fprintf(c.stderr, "the daemon runs with the config above; %s changes %s: restart to apply\n",
+					configPath(c.repoDir), strings.Join(eff.differs, ", "))
+			}
+			return nil
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON: source, config (dotted keys) and differs")
+
+	get := &cobra.Command{
+		Use:   "get KEY",
+		Short: "Print one key's value in effect, as TOML",
+		Long: `Print the value of KEY (dotted, as in config.toml: log.level,
+p2p.listen) in effect: the running daemon's, else config.toml's (its default
+if the file leaves it out). When the daemon runs with another value than the
+file's, both are said: the file's takes effect at the next start.`,
+		Example: `  wats config get log.level
+  wats config get limits.sync_per_min`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := config.Default().Get(args[0]); err != nil {
+				return usageErrorf("%s", userMessage(err))
+			}
+			eff, err := c.effectiveConfig(cmd.Context())
+			if err != nil {
+				return err
+			}
+			v, _ := eff.running.Get(args[0])
+			fmt.Fprintln(c.stdout, v)
+			if slices.Contains(eff.differs, args[0]) {
+				fv, _ := eff.file.Get(args[0])
+				fmt.Fprintf(c.stderr, "the daemon runs with %s; %s has %s: restart to apply\n", v, configPath(c.repoDir), fv)
+			}
+			return nil
+		},
+	}
+
+	set := &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Set one key in config.toml, checked as the daemon would",
+		Long: `Set KEY (dotted, as in config.toml) to VALUE in the repo's config.toml,
+keeping every comment and other line. VALUE is TOML ("debug", 30, true,
+["a", "b"]); strings may be given unquoted (debug) and lists of strings as
+a,b. The new file is checked as the daemon checks it (exact names, types,
+bounds, the rules between keys) and written only if it passes. A running
+daemon reads it at its next start.`,
+		Example: `  wats config set log.level debug
+  wats config set p2p.listen /ip4/0.0.0.0/tcp/9287,/ip4/0.0.0.0/udp/9287/quic-v1
+  wats config set limits.sync_per_min 1200`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.checkRepoFlag(); err != nil {
+				return err
+			}
+			if _, err := config.Default().Get(args[0]); err != nil {
+				return usageErrorf("%s", userMessage(err))
+			}
+			path := configPath(c.repoDir)
+			data, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) && !repoExists(c.repoDir) {
+				return c.noRepoError()
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			out, err := config.Set(data, args[0], args[1])
+			if err != nil {
+				return fmt.Errorf("%s not changed: %w", path, err)
+			}
+			if err := writeFileAtomic(path, out, 0o600); err != nil {
+				return err
+			}
+			cfg, _ := config.Parse(out, path)
+			v, _ := cfg.Get(args[0])
+			fmt.Fprintf(c.stdout, "%s = %s in %s\n", args[0], v, path)
+			if cl, err := c.client(); err == nil {
+				if rc, err := cl.Config(cmd.Context()); err == nil {
+					if running, err := config.Parse([]byte(rc.TOML), "daemon"); err == nil {
+						if rv, _ := running.Get(args[0]); rv != v {
+							fmt.Fprintf(c.stderr, "the daemon runs with %s: restart it to apply\n", rv)
+						}
+					}
+				}
+			}
+			return nil
 		},
 	}
 	validate := &cobra.Command{
@@ -78,5 +177,81 @@ it again, as the later checks may find more. Needs no daemon.`,
 			return nil
 		},
 	}
-	return group("config", "Show and validate the configuration", show, validate)
+	return group("config", "Show, get, set and validate the configuration", show, get, set, validate)
+}
+
+// effective is the config in effect for `config show` and `config get`.
+type effective struct {
+	// source is "daemon" (the running daemon's), "file" (config.toml's, no
+	// daemon answering) or "defaults" (no repo).
+	source string
+	// running is the config in effect; file is config.toml's (the same
+	// unless source is "daemon").
+	running, file *config.Config
+	// differs are the keys in which file differs from running.
+	differs []string
+	// fileErr is why config.toml could not be read, when the daemon's
+	// config is shown instead.
+	fileErr error
+}
+
+// effectiveConfig returns the config in effect for the --repo repo: the
+// running daemon's if it answers, else the file's, else (no repo) the
+// defaults. A broken config.toml is an error only without a daemon.
+func (c *cli) effectiveConfig(ctx context.Context) (*effective, error) {
+	if err := c.checkRepoFlag(); err != nil {
+		return nil, err
+	}
+	r, ferr := repo.Open(c.repoDir)
+	if errors.Is(ferr, repo.ErrNotInitialized) {
+		d := config.Default()
+		return &effective{source: "defaults", running: d, file: d}, nil
+	}
+	if cl, err := c.client(); err == nil {
+		if rc, err := cl.Config(ctx); err == nil {
+			running, err := config.Parse([]byte(rc.TOML), "the daemon's config")
+			if err != nil {
+				return nil, fmt.Errorf("the daemon sent a config that does not parse: %w", err)
+			}
+			e := &effective{source: "daemon", running: running, file: running, fileErr: ferr}
+			if ferr == nil {
+				e.file = r.Config
+				e.differs = config.Diff(running, r.Config)
+			}
+			return e, nil
+		}
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	return &effective{source: "file", running: r.Config, file: r.Config}, nil
+}
+
+// configView is the JSON of `config show --json`.
+type configView struct {
+	Source  string         `json:"source"`
+	Config  map[string]any `json:"config"`
+	Differs []string       `json:"differs"`
+}
+
+func (e *effective) view() configView {
+	v := configView{Source: e.source, Config: map[string]any{}, Differs: e.differs}
+	if v.Differs == nil {
+		v.Differs = []string{}
+	}
+	for _, k := range config.Keys() {
+		s, _ := e.running.Get(k)
+		v.Config[k] = jsontext.Value(tomlToJSON(s))
+	}
+	return v
+}
+
+// tomlToJSON turns the one-line TOML of a config value (config.Get: a
+// string, number, bool or list of strings) into JSON, which shares their
+// syntax but for TOML's literal strings, which Get does not write.
+func tomlToJSON(s string) string {
+	if jsontext.Value(s).IsValid() {
+		return s
+	}
+	return strconv.Quote(s)
 }

@@ -19,14 +19,16 @@ func (c *cli) crashCmd() *cobra.Command {
 func (c *cli) crashReportCmd() *cobra.Command {
 	var req api.CrashReportRequest
 	var stackFile, dumpFile string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "report --program P --version V --reason R [--stack FILE] [--dump FILE] [--to PEER]",
+		Use:   "report --program P --version V --reason R [--stack FILE] [--dump FILE] [--to PEER] [--json]",
 		Short: "Report a crash: a signed event of kind crash, with its dump as a blob",
 		Long: `Sign a crash report (docs/design.md §5) with the node's key: program, version, os and
 arch (this machine's by default), reason, the stack from --stack FILE (at most
 8 KiB), and a fingerprint that groups reports of the same failure. With --dump
 FILE the dump is stored as a blob and named in the event. The report is stored
-and gossiped by this node, or, with --to PEER, submitted to that peer.`,
+and gossiped by this node, or, with --to PEER, submitted to that peer. It
+prints the event's id, as 'events add' does (with --json, the signed event).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if req.Program == "" || req.Version == "" || req.Reason == "" {
@@ -59,7 +61,15 @@ and gossiped by this node, or, with --to PEER, submitted to that peer.`,
 			if err != nil {
 				return c.apiError(err)
 			}
-			return c.printJSON(ev)
+			if asJSON {
+				return c.printValue(ev)
+			}
+			id, err := eventID(ev)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.stdout, id)
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -71,6 +81,7 @@ and gossiped by this node, or, with --to PEER, submitted to that peer.`,
 	f.StringVar(&stackFile, "stack", "", "a file holding the stack trace (at most 8 KiB)")
 	f.StringVar(&dumpFile, "dump", "", "a dump file to store as a blob and name in the report")
 	f.StringVar(&req.To, "to", "", "a peer ID to submit the report to (default: this node)")
+	f.BoolVar(&asJSON, "json", false, "print the signed event")
 	return cmd
 }
 

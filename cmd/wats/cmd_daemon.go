@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -19,23 +23,35 @@ func (c *cli) daemonCmd() *cobra.Command {
 		Short: "Run the node in the foreground until interrupted",
 		Long: `Run the node of the repo: connect to the network, serve peers and the
 control API on the repo's Unix socket, until SIGINT or SIGTERM, then shut down
-cleanly. Logs go to stderr, as text or JSON per the config's [log] table.`,
+cleanly. Logs go to stderr, as text or JSON per the config's [log] table.
+
+SIGHUP reads config.toml again: a new log.level takes effect at once; the
+other keys it changed are logged as needing a restart (the node keeps
+running as it was); a config.toml that is not valid is logged and ignored.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := c.openRepo()
 			if err != nil {
 				return err
 			}
-			logger, err := newLogger(r.Config.Log, c.stderr)
+			level := new(slog.LevelVar)
+			logger, err := newLogger(r.Config.Log, c.stderr, level)
 			if err != nil {
 				return err
 			}
+			routeLibp2pLogs(logger.Handler())
+			stopHUP := reloadOnHUP(r.ConfigPath(), r.Config, level, logger)
+			defer stopHUP()
 			// ctx is cancelled on SIGINT and SIGTERM (main's
 			// signal.NotifyContext): Run then shuts down and returns.
 			ctx := cmd.Context()
-			err = node.Run(ctx, r, node.Options{Agent: "wats/" + version, Logger: logger})
+			err = node.Run(ctx, r, node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
+			}
+			if errors.Is(err, node.ErrListen) {
+				return fmt.Errorf("%w\n(the config is %s; a second daemon on this machine: %s)",
+					err, configPath(r.Dir), c.hint("init", "--profile", "local", "--repo", "DIR"))
 			}
 			return err
 		},
@@ -43,12 +59,14 @@ cleanly. Logs go to stderr, as text or JSON per the config's [log] table.`,
 }
 
 // newLogger returns the daemon's logger per the config's [log] table:
-// text or JSON lines to w, from the configured level up.
-func newLogger(lc config.LogConfig, w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(lc.Level)); err != nil {
+// text or JSON lines to w, from the level in level up, which it sets to
+// log.level (and a SIGHUP may change).
+func newLogger(lc config.LogConfig, w io.Writer, level *slog.LevelVar) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(lc.Level)); err != nil {
 		return nil, fmt.Errorf("log.level %q: %w", lc.Level, err)
 	}
+	level.Set(l)
 	opts := &slog.HandlerOptions{Level: level}
 	switch lc.Format {
 	case "json":
@@ -58,4 +76,53 @@ func newLogger(lc config.LogConfig, w io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log.format %q: want text or json", lc.Format)
 	}
+}
+
+// reloadOnHUP reads the config file at path again at each SIGHUP, until the
+// returned stop is called. It applies log.level to level at once and logs
+// the other keys that differ from running (the config the node started
+// with) as needing a restart; a file that is not valid is logged, and
+// nothing changes.
+func reloadOnHUP(path string, running *config.Config, level *slog.LevelVar, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				reloadConfig(path, running, level, log)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
+}
+
+// reloadConfig is one SIGHUP of reloadOnHUP.
+func reloadConfig(path string, running *config.Config, level *slog.LevelVar, log *slog.Logger) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		log.Error("SIGHUP: config.toml is not valid; nothing reloaded", "file", path, "err", err)
+		return
+	}
+	var applied, restart []string
+	now := *running
+	now.Log.Level = strings.ToLower(level.Level().String())
+	for _, k := range config.Diff(&now, cfg) {
+		if k == "log.level" {
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(cfg.Log.Level)); err == nil {
+				level.Set(l)
+				applied = append(applied, k)
+				continue
+			}
+		}
+		restart = append(restart, k)
+	}
+	log.Info("SIGHUP: config.toml read again", "file", path, "applied", applied, "restart_to_apply", restart)
 }

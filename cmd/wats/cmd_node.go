@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -162,8 +163,9 @@ ignored; docs/adr/0031).`,
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 
+	var connectJSON bool
 	connect := &cobra.Command{
-		Use:   "connect ADDR",
+		Use:   "connect ADDR [--json]",
 		Short: "Connect to a peer by its full multiaddr and greet it",
 		Long: `Dial ADDR, a full multiaddr ending in /p2p/<peer id> (as printed by
 'wats id' on the other node), and wait until hello completes.`,
@@ -180,10 +182,14 @@ ignored; docs/adr/0031).`,
 			if err != nil {
 				return c.apiError(err)
 			}
+			if connectJSON {
+				return c.printJSON(p)
+			}
 			fmt.Fprintf(c.stdout, "connected to %s (%s, head %d)\n", p.PeerID, printable(dash(p.Agent)), p.Head)
 			return nil
 		},
 	}
+	connect.Flags().BoolVar(&connectJSON, "json", false, "print the peer as JSON, as peers ls --json does")
 	return group("peers", "List, connect and remember peers", ls, connect, c.peersCacheCmd(), c.peersForgetCmd())
 }
 
@@ -579,13 +585,18 @@ as long as no other event's id starts the same way.`,
 }
 
 func (c *cli) eventsTailCmd() *cobra.Command {
-	var after uint64
+	var (
+		after  uint64
+		asJSON bool
+	)
 	cmd := &cobra.Command{
-		Use:   "tail [--after N]",
-		Short: "Print events as they are stored, one JSON object a line",
+		Use:   "tail [--after N] [--json]",
+		Short: "Print events as they are stored, until interrupted",
 		Long: `Print each event as the daemon stores it (from peers, gossip or
-'events add'), one compact JSON object a line, until interrupted. By default
-it starts at the current head; --after 0 prints the whole log first.`,
+'events add'), until interrupted: a line each, with the columns of 'events ls'
+(the header first), or with --json the whole signed event as one compact JSON
+object a line. By default it starts at the current head; --after 0 prints the
+whole log first.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
@@ -600,8 +611,16 @@ it starts at the current head; --after 0 prints the whole log first.`,
 				}
 				after = st.Head
 			}
+			if !asJSON {
+				fmt.Fprintln(c.stdout, tailLine("ID\tTIME\tAUTHOR\tKIND\tBODY"))
+			}
 			err = cl.Tail(ctx, after, func(ev jsontext.Value) error {
-				_, err := fmt.Fprintf(c.stdout, "%s\n", ev)
+				var err error
+				if asJSON {
+					_, err = fmt.Fprintf(c.stdout, "%s\n", ev)
+				} else {
+					_, err = fmt.Fprintln(c.stdout, tailLine(eventRow(ev)))
+				}
 				return err
 			})
 			if ctx.Err() != nil {
@@ -613,7 +632,31 @@ it starts at the current head; --after 0 prints the whole log first.`,
 		},
 	}
 	cmd.Flags().Uint64Var(&after, "after", 0, "start after this cursor (default: the current head)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each signed event as one JSON object a line")
 	return cmd
+}
+
+// tailWidths are the widths of the columns of `events tail` before BODY:
+// a short id, a time, a short author and a kind (longer kinds push BODY
+// right). A stream cannot be aligned after the fact as a table is.
+var tailWidths = []int{16, 24, 9, 8}
+
+// tailLine lays out a tab-separated row of eventRow in tailWidths.
+func tailLine(row string) string {
+	cols := strings.Split(row, "\t")
+	var b strings.Builder
+	for i, col := range cols {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(col)
+		if i < len(tailWidths) && i < len(cols)-1 {
+			for n := utf8.RuneCountInString(col); n < tailWidths[i]; n++ {
+				b.WriteByte(' ')
+			}
+		}
+	}
+	return b.String()
 }
 
 func (c *cli) syncCmd() *cobra.Command {

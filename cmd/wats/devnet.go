@@ -35,6 +35,30 @@ const (
 	devnetSyncInterval = 5 * time.Second
 )
 
+// devnetBootAddr picks the address of a devnet node that later nodes are
+// bootstrapped to: its first TCP address (the devnet's cheapest transport,
+// ADR 0029), else its first.
+func devnetBootAddr(addrs []string) string {
+	for _, a := range addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	if len(addrs) > 0 {
+		return addrs[0]
+	}
+	return ""
+}
+
+// describeBoot says what a node is bootstrapped to: one address, or the
+// number of nodes.
+func describeBoot(boot []string) string {
+	if len(boot) == 1 {
+		return boot[0]
+	}
+	return fmt.Sprintf("the %d nodes before it", len(boot))
+}
+
 // devnetListen is every devnet node's p2p.listen: loopback only, ports
 // chosen by the kernel, TCP and QUIC (docs/design.md §13: on loopback).
 var devnetListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
@@ -102,19 +126,24 @@ func (c *cli) devnetUpCmd() *cobra.Command {
 		n       int
 		network string
 		timeout time.Duration
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "up -n N [--dir DIR]",
+		Use:   "up -n N [--dir DIR] [--json]",
 		Short: "Start N daemons in the background and wait until they are connected",
 		Long: `Start N daemons on 127.0.0.1 in the background, each with its own repo
 DIR/nodeI (created if needed) and log DIR/nodeI/daemon.log, all on one
-network, nodes 1..N-1 bootstrapped to node0. Returns once every node is
-connected, or fails after --timeout and stops what it started. The pids are
+network, started one after the other, each bootstrapped to every node before
+it. Returns once every node is connected to every other (a full mesh), or
+fails after --timeout and stops what it started. The pids are
 recorded in DIR/devnet.json for status, exec, logs and down.
 
 A node repo that exists already keeps its identity, log and config.toml
 edits; the devnet sets only network, p2p.listen, p2p.bootstrap and
-sync.interval in it.`,
+sync.interval in it.
+
+With --json it prints an object: dir, network and nodes (as 'devnet status
+--json' prints them).`,
 		Example: `  wats devnet up -n 3
   wats devnet exec 1 -- events add --kind note --body '{"text":"hi"}'
   wats devnet status
@@ -133,6 +162,9 @@ sync.interval in it.`,
 			})
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return c.printJSON(devnetUp{Dir: f.dir, Network: network, Nodes: nodeRows(cmd.Context(), net.state)})
 			}
 			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", plural(n, "node"), f.dir, network)
 			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
@@ -155,7 +187,23 @@ sync.interval in it.`,
 	cmd.Flags().IntVarP(&n, "nodes", "n", 3, "the number of nodes")
 	cmd.Flags().StringVar(&network, "network", defaultDevnetNetwork, "the nodes' network name")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: dir, network, nodes")
 	return cmd
+}
+
+// devnetUp is the JSON of `devnet up --json`.
+type devnetUp struct {
+	Dir     string    `json:"dir"`
+	Network string    `json:"network"`
+	Nodes   []nodeRow `json:"nodes"`
+}
+
+// devnetDown is the JSON of `devnet down --json`: the nodes stopped (0
+// when none ran) and whether the repos were removed.
+type devnetDown struct {
+	Dir     string `json:"dir"`
+	Stopped int    `json:"stopped"`
+	Removed bool   `json:"removed"`
 }
 
 // progress writes a progress message of a long command to stderr.
@@ -186,9 +234,9 @@ type devnet struct {
 	clients []*api.Client
 }
 
-// startNetwork starts o.n daemons in o.dir as `devnet up` describes and
-// waits, at most o.timeout, until node0 has o.n-1 peers and every other
-// node at least one. On any failure it stops what it started, removes the
+// startNetwork starts o.n daemons in o.dir as `devnet up` describes, one
+// after the other, each bootstrapped to those before it, and waits, at
+// most o.timeout, until every node has the o.n-1 others as peers. On any failure it stops what it started, removes the
 // pid file and returns an error saying what went wrong and where the logs
 // are.
 func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
@@ -259,22 +307,21 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 	if err := identify(0); err != nil {
 		return nil, err
 	}
-	boot := d.state.Nodes[0].Addrs
-	if len(boot) == 0 {
-		return nil, fmt.Errorf("node0 (%s) reports no listen address; see %s", d.state.Nodes[0].PeerID, d.state.Nodes[0].Log)
-	}
-	switch {
-	case o.n == 2:
-		o.log("starting node1, bootstrapped to %s", boot[0])
-	case o.n > 2:
-		o.log("starting node1..node%d, bootstrapped to %s", o.n-1, boot[0])
-	}
+	// Each later node is bootstrapped to every node before it, so that the
+	// devnet is a full mesh (mDNS stays off: it would join the devnets of
+	// other runs on this host, and its dials are not up to the devnet).
+	var boot []string
 	for i := 1; i < o.n; i++ {
-		if err := start(i, boot); err != nil {
+		prev := d.state.Nodes[i-1]
+		a := devnetBootAddr(prev.Addrs)
+		if a == "" {
+			return nil, fmt.Errorf("node%d (%s) reports no listen address; see %s", i-1, prev.PeerID, prev.Log)
+		}
+		boot = append(boot, a)
+		o.log("starting node%d, bootstrapped to %s", i, describeBoot(boot))
+		if err := start(i, slices.Clone(boot)); err != nil {
 			return nil, err
 		}
-	}
-	for i := 1; i < o.n; i++ {
 		if err := identify(i); err != nil {
 			return nil, err
 		}
@@ -344,21 +391,18 @@ func waitAPI(ctx context.Context, p *proc, cl *api.Client, logPath string) (*api
 	}
 }
 
-// waitConnected waits until node0 has completed hello with every other
-// node and each other node with at least one peer.
+// waitConnected waits until every node has completed hello with every
+// other: the devnet is a full mesh.
 func waitConnected(ctx context.Context, d *devnet) error {
 	n := len(d.clients)
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
 		var missing []string
+		want := n - 1
 		for i, cl := range d.clients {
-			want := 1
-			if i == 0 {
-				want = n - 1
-			}
 			if want == 0 {
-				continue
+				break
 			}
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
 			st, err := cl.Status(cctx)
@@ -756,11 +800,12 @@ const followInterval = 250 * time.Millisecond
 
 func (c *cli) devnetDownCmd() *cobra.Command {
 	var (
-		f     devnetFlags
-		clean bool
+		f      devnetFlags
+		clean  bool
+		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "down [--clean]",
+		Use:   "down [--clean] [--json]",
 		Short: "Stop every node of the devnet (and remove its repos with --clean)",
 		Long: `Send SIGTERM to every node recorded in DIR/devnet.json, wait up to 10s for
 them to exit, then SIGKILL those left; check that none is left and remove the
@@ -773,20 +818,33 @@ runs, so cleanup scripts may call it any number of times. It exits 1 only
 when it could not stop a node or remove what --clean removes.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			say := func(format string, args ...any) {
+				if !asJSON {
+					fmt.Fprintf(c.stdout, format+"\n", args...)
+				}
+			}
+			res := devnetDown{Dir: f.dir}
+			done := func() error {
+				if asJSON {
+					return c.printJSON(res)
+				}
+				return nil
+			}
 			st, err := loadState(f.dir)
 			if errors.Is(err, errNoDevnet) {
 				if _, serr := os.Stat(f.dir); errors.Is(serr, fs.ErrNotExist) {
-					fmt.Fprintf(c.stdout, "no devnet is running in %s (there is no such directory)\n", f.dir)
-					return nil
+					say("no devnet is running in %s (there is no such directory)", f.dir)
+					return done()
 				}
-				fmt.Fprintf(c.stdout, "no devnet is running in %s\n", f.dir)
+				say("no devnet is running in %s", f.dir)
 				if clean {
 					if err := cleanDevnetDir(f.dir); err != nil {
 						return err
 					}
-					fmt.Fprintf(c.stdout, "removed the node repos\n")
+					res.Removed = true
+					say("removed the node repos")
 				}
-				return nil
+				return done()
 			}
 			if err != nil {
 				return err
@@ -798,18 +856,21 @@ when it could not stop a node or remove what --clean removes.`,
 			if err := removeState(f.dir); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "devnet in %s stopped (%s)\n", f.dir, plural(len(st.Nodes), "node"))
+			res.Stopped = len(st.Nodes)
+			say("devnet in %s stopped (%s)", f.dir, plural(len(st.Nodes), "node"))
 			if clean {
 				if err := cleanDevnetDir(f.dir); err != nil {
 					return err
 				}
-				fmt.Fprintf(c.stdout, "removed the node repos\n")
+				res.Removed = true
+				say("removed the node repos")
 			}
-			return nil
+			return done()
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the node repos and their logs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: dir, stopped (nodes), removed (repos)")
 	return cmd
 }
 

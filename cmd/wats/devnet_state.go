@@ -129,6 +129,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
+	if err == nil {
+		err = f.Sync() // the new content on disk before it replaces the old
+	}
 	if err1 := f.Close(); err == nil {
 		err = err1
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -75,7 +76,20 @@ func e2eEnv(tmp string) []string {
 // stderr.
 func runBin(t *testing.T, env []string, bin string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return runBinWithin(t, 0, env, bin, args...)
+}
+
+// runBinWithin is runBin with the process killed after d (0: no limit),
+// for a command that must end by itself and might not.
+func runBinWithin(t *testing.T, d time.Duration, env []string, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -244,7 +258,7 @@ func TestDevnetEndToEnd(t *testing.T) {
 
 	// A tail of node0 running when the devnet stops says that the daemon
 	// closed its stream and exits 1 (passed on by exec).
-	tail := exec.Command(bin, "devnet", "exec", "0", "--dir", dir, "--", "events", "tail", "--after", "0")
+	tail := exec.Command(bin, "devnet", "exec", "0", "--dir", dir, "--", "events", "tail", "--json", "--after", "0")
 	tail.Env = env
 	var tailErr bytes.Buffer
 	tail.Stderr = &tailErr

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -573,38 +574,51 @@ func (w *cancelAfterLines) Write(p []byte) (int, error) {
 }
 
 func TestEventsTail(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var gotAfter string
-	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case api.PathStatus:
-			writeJSON(w, api.Status{Head: 41})
-		case api.PathTail:
-			gotAfter = r.URL.Query().Get("after")
-			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-			io.WriteString(w, `{"id":"a"}`+"\n"+`{"id":"b"}`+"\n")
-			w.(http.Flusher).Flush()
-			<-r.Context().Done() // an endless stream
+	const a = `{"id":"aaaaaaaaaaaaaaaaaaaa","author":"12D3KooWAuthor01","time":0,"kind":"note","body":{"n":1}}`
+	const b = `{"id":"bbbbbbbbbbbbbbbbbbbb","author":"12D3KooWAuthor02","time":1000,"kind":"crash","body":{}}`
+	for _, tc := range []struct {
+		args  []string
+		lines int
+		want  string
+	}{
+		{[]string{"--json"}, 2, a + "\n" + b + "\n"},
+		{nil, 3, "ID                TIME                      AUTHOR     KIND      BODY\n" +
+			"aaaaaaaaaaaaaaaa  1970-01-01T00:00:00.000Z  …Author01  note      {\"n\":1}\n" +
+			"bbbbbbbbbbbbbbbb  1970-01-01T00:00:01.000Z  …Author02  crash     {}\n"},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		var gotAfter string
+		dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case api.PathStatus:
+				writeJSON(w, api.Status{Head: 41})
+			case api.PathTail:
+				gotAfter = r.URL.Query().Get("after")
+				w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+				io.WriteString(w, a+"\n"+b+"\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // an endless stream
+			}
+		}))
+		out := &cancelAfterLines{n: tc.lines, cancel: cancel}
+		var errb bytes.Buffer
+		code := run(ctx, append([]string{"events", "tail", "--repo", dir}, tc.args...), nil, out, &errb)
+		cancel()
+		if code != exitOK {
+			t.Errorf("%v: exit %d, stderr %s", tc.args, code, errb.String())
 		}
-	}))
-	out := &cancelAfterLines{n: 2, cancel: cancel}
-	var errb bytes.Buffer
-	code := run(ctx, []string{"events", "tail", "--repo", dir}, nil, out, &errb)
-	if code != exitOK {
-		t.Errorf("exit %d, stderr %s", code, errb.String())
-	}
-	if out.String() != "{\"id\":\"a\"}\n{\"id\":\"b\"}\n" {
-		t.Errorf("stdout %q", out.String())
-	}
-	if gotAfter != "41" {
-		t.Errorf("tail started after %q, want the head 41", gotAfter)
+		if out.String() != tc.want {
+			t.Errorf("%v: stdout\n%s\nwant\n%s", tc.args, out.String(), tc.want)
+		}
+		if gotAfter != "41" {
+			t.Errorf("%v: tail started after %q, want the head 41", tc.args, gotAfter)
+		}
 	}
 }
 
 func TestNewLogger(t *testing.T) {
 	var b bytes.Buffer
-	l, err := newLogger(config.LogConfig{Level: "warn", Format: "json"}, &b)
+	l, err := newLogger(config.LogConfig{Level: "warn", Format: "json"}, &b, new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +628,7 @@ func TestNewLogger(t *testing.T) {
 		t.Errorf("json logger wrote %q", got)
 	}
 	b.Reset()
-	l, err = newLogger(config.LogConfig{Level: "debug", Format: "text"}, &b)
+	l, err = newLogger(config.LogConfig{Level: "debug", Format: "text"}, &b, new(slog.LevelVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,10 +636,10 @@ func TestNewLogger(t *testing.T) {
 	if !strings.Contains(b.String(), "level=DEBUG msg=detail") {
 		t.Errorf("text logger wrote %q", b.String())
 	}
-	if _, err := newLogger(config.LogConfig{Level: "loud", Format: "text"}, &b); err == nil {
+	if _, err := newLogger(config.LogConfig{Level: "loud", Format: "text"}, &b, new(slog.LevelVar)); err == nil {
 		t.Error("level loud accepted")
 	}
-	if _, err := newLogger(config.LogConfig{Level: "info", Format: "xml"}, &b); err == nil {
+	if _, err := newLogger(config.LogConfig{Level: "info", Format: "xml"}, &b, new(slog.LevelVar)); err == nil {
 		t.Error("format xml accepted")
 	}
 }
@@ -706,7 +720,7 @@ func TestEventsTailDaemonStops(t *testing.T) {
 			io.WriteString(w, `{"id":"a"}`+"\n") // then the daemon stops
 		}
 	}))
-	code, stdout, stderr := runCLI(t, "", "events", "tail", "--repo", dir)
+	code, stdout, stderr := runCLI(t, "", "events", "tail", "--json", "--repo", dir)
 	if code != exitError || stdout != "{\"id\":\"a\"}\n" ||
 		stderr != "Error: the daemon closed the stream (it may have stopped)\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// startBinDaemon runs `wats daemon --repo dir` from bin in the background
+// until the test ends (SIGTERM, then wait) and waits until its control API
+// answers. Its stderr is returned as it grows.
+func startBinDaemon(t *testing.T, env []string, bin, dir string) *lockedBuffer {
+	t.Helper()
+	d := exec.Command(bin, "daemon", "--repo", dir)
+	d.Env = env
+	stderr := new(lockedBuffer)
+	d.Stderr = stderr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.Process.Signal(syscall.SIGTERM)
+		_ = d.Wait()
+	})
+	waitCLI(t, 20*time.Second, "the daemon of "+dir+" answers", func() bool {
+		code, _, _ := runBin(t, env, bin, "status", "--repo", dir)
+		return code == 0
+	})
+	return stderr
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes to while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tcpPort returns the TCP port of the first listen address `wats id`
+// reports for the daemon of dir.
+func tcpPort(t *testing.T, env []string, bin, dir string) string {
+	t.Helper()
+	code, out, stderr := runBin(t, env, bin, "id", "--json", "--repo", dir)
+	if code != 0 {
+		t.Fatalf("id: exit %d: %s", code, stderr)
+	}
+	var id api.ID
+	if err := json.Unmarshal([]byte(out), &id); err != nil {
+		t.Fatalf("id --json: %v\n%s", err, out)
+	}
+	for _, a := range id.Addrs {
+		if _, rest, ok := strings.Cut(a, "/tcp/"); ok {
+			port, _, _ := strings.Cut(rest, "/")
+			return port
+		}
+	}
+	t.Fatalf("id lists no TCP address: %q", id.Addrs)
+	return ""
+}
+
+// TestSecondDaemon: a second daemon whose p2p.listen is taken fails with
+// one error that names the address, the key, the config file and the
+// profile to use, in the node's log format and nothing of libp2p's own
+// (no fx lifecycle lines); a second repo made with --profile local runs
+// beside the first.
+func TestSecondDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs daemons")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	first := filepath.Join(tmp, "first")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", first); code != 0 {
+		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
+	}
+	startBinDaemon(t, env, bin, first)
+	port := tcpPort(t, env, bin, first)
+
+	// A default repo, its listen address moved onto the first's port.
+	second := filepath.Join(tmp, "second")
+	if code, _, stderr := runBin(t, env, bin, "init", "--repo", second); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	cfgPath := filepath.Join(second, "config.toml")
+	taken := "/ip4/127.0.0.1/tcp/" + port
+	if code, _, stderr := runBin(t, env, bin, "config", "set", "p2p.listen", taken+",/ip4/127.0.0.1/udp/0/quic-v1", "--repo", second); code != 0 {
+		t.Fatalf("config set p2p.listen: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runBinWithin(t, 30*time.Second, env, bin, "daemon", "--repo", second)
+	if code != 1 {
+		t.Fatalf("a daemon on a taken port: exit %d, want 1\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	for _, want := range []string{taken, "address already in use", "p2p.listen", cfgPath, "init --profile local"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	for _, bad := range []string{"fx", "ts=", "source="} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("stderr has %q, a line of libp2p's own log:\n%s", bad, stderr)
+		}
+	}
+
+	third := filepath.Join(tmp, "third")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", third); code != 0 {
+		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
+	}
+	startBinDaemon(t, env, bin, third)
+	if p := tcpPort(t, env, bin, third); p == port {
+		t.Errorf("two daemons of --profile local on one port %s", p)
+	}
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "lcoal", "--repo", filepath.Join(tmp, "fourth")); code == 0 || !strings.Contains(stderr, "local, server") {
+		t.Errorf("init --profile lcoal: exit %d, stderr %q; want an error listing the profiles", code, stderr)
+	}
+}
+
+// TestConfigCommands: `config set` edits config.toml in place (comments
+// kept) after checking it as the daemon would; `config show` and `config
+// get` report the running daemon's config and which keys the file changes
+// that need a restart; SIGHUP applies log.level at once and says what
+// needs a restart; a bad value leaves the file as it was.
+func TestConfigCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs a daemon")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	dir := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	before, _ := os.ReadFile(cfgPath)
+
+	// Without a daemon: get reads the file.
+	if code, out, stderr := runBin(t, env, bin, "config", "get", "p2p.mdns", "--repo", dir); code != 0 || out != "true\n" {
+		t.Errorf("config get p2p.mdns: exit %d, %q %s", code, out, stderr)
+	}
+	if code, _, stderr := runBin(t, env, bin, "config", "get", "log.levl", "--repo", dir); code != 2 || !strings.Contains(stderr, "log.level") {
+		t.Errorf("config get log.levl: exit %d, stderr %q; want a usage error naming log.level", code, stderr)
+	}
+
+	daemonLog := startBinDaemon(t, env, bin, dir)
+	code, out, stderr := runBin(t, env, bin, "config", "set", "log.level", "debug", "--repo", dir)
+	if code != 0 || !strings.Contains(out, `log.level = "debug"`) || !strings.Contains(stderr, "restart") {
+		t.Fatalf("config set log.level debug: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	after, _ := os.ReadFile(cfgPath)
+	if want := strings.Replace(string(before), "level = \"info\"", "level = \"debug\"", 1); string(after) != want {
+		t.Errorf("config set changed more than the key's value:\n%s", after)
+	}
+	code, out, stderr = runBin(t, env, bin, "config", "set", "limits.new_author_minutes", "1441", "--repo", dir)
+	if code != 1 || !strings.Contains(stderr, "new_author_minutes") {
+		t.Errorf("config set past a bound: exit %d, stderr %q", code, stderr)
+	}
+	if now, _ := os.ReadFile(cfgPath); string(now) != string(after) {
+		t.Error("a refused config set changed the file")
+	}
+
+	// The daemon still runs with info: show and get say so.
+	code, out, stderr = runBin(t, env, bin, "config", "show", "--repo", dir)
+	if code != 0 || !strings.Contains(out, `level = "info"`) || !strings.Contains(stderr, "log.level: restart to apply") {
+		t.Errorf("config show: exit %d, stderr %q, stdout\n%s", code, stderr, out)
+	}
+	code, out, _ = runBin(t, env, bin, "config", "show", "--json", "--repo", dir)
+	var view struct {
+		Source  string                    `json:"source"`
+		Config  map[string]jsontext.Value `json:"config"`
+		Differs []string                  `json:"differs"`
+	}
+	if err := json.Unmarshal([]byte(out), &view); err != nil || code != 0 {
+		t.Fatalf("config show --json: exit %d, %v\n%s", code, err, out)
+	}
+	if view.Source != "daemon" || string(view.Config["log.level"]) != `"info"` || string(view.Config["p2p.mdns"]) != "true" ||
+		len(view.Differs) != 1 || view.Differs[0] != "log.level" {
+		t.Errorf("config show --json = %+v", view)
+	}
+	if code, out, stderr := runBin(t, env, bin, "config", "get", "log.level", "--repo", dir); code != 0 || out != "\"info\"\n" || !strings.Contains(stderr, `"debug"`) {
+		t.Errorf("config get log.level: exit %d, %q, stderr %q", code, out, stderr)
+	}
+
+	// SIGHUP: log.level applied, p2p.mdns said to need a restart.
+	if code, _, stderr := runBin(t, env, bin, "config", "set", "p2p.mdns", "false", "--repo", dir); code != 0 {
+		t.Fatalf("config set p2p.mdns: exit %d: %s", code, stderr)
+	}
+	pids := processesMentioning(dir + "\x00")
+	if len(pids) != 1 {
+		t.Fatalf("found %d daemons of %s", len(pids), dir)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitCLI(t, 10*time.Second, "the daemon runs with log.level debug", func() bool {
+		_, out, _ := runBin(t, env, bin, "config", "get", "log.level", "--repo", dir)
+		return out == "\"debug\"\n"
+	})
+	waitCLI(t, 5*time.Second, "the daemon logs what SIGHUP applied", func() bool {
+		return strings.Contains(daemonLog.String(), "restart_to_apply=[p2p.mdns]")
+	})
+	if code, _, _ := runBin(t, env, bin, "status", "--repo", dir); code != 0 {
+		t.Error("the daemon stopped after SIGHUP")
+	}
+}
+
+// TestDevnetMesh: `devnet up -n 4` returns with every node connected to
+// the 3 others (no demo, no mDNS), and `up --json` says so; with node 0
+// stopped, nodes 1–3 stay connected to each other and an event of node 1
+// reaches 2 and 3 within the devnet's sync interval.
+func TestDevnetMesh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs a devnet")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	dir := filepath.Join(tmp, "devnet")
+	t.Cleanup(func() { runBin(t, env, bin, "devnet", "down", "--dir", dir) })
+	code, out, stderr := runBin(t, env, bin, "devnet", "up", "-n", "4", "--json", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("devnet up -n 4: exit %d: %s", code, stderr)
+	}
+	var up struct {
+		Dir   string    `json:"dir"`
+		Nodes []nodeRow `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &up); err != nil || len(up.Nodes) != 4 || up.Dir != dir {
+		t.Fatalf("devnet up --json: %v\n%s", err, out)
+	}
+	for _, n := range up.Nodes {
+		if n.Peers != 3 {
+			t.Errorf("node%d has %d peers when up returns, want 3", n.Index, n.Peers)
+		}
+	}
+
+	if err := syscall.Kill(up.Nodes[0].PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitCLI(t, 10*time.Second, "node0 gone, nodes 1–3 with 2 peers each", func() bool {
+		_, out, _ := runBin(t, env, bin, "devnet", "status", "--json", "--dir", dir)
+		var rows []nodeRow
+		if json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 4 || rows[0].Alive {
+			return false
+		}
+		for _, r := range rows[1:] {
+			if r.Peers != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	code, out, stderr = runBin(t, env, bin, "devnet", "exec", "1", "--dir", dir, "--", "events", "add", "--kind", "note", "--body", `{"after":"node0"}`)
+	if code != 0 {
+		t.Fatalf("events add on node1: exit %d: %s", code, stderr)
+	}
+	id := strings.TrimSpace(out)
+	start := time.Now()
+	for _, i := range []string{"2", "3"} {
+		waitCLI(t, devnetSyncInterval, "node"+i+" holds node1's event", func() bool {
+			code, _, _ := runBin(t, env, bin, "devnet", "exec", i, "--dir", dir, "--", "events", "get", id)
+			return code == 0
+		})
+	}
+	t.Logf("node1's event reached nodes 2 and 3 in %v", time.Since(start).Round(time.Millisecond))
+}
