@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/internal/attack"
+)
+
+// jsonCoveredElsewhere are the commands with --json whose output another
+// test decodes (the test named), or whose result type TestJSONOutputs
+// marshals because a run takes minutes.
+var jsonCoveredElsewhere = map[string]string{
+	"wats devnet up":     "TestDevnetMesh",
+	"wats devnet status": "TestDevnetMesh",
+	"wats bench attack":  "marshalled below (a run takes minutes)",
+	"wats bench gossip":  "marshalled below (its warm-up alone is a minute)",
+	"wats config show":   "TestConfigCommands",
+}
+
+// jsonCommands lists the command paths of root that have a --json flag.
+func jsonCommands(root *cobra.Command) []string {
+	var out []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("json") != nil {
+			out = append(out, c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// TestJSONOutputs runs every command that has --json, with it, through the
+// real binary against two real daemons, and decodes what it prints: one
+// JSON value, or one a line for the streams. A command with --json that
+// neither this test nor jsonCoveredElsewhere runs fails the test.
+func TestJSONOutputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs daemons")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for _, dir := range []string{a, b} {
+		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+			t.Fatalf("init: exit %d: %s", code, stderr)
+		}
+		startBinDaemon(t, env, bin, dir)
+	}
+	var id struct {
+		PeerID string   `json:"peer_id"`
+		Addrs  []string `json:"addrs"`
+	}
+	_, out, _ := runBin(t, env, bin, "id", "--json", "--repo", a)
+	if err := json.Unmarshal([]byte(out), &id); err != nil || len(id.Addrs) == 0 {
+		t.Fatalf("id --json: %v\n%s", err, out)
+	}
+	file := filepath.Join(tmp, "blob.bin")
+	data := strings.Repeat("wats ", 1000)
+	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = runBin(t, env, bin, "blob", "add", file, "--repo", a)
+	cid := strings.Fields(out)[0]
+	size := strconv.Itoa(len(data))
+
+	type run struct {
+		path  string   // the command path, "wats peers ls"
+		args  []string // after "wats", --json and --repo added
+		repo  string
+		lines bool // one JSON value a line
+	}
+	runs := []run{
+		{"wats id", []string{"id"}, a, false},
+		{"wats version", []string{"version"}, a, false},
+		{"wats status", []string{"status"}, a, false},
+		{"wats peers connect", []string{"peers", "connect", id.Addrs[0]}, b, false},
+		{"wats peers ls", []string{"peers", "ls"}, b, false},
+		{"wats peers cache", []string{"peers", "cache"}, b, false},
+		{"wats limits", []string{"limits"}, a, false},
+		{"wats diag", []string{"diag"}, a, false},
+		{"wats events add", []string{"events", "add", "--kind", "note", "--body", `{"n":1}`}, a, false},
+		{"wats events ls", []string{"events", "ls"}, a, false},
+		{"wats events tail", []string{"events", "tail", "--after", "0"}, a, true},
+		{"wats sync", []string{"sync", id.PeerID}, b, true},
+		{"wats blob add", []string{"blob", "add", file}, a, false},
+		{"wats blob ls", []string{"blob", "ls"}, a, false},
+		{"wats blob get", []string{"blob", "get", cid, "--size", size, "-o", filepath.Join(tmp, "got.bin")}, a, false},
+		{"wats replicate", []string{"replicate", id.PeerID, cid + ":" + size}, b, false},
+		{"wats crash report", []string{"crash", "report", "--program", "p", "--version", "1", "--reason", "r"}, a, false},
+		{"wats crash ls", []string{"crash", "ls"}, a, false},
+		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
+		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, a, false},
+		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, a, false},
+		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, a, false},
+	}
+	// events get takes an id: the one events add printed.
+	_, out, _ = runBin(t, env, bin, "events", "add", "--kind", "note", "--body", `{"n":2}`, "--repo", a)
+	runs = append(runs, run{"wats events get", []string{"events", "get", strings.TrimSpace(out)}, a, false})
+
+	covered := map[string]bool{}
+	for _, r := range runs {
+		covered[r.path] = true
+		args := append(append([]string{}, r.args...), "--json", "--repo", r.repo)
+		var code int
+		var stdout, stderr string
+		if r.lines && r.path == "wats events tail" {
+			code, stdout, stderr = runBinLines(t, env, bin, 2, args...)
+		} else {
+			code, stdout, stderr = runBin(t, env, bin, args...)
+		}
+		if code != 0 {
+			t.Errorf("%s --json: exit %d: %s", r.path, code, stderr)
+			continue
+		}
+		values := []string{stdout}
+		if r.lines {
+			values = strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		}
+		for _, v := range values {
+			if !jsontext.Value(v).IsValid() || strings.TrimSpace(v) == "" {
+				t.Errorf("%s --json printed what is not JSON:\n%s", r.path, stdout)
+				break
+			}
+		}
+	}
+	for _, path := range jsonCommands(newRootCmd(strings.NewReader(""), nil, nil)) {
+		if !covered[path] && jsonCoveredElsewhere[path] == "" {
+			t.Errorf("%s has --json, but no test decodes what it prints: add it to TestJSONOutputs", path)
+		}
+	}
+	for path := range jsonCoveredElsewhere {
+		if !slices.Contains(jsonCommands(newRootCmd(strings.NewReader(""), nil, nil)), path) {
+			t.Errorf("jsonCoveredElsewhere names %s, which has no --json", path)
+		}
+	}
+
+	// The benches too long to run here: their result types marshal.
+	for name, v := range map[string]any{
+		"bench attack": struct {
+			Results []attackResult `json:"results"`
+			Kill9   *killResult    `json:"kill9,omitempty"`
+		}{[]attackResult{{}}, &killResult{}},
+		"bench gossip": struct {
+			Results []gossipResult `json:"results"`
+		}{[]gossipResult{{Daemons: []gossipDaemonResult{{}}, Attacker: &attack.GossipStats{}}}},
+	} {
+		if _, err := marshalIndent(v); err != nil {
+			t.Errorf("%s --json: %v", name, err)
+		}
+	}
+}
+
+// runBinLines runs the binary until it printed n lines on stdout, then
+// stops it (for endless streams); it returns exit code 0 if it printed
+// them.
+func runBinLines(t *testing.T, env []string, bin string, n int, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	var out strings.Builder
+	r := bufio.NewReader(pipe)
+	for range n {
+		line, err := r.ReadString('\n')
+		out.WriteString(line)
+		if err != nil {
+			return 1, out.String(), stderr.String()
+		}
+	}
+	return 0, out.String(), stderr.String()
+}
