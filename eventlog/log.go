@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -42,13 +43,35 @@ const (
 	authorPrefix = KeyPrefix + "a/"
 	// usageKey holds the log's bytes and authors.
 	usageKey = KeyPrefix + "m/usage"
-	// cidIndexDone marks a complete "ev/c/" index.
-	cidIndexDone = KeyPrefix + "m/cids"
+	// cidIndexDone marks a complete "ev/c/" index whose values are the
+	// declared sizes (cidSizeValue); an index of an older version, whose
+	// values are empty, is built again at Open.
+	cidIndexDone = KeyPrefix + "m/cids2"
+	// cidEnd is the exclusive upper bound of the CID index keys.
+	cidEnd = KeyPrefix + "c0"
 	// posEnd is the exclusive upper bound of the position keys.
 	posEnd = KeyPrefix + "p0" // '0' == '/'+1
 )
 
 func cidKey(c string) []byte { return append([]byte(cidPrefix), c...) }
+
+// cidSizeValue is the value of a CID's index key: the size the events
+// declare for it, 8 bytes big-endian; sizesDiffer when two events declare
+// different sizes.
+func cidSizeValue(size uint64) []byte { return binary.BigEndian.AppendUint64(nil, size) }
+
+// sizesDiffer is the value of the index key of a CID that events name
+// with different sizes.
+var sizesDiffer = []byte{0}
+
+// cidValue returns the index value of a CID named with size, given the
+// value it had (nil: none).
+func cidValue(old []byte, size uint64) []byte {
+	if old != nil && !bytes.Equal(old, cidSizeValue(size)) {
+		return sizesDiffer
+	}
+	return cidSizeValue(size)
+}
 
 func posKey(pos uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(posPrefix), pos)
@@ -154,15 +177,22 @@ func (l *Log) indexCIDs() error {
 	defer it.Close()
 	b := l.db.NewBatch()
 	defer b.Close()
+	if err := b.DeleteRange([]byte(cidPrefix), []byte(cidEnd), nil); err != nil {
+		return fmt.Errorf("eventlog: index CIDs: %w", err)
+	}
+	sizes := map[string][]byte{}
 	for it.First(); it.Valid(); it.Next() {
 		e, err := Decode(it.Value())
 		if err != nil {
 			continue // a damaged event names nothing usable
 		}
 		for _, r := range e.Blobs {
-			if err := b.Set(cidKey(r.CID), nil, nil); err != nil {
-				return fmt.Errorf("eventlog: index CIDs: %w", err)
-			}
+			sizes[r.CID] = cidValue(sizes[r.CID], r.Size)
+		}
+	}
+	for c, v := range sizes {
+		if err := b.Set(cidKey(c), v, nil); err != nil {
+			return fmt.Errorf("eventlog: index CIDs: %w", err)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -192,6 +222,40 @@ func (l *Log) NamesBlob(c string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("eventlog: look up blob %q: %w", c, err)
+}
+
+// BlobSize returns the size the events of the log declare for the blob c
+// (its canonical CID string): ok false when no event names it; an error
+// wrapping ErrSizesDiffer when events name it with different sizes.
+func (l *Log) BlobSize(c string) (size uint64, ok bool, err error) {
+	v, closer, err := l.db.Get(cidKey(c))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("eventlog: look up blob %q: %w", c, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, true, fmt.Errorf("eventlog: blob %s: %w", c, ErrSizesDiffer)
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// ErrSizesDiffer: events of the log name one blob with different sizes.
+var ErrSizesDiffer = errors.New("events name it with different sizes")
+
+// cidIndexValue returns the index value of c, nil when no event names it.
+func (l *Log) cidIndexValue(c string) ([]byte, error) {
+	v, closer, err := l.db.Get(cidKey(c))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), nil
 }
 
 // Head returns the position of the newest event, 0 when the log is empty.
@@ -357,6 +421,7 @@ func (l *Log) commit(group []*appendReq) {
 	users := make(map[string]Usage)
 	nowMS := l.nowMS()
 	var kept []staged
+	cidVals := make(map[string][]byte) // the CID index values set in this group
 	var posBuf [8]byte
 	fail := func(err error) {
 		for _, r := range group {
@@ -401,7 +466,16 @@ func (l *Log) commit(group []*appendReq) {
 			return
 		}
 		for _, r := range st.e.Blobs {
-			if err := b.Set(cidKey(r.CID), nil, nil); err != nil {
+			old, ok := cidVals[r.CID] // named earlier in this group
+			var err error
+			if !ok {
+				old, err = l.cidIndexValue(r.CID)
+			}
+			if err == nil {
+				cidVals[r.CID] = cidValue(old, r.Size)
+				err = b.Set(cidKey(r.CID), cidVals[r.CID], nil)
+			}
+			if err != nil {
 				fail(err)
 				return
 			}

@@ -493,3 +493,56 @@ func TestNamesBlob(t *testing.T) {
 	}
 	check(openLog(t, db), "after Open rebuilt it")
 }
+
+// TestBlobSize: the CID index holds the size events declare for a blob;
+// one named twice with the same size keeps it, one named with two sizes
+// (in one group or two) says so; an index of the older version (empty
+// values, the old marker) is built again at Open.
+func TestBlobSize(t *testing.T) {
+	db := memDB(t)
+	l := openLog(t, db)
+	const a = "bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzab4"
+	const b = "bafkr4iaq4xht2pekj6pti2gizrmo5kciskrc7ww3ygwlejaqdeaejqovkm"
+	const c = "bafkr4ihkpkq7zhx5xyig3o3qg2nhl2lhd6rj2uv5kvjwoen7df2hpohqee"
+	k := testKey(t, 1)
+	ev := func(body string, refs ...BlobRef) *Event { return mustNew(t, k, testNow, "file", body, refs) }
+	if _, err := l.Append([]*Event{ev(`{"n":1}`, BlobRef{CID: a, Size: 3}), ev(`{"n":2}`, BlobRef{CID: a, Size: 3})}); err != nil {
+		t.Fatal(err)
+	}
+	// b: two sizes in one group; c: two sizes in two groups.
+	if _, err := l.Append([]*Event{ev(`{"n":3}`, BlobRef{CID: b, Size: 1}), ev(`{"n":4}`, BlobRef{CID: b, Size: 2}),
+		ev(`{"n":5}`, BlobRef{CID: c, Size: 1 << 40})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append([]*Event{ev(`{"n":6}`, BlobRef{CID: c, Size: 7})}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		if size, ok, err := l.BlobSize(a); size != 3 || !ok || err != nil {
+			t.Errorf("%s: BlobSize(a) = %d, %v, %v; want 3", when, size, ok, err)
+		}
+		for _, x := range []string{b, c} {
+			if _, ok, err := l.BlobSize(x); !ok || !errors.Is(err, ErrSizesDiffer) {
+				t.Errorf("%s: BlobSize of a blob named with two sizes: %v, %v; want ErrSizesDiffer", when, ok, err)
+			}
+		}
+		if _, ok, err := l.BlobSize("bafkr4nothing"); ok || err != nil {
+			t.Errorf("%s: BlobSize of a blob nothing names: %v, %v", when, ok, err)
+		}
+	}
+	check(l, "after Append")
+	// As the older version left it: empty values, the old marker.
+	for _, x := range []string{a, b, c} {
+		if err := db.Set(cidKey(x), nil, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Delete([]byte(cidIndexDone), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte(KeyPrefix+"m/cids"), nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	check(openLog(t, db), "after Open rebuilt the index")
+}

@@ -54,6 +54,7 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+api.PathBlobs, n.apiAddBlob)
 	mux.HandleFunc("GET "+api.PathBlobs, n.apiBlobs)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", n.apiGetBlob)
+	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", n.apiBlobSize)
 	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", n.apiRemoveBlob)
 	mux.HandleFunc("POST "+api.PathBlobFetch, n.apiFetchBlob)
 	mux.HandleFunc("POST "+api.PathReplicate, n.apiReplicate)

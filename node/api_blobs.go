@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
 )
@@ -71,11 +73,7 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "", Progress: progress})
 	n.logFetch("", c, req.Size, "api", err)
 	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, blobs.ErrNoProvider) && from == "" {
-			msg += "; name a peer that holds it (blob get --from PEER)"
-		}
-		line(api.FetchProgress{Size: req.Size, Error: msg})
+		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
 		return
 	}
 	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
@@ -124,4 +122,73 @@ func (n *Node) apiReplicate(w http.ResponseWriter, r *http.Request) {
 		out.Skipped = []string{}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// fetchFailure says in one sentence why a fetch of c failed (err, from
+// FetchBlob), for the operator who asked for it: what the fetcher's
+// sentinel means, with the detail it carries, and what to try. from tells
+// whether a provider was named (blob get --from).
+func fetchFailure(c cid.Cid, err error, from bool) string {
+	detail := func(sentinel error) string {
+		s := err.Error()
+		if i := strings.Index(s, sentinel.Error()); i >= 0 {
+			s = strings.TrimPrefix(s[i+len(sentinel.Error()):], ": ")
+		}
+		return s
+	}
+	var why string
+	switch {
+	case errors.Is(err, blobs.ErrTooLarge), errors.Is(err, blobs.ErrQuota):
+		why = strings.TrimPrefix(err.Error(), "blobs: ")
+	case errors.Is(err, blobs.ErrNoProvider):
+		why = "no peer is left to fetch it from"
+		if d := detail(blobs.ErrNoProvider); d != "" {
+			why += " (" + d + ")"
+		}
+		if !from {
+			why += "; name a peer that holds it with --from PEER"
+		}
+	case errors.Is(err, blobs.ErrAttempts):
+		why = fmt.Sprintf("the %d providers tried did not deliver it", blobs.MaxAttempts)
+		if d := detail(blobs.ErrAttempts); d != "" {
+			why += " (the last: " + d + ")"
+		}
+	case errors.Is(err, blobs.ErrFetchTimeout):
+		why = fmt.Sprintf("it was not complete after %v, the most a fetch may take (ADR 0014)", blobs.FetchTimeout)
+	case errors.Is(err, blobs.ErrSizeMismatch):
+		why = "its content is not of the declared size (is --size right?)"
+	case errors.Is(err, blobs.ErrCollection):
+		why = "it is a directory or another collection, not a file; collections are not fetched (ADR 0014)"
+	case errors.Is(err, blobs.ErrBadBlob):
+		why = "what its provider sent is not a well-formed blob"
+	default:
+		why = err.Error()
+	}
+	return fmt.Sprintf("could not fetch blob %s: %s", c, why)
+}
+
+// apiBlobSize says what size the node knows for a blob (GET
+// api.PathBlobs/{cid}/size): the blob's own when it is held complete, else
+// the one the log's events declare for it.
+func (n *Node) apiBlobSize(w http.ResponseWriter, r *http.Request) {
+	c, err := cid.Decode(r.PathValue("cid"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", r.PathValue("cid")))
+		return
+	}
+	if size, complete := n.blobs.SizeOf(c); complete {
+		writeJSON(w, http.StatusOK, api.BlobSize{CID: c.String(), Size: size, Source: "held"})
+		return
+	}
+	size, ok, err := n.events.BlobSize(c.String())
+	switch {
+	case errors.Is(err, eventlog.ErrSizesDiffer):
+		writeError(w, http.StatusConflict, fmt.Errorf("blob %s: events name it with different sizes; give the one you want", c))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	case !ok:
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s: this node neither holds it nor has an event naming it, so its size is not known", c))
+	default:
+		writeJSON(w, http.StatusOK, api.BlobSize{CID: c.String(), Size: size, Source: "event"})
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,14 +24,25 @@ func (c *cli) blobCmd() *cobra.Command {
 func (c *cli) blobAddCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "add FILE",
-		Short: "Store FILE as a blob; print its CID and size",
+		Use:   "add FILE [--json]",
+		Short: "Store FILE as a blob; print it as CID:SIZE:NAME",
 		Long: `Store FILE in the node's blob store as a UnixFS file (CIDv1, BLAKE3, 1 MiB
-chunks) and print its CID and size in bytes. A file larger than
-blobs.max_blob_bytes, or past blobs.quota_bytes, is refused and nothing is
-stored.`,
+chunks) and print it as CID:SIZE:NAME (SIZE in bytes, NAME the file's base
+name): the form 'events add --blob' takes, and 'replicate' (which ignores
+NAME). A file larger than blobs.max_blob_bytes, or past blobs.quota_bytes, is
+refused and nothing is stored. FILE must be a regular file: a directory is
+not stored (store its files one by one, or an archive of it).`,
+		Example: `  ref=$(wats blob add report.pdf)
+  wats events add --kind file --blob "$ref"`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fi, err := os.Stat(args[0])
+			if err != nil {
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("%s is a directory or another non-file: blob add takes a file", args[0])
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -47,7 +59,7 @@ stored.`,
 			if asJSON {
 				return c.printJSON(bi)
 			}
-			fmt.Fprintf(c.stdout, "%s %d\n", bi.CID, bi.Size)
+			fmt.Fprintf(c.stdout, "%s:%d:%s\n", bi.CID, bi.Size, filepath.Base(args[0]))
 			return nil
 		},
 	}
@@ -93,7 +105,7 @@ func (c *cli) blobGetCmd() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "get CID --size N -o FILE [--from PEER] [--json]",
+		Use:   "get CID [--size N] -o FILE [--from PEER] [--json]",
 		Short: "Fetch a blob if needed and write it to FILE, if it is complete and exactly N bytes",
 		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched first
 from its providers: PEER (--from) first, then those gossip named for it, by
@@ -102,13 +114,12 @@ the size checked against blobs.max_blob_bytes and the quota before any
 request). On a terminal a progress bar shows the fetch.
 
 The blob is used only when it is complete and exactly of the declared size
-N (ADR 0014); otherwise nothing is written. Once FILE is written, a line says
+N (ADR 0014); otherwise nothing is written. --size may be left out when the
+node knows the size: it holds the blob, or an event of its log names it. Once FILE is written, a line says
 so (with --json: an object with cid, size and file).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case !cmd.Flags().Changed("size"):
-				return usageErrorf("--size N is required: the blob's declared size in bytes")
 			case size < 0 || uint64(size) > api.MaxBlobSize:
 				return usageErrorf("--size %d: must be 0..2^53 bytes", size)
 			case out == "":
@@ -129,6 +140,16 @@ so (with --json: an object with cid, size and file).`,
 			cl, err := c.client()
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("size") {
+				bs, err := cl.BlobSize(cmd.Context(), args[0])
+				if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrAmbiguous) {
+					return usageErrorf("%s; give it with --size N", userMessage(err))
+				}
+				if err != nil {
+					return c.apiError(err)
+				}
+				size = int64(bs.Size)
 			}
 			if err := c.fetchBlob(cmd.Context(), cl, api.FetchRequest{CID: args[0], Size: uint64(size), From: from}); err != nil {
 				return c.apiError(err)
@@ -175,7 +196,7 @@ so (with --json: an object with cid, size and file).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "say what was written as JSON (cid, size, file)")
-	cmd.Flags().Int64Var(&size, "size", 0, "the blob's declared size in bytes (required)")
+	cmd.Flags().Int64Var(&size, "size", 0, "the blob's declared size in bytes (default: the size the node knows)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write, or - for stdout (required)")
 	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately (optional)")
 	return cmd
@@ -207,6 +228,11 @@ func (c *cli) fetchBlob(ctx context.Context, cl *api.Client, req api.FetchReques
 			_ = bar.Exit()
 			fmt.Fprintln(c.stderr)
 		}
+	}
+	if errors.Is(err, api.ErrFetchFailed) {
+		// The daemon's reason is a sentence of its own ("could not fetch
+		// blob …: …"): said once, without the API's prefix.
+		return errors.New(strings.TrimPrefix(err.Error(), api.ErrFetchFailed.Error()+": "))
 	}
 	return err
 }
@@ -260,7 +286,7 @@ func (c *cli) blobRmCmd() *cobra.Command {
 func (c *cli) replicateCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "replicate PEER CID:SIZE...",
+		Use:   "replicate PEER CID:SIZE[:NAME]...",
 		Short: "Ask a peer to keep copies of blobs, fetching them from this node first",
 		Long: `Ask PEER (a peer ID, or a full multiaddr to connect to first) to keep copies
 of the blobs CID:SIZE (SIZE: the declared size in bytes). The peer fetches
@@ -316,9 +342,11 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 	return cmd
 }
 
-// parseBlobArg reads a CID:SIZE argument.
+// parseBlobArg reads a CID:SIZE argument, or CID:SIZE:NAME as blob add
+// prints it (the name is not needed, and dropped).
 func parseBlobArg(a string) (api.BlobInfo, error) {
 	c, sz, ok := strings.Cut(a, ":")
+	sz, _, _ = strings.Cut(sz, ":")
 	if !ok || c == "" {
 		return api.BlobInfo{}, fmt.Errorf("%q is not CID:SIZE (e.g. bafkr4…:1048576)", a)
 	}

@@ -479,7 +479,7 @@ that lists the next page; when none does, the page reached the head.`,
 				return c.printJSON(page)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTIME\tAUTHOR\tKIND\tBODY")
+			fmt.Fprintln(tw, "ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY")
 			for _, ev := range page.Events {
 				fmt.Fprintln(tw, eventRow(ev))
 			}
@@ -510,7 +510,8 @@ func (c *cli) nextPageHint(next uint64, limit int) string {
 }
 
 // eventRow is the tab-separated row of `events ls` for ev: a short id and
-// author, the time in UTC, the kind and the body cut to 60 bytes.
+// author, the time in UTC, the kind, its blobs (eventBlobs) and the body
+// cut to 60 bytes.
 func eventRow(ev jsontext.Value) string {
 	var e struct {
 		ID     string         `json:"id"`
@@ -518,16 +519,39 @@ func eventRow(ev jsontext.Value) string {
 		Time   int64          `json:"time"`
 		Kind   string         `json:"kind"`
 		Body   jsontext.Value `json:"body"`
+		Blobs  []api.BlobRef  `json:"blobs"`
 	}
 	if err := json.Unmarshal(ev, &e); err != nil {
-		return fmt.Sprintf("?\t?\t?\t?\t%.60s", ev)
+		return fmt.Sprintf("?\t?\t?\t?\t-\t%.60s", ev)
 	}
 	body := string(e.Body)
 	if len(body) > 60 {
 		body = body[:57] + "..."
 	}
 	t := time.UnixMilli(e.Time).UTC().Format("2006-01-02T15:04:05.000Z")
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", short(e.ID, 16), t, shortPeer(e.Author), e.Kind, body)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", short(e.ID, 16), t, shortPeer(e.Author), e.Kind, eventBlobs(e.Blobs), body)
+}
+
+// eventBlobs is the BLOBS column of `events ls`: each blob's name (its
+// short CID when it has none) and size, "-" for none; past two, how many
+// more ('events get' shows them all).
+func eventBlobs(refs []api.BlobRef) string {
+	if len(refs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, r := range refs {
+		if i == 2 {
+			parts = append(parts, fmt.Sprintf("+%d more", len(refs)-2))
+			break
+		}
+		name := printable(r.Name)
+		if name == "" {
+			name = shortCID(r.CID)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", name, humanBytes(r.Size)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func short(s string, n int) string {
@@ -612,7 +636,7 @@ whole log first.`,
 				after = st.Head
 			}
 			if !asJSON {
-				fmt.Fprintln(c.stdout, tailLine("ID\tTIME\tAUTHOR\tKIND\tBODY"))
+				fmt.Fprintln(c.stdout, tailLine("ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY"))
 			}
 			err = cl.Tail(ctx, after, func(ev jsontext.Value) error {
 				var err error
@@ -637,9 +661,9 @@ whole log first.`,
 }
 
 // tailWidths are the widths of the columns of `events tail` before BODY:
-// a short id, a time, a short author and a kind (longer kinds push BODY
-// right). A stream cannot be aligned after the fact as a table is.
-var tailWidths = []int{16, 24, 9, 8}
+// a short id, a time, a short author, a kind and the blobs (longer ones
+// push BODY right). A stream cannot be aligned after the fact as a table is.
+var tailWidths = []int{16, 24, 9, 8, 5}
 
 // tailLine lays out a tab-separated row of eventRow in tailWidths.
 func tailLine(row string) string {

@@ -76,7 +76,7 @@ func TestJSONOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, out, _ = runBin(t, env, bin, "blob", "add", file, "--repo", a)
-	cid := strings.Fields(out)[0]
+	cid, _, _ := strings.Cut(strings.TrimSpace(out), ":")
 	size := strconv.Itoa(len(data))
 
 	type run struct {

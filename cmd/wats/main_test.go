@@ -101,7 +101,6 @@ func TestUsageErrors(t *testing.T) {
 		{append([]string{"replicate", testPeer}, repeatArg("bafk:1", 65)...), "65 blobs: a replicate request names at most 64"},
 		{[]string{"events", "add", "--kind", "file", "--blob", "bafk"}, `--blob "bafk" is not CID:SIZE[:NAME]`},
 		{[]string{"events", "add", "--kind", "file", "--blob", "bafk:1x:name"}, "SIZE must be a whole number"},
-		{[]string{"blob", "get", "bafk", "-o", "x"}, "--size N is required"},
 		{[]string{"blob", "get", "bafk", "--size", "1"}, "-o FILE is required"},
 		{[]string{"blob", "get", "bafk", "--size", "-5", "-o", "x"}, "--size -5: must be 0..2^53 bytes"},
 		{[]string{"blob", "get", "bafk", "--size", "9007199254740993", "-o", "x"}, "must be 0..2^53 bytes"},
@@ -575,16 +574,17 @@ func (w *cancelAfterLines) Write(p []byte) (int, error) {
 
 func TestEventsTail(t *testing.T) {
 	const a = `{"id":"aaaaaaaaaaaaaaaaaaaa","author":"12D3KooWAuthor01","time":0,"kind":"note","body":{"n":1}}`
-	const b = `{"id":"bbbbbbbbbbbbbbbbbbbb","author":"12D3KooWAuthor02","time":1000,"kind":"crash","body":{}}`
+	const b = `{"id":"bbbbbbbbbbbbbbbbbbbb","author":"12D3KooWAuthor02","time":1000,"kind":"crash","body":{},` +
+		`"blobs":[{"cid":"bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzab4","size":3,"name":"c.bin"}]}`
 	for _, tc := range []struct {
 		args  []string
 		lines int
 		want  string
 	}{
 		{[]string{"--json"}, 2, a + "\n" + b + "\n"},
-		{nil, 3, "ID                TIME                      AUTHOR     KIND      BODY\n" +
-			"aaaaaaaaaaaaaaaa  1970-01-01T00:00:00.000Z  …Author01  note      {\"n\":1}\n" +
-			"bbbbbbbbbbbbbbbb  1970-01-01T00:00:01.000Z  …Author02  crash     {}\n"},
+		{nil, 3, "ID                TIME                      AUTHOR     KIND      BLOBS  BODY\n" +
+			"aaaaaaaaaaaaaaaa  1970-01-01T00:00:00.000Z  …Author01  note      -      {\"n\":1}\n" +
+			"bbbbbbbbbbbbbbbb  1970-01-01T00:00:01.000Z  …Author02  crash     c.bin (3 B)  {}\n"},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
 		var gotAfter string

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -286,4 +288,92 @@ func TestDevnetMesh(t *testing.T) {
 		})
 	}
 	t.Logf("node1's event reached nodes 2 and 3 in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestBlobCommands: blob add prints CID:SIZE:NAME, which events add --blob
+// and replicate take; events ls shows an event's blobs; blob get needs no
+// --size for a blob the node holds or an event names, and says what it
+// wrote; blob add of a directory and a fetch nobody can serve each fail
+// with one plain sentence.
+func TestBlobCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs daemons")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for _, dir := range []string{a, b} {
+		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+			t.Fatalf("init: exit %d: %s", code, stderr)
+		}
+	}
+	// b fetches nothing by itself: what it gets, blob get fetches.
+	if code, _, stderr := runBin(t, env, bin, "config", "set", "blobs.auto_fetch", "false", "--repo", b); code != 0 {
+		t.Fatalf("config set: exit %d: %s", code, stderr)
+	}
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
+
+	file := filepath.Join(tmp, "notes.txt")
+	data := strings.Repeat("a blob of notes\n", 5000)
+	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runBin(t, env, bin, "blob", "add", file, "--repo", a)
+	ref := strings.TrimSpace(out)
+	parts := strings.Split(ref, ":")
+	if code != 0 || len(parts) != 3 || parts[1] != strconv.Itoa(len(data)) || parts[2] != "notes.txt" {
+		t.Fatalf("blob add: exit %d, %q %s; want CID:SIZE:NAME", code, out, stderr)
+	}
+	cid := parts[0]
+	if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "file", "--blob", ref, "--repo", a); code != 0 {
+		t.Fatalf("events add --blob %s: exit %d: %s", ref, code, stderr)
+	}
+	if code, out, _ := runBin(t, env, bin, "events", "ls", "--repo", a); code != 0 || !strings.Contains(out, "notes.txt (78.1 KiB)") {
+		t.Errorf("events ls does not show the blob:\n%s", out)
+	}
+	got := filepath.Join(tmp, "got.txt")
+	code, out, stderr = runBin(t, env, bin, "blob", "get", cid, "-o", got, "--repo", a)
+	if code != 0 || out != fmt.Sprintf("wrote %s: %d bytes, blob %s\n", got, len(data), cid) {
+		t.Errorf("blob get of a held blob without --size: exit %d, %q %s", code, out, stderr)
+	}
+
+	// b learns of the blob from a's event, then fetches it by that size.
+	_, out, _ = runBin(t, env, bin, "id", "--json", "--repo", a)
+	var id api.ID
+	if err := json.Unmarshal([]byte(out), &id); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", id.Addrs[0], "--repo", b); code != 0 {
+		t.Fatalf("peers connect: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runBin(t, env, bin, "sync", id.PeerID, "--repo", b); code != 0 {
+		t.Fatalf("sync: exit %d: %s", code, stderr)
+	}
+	gotB := filepath.Join(tmp, "got-b.txt")
+	if code, out, stderr := runBin(t, env, bin, "blob", "get", cid, "-o", gotB, "--repo", b); code != 0 || !strings.HasPrefix(out, "wrote "+gotB) {
+		t.Errorf("blob get of a blob an event names, without --size: exit %d, %q %s", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(gotB); string(b) != data {
+		t.Errorf("blob get wrote %d bytes, want the %d added", len(b), len(data))
+	}
+	if code, out, stderr := runBin(t, env, bin, "replicate", id.PeerID, ref, "--repo", b); code != 0 {
+		t.Errorf("replicate %s (blob add's form): exit %d, %q %s", ref, code, out, stderr)
+	}
+
+	// Failures: one sentence each.
+	code, _, stderr = runBin(t, env, bin, "blob", "add", tmp, "--repo", a)
+	if code != 1 || !strings.Contains(stderr, "blob add takes a file") || strings.Contains(stderr, "HTTP") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("blob add DIR: exit %d, stderr %q", code, stderr)
+	}
+	const unknown = "bafkr4iaq4xht2pekj6pti2gizrmo5kciskrc7ww3ygwlejaqdeaejqovkm"
+	code, _, stderr = runBin(t, env, bin, "blob", "get", unknown, "-o", filepath.Join(tmp, "x"), "--repo", a)
+	if code != 2 || !strings.Contains(stderr, "neither holds it nor has an event naming it") || !strings.Contains(stderr, "--size") {
+		t.Errorf("blob get of an unknown blob without --size: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runBinWithin(t, 3*time.Minute, env, bin, "blob", "get", unknown, "--size", "10", "-o", filepath.Join(tmp, "x"), "--repo", a)
+	if line, _, _ := strings.Cut(stderr, "\n"); code != 1 || line != "Error: could not fetch blob "+unknown+": no peer is left to fetch it from (none is known for this blob); name a peer that holds it with --from PEER" {
+		t.Errorf("blob get that no peer serves: exit %d, stderr %q", code, stderr)
+	}
 }

@@ -102,9 +102,9 @@ func TestDaemonKilledRestartsWithReadableCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr = runBin(t, env, bin, "blob", "add", src, "--repo", node1)
-	fields := strings.Fields(out)
-	if code != 0 || len(fields) != 2 || fields[1] != strconv.Itoa(len(data)) {
-		t.Fatalf("blob add: exit %d: %q %s", code, out, stderr)
+	fields := strings.Split(strings.TrimSpace(out), ":")
+	if code != 0 || len(fields) != 3 || fields[1] != strconv.Itoa(len(data)) || fields[2] != "dump.bin" {
+		t.Fatalf("blob add: exit %d: %q %s; want CID:SIZE:NAME", code, out, stderr)
 	}
 	blobCID := fields[0]
 	if _, out, _ := runBin(t, env, bin, "blob", "ls", "--repo", node1); !strings.Contains(out, blobCID) {

@@ -157,3 +157,25 @@ func (c *Client) Replicate(ctx context.Context, req ReplicateRequest) (*Replicat
 	}
 	return &out, nil
 }
+
+// BlobSize is the answer of GET PathBlobs/{cid}/size: the size the node
+// knows for a blob, and from where.
+type BlobSize struct {
+	CID  string `json:"cid"`
+	Size uint64 `json:"size"`
+	// Source is "held" (the node holds the complete blob) or "event" (an
+	// event of its log names it with that size).
+	Source string `json:"source"`
+}
+
+// BlobSize returns the size the node knows for the blob cid (GET
+// PathBlobs/{cid}/size): an *Error matching ErrNotFound when it neither
+// holds the blob nor has an event naming it, ErrAmbiguous when events
+// name it with different sizes.
+func (c *Client) BlobSize(ctx context.Context, cid string) (*BlobSize, error) {
+	var bs BlobSize
+	if err := c.getJSON(ctx, PathBlobs+"/"+url.PathEscape(cid)+"/size", nil, &bs); err != nil {
+		return nil, err
+	}
+	return &bs, nil
+}
