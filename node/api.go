@@ -197,6 +197,7 @@ func (n *Node) Peers() []api.Peer {
 			if h != nil {
 				ap.Hello, ap.Agent, ap.Head = true, h.Agent, headOf(h)
 			}
+			ap.NotWats = st.notWats.Load()
 			hist := st.History()
 			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.reputed(mono)
 		}
@@ -230,7 +231,7 @@ func (n *Node) apiConnect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, http.StatusBadGateway, fmt.Errorf("node: %s disconnected right after hello", p))
+	writeError(w, http.StatusBadGateway, fmt.Errorf("node: %s disconnected right after connecting", p))
 }
 
 func (n *Node) apiEvents(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/challenge"
@@ -354,7 +357,13 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 }
 
 // connectInfo dials the peer at any of its addresses (ranked by the dial
-// ranker: TCP first) and waits until hello has completed or failed.
+// ranker: TCP first) and waits until hello has completed or failed. A peer
+// already connected is dialled again at the addresses given when none of
+// its connections is to one of them, so that a wrong address is an error
+// rather than "connected"; addresses that fail are dropped from the
+// peerstore. A peer that does not speak /wats/1 (an IPFS node) is
+// connected all the same, marked as not wats: it can serve blobs over
+// bitswap (ADR 0032).
 func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, error) {
 	if ai.ID == n.host.ID() {
 		return "", errors.New("node: cannot connect to itself")
@@ -364,10 +373,69 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
 		sw.Backoff().Clear(ai.ID)
 	}
+	known := n.host.Peerstore().Addrs(ai.ID)
+	forget := func() {
+		for _, a := range ai.Addrs {
+			if !slices.ContainsFunc(known, a.Equal) {
+				n.host.Peerstore().SetAddr(ai.ID, a, 0) // forget what the operator mistyped
+			}
+		}
+	}
+	if n.host.Network().Connectedness(ai.ID) == network.Connected && len(ai.Addrs) > 0 && !connectedAt(n.host.Network(), ai) {
+		// Connected elsewhere: libp2p would answer at once, whatever the
+		// addresses; try them.
+		if err := n.probe(ctx, ai); err != nil {
+			forget()
+			return "", fmt.Errorf("node: connect %s: %w", ai, err)
+		}
+	}
 	if err := n.host.Connect(ctx, ai); err != nil {
+		forget()
 		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
-	return ai.ID, n.greet(ctx, ai.ID)
+	err := n.greet(ctx, ai.ID)
+	if errors.As(err, new(msmux.ErrNotSupported[protocol.ID])) {
+		n.peerOf(ai.ID).notWats.Store(true)
+		n.log.Info("connected to a peer that does not speak /wats/1; it can serve blobs over bitswap", "peer", ai.ID)
+		return ai.ID, nil
+	}
+	return ai.ID, err
+}
+
+// probe dials ai.ID at each of ai.Addrs through its transport (a full
+// handshake, so the peer ID is checked) and closes what it opened; nil
+// when one address answered, else the error of each.
+func (n *Node) probe(ctx context.Context, ai peer.AddrInfo) error {
+	sw, ok := n.host.Network().(*swarm.Swarm)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, a := range ai.Addrs {
+		tr := sw.TransportForDialing(a)
+		if tr == nil {
+			errs = append(errs, fmt.Errorf("%s: no transport dials it", a))
+			continue
+		}
+		c, err := tr.Dial(ctx, a, ai.ID)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", a, err))
+	}
+	return errors.Join(errs...)
+}
+
+// connectedAt reports whether one of nw's connections to ai.ID is to one of
+// ai.Addrs.
+func connectedAt(nw network.Network, ai peer.AddrInfo) bool {
+	for _, c := range nw.ConnsToPeer(ai.ID) {
+		if slices.ContainsFunc(ai.Addrs, c.RemoteMultiaddr().Equal) {
+			return true
+		}
+	}
+	return false
 }
 
 // redialConcurrency bounds the dials of redial at once.

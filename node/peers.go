@@ -109,6 +109,9 @@ type peerState struct {
 	// helloDone: it completed hello on this connection (blobs.serve =
 	// "peers" serves only such peers; the sync loop syncs only from them).
 	helloDone atomic.Bool
+	// notWats: an explicit connect found that it does not speak /wats/1
+	// (an IPFS node, say): a blob provider over bitswap and nothing more.
+	notWats atomic.Bool
 	// firstHello is the monotonic reading (ns since the node's epoch,
 	// plus one, so that 0 means never) of its first completed hello in
 	// this run: ADR 0014's ten minutes count from it.

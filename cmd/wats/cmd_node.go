@@ -155,8 +155,12 @@ ignored; docs/adr/0031).`,
 				if p.HasScore {
 					score = strconv.FormatFloat(p.Score, 'f', 1, 64)
 				}
+				hello := yesNo(p.Hello)
+				if p.NotWats {
+					hello = "no (not wats)"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, yesNo(p.Hello), dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
+					p.PeerID, p.Direction, hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 			}
 			return tw.Flush()
 		},
@@ -168,7 +172,11 @@ ignored; docs/adr/0031).`,
 		Use:   "connect ADDR [--json]",
 		Short: "Connect to a peer by its full multiaddr and greet it",
 		Long: `Dial ADDR, a full multiaddr ending in /p2p/<peer id> (as printed by
-'wats id' on the other node), and wait until hello completes.`,
+'wats id' on the other node), and wait until hello completes. A peer already
+connected is dialled at ADDR all the same: a wrong address is an error. A
+peer that does not speak /wats/1 (an IPFS node such as kubo) is connected
+too, and said to be one: it takes part in nothing but bitswap, where it can
+serve blobs ('blob get CID --from ADDR').`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := c.checkFullAddr(args[0]); err != nil {
@@ -184,6 +192,10 @@ ignored; docs/adr/0031).`,
 			}
 			if connectJSON {
 				return c.printJSON(p)
+			}
+			if p.NotWats {
+				fmt.Fprintf(c.stdout, "connected to %s, which does not speak /wats/1 (an IPFS node?): it can serve blobs over bitswap (blob get --from)\n", p.PeerID)
+				return nil
 			}
 			fmt.Fprintf(c.stdout, "connected to %s (%s, head %d)\n", p.PeerID, printable(dash(p.Agent)), p.Head)
 			return nil
