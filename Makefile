@@ -16,6 +16,7 @@ all: build
 
 ## build: compile the wats binary into bin/wats
 build:
+	@[ -x $(BIN) ] || echo "building $(BIN); the first build downloads and compiles the dependencies, a few minutes on a cold Go cache"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/wats
 
 ## test: vet, then every test (unit, multi-node on 127.0.0.1, end-to-end devnet) with the race detector

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strings"
 	"sync"
@@ -53,7 +54,8 @@ same events ("converged"). With --demo every node publishes a note event every
 node submits a crash report with a dump to node0: every node fetches both
 blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops everything; no process is left
 behind. Without --dir the nodes live in a temporary directory removed at the
-end.`,
+end, but for their logs, which are moved to a directory of their own and
+named; with --dir DIR everything stays in DIR.`,
 		Example: `  wats devnet run -n 3 --demo
   wats devnet run -n 3 --demo --duration 30s --events-per-node 10`,
 		Args: noArgs,
@@ -117,6 +119,9 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 			fmt.Fprintf(c.stderr, "the node repos and logs are kept in %s\n", dir)
 			return
 		}
+		if logs, err := keepLogs(dir); err == nil && logs != "" {
+			fmt.Fprintf(c.stdout, "the nodes' logs are kept in %s (to keep the whole devnet: devnet run --dir DIR)\n", logs)
+		}
 		_ = os.RemoveAll(dir)
 	}()
 
@@ -154,8 +159,13 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 	view := newConvergenceView(c.stdout, isTerminal(c.stdout))
 	var pub *publisher
 	var blobs *blobDemo
+	var sp *spread
 	if o.demo {
-		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, c.stderr)
+		sp = newSpread(len(d.clients))
+		for i, cl := range d.clients {
+			go sp.watch(runCtx, i, cl)
+		}
+		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, sp, c.stderr)
 		blobs = startBlobDemo(runCtx, d.clients, c.stderr)
 	}
 
@@ -186,6 +196,7 @@ loop:
 				break loop // the refresh was cut short: settle shows the end
 			}
 			view.note = blobs.note()
+			view.lags, view.spread = sp.lags(), sp.summary()
 			view.show(time.Since(start), obs.views, pub.counts())
 			if view.err != nil {
 				// Nobody reads the output any more (a closed pipe):
@@ -274,7 +285,7 @@ type publisher struct {
 	}
 }
 
-func startPublisher(ctx context.Context, clients []*api.Client, interval time.Duration, max int, stderr io.Writer) *publisher {
+func startPublisher(ctx context.Context, clients []*api.Client, interval time.Duration, max int, sp *spread, stderr io.Writer) *publisher {
 	p := &publisher{}
 	p.mu.counts = make([]int, len(clients))
 	for i, cl := range clients {
@@ -302,8 +313,14 @@ func startPublisher(ctx context.Context, clients []*api.Client, interval time.Du
 				// Not cancelled with ctx: an event being added when the run
 				// ends is finished (stored and gossiped), not cut short.
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-				_, err := cl.AddEvent(cctx, demoKind, jsontext.Value(body))
+				t0 := time.Now()
+				ev, err := cl.AddEvent(cctx, demoKind, jsontext.Value(body))
 				cancel()
+				if err == nil {
+					if id, err := eventID(ev); err == nil {
+						sp.published(id, t0)
+					}
+				}
 				if err != nil {
 					if ctx.Err() == nil && !failed {
 						fmt.Fprintf(stderr, "node%d: publish: %v\n", i, err)
@@ -542,6 +559,9 @@ func columnsLegend(demo bool) string {
 		"  PEERS      peers that completed hello with it",
 		"  MISSING    events other nodes hold that it lacks (0 everywhere: converged)",
 	)
+	if demo {
+		lines = append(lines, "  LAG        how long the newest demo event took to reach it from the node that published it (… on its way)")
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -552,6 +572,10 @@ type convergenceView struct {
 	tty   bool
 	drawn int   // lines of the table last drawn, to redraw over
 	err   error // of the last write: the reader is gone if set
+	// lags (per node) and spread (a summary) are the demo's spread
+	// figures (type spread); nil and "" without --demo.
+	lags   []string
+	spread string
 	// note is a line shown under the table (the blob demo's state); in
 	// plain lines it is printed when it changes, noted being the last one
 	// printed.
@@ -567,16 +591,16 @@ func newConvergenceView(w io.Writer, tty bool) *convergenceView {
 func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
 	conv := converged(views)
 	if !cv.tty {
-		lines := statusLines(elapsed, views, published, conv)
+		lines := statusLines(elapsed, views, published, cv.lags, cv.spread, conv)
 		if cv.note != "" && cv.note != cv.noted {
 			// A note is printed when it changes.
-			lines = append(lines, fmt.Sprintf("%4s %s", elapsed.Round(time.Second), cv.note))
+			lines = append(lines, fmt.Sprintf("at %s: %s", elapsed.Round(time.Second), cv.note))
 			cv.noted = cv.note
 		}
 		_, cv.err = io.WriteString(cv.w, strings.Join(lines, "\n")+"\n")
 		return
 	}
-	lines := statusTable(elapsed, views, published, conv)
+	lines := statusTable(elapsed, views, published, cv.lags, cv.spread, conv)
 	if cv.note != "" {
 		lines = append(lines, cv.note)
 	}
@@ -599,11 +623,13 @@ func (cv *convergenceView) end() { cv.drawn = 0 }
 // statusLines is the view as plain lines, for logs and pipes: one a node
 // and the verdict, each opened by the time elapsed, e.g.
 //
-//	3s node0 published=3 events=5 head=5 peers=2 missing=0
-//	3s node1 published=2 events=4 head=4 peers=2 missing=1
-//	3s spreading: 5 events in all; behind: node1 (1 missing)
-func statusLines(elapsed time.Duration, views []nodeView, published []int, conv convergence) []string {
-	at := fmt.Sprintf("%4s", elapsed.Round(time.Second))
+//	at 3s: node0 published=3 events=5 head=5 peers=2 missing=0 lag=2ms
+//	at 3s: node1 published=2 events=4 head=4 peers=2 missing=1 lag=…
+//	at 3s: spreading: 5 events in all; behind: node1 (1 missing)
+//
+// lags (per node) and spread are the demo's; nil and "" without it.
+func statusLines(elapsed time.Duration, views []nodeView, published []int, lags []string, spread string, conv convergence) []string {
+	at := fmt.Sprintf("at %s:", elapsed.Round(time.Second))
 	lines := make([]string, 0, len(views)+1)
 	for i, v := range views {
 		var b strings.Builder
@@ -615,26 +641,69 @@ func statusLines(elapsed time.Duration, views []nodeView, published []int, conv 
 			fmt.Fprintf(&b, " error: %s", short(v.err, 60))
 		} else {
 			fmt.Fprintf(&b, " events=%d head=%d peers=%d missing=%d", v.events, v.head, v.peers, conv.missing[i])
+			if i < len(lags) {
+				fmt.Fprintf(&b, " lag=%s", strings.ReplaceAll(lags[i], " ", ""))
+			}
 		}
 		lines = append(lines, b.String())
 	}
-	return append(lines, at+" "+conv.verdict(views))
+	verdict := conv.verdict(views)
+	if spread != "" {
+		verdict += "; " + spread
+	}
+	return append(lines, at+" "+verdict)
 }
 
-// statusTable is the view as a table of lines.
-func statusTable(elapsed time.Duration, views []nodeView, published []int, conv convergence) []string {
-	lines := []string{fmt.Sprintf("%-6s %9s %9s %6s %6s %8s", "NODE", "PUBLISHED", "EVENTS", "HEAD", "PEERS", "MISSING")}
+// statusTable is the view as a table of lines: a row a node, then the
+// time elapsed and the verdict.
+func statusTable(elapsed time.Duration, views []nodeView, published []int, lags []string, spread string, conv convergence) []string {
+	lines := []string{fmt.Sprintf("%-6s %9s %9s %6s %6s %8s %8s", "NODE", "PUBLISHED", "EVENTS", "HEAD", "PEERS", "MISSING", "LAG")}
 	for i, v := range views {
-		pub := "-"
+		pub, lag := "-", "-"
 		if i < len(published) {
 			pub = fmt.Sprint(published[i])
+		}
+		if i < len(lags) {
+			lag = lags[i]
 		}
 		if v.err != "" {
 			lines = append(lines, fmt.Sprintf("node%-2d %9s error: %s", i, pub, short(v.err, 60)))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("node%-2d %9s %9d %6d %6d %8d", i, pub, v.events, v.head, v.peers, conv.missing[i]))
+		lines = append(lines, fmt.Sprintf("node%-2d %9s %9d %6d %6d %8d %8s", i, pub, v.events, v.head, v.peers, conv.missing[i], lag))
 	}
-	lines = append(lines, fmt.Sprintf("%s  %s", elapsed.Round(time.Second), conv.verdict(views)))
-	return lines
+	verdict := conv.verdict(views)
+	if spread != "" {
+		verdict += "; " + spread
+	}
+	return append(lines, fmt.Sprintf("at %s: %s", elapsed.Round(time.Second), verdict))
+}
+
+// keepLogs moves the daemon logs of the devnet in dir to a new temporary
+// directory beside it, as nodeI.log, and returns that directory ("" when
+// there was no log to keep).
+func keepLogs(dir string) (string, error) {
+	st, err := loadState(dir)
+	if err != nil {
+		// devnet.json is removed at the end of a run: find the logs.
+		st = &devnetState{}
+		for i := range maxDevnetNodes {
+			st.Nodes = append(st.Nodes, nodeState{Index: i, Log: filepath.Join(nodeDir(dir, i), logFileName)})
+		}
+	}
+	var logs string
+	for _, n := range st.Nodes {
+		if _, err := os.Stat(n.Log); err != nil {
+			continue
+		}
+		if logs == "" {
+			if logs, err = os.MkdirTemp(filepath.Dir(dir), "wats-devnet-logs-"); err != nil {
+				return "", err
+			}
+		}
+		if err := os.Rename(n.Log, filepath.Join(logs, fmt.Sprintf("node%d.log", n.Index))); err != nil {
+			return logs, err
+		}
+	}
+	return logs, nil
 }

@@ -254,22 +254,24 @@ func TestStatusLinesAndTable(t *testing.T) {
 	vs := views([]string{"a", "b"}, []string{"a"})
 	vs[0].head, vs[0].peers = 2, 1
 	vs[1].head, vs[1].peers = 1, 1
-	lines := statusLines(3*time.Second, vs, []int{2, 0}, converged(vs))
+	lines := statusLines(3*time.Second, vs, []int{2, 0}, []string{"2 ms", "…"}, "1 events reached every node, the slowest in 5 ms", converged(vs))
 	want := []string{
-		"  3s node0 published=2 events=2 head=2 peers=1 missing=0",
-		"  3s node1 published=0 events=1 head=1 peers=1 missing=1",
-		"  3s spreading: 2 events in all; behind: node1 (1 missing)",
+		"at 3s: node0 published=2 events=2 head=2 peers=1 missing=0 lag=2ms",
+		"at 3s: node1 published=0 events=1 head=1 peers=1 missing=1 lag=…",
+		"at 3s: spreading: 2 events in all; behind: node1 (1 missing); 1 events reached every node, the slowest in 5 ms",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("statusLines =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	vs = views([]string{"a", "b"}, []string{"b", "a"})
-	lines = statusLines(4*time.Second, vs, nil, converged(vs))
-	if len(lines) != 3 || strings.Contains(lines[0], "published") || lines[2] != "  4s converged: all 2 nodes hold the same 2 events" {
+	lines = statusLines(4*time.Second, vs, nil, nil, "", converged(vs))
+	if len(lines) != 3 || strings.Contains(lines[0], "published") || strings.Contains(lines[0], "lag") ||
+		lines[2] != "at 4s: converged: all 2 nodes hold the same 2 events" {
 		t.Errorf("statusLines without --demo = %q", lines)
 	}
-	table := statusTable(4*time.Second, vs, []int{1, 1}, converged(vs))
-	if len(table) != 4 || !strings.HasPrefix(table[1], "node0") || table[3] != "4s  converged: all 2 nodes hold the same 2 events" {
+	table := statusTable(4*time.Second, vs, []int{1, 1}, []string{"1 ms", "3 ms"}, "", converged(vs))
+	if len(table) != 4 || !strings.HasPrefix(table[1], "node0") || !strings.HasSuffix(table[2], "3 ms") ||
+		table[3] != "at 4s: converged: all 2 nodes hold the same 2 events" {
 		t.Errorf("statusTable = %q", table)
 	}
 
@@ -332,5 +334,36 @@ func TestColumnsLegend(t *testing.T) {
 		if strings.Contains(l, "PUBLISHED") != demo {
 			t.Errorf("legend (demo %v) and PUBLISHED:\n%s", demo, l)
 		}
+	}
+}
+
+// TestSpread: a published event shows "…" at the nodes it has not reached
+// and its lag at those it has; once at every node it counts in the
+// summary with the slowest arrival; an arrival before the publisher's
+// record (its own node's tail) counts as 0.
+func TestSpread(t *testing.T) {
+	s := newSpread(3)
+	if l := s.lags(); l[0] != "-" || s.summary() != "" {
+		t.Fatalf("before any event: lags %q, summary %q", l, s.summary())
+	}
+	t0 := time.Unix(1000, 0)
+	s.arrived(0, "e1", t0.Add(-time.Millisecond)) // its own node, first
+	s.published("e1", t0)
+	s.arrived(1, "e1", t0.Add(4*time.Millisecond))
+	if l := s.lags(); l[0] != "0 ms" || l[1] != "4 ms" || l[2] != "…" {
+		t.Errorf("in flight: lags %q", l)
+	}
+	s.arrived(2, "e1", t0.Add(9*time.Millisecond))
+	if l := s.lags(); l[2] != "9 ms" {
+		t.Errorf("arrived everywhere: lags %q", l)
+	}
+	if got := s.summary(); got != "1 events reached every node, the slowest in 9 ms" {
+		t.Errorf("summary %q", got)
+	}
+	s.published("e2", t0.Add(time.Second))
+	s.arrived(1, "e2", t0.Add(time.Second+2*time.Millisecond))
+	s.arrived(1, "e2", t0.Add(time.Second+50*time.Millisecond)) // a second arrival: the first counts
+	if l := s.lags(); l[0] != "…" || l[1] != "2 ms" {
+		t.Errorf("second event in flight: lags %q", l)
 	}
 }

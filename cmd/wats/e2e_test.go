@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -378,22 +379,35 @@ func TestDevnetRunDemo(t *testing.T) {
 	if !strings.Contains(stdout, "For each node:\n") || !strings.Contains(stdout, "  MISSING    events other nodes hold that it lacks") {
 		t.Errorf("the columns are not explained:\n%s", stdout)
 	}
-	if !regexp.MustCompile(`(?m)^ *\d+s node2 published=\d+ events=\d+ head=\d+ peers=\d+ missing=\d+$`).MatchString(stdout) {
+	if !regexp.MustCompile(`(?m)^at \d+s: node2 published=\d+ events=\d+ head=\d+ peers=\d+ missing=\d+ lag=(\d+ms|…|-)$`).MatchString(stdout) {
 		t.Errorf("no per-node progress lines:\n%s", stdout)
+	}
+	if !regexp.MustCompile(`(?m) lag=\d+ms$`).MatchString(stdout) || !regexp.MustCompile(`\d+ events reached every node, the slowest in \d+ ms`).MatchString(stdout) {
+		t.Errorf("no event's spread measured:\n%s", stdout)
 	}
 	if !strings.Contains(stdout, "try in another terminal: "+bin+" devnet status --dir ") {
 		t.Errorf("the hint does not name the binary %s:\n%s", bin, stdout)
 	}
-	if !strings.HasSuffix(stdout, "stopped\n") {
-		t.Errorf("output does not end with the teardown:\n%s", stdout)
+	if !strings.Contains(stdout, "\nstopped\nthe nodes' logs are kept in ") {
+		t.Errorf("output does not end with the teardown and where the logs are:\n%s", stdout)
 	}
 	// Nothing left: no process runs from the devnet's directory, and the
 	// temporary directory is gone.
 	if pids := processesMentioning(tmp); len(pids) > 0 {
 		t.Errorf("processes left after devnet run: %v", pids)
 	}
+	// The temporary devnet is gone but for its logs, which it named.
+	m = regexp.MustCompile(`(?m)^the nodes' logs are kept in (\S+) `).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("devnet run does not say where the logs are:\n%s", stdout)
+	}
+	for i := range 3 {
+		if b, err := os.ReadFile(filepath.Join(m[1], fmt.Sprintf("node%d.log", i))); err != nil || !strings.Contains(string(b), "node started") {
+			t.Errorf("node%d's log was not kept in %s: %v", i, m[1], err)
+		}
+	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "wats-devnet-*"))
-	if len(left) > 0 {
-		t.Errorf("devnet run left %v", left)
+	if len(left) != 1 || left[0] != m[1] {
+		t.Errorf("devnet run left %v, want only its logs %s", left, m[1])
 	}
 }
