@@ -10,9 +10,9 @@ import (
 )
 
 func (c *cli) benchCmd() *cobra.Command {
-	return group("bench", "Measure the node's throughput, and its service under attack, on this machine",
+	return withoutRepo(group("bench", "Measure the node's throughput, and its service under attack, on this machine",
 		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd(),
-		c.benchGossipCmd(), c.benchGossipWorkerCmd())
+		c.benchGossipCmd(), c.benchGossipWorkerCmd()), "in temporary directories, or --dir/--keep DIR")
 }
 
 func (c *cli) benchSyncCmd() *cobra.Command {

@@ -101,8 +101,9 @@ func (c *cli) benchAttackCmd() *cobra.Command {
 		Long: `Start a daemon (a real process, as 'devnet up' does) in a temporary directory,
 then, per scenario, run an honest load against it (10 peers that share events,
 each a sync every 500 ms and a hello every 10 s, and a never-seen peer every
-second that must complete hello and one sync) while an attacker, in another process at the lowest CPU
-priority (nice 19), attacks it on 127.0.0.1 (docs/adr/0030):
+second that must complete hello and one sync) while an attacker, in another
+process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
+(docs/adr/0030):
 
   none                    no attack: the baseline
   one-id-flood            one id floods sync and hello requests
@@ -111,6 +112,12 @@ priority (nice 19), attacks it on 127.0.0.1 (docs/adr/0030):
   hoard-unnegotiated-N    N ids hold streams that never name a protocol
   hoard-prefix-N          N ids hold /wats/1 streams stalled in a length prefix
   bad-solutions           ids flood requests and answer challenges wrongly
+  unread-pages-8          8 ids ask for sync pages of over a megabyte and
+                          never read them
+  crash-flood             200 fresh ids a second submit two crash reports
+                          each and leave
+  value-sybils            100 fresh ids a second give one self-signed event
+                          each by sync, and leave
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills
                           times: acknowledged events against those present
@@ -186,7 +193,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&scenario, "scenario", "all", "the scenario: "+strings.Join(names, ", "))
+	cmd.Flags().StringVar(&scenario, "scenario", "all", "a scenario named above, or all")
 	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "how long each scenario runs")
 	cmd.Flags().IntVar(&kills, "kills", 50, "how many times the kill9 scenario kills the daemon")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")

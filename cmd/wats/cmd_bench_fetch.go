@@ -59,7 +59,7 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch [--size BYTES] [--transport any|tcp|quic]",
-		Short: "Time a blob's import into one daemon and its fetch by a second, over bitswap on loopback",
+		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
 control API, then time node1's fetch of it from node0 over bitswap (TCP or
@@ -93,7 +93,7 @@ to the size for the run.`,
 		},
 	}
 	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the blob's size in bytes")
-	cmd.Flags().StringVar(&transport, "transport", "any", "the nodes' transports: any (TCP and QUIC, as a devnet; nodes dial TCP first), tcp or quic")
+	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return cmd
 }

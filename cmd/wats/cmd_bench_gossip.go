@@ -227,12 +227,12 @@ docs/reliability.md records them with the command.`,
 			return c.printGossipTable(results)
 		},
 	}
-	cmd.Flags().StringVar(&scenario, "scenario", "all", "the scenario: "+strings.Join(names, ", "))
-	cmd.Flags().DurationVar(&warmup, "warmup", 65*time.Second, "how long A publishes before each attack (at least limits.new_author_minutes, 1 in this bench, for A to be an established author at C)")
+	cmd.Flags().StringVar(&scenario, "scenario", "all", "a scenario named above, or all")
+	cmd.Flags().DurationVar(&warmup, "warmup", 65*time.Second, "how long A publishes before each attack (at least 1m)")
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long each attack runs (A publishes meanwhile)")
-	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "how long to wait after the attack before the last RSS reading")
+	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
-	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under this directory (default: a temp dir, removed after)")
+	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
 	return cmd
 }

@@ -115,8 +115,9 @@ request). On a terminal a progress bar shows the fetch.
 
 The blob is used only when it is complete and exactly of the declared size
 N (ADR 0014); otherwise nothing is written. --size may be left out when the
-node knows the size: it holds the blob, or an event of its log names it. Once FILE is written, a line says
-so (with --json: an object with cid, size and file).`,
+node knows the size: it holds the blob, or an event of its log names it.
+Once FILE is written, a line says so (with --json: an object with cid, size
+and file).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -198,7 +199,7 @@ so (with --json: an object with cid, size and file).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "say what was written as JSON (cid, size, file)")
 	cmd.Flags().Int64Var(&size, "size", 0, "the blob's declared size in bytes (default: the size the node knows)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write, or - for stdout (required)")
-	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately (optional)")
+	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately")
 	return cmd
 }
 

@@ -21,7 +21,7 @@ func (c *cli) crashReportCmd() *cobra.Command {
 	var stackFile, dumpFile string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "report --program P --version V --reason R [--stack FILE] [--dump FILE] [--to PEER] [--json]",
+		Use:   "report --program P --version V --reason R [--dump FILE] [--to PEER]",
 		Short: "Report a crash: a signed event of kind crash, with its dump as a blob",
 		Long: `Sign a crash report (docs/design.md §5) with the node's key: program, version, os and
 arch (this machine's by default), reason, the stack from --stack FILE (at most

@@ -107,9 +107,24 @@ func (c *cli) devnetHint(f *devnetFlags, args ...string) string {
 }
 
 func (c *cli) devnetCmd() *cobra.Command {
-	return group("devnet", "Run a local network of several nodes",
+	return withoutRepo(group("devnet", "Run a local network of several nodes",
 		c.devnetUpCmd(), c.devnetRunCmd(), c.devnetStatusCmd(), c.devnetExecCmd(),
-		c.devnetLogsCmd(), c.devnetDownCmd())
+		c.devnetLogsCmd(), c.devnetDownCmd()), "--dir DIR")
+}
+
+// withoutRepo hides the global --repo from cmd and its subcommands, which
+// do not use it, and makes it a usage error there that names what they
+// take instead (instead).
+func withoutRepo(cmd *cobra.Command, instead string) *cobra.Command {
+	cmd.PersistentFlags().String("repo", "", "not used")
+	_ = cmd.PersistentFlags().MarkHidden("repo")
+	cmd.PersistentPreRunE = func(sub *cobra.Command, _ []string) error {
+		if sub.Flags().Changed("repo") {
+			return usageErrorf("%s takes no --repo: it runs repos of its own (%s)", sub.CommandPath(), instead)
+		}
+		return nil
+	}
+	return cmd
 }
 
 // checkNodeCount validates -n.

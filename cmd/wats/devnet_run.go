@@ -52,10 +52,11 @@ node's event count and head as they change, and whether the nodes hold the
 same events ("converged"). With --demo every node publishes a note event every
 --interval; node0 also publishes a file event with a 3 MiB blob, and the last
 node submits a crash report with a dump to node0: every node fetches both
-blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops everything; no process is left
-behind. Without --dir the nodes live in a temporary directory removed at the
-end, but for their logs, which are moved to a directory of their own and
-named; with --dir DIR everything stays in DIR.`,
+blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops
+everything; no process is left behind. Without --dir the nodes live in a
+temporary directory removed at the end, but for their logs, which are moved
+to a directory of their own and named; with --dir DIR everything stays in
+DIR.`,
 		Example: `  wats devnet run -n 3 --demo
   wats devnet run -n 3 --demo --duration 30s --events-per-node 10`,
 		Args: noArgs,
@@ -68,12 +69,12 @@ named; with --dir DIR everything stays in DIR.`,
 	}
 	// Unlike the other devnet commands, run's --dir has no default
 	// directory: without it the devnet is temporary.
-	cmd.Flags().StringVar(&o.f.dir, "dir", "", "the devnet directory (default: a temporary directory, removed at the end)")
+	cmd.Flags().StringVar(&o.f.dir, "dir", "", "the devnet directory (default: a temporary one)")
 	cmd.Flags().IntVarP(&o.n, "nodes", "n", 3, "the number of nodes")
 	cmd.Flags().BoolVar(&o.demo, "demo", false, "publish events from every node and show them spread")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
 	cmd.Flags().DurationVar(&o.interval, "interval", time.Second, "with --demo: how often each node publishes an event")
-	cmd.Flags().IntVar(&o.eventsPerNode, "events-per-node", 0, "with --demo: stop publishing after this many events per node (0: no limit)")
+	cmd.Flags().IntVar(&o.eventsPerNode, "events-per-node", 0, "with --demo: stop after this many events per node (0: no limit)")
 	cmd.Flags().StringVar(&o.network, "network", defaultDevnetNetwork, "the nodes' network name")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
 	return cmd
