@@ -61,6 +61,10 @@ type StoreOptions struct {
 	// (the sum of their file sizes) the store holds. 0 means
 	// DefaultQuotaBytes (4 GiB).
 	QuotaBytes uint64
+	// ReadOnly opens the store of a database opened read-only: OpenStore
+	// does not delete the blocks no blob references (what a fetch cut off
+	// by a crash left), which the next writable open does.
+	ReadOnly bool
 }
 
 func (o StoreOptions) withDefaults() StoreOptions {
@@ -147,8 +151,10 @@ func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.sweep(ctx); err != nil {
-		return nil, err
+	if !s.opts.ReadOnly {
+		if err := s.sweep(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

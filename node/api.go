@@ -479,14 +479,25 @@ func (n *Node) apiDiag(w http.ResponseWriter, r *http.Request) {
 func (n *Node) PeerCache() []api.CachedPeer {
 	now := n.now()
 	mono := n.mono(now)
-	entries := n.peers.All()
+	return cachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
+		if st := n.run.get(id); st != nil {
+			return st.History(), st.reputed(mono), true // with this run's counts not folded yet
+		}
+		return limits.History{}, false, false
+	})
+}
+
+// cachedPeers is the answer of GET api.PathPeerCache for entries at now;
+// live, if it knows the peer (connected in this run), gives its history
+// and whether it is reputed instead of those of its record.
+func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (limits.History, bool, bool)) []api.CachedPeer {
 	out := make([]api.CachedPeer, 0, len(entries))
 	for _, e := range entries {
 		r := e.Record
 		h := history(recordCounts(&r), true, recordAged(r.FirstSeen, now))
 		reputed := e.MetInEarlierRun
-		if st := n.run.get(e.ID); st != nil {
-			h, reputed = st.History(), st.reputed(mono) // with this run's counts not folded yet
+		if lh, lr, ok := live(e.ID); ok {
+			h, reputed = lh, lr
 		}
 		t, why := limits.TierOf(h), limits.Explain(h)
 		out = append(out, api.CachedPeer{
@@ -537,12 +548,17 @@ func (n *Node) apiAddBlob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) apiBlobs(w http.ResponseWriter, r *http.Request) {
-	list := n.blobs.List()
+	writeJSON(w, http.StatusOK, blobList(n.blobs))
+}
+
+// blobList is the answer of GET api.PathBlobs for the store s.
+func blobList(s *blobs.Store) []api.BlobInfo {
+	list := s.List()
 	out := make([]api.BlobInfo, 0, len(list))
 	for _, b := range list {
 		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // parseCID reads the {cid} of a blob path, or answers 400.

@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -79,7 +80,12 @@ func (c *cli) blobLsCmd() *cobra.Command {
 				return err
 			}
 			list, err := cl.Blobs(cmd.Context())
-			if err != nil {
+			if errors.Is(err, api.ErrNoDaemon) {
+				err = c.offline(func(o *node.Offline) error { list = o.Blobs(); return nil })
+				if err != nil {
+					return err
+				}
+			} else if err != nil {
 				return c.apiError(err)
 			}
 			if asJSON {

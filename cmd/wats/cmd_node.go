@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -27,7 +28,9 @@ func (c *cli) idCmd() *cobra.Command {
 		Short: "Print the node's peer ID and full multiaddrs",
 		Long: `Print the node's peer ID on the first line, then each address it listens
 on as a full multiaddr (ending in /p2p/<peer id>), one a line: what another
-node passes to 'wats peers connect' or puts in p2p.bootstrap.`,
+node passes to 'wats peers connect' or puts in p2p.bootstrap. Without a
+running daemon it reads the repo: the peer ID, and the configured p2p.listen
+addresses (a daemon resolves port 0 and 0.0.0.0 to what it listens on).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
@@ -35,7 +38,16 @@ node passes to 'wats peers connect' or puts in p2p.bootstrap.`,
 				return err
 			}
 			id, err := cl.ID(cmd.Context())
-			if err != nil {
+			if errors.Is(err, api.ErrNoDaemon) {
+				err = c.offline(func(o *node.Offline) error {
+					oid, err := o.ID("wats/" + version)
+					id = &oid
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			} else if err != nil {
 				return c.apiError(err)
 			}
 			if asJSON {
@@ -224,7 +236,12 @@ events and blob bytes it gave. --json has every count.`,
 				return err
 			}
 			peers, err := cl.PeerCache(cmd.Context())
-			if err != nil {
+			if errors.Is(err, api.ErrNoDaemon) {
+				err = c.offline(func(o *node.Offline) error { peers = o.PeerCache(); return nil })
+				if err != nil {
+					return err
+				}
+			} else if err != nil {
 				return c.apiError(err)
 			}
 			if asJSON {
@@ -484,7 +501,16 @@ that lists the next page; when none does, the page reached the head.`,
 				return err
 			}
 			page, err := cl.Events(cmd.Context(), after, limit)
-			if err != nil {
+			if errors.Is(err, api.ErrNoDaemon) {
+				err = c.offline(func(o *node.Offline) error {
+					p, err := o.Events(after, limit)
+					page = &p
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			} else if err != nil {
 				return c.apiError(err)
 			}
 			if asJSON {

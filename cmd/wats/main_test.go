@@ -177,7 +177,7 @@ func TestNoDaemon(t *testing.T) {
 	want := "Error: no wats daemon is running for repo " + dir + " (no socket at " + sock +
 		"); start one with: wats daemon --repo " + dir + "\n"
 	for _, args := range [][]string{
-		{"status"}, {"id", "--json"}, {"peers", "ls"}, {"events", "ls"},
+		{"status"}, {"peers", "ls"},
 		{"events", "get", testEvID}, {"events", "add", "--kind", "note"}, {"events", "tail"},
 		{"sync", testPeer}, {"peers", "connect", testAddr},
 	} {

@@ -377,3 +377,101 @@ func TestBlobCommands(t *testing.T) {
 		t.Errorf("blob get that no peer serves: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestOfflineReads: with the daemon stopped, id, events ls, blob ls and
+// peers cache read the repo on disk and print what the daemon printed
+// (id: the same peer ID), saying on stderr that no daemon runs; the
+// commands that need the daemon keep their message.
+func TestOfflineReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs daemons")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for _, dir := range []string{a, b} {
+		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+			t.Fatalf("init: exit %d: %s", code, stderr)
+		}
+		startBinDaemon(t, env, bin, dir)
+	}
+	// a holds events of its own and of b (b showed value: a record), and a blob.
+	for _, dir := range []string{a, b} {
+		if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "note", "--body", `{"from":"`+filepath.Base(dir)+`"}`, "--repo", dir); code != 0 {
+			t.Fatalf("events add: exit %d: %s", code, stderr)
+		}
+	}
+	_, out, _ := runBin(t, env, bin, "id", "--json", "--repo", b)
+	var idB api.ID
+	if err := json.Unmarshal([]byte(out), &idB); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idB.Addrs[0], "--repo", a); code != 0 {
+		t.Fatalf("peers connect: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runBin(t, env, bin, "sync", idB.PeerID, "--repo", a); code != 0 {
+		t.Fatalf("sync: exit %d: %s", code, stderr)
+	}
+	file := filepath.Join(tmp, "f.bin")
+	if err := os.WriteFile(file, []byte(strings.Repeat("x", 4096)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "blob", "add", file, "--repo", a); code != 0 {
+		t.Fatalf("blob add: exit %d: %s", code, stderr)
+	}
+	waitCLI(t, 20*time.Second, "b has a record in a's peer cache", func() bool {
+		_, out, _ := runBin(t, env, bin, "peers", "cache", "--json", "--repo", a)
+		return strings.Contains(out, idB.PeerID)
+	})
+	online := map[string]string{}
+	reads := [][]string{{"id", "--json"}, {"events", "ls", "--json"}, {"blob", "ls", "--json"}, {"peers", "cache", "--json"}}
+	for _, args := range reads {
+		code, out, stderr := runBin(t, env, bin, append(args, "--repo", a)...)
+		if code != 0 {
+			t.Fatalf("%v with the daemon: exit %d: %s", args, code, stderr)
+		}
+		online[args[0]+" "+args[1]] = out
+	}
+
+	pids := processesMentioning(a + "\x00")
+	if len(pids) != 1 {
+		t.Fatalf("found %d daemons of %s", len(pids), a)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitCLI(t, 10*time.Second, "a's daemon gone", func() bool {
+		code, _, _ := runBin(t, env, bin, "status", "--repo", a)
+		return code != 0
+	})
+	for _, args := range reads {
+		code, out, stderr := runBin(t, env, bin, append(args, "--repo", a)...)
+		if code != 0 || !strings.Contains(stderr, "no daemon runs: read from "+a) {
+			t.Errorf("%v without the daemon: exit %d, stderr %q", args, code, stderr)
+			continue
+		}
+		want := online[args[0]+" "+args[1]]
+		switch args[0] {
+		case "id":
+			var on, off api.ID
+			_ = json.Unmarshal([]byte(want), &on)
+			if err := json.Unmarshal([]byte(out), &off); err != nil || off.PeerID != on.PeerID || len(off.Addrs) == 0 {
+				t.Errorf("id offline = %s, want peer %s", out, on.PeerID)
+			}
+		case "peers":
+			if !strings.Contains(out, idB.PeerID) {
+				t.Errorf("peers cache offline has no record of b:\n%s", out)
+			}
+		default:
+			if out != want {
+				t.Errorf("%v offline:\n%s\nwith the daemon:\n%s", args, out, want)
+			}
+		}
+	}
+	if code, _, stderr := runBin(t, env, bin, "status", "--repo", a); code != 1 || !strings.Contains(stderr, "no wats daemon is running") {
+		t.Errorf("status without the daemon: exit %d, stderr %q", code, stderr)
+	}
+	// The daemon starts again after the offline reads: they left no lock.
+	startBinDaemon(t, env, bin, a)
+}

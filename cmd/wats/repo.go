@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/repo"
 )
@@ -237,4 +238,22 @@ func (c *cli) initError(err error) error {
 		return fmt.Errorf("a wats repo already exists at %s; pass --force to replace its identity key, config and database", c.repoDir)
 	}
 	return err
+}
+
+// offline runs read with the repo's database opened read-only, for the
+// commands that can answer without a daemon (id, events ls, blob ls, peers
+// cache) when none runs: it says so on stderr, so that a script reading
+// stdout gets the same output as with a daemon.
+func (c *cli) offline(read func(*node.Offline) error) error {
+	r, err := c.openRepo()
+	if err != nil {
+		return err
+	}
+	o, err := node.OpenOffline(r)
+	if err != nil {
+		return fmt.Errorf("no daemon runs for %s, and its database could not be read: %w", r.Dir, err)
+	}
+	defer o.Close()
+	fmt.Fprintf(c.stderr, "no daemon runs: read from %s on disk\n", r.Dir)
+	return read(o)
 }
