@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
