@@ -275,7 +275,7 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 // scratchStore opens a blob store on a pebble DB of its own.
 func scratchStore(t *testing.T) *blobs.Store {
 	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{Logger: pebbleLogger{quietLogger()}})
+	db, err := pebble.Open(t.TempDir(), &pebble.Options{Logger: pebbleLogger{log: quietLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -50,7 +51,7 @@ const memTableBytes = 16 << 20
 func dbOptions(log *slog.Logger) *pebble.Options {
 	opts := &pebble.Options{
 		MemTableSize: memTableBytes,
-		Logger:       pebbleLogger{log},
+		Logger:       pebbleLogger{log: log},
 	}
 	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	blobs.TunePebble(opts)
@@ -178,12 +179,18 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	}()
 	dbOpts := dbOptions(n.log)
 	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
+	dbOpts.Logger = pebbleLogger{log: n.log, repo: r.Dir}
 	n.db, err = pebble.Open(r.DBPath(), dbOpts)
 	dbOpts.Cache.Unref() // the database holds its own reference
+	if isDamage(err) {
+		return nil, &DamagedError{Repo: r.Dir, Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node: open database %s: %w", r.DBPath(), err)
 	}
-	if n.events, err = eventlog.Open(n.db); err != nil {
+	if n.events, err = eventlog.Open(n.db); isDamage(err) {
+		return nil, &DamagedError{Repo: r.Dir, Err: err}
+	} else if err != nil {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
 	var damaged []peercache.DamagedRecord
@@ -575,7 +582,12 @@ func parseAddrs(ss []string) []ma.Multiaddr {
 
 // pebbleLogger sends pebble's log lines to the node's logger: information
 // at debug level, errors at error level.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log *slog.Logger
+	// repo, when set, is the repo whose database this is: a fatal error
+	// then says what the operator can do (damageAdvice).
+	repo string
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
 	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
@@ -585,7 +597,20 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 
+// Fatalf logs pebble's fatal error and ends the process (pebble does not
+// go on after one); for the node's own database, it first says on stderr
+// what the operator can do (damageAdvice).
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
-	os.Exit(1)
+	if l.repo != "" {
+		fmt.Fprintf(fatalOut, "Error: the database of repo %s is damaged, and the node stops.\n%s\n", l.repo, damageAdvice(l.repo))
+	}
+	exitProcess(1)
 }
+
+// fatalOut and exitProcess are where pebbleLogger.Fatalf writes and how it
+// ends the process; tests replace them.
+var (
+	fatalOut    io.Writer = os.Stderr
+	exitProcess           = os.Exit
+)

@@ -475,3 +475,65 @@ func TestOfflineReads(t *testing.T) {
 	// The daemon starts again after the offline reads: they left no lock.
 	startBinDaemon(t, env, bin, a)
 }
+
+// TestDamagedRepoCLI: a stopped node whose MANIFEST was zeroed: the daemon
+// refuses to start with an error that names the repo and what to do;
+// `repo check` says the database does not open and how many events its
+// tables hold, and exits 1; `repo repair` moves it aside and keeps them;
+// the daemon then starts and lists them; `repo check` is then clean.
+func TestDamagedRepoCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs a daemon")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	dir := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	startBinDaemon(t, env, bin, dir)
+	for i := range 5 {
+		if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "note", "--body", fmt.Sprintf(`{"n":%d}`, i), "--repo", dir); code != 0 {
+			t.Fatalf("events add: exit %d: %s", code, stderr)
+		}
+	}
+	pids := processesMentioning(dir + "\x00")
+	if len(pids) != 1 {
+		t.Fatalf("found %d daemons", len(pids))
+	}
+	_ = syscall.Kill(pids[0], syscall.SIGTERM)
+	waitCLI(t, 10*time.Second, "the daemon gone", func() bool { return len(processesMentioning(dir+"\x00")) == 0 })
+	manifests, _ := filepath.Glob(filepath.Join(dir, "db", "MANIFEST-*"))
+	for _, m := range manifests {
+		fi, _ := os.Stat(m)
+		if err := os.WriteFile(m, make([]byte, fi.Size()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, _, stderr := runBinWithin(t, 30*time.Second, env, bin, "daemon", "--repo", dir)
+	for _, want := range []string{"the database of repo " + dir + " is damaged", "identity key and config.toml are intact", "wats repo repair --repo " + dir} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("daemon on a damaged repo: exit %d, stderr does not say %q:\n%s", code, want, stderr)
+		}
+	}
+	code, out, _ := runBin(t, env, bin, "repo", "check", "--repo", dir)
+	if code != 1 || !strings.Contains(out, "the database does not open") || !strings.Contains(out, "hold 5 readable events") {
+		t.Errorf("repo check: exit %d:\n%s", code, out)
+	}
+	code, out, stderr = runBin(t, env, bin, "repo", "repair", "--repo", dir)
+	if code != 0 || !strings.Contains(out, "kept 5 events") || !strings.Contains(out, "db.corrupt-") {
+		t.Fatalf("repo repair: exit %d, %s %s", code, out, stderr)
+	}
+	if code, out, _ := runBin(t, env, bin, "repo", "check", "--repo", dir); code != 0 || !strings.Contains(out, "ok: nothing damaged") {
+		t.Errorf("repo check after repair: exit %d:\n%s", code, out)
+	}
+	startBinDaemon(t, env, bin, dir)
+	if code, out, _ := runBin(t, env, bin, "events", "ls", "--json", "--repo", dir); code != 0 || strings.Count(out, `"kind": "note"`) != 5 {
+		t.Errorf("events ls after repair: exit %d:\n%s", code, out)
+	}
+	if code, _, stderr := runBin(t, env, bin, "repo", "repair", "--repo", dir); code != 1 || !strings.Contains(stderr, "in use") {
+		t.Errorf("repo repair with the daemon running: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -69,6 +69,7 @@ A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		c.blobCmd(),
 		c.replicateCmd(),
 		c.crashCmd(),
+		c.repoCmd(),
 	)
 	if c.name != defaultName {
 		nameExamples(root, c.name)

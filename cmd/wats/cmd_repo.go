@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wats-network/wats/node"
+)
+
+func (c *cli) repoCmd() *cobra.Command {
+	var checkJSON, repairJSON bool
+	check := &cobra.Command{
+		Use:   "check [--json]",
+		Short: "Read every record of a stopped node's database and say what is damaged",
+		Long: `Read the whole database of the repo, read-only: every event (decoded, its id
+and signature verified), every complete blob whole, every peer record, then
+every key with its value. Prints what it read and what it could not, and
+exits 1 when something is damaged. The daemon must be stopped. A database
+that does not open at all is read one table file at a time, to say how many
+events 'repo repair' would keep.`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			r, err := c.openRepo()
+			if err != nil {
+				return err
+			}
+			rep, err := node.CheckRepo(r, time.Now())
+			if err != nil {
+				return err
+			}
+			if checkJSON {
+				if err := c.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				printCheck(c.stdout, rep)
+			}
+			if rep.Damaged() {
+				return &exitCodeError{code: exitError}
+			}
+			return nil
+		},
+	}
+	check.Flags().BoolVar(&checkJSON, "json", false, "print the report as JSON")
+
+	repair := &cobra.Command{
+		Use:   "repair [--json]",
+		Short: "Move a damaged database aside and keep what can still be read",
+		Long: `Move the repo's database aside, as db.corrupt-TIME (UTC) beside it, and make
+a new one holding what can still be read of the old: its events, each
+verified again, and its complete blobs, each imported again and checked
+against its CID. The peer cache starts empty: peers earn their records
+again. Once the daemon starts, sync and the fetcher bring the rest from
+peers. The identity key and config.toml are not touched. The daemon must be
+stopped (the repo is locked meanwhile). Delete db.corrupt-TIME once the
+node is back.`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			r, err := c.openRepo()
+			if err != nil {
+				return err
+			}
+			rep, err := node.RepairRepo(r, time.Now())
+			if err != nil {
+				return err
+			}
+			if repairJSON {
+				return c.printJSON(rep)
+			}
+			fmt.Fprintf(c.stdout, "moved the database to %s\n", rep.MovedTo)
+			printCheck(c.stdout, &rep.Found)
+			fmt.Fprintf(c.stdout, "kept %d events and %d blobs in a new database; start the daemon: peers fill in the rest\n",
+				rep.EventsKept, rep.BlobsKept)
+			return nil
+		},
+	}
+	repair.Flags().BoolVar(&repairJSON, "json", false, "print the report as JSON")
+	return group("repo", "Check and repair a stopped node's database", check, repair)
+}
+
+// printCheck prints a CheckReport for people.
+func printCheck(w io.Writer, rep *node.CheckReport) {
+	if !rep.Opened {
+		fmt.Fprintf(w, "the database does not open: %s\n", rep.OpenError)
+		fmt.Fprintf(w, "its tables, read one by one, hold %d readable events (%d bad)\n", rep.EventsGood, rep.EventsBad)
+	} else {
+		fmt.Fprintf(w, "events: %d of %d read and verified, %d bad, %d unreadable\n",
+			rep.EventsGood, rep.Events, rep.EventsBad, rep.EventsUnreadable)
+		fmt.Fprintf(w, "blobs: %d, %d damaged\n", rep.Blobs, rep.BlobsDamaged)
+		fmt.Fprintf(w, "peer records: %d, %d damaged\n", rep.Peers, rep.PeersDamaged)
+		if rep.ScanError != "" {
+			fmt.Fprintf(w, "a scan of every key stopped after %d keys: %s\n", rep.Scanned, firstLine(rep.ScanError))
+		} else {
+			fmt.Fprintf(w, "a scan of every key read %d keys\n", rep.Scanned)
+		}
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "  %s\n", firstLine(e))
+	}
+	if rep.Damaged() {
+		fmt.Fprintln(w, "damaged: 'wats repo repair' moves the database aside and keeps what can be read")
+	} else {
+		fmt.Fprintln(w, "ok: nothing damaged")
+	}
+}
+
+// firstLine is s up to its first newline (pebble's errors carry stacks).
+func firstLine(s string) string {
+	for i := range len(s) {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,213 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/eventlog"
+
+	"github.com/wats-network/wats/repo"
+)
+
+// damagedRepo returns a stopped node's repo whose database holds events
+// and a blob in sstables (flushed), with damage applied to its files.
+func damagedRepo(t *testing.T, damage func(t *testing.T, dbDir string)) *repo.Repo {
+	t.Helper()
+	r := mustRepo(t)
+	n, err := New(r, Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := n.AddEvent(context.Background(), "note", []byte(`{"n":`+strings.Repeat("1", 1+i%5)+`}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := n.blobs.Import(context.Background(), bytes.NewReader(bytes.Repeat([]byte("blob "), 100_000))); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	opts := dbOptions(quietLogger())
+	opts.DisableAutomaticCompactions = true // keep the two tables apart
+	db, err := pebble.Open(r.DBPath(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// A second, smaller table: 100 more events.
+	l, err := eventlog.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var more []*eventlog.Event
+	for i := range 100 {
+		ev, err := eventlog.New(r.Key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"more":%d}`, i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, ev)
+	}
+	if _, err := l.Append(more); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	damage(t, r.DBPath())
+	return r
+}
+
+// largestFile returns the largest file of dir matching the glob pattern.
+func largestFile(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, pattern))
+	if len(files) == 0 {
+		t.Fatalf("no %s in %s", pattern, dir)
+	}
+	sort.Slice(files, func(i, j int) bool {
+		a, _ := os.Stat(files[i])
+		b, _ := os.Stat(files[j])
+		return a.Size() > b.Size()
+	})
+	return files[0]
+}
+
+// damages are the damage kinds of TestDamagedDatabase, with the events
+// (of 400: 300 in a larger table, 100 in a smaller) and blobs (of 1) a
+// repair keeps: at least minKept events, at
+// most maxKept.
+var damages = map[string]struct {
+	apply            func(t *testing.T, dbDir string)
+	minKept, maxKept int
+	blobKept         bool
+	// opens: the database opens, and pebble finds the damage when it
+	// reads it (pebbleLogger.Fatalf then stops the node: tested apart).
+	opens bool
+}{
+	// The larger table (300 events and the blob's keys) is lost whole.
+	"truncated sstable": {func(t *testing.T, dbDir string) {
+		f := largestFile(t, dbDir, "*.sst")
+		fi, _ := os.Stat(f)
+		if err := os.Truncate(f, fi.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+	}, 100, 100, false, false},
+	// One or two data blocks are lost; the rest is read.
+	"zeroed run in an sstable": {func(t *testing.T, dbDir string) {
+		f := largestFile(t, dbDir, "*.sst")
+		b, _ := os.ReadFile(f)
+		for i := len(b) / 4; i < len(b)/4+4096 && i < len(b); i++ {
+			b[i] = 0
+		}
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}, 300, 399, true, true},
+	// Every table is read as a file: every event is kept; the blob's
+	// leaves, in blob files only the MANIFEST ties to keys, are not.
+	"zeroed MANIFEST": {func(t *testing.T, dbDir string) {
+		f := largestFile(t, dbDir, "MANIFEST-*")
+		fi, _ := os.Stat(f)
+		if err := os.WriteFile(f, make([]byte, fi.Size()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}, 400, 400, false, false},
+}
+
+// TestDamagedDatabase: for each damage kind, on a stopped node's repo:
+// New refuses with an error naming the repo and what to do, or (damage
+// that opening does not read) CheckRepo finds it; CheckRepo reports it;
+// RepairRepo moves the database aside, keeps what can be read (events
+// verified, the blob whole), and the node then starts on the new one.
+// The undamaged repo checks clean.
+func TestDamagedDatabase(t *testing.T) {
+	clean := damagedRepo(t, func(*testing.T, string) {})
+	if rep, err := CheckRepo(clean, time.Now()); err != nil || rep.Damaged() || rep.EventsGood != 400 || rep.Blobs != 1 || rep.Scanned == 0 {
+		t.Fatalf("an undamaged repo: %+v, %v", rep, err)
+	}
+	for name, d := range damages {
+		t.Run(name, func(t *testing.T) {
+			r := damagedRepo(t, d.apply)
+			if !d.opens {
+				_, err := New(r, Options{Logger: quietLogger()})
+				var de *DamagedError
+				if !errors.As(err, &de) || !errors.Is(err, ErrDamaged) {
+					t.Fatalf("New on a damaged repo: %v (%T), want a DamagedError", err, err)
+				}
+				for _, want := range []string{r.Dir, "identity key and config.toml are intact", "wats repo check --repo " + r.Dir, "wats repo repair --repo " + r.Dir} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("the error does not say %q:\n%v", want, err)
+					}
+				}
+			}
+			rep, err := CheckRepo(r, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Opened != d.opens {
+				t.Errorf("CheckRepo: opened %v, want %v", rep.Opened, d.opens)
+			}
+			if !rep.Damaged() {
+				t.Fatalf("CheckRepo found nothing damaged: %+v", rep)
+			}
+			t.Logf("check: %+v", rep)
+
+			fixed, err := RepairRepo(r, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("repair: kept %d events, %d blobs; moved to %s", fixed.EventsKept, fixed.BlobsKept, fixed.MovedTo)
+			if fixed.EventsKept < d.minKept || fixed.EventsKept > d.maxKept || (fixed.BlobsKept == 1) != d.blobKept {
+				t.Errorf("repair kept %d events and %d blobs; want %d..%d events, the blob %v",
+					fixed.EventsKept, fixed.BlobsKept, d.minKept, d.maxKept, d.blobKept)
+			}
+			if _, err := os.Stat(fixed.MovedTo); err != nil {
+				t.Errorf("the damaged database is not at %s: %v", fixed.MovedTo, err)
+			}
+			if rep2, err := CheckRepo(r, time.Now()); err != nil || rep2.Damaged() || rep2.EventsGood != uint64(fixed.EventsKept) || rep2.Blobs != fixed.BlobsKept {
+				t.Errorf("after repair: %+v, %v; want clean, %d events, %d blobs", rep2, err, fixed.EventsKept, fixed.BlobsKept)
+			}
+			n, err := New(r, Options{Logger: quietLogger()})
+			if err != nil {
+				t.Fatalf("New after repair: %v", err)
+			}
+			if got := n.Events().Head(); got != uint64(fixed.EventsKept) {
+				t.Errorf("the repaired log holds %d events, want %d", got, fixed.EventsKept)
+			}
+			n.Close()
+		})
+	}
+}
+
+// TestFatalSaysWhatToDo: when pebble finds damage in a running node's
+// database (a fatal error: pebble does not go on), the node says on stderr
+// what the operator can do before it exits 1.
+func TestFatalSaysWhatToDo(t *testing.T) {
+	var out bytes.Buffer
+	code := -1
+	fatalOut, exitProcess = &out, func(c int) { code = c }
+	t.Cleanup(func() { fatalOut, exitProcess = os.Stderr, os.Exit })
+	pebbleLogger{log: quietLogger(), repo: "/srv/wats"}.Fatalf("on-disk corruption: %s", "000006.sst")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	for _, want := range []string{"the database of repo /srv/wats is damaged", "wats repo check --repo /srv/wats", "wats repo repair --repo /srv/wats", "intact"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, out.String())
+		}
+	}
+}

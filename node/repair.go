@@ -1,0 +1,523 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/repo"
+)
+
+// A damaged database (ADR 0032). pebble finds damage when it opens the
+// database (a MANIFEST that does not parse, an sstable of another size
+// than recorded) or when it reads a block whose checksum fails; either way
+// its error names files and keys, not what the operator can do. The node
+// says what: its key and config are intact, `wats repo check` reads every
+// record and reports what is damaged, `wats repo repair` moves the
+// database aside and keeps what can still be read, and sync and the
+// fetcher fill the rest from peers.
+
+// ErrDamaged is matched (errors.Is) by a *DamagedError.
+var ErrDamaged = errors.New("node: the database is damaged")
+
+// DamagedError is New's error for a database that pebble found damaged.
+type DamagedError struct {
+	// Repo is the repo directory; Err pebble's error.
+	Repo string
+	Err  error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("the database of repo %s is damaged: %v\n%s", e.Repo, e.Err, damageAdvice(e.Repo))
+}
+
+func (e *DamagedError) Unwrap() []error { return []error{ErrDamaged, e.Err} }
+
+// damageAdvice says what an operator can do about a damaged database.
+func damageAdvice(dir string) string {
+	return fmt.Sprintf(`The identity key and config.toml are intact; only %s is damaged. Choices:
+  wats repo check --repo %s     read every record and say what is damaged
+  wats repo repair --repo %s    move the database aside (db.corrupt-TIME) and start
+                                 with what can still be read: events re-verified,
+                                 complete blobs; sync and peers fill in the rest
+  or put back db/ from a backup of this repo.`, filepath.Join(dir, "db"), dir, dir)
+}
+
+// isDamage reports whether err, from opening or reading the database,
+// says its files are damaged (rather than, say, missing permissions).
+func isDamage(err error) bool {
+	if err == nil {
+		return false
+	}
+	if pebble.IsCorruptionError(err) {
+		return true
+	}
+	s := err.Error()
+	for _, m := range []string{"corrupt", "malformed manifest", "size mismatch", "checksum", "invalid table", "bad magic"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckReport is what CheckRepo found. Counts are of records read whole;
+// the Errors say what could not be read, the first maxReportErrors of
+// them.
+type CheckReport struct {
+	// Opened: the database opened (read-only); OpenError why not, and
+	// then EventsGood counts the events its tables still hold, read one
+	// file at a time (what repair keeps).
+	Opened    bool   `json:"opened"`
+	OpenError string `json:"open_error,omitempty"`
+	// Events is the log's head (the events it should hold); EventsGood
+	// those read and verified (id, signature), EventsBad those read that
+	// failed verification, EventsUnreadable those that could not be read.
+	Events           uint64 `json:"events"`
+	EventsGood       uint64 `json:"events_good"`
+	EventsBad        uint64 `json:"events_bad"`
+	EventsUnreadable uint64 `json:"events_unreadable"`
+	// Blobs are the complete blobs; BlobsDamaged those that could not be
+	// read whole.
+	Blobs        int `json:"blobs"`
+	BlobsDamaged int `json:"blobs_damaged"`
+	// Peers are the peer-cache records read; PeersDamaged those skipped.
+	Peers        int `json:"peers"`
+	PeersDamaged int `json:"peers_damaged"`
+	// Scanned is how many keys a scan of the whole database read, with
+	// their values, before the end or ScanError.
+	Scanned   uint64   `json:"scanned"`
+	ScanError string   `json:"scan_error,omitempty"`
+	Errors    []string `json:"errors,omitempty"`
+}
+
+// maxReportErrors bounds CheckReport.Errors.
+const maxReportErrors = 20
+
+// Damaged reports whether the check found anything damaged.
+func (c *CheckReport) Damaged() bool {
+	return !c.Opened || c.EventsBad+c.EventsUnreadable > 0 || c.BlobsDamaged > 0 || c.PeersDamaged > 0 || c.ScanError != ""
+}
+
+func (c *CheckReport) addError(format string, args ...any) {
+	if len(c.Errors) < maxReportErrors {
+		c.Errors = append(c.Errors, fmt.Sprintf(format, args...))
+	}
+}
+
+// stores are the stores of a database opened for a check or a repair.
+type stores struct {
+	db     *pebble.DB
+	events *eventlog.Log
+	blobs  *blobs.Store
+	peers  *peercache.Cache
+}
+
+func (s *stores) close() {
+	if s.peers != nil {
+		s.peers.Close()
+	}
+	if s.db != nil {
+		s.db.Close()
+	}
+}
+
+// openStores opens the database at dir read-only, with what of its stores
+// open; an error only when the database itself does not open. Problems of
+// the stores go to rep.
+func openStores(dir string, cfgMaxPeers int, rep *CheckReport) (*stores, error) {
+	opts := dbOptions(slog.New(slog.DiscardHandler))
+	opts.ReadOnly = true
+	opts.Logger = discardFatal{}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &stores{db: db}
+	if s.events, err = eventlog.Open(db); err != nil {
+		rep.addError("the event log does not open: %v", err)
+	}
+	var damaged []peercache.DamagedRecord
+	if s.peers, damaged, err = peercache.OpenWithOptions(db, peercache.Options{MaxPeers: cfgMaxPeers}); err != nil {
+		rep.addError("the peer cache does not open: %v", err)
+	} else {
+		rep.Peers, rep.PeersDamaged = len(s.peers.All()), len(damaged)
+		for _, d := range damaged {
+			rep.addError("peer record %x: %v", d.Key, d.Err)
+		}
+	}
+	if s.blobs, err = blobs.OpenStore(db, blobs.StoreOptions{ReadOnly: true, MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62}); err != nil {
+		rep.addError("the blob store does not open: %v", err)
+	}
+	return s, nil
+}
+
+// readEvents reads the log's events 1..head in pages, one event at a time
+// around a page that cannot be read, and gives each verified one to keep
+// (nil: none), counting into rep.
+func readEvents(l *eventlog.Log, now time.Time, rep *CheckReport, keep func([]*eventlog.Event) error) error {
+	rep.Events = l.Head()
+	take := func(raws []jsontext.Value) error {
+		var good []*eventlog.Event
+		for _, raw := range raws {
+			e, err := eventlog.Decode(raw)
+			if err == nil {
+				err = e.Verify(now.Add(24 * time.Hour)) // a clock behind the events' is no damage
+			}
+			if err != nil {
+				rep.EventsBad++
+				rep.addError("event %.80s: %v", raw, err)
+				continue
+			}
+			rep.EventsGood++
+			good = append(good, e)
+		}
+		if keep != nil && len(good) > 0 {
+			return keep(good)
+		}
+		return nil
+	}
+	for after := uint64(0); after < rep.Events; {
+		page, next, err := pageSafely(l, after, proto.MaxPageEvents, proto.MaxPageBytes)
+		if err == nil && len(page) > 0 {
+			if err := take(page); err != nil {
+				return err
+			}
+			after = next
+			continue
+		}
+		// One position at a time past the damage.
+		one, next1, err1 := pageSafely(l, after, 1, eventlog.MaxEventBytes)
+		switch {
+		case err1 != nil || len(one) == 0:
+			rep.EventsUnreadable++
+			if err1 == nil {
+				err1 = err
+			}
+			rep.addError("event at position %d: %v", after+1, err1)
+			after++
+		default:
+			if err := take(one); err != nil {
+				return err
+			}
+			after = next1
+		}
+	}
+	return nil
+}
+
+// pageSafely is l.Page, with a panic of pebble's on a damaged block
+// (discardFatal) returned as an error.
+func pageSafely(l *eventlog.Log, after uint64, limit, maxBytes int) (page []jsontext.Value, next uint64, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			page, err = nil, fmt.Errorf("%v", v)
+		}
+	}()
+	page, next, _, err = l.Page(after, limit, maxBytes)
+	return page, next, err
+}
+
+// readBlobs reads every complete blob whole, giving each readable one to
+// keep (nil: none) as a reader of its bytes.
+func readBlobs(st *blobs.Store, rep *CheckReport, keep func(b blobs.BlobInfo, r io.Reader) error) error {
+	ctx := context.Background()
+	for _, b := range st.List() {
+		rep.Blobs++
+		if keep == nil {
+			if err := st.Export(ctx, b.CID, b.Size, io.Discard); err != nil {
+				rep.BlobsDamaged++
+				rep.addError("blob %s: %v", b.CID, err)
+			}
+			continue
+		}
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(st.Export(ctx, b.CID, b.Size, pw)) }()
+		err := keep(b, pr)
+		pr.CloseWithError(err)
+		if err != nil {
+			rep.BlobsDamaged++
+			rep.addError("blob %s: %v", b.CID, err)
+		}
+	}
+	return nil
+}
+
+// scanAll reads every key of db and its value, counting into rep.
+func scanAll(db *pebble.DB, rep *CheckReport) {
+	it, err := db.NewIter(nil)
+	if err != nil {
+		rep.ScanError = err.Error()
+		return
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if _, err := it.ValueAndErr(); err != nil {
+			rep.ScanError = fmt.Sprintf("key %q: %v", it.Key(), err)
+			return
+		}
+		rep.Scanned++
+	}
+	if err := it.Error(); err != nil {
+		rep.ScanError = err.Error()
+	}
+}
+
+// CheckRepo reads every record of r's database, read-only, as `wats repo
+// check` does: every event (decoded, its id and signature verified),
+// every complete blob whole, every peer record, then every key of the
+// database with its value. The daemon must not run (the database is
+// locked while it does). now verifies events' times.
+func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
+	rep := &CheckReport{}
+	if _, err := os.Stat(r.DBPath()); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			rep.Opened = true // a repo whose daemon never ran: nothing to damage
+			return rep, nil
+		}
+		return nil, err
+	}
+	s, err := openStores(r.DBPath(), r.Config.PeerCache.MaxPeers, rep)
+	if err != nil {
+		// What repair could still keep: the events of its tables.
+		rep.OpenError = err.Error()
+		if err := salvageTables(r.DBPath(), now, rep, func([]*eventlog.Event) error { return nil }); err != nil {
+			return nil, err
+		}
+		return rep, nil
+	}
+	defer s.close()
+	rep.Opened = true
+	if s.events != nil {
+		safely(rep, func() { _ = readEvents(s.events, now, rep, nil) })
+	}
+	if s.blobs != nil {
+		safely(rep, func() { _ = readBlobs(s.blobs, rep, nil) })
+	}
+	safely(rep, func() { scanAll(s.db, rep) })
+	return rep, nil
+}
+
+// RepairReport is what RepairRepo did.
+type RepairReport struct {
+	// MovedTo is where the damaged database now is.
+	MovedTo string `json:"moved_to"`
+	// Found is what was read of it (a CheckReport of the old database).
+	Found CheckReport `json:"found"`
+	// EventsKept and BlobsKept are what the new database holds.
+	EventsKept int `json:"events_kept"`
+	BlobsKept  int `json:"blobs_kept"`
+}
+
+// RepairRepo is `wats repo repair`: with the repo locked (no daemon may
+// run), it moves r's database aside as db.corrupt-<UTC time> and makes a
+// new one holding what can still be read of the old: its events, each
+// verified again, and its complete blobs, each imported again (so checked
+// against its CID). The peer cache starts empty (peers earn records
+// again); sync and the fetcher bring the rest from peers.
+func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
+	release, err := r.Lock()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := os.Stat(r.DBPath()); err != nil {
+		return nil, fmt.Errorf("node: repair: %w", err)
+	}
+	moved := r.DBPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	if err := os.Rename(r.DBPath(), moved); err != nil {
+		return nil, fmt.Errorf("node: repair: move the database aside: %w", err)
+	}
+	rep := &RepairReport{MovedTo: moved}
+	ndb, err := pebble.Open(r.DBPath(), dbOptions(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, fmt.Errorf("node: repair: a new database: %w", err)
+	}
+	defer ndb.Close()
+	nlog, err := eventlog.Open(ndb)
+	if err != nil {
+		return nil, fmt.Errorf("node: repair: %w", err)
+	}
+	nblobs, err := blobs.OpenStore(ndb, blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62})
+	if err != nil {
+		return nil, fmt.Errorf("node: repair: %w", err)
+	}
+	old, err := openStores(moved, r.Config.PeerCache.MaxPeers, &rep.Found)
+	if err != nil {
+		// pebble cannot open it: read its tables one by one.
+		rep.Found.OpenError = err.Error()
+		err := salvageTables(moved, now, &rep.Found, func(evs []*eventlog.Event) error {
+			added, err := nlog.Append(evs)
+			rep.EventsKept += len(added)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("node: repair: store events: %w", err)
+		}
+		return rep, nil
+	}
+	defer old.close()
+	rep.Found.Opened = true
+	var storeErr error
+	if old.events != nil {
+		safely(&rep.Found, func() {
+			storeErr = readEvents(old.events, now, &rep.Found, func(evs []*eventlog.Event) error {
+				added, err := nlog.Append(evs)
+				rep.EventsKept += len(added)
+				return err
+			})
+		})
+		if storeErr != nil {
+			return nil, fmt.Errorf("node: repair: store events: %w", storeErr)
+		}
+	}
+	if old.blobs != nil {
+		safely(&rep.Found, func() {
+			_ = readBlobs(old.blobs, &rep.Found, func(b blobs.BlobInfo, rd io.Reader) error {
+				c, size, err := nblobs.Import(context.Background(), rd)
+				switch {
+				case err != nil:
+					return err
+				case !c.Equals(b.CID) || size != b.Size:
+					_ = nblobs.Remove(context.Background(), c)
+					return fmt.Errorf("read back as %s (%d bytes)", c, size)
+				}
+				rep.BlobsKept++
+				return nil
+			})
+		})
+	}
+	return rep, nil
+}
+
+// safely runs read, turning a panic of pebble's (discardFatal) into an
+// error of rep.
+func safely(rep *CheckReport, read func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			rep.ScanError = fmt.Sprint(v)
+			rep.addError("%v", v)
+		}
+	}()
+	read()
+}
+
+// discardFatal is the pebble logger of a check or a repair: they report
+// what they find, and a damaged block must not end the process.
+type discardFatal struct{}
+
+func (discardFatal) Infof(string, ...any)  {}
+func (discardFatal) Errorf(string, ...any) {}
+func (discardFatal) Fatalf(format string, args ...any) {
+	panic(fmt.Errorf("pebble: "+format, args...))
+}
+
+// salvageTables reads the events of every sstable of the database at dir
+// one file at a time, as files, for a database that pebble cannot open (a
+// damaged MANIFEST, an sstable of another size than it recorded): an
+// event's key and value are in one table, so what a damaged file or block
+// loses is only its own. Events are verified, deduplicated by id, and
+// given to keep in log order. Blobs are not salvaged this way: their
+// leaves live in blob files that only the MANIFEST ties to their keys.
+func salvageTables(dir string, now time.Time, rep *CheckReport, keep func([]*eventlog.Event) error) error {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	type found struct {
+		pos uint64
+		e   *eventlog.Event
+	}
+	byID := map[string]found{}
+	for _, f := range files {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					rep.addError("%s: %v", filepath.Base(f), v)
+				}
+			}()
+			file, err := vfs.Default.Open(f)
+			if err != nil {
+				rep.addError("%s: %v", filepath.Base(f), err)
+				return
+			}
+			readable, err := sstable.NewSimpleReadable(file)
+			if err != nil {
+				file.Close()
+				rep.addError("%s: %v", filepath.Base(f), err)
+				return
+			}
+			r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{})
+			if err != nil {
+				readable.Close()
+				rep.addError("%s: %v", filepath.Base(f), err)
+				return
+			}
+			defer r.Close()
+			lower, upper := []byte(eventlog.KeyPrefix+"p/"), []byte(eventlog.KeyPrefix+"p0")
+			it, err := r.NewIter(sstable.NoTransforms, lower, upper, sstable.AssertNoBlobHandles)
+			if err != nil {
+				rep.addError("%s: %v", filepath.Base(f), err)
+				return
+			}
+			defer it.Close()
+			for kv := it.First(); kv != nil; kv = it.Next() {
+				k := kv.K.UserKey
+				if kv.Kind() != pebble.InternalKeyKindSet || len(k) != len(lower)+8 {
+					continue
+				}
+				v, _, err := kv.Value(nil)
+				if err != nil {
+					rep.EventsUnreadable++
+					continue
+				}
+				e, err := eventlog.Decode(v)
+				if err == nil {
+					err = e.Verify(now.Add(24 * time.Hour))
+				}
+				if err != nil {
+					rep.EventsBad++
+					rep.addError("%s: event %.80s: %v", filepath.Base(f), v, err)
+					continue
+				}
+				if _, dup := byID[e.ID]; !dup {
+					byID[e.ID] = found{pos: binary.BigEndian.Uint64(k[len(lower):]), e: e}
+				}
+			}
+			if err := it.Error(); err != nil {
+				rep.addError("%s: %v", filepath.Base(f), err)
+			}
+		}()
+	}
+	all := make([]found, 0, len(byID))
+	for _, f := range byID {
+		all = append(all, f)
+	}
+	slices.SortFunc(all, func(a, b found) int { return cmp.Compare(a.pos, b.pos) })
+	rep.EventsGood = uint64(len(all))
+	for chunk := range slices.Chunk(all, proto.MaxPageEvents) {
+		evs := make([]*eventlog.Event, len(chunk))
+		for i, f := range chunk {
+			evs[i] = f.e
+		}
+		if err := keep(evs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
