@@ -343,6 +343,12 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 		return nil, fmt.Errorf("node: repair: %w", err)
 	}
 	moved := r.DBPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	for i := 2; ; i++ { // a repair of the same second
+		if _, err := os.Lstat(moved); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		moved = fmt.Sprintf("%s.corrupt-%s-%d", r.DBPath(), now.UTC().Format("20060102T150405Z"), i)
+	}
 	if err := os.Rename(r.DBPath(), moved); err != nil {
 		return nil, fmt.Errorf("node: repair: move the database aside: %w", err)
 	}

@@ -61,15 +61,7 @@ prints the event's id, as 'events add' does (with --json, the signed event).`,
 			if err != nil {
 				return c.apiError(err)
 			}
-			if asJSON {
-				return c.printValue(ev)
-			}
-			id, err := eventID(ev)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(c.stdout, id)
-			return nil
+			return c.printStored(ev, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -406,15 +406,7 @@ provider, and peers with blobs.auto_fetch on fetch them.`,
 			if err != nil {
 				return c.apiError(err)
 			}
-			if asJSON {
-				return c.printValue(ev)
-			}
-			id, err := eventID(ev)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(c.stdout, id)
-			return nil
+			return c.printStored(ev, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "the event's kind, 1 to 32 of [a-z0-9._-] (required)")
@@ -764,6 +756,20 @@ the reports as JSON lines.`,
 }
 
 // printValue writes a JSON value from the daemon, indented.
+// printStored prints an event the daemon stored for this command (events
+// add, crash report): its id, or with asJSON the signed event.
+func (c *cli) printStored(ev jsontext.Value, asJSON bool) error {
+	if asJSON {
+		return c.printValue(ev)
+	}
+	id, err := eventID(ev)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, id)
+	return nil
+}
+
 func (c *cli) printValue(v jsontext.Value) error {
 	v = v.Clone()
 	if err := v.Indent(jsontext.WithIndent("  ")); err != nil {

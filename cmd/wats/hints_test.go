@@ -140,7 +140,7 @@ func TestHelpShowsOneDefault(t *testing.T) {
 		{[]string{"status", "--help"}, "--repo string   the repo directory (default: $WATS_PATH, else ~/.wats)\n"},
 		{[]string{"devnet", "status", "--help"}, "the devnet directory (default: $WATS_DEVNET_DIR, else ~/.wats-devnet)\n"},
 		{[]string{"devnet", "down", "--help"}, "(default: $WATS_DEVNET_DIR, else ~/.wats-devnet)\n"},
-		{[]string{"devnet", "run", "--help"}, "the devnet directory (default: a temporary directory, removed at the end)\n"},
+		{[]string{"devnet", "run", "--help"}, "the devnet directory (default: a temporary one)\n"},
 	} {
 		code, stdout, _ := runCLI(t, "", tc.args...)
 		if code != exitOK || !strings.Contains(stdout, tc.want) {

@@ -26,6 +26,8 @@ var jsonCoveredElsewhere = map[string]string{
 	"wats bench attack":  "marshalled below (a run takes minutes)",
 	"wats bench gossip":  "marshalled below (its warm-up alone is a minute)",
 	"wats config show":   "TestConfigCommands",
+	"wats repo check":    "TestDamagedRepoCLI",
+	"wats repo repair":   "TestDamagedRepoCLI",
 }
 
 // jsonCommands lists the command paths of root that have a --json flag.
@@ -49,19 +51,11 @@ func jsonCommands(root *cobra.Command) []string {
 // JSON value, or one a line for the streams. A command with --json that
 // neither this test nor jsonCoveredElsewhere runs fails the test.
 func TestJSONOutputs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs daemons")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	for _, dir := range []string{a, b} {
-		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-			t.Fatalf("init: exit %d: %s", code, stderr)
-		}
-		startBinDaemon(t, env, bin, dir)
-	}
+	initLocal(t, env, bin, a, b)
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
 	var id struct {
 		PeerID string   `json:"peer_id"`
 		Addrs  []string `json:"addrs"`
@@ -82,8 +76,8 @@ func TestJSONOutputs(t *testing.T) {
 	type run struct {
 		path  string   // the command path, "wats peers ls"
 		args  []string // after "wats", --json and --repo added
-		repo  string
-		lines bool // one JSON value a line
+		repo  string // "": no --repo (devnet, bench)
+		lines bool   // one JSON value a line
 	}
 	runs := []run{
 		{"wats id", []string{"id"}, a, false},
@@ -105,9 +99,9 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats crash report", []string{"crash", "report", "--program", "p", "--version", "1", "--reason", "r"}, a, false},
 		{"wats crash ls", []string{"crash", "ls"}, a, false},
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
-		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, a, false},
-		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, a, false},
-		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, a, false},
+		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", false},
+		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", false},
+		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, "", false},
 	}
 	// events get takes an id: the one events add printed.
 	_, out, _ = runBin(t, env, bin, "events", "add", "--kind", "note", "--body", `{"n":2}`, "--repo", a)
@@ -116,7 +110,10 @@ func TestJSONOutputs(t *testing.T) {
 	covered := map[string]bool{}
 	for _, r := range runs {
 		covered[r.path] = true
-		args := append(append([]string{}, r.args...), "--json", "--repo", r.repo)
+		args := append(append([]string{}, r.args...), "--json")
+		if r.repo != "" {
+			args = append(args, "--repo", r.repo)
+		}
 		var code int
 		var stdout, stderr string
 		if r.lines && r.path == "wats events tail" {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -61,6 +62,27 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// e2eSetup skips the test in -short mode and returns the wats binary, a
+// temporary directory and the binary's environment in it.
+func e2eSetup(t *testing.T) (bin, tmp string, env []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary, runs daemons")
+	}
+	bin, tmp = watsBinary(t), t.TempDir()
+	return bin, tmp, e2eEnv(tmp)
+}
+
+// initLocal makes a repo in each of dirs with --profile local.
+func initLocal(t *testing.T, env []string, bin string, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+			t.Fatalf("init --profile local --repo %s: exit %d: %s", dir, code, stderr)
+		}
+	}
+}
+
 // tcpPort returns the TCP port of the first listen address `wats id`
 // reports for the daemon of dir.
 func tcpPort(t *testing.T, env []string, bin, dir string) string {
@@ -89,16 +111,9 @@ func tcpPort(t *testing.T, env []string, bin, dir string) string {
 // (no fx lifecycle lines); a second repo made with --profile local runs
 // beside the first.
 func TestSecondDaemon(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs daemons")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	first := filepath.Join(tmp, "first")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", first); code != 0 {
-		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, first)
 	startBinDaemon(t, env, bin, first)
 	port := tcpPort(t, env, bin, first)
 
@@ -128,9 +143,7 @@ func TestSecondDaemon(t *testing.T) {
 	}
 
 	third := filepath.Join(tmp, "third")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", third); code != 0 {
-		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, third)
 	startBinDaemon(t, env, bin, third)
 	if p := tcpPort(t, env, bin, third); p == port {
 		t.Errorf("two daemons of --profile local on one port %s", p)
@@ -146,16 +159,9 @@ func TestSecondDaemon(t *testing.T) {
 // that need a restart; SIGHUP applies log.level at once and says what
 // needs a restart; a bad value leaves the file as it was.
 func TestConfigCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs a daemon")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	dir := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, dir)
 	cfgPath := filepath.Join(dir, "config.toml")
 	before, _ := os.ReadFile(cfgPath)
 
@@ -234,12 +240,7 @@ func TestConfigCommands(t *testing.T) {
 // stopped, nodes 1–3 stay connected to each other and an event of node 1
 // reaches 2 and 3 within the devnet's sync interval.
 func TestDevnetMesh(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs a devnet")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	dir := filepath.Join(tmp, "devnet")
 	t.Cleanup(func() { runBin(t, env, bin, "devnet", "down", "--dir", dir) })
 	code, out, stderr := runBin(t, env, bin, "devnet", "up", "-n", "4", "--json", "--dir", dir)
@@ -296,18 +297,9 @@ func TestDevnetMesh(t *testing.T) {
 // wrote; blob add of a directory and a fetch nobody can serve each fail
 // with one plain sentence.
 func TestBlobCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs daemons")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	for _, dir := range []string{a, b} {
-		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-			t.Fatalf("init: exit %d: %s", code, stderr)
-		}
-	}
+	initLocal(t, env, bin, a, b)
 	// b fetches nothing by itself: what it gets, blob get fetches.
 	if code, _, stderr := runBin(t, env, bin, "config", "set", "blobs.auto_fetch", "false", "--repo", b); code != 0 {
 		t.Fatalf("config set: exit %d: %s", code, stderr)
@@ -383,19 +375,11 @@ func TestBlobCommands(t *testing.T) {
 // (id: the same peer ID), saying on stderr that no daemon runs; the
 // commands that need the daemon keep their message.
 func TestOfflineReads(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs daemons")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	for _, dir := range []string{a, b} {
-		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-			t.Fatalf("init: exit %d: %s", code, stderr)
-		}
-		startBinDaemon(t, env, bin, dir)
-	}
+	initLocal(t, env, bin, a, b)
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
 	// a holds events of its own and of b (b showed value: a record), and a blob.
 	for _, dir := range []string{a, b} {
 		if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "note", "--body", `{"from":"`+filepath.Base(dir)+`"}`, "--repo", dir); code != 0 {
@@ -482,16 +466,9 @@ func TestOfflineReads(t *testing.T) {
 // tables hold, and exits 1; `repo repair` moves it aside and keeps them;
 // the daemon then starts and lists them; `repo check` is then clean.
 func TestDamagedRepoCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary, runs a daemon")
-	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
+	bin, tmp, env := e2eSetup(t)
 	dir := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, dir)
 	startBinDaemon(t, env, bin, dir)
 	for i := range 5 {
 		if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "note", "--body", fmt.Sprintf(`{"n":%d}`, i), "--repo", dir); code != 0 {
@@ -528,6 +505,17 @@ func TestDamagedRepoCLI(t *testing.T) {
 	}
 	if code, out, _ := runBin(t, env, bin, "repo", "check", "--repo", dir); code != 0 || !strings.Contains(out, "ok: nothing damaged") {
 		t.Errorf("repo check after repair: exit %d:\n%s", code, out)
+	}
+	var check node.CheckReport
+	code, out, _ = runBin(t, env, bin, "repo", "check", "--json", "--repo", dir)
+	if err := json.Unmarshal([]byte(out), &check); err != nil || code != 0 || !check.Opened || check.EventsGood != 5 || check.Damaged() {
+		t.Errorf("repo check --json after repair: exit %d, %v: %+v", code, err, check)
+	}
+	// A repair of a sound database keeps it all.
+	var again node.RepairReport
+	code, out, _ = runBin(t, env, bin, "repo", "repair", "--json", "--repo", dir)
+	if err := json.Unmarshal([]byte(out), &again); err != nil || code != 0 || again.EventsKept != 5 || !strings.Contains(again.MovedTo, "db.corrupt-") {
+		t.Errorf("repo repair --json: exit %d, %v: %+v", code, err, again)
 	}
 	startBinDaemon(t, env, bin, dir)
 	if code, out, _ := runBin(t, env, bin, "events", "ls", "--json", "--repo", dir); code != 0 || strings.Count(out, `"kind": "note"`) != 5 {
