@@ -357,7 +357,12 @@ func (n *Node) showedValue(st *peerState, value string) {
 		return
 	}
 	st.recordMade.Store(made.UnixNano())
-	st.aged.Store(recordAged(made, now))
+	// Aged only ever turns true (a record only gets older), and with the
+	// clock read now: a foldAll meanwhile, with a later clock, may have
+	// found the record aged already.
+	if recordAged(made, n.now()) {
+		st.aged.Store(true)
+	}
 	n.dropStranger(st, false)
 	if t, changed := st.retier(); changed {
 		n.tierChanged(st, t)

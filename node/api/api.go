@@ -163,7 +163,7 @@ type Peer struct {
 	// NotWats is set for a peer an explicit connect found not to speak
 	// /wats/1 (an IPFS node, say): it takes part in nothing but bitswap,
 	// where it can be a blob provider (docs/adr/0032).
-	NotWats bool `json:"not_wats,omitempty"`
+	NotWats bool `json:"not_wats"`
 	// Head is the peer's log cursor as of its hello.
 	Head uint64 `json:"head"`
 	// Cursor is how far this node has synced the peer's log (a position in

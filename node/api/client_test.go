@@ -535,7 +535,7 @@ func TestWireNames(t *testing.T) {
 		{AddEventRequest{Kind: "file", Body: jsontext.Value(`{}`), Blobs: []BlobRef{{CID: "c", Size: 1, Name: "n"}}},
 			`{"kind":"file","body":{},"blobs":[{"cid":"c","size":1,"name":"n"}]}`},
 		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true, Score: -1.5, HasScore: true},
-			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true}`},
+			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"not_wats":false,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true}`},
 		{EventPage{Events: []jsontext.Value{jsontext.Value(`{}`)}, Next: 1, More: true, Head: 2},
 			`{"events":[{}],"next":1,"more":true,"head":2}`},
 		{SyncProgress{Peer: "p", Received: 1, Stored: 2, Dropped: 3, Cursor: 4, PeerHead: 5, Done: true},
