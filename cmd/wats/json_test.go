@@ -76,8 +76,8 @@ func TestJSONOutputs(t *testing.T) {
 	type run struct {
 		path  string   // the command path, "wats peers ls"
 		args  []string // after "wats", --json and --repo added
-		repo  string // "": no --repo (devnet, bench)
-		lines bool   // one JSON value a line
+		repo  string   // "": no --repo (devnet, bench)
+		lines bool     // one JSON value a line
 	}
 	runs := []run{
 		{"wats id", []string{"id"}, a, false},
