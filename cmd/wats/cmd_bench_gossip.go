@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,9 @@ type gossipScenario struct {
 	Name   string `json:"name"`
 	Attack string `json:"attack"` // "" for none
 	IDs    int    `json:"ids,omitempty"`
+	// Netns: the attacker ran in a network namespace, an address per id
+	// (--netns).
+	Netns bool `json:"netns,omitempty"`
 }
 
 // gossipScenarios are the scenarios of `bench gossip`, in order.
@@ -144,6 +148,7 @@ type gossipResult struct {
 }
 
 func (c *cli) benchGossipCmd() *cobra.Command {
+	var netns bool
 	var (
 		scenario        string
 		duration, after time.Duration
@@ -210,6 +215,7 @@ docs/reliability.md records them with the command.`,
 				if ids > 0 && s.Attack != "" {
 					s.IDs = ids
 				}
+				s.Netns = netns && s.Attack != ""
 				c.progress("scenario %s: %v, then %v after", s.Name, duration, after)
 				r, err := c.runGossipScenario(cmd.Context(), s, warmup, duration, after, keep)
 				if err != nil {
@@ -234,6 +240,7 @@ docs/reliability.md records them with the command.`,
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
 	return cmd
 }
 
@@ -301,6 +308,10 @@ type gossipLine struct {
 	logs    []string
 	ids     []string
 	addrs   []string // each one's TCP multiaddr, ending in /p2p/<id>
+	// netAddrs are A's and B's addresses in the attacker's network
+	// (--netns; "" without).
+	netAddrs []string
+	an       *attackNet
 }
 
 var lineNames = []string{"A", "B", "C"}
@@ -327,12 +338,12 @@ func (l *gossipLine) exited() error {
 // startGossipLine starts the three daemons in dir and waits until A and B,
 // and B and C, have completed hello, and checks that C is not connected
 // to A.
-func startGossipLine(ctx context.Context, dir string) (_ *gossipLine, err error) {
+func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipLine, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the wats binary: %w", err)
 	}
-	l := &gossipLine{}
+	l := &gossipLine{an: an}
 	defer func() {
 		if err != nil {
 			l.stop()
@@ -342,6 +353,9 @@ func startGossipLine(ctx context.Context, dir string) (_ *gossipLine, err error)
 		cfg := config.Default()
 		cfg.Network = gossipBenchNetwork
 		cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+		if an != nil && i < 2 { // A and B, the attacker's targets
+			cfg.P2P.Listen = append(cfg.P2P.Listen, "/ip4/"+an.hostIP+"/tcp/0")
+		}
 		cfg.P2P.Bootstrap = []string{}
 		if i > 0 {
 			cfg.P2P.Bootstrap = []string{l.addrs[i-1]}
@@ -369,13 +383,16 @@ func startGossipLine(ctx context.Context, dir string) (_ *gossipLine, err error)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		addr := ""
+		addr, netAddr := "", ""
 		for _, a := range id.Addrs {
-			if strings.Contains(a, "/tcp/") {
+			switch {
+			case an != nil && strings.HasPrefix(a, "/ip4/"+an.hostIP+"/tcp/"):
+				netAddr = a
+			case addr == "" && strings.HasPrefix(a, "/ip4/127.0.0.1/tcp/"):
 				addr = a
-				break
 			}
 		}
+		l.netAddrs = append(l.netAddrs, netAddr)
 		if addr == "" {
 			return nil, fmt.Errorf("%s reports no TCP address (%v); see %s", name, id.Addrs, logPath)
 		}
@@ -527,7 +544,22 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	l, err := startGossipLine(ctx, dir)
+	var an *attackNet
+	if s.Netns {
+		n := s.IDs
+		if n == 0 {
+			n = attack.DefaultGossipIDs
+			if s.Attack == attack.MeshSybil {
+				n = attack.DefaultSybilIDs
+			}
+		}
+		var err error
+		if an, err = newAttackNet(n); err != nil {
+			return nil, err
+		}
+		defer an.close()
+	}
+	l, err := startGossipLine(ctx, dir, an)
 	if err != nil {
 		return nil, err
 	}
@@ -868,8 +900,15 @@ func (c *cli) startGossipWorker(ctx context.Context, s gossipScenario, l *gossip
 		return nil, err
 	}
 	defer logf.Close()
-	w.cmd = exec.Command(exe, "bench", "gossip-worker", "--attack", s.Attack, "--network", gossipBenchNetwork,
-		"--target", l.addrs[0], "--target", l.addrs[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs))
+	args := []string{"bench", "gossip-worker", "--attack", s.Attack, "--network", gossipBenchNetwork,
+		"--target", l.addrs[0], "--target", l.addrs[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs)}
+	w.cmd = exec.Command(exe, args...)
+	if l.an != nil {
+		args = []string{"bench", "gossip-worker", "--attack", s.Attack, "--network", gossipBenchNetwork,
+			"--target", l.netAddrs[0], "--target", l.netAddrs[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs),
+			"--source", strings.Join(l.an.sources, ",")}
+		w.cmd = l.an.command(exe, args...)
+	}
 	w.cmd.Stderr = logf
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -963,6 +1002,7 @@ func (w *gossipWorker) kill() {
 // target), attacks for --duration from then, and prints its figures as
 // JSON.
 func (c *cli) benchGossipWorkerCmd() *cobra.Command {
+	var sources []string
 	var (
 		name     string
 		targets  []string
@@ -978,6 +1018,13 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 			ts, err := attack.ParseTargets(targets)
 			if err != nil {
 				return usageErrorf("%v", err)
+			}
+			for _, s := range sources {
+				ip := net.ParseIP(s)
+				if ip == nil {
+					return usageErrorf("--source %q is not an IP address", s)
+				}
+				o.Sources = append(o.Sources, ip)
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
@@ -1001,5 +1048,6 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Network, "network", "", "the daemons' network")
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long to attack once the ids are connected")
 	cmd.Flags().IntVar(&o.IDs, "ids", 0, "attacker ids (0: the attack's default)")
+	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, id i from the i-th (cycled)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -100,6 +101,11 @@ type GossipOptions struct {
 	// Window is the span of GossipStats.IWantPerWindow (0:
 	// DefaultIWantWindow).
 	Window time.Duration
+	// Sources, if set, are the local IP addresses the ids dial from, id i
+	// from Sources[i%len(Sources)]: an attacker with an address per id, as
+	// on the internet, where libp2p's per-IP connection rate limit applies
+	// (it exempts loopback). Nil: the system's choice.
+	Sources []net.IP
 	// Ready, if set, is called once every id has tried to connect to every
 	// target, with the number that connected to all: the attack starts
 	// then, and the windows count from then.
@@ -204,7 +210,11 @@ func GossipAttack(ctx context.Context, name string, targets []peer.AddrInfo, o G
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			id, err := newGossipID(idctx, name, topic, targets, st)
+			var src net.IP
+			if len(o.Sources) > 0 {
+				src = o.Sources[i%len(o.Sources)]
+			}
+			id, err := newGossipID(idctx, name, topic, targets, src, st)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -354,7 +364,7 @@ var meshsubIDs = []protocol.ID{pubsub.GossipSubID_v12, pubsub.GossipSubID_v11}
 // maxNodeRPC bounds an RPC a node sends an IHaveFlood id.
 const maxNodeRPC = 4 << 20
 
-func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInfo, st *gossipCounters) (*gossipID, error) {
+func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInfo, src net.IP, st *gossipCounters) (*gossipID, error) {
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -366,7 +376,7 @@ func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInf
 	h, err := libp2p.New(
 		libp2p.Identity(key),
 		libp2p.NoListenAddrs,
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport(), tcp.WithDialerForAddr(fromSource(src))),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ResourceManager(&network.NullResourceManager{}),
@@ -719,3 +729,13 @@ func (g targetsOnly) InterceptSecured(_ network.Direction, p peer.ID, _ network.
 	return g[p]
 }
 func (targetsOnly) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }
+
+// fromSource is a TCP dialer for the transport of an id that dials from
+// the local address src (any, when nil).
+func fromSource(src net.IP) tcp.DialerForAddr {
+	d := &net.Dialer{}
+	if src != nil {
+		d.LocalAddr = &net.TCPAddr{IP: src}
+	}
+	return func(ma.Multiaddr) (tcp.ContextDialer, error) { return d, nil }
+}
