@@ -184,6 +184,11 @@ hosts speaking gossipsub on the network's topic:
   mesh-sybil      many fresh ids (200) subscribe, graft into A's and B's
                   mesh and publish a valid event every 5 s each
 
+With --netns (root and the ip command) the attacker runs in a network
+namespace of its own, each id dialling from its own address in
+198.18.0.0/15, as attackers on the internet do: libp2p's per-IP connection
+rate limit, which exempts loopback, then applies to them.
+
 Each scenario gets fresh daemons. Reports, per scenario: A's honest events
 that reached C within 1 s (watched on C's event tail) and the p50/p99 latency
 of those delivered; the attacker's events stored at A, B and C; each repo's
