@@ -70,7 +70,11 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "", Progress: progress})
+	// The operator asked for it: besides the providers gossip named, the
+	// peers connected after hello are asked too (guesses: tried last,
+	// never backed off), as an event that came by sync names no provider.
+	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "",
+		Guesses: n.helloPeerIDs(blobs.MaxAttempts), Progress: progress})
 	n.logFetch("", c, req.Size, "api", err)
 	if err != nil {
 		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
@@ -134,7 +138,7 @@ func fetchFailure(c cid.Cid, err error, from bool) string {
 		if i := strings.Index(s, sentinel.Error()); i >= 0 {
 			s = strings.TrimPrefix(s[i+len(sentinel.Error()):], ": ")
 		}
-		return s
+		return strings.ReplaceAll(s, "blobs: ", "") // one sentence, not a chain of packages
 	}
 	var why string
 	switch {

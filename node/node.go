@@ -557,6 +557,18 @@ func (n *Node) disconnected(nw network.Network, c network.Conn) {
 	n.dropPeerState(p)
 }
 
+// helloPeerIDs returns at most max of the connected peers that completed
+// hello, in no particular order.
+func (n *Node) helloPeerIDs(max int) []peer.ID {
+	var out []peer.ID
+	n.run.each(func(st *peerState) {
+		if len(out) < max && st.helloDone.Load() {
+			out = append(out, st.id)
+		}
+	})
+	return out
+}
+
 // helloPeers returns the connected peers that completed hello, with their
 // hellos.
 func (n *Node) helloPeers() map[peer.ID]*proto.Hello {
