@@ -8,15 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/blobs"
-	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/node/api"
-	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 )
@@ -28,54 +25,38 @@ import (
 // pebble's lock on it is held until Close: a daemon starting meanwhile
 // fails to open it, so the CLI closes an Offline as soon as it has read.
 type Offline struct {
-	r      *repo.Repo
-	db     *pebble.DB
-	events *eventlog.Log
-	blobs  *blobs.Store
-	peers  *peercache.Cache
+	r *repo.Repo
+	stores
 }
 
 // OpenOffline opens r's database read-only for reading. Close it. A repo
 // whose daemon never ran has no database: it holds nothing, and the
-// Offline says so (no events, blobs or peers).
-func OpenOffline(r *repo.Repo) (_ *Offline, err error) {
+// Offline says so (no events, blobs or peers). Damage pebble finds while
+// reading ends the process with what to do (pebbleLogger), as it does the
+// daemon.
+func OpenOffline(r *repo.Repo) (*Offline, error) {
 	o := &Offline{r: r}
 	if _, err := os.Stat(r.DBPath()); errors.Is(err, fs.ErrNotExist) {
 		return o, nil
 	}
-	opts := dbOptions(slog.New(slog.DiscardHandler))
-	opts.ReadOnly = true
-	if o.db, err = pebble.Open(r.DBPath(), opts); err != nil {
+	bo := blobs.StoreOptions{MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes)}
+	s, problems, err := openStores(r.DBPath(), r.Config.PeerCache.MaxPeers, bo, pebbleLogger{log: slog.New(slog.DiscardHandler), repo: r.Dir})
+	if isDamage(err) {
+		return nil, &DamagedError{Repo: r.Dir, Err: err}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("node: open database %s read-only: %w", r.DBPath(), err)
 	}
-	defer func() {
-		if err != nil {
-			o.Close()
-		}
-	}()
-	if o.events, err = eventlog.Open(o.db); err != nil {
-		return nil, fmt.Errorf("node: read the event log (start the daemon once to upgrade it): %w", err)
+	if len(problems) > 0 {
+		s.close()
+		return nil, fmt.Errorf("node: %w", problems[0])
 	}
-	if o.peers, _, err = peercache.OpenWithOptions(o.db, peercache.Options{MaxPeers: r.Config.PeerCache.MaxPeers}); err != nil {
-		return nil, fmt.Errorf("node: read the peer cache: %w", err)
-	}
-	if o.blobs, err = blobs.OpenStore(o.db, blobs.StoreOptions{ReadOnly: true,
-		MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes)}); err != nil {
-		return nil, fmt.Errorf("node: read the blob store: %w", err)
-	}
+	o.stores = *s
 	return o, nil
 }
 
 // Close closes the database.
-func (o *Offline) Close() error {
-	if o.peers != nil {
-		o.peers.Close()
-	}
-	if o.db == nil {
-		return nil
-	}
-	return o.db.Close()
-}
+func (o *Offline) Close() error { return o.stores.close() }
 
 // ID is the answer of GET api.PathID without a daemon: the peer ID from
 // the key, and as addresses the configured p2p.listen ones (ports 0 and

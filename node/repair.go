@@ -123,49 +123,73 @@ func (c *CheckReport) addError(format string, args ...any) {
 	}
 }
 
-// stores are the stores of a database opened for a check or a repair.
+// stores are the stores of a database opened read-only: for offline
+// reads (Offline), a check or a repair. A store that did not open is nil.
 type stores struct {
 	db     *pebble.DB
 	events *eventlog.Log
 	blobs  *blobs.Store
 	peers  *peercache.Cache
+	// damagedPeers are the peer records the cache skipped.
+	damagedPeers []peercache.DamagedRecord
 }
 
-func (s *stores) close() {
+func (s *stores) close() error {
 	if s.peers != nil {
 		s.peers.Close()
 	}
-	if s.db != nil {
-		s.db.Close()
+	if s.db == nil {
+		return nil
 	}
+	return s.db.Close()
 }
 
-// openStores opens the database at dir read-only, with what of its stores
-// open; an error only when the database itself does not open. Problems of
-// the stores go to rep.
-func openStores(dir string, cfgMaxPeers int, rep *CheckReport) (*stores, error) {
+// openStores opens the database at dir read-only with logger as pebble's,
+// and what of its stores will open: the error is for the database itself;
+// problems lists why a store did not open (it is then nil). Nothing is
+// written, not even an upgrade (which a writable open makes), and the
+// blob store skips its sweep.
+func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.Logger) (s *stores, problems []error, err error) {
 	opts := dbOptions(slog.New(slog.DiscardHandler))
 	opts.ReadOnly = true
-	opts.Logger = discardFatal{}
+	opts.Logger = logger
 	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	s = &stores{db: db}
+	if s.events, err = eventlog.Open(db); err != nil {
+		s.events = nil
+		problems = append(problems, fmt.Errorf("the event log does not open (a daemon's start may upgrade it): %w", err))
+	}
+	if s.peers, s.damagedPeers, err = peercache.OpenWithOptions(db, peercache.Options{MaxPeers: maxPeers}); err != nil {
+		s.peers = nil
+		problems = append(problems, fmt.Errorf("the peer cache does not open: %w", err))
+	}
+	bo.ReadOnly = true
+	if s.blobs, err = blobs.OpenStore(db, bo); err != nil {
+		s.blobs = nil
+		problems = append(problems, fmt.Errorf("the blob store does not open: %w", err))
+	}
+	return s, problems, nil
+}
+
+// openForCheck is openStores for a check or a repair: problems go to rep,
+// and a damaged block read panics (discardFatal), which the readers
+// recover, rather than ending the process.
+func openForCheck(dir string, maxPeers int, rep *CheckReport) (*stores, error) {
+	s, problems, err := openStores(dir, maxPeers, blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62}, discardFatal{})
 	if err != nil {
 		return nil, err
 	}
-	s := &stores{db: db}
-	if s.events, err = eventlog.Open(db); err != nil {
-		rep.addError("the event log does not open: %v", err)
+	for _, p := range problems {
+		rep.addError("%v", p)
 	}
-	var damaged []peercache.DamagedRecord
-	if s.peers, damaged, err = peercache.OpenWithOptions(db, peercache.Options{MaxPeers: cfgMaxPeers}); err != nil {
-		rep.addError("the peer cache does not open: %v", err)
-	} else {
-		rep.Peers, rep.PeersDamaged = len(s.peers.All()), len(damaged)
-		for _, d := range damaged {
+	if s.peers != nil {
+		rep.Peers, rep.PeersDamaged = len(s.peers.All()), len(s.damagedPeers)
+		for _, d := range s.damagedPeers {
 			rep.addError("peer record %x: %v", d.Key, d.Err)
 		}
-	}
-	if s.blobs, err = blobs.OpenStore(db, blobs.StoreOptions{ReadOnly: true, MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62}); err != nil {
-		rep.addError("the blob store does not open: %v", err)
 	}
 	return s, nil
 }
@@ -295,7 +319,7 @@ func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
 		}
 		return nil, err
 	}
-	s, err := openStores(r.DBPath(), r.Config.PeerCache.MaxPeers, rep)
+	s, err := openForCheck(r.DBPath(), r.Config.PeerCache.MaxPeers, rep)
 	if err != nil {
 		// What repair could still keep: the events of its tables.
 		rep.OpenError = err.Error()
@@ -366,7 +390,7 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: repair: %w", err)
 	}
-	old, err := openStores(moved, r.Config.PeerCache.MaxPeers, &rep.Found)
+	old, err := openForCheck(moved, r.Config.PeerCache.MaxPeers, &rep.Found)
 	if err != nil {
 		// pebble cannot open it: read its tables one by one.
 		rep.Found.OpenError = err.Error()

@@ -126,17 +126,15 @@ daemon reads it at its next start.`,
 			if err := writeFileAtomic(path, out, 0o600); err != nil {
 				return err
 			}
-			cfg, _ := config.Parse(out, path)
-			v, _ := cfg.Get(args[0])
+			eff, err := c.effectiveConfig(cmd.Context())
+			if err != nil {
+				return err
+			}
+			v, _ := eff.file.Get(args[0])
 			fmt.Fprintf(c.stdout, "%s = %s in %s\n", args[0], v, path)
-			if cl, err := c.client(); err == nil {
-				if rc, err := cl.Config(cmd.Context()); err == nil {
-					if running, err := config.Parse([]byte(rc.TOML), "daemon"); err == nil {
-						if rv, _ := running.Get(args[0]); rv != v {
-							fmt.Fprintf(c.stderr, "the daemon runs with %s: restart it to apply\n", rv)
-						}
-					}
-				}
+			if slices.Contains(eff.differs, args[0]) {
+				rv, _ := eff.running.Get(args[0])
+				fmt.Fprintf(c.stderr, "the daemon runs with %s: restart it to apply\n", rv)
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,10 +110,6 @@ func printCheck(w io.Writer, rep *node.CheckReport) {
 
 // firstLine is s up to its first newline (pebble's errors carry stacks).
 func firstLine(s string) string {
-	for i := range len(s) {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
