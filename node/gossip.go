@@ -84,6 +84,11 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 // other author is a new one (TierNew, or TierSuspect for a suspect peer)
 // and shares limits.stranger_author_per_min with the others: fresh keys
 // cost nothing.
+//
+// An author established by time stays so (its first event stays stored), so
+// the last establishedAuthorsCached of them are remembered: each envelope
+// asks for its author's standing three times (at the RPC, before and after
+// the signature check), and the log would be read each time.
 func (n *Node) authorStanding(author string) (limits.Tier, bool) {
 	t := n.authorPeerTier(author)
 	switch t {
@@ -92,15 +97,22 @@ func (n *Node) authorStanding(author string) (limits.Tier, bool) {
 	case limits.TierSuspect:
 		return t, false
 	}
+	if n.establishedAuthors.Contains(author) {
+		return limits.TierNormal, true
+	}
 	u, err := n.events.AuthorUsage(author)
 	if err == nil && u.Events > 0 {
 		age := time.Duration(n.now().UnixMilli()-u.First) * time.Millisecond
 		if age >= time.Duration(n.cfg.Limits.NewAuthorMinutes)*time.Minute {
+			n.establishedAuthors.Add(author, struct{}{})
 			return limits.TierNormal, true
 		}
 	}
 	return limits.TierNew, false
 }
+
+// establishedAuthorsCached bounds Node.establishedAuthors.
+const establishedAuthorsCached = 4096
 
 // admitAuthor is the author's budget of new events (limits.author_per_min
 // by its standing): looked at before the signature check, taken after.

@@ -279,3 +279,34 @@ func TestAppScore(t *testing.T) {
 		t.Fatal("not banned at the floor")
 	}
 }
+
+// TestAuthorStandingRemembered: an author established by time is
+// remembered (establishedAuthors), and stays established when the wall
+// clock steps back: its first event is still stored.
+func TestAuthorStandingRemembered(t *testing.T) {
+	clock := &fakeClock{}
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startNodeWith(t, r, Options{Now: clock.Now})
+	o := startNode(t, testConfig(false, time.Hour))
+	publish(t, o, 1)
+	connect(t, o, b) // the hello's sync brings o's event
+	author := o.ID().String()
+	waitFor(t, 10*time.Second, "o's event at b", func() bool {
+		u, _ := b.events.AuthorUsage(author)
+		return u.Events == 1
+	})
+	if _, ok := b.authorStanding(author); ok || b.establishedAuthors.Contains(author) {
+		t.Fatalf("o established (or remembered) at once: %v", ok)
+	}
+	clock.Advance(newAuthorAge(b))
+	if tier, ok := b.authorStanding(author); !ok || tier != limits.TierNormal || !b.establishedAuthors.Contains(author) {
+		t.Fatalf("after %v: standing %v %v, remembered %v", newAuthorAge(b), tier, ok, b.establishedAuthors.Contains(author))
+	}
+	clock.Advance(-2 * newAuthorAge(b))
+	if _, ok := b.authorStanding(author); !ok {
+		t.Error("a step back of the wall clock made o a new author again")
+	}
+}

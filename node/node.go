@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -106,6 +107,9 @@ type Node struct {
 	// gossipBudget is the forwarding peers' budget of envelopes, and
 	// authorBudget the authors' budget of new events (gossip.go; ADR 0031).
 	gossipBudget, authorBudget *limits.Budget
+	// establishedAuthors remembers authors established by time
+	// (authorStanding).
+	establishedAuthors *lru.Cache[string, struct{}]
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
 	// pages is the memory of the sync pages being served, shared by tier
@@ -167,6 +171,9 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	}
 	if n.authorBudget, err = limits.NewBudget(r.Config.Limits.AuthorBudget()); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.m = newMetrics(n)
 	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
