@@ -26,7 +26,8 @@ func (c *cli) configCmd() *cobra.Command {
 		Long: `Print the configuration in effect as TOML: every key with its value,
 defaults included. When the repo's daemon runs, that is the config it runs
 with (read when it started), and the keys in which config.toml differs from it
-are listed on stderr: they take effect at the next start ("restart to apply").
+are listed on stderr, with how each takes effect: log.level at a SIGHUP, the
+others at the next start.
 Without a daemon it is config.toml's; without a repo, the defaults.
 
 With --json: an object with source ("daemon", "file" or "defaults"), config
@@ -55,8 +56,10 @@ that the daemon does not run with yet).`,
 			case eff.source == "defaults":
 				fmt.Fprintf(c.stderr, "no wats repo at %s: showing the defaults\n", c.repoDir)
 			case len(eff.differs) > 0:
-				fmt.Fprintf(c.stderr, "the daemon runs with the config above; %s changes %s: restart to apply\n",
-					configPath(c.repoDir), strings.Join(eff.differs, ", "))
+				fmt.Fprintf(c.stderr, "the daemon runs with the config above; %s changes %s: %s\n",
+					configPath(c.repoDir), strings.Join(eff.differs, ", "), applyHint(eff.differs))
+			case eff.source == "file":
+				fmt.Fprintf(c.stderr, "no daemon runs: the config of %s\n", configPath(c.repoDir))
 			}
 			return nil
 		},
@@ -69,7 +72,8 @@ that the daemon does not run with yet).`,
 		Long: `Print the value of KEY (dotted, as in config.toml: log.level,
 p2p.listen) in effect: the running daemon's, else config.toml's (its default
 if the file leaves it out). When the daemon runs with another value than the
-file's, both are said: the file's takes effect at the next start.`,
+file's, both are said, and how the file's takes effect (log.level at a SIGHUP,
+the others at the next start).`,
 		Example: `  wats config get log.level
   wats config get limits.sync_per_min`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -85,7 +89,7 @@ file's, both are said: the file's takes effect at the next start.`,
 			fmt.Fprintln(c.stdout, v)
 			if slices.Contains(eff.differs, args[0]) {
 				fv, _ := eff.file.Get(args[0])
-				fmt.Fprintf(c.stderr, "the daemon runs with %s; %s has %s: restart to apply\n", v, configPath(c.repoDir), fv)
+				fmt.Fprintf(c.stderr, "the daemon runs with %s; %s has %s: %s\n", v, configPath(c.repoDir), fv, applyHint(args[:1]))
 			}
 			return nil
 		},
@@ -99,7 +103,7 @@ keeping every comment and other line. VALUE is TOML ("debug", 30, true,
 ["a", "b"]); strings may be given unquoted (debug) and lists of strings as
 a,b. The new file is checked as the daemon checks it (exact names, types,
 bounds, the rules between keys) and written only if it passes. A running
-daemon reads it at its next start.`,
+daemon applies log.level at a SIGHUP and the other keys at its next start.`,
 		Example: `  wats config set log.level debug
   wats config set p2p.listen /ip4/0.0.0.0/tcp/9287,/ip4/0.0.0.0/udp/9287/quic-v1
   wats config set limits.sync_per_min 1200`,
@@ -134,7 +138,7 @@ daemon reads it at its next start.`,
 			fmt.Fprintf(c.stdout, "%s = %s in %s\n", args[0], v, path)
 			if slices.Contains(eff.differs, args[0]) {
 				rv, _ := eff.running.Get(args[0])
-				fmt.Fprintf(c.stderr, "the daemon runs with %s: restart it to apply\n", rv)
+				fmt.Fprintf(c.stderr, "the daemon runs with %s: %s\n", rv, applyHint(args[:1]))
 			}
 			return nil
 		},
@@ -252,4 +256,19 @@ func tomlToJSON(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// reloadable are the keys a running daemon applies at a SIGHUP
+// (reloadConfig); the others take a restart.
+var reloadable = map[string]bool{"log.level": true}
+
+// applyHint says how the keys changed in config.toml take effect in the
+// running daemon.
+func applyHint(keys []string) string {
+	for _, k := range keys {
+		if !reloadable[k] {
+			return "restart the daemon to apply"
+		}
+	}
+	return "send the daemon SIGHUP (kill -HUP PID; the pid is in repo.lock) to apply"
 }

@@ -114,7 +114,7 @@ func reloadConfig(path string, running *config.Config, level *slog.LevelVar, log
 	now := *running
 	now.Log.Level = strings.ToLower(level.Level().String())
 	for _, k := range config.Diff(&now, cfg) {
-		if k == "log.level" {
+		if k == "log.level" { // the one key of reloadable
 			var l slog.Level
 			if err := l.UnmarshalText([]byte(cfg.Log.Level)); err == nil {
 				level.Set(l)

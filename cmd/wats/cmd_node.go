@@ -42,6 +42,7 @@ addresses (a daemon resolves port 0 and 0.0.0.0 to what it listens on).`,
 				err = c.offline(func(o *node.Offline) error {
 					oid, err := o.ID("wats/" + version)
 					id = &oid
+					fmt.Fprintln(c.stderr, "the addresses are config.toml's p2p.listen; a running daemon prints the ones it listens on")
 					return err
 				})
 				if err != nil {

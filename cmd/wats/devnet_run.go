@@ -121,7 +121,8 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 			return
 		}
 		if logs, err := keepLogs(dir); err == nil && logs != "" {
-			fmt.Fprintf(c.stdout, "the nodes' logs are kept in %s (to keep the whole devnet: devnet run --dir DIR)\n", logs)
+			fmt.Fprintf(c.stdout, "the nodes' logs are kept in %s (to keep the whole devnet: %s)\n", logs,
+				c.hint("devnet", "run", "--dir", "DIR"))
 		}
 		_ = os.RemoveAll(dir)
 	}()

@@ -333,8 +333,8 @@ func TestConfigShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "", "config", "show", "--repo", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr %s", code, stderr)
+	if code != exitOK || !strings.Contains(stderr, "no daemon runs: the config of "+filepath.Join(dir, configFile)) {
+		t.Fatalf("exit %d, stderr %q; want it to say that no daemon runs", code, stderr)
 	}
 	cfg, err := config.Parse([]byte(stdout), "stdout")
 	if err != nil {
