@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
@@ -187,10 +188,16 @@ func newMetrics(n *Node) *metrics {
 	scoreBands := prometheus.NewDesc("wats_gossip_peers_by_score", "Peers of the gossip topic by gossipsub score band: positive, zero, negative (not grafted), no_gossip (below -100), no_publish (below -500), graylisted (below -1000). ADR 0031.", []string{"band"}, nil)
 	logUse := prometheus.NewDesc("wats_log_usage", "What the event log holds against its quotas ([events]): events, bytes and authors.", []string{"what"}, nil)
 	commits := prometheus.NewDesc("wats_log_commits_total", "Synced batches the event log committed; events stored over this is the group-commit factor (ADR 0031).", nil, nil)
+	fsyncs := prometheus.NewDesc("wats_db_wal_fsync_seconds", "Latency of pebble's WAL fsyncs, each the durable write of a group of events (ADR 0017, ADR 0031). A bucket counts the fsyncs that pebble's own, finer histogram puts at or below its bound, so it may undercount by up to a sixth of the bound.", nil, nil)
 	dbMemory := prometheus.NewDesc("wats_db_memory_bytes", "Memory pebble holds outside the Go heap, by what: memtables (the live one, those waiting to flush and the one kept for reuse; each up to 16 MiB once written to) and block_cache (up to 64 MiB). Bounded by these sizes, not by traffic; a node's RSS grows by them as it writes and reads, and they are not given back while the database is open.", []string{"what"}, nil)
-	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits, dbMemory}, collect: func(ch chan<- prometheus.Metric) {
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits, fsyncs, dbMemory}, collect: func(ch chan<- prometheus.Metric) {
 		if n.db != nil {
 			dm := n.db.Metrics()
+			if h := dm.LogWriter.FsyncLatency; h != nil {
+				if count, buckets, sum, ok := fsyncBuckets(h); ok {
+					ch <- prometheus.MustNewConstHistogram(fsyncs, count, sum, buckets)
+				}
+			}
 			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.MemTable.Size+dm.MemTable.ZombieSize), "memtables")
 			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.BlockCache.Size), "block_cache")
 		}
@@ -304,3 +311,32 @@ func (m *metrics) eventsDropped(source string, k int) {
 // droppedTotal counts the invalid events dropped from all sources (sync
 // pages and gossip envelopes).
 func (m *metrics) droppedTotal() uint64 { return m.droppedN.Load() }
+
+// fsyncBounds are the upper bounds of wats_db_wal_fsync_seconds, in
+// seconds: fine enough to tell a disk's usual fsync (a few ms) from the
+// stalls that hold up gossip (100 ms and more).
+var fsyncBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
+
+// fsyncBuckets folds pebble's WAL fsync histogram h (in nanoseconds, 100
+// buckets) into fsyncBounds: the count, the cumulative count at each
+// bound (of pebble's buckets whose bound is at or below it) and the sum in
+// seconds. ok is false if h cannot be read.
+func fsyncBuckets(h prometheus.Histogram) (count uint64, buckets map[float64]uint64, sum float64, ok bool) {
+	var m dto.Metric
+	if h.Write(&m) != nil || m.Histogram == nil {
+		return 0, nil, 0, false
+	}
+	buckets = make(map[float64]uint64, len(fsyncBounds))
+	for _, b := range fsyncBounds {
+		buckets[b] = 0
+	}
+	for _, pb := range m.Histogram.GetBucket() {
+		upper := pb.GetUpperBound() / 1e9
+		for _, b := range fsyncBounds {
+			if upper <= b {
+				buckets[b] = max(buckets[b], pb.GetCumulativeCount())
+			}
+		}
+	}
+	return m.Histogram.GetSampleCount(), buckets, m.Histogram.GetSampleSum() / 1e9, true
+}

@@ -96,6 +96,40 @@ type gossipDaemonResult struct {
 	// MaxPeers is the most peers it was connected to at once (sampled
 	// every 2 s, attackers included).
 	MaxPeers int `json:"max_peers"`
+	// Fsyncs counts its WAL fsyncs during the attack (each a durable write
+	// of a group of events), FsyncsSlow those over 100 ms (at the
+	// resolution of wats_db_wal_fsync_seconds): a slow disk holds up every
+	// event in the group.
+	Fsyncs     uint64 `json:"fsyncs"`
+	FsyncsSlow uint64 `json:"fsyncs_over_100ms"`
+}
+
+// fsyncCounts reads a daemon's WAL fsync count and the count at or below
+// 100 ms from its /metrics (zeros if it cannot).
+func fsyncCounts(ctx context.Context, cl *api.Client) (all, fast uint64) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	text, err := cl.Metrics(cctx)
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(text) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "wats_db_wal_fsync_seconds_count":
+			all = uint64(n)
+		case `wats_db_wal_fsync_seconds_bucket{le="0.1"}`:
+			fast = uint64(n)
+		}
+	}
+	return all, fast
 }
 
 // gossipHonest is what became of A's honest events.
@@ -122,10 +156,15 @@ type gossipHonest struct {
 	Slowest []slowEvent `json:"slowest,omitempty"`
 }
 
-// slowEvent is one of gossipHonest.Slowest.
+// slowEvent is one of gossipHonest.Slowest: when it was published
+// (seconds into the attack), its latency to C, and where the time went:
+// A's API call (its durable write) and the arrival on B's tail, both in ms
+// from the call's start (BMs is -1 if B's tail did not show it).
 type slowEvent struct {
 	AtSeconds float64 `json:"at_seconds"`
 	Ms        float64 `json:"ms"`
+	AddMs     float64 `json:"add_ms"`
+	BMs       float64 `json:"b_ms"`
 }
 
 // gossipResult is one scenario's figures.
@@ -573,10 +612,12 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	arr := &arrivals{seen: map[string]time.Time{}}
+	atB := &arrivals{seen: map[string]time.Time{}}
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	defer stopWatch()
 	bg.Go(func() { arr.watch(wctx, l.clients[2], l.ids[0]) })
+	bg.Go(func() { atB.watch(wctx, l.clients[1], l.ids[0]) })
 	probes, err := probeLine(ctx, l, arr)
 	if err != nil {
 		return nil, err
@@ -663,8 +704,10 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 	}
 	start := time.Now()
 	cpu0 := make([]time.Duration, n)
+	fsync0, fast0 := make([]uint64, n), make([]uint64, n)
 	for i, pid := range pids {
 		cpu0[i] = cpuTime(pid)
+		fsync0[i], fast0[i] = fsyncCounts(ctx, l.clients[i])
 	}
 
 	// A's honest events, every 500 ms while the attack runs.
@@ -720,6 +763,9 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 		d.RSSEnd = currentRSS(pid)
 		d.RSSPeak = max(d.RSSPeak, d.RSSEnd)
 		d.DiskEnd, d.FilesEnd = duBytes(l.repos[i])
+		all, fast := fsyncCounts(ctx, l.clients[i])
+		d.Fsyncs = all - min(fsync0[i], all)
+		d.FsyncsSlow = d.Fsyncs - min(fast-min(fast0[i], fast), d.Fsyncs)
 	}
 	honestIDs := slices.Clone(probes)
 	for _, hs := range sent {
@@ -750,12 +796,13 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 	if err := l.exited(); err != nil {
 		return nil, err
 	}
-	res.Honest = honestFigures(sent, failed, arr)
+	res.Honest = honestFigures(sent, failed, arr, atB)
 	return res, nil
 }
 
-// honestFigures works out what became of the honest events sent.
-func honestFigures(sent []honestSent, failed int, arr *arrivals) gossipHonest {
+// honestFigures works out what became of the honest events sent, from
+// their arrivals at C (arr) and at B (atB).
+func honestFigures(sent []honestSent, failed int, arr, atB *arrivals) gossipHonest {
 	h := gossipHonest{Published: len(sent), PublishFailed: failed}
 	var lat, add []time.Duration
 	var slow []slowEvent
@@ -777,7 +824,11 @@ func honestFigures(sent []honestSent, failed int, arr *arrivals) gossipHonest {
 			h.Within++
 		}
 		lat = append(lat, d)
-		slow = append(slow, slowEvent{AtSeconds: s.at.Sub(first).Seconds(), Ms: float64(d) / float64(time.Millisecond)})
+		e := slowEvent{AtSeconds: s.at.Sub(first).Seconds(), Ms: ms(d), AddMs: ms(s.add), BMs: -1}
+		if tb, ok := atB.at(s.id); ok {
+			e.BMs = ms(max(tb.Sub(s.at), 0))
+		}
+		slow = append(slow, e)
 	}
 	slices.SortFunc(slow, func(a, b slowEvent) int { return cmp.Compare(b.Ms, a.Ms) })
 	h.Slowest = slow[:min(3, len(slow))]
@@ -786,6 +837,9 @@ func honestFigures(sent []honestSent, failed int, arr *arrivals) gossipHonest {
 	h.AddP99ms = quantileMs(add, 0.99)
 	return h
 }
+
+// ms returns d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func pctOf(a, b int) float64 {
 	if b == 0 {

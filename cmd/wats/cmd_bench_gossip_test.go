@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,14 +42,19 @@ func TestHonestFigures(t *testing.T) {
 		{id: "c", at: t0, add: time.Millisecond},
 		{id: "d", at: t0, add: 3 * time.Millisecond}, // never arrived
 	}
-	h := honestFigures(sent, 1, arr)
+	atB := &arrivals{seen: map[string]time.Time{"c": t0.Add(400 * time.Millisecond)}}
+	h := honestFigures(sent, 1, arr, atB)
 	if h.Published != 4 || h.PublishFailed != 1 || h.Delivered != 3 || h.Within != 2 {
 		t.Fatalf("%+v", h)
 	}
 	if h.WithinPct != 50 || h.DeliveredPct != 75 || h.P50ms != 1000 || h.P99ms != 1500 || h.AddP99ms != 3 {
 		t.Fatalf("%+v", h)
 	}
-	if h := honestFigures(nil, 0, arr); h.WithinPct != 0 || h.P99ms != 0 {
+	want := []slowEvent{{Ms: 1500, AddMs: 1, BMs: 400}, {Ms: 1000, AddMs: 1, BMs: -1}, {Ms: 10, AddMs: 1, BMs: -1}}
+	if !slices.Equal(h.Slowest, want) {
+		t.Fatalf("slowest %+v, want %+v", h.Slowest, want)
+	}
+	if h := honestFigures(nil, 0, arr, atB); h.WithinPct != 0 || h.P99ms != 0 {
 		t.Fatalf("nothing sent: %+v", h)
 	}
 }
