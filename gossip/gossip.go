@@ -129,6 +129,15 @@ const (
 	subscriptionBuffer  = 1024
 )
 
+// seenTTL is how long gossipsub remembers a message id it has seen (and
+// the deliveries its scoring counts), against its default of two minutes
+// (ADR 0031). An event spreads within seconds and is announced by IHAVE
+// for gossipsub's history of 5 heartbeats (5 s); one that comes again
+// later is in the log, and the validator ignores it (Options.Has) without
+// a signature check. A shorter memory frees what a flood of messages
+// leaves behind a minute sooner.
+const seenTTL = 30 * time.Second
+
 // Join starts gossipsub on h, joins the topic of network and starts
 // validating and storing envelopes through opts.
 func Join(ctx context.Context, h host.Host, network string, opts Options) (*Gossip, error) {
@@ -147,6 +156,7 @@ func Join(ctx context.Context, h host.Host, network string, opts Options) (*Goss
 		pubsub.WithGossipSubParams(gossipParams()),
 		pubsub.WithMaxMessageSize(maxRPCBytes),
 		pubsub.WithMessageIdFn(messageID),
+		pubsub.WithSeenMessagesTTL(seenTTL),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		// No peer exchange sent (ADR 0031): gossipsub would name this
 		// node's peers to any pruned peer whose score is not negative, a

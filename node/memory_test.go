@@ -38,37 +38,45 @@ func TestReleaseMemory(t *testing.T) {
 	var r releaser
 	garbage(64)
 	before := heapReleased()
-	if !r.release(heapHeld()) {
+	if !r.release(readHeap()) {
 		t.Fatal("64 MiB of garbage: nothing released")
 	}
 	if got := heapReleased() - before; got < 32<<20 {
 		t.Errorf("released %d MiB, want at least 32", got>>20)
 	}
-	if r.release(heapHeld()) {
+	if r.release(readHeap()) {
 		t.Error("nothing new since the last release: released again")
 	}
 	garbage(64)
-	if !r.release(heapHeld()) {
+	if !r.release(readHeap()) {
 		t.Error("a second burst of 64 MiB: nothing released")
 	}
 }
 
-// TestReleaseBounds: release looks only at the figure it is given, at and
-// just past releaseAbove and releaseSlack.
+// TestReleaseBounds: release looks only at the sample it is given, at and
+// just past releaseAbove, releaseSlack and releaseFree.
 func TestReleaseBounds(t *testing.T) {
 	var r releaser
-	if r.release(releaseAbove) {
+	if r.release(heapSample{objects: releaseAbove}) {
 		t.Errorf("held %d = releaseAbove: released", releaseAbove)
 	}
-	if !r.release(releaseAbove + 1) {
+	if !r.release(heapSample{objects: releaseAbove + 1}) {
 		t.Errorf("held releaseAbove+1: not released")
 	}
 	r.after = 20 << 20
-	if r.release(r.after + releaseSlack) {
+	if r.release(heapSample{objects: r.after + releaseSlack - 1<<20, unused: 1 << 20}) {
 		t.Errorf("held = after+releaseSlack: released")
 	}
-	if !r.release(20<<20 + releaseSlack + 1) {
+	if !r.release(heapSample{objects: 20<<20 + releaseSlack + 1}) {
 		t.Errorf("held after+releaseSlack+1: not released")
+	}
+	// Free spans alone, whatever the heap held after the last release.
+	r.after = 1 << 30
+	if r.release(heapSample{objects: 8 << 20, free: releaseFree}) {
+		t.Errorf("free = releaseFree: released")
+	}
+	if !r.release(heapSample{objects: 8 << 20, free: releaseFree + 1}) {
+		t.Errorf("free = releaseFree+1: not released")
 	}
 }
 
