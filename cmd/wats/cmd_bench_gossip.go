@@ -298,10 +298,11 @@ func attackerEvents(r *gossipResult) string {
 
 func (c *cli) printGossipTable(results []gossipResult) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tA→C ≤1s\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after\tRSS B\tRSS C\tCPU A/B/C\tC–A\tATTACKER")
+	fmt.Fprintln(tw, "SCENARIO\tA→C ≤1s\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
 	for _, r := range results {
-		var disk, rss, cpu []string
+		var disk, rss, cpu, fsyncs []string
 		for _, d := range r.Daemons {
+			fsyncs = append(fsyncs, fmt.Sprintf("%d of %d", d.FsyncsSlow, d.Fsyncs))
 			disk = append(disk, fmt.Sprintf("%+.1f (%+.1f)", (float64(d.DiskEnd)-float64(d.DiskStart))/(1<<20),
 				(float64(d.FilesEnd)-float64(d.FilesStart))/(1<<20)))
 			rss = append(rss, fmt.Sprintf("%d/%d/%d/%d", d.RSSStart>>20, d.RSSPeak>>20, d.RSSEnd>>20, d.RSSAfter>>20))
@@ -314,9 +315,9 @@ func (c *cli) printGossipTable(results []gossipResult) error {
 		if r.CConnectedToA {
 			ca = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%% (%d/%d)\t%.0f ms\t%.0f ms\t%s\t%s MiB\t%s MiB\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%.1f%% (%d/%d)\t%.0f ms\t%.0f ms\t%s\t%s MiB\t%s MiB\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Scenario.Name, r.Honest.WithinPct, r.Honest.Within, r.Honest.Published, r.Honest.P50ms, r.Honest.P99ms,
-			attackerEvents(&r), strings.Join(disk, "/"), rss[0], rss[1], rss[2], strings.Join(cpu, "/"), ca,
+			attackerEvents(&r), strings.Join(disk, "/"), rss[0], rss[1], rss[2], strings.Join(cpu, "/"), strings.Join(fsyncs, " / "), ca,
 			gossipAttackerSummary(r))
 	}
 	return tw.Flush()

@@ -79,3 +79,32 @@ func TestDuAndThreads(t *testing.T) {
 		t.Fatalf("%d of %d threads at nice %d", niced, total, nice)
 	}
 }
+
+// TestDiskFigures: the quantiles, the slowest and the count over 100 ms,
+// at and just past the bound.
+func TestDiskFigures(t *testing.T) {
+	lat := []time.Duration{time.Millisecond, 2 * time.Millisecond, diskSlow, diskSlow + 1, 300 * time.Millisecond}
+	r := diskFigures("/d", 2*time.Second, lat)
+	if r.Fsyncs != 5 || r.Over100ms != 2 || r.MaxMs != 300 || r.P50ms != 100 || r.P99ms != 300 || r.Seconds != 2 {
+		t.Fatalf("%+v", r)
+	}
+	if r := diskFigures("/d", time.Second, nil); r.Fsyncs != 0 || r.MaxMs != 0 || r.Over100ms != 0 {
+		t.Fatalf("no fsyncs: %+v", r)
+	}
+}
+
+// TestBenchDisk runs the disk bench briefly and checks that it timed
+// fsyncs and left no file behind.
+func TestBenchDisk(t *testing.T) {
+	dir := t.TempDir()
+	r, err := benchDisk(t.Context(), dir, 100*time.Millisecond, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Fsyncs < 2 || r.MaxMs <= 0 {
+		t.Fatalf("%+v", r)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left %d files", len(left))
+	}
+}
