@@ -161,3 +161,38 @@ func TestInspectGivesTheAuthor(t *testing.T) {
 		t.Fatalf("Admit told %q, want %q", got, e.Author)
 	}
 }
+
+// TestHeldEventIgnoredBeforeVerification: an event the log already holds
+// (one that comes again after gossipsub's seenTTL) is ignored, neither
+// stored again nor charged to its author, even with a forged signature:
+// the check comes before the verification.
+func TestHeldEventIgnoredBeforeVerification(t *testing.T) {
+	now := time.Now()
+	good := testEvent(t, now)
+	ev, err := eventlog.Decode(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored, authorCalls int
+	held := map[string]bool{}
+	g := &Gossip{self: "self", opts: Options{
+		Now:    func() time.Time { return now },
+		Has:    func(id string) bool { return held[id] },
+		Author: func(string, bool) bool { authorCalls++; return true },
+		Store:  func(Delivery) error { stored++; held[ev.ID] = true; return nil },
+	}}
+	msg := func(data []byte) *pubsub.Message { return &pubsub.Message{Message: &pubsubpb.Message{Data: data}} }
+	if got := g.validate(context.Background(), "peer", msg(envelope(t, good, nil, 0))); got != pubsub.ValidationAccept || stored != 1 {
+		t.Fatalf("first copy: %v, stored %d", got, stored)
+	}
+	calls := authorCalls
+	forged := jsontext.Value(strings.Replace(string(good), `"hi"`, `"ho"`, 1))
+	for _, data := range []jsontext.Value{good, forged} {
+		if got := g.validate(context.Background(), "peer", msg(envelope(t, data, nil, 0))); got != pubsub.ValidationIgnore {
+			t.Fatalf("a copy of a held event: %v, want ignore", got)
+		}
+	}
+	if stored != 1 || authorCalls != calls {
+		t.Fatalf("copies stored %d times, asked the author budget %d more times", stored, authorCalls-calls)
+	}
+}
