@@ -23,6 +23,7 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 )
@@ -662,4 +663,77 @@ func TestStrangersShareACrashReportBudget(t *testing.T) {
 	if _, err := s.ReportCrash(ctx, crash, nil, n.ID()); err != nil {
 		t.Fatalf("a stranger's report once the budget refilled: %v", err)
 	}
+}
+
+// TestStrangerSlotsNeedReputation: a peer that earned a record in this run
+// still takes a stranger slot (a record is earned in seconds, ADR 0031);
+// once reputed (its first hello ten minutes ago) it leaves the slots when
+// a new stranger needs one, and no one is evicted for it; away, it is
+// admitted at the gater while strangers fill the slots and their slack,
+// where a peer with a record not yet reputed is refused.
+func TestStrangerSlotsNeedReputation(t *testing.T) {
+	var mono atomic.Int64
+	mono.Store(int64(time.Second))
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, 1 of slack
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	known := startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n)
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	waitFor(t, 10*time.Second, "the known peer's hello", func() bool {
+		st := n.run.get(known.ID())
+		return st != nil && st.firstHello.Load() != 0
+	})
+	st := n.run.get(known.ID())
+	if !st.stranger.Load() || n.run.strangerCount() != 1 {
+		t.Fatalf("a peer with a record of this run: stranger %v, %d slots used; want a slot", st.stranger.Load(), n.run.strangerCount())
+	}
+	if !n.admitStranger(known.ID()) {
+		t.Fatal("a connected peer refused at the gater")
+	}
+
+	mono.Add(int64(reputationAge)) // its first hello is ten minutes old
+	a, b := rawHost(t), rawHost(t)
+	dialRaw(t, a, n)
+	dialRaw(t, b, n) // the slots are full: known leaves them, no one is evicted
+	waitFor(t, 5*time.Second, "a and b in the slots", func() bool {
+		sa, sb := n.run.get(a.ID()), n.run.get(b.ID())
+		return sa != nil && sb != nil && sa.stranger.Load() && sb.stranger.Load()
+	})
+	if st.stranger.Load() || n.run.strangerCount() != 2 {
+		t.Fatalf("reputed: stranger %v, %d slots used; want out of the slots, 2 used", st.stranger.Load(), n.run.strangerCount())
+	}
+	for _, p := range []peer.ID{known.ID(), a.ID()} {
+		if n.host.Network().Connectedness(p) != network.Connected {
+			t.Fatalf("%s was evicted", p)
+		}
+	}
+
+	// Away, while the slots and their slack are full.
+	known.Host().Network().ClosePeer(n.ID())
+	waitFor(t, 5*time.Second, "the known peer gone", func() bool { return n.run.get(known.ID()) == nil })
+	fresh := rawHost(t).ID()
+	if err := n.peers.Update(fresh, true, func(*peercache.Record) {}); err != nil { // a record of this run
+		t.Fatal(err)
+	}
+	n.run.strangers.Lock()
+	n.run.strangers.closing += 3
+	n.run.strangers.Unlock()
+	if n.admitStranger(rawHost(t).ID()) {
+		t.Fatal("a new stranger admitted past the full slots and slack")
+	}
+	if !n.admitStranger(known.ID()) {
+		t.Error("a reputed peer away refused at the gater while strangers fill the slots")
+	}
+	if n.admitStranger(fresh) {
+		t.Error("a peer with a record of this run, not reputed, admitted past the full slots")
+	}
+	n.run.strangers.Lock()
+	n.run.strangers.closing -= 3
+	n.run.strangers.Unlock()
 }

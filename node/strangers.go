@@ -12,12 +12,14 @@ import (
 )
 
 // Stranger connection slots (ADR 0030, after Bitcoin Core's inbound
-// eviction): the peers that connect to this node without having shown
-// value (no peer-cache record) share strangerSlots connections (a quarter
-// of p2p.max_conns). When a new
-// stranger arrives and they are all taken, one stranger is evicted to make
-// room, never the newcomer and never a peer with a record (evictionOrder):
-// a suspect first; then, sparing the strangers that were served the most
+// eviction): the peers that connect to this node and are not reputed (ADR
+// 0014's rule: met in an earlier run, or first hello here at least 10
+// minutes ago; ADR 0031: a record made in this run is earned in seconds,
+// and does not exempt) share strangerSlots connections (a quarter of
+// p2p.max_conns). A stranger that becomes reputed while connected leaves
+// the slots. When a new stranger arrives and they are all taken, one
+// stranger is evicted to make room, never the newcomer and never a
+// reputed peer (evictionOrder): a suspect first; then, sparing the strangers that were served the most
 // requests on this connection and the most recently connected, the one
 // whose last served request (or connection) is oldest. So no number of ids
 // can hold more than a quarter of the connections, the resource-manager
@@ -25,8 +27,8 @@ import (
 // from its first moment, gets in past ids that connect and idle, hoard
 // streams, or misbehave, while the strangers that keep using the node stay.
 
-// strangerSlots is how many inbound connections of peers without a record
-// the node holds at once: a quarter of p2p.max_conns.
+// strangerSlots is how many inbound connections of peers not reputed the
+// node holds at once: a quarter of p2p.max_conns.
 func strangerSlots(cfg *config.Config) int { return max(1, cfg.P2P.MaxConns/4) }
 
 // Bans of evicted strangers: an evicted stranger that dialled again at once
@@ -45,10 +47,11 @@ func closingSlack(slots int) int { return max(1, slots/2) }
 
 // admitStranger is the gater's check of a secured inbound connection from
 // p (InterceptSecured): false, to refuse it before any stream, when p is a
-// stranger (not connected, no record) and the strangers in the slots and
-// those evicted but still closing already fill the slots and their slack.
+// stranger (not connected, not reputed: reputedAway) and the strangers in
+// the slots and those evicted but still closing already fill the slots and
+// their slack.
 func (n *Node) admitStranger(p peer.ID) bool {
-	if n.run.get(p) != nil || n.peers.Has(p) {
+	if n.run.get(p) != nil || n.reputedAway(p) {
 		return true
 	}
 	slots := strangerSlots(n.cfg)
@@ -65,7 +68,7 @@ func (n *Node) admitStranger(p peer.ID) bool {
 // worst other stranger is evicted first (its slot freed at once, its
 // connections closed in the background, its id refused for evictedBan).
 func (n *Node) takeStrangerSlot(st *peerState) {
-	victim := n.strangerSlot(st, strangerSlots(n.cfg))
+	victim := n.strangerSlot(st, strangerSlots(n.cfg), n.mono(n.now()))
 	if victim == nil {
 		return
 	}
@@ -82,12 +85,21 @@ func (n *Node) takeStrangerSlot(st *peerState) {
 
 // strangerSlot adds st to the stranger slots, freeing the slot of the
 // stranger it returns when all slots were taken (evictionOrder). Never st
-// itself.
-func (n *Node) strangerSlot(st *peerState, slots int) (victim *peerState) {
+// itself. Strangers reputed by mono (the monotonic reading now) leave the
+// slots first, evicting no one.
+func (n *Node) strangerSlot(st *peerState, slots int, mono time.Duration) (victim *peerState) {
 	n.run.strangers.Lock()
 	defer n.run.strangers.Unlock()
 	if !st.stranger.CompareAndSwap(false, true) {
 		return nil
+	}
+	if len(n.run.strangers.set) >= slots {
+		for o := range n.run.strangers.set {
+			if o.reputed(mono) {
+				o.stranger.Store(false)
+				delete(n.run.strangers.set, o)
+			}
+		}
 	}
 	if len(n.run.strangers.set) >= slots {
 		others := make([]*peerState, 0, len(n.run.strangers.set))
@@ -160,4 +172,19 @@ func (n *Node) dropStranger(st *peerState, gone bool) {
 	if gone && st.evicted.CompareAndSwap(true, false) {
 		n.run.strangers.closing--
 	}
+}
+
+// reputedAway reports whether p, not connected, is reputed (ADR 0014: met
+// in an earlier run, or first hello here at least reputationAge ago, as
+// remembered of its last stay), and so no stranger at the gater.
+func (n *Node) reputedAway(p peer.ID) bool {
+	if n.peers.MetInEarlierRun(p) {
+		return true
+	}
+	rp, ok := n.run.recent.Peek(p)
+	if !ok {
+		return false
+	}
+	mono := n.mono(n.now())
+	return rp.until > mono && rp.firstHello != 0 && mono-time.Duration(rp.firstHello-1) >= reputationAge
 }

@@ -88,7 +88,7 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	if !created {
 		return st
 	}
-	if dir == network.DirInbound && !st.persisted.Load() {
+	if dir == network.DirInbound && !st.reputed(n.mono(n.now())) {
 		n.takeStrangerSlot(st)
 	}
 	n.tagTier(st, st.Tier())
@@ -363,7 +363,8 @@ func (n *Node) showedValue(st *peerState, value string) {
 	if recordAged(made, n.now()) {
 		st.aged.Store(true)
 	}
-	n.dropStranger(st, false)
+	// It keeps its stranger slot, if it holds one, until it is reputed
+	// (strangerSlot): a record is earned in seconds (ADR 0031).
 	if t, changed := st.retier(); changed {
 		n.tierChanged(st, t)
 	}

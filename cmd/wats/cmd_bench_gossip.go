@@ -232,8 +232,12 @@ Each scenario gets fresh daemons. Reports, per scenario: A's honest events
 that reached C within 1 s (watched on C's event tail) and the p50/p99 latency
 of those delivered; the attacker's events stored at A, B and C; each repo's
 disk growth; each daemon's RSS before the attack, at its peak, at its end and
---after it, and its CPU. The figures describe this machine under this load;
-docs/reliability.md records them with the command.`,
+--after it, its CPU, and its WAL fsyncs over 100 ms during the attack. Every
+event is synced before it is forwarded, so a disk's fsync stalls add to the
+latency whatever the attack (time a disk with 'wats bench disk'); with
+--keep /dev/shm/DIR the repos are on tmpfs and the figures leave the disk out.
+The figures describe this machine under this load; docs/reliability.md
+records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var run []gossipScenario
