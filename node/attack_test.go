@@ -246,8 +246,8 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 }
 
 // TestStrangerSlotsEvictTheLeastActive: at the bound a new stranger gets in
-// and the least recently active stranger is evicted; a peer with a record
-// takes no slot; a suspect goes first.
+// and the least recently active stranger is evicted; a suspect goes first
+// (a reputed peer takes no slot: TestStrangerSlotsNeedReputation).
 func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
 	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, none spared
