@@ -13,25 +13,28 @@ import (
 // take minutes on a node that is then nearly idle (its next collection is
 // the runtime's forced one, two minutes on), and the scavenger keeps free
 // spans up to the heap's goal, twice the live heap of the flood. Every
-// releaseEvery the node looks at what its heap holds (heapSample); it
-// collects and returns the free memory to the OS at once when either
+// releaseEvery the node looks at its heap (heapSample); it collects and
+// returns the free memory to the OS at once when either
 //
-//   - what the heap holds (live and dead objects, free spans not yet
-//     returned, the unused part of spans) is above releaseAbove and has
-//     grown by releaseSlack since the last release: the garbage of a
-//     flood, freed by the collection; or
+//   - no collection ran since the last look (the node is nearly idle), and
+//     what the heap holds (live and dead objects, free spans not yet
+//     returned, the unused part of spans) is above releaseAbove, more than
+//     releaseSlack above the least it held at any look, and more than
+//     releaseStep above what it held after the last release: the garbage
+//     a flood left, back within two looks of its end; or
 //   - its free spans not yet returned are above releaseFree: spans that
 //     objects outliving a flood (gossipsub's memory of seen messages,
 //     peers' records kept for minutes) held on to, emptied since.
 //
-// So memory is back within about releaseEvery of a flood's end, and what
-// it pinned within releaseEvery of being let go. A node at rest does
-// nothing but the check; a busy one collects at most once each
-// releaseEvery, a few milliseconds of CPU for a heap of this size.
+// A node at rest (under releaseAbove) does nothing but the look; a busy
+// one, whose collections run anyway, releases only free spans, at most
+// once each releaseEvery, a few milliseconds of CPU for a heap of this
+// size.
 const (
 	releaseEvery = 10 * time.Second
 	releaseAbove = 16 << 20
 	releaseSlack = 8 << 20
+	releaseStep  = 1 << 20
 	releaseFree  = 4 << 20
 )
 
@@ -43,18 +46,20 @@ func (n *Node) releaseLoop() {
 
 // heapSample is what the heap holds and has not returned to the OS, in
 // bytes: objects (live and dead), free spans and the unused part of
-// spans.
+// spans; and how many collections have run.
 type heapSample struct {
 	objects, free, unused uint64
+	cycles                uint64
 }
 
-// held is the sum of s.
+// held is what s holds: objects, free spans and the unused part of spans.
 func (s heapSample) held() uint64 { return s.objects + s.free + s.unused }
 
 var heapSamples = []rtmetrics.Sample{
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/memory/classes/heap/free:bytes"},
 	{Name: "/memory/classes/heap/unused:bytes"},
+	{Name: "/gc/cycles/total:gc-cycles"},
 }
 
 // readHeap returns the heap's sample now.
@@ -68,24 +73,33 @@ func readHeap() heapSample {
 		}
 		return 0
 	}
-	return heapSample{objects: v(0), free: v(1), unused: v(2)}
+	return heapSample{objects: v(0), free: v(1), unused: v(2), cycles: v(3)}
 }
 
 // releaser decides when to return the heap's free memory to the OS.
 type releaser struct {
-	// after is what the heap held after the last release (0: none yet).
-	after uint64
+	looked bool
+	// floor is the least the heap held at any look; after what it held
+	// after the last release (0: none yet); cycles the collections run
+	// as of the last look (or release).
+	floor, after, cycles uint64
 }
 
 // release collects and returns the heap's free memory to the OS when h
 // calls for it (see releaseEvery); it reports whether it did.
 func (r *releaser) release(h heapSample) bool {
 	held := h.held()
-	flood := held > releaseAbove && held > r.after+releaseSlack
-	if !flood && h.free <= releaseFree {
+	if !r.looked || held < r.floor {
+		r.floor, r.looked = held, true
+	}
+	idle := h.cycles == r.cycles
+	r.cycles = h.cycles
+	stale := idle && held > releaseAbove && held > r.floor+releaseSlack && held > r.after+releaseStep
+	if !stale && h.free <= releaseFree {
 		return false
 	}
 	debug.FreeOSMemory()
-	r.after = readHeap().held()
+	post := readHeap()
+	r.after, r.cycles = post.held(), post.cycles
 	return true
 }

@@ -30,53 +30,84 @@ func garbage(mib int) {
 	runtime.KeepAlive(keep)
 }
 
-// TestReleaseMemory: after a burst of garbage the heap holds more than
-// releaseAbove, and release returns the garbage's memory to the OS; right
+// TestReleaseMemory: after a burst of garbage, with no collection since
+// the last look, release returns the garbage's memory to the OS; right
 // after, with nothing new, it does nothing; after a second burst it
 // releases again.
 func TestReleaseMemory(t *testing.T) {
 	var r releaser
-	garbage(64)
+	r.release(readHeap()) // the first look: the floor
+	burst := func() heapSample {
+		garbage(64)
+		h := readHeap()
+		r.cycles = h.cycles // the burst's own collections ran before this look
+		return h
+	}
+	h := burst()
 	before := heapReleased()
-	if !r.release(readHeap()) {
+	if !r.release(h) {
 		t.Fatal("64 MiB of garbage: nothing released")
 	}
 	if got := heapReleased() - before; got < 32<<20 {
 		t.Errorf("released %d MiB, want at least 32", got>>20)
 	}
-	if r.release(readHeap()) {
+	if h := readHeap(); h.free <= releaseFree && r.release(h) {
 		t.Error("nothing new since the last release: released again")
 	}
-	garbage(64)
-	if !r.release(readHeap()) {
+	if !r.release(burst()) {
 		t.Error("a second burst of 64 MiB: nothing released")
 	}
 }
 
 // TestReleaseBounds: release looks only at the sample it is given, at and
-// just past releaseAbove, releaseSlack and releaseFree.
+// just past releaseAbove, releaseSlack over the floor, releaseStep over the
+// last release and releaseFree; never while collections run, but for free
+// spans.
 func TestReleaseBounds(t *testing.T) {
+	const mib = 1 << 20
 	var r releaser
-	if r.release(heapSample{objects: releaseAbove}) {
-		t.Errorf("held %d = releaseAbove: released", releaseAbove)
+	look := func(objects, free uint64, gc bool) bool {
+		c := r.cycles
+		if gc {
+			c++
+		}
+		return r.release(heapSample{objects: objects, free: free, cycles: c})
 	}
-	if !r.release(heapSample{objects: releaseAbove + 1}) {
-		t.Errorf("held releaseAbove+1: not released")
+	if look(10*mib, 0, true) {
+		t.Fatal("the first look, 10 MiB: released")
 	}
-	r.after = 20 << 20
-	if r.release(heapSample{objects: r.after + releaseSlack - 1<<20, unused: 1 << 20}) {
-		t.Errorf("held = after+releaseSlack: released")
+	if look(10*mib+releaseSlack, 0, false) {
+		t.Error("floor+releaseSlack: released")
 	}
-	if !r.release(heapSample{objects: 20<<20 + releaseSlack + 1}) {
-		t.Errorf("held after+releaseSlack+1: not released")
+	if look(10*mib+releaseSlack+1, 0, true) {
+		t.Error("floor+releaseSlack+1 with a collection since: released")
 	}
-	// Free spans alone, whatever the heap held after the last release.
+	if !look(10*mib+releaseSlack+1, 0, false) {
+		t.Error("floor+releaseSlack+1, idle: not released")
+	}
+	r.after = 20 * mib
+	if look(20*mib+releaseStep, 0, false) {
+		t.Error("after+releaseStep: released")
+	}
+	if !look(20*mib+releaseStep+1, 0, false) {
+		t.Error("after+releaseStep+1, idle: not released")
+	}
+	// releaseAbove bounds it from below, whatever the floor.
+	r = releaser{}
+	look(1*mib, 0, true)
+	if look(releaseAbove, 0, false) {
+		t.Error("held releaseAbove: released")
+	}
+	if !look(releaseAbove+1, 0, false) {
+		t.Error("held releaseAbove+1, idle, over the floor: not released")
+	}
+	// Free spans alone, collections running or not.
 	r.after = 1 << 30
-	if r.release(heapSample{objects: 8 << 20, free: releaseFree}) {
-		t.Errorf("free = releaseFree: released")
+	if look(8*mib, releaseFree, true) {
+		t.Error("free = releaseFree: released")
 	}
-	if !r.release(heapSample{objects: 8 << 20, free: releaseFree + 1}) {
-		t.Errorf("free = releaseFree+1: not released")
+	if !look(8*mib, releaseFree+1, true) {
+		t.Error("free = releaseFree+1: not released")
 	}
 }
 
