@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
@@ -199,6 +200,23 @@ func nodeWithKnownPeer(t *testing.T) (n, known *testNode) {
 	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 64, 60, 40 // 16 stranger slots
 	n = startNode(t, cfg)
 	publish(t, n, 5)
+	known = startNode(t, testConfig(false, time.Hour))
+	publish(t, known, 1)
+	connect(t, known, n)
+	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	return n, known
+}
+
+// monoNodeWithKnownPeer starts a node of cfg on the monotonic clock mono,
+// and a peer that connects to it and earns a record in it (the node synced
+// its event).
+func monoNodeWithKnownPeer(t *testing.T, cfg *config.Config, mono *atomic.Int64) (n, known *testNode) {
+	t.Helper()
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
 	known = startNode(t, testConfig(false, time.Hour))
 	publish(t, known, 1)
 	connect(t, known, n)
@@ -621,15 +639,7 @@ func TestStrangersShareACrashReportBudget(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
 	cfg.Limits.StrangerReportPerMin = 8 // a burst of 2
 	var mono atomic.Int64
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
-	known := startNode(t, testConfig(false, time.Hour))
-	publish(t, known, 1)
-	connect(t, known, n)
-	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	n, known := monoNodeWithKnownPeer(t, cfg, &mono)
 	ctx := context.Background()
 	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64", Reason: "panic", Stack: "main.main()"}
 	var refused error
@@ -676,15 +686,7 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	mono.Store(int64(time.Second))
 	cfg := testConfig(false, time.Hour)
 	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, 1 of slack
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
-	known := startNode(t, testConfig(false, time.Hour))
-	publish(t, known, 1)
-	connect(t, known, n)
-	waitFor(t, 10*time.Second, "the known peer's record", func() bool { return n.peers.Has(known.ID()) })
+	n, known := monoNodeWithKnownPeer(t, cfg, &mono)
 	waitFor(t, 10*time.Second, "the known peer's hello", func() bool {
 		st := n.run.get(known.ID())
 		return st != nil && st.firstHello.Load() != 0
