@@ -13,13 +13,15 @@ import (
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds on the DAG of one blob, checked as its blocks arrive (ADR 0029).
 const (
 	// MaxDepth is the deepest a blob's DAG may be, the root at depth 0:
 	// with 174 links a node (boxo's balanced layout), depth 8 covers far
-	// more than MaxDeclaredSize.
+	// more than core.MaxSafeInt.
 	MaxDepth = 8
 	// MaxLinks is the most links one node of a blob may have.
 	MaxLinks = 1024
@@ -159,7 +161,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		return nil, fmt.Errorf("%w: %s is one raw block, declared %d bytes > one chunk", ErrBadBlob, root, size)
 	case root.Type() != cid.Raw && root.Type() != cid.DagProtobuf:
 		return nil, fmt.Errorf("%w: %s: codec %#x is neither raw nor dag-pb", ErrBadBlob, root, root.Type())
-	case size > MaxDeclaredSize:
+	case size > core.MaxSafeInt:
 		return nil, fmt.Errorf("%w: declared size %d", ErrTooLarge, size)
 	}
 	if root.Type() == cid.Raw && size == 0 {

@@ -19,6 +19,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
+
+	"github.com/wats-network/wats/core"
 )
 
 // pbNode describes a UnixFS dag-pb node to craft.
@@ -126,7 +128,7 @@ func runExpand(t *testing.T, cases []expandCase) {
 			var reported []uint64
 			// size: the declared size is not what these cases bound, so
 			// MaxBlocks does not come into play (TestMaxBlocksBound).
-			w := &walk{out: map[string]item{}, size: MaxDeclaredSize, progress: func(done uint64) { reported = append(reported, done) }}
+			w := &walk{out: map[string]item{}, size: core.MaxSafeInt, progress: func(done uint64) { reported = append(reported, done) }}
 			err := w.expand(item{c: tc.c, span: tc.span, depth: tc.depth}, tc.data)
 			t.Logf("expand: %v", err)
 			if tc.want == nil {
@@ -385,8 +387,8 @@ func TestBudget(t *testing.T) {
 		{ChunkSize, 2129984},                    // 1048576 + 1081344 + 64*1
 		{ChunkSize + 1, 2130049},                // 1048577 + 1081344 + 64*2
 		{64 << 20, 68194304},                    // 67108864 + 1081344 + 64*64
-		{MaxDeclaredSize - 1, 9007749011636223}, // 2^53-1 + 1081344 + 64*2^33
-		{MaxDeclaredSize, 9007749011636224},     // 2^53 + 1081344 + 64*2^33
+		{core.MaxSafeInt - 1, 9007749011636223}, // 2^53-1 + 1081344 + 64*2^33
+		{core.MaxSafeInt, 9007749011636224},     // 2^53 + 1081344 + 64*2^33
 	} {
 		if got := Budget(tc.size); got != tc.want {
 			t.Errorf("Budget(%d) = %d, want %d", tc.size, got, tc.want)
@@ -426,7 +428,7 @@ func TestBudgetInnerAllowance(t *testing.T) {
 
 // TestBoundFetchFromDeclaredSize: before any request, FetchFrom refuses a
 // raw root declared larger than one chunk (ErrBadBlob), a root of another
-// codec than raw or dag-pb (ErrBadBlob) and a size past MaxDeclaredSize
+// codec than raw or dag-pb (ErrBadBlob) and a size past core.MaxSafeInt
 // (ErrTooLarge); at those bounds the provider is asked.
 func TestBoundFetchFromDeclaredSize(t *testing.T) {
 	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
@@ -449,10 +451,10 @@ func TestBoundFetchFromDeclaredSize(t *testing.T) {
 	}{
 		// The refused cases first: until a request, no connection is open.
 		{"raw root declared ChunkSize+1", over.Cid(), ChunkSize + 1, ErrBadBlob, false},
-		{"raw root declared MaxDeclaredSize+1", over.Cid(), MaxDeclaredSize + 1, ErrBadBlob, false},
+		{"raw root declared core.MaxSafeInt+1", over.Cid(), core.MaxSafeInt + 1, ErrBadBlob, false},
 		{"dag-cbor root", cbor, 1, ErrBadBlob, false},
-		{"dag-pb root declared MaxDeclaredSize+1", dagC, MaxDeclaredSize + 1, ErrTooLarge, false},
-		{"dag-pb root declared MaxDeclaredSize", dagC, MaxDeclaredSize, ErrDontHave, true},
+		{"dag-pb root declared core.MaxSafeInt+1", dagC, core.MaxSafeInt + 1, ErrTooLarge, false},
+		{"dag-pb root declared core.MaxSafeInt", dagC, core.MaxSafeInt, ErrDontHave, true},
 		{"raw root declared ChunkSize", chunk.Cid(), ChunkSize, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,7 +22,7 @@
 //   - Plan (ADR 0014): at most MaxAttempts (4) providers, one after the
 //     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all;
 //     the requester of a replicate request first (docs/design.md §9), then the
-//     hints newest first, at most MaxHints (16); providers under backoff
+//     hints newest first, at most core.MaxHintsPerBlob (16); providers under backoff
 //     are skipped.
 //   - Backoff (ADR 0014): a provider whose fetch fails or times out is
 //     skipped for BackoffBase (30 s), doubling with each further failure
@@ -91,7 +91,7 @@
 //   - backoff.go: Backoff and its bounds (BackoffBase, BackoffMax,
 //     BackoffForget, MaxTracked).
 //   - plan.go: Plan and the fetch bounds (MaxAttempts, AttemptTimeout,
-//     FetchTimeout, MaxHints).
+//     FetchTimeout, core.MaxHintsPerBlob).
 //   - size.go: ChunkSize, the size defaults, ChunksFor, CheckBeforeFetch.
 //   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
 //     ErrIncomplete; the reference counts and the sweep at open.

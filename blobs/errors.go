@@ -6,7 +6,7 @@ import "errors"
 // these sentinels with the figures; compare with errors.Is.
 var (
 	// ErrTooLarge: the declared size is above max_blob_bytes, or beyond
-	// MaxDeclaredSize (2^53). ADR 0014: checked before any request.
+	// core.MaxSafeInt (2^53). ADR 0014: checked before any request.
 	ErrTooLarge = errors.New("blobs: blob too large")
 	// ErrQuota: storing the blob would take the store past
 	// blobs.quota_bytes. ADR 0014: checked before any request.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // ProviderAddrTTL is how long the addresses of a provider hint stay in
@@ -86,7 +88,7 @@ type Request struct {
 	// caller's Requester.)
 	Requester peer.ID
 	// Providers are the hints for the blob, newest first (at most
-	// MaxHints are used); their addresses go to the peerstore for
+	// core.MaxHintsPerBlob are used); their addresses go to the peerstore for
 	// ProviderAddrTTL.
 	Providers []peer.AddrInfo
 	// Guesses are providers nobody named for the blob, tried after the
@@ -161,7 +163,7 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return err // before any request (ADR 0014)
 	}
 	defer res.Release()
-	hints := f.learn(r.Providers, MaxHints)
+	hints := f.learn(r.Providers, core.MaxHintsPerBlob)
 	guesses := f.learn(r.Guesses, len(r.Guesses))
 	first := r.First
 	if first == f.x.Host().ID() {

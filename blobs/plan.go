@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; docs/design.md §9).
@@ -22,10 +24,6 @@ const (
 	// FetchTimeout is the most one fetch takes, all attempts together.
 	// ADR 0014: 120 s.
 	FetchTimeout = 120 * time.Second
-
-	// MaxHints is how many provider hints a node keeps per blob, the
-	// newest. ADR 0014: 16 (a gossip envelope names at most 8).
-	MaxHints = 16
 )
 
 // Plan is the order and the time budget of one blob fetch (ADR 0014):
@@ -94,18 +92,18 @@ func (pl *Plan) ExemptFirst() { pl.exemptFirst = true }
 
 // NewPlan returns the plan of a fetch starting at now. hints are the
 // providers named for the blob, newest first; duplicates and empty ids
-// are dropped and only the first MaxHints distinct ones kept. first is the
+// are dropped and only the first core.MaxHintsPerBlob distinct ones kept. first is the
 // requester of a replicate request, tried before the hints, or "" for
 // none. b is the node's shared backoff, consulted at each Next and told
 // each outcome by Report; nil means no backoff.
 func NewPlan(hints []peer.ID, first peer.ID, b *Backoff, now time.Time) *Plan {
-	cands := make([]peer.ID, 0, min(len(hints), MaxHints)+1)
+	cands := make([]peer.ID, 0, min(len(hints), core.MaxHintsPerBlob)+1)
 	if first != "" {
 		cands = append(cands, first)
 	}
 	kept := 0
 	for _, h := range hints {
-		if kept == MaxHints {
+		if kept == core.MaxHintsPerBlob {
 			break
 		}
 		if h == "" || h == first || contains(cands, h) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 func ids(n int, prefix string) []peer.ID {
@@ -20,22 +22,22 @@ func ids(n int, prefix string) []peer.ID {
 	return out
 }
 
-// TestPlanHints: duplicates and empty ids are dropped, the first MaxHints
+// TestPlanHints: duplicates and empty ids are dropped, the first core.MaxHintsPerBlob
 // distinct hints (the newest) are kept, the requester comes first and does
 // not count among them.
 func TestPlanHints(t *testing.T) {
 	hints := append([]peer.ID{"", "h0", "h0", "r"}, ids(20, "h")...)
 	pl := NewPlan(hints, "r", nil, base)
-	want := append([]peer.ID{"r"}, ids(MaxHints, "h")...)
+	want := append([]peer.ID{"r"}, ids(core.MaxHintsPerBlob, "h")...)
 	if fmt.Sprint(pl.cands) != fmt.Sprint(want) {
 		t.Fatalf("candidates %q, want %q", pl.cands, want)
 	}
 	// At the bound and just past it, without a requester.
-	if got := len(NewPlan(ids(MaxHints, "h"), "", nil, base).cands); got != MaxHints {
-		t.Errorf("%d hints: %d kept", MaxHints, got)
+	if got := len(NewPlan(ids(core.MaxHintsPerBlob, "h"), "", nil, base).cands); got != core.MaxHintsPerBlob {
+		t.Errorf("%d hints: %d kept", core.MaxHintsPerBlob, got)
 	}
-	if got := len(NewPlan(ids(MaxHints+1, "h"), "", nil, base).cands); got != MaxHints {
-		t.Errorf("%d hints: %d kept, want %d", MaxHints+1, got, MaxHints)
+	if got := len(NewPlan(ids(core.MaxHintsPerBlob+1, "h"), "", nil, base).cands); got != core.MaxHintsPerBlob {
+		t.Errorf("%d hints: %d kept, want %d", core.MaxHintsPerBlob+1, got, core.MaxHintsPerBlob)
 	}
 	if pl := NewPlan(nil, "", nil, base); len(pl.cands) != 0 {
 		t.Errorf("no hints: candidates %q", pl.cands)

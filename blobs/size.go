@@ -1,6 +1,10 @@
 package blobs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wats-network/wats/core"
+)
 
 // Declared size bounds (ADR 0014 "Declared size"; docs/design.md §9; ADR 0027 keys
 // blobs.max_blob_bytes and blobs.quota_bytes).
@@ -17,12 +21,6 @@ const (
 	// DefaultQuotaBytes is the default of blobs.quota_bytes (4 GiB): the
 	// most bytes of blobs a node stores.
 	DefaultQuotaBytes = 4 << 30
-
-	// MaxDeclaredSize (2^53) is the largest declared size accepted at all:
-	// JSON numbers are exact only up to 2^53, so the events and the wire
-	// protocol refuse larger sizes (proto.MaxSafeInt, eventlog.MaxBlobSize);
-	// it also keeps every sum of sizes here far from overflowing.
-	MaxDeclaredSize = 1 << 53
 )
 
 // ChunksFor returns how many chunks of chunkSize bytes cover size bytes,
@@ -43,15 +41,15 @@ func ChunksFor(size, chunkSize uint64) uint64 {
 }
 
 // CheckBeforeFetch checks a declared size against the bounds that ADR
-// 0014 checks before any request: size (bytes) at most MaxDeclaredSize
+// 0014 checks before any request: size (bytes) at most core.MaxSafeInt
 // and at most maxBlobBytes, and quotaUsed+size at most quotaBytes, where
 // quotaUsed is the bytes the store already accounts. It returns nil, or an
 // error wrapping ErrTooLarge or ErrQuota with the figures. The sum is
 // computed without overflow, so any uint64 inputs are safe. A maxBlobBytes
-// or quotaBytes of 0 means unlimited (MaxDeclaredSize still holds); the
+// or quotaBytes of 0 means unlimited (core.MaxSafeInt still holds); the
 // configuration layer decides whether 0 is an allowed setting.
 func CheckBeforeFetch(size, maxBlobBytes, quotaUsed, quotaBytes uint64) error {
-	if size > MaxDeclaredSize {
+	if size > core.MaxSafeInt {
 		return fmt.Errorf("%w: declared size %d is beyond 2^53", ErrTooLarge, size)
 	}
 	if maxBlobBytes != 0 && size > maxBlobBytes {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/wats-network/wats/core"
 )
 
 func TestChunksFor(t *testing.T) {
@@ -73,11 +75,11 @@ func TestCheckBeforeFetch(t *testing.T) {
 
 // TestDefaults pins the figures of ADR 0029 and docs/design.md §9.
 func TestDefaults(t *testing.T) {
-	if ChunkSize != 1048576 || DefaultMaxBlobBytes != 67108864 || DefaultQuotaBytes != 4294967296 || MaxDeclaredSize != 9007199254740992 {
-		t.Fatalf("ChunkSize %d DefaultMaxBlobBytes %d DefaultQuotaBytes %d MaxDeclaredSize %d",
-			ChunkSize, DefaultMaxBlobBytes, DefaultQuotaBytes, uint64(MaxDeclaredSize))
+	if ChunkSize != 1048576 || DefaultMaxBlobBytes != 67108864 || DefaultQuotaBytes != 4294967296 || core.MaxSafeInt != 9007199254740992 {
+		t.Fatalf("ChunkSize %d DefaultMaxBlobBytes %d DefaultQuotaBytes %d core.MaxSafeInt %d",
+			ChunkSize, DefaultMaxBlobBytes, DefaultQuotaBytes, uint64(core.MaxSafeInt))
 	}
-	if MaxAttempts != 4 || AttemptTimeout.Seconds() != 60 || FetchTimeout.Seconds() != 120 || MaxHints != 16 {
+	if MaxAttempts != 4 || AttemptTimeout.Seconds() != 60 || FetchTimeout.Seconds() != 120 || core.MaxHintsPerBlob != 16 {
 		t.Fatal("fetch bounds differ from ADR 0014")
 	}
 	if BackoffBase.Seconds() != 30 || BackoffMax.Seconds() != 3600 || MaxTracked != 65536 {

@@ -29,6 +29,8 @@ import (
 	ipld "github.com/ipfs/go-ipld-format"
 	mh "github.com/multiformats/go-multihash"
 	_ "github.com/multiformats/go-multihash/register/blake3" // BLAKE3 (0x1e) for the CID builder
+
+	"github.com/wats-network/wats/core"
 )
 
 // KeyPrefix is the prefix of every key the store writes to the node's
@@ -181,7 +183,7 @@ func (s *Store) load(ctx context.Context) error {
 		k := ds.RawKey(r.Key)
 		c, err := cid.Decode(k.BaseNamespace())
 		size, n := binary.Uvarint(r.Value)
-		if err != nil || n <= 0 || size > MaxDeclaredSize {
+		if err != nil || n <= 0 || size > core.MaxSafeInt {
 			return fmt.Errorf("blobs: bad size record %q", r.Key)
 		}
 		if _, ok := blobs[c]; !ok {
@@ -352,7 +354,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	s.mu.Lock()
 	used := s.mu.used + s.mu.reserved
 	s.mu.Unlock()
-	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, MaxDeclaredSize), err: ErrTooLarge,
+	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, core.MaxSafeInt), err: ErrTooLarge,
 		what: fmt.Sprintf("blobs.max_blob_bytes = %d", s.opts.MaxBlobBytes)}
 	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < lr.limit {
 		lr.limit, lr.err = free, ErrQuota

@@ -67,10 +67,6 @@ const (
 	MinSyncInterval = time.Second
 	MaxSyncInterval = 24 * time.Hour
 
-	// MaxBlobSize bounds blobs.max_blob_bytes and blobs.quota_bytes: 2^53
-	// bytes, the largest size the wire carries exactly (docs/design.md §4).
-	MaxBlobSize = 1 << 53
-
 	// MaxLogEvents bounds events.max_events and
 	// events.max_events_per_author: 2^40 events, far beyond any disk.
 	MaxLogEvents = 1 << 40
@@ -199,10 +195,10 @@ type PeerCacheConfig struct {
 // BlobsConfig is the table [blobs]: the node's blob store (docs/design.md §9).
 type BlobsConfig struct {
 	// MaxBlobBytes (key `blobs.max_blob_bytes`) is the largest blob the node
-	// stores, in bytes: 1..MaxBlobSize. Default 64 MiB.
+	// stores, in bytes: 1..core.MaxSafeInt. Default 64 MiB.
 	MaxBlobBytes int64 `toml:"max_blob_bytes"`
 	// QuotaBytes (key `blobs.quota_bytes`) bounds the bytes of all stored
-	// blobs together: MaxBlobBytes..MaxBlobSize. Default 4 GiB.
+	// blobs together: MaxBlobBytes..core.MaxSafeInt. Default 4 GiB.
 	QuotaBytes int64 `toml:"quota_bytes"`
 	// Serve (key `blobs.serve`) says to whom the node serves the blocks
 	// of its complete blobs over bitswap: "peers", the peers that
@@ -228,14 +224,14 @@ type EventsConfig struct {
 	// 0..MaxLogEvents, 0 unlimited. Default 10,000,000.
 	MaxEvents int64 `toml:"max_events"`
 	// MaxBytes (key `events.max_bytes`) bounds the bytes of the log's
-	// events: 0 or MinLogBytes..MaxBlobSize. Default 4 GiB.
+	// events: 0 or MinLogBytes..core.MaxSafeInt. Default 4 GiB.
 	MaxBytes int64 `toml:"max_bytes"`
 	// MaxEventsPerAuthor (key `events.max_events_per_author`) bounds one
 	// author's events: 0..MaxLogEvents, at most max_events. Default
 	// 100,000.
 	MaxEventsPerAuthor int64 `toml:"max_events_per_author"`
 	// MaxBytesPerAuthor (key `events.max_bytes_per_author`) bounds one
-	// author's bytes: 0 or MinLogBytes..MaxBlobSize, at most max_bytes.
+	// author's bytes: 0 or MinLogBytes..core.MaxSafeInt, at most max_bytes.
 	// Default 256 MiB.
 	MaxBytesPerAuthor int64 `toml:"max_bytes_per_author"`
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"net"
 	"slices"
@@ -29,9 +30,9 @@ func (c *Config) problems() []*Error {
 	c.P2P.validate(&ch)
 	c.Sync.validate(&ch)
 	validateLimits(&ch, c.Limits)
-	if b := c.Blobs.MaxBlobBytes; b < 1 || b > MaxBlobSize {
+	if b := c.Blobs.MaxBlobBytes; b < 1 || b > core.MaxSafeInt {
 		ch.bad("blobs.max_blob_bytes", b, "not in 1..2^53")
-	} else if q := c.Blobs.QuotaBytes; q < b || q > MaxBlobSize {
+	} else if q := c.Blobs.QuotaBytes; q < b || q > core.MaxSafeInt {
 		ch.bad("blobs.quota_bytes", q, "below max_blob_bytes or above 2^53", "blobs.max_blob_bytes")
 	}
 	ch.oneOf("blobs.serve", c.Blobs.Serve, ServePeers, ServeAll)
@@ -56,7 +57,7 @@ func (e *EventsConfig) validate(ch *checker) {
 		ch.bad("events.max_events_per_author", n, fmt.Sprintf("above events.max_events (%d)", e.MaxEvents), "events.max_events")
 	}
 	bytes := func(key string, n int64) bool {
-		if n != 0 && (n < MinLogBytes || n > MaxBlobSize) {
+		if n != 0 && (n < MinLogBytes || n > core.MaxSafeInt) {
 			ch.bad(key, n, "not 0 or in 65536..2^53")
 			return false
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"lukechampine.com/blake3"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Caps on events. Every event that comes from a peer is checked against all
@@ -53,9 +55,6 @@ const (
 	// response cap of docs/design.md §4 and an event within the 64 KiB gossip
 	// envelope of docs/design.md §6. Our choice.
 	MaxEventBytes = 32 << 10
-	// MaxBlobSize is the largest declared blob size. docs/design.md §4: sizes beyond
-	// 2^53 are invalid (JSON numbers are exact only up to 2^53).
-	MaxBlobSize = 1 << 53
 	// MaxTime is the largest event time (unix milliseconds); times are
 	// 0..MaxTime. 2^53 keeps the time exact in JCS, which treats numbers
 	// as IEEE doubles (RFC 8785 §3.2.2.3). Our choice; the 10-minute rule
@@ -84,7 +83,7 @@ type BlobRef struct {
 	// CID is a CIDv1 in its canonical string form (base32, lowercase,
 	// multibase prefix 'b'), at most MaxCIDLen characters.
 	CID string `json:"cid"`
-	// Size is the declared size in bytes, 0..MaxBlobSize.
+	// Size is the declared size in bytes, 0..core.MaxSafeInt.
 	Size uint64 `json:"size"`
 	// Name is a file name: valid UTF-8 without control characters, at most
 	// MaxBlobNameBytes bytes; may be empty.
@@ -184,7 +183,7 @@ func (e *Event) appendSigningBytes(dst []byte, canonBody []byte) ([]byte, error)
 	}
 	dst = append(dst, `,"blobs":[`...)
 	for i, b := range e.Blobs {
-		if b.Size > MaxBlobSize {
+		if b.Size > core.MaxSafeInt {
 			return nil, invalid(ErrTooLarge, fmt.Sprintf("blobs[%d].size", i), "%d beyond 2^53", b.Size)
 		}
 		if i > 0 {
@@ -435,7 +434,7 @@ func checkBlob(i int, b *BlobRef) error {
 	if c.Version() != 1 || c.String() != b.CID {
 		return invalid(ErrMalformed, field("cid"), "not a CIDv1 in canonical base32 form")
 	}
-	if b.Size > MaxBlobSize {
+	if b.Size > core.MaxSafeInt {
 		return invalid(ErrTooLarge, field("size"), "%d beyond 2^53", b.Size)
 	}
 	if len(b.Name) > MaxBlobNameBytes {

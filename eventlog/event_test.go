@@ -17,6 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
+
+	"github.com/wats-network/wats/core"
 )
 
 // fullJCS computes the signing bytes the slow, independent way: json.Marshal
@@ -113,7 +115,7 @@ func TestSigningBytesMatchFullJCS(t *testing.T) {
 				}
 				return c
 			}, name)
-			blobs = append(blobs, BlobRef{CID: testCID, Size: r.Uint64N(MaxBlobSize + 1), Name: name})
+			blobs = append(blobs, BlobRef{CID: testCID, Size: r.Uint64N(core.MaxSafeInt + 1), Name: name})
 		}
 		e, err := New(key, time.UnixMilli(r.Int64N(MaxTime)), "k"+fmt.Sprint(i), raw, blobs)
 		if err != nil {
@@ -346,7 +348,7 @@ func TestCaps(t *testing.T) {
 	for _, k := range []string{"Note", "no te", "a/b", "é", "a+b", "a\x00", "a:b"} {
 		capCase(t, "kind "+k, ev("a.b_c-0z9", nil, nil), ev(k, nil, nil), ErrMalformed)
 	}
-	capCase(t, "size", ev("note", nil, []BlobRef{{CID: testCID, Size: MaxBlobSize}}), ev("note", nil, []BlobRef{{CID: testCID, Size: MaxBlobSize + 1}}), ErrTooLarge)
+	capCase(t, "size", ev("note", nil, []BlobRef{{CID: testCID, Size: core.MaxSafeInt}}), ev("note", nil, []BlobRef{{CID: testCID, Size: core.MaxSafeInt + 1}}), ErrTooLarge)
 	capCase(t, "name length", ev("note", nil, []BlobRef{{CID: testCID, Name: strings.Repeat("é", MaxBlobNameBytes/2) + "a"}}),
 		ev("note", nil, []BlobRef{{CID: testCID, Name: strings.Repeat("n", MaxBlobNameBytes+1)}}), ErrTooLarge)
 	for _, n := range []string{"a\nb", "\x00", "a\x7f", "\x1f"} {
@@ -445,7 +447,7 @@ func TestMaxEventBytes(t *testing.T) {
 	blobs := make([]BlobRef, MaxBlobs)
 	for i := range blobs {
 		// Quotes are escaped: 2 bytes each in JSON.
-		blobs[i] = BlobRef{CID: cidOfLen(t, MaxCIDLen), Size: MaxBlobSize, Name: strings.Repeat(`"`, MaxBlobNameBytes)}
+		blobs[i] = BlobRef{CID: cidOfLen(t, MaxCIDLen), Size: core.MaxSafeInt, Name: strings.Repeat(`"`, MaxBlobNameBytes)}
 	}
 	e, err := New(key, time.UnixMilli(MaxTime), strings.Repeat("k", MaxKindLen), bodyOfLen(MaxBodyBytes), blobs)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 )
@@ -115,8 +116,8 @@ func TestHintsKeepNewest16(t *testing.T) {
 		h.Add("cid", []proto.Provider{p})
 	}
 	got := h.Get("cid")
-	if len(got) != MaxHintsPerBlob {
-		t.Fatalf("%d hints, want %d", len(got), MaxHintsPerBlob)
+	if len(got) != core.MaxHintsPerBlob {
+		t.Fatalf("%d hints, want %d", len(got), core.MaxHintsPerBlob)
 	}
 	for i, p := range got { // newest first: ps[19], ps[18], ...
 		if want := ps[len(ps)-1-i].ID; p.ID != want {
@@ -126,7 +127,7 @@ func TestHintsKeepNewest16(t *testing.T) {
 	// A provider hinted again moves to the front, without a duplicate.
 	h.Add("cid", []proto.Provider{ps[10]})
 	got = h.Get("cid")
-	if got[0].ID != ps[10].ID || len(got) != MaxHintsPerBlob {
+	if got[0].ID != ps[10].ID || len(got) != core.MaxHintsPerBlob {
 		t.Fatalf("re-hinted provider not first or duplicated: %d hints, first %s", len(got), got[0].ID)
 	}
 	seen := map[string]bool{}

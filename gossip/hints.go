@@ -4,12 +4,9 @@ import (
 	"container/list"
 	"sync"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/proto"
 )
-
-// MaxHintsPerBlob is the number of provider hints kept per blob, the newest
-// (ADR 0014: "a node keeps at most 16 hints per blob").
-const MaxHintsPerBlob = 16
 
 // DefaultMaxHintBlobs is the number of blobs a Hints table tracks before it
 // forgets the least recently hinted one, so that a flood of envelopes naming
@@ -17,7 +14,7 @@ const MaxHintsPerBlob = 16
 const DefaultMaxHintBlobs = 4096
 
 // Hints remembers, per blob CID, the providers that gossip named for it: at
-// most MaxHintsPerBlob per blob, newest first, for at most a fixed number of
+// most core.MaxHintsPerBlob per blob, newest first, for at most a fixed number of
 // blobs. The zero value is not usable; call NewHints. Safe for concurrent
 // use.
 type Hints struct {
@@ -46,7 +43,7 @@ func NewHints(maxBlobs int) *Hints {
 
 // Add records providers as the newest hints for cid. A provider already
 // hinted moves to the front with its new addresses; the oldest hints past
-// MaxHintsPerBlob are dropped.
+// core.MaxHintsPerBlob are dropped.
 func (h *Hints) Add(cid string, providers []proto.Provider) {
 	if len(providers) == 0 {
 		return
@@ -66,13 +63,13 @@ func (h *Hints) Add(cid string, providers []proto.Provider) {
 			delete(h.mu.byCID, old.Value.(*hintEntry).cid)
 		}
 	}
-	merged := make([]proto.Provider, 0, MaxHintsPerBlob)
-	seen := make(map[string]struct{}, MaxHintsPerBlob)
+	merged := make([]proto.Provider, 0, core.MaxHintsPerBlob)
+	seen := make(map[string]struct{}, core.MaxHintsPerBlob)
 	// Newest first: the new providers (last one in the envelope is not
 	// "newer" than the first; keep envelope order), then the old ones.
 	for _, list := range [][]proto.Provider{providers, e.providers} {
 		for _, p := range list {
-			if _, dup := seen[p.ID]; dup || len(merged) == MaxHintsPerBlob {
+			if _, dup := seen[p.ID]; dup || len(merged) == core.MaxHintsPerBlob {
 				continue
 			}
 			seen[p.ID] = struct{}{}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
@@ -23,8 +24,6 @@ import (
 var (
 	_ [api.MaxReplicateBlobs - proto.MaxReplicateBlobs]struct{}
 	_ [proto.MaxReplicateBlobs - api.MaxReplicateBlobs]struct{}
-	_ [api.MaxBlobSize - proto.MaxSafeInt]struct{}
-	_ [proto.MaxSafeInt - api.MaxBlobSize]struct{}
 )
 
 // fetchProgressEvery is the least time between two progress lines of a
@@ -99,7 +98,7 @@ func (n *Node) apiReplicate(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", b.CID))
 			return
 		}
-		if b.Size > blobs.MaxDeclaredSize {
+		if b.Size > core.MaxSafeInt {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("size %d of %s is beyond 2^53", b.Size, b.CID))
 			return
 		}

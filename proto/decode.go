@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Request is a decoded /wats/1 request. Exactly one of Hello, Sync,
@@ -402,11 +404,11 @@ func asInt(v []byte, field string, min int64) (int64, error) {
 		if c < '0' || c > '9' {
 			return 0, badRequest("%s: %.30s is not an integer", field, v)
 		}
-		if n <= MaxSafeInt { // stop growing past the bound; never overflows
+		if n <= core.MaxSafeInt { // stop growing past the bound; never overflows
 			n = n*10 + int64(c-'0')
 		}
 	}
-	if n > MaxSafeInt {
+	if n > core.MaxSafeInt {
 		return 0, badRequest("%s: %.30s is beyond 2^53", field, v)
 	}
 	if n < min {

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 func TestDecodeRequestSyncCursorsAndLimits(t *testing.T) {
@@ -476,7 +478,7 @@ func TestDecodeOtherResponses(t *testing.T) {
 		{in: `{"type":"error","code":"x","message":"` + strings.Repeat("m", MaxTextBytes+1) + `"}`, code: CodeBadRequest},
 		{in: `{"type":"refused","reason":"rate limited (hello): retry later"}`, want: &Refused{Reason: "rate limited (hello): retry later"}},
 		{in: `{"type":"refused","reason":"r","retry_after_ms":0}`, want: &Refused{Reason: "r"}},
-		{in: `{"type":"refused","reason":"r","retry_after_ms":9007199254740992}`, want: &Refused{"r", MaxSafeInt}},
+		{in: `{"type":"refused","reason":"r","retry_after_ms":9007199254740992}`, want: &Refused{"r", core.MaxSafeInt}},
 		{in: `{"type":"refused","reason":"r","retry_after_ms":-5}`, code: CodeBadRequest},
 		{in: `{"type":"refused","reason":"r","retry_after_ms":9007199254740993}`, code: CodeBadRequest},
 		{in: `{"type":"refused"}`, code: CodeBadRequest},

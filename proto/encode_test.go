@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestRoundTripGreased encodes every golden message with GREASE from many
@@ -169,7 +171,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 		{"sync event dup", &SyncResponse{Events: []jsontext.Value{jsontext.Value(`{"a":1,"a":1}`)}}},
 		{"replicate no blobs", &ReplicateRequest{}},
 		{"replicate blobs", &ReplicateRequest{Blobs: make([]BlobRef, MaxReplicateBlobs+1)}},
-		{"replicate size", &ReplicateRequest{Blobs: []BlobRef{{CID: "c", Size: MaxSafeInt + 1}}}},
+		{"replicate size", &ReplicateRequest{Blobs: []BlobRef{{CID: "c", Size: core.MaxSafeInt + 1}}}},
 		{"replicate size -1", &ReplicateRequest{Blobs: []BlobRef{{CID: "c", Size: -1}}}},
 		{"replicate providers", &ReplicateRequest{Blobs: []BlobRef{{CID: "c"}}, Providers: make([]Provider, MaxProviders+1)}},
 		{"replicate addrs", &ReplicateRequest{Blobs: []BlobRef{{CID: "c"}}, Providers: []Provider{{ID: "p", Addrs: make([]string, MaxProviderAddrs+1)}}}},
@@ -183,7 +185,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 		{"refused retry", &Refused{Reason: "r", RetryAfterMs: -1}},
 		{"refused reason", &Refused{Reason: strings.Repeat("r", MaxTextBytes+1)}},
 		{"challenge effort", &Challenge{Alg: "b3", Seed: "s", Effort: -1}},
-		{"challenge expires", &Challenge{Alg: "b3", Seed: "s", Expires: MaxSafeInt + 1}},
+		{"challenge expires", &Challenge{Alg: "b3", Seed: "s", Expires: core.MaxSafeInt + 1}},
 		{"challenge seed", &Challenge{Alg: "b3", Seed: long}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

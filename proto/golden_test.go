@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the Go values in golden_test.go")
@@ -58,7 +60,7 @@ func goldens() []golden {
 			Next:   2, More: true,
 		}},
 		{name: "replicate_request", kind: "request", msg: &ReplicateRequest{
-			Blobs:     []BlobRef{{CID: testCID, Size: 5}, {CID: "bafkr4ifakecidtwo", Size: MaxSafeInt}},
+			Blobs:     []BlobRef{{CID: testCID, Size: 5}, {CID: "bafkr4ifakecidtwo", Size: core.MaxSafeInt}},
 			Providers: []Provider{provider},
 		}},
 		{name: "replicate_response", kind: "response", msg: &ReplicateResponse{

@@ -61,7 +61,7 @@ import (
 //   - A known field of the wrong JSON type (null included) is a
 //     CodeBadRequest.
 //   - Integers are written as JSON integers (no fraction, no exponent, no sign);
-//     a negative, fractional or exponent form, or a value above MaxSafeInt, is a
+//     a negative, fractional or exponent form, or a value above core.MaxSafeInt, is a
 //     CodeBadRequest, never rounded or wrapped.
 //   - Cursors are canonical decimal strings (see ParseCursor).
 //   - A missing required field is a CodeBadRequest; a missing optional one
@@ -161,11 +161,6 @@ const (
 	// MaxReplicateBlobs caps the blobs of a ReplicateRequest (docs/design.md §4:
 	// 1..64) and the entries of a ReplicateResponse in all.
 	MaxReplicateBlobs = 64
-
-	// MaxSafeInt is the largest integer a size-like field takes (docs/design.md §4:
-	// "beyond 2^53 for sizes" is a bad_request): every peer, including one
-	// that reads numbers as IEEE doubles, sees the same value.
-	MaxSafeInt = 1 << 53
 )
 
 // Timeouts (docs/design.md §4).

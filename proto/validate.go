@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // The validate methods check the bounds of a message's Go value: the
@@ -53,7 +55,7 @@ func checkStrings(field string, list []string, maxCount, maxBytes int) error {
 }
 
 func checkInt(field string, n int64, min int64) error {
-	if n < min || n > MaxSafeInt {
+	if n < min || n > core.MaxSafeInt {
 		return badRequest("%s: %d is outside %d..2^53", field, n, min)
 	}
 	return nil

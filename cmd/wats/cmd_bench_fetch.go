@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -68,7 +69,7 @@ and each daemon's peak RSS (Linux). The nodes' blobs.max_blob_bytes is raised
 to the size for the run.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if size < 1 || size > api.MaxBlobSize {
+			if size < 1 || size > core.MaxSafeInt {
 				return usageErrorf("--size %d: must be 1..2^53 bytes", size)
 			}
 			switch transport {

@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
@@ -127,7 +128,7 @@ and file).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case size < 0 || uint64(size) > api.MaxBlobSize:
+			case size < 0 || uint64(size) > core.MaxSafeInt:
 				return usageErrorf("--size %d: must be 0..2^53 bytes", size)
 			case out == "":
 				return usageErrorf("-o FILE is required (-o - writes to stdout)")
@@ -358,7 +359,7 @@ func parseBlobArg(a string) (api.BlobInfo, error) {
 		return api.BlobInfo{}, fmt.Errorf("%q is not CID:SIZE (e.g. bafkr4…:1048576)", a)
 	}
 	n, err := strconv.ParseUint(sz, 10, 64)
-	if err != nil || n > api.MaxBlobSize {
+	if err != nil || n > core.MaxSafeInt {
 		return api.BlobInfo{}, fmt.Errorf("%q: SIZE must be a whole number of bytes, 0..2^53", a)
 	}
 	return api.BlobInfo{CID: c, Size: n}, nil

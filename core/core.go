@@ -1,0 +1,20 @@
+// Package core is the vocabulary every wats package shares, as go-libp2p's
+// core is: the bounds that the wire protocol (docs/design.md §4) and ADR
+// 0014 set, each under one name. It imports no other wats package, and
+// every wats package may import it (internal/layering), so that a number
+// is written once and its uses cannot drift apart.
+package core
+
+const (
+	// MaxSafeInt (2^53) is the largest size-like integer on the wire, in
+	// events and in the configuration: a blob's declared size, a sync
+	// cursor, a quota in bytes. docs/design.md §4: sizes beyond 2^53 are a
+	// bad_request, since a peer that reads JSON numbers as IEEE doubles
+	// sees them exactly only up to 2^53. It also keeps every sum of sizes
+	// far from overflowing an int64.
+	MaxSafeInt = 1 << 53
+
+	// MaxHintsPerBlob is how many provider hints a node keeps per blob.
+	// ADR 0014: "a node keeps at most 16 hints per blob".
+	MaxHintsPerBlob = 16
+)
