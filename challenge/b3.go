@@ -26,12 +26,6 @@ const IDLen = 32
 // solver can reach within a uint64 (whose largest value has 20 digits).
 const MaxNonceDigits = 20
 
-// MaxEffort is the largest effort, in leading zero bits, a requester
-// accepts to solve; above it, it gives up as for a refusal. ADR 0014,
-// "Messages": "the effort is above 24 bits". It is also the ceiling of
-// limits.challenge_max_bits.
-const MaxEffort = 24
-
 // DigestLen is the length of a b3 digest: the 32-byte derive_key output.
 const DigestLen = 32
 

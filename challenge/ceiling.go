@@ -2,10 +2,6 @@ package challenge
 
 import "time"
 
-// MaxSolvedPerMin bounds Config.SolvedPerMin: the ceiling keeps one int64
-// per request it admits in a minute, so this bounds its memory (8 MiB).
-const MaxSolvedPerMin = 1 << 20
-
 // ceilingWindow is the window of the solved ceiling. ADR 0014, "What a
 // solution buys": "solved_per_min (1,200) solved requests a minute".
 const ceilingWindow = int64(time.Minute)

@@ -3,6 +3,8 @@ package challenge
 import (
 	"fmt"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // EffortInterval is the step of the adaptive effort. ADR 0014, "Adaptive
@@ -41,7 +43,7 @@ type Effort struct {
 }
 
 // NewEffort returns a controller at base bits. It validates
-// 1 <= base <= max <= MaxEffort (ADR 0025) and returns
+// 1 <= base <= max <= core.MaxChallengeEffort (ADR 0025) and returns
 // an error wrapping ErrConfig otherwise.
 func NewEffort(base, max int) (*Effort, error) {
 	if err := validateBits(base, max); err != nil {
@@ -51,9 +53,9 @@ func NewEffort(base, max int) (*Effort, error) {
 }
 
 func validateBits(base, max int) error {
-	if base < 1 || base > max || max > MaxEffort {
+	if base < 1 || base > max || max > core.MaxChallengeEffort {
 		return fmt.Errorf("%w: need 1 <= challenge_base_bits (%d) <= challenge_max_bits (%d) <= %d",
-			ErrConfig, base, max, MaxEffort)
+			ErrConfig, base, max, core.MaxChallengeEffort)
 	}
 	return nil
 }

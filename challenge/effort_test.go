@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestEffortScript drives the controller with a script of steps at
@@ -116,13 +118,13 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{8, 24, 1200, true},
 		{1, 1, 0, true},
-		{24, 24, MaxSolvedPerMin, true},
+		{24, 24, core.MaxSolvedPerMin, true},
 		{0, 24, 1200, false},
 		{-1, 24, 1200, false},
 		{8, 25, 1200, false},
 		{9, 8, 1200, false},
 		{8, 24, -1, false},
-		{8, 24, MaxSolvedPerMin + 1, false},
+		{8, 24, core.MaxSolvedPerMin + 1, false},
 	} {
 		cfg := Config{BaseBits: tc.base, MaxBits: tc.max, SolvedPerMin: tc.solved}
 		err := cfg.Validate()

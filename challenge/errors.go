@@ -38,15 +38,15 @@ var (
 
 // Errors of the solver and of configuration.
 var (
-	// ErrEffortTooHigh: Solve was asked for an effort above MaxEffort (or
+	// ErrEffortTooHigh: Solve was asked for an effort above core.MaxChallengeEffort (or
 	// below 0); the requester gives up as for a refusal (ADR 0014).
 	ErrEffortTooHigh = errors.New("challenge: effort out of range")
 	// ErrGiveUp: SolveChallenge gives up on a challenge, as for a refusal
-	// (ADR 0014: unknown alg, effort above MaxEffort, or expired).
+	// (ADR 0014: unknown alg, effort above core.MaxChallengeEffort, or expired).
 	ErrGiveUp = errors.New("challenge: giving up on challenge")
 	// ErrNoSolution: the solver ran through every nonce of at most
 	// MaxNonceDigits digits it can reach without finding one (not expected
-	// for any effort up to MaxEffort).
+	// for any effort up to core.MaxChallengeEffort).
 	ErrNoSolution = errors.New("challenge: no solution found")
 	// ErrConfig: a Config field is out of range; the error wraps it with
 	// the field name.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"lukechampine.com/blake3"
+
+	"github.com/wats-network/wats/core"
 )
 
 // DefaultSolvedPerMin is the global ceiling of solved requests a minute,
@@ -22,10 +24,11 @@ type Config struct {
 	// leading zero bits: limits.challenge_base_bits, 1..MaxBits.
 	BaseBits int
 	// MaxBits is the effort the node rises to at most under sustained
-	// pressure: limits.challenge_max_bits, BaseBits..MaxEffort.
+	// pressure: limits.challenge_max_bits, BaseBits..core.MaxChallengeEffort.
 	MaxBits int
 	// SolvedPerMin is the global ceiling of solved requests in any minute,
-	// 0..MaxSolvedPerMin; 0 means unlimited.
+	// 0..core.MaxSolvedPerMin; 0 means no ceiling (tests and benches: the
+	// node passes limits.Limits.SolvedPerMin, 1..core.MaxSolvedPerMin).
 	SolvedPerMin int
 	// Key is the MAC key of the seeds. nil (the normal case) means a fresh
 	// random key per Issuer, so seeds do not outlive the process; tests
@@ -45,8 +48,8 @@ func (c Config) Validate() error {
 	if err := validateBits(c.BaseBits, c.MaxBits); err != nil {
 		return err
 	}
-	if c.SolvedPerMin < 0 || c.SolvedPerMin > MaxSolvedPerMin {
-		return fmt.Errorf("%w: solved_per_min %d not in 0..%d", ErrConfig, c.SolvedPerMin, MaxSolvedPerMin)
+	if c.SolvedPerMin < 0 || c.SolvedPerMin > core.MaxSolvedPerMin {
+		return fmt.Errorf("%w: solved_per_min %d not in 0..%d", ErrConfig, c.SolvedPerMin, core.MaxSolvedPerMin)
 	}
 	return nil
 }

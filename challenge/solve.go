@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"lukechampine.com/blake3/guts"
+
+	"github.com/wats-network/wats/core"
 )
 
 // solveBatch is the number of consecutive nonces a solver worker claims at
@@ -21,7 +23,7 @@ const solveBatch = 1 << 13
 
 // maxSolveStart bounds the nonces the solver tries: every nonce below it
 // has at most MaxNonceDigits digits and fits a uint64 with a batch to
-// spare. Unreachable in practice (2^24 attempts are expected at MaxEffort).
+// spare. Unreachable in practice (2^24 attempts are expected at core.MaxChallengeEffort).
 const maxSolveStart = 1e19
 
 // Solve finds a nonce that solves the b3 puzzle of ADR 0014 for seed,
@@ -31,13 +33,13 @@ const maxSolveStart = 1e19
 // Which solving nonce is returned depends on scheduling; it is not
 // necessarily the smallest.
 //
-// It returns ErrEffortTooHigh when effort is not 0..MaxEffort (the
+// It returns ErrEffortTooHigh when effort is not 0..core.MaxChallengeEffort (the
 // requester gives up, ADR 0014), ctx.Err() when ctx ends first, and
 // ErrNoSolution in the (unreachable) case that every nonce it can try
 // fails. The expected work is 2^effort digests; each is one BLAKE3
 // compression, the first block being compressed once per call.
 func Solve(ctx context.Context, seed Seed, requester, responder [IDLen]byte, effort int) (string, error) {
-	if effort < 0 || effort > MaxEffort {
+	if effort < 0 || effort > core.MaxChallengeEffort {
 		return "", ErrEffortTooHigh
 	}
 	if err := ctx.Err(); err != nil {
@@ -124,10 +126,10 @@ func (p *puzzle) search(from, to uint64, effort int) (string, bool) {
 
 // ShouldGiveUp reports whether a requester gives up on challenge c at now,
 // as for a refusal (ADR 0014, "Messages"): the alg is unknown, the effort
-// is not 0..MaxEffort, the seed is not 64 lowercase hex digits, or the
+// is not 0..core.MaxChallengeEffort, the seed is not 64 lowercase hex digits, or the
 // challenge has expired (now after Expires).
 func ShouldGiveUp(c Challenge, now time.Time) bool {
-	if c.Alg != Alg || c.Effort < 0 || c.Effort > MaxEffort {
+	if c.Alg != Alg || c.Effort < 0 || c.Effort > core.MaxChallengeEffort {
 		return true
 	}
 	if _, err := ParseSeed(c.Seed); err != nil {

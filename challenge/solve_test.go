@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 func TestSolveEndToEnd(t *testing.T) {
@@ -46,7 +48,7 @@ func TestSolveMeetsEffort(t *testing.T) {
 }
 
 func TestSolveRefusesEffort(t *testing.T) {
-	for _, effort := range []int{-1, MaxEffort + 1, 255} {
+	for _, effort := range []int{-1, core.MaxChallengeEffort + 1, 255} {
 		if _, err := Solve(context.Background(), Seed{}, id(1), id(2), effort); err != ErrEffortTooHigh {
 			t.Errorf("effort %d: %v, want ErrEffortTooHigh", effort, err)
 		}
@@ -59,15 +61,15 @@ func TestSolveCancel(t *testing.T) {
 	if _, err := Solve(ctx, Seed{}, id(1), id(2), 8); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled before: %v", err)
 	}
-	// At MaxEffort a solve takes about a second; a deadline ends it.
+	// At core.MaxChallengeEffort a solve takes about a second; a deadline ends it.
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	// Finishing within the deadline is possible but rare; accept either,
 	// and check the nonce if there is one.
-	n, err := Solve(ctx, Seed{0xcc}, id(1), id(2), MaxEffort)
+	n, err := Solve(ctx, Seed{0xcc}, id(1), id(2), core.MaxChallengeEffort)
 	if err == nil {
-		if !meetsEffort(referenceDigest(Seed{0xcc}, id(1), id(2), n), MaxEffort) {
+		if !meetsEffort(referenceDigest(Seed{0xcc}, id(1), id(2), n), core.MaxChallengeEffort) {
 			t.Fatalf("nonce %q does not meet the effort", n)
 		}
 	} else if !errors.Is(err, context.DeadlineExceeded) {
@@ -91,8 +93,8 @@ func TestShouldGiveUp(t *testing.T) {
 		{"at expiry", func(*Challenge) {}, at, false},
 		{"expired", func(*Challenge) {}, at.Add(time.Nanosecond), true},
 		{"unknown alg", func(c *Challenge) { c.Alg = "equix" }, t0, true},
-		{"effort 24", func(c *Challenge) { c.Effort = MaxEffort }, t0, false},
-		{"effort 25", func(c *Challenge) { c.Effort = MaxEffort + 1 }, t0, true},
+		{"effort 24", func(c *Challenge) { c.Effort = core.MaxChallengeEffort }, t0, false},
+		{"effort 25", func(c *Challenge) { c.Effort = core.MaxChallengeEffort + 1 }, t0, true},
 		{"effort negative", func(c *Challenge) { c.Effort = -1 }, t0, true},
 		{"bad seed", func(c *Challenge) { c.Seed = "zz" }, t0, true},
 		{"huge expiry", func(c *Challenge) { c.Expires = 1<<63 - 1 }, t0, false},

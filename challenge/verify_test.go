@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // solved issues a challenge of is to req at now and solves it.
@@ -100,7 +102,7 @@ func TestLeadingZeroBits(t *testing.T) {
 // k bits (k up to about 18 in 2^20 attempts); constructed digests cover
 // the decision for all k.
 func TestEffortBoundaries(t *testing.T) {
-	for k := 8; k <= MaxEffort; k++ {
+	for k := 8; k <= core.MaxChallengeEffort; k++ {
 		var exact, fewer [DigestLen]byte
 		exact[k/8] = 0x80 >> (k % 8)
 		fewer[(k-1)/8] = 0x80 >> ((k - 1) % 8)

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"reflect"
 	"strings"
@@ -180,7 +181,7 @@ var keyDocs = map[string]keyDoc{
 	"limits.challenge_max_bits": {
 		what: "Most effort the node asks for under sustained pressure, in leading zero bits; it " +
 			"rises one bit for each 10 s under pressure and falls one for each quiet 10 s (ADR 0014).",
-		allowed: fmt.Sprintf("challenge_base_bits..%d", limits.MaxChallengeBits),
+		allowed: fmt.Sprintf("challenge_base_bits..%d", core.MaxChallengeEffort),
 		example: "challenge_max_bits = 24",
 	},
 	"limits.miss_per_min": {

@@ -17,4 +17,17 @@ const (
 	// MaxHintsPerBlob is how many provider hints a node keeps per blob.
 	// ADR 0014: "a node keeps at most 16 hints per blob".
 	MaxHintsPerBlob = 16
+
+	// MaxChallengeEffort is the largest effort of a b3 challenge, in
+	// leading zero bits, that a requester solves; above it, it gives up as
+	// for a refusal, so a node never asks for more (the ceiling of
+	// limits.challenge_max_bits). ADR 0014, "Messages": "the effort is
+	// above 24 bits".
+	MaxChallengeEffort = 24
+
+	// MaxSolvedPerMin bounds the global ceiling of solved requests a minute
+	// (ADR 0014: solved_per_min, 1,200 by default): at most as many as the
+	// per-peer rates allow (limits.MaxPerMin), which also bounds the
+	// ceiling's memory (8 bytes a request, 480 KB).
+	MaxSolvedPerMin = 60_000
 )

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds of the [limits] table. The values come from the operator's config
@@ -24,12 +26,11 @@ const (
 	MinBlobFetchesPerPeer = 1
 	MaxBlobFetchesPerPeer = 64
 
-	// MinChallengeBits and MaxChallengeBits bound limits.challenge_base_bits
-	// and limits.challenge_max_bits. ADR 0014: a requester gives up when the
-	// effort is above 24 bits, so a node never asks for more; 0 bits would
-	// be no work at all.
+	// MinChallengeBits and core.MaxChallengeEffort bound
+	// limits.challenge_base_bits and limits.challenge_max_bits: a requester
+	// gives up above core.MaxChallengeEffort, so a node never asks for more;
+	// 0 bits would be no work at all.
 	MinChallengeBits = 1
-	MaxChallengeBits = 24
 
 	// MinOverloadInFlight and MaxOverloadInFlight bound OverloadInFlight (no
 	// key; ADR 0014: 64). Below 1 the node would always be overloaded; above
@@ -38,12 +39,11 @@ const (
 	MinOverloadInFlight = 1
 	MaxOverloadInFlight = 1_000_000
 
-	// MinSolvedPerMin and MaxSolvedPerMin bound SolvedPerMin (no key; ADR
-	// 0014: 1,200): the global ceiling of solved requests a minute. Below 1
-	// a solution would buy nothing (limits.challenge = false is the way to
-	// turn challenges off); above MaxPerMin for the same reason as the rates.
+	// MinSolvedPerMin and core.MaxSolvedPerMin bound SolvedPerMin (no key;
+	// ADR 0014: 1,200): the global ceiling of solved requests a minute.
+	// Below 1 a solution would buy nothing (limits.challenge = false is the
+	// way to turn challenges off).
 	MinSolvedPerMin = 1
-	MaxSolvedPerMin = MaxPerMin
 
 	// MinSuspectPercent and MaxSuspectPercent bound limits.suspect_percent:
 	// a suspect gets at least 1% of ADR 0014's rates (0% would lock a peer
@@ -112,7 +112,7 @@ type Config struct {
 
 	// ChallengeMaxBits (key limits.challenge_max_bits) is the most effort
 	// the adaptive controller asks for, in leading zero bits:
-	// ChallengeBaseBits..MaxChallengeBits. Default 24.
+	// ChallengeBaseBits..core.MaxChallengeEffort. Default 24.
 	ChallengeMaxBits int `toml:"challenge_max_bits" json:"challenge_max_bits"`
 
 	// OverloadInFlight (no key, ADR 0014: "overload_in_flight (64)"): the
@@ -122,7 +122,7 @@ type Config struct {
 
 	// SolvedPerMin (no key, ADR 0014: "solved_per_min (1,200)"): the most
 	// requests a minute, all peers together, that solutions let through.
-	// MinSolvedPerMin..MaxSolvedPerMin. Default 1200.
+	// MinSolvedPerMin..core.MaxSolvedPerMin. Default 1200.
 	SolvedPerMin int `toml:"-" json:"solved_per_min"`
 
 	// MissPerMin (key limits.miss_per_min) is the budget of one peer's
@@ -320,12 +320,12 @@ func (c Config) Validate() error {
 	}
 	check("limits.blob_fetches_per_peer", c.BlobFetchesPerPeer, MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer,
 		fmt.Sprintf("%d..%d blobs fetched at once for one peer", MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer))
-	bits := fmt.Sprintf("%d..%d leading zero bits", MinChallengeBits, MaxChallengeBits)
-	check("limits.challenge_base_bits", c.ChallengeBaseBits, MinChallengeBits, MaxChallengeBits,
+	bits := fmt.Sprintf("%d..%d leading zero bits", MinChallengeBits, core.MaxChallengeEffort)
+	check("limits.challenge_base_bits", c.ChallengeBaseBits, MinChallengeBits, core.MaxChallengeEffort,
 		bits+", at most limits.challenge_max_bits")
-	check("limits.challenge_max_bits", c.ChallengeMaxBits, MinChallengeBits, MaxChallengeBits,
+	check("limits.challenge_max_bits", c.ChallengeMaxBits, MinChallengeBits, core.MaxChallengeEffort,
 		bits+", at least limits.challenge_base_bits")
-	inBits := func(v int) bool { return v >= MinChallengeBits && v <= MaxChallengeBits }
+	inBits := func(v int) bool { return v >= MinChallengeBits && v <= core.MaxChallengeEffort }
 	if inBits(c.ChallengeBaseBits) && inBits(c.ChallengeMaxBits) && c.ChallengeBaseBits > c.ChallengeMaxBits {
 		bad("limits.challenge_base_bits", c.ChallengeBaseBits,
 			fmt.Sprintf("above limits.challenge_max_bits (%d)", c.ChallengeMaxBits),
@@ -334,9 +334,9 @@ func (c Config) Validate() error {
 	check("limits.overload_in_flight", c.OverloadInFlight, MinOverloadInFlight, MaxOverloadInFlight,
 		fmt.Sprintf("%d..%d /wats requests in flight (a field without a config key)",
 			MinOverloadInFlight, MaxOverloadInFlight))
-	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, MaxSolvedPerMin,
+	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, core.MaxSolvedPerMin,
 		fmt.Sprintf("%d..%d solved requests a minute, all peers together (a field without a config key)",
-			MinSolvedPerMin, MaxSolvedPerMin))
+			MinSolvedPerMin, core.MaxSolvedPerMin))
 	check("limits.miss_per_min", c.MissPerMin, 0, MaxPerMin,
 		fmt.Sprintf("0..%d misses a minute per peer, 0 means unlimited", MaxPerMin))
 	check("limits.suspect_percent", c.SuspectPercent, MinSuspectPercent, MaxSuspectPercent,

@@ -390,7 +390,7 @@ func asString(v []byte, field string, max int) (string, error) {
 	return string(s), nil
 }
 
-// asInt reads a JSON integer in min..MaxSafeInt, written without sign,
+// asInt reads a JSON integer in min..core.MaxSafeInt, written without sign,
 // fraction or exponent.
 func asInt(v []byte, field string, min int64) (int64, error) {
 	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {

@@ -22,7 +22,7 @@ type Message interface {
 //
 // Fields:
 //
-//	version  integer 1..MaxSafeInt, required. This package speaks Version.
+//	version  integer 1..core.MaxSafeInt, required. This package speaks Version.
 //	network  string ≤ MaxStringBytes, required. The node answers a peer of
 //	         another network with CodeWrongNetwork.
 //	agent    string ≤ MaxStringBytes, optional (""). Free-form, e.g. "wats/0.1.0".
@@ -56,7 +56,7 @@ type Hello struct {
 //
 //	{"hello_per_min":60,"sync_per_min":600,"replicate_per_min":120,"report_per_min":10}
 //
-// Each is an integer 0..MaxSafeInt, optional (0: unlimited, or not said).
+// Each is an integer 0..core.MaxSafeInt, optional (0: unlimited, or not said).
 type HelloLimits struct {
 	HelloPerMin     int64
 	SyncPerMin      int64
@@ -73,7 +73,7 @@ type HelloLimits struct {
 //	after  cursor (decimal string), required: return events after this
 //	       position; "0" from the start. A cursor comes from the responder's
 //	       own SyncResponse.Next or Hello.Head.
-//	limit  integer 1..MaxSafeInt, optional (MaxPageEvents); above
+//	limit  integer 1..core.MaxSafeInt, optional (MaxPageEvents); above
 //	       MaxPageEvents it is treated as MaxPageEvents.
 //
 // In Go, Limit 0 means MaxPageEvents; a decoded SyncRequest always has
@@ -108,7 +108,7 @@ type SyncResponse struct {
 //
 //	cid   string ≤ MaxStringBytes, required: the blob's CIDv1 (docs/design.md §9); not
 //	      parsed here.
-//	size  integer 0..MaxSafeInt, required: the declared size in bytes.
+//	size  integer 0..core.MaxSafeInt, required: the declared size in bytes.
 type BlobRef struct {
 	CID  string
 	Size int64
@@ -214,7 +214,7 @@ func (e *Error) Error() string {
 //	{"type":"refused","reason":"rate limited (sync): retry later","retry_after_ms":1500}
 //
 //	reason          string ≤ MaxTextBytes, required.
-//	retry_after_ms  integer 0..MaxSafeInt, optional, omitted when 0: a hint of
+//	retry_after_ms  integer 0..core.MaxSafeInt, optional, omitted when 0: a hint of
 //	                when a retry may succeed, in milliseconds.
 type Refused struct {
 	Reason       string
@@ -228,8 +228,8 @@ type Refused struct {
 //
 //	alg      string ≤ MaxStringBytes, required: the puzzle, "b3" today.
 //	seed     string ≤ MaxStringBytes, required: 64 hex digits for b3.
-//	effort   integer 0..MaxSafeInt, required: leading zero bits to find.
-//	expires  integer 0..MaxSafeInt, required: unix seconds.
+//	effort   integer 0..core.MaxSafeInt, required: leading zero bits to find.
+//	expires  integer 0..core.MaxSafeInt, required: unix seconds.
 //
 // The decoder does not judge alg, effort or expires: the requester gives up
 // when the alg is unknown, the effort is above 24 or the challenge has
