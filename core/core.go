@@ -30,4 +30,14 @@ const (
 	// per-peer rates allow (limits.MaxPerMin), which also bounds the
 	// ceiling's memory (8 bytes a request, 480 KB).
 	MaxSolvedPerMin = 60_000
+
+	// MaxKindLen is the longest event kind, in bytes; a kind is 1 to
+	// MaxKindLen characters for which IsKindChar holds (docs/design.md §5).
+	MaxKindLen = 32
 )
+
+// IsKindChar reports whether r may appear in an event's kind: a-z, 0-9,
+// '.', '_' or '-' (docs/design.md §5).
+func IsKindChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}

@@ -14,7 +14,7 @@ var (
 	// body not an object, ...).
 	ErrMalformed = errors.New("eventlog: malformed event")
 	// ErrTooLarge: a size cap of this package is exceeded (MaxEventBytes,
-	// MaxBodyBytes, MaxBlobs, MaxKindLen, MaxStackBytes, ...).
+	// MaxBodyBytes, MaxBlobs, core.MaxKindLen, MaxStackBytes, ...).
 	ErrTooLarge = errors.New("eventlog: event too large")
 	// ErrFuture: the event's time is more than MaxFutureSkew after now
 	// (docs/design.md §5).

@@ -26,9 +26,6 @@ const (
 	MaxBodyBytes = 16 << 10
 	// MaxBlobs caps the blob references of one event. docs/design.md §5: ≤ 16 blobs.
 	MaxBlobs = 16
-	// MaxKindLen caps the kind; a kind is 1..MaxKindLen characters of
-	// [a-z0-9._-]. docs/design.md §5.
-	MaxKindLen = 32
 	// MaxFutureSkew is how far past the verifier's clock an event's time may
 	// be. docs/design.md §5: "time is no more than 10 minutes in the future". Exactly
 	// now+MaxFutureSkew is accepted.
@@ -102,7 +99,7 @@ type Event struct {
 	Author string `json:"author"`
 	// Time is the author's clock at creation, unix milliseconds, 0..MaxTime.
 	Time int64 `json:"time"`
-	// Kind is 1..MaxKindLen characters of [a-z0-9._-], e.g. "note", "crash".
+	// Kind is 1..core.MaxKindLen characters of [a-z0-9._-], e.g. "note", "crash".
 	Kind string `json:"kind"`
 	// Body is a JSON object of at most MaxBodyBytes in canonical form. New
 	// and Decode leave it canonical (RFC 8785).
@@ -404,18 +401,16 @@ func authorKey(author string) (crypto.PubKey, error) {
 	return pub, nil
 }
 
-// checkKind: 1..MaxKindLen of [a-z0-9._-] (docs/design.md §5).
+// checkKind: 1..core.MaxKindLen of core.IsKindChar (docs/design.md §5).
 func checkKind(kind string) error {
 	if kind == "" {
 		return invalid(ErrMalformed, "kind", "empty")
 	}
-	if len(kind) > MaxKindLen {
-		return invalid(ErrTooLarge, "kind", "%d characters over %d", len(kind), MaxKindLen)
+	if len(kind) > core.MaxKindLen {
+		return invalid(ErrTooLarge, "kind", "%d characters over %d", len(kind), core.MaxKindLen)
 	}
 	for i := 0; i < len(kind); i++ {
-		switch ch := kind[i]; {
-		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '.', ch == '_', ch == '-':
-		default:
+		if ch := kind[i]; !core.IsKindChar(rune(ch)) {
 			return invalid(ErrMalformed, "kind", "character %q not in [a-z0-9._-]", ch)
 		}
 	}

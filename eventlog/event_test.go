@@ -343,7 +343,7 @@ func TestCaps(t *testing.T) {
 	}
 	capCase(t, "body", ev("note", bodyOfLen(MaxBodyBytes), nil), ev("note", bodyOfLen(MaxBodyBytes+1), nil), ErrTooLarge)
 	capCase(t, "blobs", ev("note", nil, blobsN(MaxBlobs)), ev("note", nil, blobsN(MaxBlobs+1)), ErrTooLarge)
-	capCase(t, "kind length", ev(strings.Repeat("k", MaxKindLen), nil, nil), ev(strings.Repeat("k", MaxKindLen+1), nil, nil), ErrTooLarge)
+	capCase(t, "kind length", ev(strings.Repeat("k", core.MaxKindLen), nil, nil), ev(strings.Repeat("k", core.MaxKindLen+1), nil, nil), ErrTooLarge)
 	capCase(t, "kind empty", ev("a", nil, nil), ev("", nil, nil), ErrMalformed)
 	for _, k := range []string{"Note", "no te", "a/b", "é", "a+b", "a\x00", "a:b"} {
 		capCase(t, "kind "+k, ev("a.b_c-0z9", nil, nil), ev(k, nil, nil), ErrMalformed)
@@ -449,7 +449,7 @@ func TestMaxEventBytes(t *testing.T) {
 		// Quotes are escaped: 2 bytes each in JSON.
 		blobs[i] = BlobRef{CID: cidOfLen(t, MaxCIDLen), Size: core.MaxSafeInt, Name: strings.Repeat(`"`, MaxBlobNameBytes)}
 	}
-	e, err := New(key, time.UnixMilli(MaxTime), strings.Repeat("k", MaxKindLen), bodyOfLen(MaxBodyBytes), blobs)
+	e, err := New(key, time.UnixMilli(MaxTime), strings.Repeat("k", core.MaxKindLen), bodyOfLen(MaxBodyBytes), blobs)
 	if err != nil {
 		t.Fatal(err)
 	}

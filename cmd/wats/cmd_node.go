@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
@@ -417,17 +418,18 @@ provider, and peers with blobs.auto_fetch on fetch them.`,
 	return cmd
 }
 
-// checkKind applies docs/design.md §5's rule for kinds (1–32 of [a-z0-9._-]) so
-// that a typo is a usage error before any call; the daemon checks again.
+// checkKind applies docs/design.md §5's rule for kinds (core.MaxKindLen,
+// core.IsKindChar) so that a typo is a usage error before any call; the
+// daemon checks again.
 func checkKind(kind string) error {
 	if kind == "" {
 		return errors.New("--kind is required, e.g. --kind note")
 	}
-	if len(kind) > 32 {
-		return fmt.Errorf("--kind %q is %d bytes long: at most 32", kind, len(kind))
+	if len(kind) > core.MaxKindLen {
+		return fmt.Errorf("--kind %q is %d bytes long: at most %d", kind, len(kind), core.MaxKindLen)
 	}
 	for _, r := range kind {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+		if !core.IsKindChar(r) {
 			return fmt.Errorf("--kind %q has %q: use only a-z, 0-9, '.', '_' and '-'", kind, r)
 		}
 	}
