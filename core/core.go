@@ -1,8 +1,8 @@
 // Package core is the vocabulary every wats package shares, as go-libp2p's
-// core is: the bounds that the wire protocol (docs/design.md §4) and ADR
-// 0014 set, each under one name. It imports no other wats package, and
-// every wats package may import it (internal/layering), so that a number
-// is written once and its uses cannot drift apart.
+// core is: the bounds and rules that the wire protocol (docs/design.md §4,
+// §5) and ADR 0014 set, each under one name (ADR 0033). It imports no other
+// wats package, and every wats package may import it (internal/layering),
+// so that a number is written once and its uses cannot drift apart.
 package core
 
 const (
