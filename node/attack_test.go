@@ -302,10 +302,7 @@ func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 // the peer cache; after a restart none of them is reputed, and the real
 // peer's record (it gave events) is there.
 func TestHelloEarnsNoRecord(t *testing.T) {
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	n := startRepo(t, r)
 	real := startNode(t, testConfig(false, time.Hour))
 	publish(t, real, 1)
@@ -343,10 +340,7 @@ func TestHelloEarnsNoRecord(t *testing.T) {
 // within maxRecentPeers; the log gets at most the cap of lines.
 func TestHelloFloodOfManyIds(t *testing.T) {
 	var logs bytes.Buffer
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	// The monotonic clock stands still: the log cap's burst is all that
 	// may pass, however long the loop takes on a loaded machine.
 	n := startNodeWith(t, r, Options{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
@@ -389,10 +383,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // after hello earns a record; a suspect does not.
 func TestValueEarnsARecord(t *testing.T) {
 	clock := &fakeClock{}
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	n := startNodeWith(t, r, Options{Now: clock.Now})
 	a, b := startNode(t, testConfig(false, time.Hour)), startNode(t, testConfig(false, time.Hour))
 	connect(t, a, n)

@@ -71,10 +71,7 @@ func solved(n *testNode) float64 { return testutil.ToFloat64(n.m.challengesSolve
 // met in the earlier run is served.
 func TestOverloadChallengesOnlyFreshCapablePeers(t *testing.T) {
 	clock := &fakeClock{}
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	a := startNodeWith(t, r, Options{Now: clock.Now})
 	publish(t, a, 5)
 	b := startNode(t, testConfig(false, time.Hour)) // solves challenges

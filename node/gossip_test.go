@@ -285,10 +285,7 @@ func TestAppScore(t *testing.T) {
 // clock steps back: its first event is still stored.
 func TestAuthorStandingRemembered(t *testing.T) {
 	clock := &fakeClock{}
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	b := startNodeWith(t, r, Options{Now: clock.Now})
 	o := startNode(t, testConfig(false, time.Hour))
 	publish(t, o, 1)

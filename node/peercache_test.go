@@ -8,7 +8,6 @@ import (
 
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
-	"github.com/wats-network/wats/repo"
 )
 
 // TestRestartRedialsKnownPeers: a node restarted with no bootstrap address
@@ -17,10 +16,7 @@ import (
 func TestRestartRedialsKnownPeers(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
 	publish(t, a, 3)
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRepo(t)
 	b := startRepo(t, r)
 	connect(t, b, a)
 	waitHead(t, 10*time.Second, 3, b) // the sync after hello: a gave b events

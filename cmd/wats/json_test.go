@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
@@ -51,25 +50,14 @@ func jsonCommands(root *cobra.Command) []string {
 // JSON value, or one a line for the streams. A command with --json that
 // neither this test nor jsonCoveredElsewhere runs fails the test.
 func TestJSONOutputs(t *testing.T) {
-	bin, tmp, env := e2eSetup(t)
-	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	initLocal(t, env, bin, a, b)
-	startBinDaemon(t, env, bin, a)
-	startBinDaemon(t, env, bin, b)
-	var id struct {
-		PeerID string   `json:"peer_id"`
-		Addrs  []string `json:"addrs"`
-	}
-	_, out, _ := runBin(t, env, bin, "id", "--json", "--repo", a)
-	if err := json.Unmarshal([]byte(out), &id); err != nil || len(id.Addrs) == 0 {
-		t.Fatalf("id --json: %v\n%s", err, out)
-	}
+	bin, tmp, env, a, b := twoDaemons(t)
+	id := idOf(t, env, bin, a)
 	file := filepath.Join(tmp, "blob.bin")
 	data := strings.Repeat("wats ", 1000)
 	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, out, _ = runBin(t, env, bin, "blob", "add", file, "--repo", a)
+	_, out, _ := runBin(t, env, bin, "blob", "add", file, "--repo", a)
 	cid, _, _ := strings.Cut(strings.TrimSpace(out), ":")
 	size := strconv.Itoa(len(data))
 

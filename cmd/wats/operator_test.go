@@ -83,18 +83,49 @@ func initLocal(t *testing.T, env []string, bin string, dirs ...string) {
 	}
 }
 
-// tcpPort returns the TCP port of the first listen address `wats id`
-// reports for the daemon of dir.
-func tcpPort(t *testing.T, env []string, bin, dir string) string {
+// twoDaemons builds the binary and starts two daemons of the local
+// profile, in tmp/a and tmp/b.
+func twoDaemons(t *testing.T) (bin, tmp string, env []string, a, b string) {
+	t.Helper()
+	bin, tmp, env = e2eSetup(t)
+	a, b = filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	initLocal(t, env, bin, a, b)
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
+	return bin, tmp, env, a, b
+}
+
+// idOf returns what `wats id --json` reports for the daemon of dir.
+func idOf(t *testing.T, env []string, bin, dir string) api.ID {
 	t.Helper()
 	code, out, stderr := runBin(t, env, bin, "id", "--json", "--repo", dir)
 	if code != 0 {
 		t.Fatalf("id: exit %d: %s", code, stderr)
 	}
 	var id api.ID
-	if err := json.Unmarshal([]byte(out), &id); err != nil {
+	if err := json.Unmarshal([]byte(out), &id); err != nil || len(id.Addrs) == 0 {
 		t.Fatalf("id --json: %v\n%s", err, out)
 	}
+	return id
+}
+
+// connectAndSync connects the daemon of dir to the peer to and syncs from
+// it, through the CLI.
+func connectAndSync(t *testing.T, env []string, bin, dir string, to api.ID) {
+	t.Helper()
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", to.Addrs[0], "--repo", dir); code != 0 {
+		t.Fatalf("peers connect: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runBin(t, env, bin, "sync", to.PeerID, "--repo", dir); code != 0 {
+		t.Fatalf("sync: exit %d: %s", code, stderr)
+	}
+}
+
+// tcpPort returns the TCP port of the first listen address `wats id`
+// reports for the daemon of dir.
+func tcpPort(t *testing.T, env []string, bin, dir string) string {
+	t.Helper()
+	id := idOf(t, env, bin, dir)
 	for _, a := range id.Addrs {
 		if _, rest, ok := strings.Cut(a, "/tcp/"); ok {
 			port, _, _ := strings.Cut(rest, "/")
@@ -335,17 +366,8 @@ func TestBlobCommands(t *testing.T) {
 	}
 
 	// b learns of the blob from a's event, then fetches it by that size.
-	_, out, _ = runBin(t, env, bin, "id", "--json", "--repo", a)
-	var id api.ID
-	if err := json.Unmarshal([]byte(out), &id); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, env, bin, "peers", "connect", id.Addrs[0], "--repo", b); code != 0 {
-		t.Fatalf("peers connect: exit %d: %s", code, stderr)
-	}
-	if code, _, stderr := runBin(t, env, bin, "sync", id.PeerID, "--repo", b); code != 0 {
-		t.Fatalf("sync: exit %d: %s", code, stderr)
-	}
+	id := idOf(t, env, bin, a)
+	connectAndSync(t, env, bin, b, id)
 	gotB := filepath.Join(tmp, "got-b.txt")
 	if code, out, stderr := runBin(t, env, bin, "blob", "get", cid, "-o", gotB, "--repo", b); code != 0 || !strings.HasPrefix(out, "wrote "+gotB) {
 		t.Errorf("blob get of a blob an event names, without --size: exit %d, %q %s", code, out, stderr)
@@ -381,28 +403,15 @@ func TestBlobCommands(t *testing.T) {
 // (id: the same peer ID), saying on stderr that no daemon runs; the
 // commands that need the daemon keep their message.
 func TestOfflineReads(t *testing.T) {
-	bin, tmp, env := e2eSetup(t)
-	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	initLocal(t, env, bin, a, b)
-	startBinDaemon(t, env, bin, a)
-	startBinDaemon(t, env, bin, b)
+	bin, tmp, env, a, b := twoDaemons(t)
 	// a holds events of its own and of b (b showed value: a record), and a blob.
 	for _, dir := range []string{a, b} {
 		if code, _, stderr := runBin(t, env, bin, "events", "add", "--kind", "note", "--body", `{"from":"`+filepath.Base(dir)+`"}`, "--repo", dir); code != 0 {
 			t.Fatalf("events add: exit %d: %s", code, stderr)
 		}
 	}
-	_, out, _ := runBin(t, env, bin, "id", "--json", "--repo", b)
-	var idB api.ID
-	if err := json.Unmarshal([]byte(out), &idB); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idB.Addrs[0], "--repo", a); code != 0 {
-		t.Fatalf("peers connect: exit %d: %s", code, stderr)
-	}
-	if code, _, stderr := runBin(t, env, bin, "sync", idB.PeerID, "--repo", a); code != 0 {
-		t.Fatalf("sync: exit %d: %s", code, stderr)
-	}
+	idB := idOf(t, env, bin, b)
+	connectAndSync(t, env, bin, a, idB)
 	file := filepath.Join(tmp, "f.bin")
 	if err := os.WriteFile(file, []byte(strings.Repeat("x", 4096)), 0o600); err != nil {
 		t.Fatal(err)
