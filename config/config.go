@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
 )
 
 // DefaultPort is the TCP and UDP (QUIC) port of the default p2p.listen:
@@ -76,10 +78,9 @@ const (
 	// (eventlog.MaxEventBytes), so that a quota never refuses every event.
 	MinLogBytes = 64 << 10
 
-	// MaxPeerCache is the largest peercache.max_peers: a record is a few
-	// KiB at most and all are held in memory, so a million is already
-	// gigabytes.
-	MaxPeerCache = 1_000_000
+	// MaxPeerCache is the largest peercache.max_peers, the peer cache's
+	// own bound (peercache.MaxMaxPeers): every record is held in memory.
+	MaxPeerCache = peercache.MaxMaxPeers
 
 	// MaxFileSize is the largest config.toml that Load reads, in bytes. A
 	// config file is a few KiB; the cap keeps a wrong path (a device, a
@@ -284,8 +285,8 @@ func Default() *Config {
 			Gossip:   true,
 		},
 		Limits:    limits.DefaultConfig(),
-		PeerCache: PeerCacheConfig{MaxPeers: 10_000},
-		Blobs:     BlobsConfig{MaxBlobBytes: 64 << 20, QuotaBytes: 4 << 30, Serve: ServePeers, AutoFetch: true},
+		PeerCache: PeerCacheConfig{MaxPeers: peercache.DefaultMaxPeers},
+		Blobs:     BlobsConfig{MaxBlobBytes: blobs.DefaultMaxBlobBytes, QuotaBytes: blobs.DefaultQuotaBytes, Serve: ServePeers, AutoFetch: true},
 		Events:    EventsConfig{MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000, MaxBytesPerAuthor: 256 << 20},
 		API: APIConfig{
 			MetricsAddr: "",

@@ -1,7 +1,8 @@
 // Package layering holds the test that keeps the imports between wats
 // packages pointing downward (docs/design.md §2): core, the shared
 // vocabulary, imports no other wats package and every package may import
-// it; proto, eventlog, config and peercache import no other but core; node
+// it; proto, eventlog and peercache import no other but core; config takes
+// the defaults and bounds of limits, blobs and peercache from them; node
 // is the only package that knows all the others; cmd/wats reaches the
 // daemon through node's control API client.
 package layering
@@ -21,7 +22,7 @@ var allowed = map[string][]string{
 	"core":              {},
 	"proto":             {},
 	"eventlog":          {},
-	"config":            {"limits"},
+	"config":            {"limits", "blobs", "peercache"},
 	"peercache":         {},
 	"limits":            {},
 	"challenge":         {},
