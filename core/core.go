@@ -5,6 +5,12 @@
 // so that a number is written once and its uses cannot drift apart.
 package core
 
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
 const (
 	// MaxSafeInt (2^53) is the largest size-like integer on the wire, in
 	// events and in the configuration: a blob's declared size, a sync
@@ -40,4 +46,114 @@ const (
 // '.', '_' or '-' (docs/design.md §5).
 func IsKindChar(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// Request is a request type of /wats/1 (docs/design.md §4), the types that
+// ADR 0014 gives each peer a token bucket of: "token buckets per peer and
+// request type on /wats: hello, sync, replicate, crash_report". The zero
+// Request is Hello. Requests index arrays: a valid Request is below
+// NumRequests. Its wire name, the value of a message's "type" field, is
+// String.
+type Request uint8
+
+// The request types, in the order of ADR 0014's table.
+const (
+	Hello       Request = iota // "hello"
+	Sync                       // "sync", pages of up to 256 events
+	Replicate                  // "replicate"
+	CrashReport                // "crash_report"
+
+	// NumRequests is the number of Requests; arrays indexed by Request
+	// have this length.
+	NumRequests = 4
+)
+
+var requestNames = [NumRequests]string{"hello", "sync", "replicate", "crash_report"}
+
+// Requests returns every Request, in order.
+func Requests() [NumRequests]Request {
+	return [NumRequests]Request{Hello, Sync, Replicate, CrashReport}
+}
+
+// ParseRequest returns the Request whose wire name is s ("hello", "sync",
+// "replicate", "crash_report"), and false for any other string, a
+// response type ("error") included.
+func ParseRequest(s string) (Request, bool) {
+	for r, name := range requestNames {
+		if name == s {
+			return Request(r), true
+		}
+	}
+	return 0, false
+}
+
+// Valid reports whether r is one of the NumRequests request types.
+func (r Request) Valid() bool { return r < NumRequests }
+
+// String returns the wire name of r ("crash_report" for CrashReport), or
+// "request(N)" for an invalid Request.
+func (r Request) String() string {
+	if !r.Valid() {
+		return "request(" + strconv.Itoa(int(r)) + ")"
+	}
+	return requestNames[r]
+}
+
+// Cursor is a position in a node's event log: 0 is before the first event,
+// and each stored event takes the next position (docs/design.md §5). On the
+// wire it is an opaque decimal string (docs/design.md §4): the canonical
+// decimal form of a uint64, which MarshalText writes and UnmarshalText and
+// ParseCursor accept, and nothing else.
+type Cursor uint64
+
+// ErrCursor is wrapped by every error of ParseCursor.
+var ErrCursor = errors.New("cursor is not a canonical decimal uint64")
+
+// ParseCursor parses the wire form of a cursor. It accepts exactly the
+// canonical decimal form of a uint64: "0", or 1..20 digits without a
+// leading zero, at most 18446744073709551615. Anything else ("", "-1",
+// "1.0", "0x10", " 1", "01", "18446744073709551616") is an error wrapping
+// ErrCursor that quotes at most 24 bytes of s.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: it is empty", ErrCursor)
+	}
+	if len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+		return 0, fmt.Errorf("%w: %.24q", ErrCursor, s)
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: %.24q", ErrCursor, s)
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, fmt.Errorf("%w: %.24q is beyond 2^64-1", ErrCursor, s)
+		}
+		n = n*10 + d
+	}
+	return Cursor(n), nil
+}
+
+// String is the wire form of c: its decimal digits.
+func (c Cursor) String() string { return strconv.FormatUint(uint64(c), 10) }
+
+// AppendText appends the wire form of c to b (encoding.TextAppender).
+func (c Cursor) AppendText(b []byte) ([]byte, error) {
+	return strconv.AppendUint(b, uint64(c), 10), nil
+}
+
+// MarshalText returns the wire form of c (encoding.TextMarshaler).
+func (c Cursor) MarshalText() ([]byte, error) { return c.AppendText(nil) }
+
+// UnmarshalText sets c from its wire form, as ParseCursor
+// (encoding.TextUnmarshaler); on error c is unchanged.
+func (c *Cursor) UnmarshalText(b []byte) error {
+	n, err := ParseCursor(string(b))
+	if err != nil {
+		return err
+	}
+	*c = n
+	return nil
 }

@@ -1,6 +1,9 @@
 package core
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestIsKindChar: exactly a-z, 0-9, '.', '_' and '-', checked at the edges
 // of each range.
@@ -17,5 +20,53 @@ func TestIsKindChar(t *testing.T) {
 	}
 	if IsKindChar('é') || IsKindChar('ａ') {
 		t.Error("a non-ASCII letter is a kind character")
+	}
+}
+
+// TestCursor: exactly the canonical decimal form of a uint64, both ways, at
+// and just past 2^64-1; a failed UnmarshalText leaves the cursor as it was.
+func TestCursor(t *testing.T) {
+	for s, want := range map[string]Cursor{"0": 0, "1": 1, "10": 10, "18446744073709551615": 1<<64 - 1, "18446744073709551610": 1<<64 - 6} {
+		got, err := ParseCursor(s)
+		if err != nil || got != want {
+			t.Errorf("ParseCursor(%q) = %d, %v; want %d", s, got, err, want)
+		}
+		if want.String() != s {
+			t.Errorf("Cursor(%d).String() = %q, want %q", want, want.String(), s)
+		}
+		if b, _ := want.MarshalText(); string(b) != s {
+			t.Errorf("Cursor(%d).MarshalText() = %q, want %q", want, b, s)
+		}
+	}
+	for _, s := range []string{"", "-1", "1.0", "0x10", " 1", "1 ", "01", "00", "+1", "1e3", "18446744073709551616", "18446744073709551620", "99999999999999999999", "100000000000000000000", "١"} {
+		if _, err := ParseCursor(s); !errors.Is(err, ErrCursor) {
+			t.Errorf("ParseCursor(%q): %v, want ErrCursor", s, err)
+		}
+		c := Cursor(7)
+		if err := c.UnmarshalText([]byte(s)); err == nil || c != 7 {
+			t.Errorf("UnmarshalText(%q) = %v and set %d, want an error and 7 kept", s, err, c)
+		}
+	}
+}
+
+// TestRequests: the wire names of ADR 0014's four request types, both
+// ways; a response type is no request.
+func TestRequests(t *testing.T) {
+	want := []string{"hello", "sync", "replicate", "crash_report"}
+	for i, r := range Requests() {
+		if r.String() != want[i] || !r.Valid() {
+			t.Errorf("Requests()[%d] = %q (valid %v), want %q", i, r, r.Valid(), want[i])
+		}
+		if got, ok := ParseRequest(want[i]); !ok || got != r {
+			t.Errorf("ParseRequest(%q) = %v, %v", want[i], got, ok)
+		}
+	}
+	for _, s := range []string{"", "error", "refused", "challenge", "Hello", "crash-report"} {
+		if _, ok := ParseRequest(s); ok {
+			t.Errorf("ParseRequest(%q) is a request", s)
+		}
+	}
+	if Request(NumRequests).Valid() || Request(NumRequests).String() != "request(4)" {
+		t.Errorf("Request(4): valid %v, %q", Request(NumRequests).Valid(), Request(NumRequests))
 	}
 }

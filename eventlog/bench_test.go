@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // benchBody is a typical small body (~200 bytes).
@@ -144,7 +146,7 @@ func BenchmarkPage256(b *testing.B) {
 	if _, err := l.Append(evs); err != nil {
 		b.Fatal(err)
 	}
-	after := uint64(0)
+	after := core.Cursor(0)
 	for b.Loop() {
 		page, next, _, err := l.Page(after, 256, 4<<20)
 		if err != nil || len(page) != 256 {

@@ -45,15 +45,16 @@
 // position and the event count, and Open recovers it from the last position
 // key. Page returns the events after a position, bounded by count and bytes;
 // paging by position never skips or repeats an event, whatever their
-// timestamps. On the wire a position is a cursor, a decimal string
-// (proto.ParseCursor, docs/design.md §4). Changed wakes readers that wait for new
-// events.
+// timestamps. A position is a core.Cursor, on the wire a decimal string
+// (docs/design.md §4). All walks the log from a position, a page at a time.
+// Changed wakes readers that wait for new events.
 //
 //	db, _ := pebble.Open(dir, opts)          // owned by the node
 //	l, _ := eventlog.Open(db)
 //	ok, rejected := eventlog.VerifyBatch(page, time.Now())
 //	added, _ := l.Append(ok)                 // durable on return
 //	evs, next, more, _ := l.Page(after, 256, 4<<20)
+//	for e, err := range l.All(0) { … }      // the whole log, decoded
 //
 // # Files
 //

@@ -36,6 +36,10 @@ var (
 	// ErrBadArgument: a caller passed an argument outside its documented
 	// range (for instance Page with limit < 1).
 	ErrBadArgument = errors.New("eventlog: bad argument")
+	// ErrDamaged: Log.All met a stored event that no longer decodes (a
+	// damaged record; `wats repo check` finds and repairs them). The
+	// error wraps the decode error too.
+	ErrDamaged = errors.New("eventlog: a stored event does not decode")
 )
 
 // ValidationError says which field of an event is wrong and why. Err is one

@@ -11,6 +11,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 
 	"github.com/wats-network/wats/eventlog"
+
+	"github.com/wats-network/wats/core"
 )
 
 func ExampleNew() {
@@ -50,7 +52,7 @@ func ExampleLog_Page() {
 	l.Append(evs)
 
 	// A reader pages by position, two at a time, from the start.
-	for after, more := uint64(0), true; more; {
+	for after, more := core.Cursor(0), true; more; {
 		var page []jsontext.Value
 		page, after, more, _ = l.Page(after, 2, 4<<20)
 		fmt.Println(len(page), "events, next", after, "more", more)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Keys of this package in the node's pebble database (docs/design.md §10: disjoint
@@ -73,8 +76,8 @@ func cidValue(old []byte, size uint64) []byte {
 	return cidSizeValue(size)
 }
 
-func posKey(pos uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte(posPrefix), pos)
+func posKey(pos core.Cursor) []byte {
+	return binary.BigEndian.AppendUint64([]byte(posPrefix), uint64(pos))
 }
 
 func idKey(id [32]byte) []byte {
@@ -260,7 +263,7 @@ func (l *Log) cidIndexValue(c string) ([]byte, error) {
 
 // Head returns the position of the newest event, 0 when the log is empty.
 // Positions are consecutive from 1, so Head is also the number of events.
-func (l *Log) Head() uint64 { return l.head.Load() }
+func (l *Log) Head() core.Cursor { return core.Cursor(l.head.Load()) }
 
 // Changed returns a channel that is closed the next time Append adds events.
 // Take a new channel after each wake-up: the idiom is
@@ -457,7 +460,7 @@ func (l *Log) commit(group []*appendReq) {
 		pos++
 		bytes += uint64(len(st.raw))
 		binary.BigEndian.PutUint64(posBuf[:], pos)
-		if err := b.Set(posKey(pos), st.raw, nil); err != nil {
+		if err := b.Set(posKey(core.Cursor(pos)), st.raw, nil); err != nil {
 			fail(err)
 			return
 		}
@@ -534,7 +537,7 @@ func (l *Log) commit(group []*appendReq) {
 // MaxEventBytes a page holds at least one event whenever one exists; with
 // less, Page fails with ErrPageTooSmall rather than return an empty page
 // that would stall the reader. after ≥ Head gives an empty page, more false.
-func (l *Log) Page(after uint64, limit int, maxBytes int) (events []jsontext.Value, next uint64, more bool, err error) {
+func (l *Log) Page(after core.Cursor, limit int, maxBytes int) (events []jsontext.Value, next core.Cursor, more bool, err error) {
 	if limit < 1 || maxBytes < 1 {
 		return nil, after, false, fmt.Errorf("%w: page limit %d, maxBytes %d (both must be ≥ 1)", ErrBadArgument, limit, maxBytes)
 	}
@@ -593,12 +596,12 @@ func (l *Log) Page(after uint64, limit int, maxBytes int) (events []jsontext.Val
 		events[i] = jsontext.Value(buf[start:end:end])
 		start = end
 	}
-	return events, positions[len(positions)-1], more, nil
+	return events, core.Cursor(positions[len(positions)-1]), more, nil
 }
 
 // Get returns the event with the given id and its position, or ErrNotFound.
 // An id that is not 64 lowercase hex digits is ErrMalformed.
-func (l *Log) Get(id string) (*Event, uint64, error) {
+func (l *Log) Get(id string) (*Event, core.Cursor, error) {
 	raw, ok := parseID(id)
 	if !ok {
 		return nil, 0, invalid(ErrMalformed, "id", "not 64 lowercase hex digits")
@@ -614,12 +617,12 @@ const MinIDPrefix = 8
 // Find returns the event whose id starts with prefix: MinIDPrefix to 64
 // lowercase hex digits (ErrMalformed otherwise). Errors: ErrNotFound when
 // no event matches, ErrAmbiguous when several do.
-func (l *Log) Find(prefix string) (*Event, uint64, error) {
+func (l *Log) Find(prefix string) (*Event, core.Cursor, error) {
 	return l.find(prefix, MinIDPrefix)
 }
 
 // find is Find with the shortest prefix as a parameter, for tests.
-func (l *Log) find(prefix string, minLen int) (*Event, uint64, error) {
+func (l *Log) find(prefix string, minLen int) (*Event, core.Cursor, error) {
 	if len(prefix) == idHexLen {
 		return l.Get(prefix)
 	}
@@ -659,7 +662,7 @@ func (l *Log) find(prefix string, minLen int) (*Event, uint64, error) {
 }
 
 // getRaw is Get by raw id.
-func (l *Log) getRaw(raw [32]byte) (*Event, uint64, error) {
+func (l *Log) getRaw(raw [32]byte) (*Event, core.Cursor, error) {
 	pos, found, err := l.position(raw)
 	if err != nil {
 		return nil, 0, err
@@ -703,7 +706,7 @@ func (l *Log) hasRaw(id [32]byte) (bool, error) {
 	return found, err
 }
 
-func (l *Log) position(id [32]byte) (uint64, bool, error) {
+func (l *Log) position(id [32]byte) (core.Cursor, bool, error) {
 	v, closer, err := l.db.Get(idKey(id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, false, nil
@@ -715,5 +718,56 @@ func (l *Log) position(id [32]byte) (uint64, bool, error) {
 	if len(v) != 8 {
 		return 0, false, fmt.Errorf("eventlog: lookup: damaged index value of %d bytes", len(v))
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return core.Cursor(binary.BigEndian.Uint64(v)), true, nil
+}
+
+// allPageEvents and allPageBytes are the pages All reads: as large as a
+// sync page (docs/design.md §4), so that a walk of the whole log holds at
+// most about 4 MiB of event JSON at once.
+const (
+	allPageEvents = 256
+	allPageBytes  = 4 << 20
+)
+
+// All returns an iterator over the stored events at positions after
+// `after`, in position order, each decoded and with its position. It reads
+// the log a page at a time (Page), so events appended during the walk are
+// seen if they come after the page being read. An event that no longer
+// decodes (a damaged record) is yielded as a nil event with an error that
+// wraps ErrDamaged and names its position, and the walk goes on; a failure
+// to read the log is yielded as a nil event with that error, and the walk
+// ends. Stopping the loop early is fine:
+//
+//	for e, err := range l.All(0) {
+//		if errors.Is(err, eventlog.ErrDamaged) {
+//			continue
+//		}
+//		if err != nil {
+//			return err
+//		}
+//		use(e)
+//	}
+func (l *Log) All(after core.Cursor) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		for {
+			page, next, more, err := l.Page(after, allPageEvents, allPageBytes)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for i, raw := range page {
+				e, err := Decode(raw)
+				if err != nil {
+					err = fmt.Errorf("%w: the event at position %d: %w", ErrDamaged, after+core.Cursor(i)+1, err)
+				}
+				if !yield(e, err) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			after = next
+		}
+	}
 }

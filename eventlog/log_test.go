@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // makeEvents signs n events by key, all at the same millisecond.
@@ -69,7 +73,7 @@ func TestAppendDedupe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pos != uint64(i+1) || got.ID != e.ID || string(got.Body) != string(e.Body) {
+		if pos != core.Cursor(i+1) || got.ID != e.ID || string(got.Body) != string(e.Body) {
 			t.Errorf("Get(%d): pos %d, %+v", i, pos, got)
 		}
 		if err := got.Verify(testNow); err != nil {
@@ -116,7 +120,7 @@ func TestAppendRefusesBadIDAtomically(t *testing.T) {
 func pageAll(t *testing.T, l *Log, limit, maxBytes int) []string {
 	t.Helper()
 	var got []string
-	after := uint64(0)
+	after := core.Cursor(0)
 	for pages := 0; ; pages++ {
 		if pages > 5000 {
 			t.Fatal("paging does not end")
@@ -140,7 +144,7 @@ func pageAll(t *testing.T, l *Log, limit, maxBytes int) []string {
 		if total > maxBytes {
 			t.Fatalf("%d bytes over maxBytes %d", total, maxBytes)
 		}
-		if next != after+uint64(len(evs)) {
+		if next != after+core.Cursor(len(evs)) {
 			t.Fatalf("next %d after %d with %d events", next, after, len(evs))
 		}
 		if more != (next < l.Head()) {
@@ -219,7 +223,7 @@ func TestPageBounds(t *testing.T) {
 		t.Errorf("last page, larger limit: %d events, next %d, more %v", len(page), next, more)
 	}
 	// At and past the head: empty, next = after, more false.
-	for _, after := range []uint64{10, 11, 1 << 40, math.MaxUint64 - 1, math.MaxUint64} {
+	for _, after := range []core.Cursor{10, 11, 1 << 40, math.MaxUint64 - 1, math.MaxUint64} {
 		page, next, more, err := l.Page(after, 5, 1<<20)
 		if err != nil || len(page) != 0 || next != after || more {
 			t.Errorf("after %d: %d events, next %d, more %v, %v", after, len(page), next, more, err)
@@ -334,7 +338,7 @@ func TestChanged(t *testing.T) {
 		t.Fatal("closed by an append that added nothing")
 	}
 	// A waiter blocked on the channel is woken.
-	done := make(chan uint64)
+	done := make(chan core.Cursor)
 	go func() {
 		<-ch2
 		done <- l.Head()
@@ -364,7 +368,7 @@ func TestConcurrentAppend(t *testing.T) {
 	}
 	// A reader pages while writers append.
 	wg.Go(func() {
-		var after uint64
+		var after core.Cursor
 		for after < 200 {
 			changed := l.Changed() // before Page, so no wake-up is missed
 			page, next, _, err := l.Page(after, 7, 1<<20)
@@ -372,7 +376,7 @@ func TestConcurrentAppend(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if next != after+uint64(len(page)) {
+			if next != after+core.Cursor(len(page)) {
 				t.Errorf("next %d after %d with %d events", next, after, len(page))
 				return
 			}
@@ -545,4 +549,61 @@ func TestBlobSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(openLog(t, db), "after Open rebuilt the index")
+}
+
+// TestAll: the walk yields every event after the start, in order, across
+// pages (600 events: three pages of at most 256); a damaged record is
+// yielded as ErrDamaged naming its position and the walk goes on; breaking
+// out stops it.
+func TestAll(t *testing.T) {
+	db := memDB(t)
+	l := openLog(t, db)
+	evs := makeEvents(t, testKey(t, 1), testNow, 600, 0)
+	if _, err := l.Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []core.Cursor{0, 1, 255, 256, 599, 600, 1 << 40} {
+		var got []string
+		for e, err := range l.All(after) {
+			if err != nil {
+				t.Fatalf("after %d: %v", after, err)
+			}
+			got = append(got, e.ID)
+		}
+		want := ids(evs[min(int(after), len(evs)):])
+		if !slices.Equal(got, want) {
+			t.Fatalf("after %d: %d events, want %d", after, len(got), len(want))
+		}
+	}
+
+	if err := db.Set(posKey(300), []byte(`{"id":"damaged"}`), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	n, damaged := 0, 0
+	for e, err := range l.All(0) {
+		switch {
+		case errors.Is(err, ErrDamaged):
+			damaged++
+			if e != nil || !strings.Contains(err.Error(), "position 300") {
+				t.Fatalf("damaged record: event %v, error %v", e, err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			n++
+		}
+	}
+	if n != 599 || damaged != 1 {
+		t.Fatalf("walked %d events and %d damaged, want 599 and 1", n, damaged)
+	}
+
+	n = 0
+	for range l.All(0) {
+		if n++; n == 3 {
+			break
+		}
+	}
+	if n != 3 {
+		t.Fatalf("the walk went on after break: %d", n)
+	}
 }

@@ -3,6 +3,8 @@ package limits
 import (
 	"strconv"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Class is what a request asks for, as the cheap existence check before
@@ -56,7 +58,7 @@ type Facts struct {
 
 // Request is what admission knows of one decoded request.
 type Request struct {
-	Kind  Kind
+	Type  core.Request
 	Class Class
 	// Solved: the request carried a solution that verified, within the
 	// solved ceiling (challenge.Issuer.Verify). An invalid solution is
@@ -137,15 +139,15 @@ type Decision struct {
 }
 
 // missIndex is the index of the miss budget in a State and a rate row.
-const missIndex = NumKinds
+const missIndex = core.NumRequests
 
 // State is one peer's admission state: the GCRA state (TAT = ns +
 // rem/perMin) of its bucket for each request type and of its miss budget.
 // The zero State is every bucket full. A Table keeps one per active peer;
 // Decide works on one passed in.
 type State struct {
-	ns  [NumKinds + 1]uint64
-	rem [NumKinds + 1]uint16
+	ns  [core.NumRequests + 1]uint64
+	rem [core.NumRequests + 1]uint16
 }
 
 // full reports whether every bucket of st is full at tick t: then it is the
@@ -165,7 +167,7 @@ func (st *State) full(t uint64) bool {
 // limits.valued_percent), limits.challenge and overload_in_flight. Build
 // one with NewPolicy; it is immutable and safe to share.
 type Policy struct {
-	rates     [NumTiers][NumKinds + 1]Rate
+	rates     [NumTiers][core.NumRequests + 1]Rate
 	challenge bool
 	overload  int
 }
@@ -179,7 +181,7 @@ func NewPolicy(c Config) (*Policy, error) {
 	pl := &Policy{challenge: c.Challenge, overload: c.OverloadInFlight}
 	for t := range Tier(NumTiers) {
 		pct := t.percent(c.SuspectPercent, c.ValuedPercent)
-		for _, k := range Kinds() {
+		for _, k := range core.Requests() {
 			pl.rates[t][k] = tierRate(c.PerMin(k), pct)
 		}
 		pl.rates[t][missIndex] = tierRate(c.MissPerMin, pct)
@@ -189,7 +191,7 @@ func NewPolicy(c Config) (*Policy, error) {
 
 // Rate returns the rate of request type k for a peer of tier t (the zero,
 // unlimited Rate for an invalid k or t).
-func (pl *Policy) Rate(t Tier, k Kind) Rate {
+func (pl *Policy) Rate(t Tier, k core.Request) Rate {
 	if !t.Valid() || !k.Valid() {
 		return Rate{}
 	}
@@ -213,7 +215,7 @@ func (pl *Policy) MissRate(t Tier) Rate {
 //  1. A valid solution lets the request through, past the per-peer limit
 //     and the overload, taking no token (ADR 0014, "What a solution buys";
 //     the caller checked the global ceiling).
-//  2. Over the peer's bucket for r.Kind, or, for a miss, over its miss
+//  2. Over the peer's bucket for r.Type, or, for a miss, over its miss
 //     budget: a peer that advertised "challenge" gets a challenge when
 //     limits.challenge is on (pressure); any other peer is refused, with
 //     the wait for a token. Nothing is taken.
@@ -221,12 +223,12 @@ func (pl *Policy) MissRate(t Tier) Rate {
 //     that advertised "challenge" and has no reputation gets a challenge
 //     when limits.challenge is on, and nothing is taken (nothing was
 //     served); every other peer is served as before.
-//  4. Otherwise the request is served: it takes a token of r.Kind and, for
+//  4. Otherwise the request is served: it takes a token of r.Type and, for
 //     a miss, one of the miss budget.
 //
-// An invalid Kind or Tier is refused (ReasonInvalid) and changes nothing.
+// An invalid request type or Tier is refused (ReasonInvalid) and changes nothing.
 func (pl *Policy) Decide(st *State, f Facts, r Request, now int64) Decision {
-	if !r.Kind.Valid() || !f.Tier.Valid() {
+	if !r.Type.Valid() || !f.Tier.Valid() {
 		return Decision{Verdict: Refuse, Reason: ReasonInvalid}
 	}
 	if r.Solved {
@@ -234,7 +236,7 @@ func (pl *Policy) Decide(st *State, f Facts, r Request, now int64) Decision {
 	}
 	t := tick(now)
 	rates := &pl.rates[f.Tier]
-	k := int(r.Kind)
+	k := int(r.Type)
 	// The buckets are tried on copies and written back only if served.
 	kns, krem := st.ns[k], st.rem[k]
 	mns, mrem := st.ns[missIndex], st.rem[missIndex]

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/wats-network/wats/internal/scripttest"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestAdmitScript runs the step tests of testdata/admit.txt: admission
@@ -115,7 +117,7 @@ func (s *admitScript) req(f []string) (string, error) {
 	if fa == nil {
 		return "", fmt.Errorf("no peer %q", f[0])
 	}
-	k, ok := ParseKind(f[1])
+	k, ok := core.ParseRequest(f[1])
 	if !ok {
 		return "", fmt.Errorf("bad kind %q", f[1])
 	}
@@ -123,7 +125,7 @@ func (s *admitScript) req(f []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := Request{Kind: k, InFlight: 1}
+	r := Request{Type: k, InFlight: 1}
 	times := 1
 	for _, a := range f[3:] {
 		switch k, v, _ := strings.Cut(a, "="); {
@@ -241,12 +243,12 @@ func TestPolicyRates(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		t    Tier
-		k    Kind
+		k    core.Request
 		want int
 	}{
-		{TierNew, KindSync, 600}, {TierNormal, KindSync, 600}, {TierSuspect, KindSync, 60},
-		{TierValued, KindSync, 1200}, {TierSuspect, KindReplicate, 12}, {TierValued, KindHello, 120},
-		{TierSuspect, KindCrashReport, 0}, {TierValued, KindCrashReport, 0},
+		{TierNew, core.Sync, 600}, {TierNormal, core.Sync, 600}, {TierSuspect, core.Sync, 60},
+		{TierValued, core.Sync, 1200}, {TierSuspect, core.Replicate, 12}, {TierValued, core.Hello, 120},
+		{TierSuspect, core.CrashReport, 0}, {TierValued, core.CrashReport, 0},
 	} {
 		if got := pl.Rate(tc.t, tc.k).PerMin(); got != tc.want {
 			t.Errorf("%v %v: %d a minute, want %d", tc.t, tc.k, got, tc.want)
@@ -257,13 +259,13 @@ func TestPolicyRates(t *testing.T) {
 	}
 	c = DefaultConfig()
 	c.ReportPerMin, c.SuspectPercent = 5, 1
-	if pl, _ = NewPolicy(c); pl.Rate(TierSuspect, KindCrashReport).PerMin() != 1 {
-		t.Errorf("5 a minute at 1%%: %v, want at least 1 a minute", pl.Rate(TierSuspect, KindCrashReport))
+	if pl, _ = NewPolicy(c); pl.Rate(TierSuspect, core.CrashReport).PerMin() != 1 {
+		t.Errorf("5 a minute at 1%%: %v, want at least 1 a minute", pl.Rate(TierSuspect, core.CrashReport))
 	}
 	c = DefaultConfig()
 	c.SyncPerMin, c.ValuedPercent = MaxPerMin, MaxValuedPercent
-	if pl, _ = NewPolicy(c); pl.Rate(TierValued, KindSync).PerMin() != MaxPerMin {
-		t.Errorf("the valued ceiling passed MaxPerMin: %v", pl.Rate(TierValued, KindSync))
+	if pl, _ = NewPolicy(c); pl.Rate(TierValued, core.Sync).PerMin() != MaxPerMin {
+		t.Errorf("the valued ceiling passed MaxPerMin: %v", pl.Rate(TierValued, core.Sync))
 	}
 }
 
@@ -276,7 +278,7 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 	p := testPeers(1)[0]
 	f := Facts{Tier: TierNormal, CanSolve: true}
-	r := Request{Kind: KindSync, InFlight: 1}
+	r := Request{Type: core.Sync, InFlight: 1}
 	b.ReportAllocs()
 	now := int64(0)
 	for b.Loop() {
@@ -298,7 +300,7 @@ func BenchmarkAdmitVsRate(b *testing.B) {
 			b.Fatal(err)
 		}
 		f := Facts{Tier: TierNormal, CanSolve: true}
-		r := Request{Kind: KindSync, InFlight: 1}
+		r := Request{Type: core.Sync, InFlight: 1}
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // BenchmarkTableAllow is the admission check for one peer (ADR 0024's
@@ -19,7 +21,7 @@ func BenchmarkTableAllow(b *testing.B) {
 		now := int64(0)
 		for b.Loop() {
 			now += int64(100 * time.Millisecond)
-			if ok, _ := tb.Allow(p, KindSync, now); !ok {
+			if ok, _ := tb.Allow(p, core.Sync, now); !ok {
 				b.Fatal("refused")
 			}
 		}
@@ -28,7 +30,7 @@ func BenchmarkTableAllow(b *testing.B) {
 		tb := newTestTable(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			tb.Allow(p, KindSync, 0)
+			tb.Allow(p, core.Sync, 0)
 		}
 	})
 }
@@ -44,7 +46,7 @@ func BenchmarkTableAllowParallel(b *testing.B) {
 		i := int(start.Add(7919)) // goroutines start at different peers
 		for pb.Next() {
 			i++
-			tb.Allow(peers[i%len(peers)], Kind(i%NumKinds), int64(i)*1000)
+			tb.Allow(peers[i%len(peers)], core.Request(i%core.NumRequests), int64(i)*1000)
 		}
 	})
 }
@@ -72,7 +74,7 @@ func BenchmarkTableMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		tb := newTestTable(b)
 		for _, p := range peers {
-			tb.Allow(p, KindSync, 0)
+			tb.Allow(p, core.Sync, 0)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -92,7 +94,7 @@ func BenchmarkLogCapFlood(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		l.ShouldLog(peers[i%len(peers)], ThrottledTopic(KindSync), int64(i)*1000)
+		l.ShouldLog(peers[i%len(peers)], ThrottledTopic(core.Sync), int64(i)*1000)
 	}
 }
 
@@ -102,7 +104,7 @@ func BenchmarkLogCapFlood(b *testing.B) {
 func BenchmarkSweep(b *testing.B) {
 	tb := newTestTable(b)
 	for _, p := range testPeers(DefaultMaxPeers * 2) {
-		tb.Allow(p, KindHello, 0)
+		tb.Allow(p, core.Hello, 0)
 	}
 	for b.Loop() {
 		if tb.Sweep(0) != 0 {

@@ -243,16 +243,16 @@ func DefaultConfig() Config {
 }
 
 // PerMin returns the configured rate of k in requests a minute (0 means
-// unlimited), or 0 for an invalid Kind.
-func (c Config) PerMin(k Kind) int {
+// unlimited), or 0 for an invalid request type.
+func (c Config) PerMin(k core.Request) int {
 	switch k {
-	case KindHello:
+	case core.Hello:
 		return c.HelloPerMin
-	case KindSync:
+	case core.Sync:
 		return c.SyncPerMin
-	case KindReplicate:
+	case core.Replicate:
 		return c.ReplicatePerMin
-	case KindCrashReport:
+	case core.CrashReport:
 		return c.ReportPerMin
 	}
 	return 0
@@ -260,10 +260,10 @@ func (c Config) PerMin(k Kind) int {
 
 // Rate returns the Rate of k, with ADR 0014's burst; an out-of-range value
 // is an error wrapping ErrBadRate (Validate reports it better).
-func (c Config) Rate(k Kind) (Rate, error) {
+func (c Config) Rate(k core.Request) (Rate, error) {
 	r, err := NewRate(c.PerMin(k))
 	if err != nil {
-		return Rate{}, fmt.Errorf("%s: %w", k.Key(), err)
+		return Rate{}, fmt.Errorf("%s: %w", RateKey(k), err)
 	}
 	return r, nil
 }
@@ -315,8 +315,8 @@ func (c Config) Validate() error {
 		}
 	}
 	rate := fmt.Sprintf("0..%d requests a minute per peer, 0 means unlimited", MaxPerMin)
-	for _, k := range Kinds() {
-		check(k.Key(), c.PerMin(k), 0, MaxPerMin, rate)
+	for _, k := range core.Requests() {
+		check(RateKey(k), c.PerMin(k), 0, MaxPerMin, rate)
 	}
 	check("limits.blob_fetches_per_peer", c.BlobFetchesPerPeer, MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer,
 		fmt.Sprintf("%d..%d blobs fetched at once for one peer", MinBlobFetchesPerPeer, MaxBlobFetchesPerPeer))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/wats-network/wats/core"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -19,7 +21,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for k, n := range map[Kind]int{KindHello: 60, KindSync: 600, KindReplicate: 120, KindCrashReport: 10, Kind(9): 0} {
+	for k, n := range map[core.Request]int{core.Hello: 60, core.Sync: 600, core.Replicate: 120, core.CrashReport: 10, core.Request(9): 0} {
 		if c.PerMin(k) != n {
 			t.Errorf("PerMin(%v) = %d", k, c.PerMin(k))
 		}
@@ -208,10 +210,10 @@ func TestConfigJSON(t *testing.T) {
 func TestConfigRate(t *testing.T) {
 	c := DefaultConfig()
 	c.SyncPerMin = 60_001
-	if _, err := c.Rate(KindSync); err == nil || !errors.Is(err, ErrBadRate) || !strings.HasPrefix(err.Error(), "limits.sync_per_min: ") {
+	if _, err := c.Rate(core.Sync); err == nil || !errors.Is(err, ErrBadRate) || !strings.HasPrefix(err.Error(), "limits.sync_per_min: ") {
 		t.Fatalf("Rate: %v", err)
 	}
-	if r, err := c.Rate(KindHello); err != nil || r.Burst() != 15 {
+	if r, err := c.Rate(core.Hello); err != nil || r.Burst() != 15 {
 		t.Fatalf("Rate(hello) = %v, %v", r, err)
 	}
 }

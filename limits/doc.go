@@ -28,9 +28,9 @@
 // work, with the peer's tier (TierOf its History) and the request's class
 // (the cheap existence check):
 //
-//	k, ok := limits.ParseKind(string(req.Type))      // the four types with a budget
+//	k, ok := req.Type.Request()                      // the four types with a budget
 //	d := table.Admit(peer, limits.Facts{Tier: t, CanSolve: solves, Reputed: reputed},
-//		limits.Request{Kind: k, Class: class, Solved: verified, InFlight: n}, now())
+//		limits.Request{Type: k, Class: class, Solved: verified, InFlight: n}, now())
 //	switch d.Verdict {
 //	case limits.Refuse:
 //		if logs.ShouldLog(peer, limits.ThrottledTopic(k), now()) {
@@ -106,8 +106,8 @@
 //
 // # Files
 //
-//   - kind.go: Kind (the four request types, their wire names and config
-//     keys), Refusal, RetryAfterMs.
+//   - kind.go: the config key (RateKey) and refusal reason (Refusal) of
+//     each request type's budget (core.Request), RetryAfterMs.
 //   - rate.go: Rate (exact rate, burst, interval), Bucket, and the GCRA
 //     itself (allow) with the time mapping (tick) and its bounds.
 //   - config.go: Config (the [limits] table), DefaultConfig, Validate,

@@ -8,6 +8,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/limits"
+
+	"github.com/wats-network/wats/core"
 )
 
 // The node's admission check: one Table for the process, time from a
@@ -25,20 +27,20 @@ func ExampleTable() {
 	p := peer.ID("a peer id")
 	var served, refused int
 	for range 160 {
-		ok, retryAfter := table.Allow(p, limits.KindSync, now())
+		ok, retryAfter := table.Allow(p, core.Sync, now())
 		if ok {
 			served++
 			continue
 		}
 		refused++
-		// Answer {"type":"refused","reason":limits.Refusal(limits.KindSync),
+		// Answer {"type":"refused","reason":limits.Refusal(core.Sync),
 		// "retry_after_ms":limits.RetryAfterMs(retryAfter)}.
 		_ = retryAfter
-		if throttle.ShouldLog(p, limits.ThrottledTopic(limits.KindSync), now()) {
+		if throttle.ShouldLog(p, limits.ThrottledTopic(core.Sync), now()) {
 			fmt.Println("peer throttled: type=sync")
 		}
 	}
-	fmt.Println(served, "served,", refused, "refused:", limits.Refusal(limits.KindSync))
+	fmt.Println(served, "served,", refused, "refused:", limits.Refusal(core.Sync))
 	fmt.Println(table.Snapshot())
 	// Output:
 	// peer throttled: type=sync

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // ed25519Prefix is how every Ed25519 peer id starts: an identity multihash
@@ -53,7 +55,7 @@ func sameShard(tb *Table, n int) []peer.ID {
 
 // takeAll calls Allow until refused, at most limit times, and returns the
 // number allowed.
-func takeAll(tb *Table, p peer.ID, k Kind, now int64, limit int) int {
+func takeAll(tb *Table, p peer.ID, k core.Request, now int64, limit int) int {
 	for n := range limit {
 		if ok, _ := tb.Allow(p, k, now); !ok {
 			return n

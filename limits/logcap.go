@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds of the log lines a peer can cause (ADR 0014: "peer throttled" at
@@ -72,7 +74,7 @@ func NewLogCap() *LogCap {
 
 // ThrottledTopic is the topic of the "peer throttled" lines of requests of
 // kind k: ADR 0014 caps them per peer and request type.
-func ThrottledTopic(k Kind) string {
+func ThrottledTopic(k core.Request) string {
 	if !k.Valid() {
 		return "throttled"
 	}

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestLogCapPerPeerAndKind: once a minute per peer and kind; kinds and
@@ -16,20 +18,20 @@ func TestLogCapPerPeerAndKind(t *testing.T) {
 	minute := int64(LogInterval)
 	steps := []struct {
 		p    int
-		k    Kind
+		k    core.Request
 		now  int64
 		want bool
 	}{
-		{1, KindSync, 0, true},
-		{1, KindSync, 1, false},
-		{1, KindSync, minute - 1, false},
-		{1, KindHello, minute - 1, true}, // another kind
-		{2, KindSync, minute - 1, true},  // another peer
-		{1, KindSync, minute, true},      // a minute later
-		{1, KindSync, minute + second, false},
-		{1, KindSync, 0, false}, // the clock stepped back: still within the minute
-		{1, KindHello, 2*minute - 2, false},
-		{1, KindHello, 2*minute - 1, true},
+		{1, core.Sync, 0, true},
+		{1, core.Sync, 1, false},
+		{1, core.Sync, minute - 1, false},
+		{1, core.Hello, minute - 1, true}, // another kind
+		{2, core.Sync, minute - 1, true},  // another peer
+		{1, core.Sync, minute, true},      // a minute later
+		{1, core.Sync, minute + second, false},
+		{1, core.Sync, 0, false}, // the clock stepped back: still within the minute
+		{1, core.Hello, 2*minute - 2, false},
+		{1, core.Hello, 2*minute - 1, true},
 	}
 	for i, st := range steps {
 		p := a
@@ -59,7 +61,7 @@ func TestLogCapSybilFlood(t *testing.T) {
 	peers := testPeers(100_000)
 	logged := 0
 	for _, p := range peers {
-		if l.ShouldLog(p, ThrottledTopic(KindSync), 0) {
+		if l.ShouldLog(p, ThrottledTopic(core.Sync), 0) {
 			logged++
 		}
 	}
@@ -76,7 +78,7 @@ func TestLogCapSybilFlood(t *testing.T) {
 	most := 0
 	for i := range refusals {
 		now := int64(i) * 600 * int64(time.Microsecond)
-		if l.ShouldLog(peers[i%len(peers)], ThrottledTopic(Kind(i%NumKinds)), now) {
+		if l.ShouldLog(peers[i%len(peers)], ThrottledTopic(core.Request(i%core.NumRequests)), now) {
 			logged++
 		}
 		most = max(most, l.Len())
@@ -99,7 +101,7 @@ func TestLogCapMemoryBound(t *testing.T) {
 	l := NewLogCap()
 	for i := range 100_000 {
 		now := int64(math.MaxInt64 - i*int(time.Minute)) // ever earlier
-		l.ShouldLog(testPeer(i), ThrottledTopic(KindHello), now)
+		l.ShouldLog(testPeer(i), ThrottledTopic(core.Hello), now)
 	}
 	if n := l.Len(); n > maxLogEntries {
 		t.Fatalf("%d entries", n)
@@ -107,12 +109,12 @@ func TestLogCapMemoryBound(t *testing.T) {
 	// Entries older than a minute go.
 	l = NewLogCap()
 	for i := range LogBurst {
-		l.ShouldLog(testPeer(i), ThrottledTopic(KindHello), 0)
+		l.ShouldLog(testPeer(i), ThrottledTopic(core.Hello), 0)
 	}
 	if l.Len() != LogBurst {
 		t.Fatalf("%d entries", l.Len())
 	}
-	l.ShouldLog(testPeer(-1), ThrottledTopic(KindHello), int64(time.Hour))
+	l.ShouldLog(testPeer(-1), ThrottledTopic(core.Hello), int64(time.Hour))
 	if l.Len() != 1 {
 		t.Fatalf("%d entries an hour later, want 1", l.Len())
 	}
@@ -127,7 +129,7 @@ func TestLogCapConcurrent(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				if l.ShouldLog(testPeer(g*1000+i), ThrottledTopic(KindReplicate), 5) {
+				if l.ShouldLog(testPeer(g*1000+i), ThrottledTopic(core.Replicate), 5) {
 					logged.Add(1)
 				}
 			}
@@ -149,7 +151,7 @@ func TestLogCapConcurrent(t *testing.T) {
 func TestLogCapTopics(t *testing.T) {
 	l := NewLogCap()
 	a := testPeer(1)
-	for _, topic := range []string{"hello", "blob", ThrottledTopic(KindSync)} {
+	for _, topic := range []string{"hello", "blob", ThrottledTopic(core.Sync)} {
 		if !l.ShouldLog(a, topic, 0) {
 			t.Fatalf("first %q line suppressed", topic)
 		}

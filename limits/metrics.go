@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Counts are the answers of Table.Admit for one request type since the
@@ -19,7 +21,7 @@ type Counts struct {
 
 // Snapshot is a copy of a Table's counters, for `wats diag` and the line
 // logged at a clean shutdown. The per-type fields are named after the wire
-// types; Of gives them by Kind. The counters are read one by one, not under
+// types; Of gives them by request type (core.Request). The counters are read one by one, not under
 // one lock: each is exact, their sum may miss a request in flight.
 type Snapshot struct {
 	Hello       Counts `json:"hello"`
@@ -36,23 +38,23 @@ type Snapshot struct {
 	TrackedPeers int `json:"tracked_peers"`
 }
 
-// Of returns the counts of k (zero for an invalid Kind).
-func (s Snapshot) Of(k Kind) Counts {
+// Of returns the counts of k (zero for an invalid core.Request).
+func (s Snapshot) Of(k core.Request) Counts {
 	if p := s.of(k); p != nil {
 		return *p
 	}
 	return Counts{}
 }
 
-func (s *Snapshot) of(k Kind) *Counts {
+func (s *Snapshot) of(k core.Request) *Counts {
 	switch k {
-	case KindHello:
+	case core.Hello:
 		return &s.Hello
-	case KindSync:
+	case core.Sync:
 		return &s.Sync
-	case KindReplicate:
+	case core.Replicate:
 		return &s.Replicate
-	case KindCrashReport:
+	case core.CrashReport:
 		return &s.CrashReport
 	}
 	return nil
@@ -62,7 +64,7 @@ func (s *Snapshot) of(k Kind) *Counts {
 // "hello 15/2 sync 150/0 replicate 0/0 crash_report 0/0 (accepted/refused), 0 on the shared budget at cap, 3 peers tracked".
 func (s Snapshot) String() string {
 	var b strings.Builder
-	for _, k := range Kinds() {
+	for _, k := range core.Requests() {
 		c := s.Of(k)
 		fmt.Fprintf(&b, "%s %d/%d ", k, c.Accepted, c.Refused)
 	}
@@ -74,8 +76,8 @@ func (s Snapshot) String() string {
 // and "<type>_refused" attribute per request type, "shared_at_cap" and
 // "tracked_peers", e.g. for log.Info("rate limits", "counters", s).
 func (s Snapshot) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 2*NumKinds+2)
-	for _, k := range Kinds() {
+	attrs := make([]slog.Attr, 0, 2*core.NumRequests+2)
+	for _, k := range core.Requests() {
 		c := s.Of(k)
 		attrs = append(attrs,
 			slog.Uint64(k.String()+"_accepted", c.Accepted),
@@ -90,7 +92,7 @@ func (t *Table) Snapshot() Snapshot {
 	var s Snapshot
 	for i := range t.shards {
 		sh := &t.shards[i]
-		for _, k := range Kinds() {
+		for _, k := range core.Requests() {
 			c := s.of(k)
 			c.Accepted += sh.accepted[k].Load()
 			c.Refused += sh.refused[k].Load()
@@ -141,7 +143,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.t.Snapshot()
-	for _, k := range Kinds() {
+	for _, k := range core.Requests() {
 		n := s.Of(k)
 		ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(n.Accepted), k.String())
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n.Refused), k.String())

@@ -9,6 +9,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wats-network/wats/core"
 )
 
 // trafficTable returns a Table after: peer 1 takes 17 hellos (15 allowed),
@@ -16,11 +18,11 @@ import (
 func trafficTable(t *testing.T) *Table {
 	tb := newTestTable(t)
 	for range 17 {
-		tb.Allow(testPeer(1), KindHello, 0)
+		tb.Allow(testPeer(1), core.Hello, 0)
 	}
-	tb.Allow(testPeer(2), KindSync, 0)
+	tb.Allow(testPeer(2), core.Sync, 0)
 	for range 3 {
-		tb.Allow(testPeer(3), KindCrashReport, 0)
+		tb.Allow(testPeer(3), core.CrashReport, 0)
 	}
 	return tb
 }
@@ -36,7 +38,7 @@ func TestSnapshot(t *testing.T) {
 	if s != want {
 		t.Fatalf("snapshot %+v, want %+v", s, want)
 	}
-	if s.Of(KindHello) != want.Hello || s.Of(KindCrashReport) != want.CrashReport || s.Of(Kind(7)) != (Counts{}) {
+	if s.Of(core.Hello) != want.Hello || s.Of(core.CrashReport) != want.CrashReport || s.Of(core.Request(7)) != (Counts{}) {
 		t.Fatal("Of")
 	}
 	const line = "hello 15/2 sync 1/0 replicate 0/0 crash_report 2/1 (accepted/refused), 0 on the shared budget at cap, 3 peers tracked"

@@ -6,22 +6,24 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestDefaultRates ties DefaultConfig to ADR 0014's numbers: the burst
 // (a quarter of a minute's worth) and the refill interval of each type.
 func TestDefaultRates(t *testing.T) {
 	c := DefaultConfig()
-	want := map[Kind]struct {
+	want := map[core.Request]struct {
 		perMin, burst int
 		interval      time.Duration
 	}{
-		KindHello:       {60, 15, time.Second},
-		KindSync:        {600, 150, 100 * time.Millisecond},
-		KindReplicate:   {120, 30, 500 * time.Millisecond},
-		KindCrashReport: {10, 2, 6 * time.Second},
+		core.Hello:       {60, 15, time.Second},
+		core.Sync:        {600, 150, 100 * time.Millisecond},
+		core.Replicate:   {120, 30, 500 * time.Millisecond},
+		core.CrashReport: {10, 2, 6 * time.Second},
 	}
-	for _, k := range Kinds() {
+	for _, k := range core.Requests() {
 		r, err := c.Rate(k)
 		if err != nil {
 			t.Fatal(err)

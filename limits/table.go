@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds and schedule of a Table.
@@ -128,8 +130,8 @@ type shardFields struct {
 		// its cap): they share NewcomerShare peers' worth of budget.
 		shared State
 	}
-	accepted [NumKinds]atomic.Uint64
-	refused  [NumKinds]atomic.Uint64
+	accepted [core.NumRequests]atomic.Uint64
+	refused  [core.NumRequests]atomic.Uint64
 	atCap    atomic.Uint64 // decided on the shared budget: the shard was at its cap
 }
 
@@ -189,7 +191,7 @@ func (t *Table) Policy() *Policy { return t.policy }
 
 // Rate returns the rate of k for a new peer (ADR 0014's); the zero
 // (unlimited) Rate for an invalid k.
-func (t *Table) Rate(k Kind) Rate { return t.policy.Rate(TierNew, k) }
+func (t *Table) Rate(k core.Request) Rate { return t.policy.Rate(TierNew, k) }
 
 // MaxPeers returns the cap on tracked peers (see WithMaxPeers).
 func (t *Table) MaxPeers() int { return t.maxPeers }
@@ -205,9 +207,9 @@ func (t *Table) shardOf(p peer.ID) *shard {
 // cannot solve, asking for what exists, with nothing else in flight:
 // true if the request fits; otherwise false and retryAfter, the exact time
 // until p's next token of kind k, with p's buckets unchanged. An invalid
-// Kind is refused with retryAfter 0 and not counted.
-func (t *Table) Allow(p peer.ID, k Kind, now int64) (ok bool, retryAfter time.Duration) {
-	d := t.Admit(p, Facts{}, Request{Kind: k}, now)
+// request type is refused with retryAfter 0 and not counted.
+func (t *Table) Allow(p peer.ID, k core.Request, now int64) (ok bool, retryAfter time.Duration) {
+	d := t.Admit(p, Facts{}, Request{Type: k}, now)
 	return d.Verdict == Serve, d.RetryAfter
 }
 
@@ -219,13 +221,13 @@ func (t *Table) Allow(p peer.ID, k Kind, now int64) (ok bool, retryAfter time.Du
 // budget (ADR 0030): a newcomer in a flood of ids competes with the flood
 // for that budget, and can pass it with a solution, but is never refused
 // for the table's sake alone, and no tracked peer is evicted. An invalid
-// Kind is refused and not counted; every other decision is counted
+// request type is refused and not counted; every other decision is counted
 // (accepted: served; refused: refused or challenged).
 //
 // Admit takes one shard lock and does not allocate, except to track a new
 // peer (one 56-byte State and the map's growth).
 func (t *Table) Admit(p peer.ID, f Facts, r Request, now int64) Decision {
-	k := r.Kind
+	k := r.Type
 	if !k.Valid() {
 		return Decision{Verdict: Refuse, Reason: ReasonInvalid}
 	}
@@ -274,10 +276,10 @@ func (pl *Policy) unlimited(t Tier, r Request) bool {
 	if !t.Valid() {
 		return false
 	}
-	return pl.rates[t][r.Kind].perMin == 0 && (r.Class != ClassMiss || pl.rates[t][missIndex].perMin == 0)
+	return pl.rates[t][r.Type].perMin == 0 && (r.Class != ClassMiss || pl.rates[t][missIndex].perMin == 0)
 }
 
-func (sh *shard) count(k Kind, d Decision) {
+func (sh *shard) count(k core.Request, d Decision) {
 	if d.Verdict == Serve {
 		sh.accepted[k].Add(1)
 	} else {

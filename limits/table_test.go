@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 const second = int64(time.Second)
@@ -20,14 +22,14 @@ const second = int64(time.Second)
 // TestTableKindsIndependent: exhausting one kind of one peer touches no
 // other kind of that peer and nothing of another peer.
 func TestTableKindsIndependent(t *testing.T) {
-	bursts := map[Kind]int{KindHello: 15, KindSync: 150, KindReplicate: 30, KindCrashReport: 2}
-	for _, exhausted := range Kinds() {
+	bursts := map[core.Request]int{core.Hello: 15, core.Sync: 150, core.Replicate: 30, core.CrashReport: 2}
+	for _, exhausted := range core.Requests() {
 		tb := newTestTable(t)
 		a, b := testPeer(1), testPeer(2)
 		if n := takeAll(tb, a, exhausted, 0, 1000); n != bursts[exhausted] {
 			t.Fatalf("%s: %d allowed, want %d", exhausted, n, bursts[exhausted])
 		}
-		for _, k := range Kinds() {
+		for _, k := range core.Requests() {
 			if k == exhausted {
 				continue
 			}
@@ -51,7 +53,7 @@ func TestTableMatchesBuckets(t *testing.T) {
 	c.ReplicatePerMin = 0
 	rng := rand.New(rand.NewPCG(7, 8))
 	tb := newTableOf(t, c)
-	models := map[peer.ID]*[NumKinds]Bucket{}
+	models := map[peer.ID]*[core.NumRequests]Bucket{}
 	peers := testPeers(20)
 	now := int64(0)
 	drops := 0
@@ -65,7 +67,7 @@ func TestTableMatchesBuckets(t *testing.T) {
 			drops += tb.Sweep(now)
 		}
 		p := peers[rng.IntN(len(peers))]
-		k := Kind(rng.IntN(NumKinds))
+		k := core.Request(rng.IntN(core.NumRequests))
 		wantOK, wantRetry := modelOf(t, models, c, p)[k].Allow(now)
 		if ok, retry := tb.Allow(p, k, now); ok != wantOK || retry != wantRetry {
 			t.Fatalf("request %d (%s at %v): table %v %v, bucket %v %v", i, k, time.Duration(now), ok, retry, wantOK, wantRetry)
@@ -77,11 +79,11 @@ func TestTableMatchesBuckets(t *testing.T) {
 }
 
 // modelOf returns p's model buckets, full when new.
-func modelOf(t *testing.T, models map[peer.ID]*[NumKinds]Bucket, c Config, p peer.ID) *[NumKinds]Bucket {
+func modelOf(t *testing.T, models map[peer.ID]*[core.NumRequests]Bucket, c Config, p peer.ID) *[core.NumRequests]Bucket {
 	m := models[p]
 	if m == nil {
-		m = new([NumKinds]Bucket)
-		for _, k := range Kinds() {
+		m = new([core.NumRequests]Bucket)
+		for _, k := range core.Requests() {
 			r, err := c.Rate(k)
 			if err != nil {
 				t.Fatal(err)
@@ -99,23 +101,23 @@ func modelOf(t *testing.T, models map[peer.ID]*[NumKinds]Bucket, c Config, p pee
 func TestTableBackwardsAfterSweep(t *testing.T) {
 	tb := newTestTable(t)
 	p := testPeer(1)
-	if n := takeAll(tb, p, KindHello, 100*second, 100); n != 15 {
+	if n := takeAll(tb, p, core.Hello, 100*second, 100); n != 15 {
 		t.Fatalf("%d allowed", n) // TAT 115 s
 	}
 	if n := tb.Sweep(116 * second); n != 1 {
 		t.Fatalf("swept %d", n)
 	}
-	ok, retry := tb.Allow(p, KindHello, 100*second)
+	ok, retry := tb.Allow(p, core.Hello, 100*second)
 	if ok || retry != time.Second {
 		t.Fatalf("after the sweep, back at 100 s: %v %v; want refused for 1 s, as before the sweep", ok, retry)
 	}
 	// Another peer of the same shard, new, gets no more than the floor.
 	q := sameShardAs(tb, p)
-	if ok, _ := tb.Allow(q, KindHello, 100*second); ok {
+	if ok, _ := tb.Allow(q, core.Hello, 100*second); ok {
 		t.Fatal("a newcomer in the shard got a token the dropped state had spent")
 	}
 	// Other kinds were never spent: full.
-	if n := takeAll(tb, p, KindSync, 100*second, 1000); n != 150 {
+	if n := takeAll(tb, p, core.Sync, 100*second, 1000); n != 150 {
 		t.Fatalf("sync: %d allowed", n)
 	}
 }
@@ -139,10 +141,10 @@ func TestTableBackwardsNeverCredits(t *testing.T) {
 	peers := testPeers(8)
 	type pk struct {
 		p peer.ID
-		k Kind
+		k core.Request
 	}
 	allowed, modelled := map[pk]int64{}, map[pk]int64{}
-	models := map[peer.ID]*[NumKinds]Bucket{}
+	models := map[peer.ID]*[core.NumRequests]Bucket{}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	now := int64(0)
 	for range 300_000 {
@@ -158,7 +160,7 @@ func TestTableBackwardsNeverCredits(t *testing.T) {
 		if rng.IntN(200) == 0 {
 			tb.Sweep(now)
 		}
-		p, k := peers[rng.IntN(len(peers))], Kind(rng.IntN(NumKinds))
+		p, k := peers[rng.IntN(len(peers))], core.Request(rng.IntN(core.NumRequests))
 		if ok, _ := tb.Allow(p, k, now); ok {
 			allowed[pk{p, k}]++
 		}
@@ -195,7 +197,7 @@ func TestTableIdleDropped(t *testing.T) {
 	tb := newTestTable(t)
 	peers := testPeers(1000)
 	for _, p := range peers {
-		for _, k := range Kinds() {
+		for _, k := range core.Requests() {
 			if ok, _ := tb.Allow(p, k, 0); !ok {
 				t.Fatal("refused")
 			}
@@ -212,7 +214,7 @@ func TestTableIdleDropped(t *testing.T) {
 		t.Fatalf("swept %d, %d left; want all 1000 gone", n, tb.Len())
 	}
 	// Dropped state is the same as a full bucket.
-	if n := takeAll(tb, peers[0], KindHello, 6*second, 100); n != 15 {
+	if n := takeAll(tb, peers[0], core.Hello, 6*second, 100); n != 15 {
 		t.Fatalf("after the sweep: %d allowed, want 15", n)
 	}
 
@@ -220,17 +222,17 @@ func TestTableIdleDropped(t *testing.T) {
 	// sweep sweeps it.
 	tb = newTestTable(t)
 	for _, p := range peers {
-		tb.Allow(p, KindHello, 0)
+		tb.Allow(p, core.Hello, 0)
 	}
 	probe := peers[0]
 	sh := tb.shardOf(probe)
 	inShard := func() int { sh.mu.Lock(); defer sh.mu.Unlock(); return len(sh.mu.peers) }
 	before := inShard()
-	tb.Allow(probe, KindSync, int64(SweepInterval)-1)
+	tb.Allow(probe, core.Sync, int64(SweepInterval)-1)
 	if inShard() != before {
 		t.Fatal("swept before SweepInterval")
 	}
-	tb.Allow(probe, KindSync, int64(SweepInterval))
+	tb.Allow(probe, core.Sync, int64(SweepInterval))
 	if got := inShard(); got != 1 || before < 2 {
 		t.Fatalf("shard held %d, %d after its scheduled sweep; want only the probe left", before, got)
 	}
@@ -245,24 +247,24 @@ func TestTableCapSharesNewcomerBudget(t *testing.T) {
 	tb := newTestTable(t, WithMaxPeers(numShards)) // one peer per shard
 	ids := sameShard(tb, 3)
 	a, b, c := ids[0], ids[1], ids[2]
-	if n := takeAll(tb, a, KindHello, 0, 100); n != 15 {
+	if n := takeAll(tb, a, core.Hello, 0, 100); n != 15 {
 		t.Fatalf("a: %d allowed", n)
 	}
 	// b and c are untracked: they share 4 peers' worth of sync budget,
 	// a burst of 4 × 150, whoever asks.
 	shared := NewcomerShare * 150
-	if n := takeAll(tb, b, KindSync, 0, 2*shared); n != shared {
+	if n := takeAll(tb, b, core.Sync, 0, 2*shared); n != shared {
 		t.Fatalf("b at the cap: %d allowed, want the shared burst %d", n, shared)
 	}
-	ok, retry := tb.Allow(c, KindSync, 0)
+	ok, retry := tb.Allow(c, core.Sync, 0)
 	if ok || retry != 25*time.Millisecond {
 		t.Fatalf("c after b spent the shared budget: %v %v, want refused for a 2,400/min interval", ok, retry)
 	}
-	if ok, _ := tb.Allow(c, KindSync, 25*int64(time.Millisecond)); !ok {
+	if ok, _ := tb.Allow(c, core.Sync, 25*int64(time.Millisecond)); !ok {
 		t.Fatal("c refused once the shared budget refilled a token")
 	}
 	// a was not evicted: still no token before its time.
-	if ok, _ := tb.Allow(a, KindHello, second/2); ok {
+	if ok, _ := tb.Allow(a, core.Hello, second/2); ok {
 		t.Fatal("a gained a token at 0.5 s")
 	}
 	s := tb.Snapshot()
@@ -270,8 +272,8 @@ func TestTableCapSharesNewcomerBudget(t *testing.T) {
 		t.Fatalf("snapshot %+v, want %d decided on the shared budget and 1 peer tracked", s, want)
 	}
 	// a took a token at 2 s and at 14 s: its bucket is full at 17 s.
-	tb.Allow(a, KindHello, 2*second)
-	tb.Allow(a, KindHello, 14*second)
+	tb.Allow(a, core.Hello, 2*second)
+	tb.Allow(a, core.Hello, 14*second)
 	steps := []struct {
 		now     int64
 		tracked peer.ID
@@ -281,7 +283,7 @@ func TestTableCapSharesNewcomerBudget(t *testing.T) {
 		{17*second + 9*second/10, b}, // swept: a is gone, b is tracked
 	}
 	for _, st := range steps {
-		tb.Allow(b, KindSync, st.now)
+		tb.Allow(b, core.Sync, st.now)
 		sh := tb.shardOf(b)
 		sh.mu.Lock()
 		_, got := sh.mu.peers[st.tracked]
@@ -300,12 +302,12 @@ func TestTableCapSharesNewcomerBudget(t *testing.T) {
 func TestTableCapSweepGap(t *testing.T) {
 	tb := newTestTable(t, WithMaxPeers(numShards))
 	ids := sameShard(tb, 2)
-	tb.Allow(ids[0], KindSync, 0) // full again at 100 ms; swept at 0
-	tb.Allow(ids[1], KindSync, int64(fullSweepGap)-1)
+	tb.Allow(ids[0], core.Sync, 0) // full again at 100 ms; swept at 0
+	tb.Allow(ids[1], core.Sync, int64(fullSweepGap)-1)
 	if n := tb.Snapshot().SharedAtCap; n != 1 {
 		t.Fatalf("swept sooner than fullSweepGap after the last sweep: %d on the shared budget", n)
 	}
-	tb.Allow(ids[1], KindSync, int64(fullSweepGap))
+	tb.Allow(ids[1], core.Sync, int64(fullSweepGap))
 	if n := tb.Snapshot().SharedAtCap; n != 1 || tb.Len() != 1 {
 		t.Fatalf("not swept fullSweepGap after the last sweep: %d on the shared budget, %d tracked", n, tb.Len())
 	}
@@ -323,7 +325,7 @@ func TestTableFlood(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	accepted := 0
 	for _, p := range peers {
-		if ok, _ := tb.Allow(p, KindSync, 0); ok {
+		if ok, _ := tb.Allow(p, core.Sync, 0); ok {
 			accepted++
 		}
 	}
@@ -352,7 +354,7 @@ func TestTableFlood(t *testing.T) {
 		t.Errorf("%.0f bytes per tracked peer, expected about 110", perPeer)
 	}
 	// Every tracked peer kept its state: one more token each, not 150.
-	if got := takeAll(tb, peers[0], KindSync, 0, 1000); got != 149 {
+	if got := takeAll(tb, peers[0], core.Sync, 0, 1000); got != 149 {
 		t.Fatalf("first peer: %d more allowed, want 149", got)
 	}
 	// Idle: all dropped, and the maps give their memory back.
@@ -378,7 +380,7 @@ func TestTableFloodOverTime(t *testing.T) {
 	most := 0
 	for i := range 100_000 {
 		now := int64(i) * 2 * int64(time.Millisecond)
-		if ok, _ := tb.Allow(testPeer(i), KindHello, now); !ok {
+		if ok, _ := tb.Allow(testPeer(i), core.Hello, now); !ok {
 			t.Fatalf("request %d refused", i)
 		}
 		if i%1000 == 0 {
@@ -411,7 +413,7 @@ func TestTableConcurrentOnePeer(t *testing.T) {
 		for range goroutines {
 			wg.Go(func() {
 				for range attempts {
-					if ok, _ := tb.Allow(p, KindSync, ph.now); ok {
+					if ok, _ := tb.Allow(p, core.Sync, ph.now); ok {
 						allowed.Add(1)
 					}
 				}
@@ -438,7 +440,7 @@ func TestTableConcurrentManyPeers(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			for i := g; i < len(peers); i += 4 {
-				if n := takeAll(tb, peers[i], Kind(i%NumKinds), 0, 1000); n != []int{15, 150, 30, 2}[i%NumKinds] {
+				if n := takeAll(tb, peers[i], core.Request(i%core.NumRequests), 0, 1000); n != []int{15, 150, 30, 2}[i%core.NumRequests] {
 					wrong.Add(1)
 				}
 			}
@@ -466,18 +468,18 @@ func TestTableUnlimitedAndInvalid(t *testing.T) {
 	c.SyncPerMin = 0
 	tb := newTableOf(t, c)
 	for i := range 10_000 {
-		if ok, retry := tb.Allow(testPeer(i), KindSync, 0); !ok || retry != 0 {
+		if ok, retry := tb.Allow(testPeer(i), core.Sync, 0); !ok || retry != 0 {
 			t.Fatal("unlimited kind refused")
 		}
 	}
 	if tb.Len() != 0 {
 		t.Fatalf("unlimited kind tracked %d peers", tb.Len())
 	}
-	if ok, retry := tb.Allow(testPeer(1), Kind(NumKinds), 0); ok || retry != 0 {
+	if ok, retry := tb.Allow(testPeer(1), core.Request(core.NumRequests), 0); ok || retry != 0 {
 		t.Fatal("invalid kind allowed")
 	}
 	s := tb.Snapshot()
-	if s.Sync.Accepted != 10_000 || s.Hello != (Counts{}) || tb.Rate(KindSync).PerMin() != 0 || tb.Rate(Kind(9)) != (Rate{}) {
+	if s.Sync.Accepted != 10_000 || s.Hello != (Counts{}) || tb.Rate(core.Sync).PerMin() != 0 || tb.Rate(core.Request(9)) != (Rate{}) {
 		t.Fatalf("snapshot %+v", s)
 	}
 }
@@ -504,7 +506,7 @@ func TestNewTableErrors(t *testing.T) {
 	}
 	// A cap of 1 still lets one peer per shard in.
 	tb := newTestTable(t, WithMaxPeers(1))
-	if ok, _ := tb.Allow(testPeer(1), KindHello, 0); !ok {
+	if ok, _ := tb.Allow(testPeer(1), core.Hello, 0); !ok {
 		t.Fatal("refused with a cap of 1")
 	}
 }
@@ -515,10 +517,10 @@ func TestTableClockExtremes(t *testing.T) {
 	tb := newTestTable(t)
 	p := testPeer(1)
 	for _, now := range []int64{0, math.MaxInt64, 0, math.MinInt64, math.MaxInt64, -1} {
-		tb.Allow(p, KindHello, now)
+		tb.Allow(p, core.Hello, now)
 		tb.Sweep(now)
 	}
-	if n := takeAll(tb, p, KindHello, 0, 100); n != 0 {
+	if n := takeAll(tb, p, core.Hello, 0, 100); n != 0 {
 		t.Fatalf("%d allowed after the clock came back", n)
 	}
 	if n := tb.Len(); n != 1 {

@@ -10,6 +10,8 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // admission is the state of Node.admit: ADR 0014's per-peer token buckets
@@ -53,14 +55,14 @@ func newAdmission(cfg limits.Config) (*admission, error) {
 // read through atomics, and the Table takes one of its 64 shard locks (the
 // shared budget its own, for strangers' reports only).
 func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFlight int) proto.Message {
-	k, ok := limits.ParseKind(string(req.Type))
+	k, ok := req.Type.Request()
 	if !ok {
 		return nil // not a request type with a budget
 	}
 	now := n.now()
 	mono := n.mono(now)
 	solved := req.Solution != nil && n.checkSolution(st, req.Solution, now, mono)
-	d := n.adm.table.Admit(st.id, st.facts(mono), limits.Request{Kind: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))
+	d := n.adm.table.Admit(st.id, st.facts(mono), limits.Request{Type: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))
 	if d.Pressure {
 		n.issuer.Pressure(mono)
 	}
@@ -68,7 +70,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 		n.count(st, &st.hist.misses, 1)
 		n.m.miss(k)
 	}
-	if d.Verdict == limits.Serve && k == limits.KindCrashReport && class != limits.ClassMiss && st.Tier().Stranger() {
+	if d.Verdict == limits.Serve && k == core.CrashReport && class != limits.ClassMiss && st.Tier().Stranger() {
 		// The strangers' shared budget, on top of the peer's own (whose
 		// token this request has spent): every report is a durable write.
 		if ok, wait := n.adm.strangerReports.Allow(int64(mono)); !ok {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestFlooderIsRefusedHonestPeerIsServed: with sync_per_min = 60 (a burst
@@ -65,8 +67,8 @@ func TestFlooderIsRefusedHonestPeerIsServed(t *testing.T) {
 		t.Fatalf("the honest node was refused %v times", got)
 	}
 	snap := a.adm.table.Snapshot()
-	if snap.Of(limits.KindSync).Refused != uint64(refused) {
-		t.Fatalf("node a counted %d sync refusals, want exactly the flooder's %d", snap.Of(limits.KindSync).Refused, refused)
+	if snap.Of(core.Sync).Refused != uint64(refused) {
+		t.Fatalf("node a counted %d sync refusals, want exactly the flooder's %d", snap.Of(core.Sync).Refused, refused)
 	}
 }
 

@@ -26,6 +26,8 @@ import (
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // maxAPIBodyBytes bounds a control API request body: an event body is at
@@ -144,8 +146,8 @@ func (n *Node) Status() api.Status {
 		Network:       n.cfg.Network,
 		Agent:         n.agent,
 		Peers:         len(n.helloPeers()),
-		Events:        n.events.Head(),
-		Head:          n.events.Head(),
+		Events:        uint64(n.events.Head()),
+		Head:          uint64(n.events.Head()),
 		Gossip:        n.gossip != nil,
 		UptimeSeconds: int64(n.now().Sub(n.started) / time.Second),
 		Dropped:       n.m.droppedTotal(),
@@ -183,7 +185,7 @@ func (n *Node) Peers() []api.Peer {
 	mono := n.mono(n.now())
 	out := make([]api.Peer, 0, len(conns))
 	for _, p := range conns {
-		ap := api.Peer{PeerID: p.String(), Cursor: n.cursorOf(p), Addrs: []string{}, Direction: api.DirectionOutbound}
+		ap := api.Peer{PeerID: p.String(), Cursor: uint64(n.cursorOf(p)), Addrs: []string{}, Direction: api.DirectionOutbound}
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}
@@ -195,7 +197,7 @@ func (n *Node) Peers() []api.Peer {
 				ap.Direction = api.DirectionInbound
 			}
 			if h != nil {
-				ap.Hello, ap.Agent, ap.Head = true, h.Agent, headOf(h)
+				ap.Hello, ap.Agent, ap.Head = true, h.Agent, uint64(h.Head)
 			}
 			ap.NotWats = st.notWats.Load()
 			hist := st.History()
@@ -245,7 +247,7 @@ func (n *Node) apiEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("limit must be a whole number from 1 to 256"))
 		return
 	}
-	events, next, more, err := n.events.Page(after, int(min(limit, proto.MaxPageEvents)), proto.MaxPageBytes)
+	events, next, more, err := n.events.Page(core.Cursor(after), int(min(limit, proto.MaxPageEvents)), proto.MaxPageBytes)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -253,7 +255,7 @@ func (n *Node) apiEvents(w http.ResponseWriter, r *http.Request) {
 	if events == nil {
 		events = []jsontext.Value{}
 	}
-	writeJSON(w, http.StatusOK, api.EventPage{Events: events, Next: next, More: more, Head: n.events.Head()})
+	writeJSON(w, http.StatusOK, api.EventPage{Events: events, Next: uint64(next), More: more, Head: uint64(n.events.Head())})
 }
 
 func (n *Node) apiAddEvent(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +305,7 @@ func (n *Node) apiTail(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	for {
 		changed := n.events.Changed() // before reading, so no append is missed
-		events, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		events, next, more, err := n.events.Page(core.Cursor(after), proto.MaxPageEvents, proto.MaxPageBytes)
 		if err != nil {
 			return
 		}
@@ -315,7 +317,7 @@ func (n *Node) apiTail(w http.ResponseWriter, r *http.Request) {
 		if flusher != nil && len(events) > 0 {
 			flusher.Flush()
 		}
-		after = next
+		after = uint64(next)
 		if more {
 			continue
 		}
@@ -347,11 +349,18 @@ func (n *Node) apiSync(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	st, err := n.SyncPeer(r.Context(), p, line)
+	st, err := n.SyncPeer(r.Context(), p, func(st SyncProgress) { line(apiSyncProgress(st)) })
+	last := apiSyncProgress(st)
 	if err != nil {
-		st.Error = err.Error()
+		last.Error = err.Error()
 	}
-	line(st)
+	line(last)
+}
+
+// apiSyncProgress is st as the control API reports it.
+func apiSyncProgress(st SyncProgress) api.SyncProgress {
+	return api.SyncProgress{Peer: st.Peer.String(), Received: st.Received, Stored: st.Stored, Dropped: st.Dropped,
+		Cursor: uint64(st.Cursor), PeerHead: uint64(st.PeerHead), Done: st.Done}
 }
 
 // resolvePeer reads a peer given by the API: a peer ID, or a full
@@ -426,14 +435,14 @@ func (n *Node) Limits() api.Limits {
 	pl := n.adm.table.Policy()
 	for t := range limits.Tier(limits.NumTiers) {
 		tl := api.TierLimits{Tier: t.String(), PerMin: map[string]int{"miss": pl.MissRate(t).PerMin()}}
-		for _, k := range limits.Kinds() {
+		for _, k := range core.Requests() {
 			tl.PerMin[k.String()] = pl.Rate(t, k).PerMin()
 		}
 		out.Tiers = append(out.Tiers, tl)
 	}
-	for _, k := range limits.Kinds() {
+	for _, k := range core.Requests() {
 		r := n.adm.table.Rate(k)
-		rl := api.RequestLimit{Type: k.String(), Key: k.Key(), PerMin: r.PerMin()}
+		rl := api.RequestLimit{Type: k.String(), Key: limits.RateKey(k), PerMin: r.PerMin()}
 		if !r.Unlimited() {
 			rl.Burst, rl.IntervalNs = r.Burst(), int64(r.Interval())
 		}
@@ -463,7 +472,7 @@ func (n *Node) apiLimits(w http.ResponseWriter, r *http.Request) {
 func (n *Node) Diag() api.Diag {
 	s := n.adm.table.Snapshot()
 	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.cap.Logged()}
-	for _, k := range limits.Kinds() {
+	for _, k := range core.Requests() {
 		c := s.Of(k)
 		d.Requests = append(d.Requests, api.RequestCounts{Type: k.String(), Accepted: c.Accepted, Refused: c.Refused})
 	}
@@ -503,7 +512,7 @@ func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (l
 		out = append(out, api.CachedPeer{
 			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
 			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
-			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: r.Cursor,
+			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: uint64(r.Cursor),
 			Reputed: reputed, MetInEarlierRun: e.MetInEarlierRun,
 			Served: h.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: h.Solved, Misses: h.Misses,
 			Invalid: h.Invalid, Failed: h.Failed, Timeouts: h.Timeouts, Events: h.Events, Bytes: h.Bytes,

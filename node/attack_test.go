@@ -349,7 +349,7 @@ func TestHelloFloodOfManyIds(t *testing.T) {
 	publish(t, real, 1)
 	connect(t, real, n)
 	waitFor(t, 10*time.Second, "the real peer's record", func() bool { return n.peers.Has(real.ID()) })
-	h := &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: "0"}
+	h := &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: 0}
 	for i := range 100_000 {
 		p := peer.ID(fmt.Sprintf("sybil-%06d", i))
 		n.peerState(p, network.DirInbound)
@@ -509,7 +509,7 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				if h.Connect(cctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}) == nil {
 					if s, err := h.NewStream(cctx, n.ID(), proto.ID); err == nil {
-						_ = proto.WriteMessage(s, &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: "0"})
+						_ = proto.WriteMessage(s, &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: 0})
 						_ = s.CloseWrite()
 						_, _ = proto.ReadFrame(s, proto.MaxResponseBytes)
 						s.Close()

@@ -20,6 +20,8 @@ import (
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // rawHost is a bare libp2p host on 127.0.0.1 that speaks /wats/1 by hand.
@@ -154,10 +156,10 @@ func fakePeer(t *testing.T, networkName string, events []jsontext.Value) host.Ho
 	return respondingPeer(t, func(req *proto.Request) proto.Message {
 		if req.Type == proto.TypeHello {
 			return &proto.Hello{Version: 1, Network: networkName, Agent: "fake", Features: []string{}, Listen: []string{},
-				Head: proto.FormatCursor(uint64(len(events)))}
+				Head: core.Cursor(len(events))}
 		}
-		page := &proto.SyncResponse{Next: uint64(len(events))}
-		if req.Sync.After < uint64(len(events)) {
+		page := &proto.SyncResponse{Next: core.Cursor(len(events))}
+		if req.Sync.After < core.Cursor(len(events)) {
 			page.Events = events[req.Sync.After:]
 		}
 		return page
@@ -265,10 +267,10 @@ func TestWrongNetworkHello(t *testing.T) {
 func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.Host {
 	return respondingPeer(t, func(req *proto.Request) proto.Message {
 		if req.Type == proto.TypeHello {
-			return &proto.Hello{Version: 1, Network: "test", Agent: "liar", Head: "18446744073709551615"}
+			return &proto.Hello{Version: 1, Network: "test", Agent: "liar", Head: 18446744073709551615}
 		}
 		served.Add(1)
-		return &proto.SyncResponse{Events: page, Next: req.Sync.After + uint64(len(page)), More: true}
+		return &proto.SyncResponse{Events: page, Next: req.Sync.After + core.Cursor(len(page)), More: true}
 	})
 }
 

@@ -19,8 +19,9 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/repo"
+
+	"github.com/wats-network/wats/core"
 )
 
 // BenchSyncResult is what BenchSync measured.
@@ -113,7 +114,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	if _, err := b.Connect(ctx, a.FullAddrs()[0]); err != nil {
 		return nil, err
 	}
-	st, err := b.SyncPeer(ctx, a.ID(), func(p api.SyncProgress) {
+	st, err := b.SyncPeer(ctx, a.ID(), func(p SyncProgress) {
 		if p.Cursor%(256*1000) == 0 {
 			progress(fmt.Sprintf("caught up %d of %d", p.Cursor, n))
 		}
@@ -125,7 +126,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	res.FillNs, res.CatchUpNs = res.Fill.Nanoseconds(), res.CatchUp.Nanoseconds()
 	res.PeakRSSBytes = peakRSS()
 	res.Dropped = b.m.droppedTotal()
-	if got := b.events.Head(); got != uint64(n) {
+	if got := b.events.Head(); got != core.Cursor(n) {
 		return nil, fmt.Errorf("node: bench: caught up %d events, want %d (last progress %+v)", got, n, st)
 	}
 	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()

@@ -110,38 +110,33 @@ func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog
 // a node keeps; an index by kind can come when logs grow.
 func (n *Node) CrashGroups() ([]api.CrashGroup, error) {
 	groups := map[string]*api.CrashGroup{}
-	for after := uint64(0); ; {
-		page, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+	for ev, err := range n.events.All(0) {
+		if errors.Is(err, eventlog.ErrDamaged) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		for _, raw := range page {
-			ev, err := eventlog.Decode(raw)
-			if err != nil || ev.Kind != eventlog.KindCrash {
-				continue
-			}
-			c, err := eventlog.ParseCrash(ev.Body)
-			if err != nil {
-				continue
-			}
-			t := time.UnixMilli(ev.Time).UTC()
-			g, ok := groups[c.Fingerprint]
-			if !ok {
-				g = &api.CrashGroup{Fingerprint: c.Fingerprint, Program: c.Program, Reason: c.Reason, FirstSeen: t, LastSeen: t}
-				groups[c.Fingerprint] = g
-			}
-			g.Count++
-			if t.Before(g.FirstSeen) {
-				g.FirstSeen = t
-			}
-			if !t.Before(g.LastSeen) {
-				// At the same millisecond, the later in the log is the last.
-				g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
-			}
+		if ev.Kind != eventlog.KindCrash {
+			continue
 		}
-		after = next
-		if !more {
-			break
+		c, err := eventlog.ParseCrash(ev.Body)
+		if err != nil {
+			continue
+		}
+		t := time.UnixMilli(ev.Time).UTC()
+		g, ok := groups[c.Fingerprint]
+		if !ok {
+			g = &api.CrashGroup{Fingerprint: c.Fingerprint, Program: c.Program, Reason: c.Reason, FirstSeen: t, LastSeen: t}
+			groups[c.Fingerprint] = g
+		}
+		g.Count++
+		if t.Before(g.FirstSeen) {
+			g.FirstSeen = t
+		}
+		if !t.Before(g.LastSeen) {
+			// At the same millisecond, the later in the log is the last.
+			g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
 		}
 	}
 	out := make([]api.CrashGroup, 0, len(groups))

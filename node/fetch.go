@@ -108,42 +108,40 @@ func (n *Node) scanMissingBlobs() {
 		return
 	}
 	fetched, failed := 0, 0
-	for after := uint64(0); n.ctx.Err() == nil; {
-		page, next, more, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+	for ev, err := range n.events.All(0) {
+		if n.ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, eventlog.ErrDamaged) {
+			continue
+		}
 		if err != nil {
 			n.log.Warn("scan for missing blobs", "err", err)
 			return
 		}
-		for _, raw := range page {
-			ev, err := eventlog.Decode(raw)
-			if err != nil || len(ev.Blobs) == 0 {
+		if len(ev.Blobs) == 0 {
+			continue
+		}
+		var guesses []peer.ID
+		if a, err := peer.Decode(ev.Author); err == nil {
+			guesses = []peer.ID{a}
+		}
+		for _, b := range ev.Blobs {
+			c, err := cid.Decode(b.CID)
+			if err != nil {
 				continue
 			}
-			var guesses []peer.ID
-			if a, err := peer.Decode(ev.Author); err == nil {
-				guesses = []peer.ID{a}
+			if ok, _ := n.blobs.Has(c); ok {
+				continue
 			}
-			for _, b := range ev.Blobs {
-				c, err := cid.Decode(b.CID)
-				if err != nil {
-					continue
-				}
-				if ok, _ := n.blobs.Has(c); ok {
-					continue
-				}
-				err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
-				n.logFetch("", c, b.Size, "scan", err)
-				if err == nil {
-					fetched++
-				} else {
-					failed++
-				}
+			err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
+			n.logFetch("", c, b.Size, "scan", err)
+			if err == nil {
+				fetched++
+			} else {
+				failed++
 			}
 		}
-		if !more {
-			break
-		}
-		after = next
 	}
 	if fetched+failed > 0 {
 		n.log.Info("fetched the missing blobs of stored events", "fetched", fetched, "failed", failed)

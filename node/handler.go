@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -263,7 +262,7 @@ func (n *Node) ownHello() *proto.Hello {
 		Agent:    n.agent,
 		Features: Features,
 		Listen:   listen,
-		Head:     strconv.FormatUint(n.events.Head(), 10),
+		Head:     n.events.Head(),
 		// Advertised so that peers pace themselves (ADR 0024).
 		Limits: &proto.HelloLimits{
 			HelloPerMin: int64(l.HelloPerMin), SyncPerMin: int64(l.SyncPerMin),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -13,6 +12,8 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // ErrWrongNetwork is returned by Connect and greet when the peer is on
@@ -110,19 +111,9 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 			n.log.Warn("peer cache write failed", "peer", p, "err", err)
 		}
 	}
-	if head := headOf(h); head > n.cursorOf(p) {
+	if head := h.Head; head > n.cursorOf(p) {
 		n.triggerSync(p)
 	}
-}
-
-// headOf returns the head cursor of a hello; 0 if it is not a decimal
-// uint64 (the decoder already refuses such hellos).
-func headOf(h *proto.Hello) uint64 {
-	v, err := strconv.ParseUint(h.Head, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return v
 }
 
 // Bounds on what the peer cache keeps of a hello, so that a record costs at
@@ -186,7 +177,7 @@ func (n *Node) pacerFor(p peer.ID) *limits.Pacer {
 
 // cursorOf returns the sync cursor into p's log: its record's, else its run
 // state's (a peer without a record), else 0.
-func (n *Node) cursorOf(p peer.ID) uint64 {
+func (n *Node) cursorOf(p peer.ID) core.Cursor {
 	if st := n.run.get(p); st != nil && !st.persisted.Load() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -197,7 +188,7 @@ func (n *Node) cursorOf(p peer.ID) uint64 {
 
 // saveCursor stores the sync cursor into p's log: in its record (synced when
 // durable, docs/design.md §10), or, for a peer without one, in its run state.
-func (n *Node) saveCursor(p peer.ID, cursor uint64, durable bool) error {
+func (n *Node) saveCursor(p peer.ID, cursor core.Cursor, durable bool) error {
 	if st := n.run.get(p); st != nil && !st.persisted.Load() {
 		st.mu.Lock()
 		st.mu.cursor = cursor

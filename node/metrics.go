@@ -12,6 +12,8 @@ import (
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // metrics are the node's Prometheus metrics. None carries a peer ID or an
@@ -50,8 +52,8 @@ type metrics struct {
 
 	// The children of requests and misses for each request type, made
 	// once: the request path then adds to them without the vectors' lock.
-	requestsByKind [limits.NumKinds]prometheus.Counter
-	missesByKind   [limits.NumKinds]prometheus.Counter
+	requestsByKind [core.NumRequests]prometheus.Counter
+	missesByKind   [core.NumRequests]prometheus.Counter
 
 	droppedN atomic.Uint64 // sum of dropped and gossipRejects, for the status
 	// The challenge counters again, for the status.
@@ -218,7 +220,7 @@ func newMetrics(n *Node) *metrics {
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
 	}, func() float64 { return float64(n.run.strangerCount()) })
-	for _, k := range limits.Kinds() {
+	for _, k := range core.Requests() {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
@@ -234,7 +236,7 @@ func newMetrics(n *Node) *metrics {
 }
 
 func (m *metrics) request(t proto.Type) {
-	if k, ok := limits.ParseKind(string(t)); ok {
+	if k, ok := t.Request(); ok {
 		m.requestsByKind[k].Inc()
 		return
 	}
@@ -255,7 +257,7 @@ func (m *metrics) blobFetch(source, outcome string) {
 }
 func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 
-func (m *metrics) miss(k limits.Kind)            { m.missesByKind[k].Inc() }
+func (m *metrics) miss(k core.Request)           { m.missesByKind[k].Inc() }
 func (m *metrics) bitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
 func (m *metrics) streamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
 func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }

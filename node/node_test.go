@@ -14,6 +14,8 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/repo"
+
+	"github.com/wats-network/wats/core"
 )
 
 // testNode is a node on 127.0.0.1 with its own repo in a temp dir.
@@ -85,7 +87,7 @@ func publish(t *testing.T, n *testNode, k int) {
 
 // waitHead waits until every node's log holds want events, waking on each
 // append rather than polling; it fails the test after timeout.
-func waitHead(t *testing.T, timeout time.Duration, want uint64, nodes ...*testNode) {
+func waitHead(t *testing.T, timeout time.Duration, want core.Cursor, nodes ...*testNode) {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

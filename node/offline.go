@@ -16,6 +16,8 @@ import (
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Offline reads a repo's database while no daemon runs, as `ipfs id` reads
@@ -81,14 +83,14 @@ func (o *Offline) Events(after uint64, limit int) (api.EventPage, error) {
 	if limit <= 0 {
 		limit = defaultAPIPageLimit
 	}
-	events, next, more, err := o.events.Page(after, min(limit, proto.MaxPageEvents), proto.MaxPageBytes)
+	events, next, more, err := o.events.Page(core.Cursor(after), min(limit, proto.MaxPageEvents), proto.MaxPageBytes)
 	if err != nil {
 		return api.EventPage{}, err
 	}
 	if events == nil {
 		events = []jsontext.Value{}
 	}
-	return api.EventPage{Events: events, Next: next, More: more, Head: o.events.Head()}, nil
+	return api.EventPage{Events: events, Next: uint64(next), More: more, Head: uint64(o.events.Head())}, nil
 }
 
 // Blobs is the answer of GET api.PathBlobs without a daemon.

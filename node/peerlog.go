@@ -8,6 +8,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/limits"
+
+	"github.com/wats-network/wats/core"
 )
 
 // peerLogSummaryInterval is how often the node logs how many peer-caused
@@ -58,7 +60,7 @@ func (l *peerLog) at(level slog.Level, p peer.ID, topic, msg string, args []any)
 // challenged) at mono: ADR 0014's once a minute per peer and type is
 // checked on st first, so that a flood from one id suppresses its lines
 // without taking the LogCap's lock.
-func (n *Node) throttled(st *peerState, k limits.Kind, mono time.Duration) {
+func (n *Node) throttled(st *peerState, k core.Request, mono time.Duration) {
 	last := &st.throttleLogged[k]
 	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < limits.LogInterval && mono >= time.Duration(t-1) {
 		n.plog.cap.Suppress()

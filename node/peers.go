@@ -14,6 +14,8 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds of the run state of peers (ADR 0030).
@@ -158,7 +160,7 @@ type peerState struct {
 	// throttleLogged holds, per request type, the monotonic reading plus
 	// one of its last "peer throttled" line: within limits.LogInterval the
 	// line is suppressed here, without the LogCap's lock.
-	throttleLogged [limits.NumKinds]atomic.Int64
+	throttleLogged [core.NumRequests]atomic.Int64
 
 	// hist is its value history: the record's counts when the state was
 	// built, plus this run's.
@@ -177,7 +179,7 @@ type peerState struct {
 		pacer *limits.Pacer
 		// cursor is the sync cursor into its log while it has no record
 		// (with one, the record keeps it).
-		cursor uint64
+		cursor core.Cursor
 		// pending is the value it showed (a peercache Value constant)
 		// while the budget of new records put its record off; "" for
 		// none. foldAll tries again.
@@ -241,7 +243,7 @@ func (st *peerState) hello() *proto.Hello {
 type recentPeer struct {
 	hist       peercache.Counts // its history, when it had no record
 	firstHello int64            // as peerState.firstHello
-	cursor     uint64           // its sync cursor, when it had no record
+	cursor     core.Cursor      // its sync cursor, when it had no record
 	until      time.Duration    // monotonic reading at which it is forgotten
 }
 

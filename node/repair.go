@@ -24,6 +24,8 @@ import (
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+
+	"github.com/wats-network/wats/core"
 )
 
 // A damaged database (ADR 0032). pebble finds damage when it opens the
@@ -198,7 +200,7 @@ func openForCheck(dir string, maxPeers int, rep *CheckReport) (*stores, error) {
 // around a page that cannot be read, and gives each verified one to keep
 // (nil: none), counting into rep.
 func readEvents(l *eventlog.Log, now time.Time, rep *CheckReport, keep func([]*eventlog.Event) error) error {
-	rep.Events = l.Head()
+	rep.Events = uint64(l.Head())
 	take := func(raws []jsontext.Value) error {
 		var good []*eventlog.Event
 		for _, raw := range raws {
@@ -219,7 +221,7 @@ func readEvents(l *eventlog.Log, now time.Time, rep *CheckReport, keep func([]*e
 		}
 		return nil
 	}
-	for after := uint64(0); after < rep.Events; {
+	for after := core.Cursor(0); uint64(after) < rep.Events; {
 		page, next, err := pageSafely(l, after, proto.MaxPageEvents, proto.MaxPageBytes)
 		if err == nil && len(page) > 0 {
 			if err := take(page); err != nil {
@@ -250,7 +252,7 @@ func readEvents(l *eventlog.Log, now time.Time, rep *CheckReport, keep func([]*e
 
 // pageSafely is l.Page, with a panic of pebble's on a damaged block
 // (discardFatal) returned as an error.
-func pageSafely(l *eventlog.Log, after uint64, limit, maxBytes int) (page []jsontext.Value, next uint64, err error) {
+func pageSafely(l *eventlog.Log, after core.Cursor, limit, maxBytes int) (page []jsontext.Value, next core.Cursor, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			page, err = nil, fmt.Errorf("%v", v)

@@ -12,8 +12,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // pipelineDepth is the number of fetched pages that may wait for
@@ -54,7 +55,7 @@ var errRunBound = errors.New("node: sync run stopped at its bound")
 // page is one fetched sync response.
 type page struct {
 	events []jsontext.Value
-	next   uint64
+	next   core.Cursor
 	more   bool
 }
 
@@ -91,11 +92,11 @@ func (n *Node) syncLoop() {
 // cursor is saved after every page and synced to disk at the end, so a
 // restarted node resumes where it stopped. progress, if not nil, is called
 // after every page.
-func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(api.SyncProgress)) (api.SyncProgress, error) {
+func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(SyncProgress)) (SyncProgress, error) {
 	mu := n.syncLock(p)
 	if skipIfBusy {
 		if !mu.TryLock() {
-			return api.SyncProgress{Peer: p.String()}, nil
+			return SyncProgress{Peer: p}, nil
 		}
 	} else {
 		mu.Lock()
@@ -103,9 +104,9 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	defer mu.Unlock()
 
 	start := n.cursorOf(p)
-	st := api.SyncProgress{Peer: p.String(), Cursor: start}
+	st := SyncProgress{Peer: p, Cursor: start}
 	if h, ok := n.helloPeers()[p]; ok {
-		st.PeerHead = headOf(h)
+		st.PeerHead = h.Head
 	}
 	// Three stages, so that the network, the signature checks (on all
 	// cores) and the durable writes of consecutive pages overlap: fetch ->
@@ -185,7 +186,7 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 // refusal that comes anyway (a peer that did not advertise, or clocks that
 // disagree) is waited out and the page asked again, at most
 // maxRefusalsInARow times in a row.
-func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor uint64, out chan<- page) error {
+func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, out chan<- page) error {
 	pacer := n.pacerFor(p)
 	refusals := 0
 	for pages := 0; ; pages++ {
@@ -244,7 +245,7 @@ type verifiedPage struct {
 
 // storePage appends a verified page's valid events in one durable batch,
 // counts the rest as dropped, and advances the cursor.
-func (n *Node) storePage(p peer.ID, vp verifiedPage, st *api.SyncProgress) error {
+func (n *Node) storePage(p peer.ID, vp verifiedPage, st *SyncProgress) error {
 	pg, rejected := vp.page, vp.rejected
 	added, err := n.events.Append(vp.ok)
 	if err != nil {
@@ -289,15 +290,33 @@ func invalidEvents(rejected []error) uint64 {
 	return k
 }
 
+// SyncProgress is how far a sync from one peer has come, reported after
+// every page and at its end (SyncPeer).
+type SyncProgress struct {
+	// Peer is the peer synced from.
+	Peer peer.ID
+	// Received counts the events received from the peer; Stored those of
+	// them that were new and valid; Dropped those that were invalid.
+	Received, Stored, Dropped uint64
+	// Cursor is how far the peer's log has been synced: the next sync asks
+	// for the events after it.
+	Cursor core.Cursor
+	// PeerHead is the peer's head as last known; Cursor reaches it when the
+	// sync is done (the peer may have grown since).
+	PeerHead core.Cursor
+	// Done is set at the end of a sync that ended without an error.
+	Done bool
+}
+
 // SyncPeer syncs from p now (waiting for a running sync from p to end
 // first) and reports progress after every page.
-func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(api.SyncProgress)) (api.SyncProgress, error) {
+func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgress)) (SyncProgress, error) {
 	if n.host.Network().Connectedness(p) != network.Connected {
-		return api.SyncProgress{Peer: p.String()}, fmt.Errorf("node: not connected to %s; connect first (wats peers connect ADDR)", p)
+		return SyncProgress{Peer: p}, fmt.Errorf("node: not connected to %s; connect first (wats peers connect ADDR)", p)
 	}
 	if _, ok := n.helloPeers()[p]; !ok {
 		if err := n.greet(ctx, p); err != nil {
-			return api.SyncProgress{Peer: p.String()}, err
+			return SyncProgress{Peer: p}, err
 		}
 	}
 	return n.syncFrom(ctx, p, false, progress)

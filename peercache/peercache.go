@@ -11,6 +11,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/core"
 )
 
 // keyPrefix is the prefix of every key this package writes in the shared
@@ -57,7 +59,7 @@ type Record struct {
 	Features []string `json:"features,omitempty"`
 	// Cursor is the position in the peer's log up to which this node has
 	// synced (docs/design.md §5): the next sync asks for events after it.
-	Cursor uint64 `json:"cursor,string"`
+	Cursor core.Cursor `json:"cursor"`
 
 	// The peer's value history (docs/design.md §8; ADR 0030), across runs, kept by
 	// Add and Count and written in batches. Of its requests to this node:
@@ -663,7 +665,7 @@ func (c *Cache) Known() []peer.AddrInfo {
 }
 
 // Cursor returns the sync cursor into id's log, 0 when never synced.
-func (c *Cache) Cursor(id peer.ID) uint64 {
+func (c *Cache) Cursor(id peer.ID) core.Cursor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.mu.records[id]; ok {

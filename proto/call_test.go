@@ -156,9 +156,9 @@ func TestCallResponseCaps(t *testing.T) {
 			client, server := hostPair(t, answer(func(*Request) []byte { return tc.reply }))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			resp, err := Call(ctx, client, server.ID(), &Hello{Version: 1, Network: "n", Head: "0"})
+			resp, err := Call(ctx, client, server.ID(), &Hello{Version: 1, Network: "n", Head: 0})
 			if tc.ok {
-				if err != nil || resp.Hello.Head != "5" {
+				if err != nil || resp.Hello.Head != 5 {
 					t.Fatalf("got %+v, %v", resp, err)
 				}
 				return

@@ -427,14 +427,14 @@ func asBool(v []byte, field string) (bool, error) {
 	return false, wrongType(field, "boolean", v)
 }
 
-func asCursor(v []byte, field string) (uint64, error) {
+func asCursor(v []byte, field string) (core.Cursor, error) {
 	s, err := asString(v, field, 20)
 	if err != nil {
 		return 0, err
 	}
-	n, err := ParseCursor(s)
+	n, err := core.ParseCursor(s)
 	if err != nil {
-		return 0, badRequest("%s: %s", field, err.(*Error).Message)
+		return 0, badRequest("%s: %v", field, err)
 	}
 	return n, nil
 }
@@ -553,7 +553,7 @@ func decodeHello(f *fields) (*Hello, error) {
 	if f.head == nil {
 		return nil, missing("hello: \"head\"")
 	}
-	if m.Head, err = asString(f.head, "hello: \"head\"", 20); err != nil {
+	if m.Head, err = asCursor(f.head, "hello: \"head\""); err != nil {
 		return nil, err
 	}
 	if f.limits != nil {

@@ -16,7 +16,7 @@ import (
 func TestDecodeRequestSyncCursorsAndLimits(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
-		after uint64
+		after core.Cursor
 		limit int
 		code  Code
 	}{
@@ -162,7 +162,7 @@ func TestDecodeHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Hello{Version: 1, Network: "n", Head: "0"}
+	want := &Hello{Version: 1, Network: "n", Head: 0}
 	if !reflect.DeepEqual(r.Hello, want) {
 		t.Fatalf("got %+v, want %+v", r.Hello, want)
 	}
@@ -588,23 +588,6 @@ func TestDecodeRequestRaw(t *testing.T) {
 	}
 	if r.Hello.Network != "n" || r.Hello.Features[0] != "challenge" {
 		t.Fatalf("decoded strings alias the input: %+v", r.Hello)
-	}
-}
-
-func TestParseCursor(t *testing.T) {
-	for s, want := range map[string]uint64{"0": 0, "1": 1, "10": 10, "18446744073709551615": 1<<64 - 1, "18446744073709551610": 1<<64 - 6} {
-		got, err := ParseCursor(s)
-		if err != nil || got != want {
-			t.Errorf("ParseCursor(%q) = %d, %v; want %d", s, got, err, want)
-		}
-		if FormatCursor(want) != s {
-			t.Errorf("FormatCursor(%d) = %q, want %q", want, FormatCursor(want), s)
-		}
-	}
-	for _, s := range []string{"", "-1", "1.0", "0x10", " 1", "1 ", "01", "00", "+1", "1e3", "18446744073709551616", "18446744073709551620", "99999999999999999999", "100000000000000000000", "١"} {
-		if _, err := ParseCursor(s); codeOf(err) != CodeBadRequest {
-			t.Errorf("ParseCursor(%q): %v, want a bad_request", s, err)
-		}
 	}
 }
 

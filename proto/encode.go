@@ -162,7 +162,7 @@ func encode(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 		w.member("listen")
 		w.strs(m.Listen)
 		w.member("head")
-		w.str(m.Head)
+		w.str(m.Head.String())
 		if l := m.Limits; l != nil {
 			w.member("limits")
 			w.open('{')
@@ -178,7 +178,7 @@ func encode(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 		}
 	case *SyncRequest:
 		w.member("after")
-		w.str(FormatCursor(m.After))
+		w.str(m.After.String())
 		w.member("limit")
 		if m.Limit == 0 {
 			w.int(MaxPageEvents)
@@ -197,7 +197,7 @@ func encode(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 			w.err = badRequest("sync: \"events\": %d bytes in all, more than %d", total, MaxPageBytes)
 		}
 		w.member("next")
-		w.str(FormatCursor(m.Next))
+		w.str(m.Next.String())
 		w.member("more")
 		w.bool(m.More)
 	case *ReplicateRequest:

@@ -120,7 +120,7 @@ func TestMarshalSyncRequestDefaultLimit(t *testing.T) {
 
 func TestMarshalWithSolution(t *testing.T) {
 	s := &Solution{Alg: "b3", Seed: testSeed, Nonce: "77"}
-	b, err := MarshalWithSolution(&Hello{Version: 1, Network: "n", Head: "0"}, s)
+	b, err := MarshalWithSolution(&Hello{Version: 1, Network: "n", Head: 0}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestMarshalWithSolution(t *testing.T) {
 func TestMarshalRefusesInvalid(t *testing.T) {
 	long := strings.Repeat("x", MaxStringBytes+1)
 	hello := func(f func(*Hello)) *Hello {
-		h := &Hello{Version: 1, Network: "n", Head: "0"}
+		h := &Hello{Version: 1, Network: "n", Head: 0}
 		f(h)
 		return h
 	}
@@ -154,8 +154,6 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 	}{
 		{"nil hello", (*Hello)(nil)},
 		{"hello version 0", hello(func(h *Hello) { h.Version = 0 })},
-		{"hello head empty", hello(func(h *Hello) { h.Head = "" })},
-		{"hello head 01", hello(func(h *Hello) { h.Head = "01" })},
 		{"hello network long", hello(func(h *Hello) { h.Network = long })},
 		{"hello agent long", hello(func(h *Hello) { h.Agent = long })},
 		{"hello features", hello(func(h *Hello) { h.Features = make([]string, MaxFeatures+1) })},

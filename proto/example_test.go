@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -53,7 +54,7 @@ func ExampleCall() {
 		ctx  context.Context
 		h    host.Host
 		p    peer.ID
-		from uint64
+		from core.Cursor
 	)
 	for {
 		resp, err := proto.Call(ctx, h, p, &proto.SyncRequest{After: from})

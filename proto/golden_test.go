@@ -43,13 +43,13 @@ func goldens() []golden {
 			Version: 1, Network: "devnet", Agent: "wats/0.1.0",
 			Features: []string{FeatureChallenge},
 			Listen:   []string{"/ip4/127.0.0.1/tcp/4001", "/ip4/127.0.0.1/udp/4001/quic-v1"},
-			Head:     "42",
+			Head:     42,
 		}},
 		{name: "hello_response", kind: "response", msg: &Hello{
-			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: "0",
+			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: 0,
 		}},
 		{name: "hello_limits", kind: "request", msg: &Hello{
-			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: "7",
+			Version: 1, Network: "devnet", Agent: "wats/0.1.0", Head: 7,
 			Limits: &HelloLimits{HelloPerMin: 60, SyncPerMin: 600, ReplicatePerMin: 120, ReportPerMin: 0},
 		}},
 		{name: "sync_request", kind: "request", msg: &SyncRequest{After: 41, Limit: 100}},

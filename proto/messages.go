@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Message is a /wats/1 message: a request, or a response to one. Every
@@ -43,7 +45,7 @@ type Hello struct {
 	Agent    string
 	Features []string
 	Listen   []string
-	Head     string
+	Head     core.Cursor
 	// Limits, optional (nil when absent): the sender's per-peer rate limits,
 	// so that a peer can pace itself and waste no round trip on refusals.
 	// An extension field (ADR 0024): older peers ignore it.
@@ -79,7 +81,7 @@ type HelloLimits struct {
 // In Go, Limit 0 means MaxPageEvents; a decoded SyncRequest always has
 // Limit in 1..MaxPageEvents.
 type SyncRequest struct {
-	After uint64
+	After core.Cursor
 	Limit int
 }
 
@@ -98,7 +100,7 @@ type SyncRequest struct {
 //	more   boolean, required: whether the log holds events after next.
 type SyncResponse struct {
 	Events []jsontext.Value
-	Next   uint64
+	Next   core.Cursor
 	More   bool
 }
 
@@ -345,33 +347,3 @@ func (e *ChallengeError) Unwrap() error { return e.Reason }
 
 // Is reports whether target is ErrChallenged.
 func (e *ChallengeError) Is(target error) bool { return target == ErrChallenged }
-
-// ParseCursor parses a cursor (docs/design.md §4: an opaque decimal string of the
-// responder's log position). It accepts exactly the canonical decimal form
-// of a uint64: "0", or 1..20 digits without a leading zero, at most
-// 18446744073709551615. Anything else ("", "-1", "1.0", "0x10", " 1", "01",
-// "18446744073709551616") is a *Error with CodeBadRequest.
-func ParseCursor(s string) (uint64, error) {
-	if s == "" {
-		return 0, badRequest("cursor is empty")
-	}
-	if len(s) > 20 || (s[0] == '0' && len(s) > 1) {
-		return 0, badRequest("cursor %.24q is not a canonical decimal uint64", s)
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, badRequest("cursor %.24q is not a canonical decimal uint64", s)
-		}
-		d := uint64(c - '0')
-		if n > (1<<64-1-d)/10 {
-			return 0, badRequest("cursor %.24q is beyond 2^64-1", s)
-		}
-		n = n*10 + d
-	}
-	return n, nil
-}
-
-// FormatCursor is the wire form of cursor position n: its decimal digits.
-func FormatCursor(n uint64) string { return strconv.FormatUint(n, 10) }

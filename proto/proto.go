@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/wats-network/wats/core"
 )
 
 // The /wats/1 stream protocol (docs/design.md §4, ADR 0014). The version and its
@@ -187,8 +189,9 @@ const (
 // Type is the value of a message's "type" field.
 type Type string
 
-// Message types (docs/design.md §4). The first four are requests, and each is also
-// the type of its success response; the last three are responses only.
+// Message types (docs/design.md §4). The first four are requests, the wire
+// names of core's Requests (Type.Request), and each is also the type of its
+// success response; the last three are responses only.
 const (
 	TypeHello       Type = "hello"
 	TypeSync        Type = "sync"
@@ -201,12 +204,13 @@ const (
 
 // IsRequest reports whether t is a request type.
 func (t Type) IsRequest() bool {
-	switch t {
-	case TypeHello, TypeSync, TypeReplicate, TypeCrashReport:
-		return true
-	}
-	return false
+	_, ok := t.Request()
+	return ok
 }
+
+// Request returns the request type t names, and false for a response type
+// or an unknown one.
+func (t Type) Request() (core.Request, bool) { return core.ParseRequest(string(t)) }
 
 // Timeout is how long a call of request type t may take: ReplicateTimeout
 // for replicate, ResponseTimeout otherwise (docs/design.md §4).

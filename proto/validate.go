@@ -86,9 +86,6 @@ func (m *Hello) validate() error {
 	if err := checkStrings("hello: \"listen\"", m.Listen, MaxListenAddrs, MaxAddrBytes); err != nil {
 		return err
 	}
-	if _, err := ParseCursor(m.Head); err != nil {
-		return badRequest("hello: \"head\": %s", err.(*Error).Message)
-	}
 	if l := m.Limits; l != nil {
 		for name, v := range map[string]int64{"hello_per_min": l.HelloPerMin, "sync_per_min": l.SyncPerMin,
 			"replicate_per_min": l.ReplicatePerMin, "report_per_min": l.ReportPerMin} {

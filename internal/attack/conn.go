@@ -26,6 +26,8 @@ import (
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // requestTimeout bounds one request of a client here.
@@ -199,7 +201,7 @@ func (c *Conn) Hello(solves bool) *proto.Hello {
 		features = append(features, proto.FeatureChallenge)
 	}
 	return &proto.Hello{Version: proto.Version, Network: c.t.Network, Agent: "wats-attack", Features: features,
-		Listen: []string{}, Head: "0"}
+		Listen: []string{}, Head: 0}
 }
 
 // responder is a multistream muxer that answers the node's hello with h
@@ -225,8 +227,8 @@ func notifying(h *proto.Hello, events []jsontext.Value, synced chan struct{}) *m
 		}
 		var resp proto.Message = h
 		if req.Sync != nil {
-			page := &proto.SyncResponse{Events: []jsontext.Value{}, Next: uint64(len(events))}
-			if req.Sync.After < uint64(len(events)) {
+			page := &proto.SyncResponse{Events: []jsontext.Value{}, Next: core.Cursor(len(events))}
+			if req.Sync.After < core.Cursor(len(events)) {
 				page.Events = events[req.Sync.After:]
 			} else {
 				page.Next = req.Sync.After

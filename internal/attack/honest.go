@@ -186,7 +186,7 @@ func honestPeer(ctx context.Context, t Target, h Honest, st *honestStats) {
 		return
 	}
 	hello := honestHello(t)
-	hello.Head = "2"
+	hello.Head = 2
 	serve := responder(hello, events)
 	var c *Conn
 	defer func() {
@@ -255,7 +255,7 @@ func newcomer(ctx context.Context, t Target) string {
 // challenge feature.
 func honestHello(t Target) *proto.Hello {
 	return &proto.Hello{Version: proto.Version, Network: t.Network, Agent: "wats-honest",
-		Features: []string{proto.FeatureChallenge}, Listen: []string{}, Head: "0"}
+		Features: []string{proto.FeatureChallenge}, Listen: []string{}, Head: 0}
 }
 
 // ask sends m and, if it is challenged, solves and resubmits it once, as a

@@ -12,6 +12,8 @@ import (
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Attacks with what anyone can make: self-signed events, crash reports,
@@ -63,9 +65,9 @@ func (id *Identity) largeEvents(k int) ([]jsontext.Value, error) {
 // their count as its head, and waits until the node has synced them (or
 // ctx ends); it returns the connection, which the caller closes, and the
 // node's head as its hello said.
-func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, st *stats) (*Conn, uint64, error) {
+func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, st *stats) (*Conn, core.Cursor, error) {
 	h := &proto.Hello{Version: proto.Version, Network: t.Network, Agent: "wats-attack",
-		Features: []string{proto.FeatureChallenge}, Listen: []string{}, Head: strconv.Itoa(len(events))}
+		Features: []string{proto.FeatureChallenge}, Listen: []string{}, Head: core.Cursor(len(events))}
 	synced := make(chan struct{})
 	c, err := id.Dial(ctx, t, notifying(h, events, synced))
 	if err != nil {
@@ -92,8 +94,7 @@ func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, 
 		c.Close()
 		return nil, 0, fmt.Errorf("attack: hello: %v", err)
 	}
-	head, _ := strconv.ParseUint(resp.Hello.Head, 10, 64)
-	return c, head, nil
+	return c, resp.Hello.Head, nil
 }
 
 // unreadPages is UnreadPages.
@@ -114,9 +115,9 @@ func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
 		return
 	}
 	c.Close()
-	after := uint64(0)
-	if head > uint64(len(events)) {
-		after = head - uint64(len(events)) // the large events are the last
+	after := core.Cursor(0)
+	if head > core.Cursor(len(events)) {
+		after = head - core.Cursor(len(events)) // the large events are the last
 	}
 	holders(ctx, t, o.IDs, pagesPerID, 200*time.Millisecond, st, func(c *Conn) { holdPages(ctx, c, after, st) })
 }
@@ -124,7 +125,7 @@ func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
 // holdPages asks for sync pages after the cursor on c and never reads
 // them, asking again every 31 s (past the longest write deadline a node
 // gives a response) until c closes or ctx ends.
-func holdPages(ctx context.Context, c *Conn, after uint64, st *stats) {
+func holdPages(ctx context.Context, c *Conn, after core.Cursor, st *stats) {
 	b, err := proto.Marshal(&proto.SyncRequest{After: after, Limit: proto.MaxPageEvents})
 	if err != nil {
 		return
