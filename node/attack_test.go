@@ -509,7 +509,7 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				if h.Connect(cctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}) == nil {
 					if s, err := h.NewStream(cctx, n.ID(), proto.ID); err == nil {
-						_ = proto.WriteMessage(s, &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: 0})
+						_ = proto.WriteMessage(s, &proto.Hello{Version: 1, Network: "test", Agent: "sybil", Head: 0}, nil)
 						_ = s.CloseWrite()
 						_, _ = proto.ReadFrame(s, proto.MaxResponseBytes)
 						s.Close()

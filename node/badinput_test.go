@@ -144,7 +144,7 @@ func respondingPeer(t *testing.T, respond func(*proto.Request) proto.Message) ho
 			s.Reset()
 			return
 		}
-		if err := proto.WriteMessage(s, respond(req)); err != nil {
+		if err := proto.WriteMessage(s, respond(req), nil); err != nil {
 			s.Reset()
 		}
 	})

@@ -122,12 +122,7 @@ func replyTimeout(n int) time.Duration {
 // reply writes one response and closes the stream; a failed write resets
 // it, and its error is returned.
 func (n *Node) reply(s network.Stream, m proto.Message) error {
-	b, err := proto.Marshal(m)
-	if err == nil {
-		_ = s.SetWriteDeadline(time.Now().Add(replyTimeout(len(b))))
-		err = proto.WriteFrame(s, b)
-	}
-	if err != nil {
+	if err := proto.WriteMessage(s, m, replyTimeout); err != nil {
 		n.log.Debug("write /wats response", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return err

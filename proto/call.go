@@ -190,11 +190,21 @@ func callError(ctx context.Context, t Type, p peer.ID, err error) error {
 }
 
 // WriteMessage encodes m with Marshal (GREASE included) and writes it as one
-// frame: what a stream handler sends back.
-func WriteMessage(w io.Writer, m Message) error {
+// frame: what a stream handler sends back. When timeout is not nil and w
+// has a write deadline (SetWriteDeadline, as a libp2p stream has), the
+// deadline is set first to now plus timeout(n), n being the encoded
+// message's length in bytes, so that a responder can give a large response
+// more time than a small one. An error of Marshal is returned before
+// anything is written.
+func WriteMessage(w io.Writer, m Message, timeout func(n int) time.Duration) error {
 	b, err := Marshal(m)
 	if err != nil {
 		return err
+	}
+	if dw, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok && timeout != nil {
+		if err := dw.SetWriteDeadline(time.Now().Add(timeout(len(b)))); err != nil {
+			return err
+		}
 	}
 	return WriteFrame(w, b)
 }

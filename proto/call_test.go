@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -49,7 +50,7 @@ func answer(reply func(*Request) []byte) network.StreamHandler {
 		}
 		req, err := DecodeRequest(b)
 		if err != nil {
-			WriteMessage(s, &Error{Code: codeOf(err), Message: "test handler: " + err.Error()})
+			WriteMessage(s, &Error{Code: codeOf(err), Message: "test handler: " + err.Error()}, nil)
 			return
 		}
 		WriteFrame(s, reply(req)) // the client may have gone: the test says
@@ -246,5 +247,40 @@ func TestTypeTimeout(t *testing.T) {
 	if TypeReplicate.Timeout() != 130*time.Second || TypeSync.Timeout() != 30*time.Second ||
 		TypeHello.Timeout() != ResponseTimeout || TypeCrashReport.Timeout() != ResponseTimeout {
 		t.Fatal("timeouts differ from docs/design.md §4")
+	}
+}
+
+// deadlineBuffer is a writer with a write deadline, as a stream is.
+type deadlineBuffer struct {
+	bytes.Buffer
+	deadline time.Time
+}
+
+func (d *deadlineBuffer) SetWriteDeadline(t time.Time) error { d.deadline = t; return nil }
+
+// TestWriteMessageDeadline: the deadline is set from the encoded length
+// before the frame is written; without a timeout none is set; a message
+// that does not encode writes nothing.
+func TestWriteMessageDeadline(t *testing.T) {
+	var w deadlineBuffer
+	var asked int
+	before := time.Now()
+	if err := WriteMessage(&w, &Refused{Reason: "r"}, func(n int) time.Duration { asked = n; return time.Hour }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadFrame(bytes.NewReader(w.Bytes()), MaxResponseBytes)
+	if err != nil || asked != len(b) {
+		t.Fatalf("timeout asked for %d bytes, the frame holds %d (%v)", asked, len(b), err)
+	}
+	if w.deadline.Before(before.Add(time.Hour)) {
+		t.Fatalf("deadline %v, want an hour from %v", w.deadline, before)
+	}
+	w = deadlineBuffer{}
+	if err := WriteMessage(&w, &Refused{Reason: "r"}, nil); err != nil || !w.deadline.IsZero() {
+		t.Fatalf("no timeout: deadline %v, %v", w.deadline, err)
+	}
+	w = deadlineBuffer{}
+	if err := WriteMessage(&w, &Hello{}, func(int) time.Duration { return time.Hour }); err == nil || w.Len() != 0 || !w.deadline.IsZero() {
+		t.Fatalf("an invalid message: %v, %d bytes written, deadline %v", err, w.Len(), w.deadline)
 	}
 }

@@ -235,7 +235,7 @@ func notifying(h *proto.Hello, events []jsontext.Value, synced chan struct{}) *m
 			}
 			resp = page
 		}
-		if err := proto.WriteMessage(rwc, resp); err != nil {
+		if err := proto.WriteMessage(rwc, resp, nil); err != nil {
 			return err
 		}
 		if req.Sync != nil && synced != nil {
