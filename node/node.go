@@ -201,7 +201,7 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
 	var damaged []peercache.DamagedRecord
-	n.peers, damaged, err = peercache.OpenWithOptions(n.db, peercache.Options{
+	n.peers, damaged, err = peercache.Open(n.db, &peercache.Options{
 		MaxPeers:    r.Config.PeerCache.MaxPeers,
 		FlushErrors: func(err error) { n.log.Warn("peer cache flush failed; will retry", "err", err) },
 	})

@@ -164,7 +164,7 @@ func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.L
 		s.events = nil
 		problems = append(problems, fmt.Errorf("the event log does not open (a daemon's start may upgrade it): %w", err))
 	}
-	if s.peers, s.damagedPeers, err = peercache.OpenWithOptions(db, peercache.Options{MaxPeers: maxPeers}); err != nil {
+	if s.peers, s.damagedPeers, err = peercache.Open(db, &peercache.Options{MaxPeers: maxPeers}); err != nil {
 		s.peers = nil
 		problems = append(problems, fmt.Errorf("the peer cache does not open: %w", err))
 	}

@@ -67,7 +67,7 @@ func TestCountsAreWrittenOnlyByFlushAndClose(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	db := openDB(t, fs)
 	defer db.Close()
-	c, _, err := Open(db)
+	c, _, err := Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCountsAreWrittenOnlyByFlushAndClose(t *testing.T) {
 		t.Fatalf("after Close and a machine crash: %+v, want %+v", counts(r), want)
 	}
 	// And they load.
-	c2, _, err := Open(crash(t, fs, false))
+	c2, _, err := Open(crash(t, fs, false), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestUpdateWritesPendingCounts(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	db := openDB(t, fs)
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := newID(t)
 	hello(t, c, p, t0)
 	c.Count(p, CountServed)
@@ -147,7 +147,7 @@ func TestCountUnknownPeerCreatesNothing(t *testing.T) {
 	fs := vfs.NewMem()
 	db := openDB(t, fs)
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	known := newID(t)
 	hello(t, c, known, t0)
 	for range 100 {
@@ -164,7 +164,7 @@ func TestCountUnknownPeerCreatesNothing(t *testing.T) {
 	if r, _ := c.Get(known); fmt.Sprint(r) != fmt.Sprint(Record{FirstSeen: t0, LastSeen: t0, LastHello: t0, V: RecordVersion}) {
 		t.Fatalf("a bad counter changed the record: %+v", r)
 	}
-	c2, _, _ := Open(db)
+	c2, _, _ := Open(db, nil)
 	if c2.Len() != 1 {
 		t.Fatalf("%d records stored, want 1", c2.Len())
 	}
@@ -173,7 +173,7 @@ func TestCountUnknownPeerCreatesNothing(t *testing.T) {
 func TestCountAfterCloseIsDropped(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := newID(t)
 	hello(t, c, p, t0)
 	if err := c.Close(); err != nil {
@@ -199,7 +199,7 @@ func TestBackgroundFlusher(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
 	var flushErrs []error
-	c, _, _ := OpenWithOptions(db, Options{FlushErrors: func(err error) { flushErrs = append(flushErrs, err) }})
+	c, _, _ := Open(db, &Options{FlushErrors: func(err error) { flushErrs = append(flushErrs, err) }})
 	p := newID(t)
 	hello(t, c, p, t0)
 	// The loop Start runs, driven by hand: a tick flushes.
@@ -231,7 +231,7 @@ func TestBackgroundFlusher(t *testing.T) {
 func TestStartAndCloseWithRealTicker(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := newID(t)
 	hello(t, c, p, t0)
 	c.Start(0) // DefaultFlushInterval: never fires in this test
@@ -270,7 +270,7 @@ func ids(t testing.TB, n int) []peer.ID {
 func TestEvictionAtCapacity(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, err := OpenWithOptions(db, Options{MaxPeers: 3})
+	c, _, err := Open(db, &Options{MaxPeers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestEvictionAtCapacity(t *testing.T) {
 func TestNewRecordIsNeverItsOwnVictim(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := OpenWithOptions(db, Options{MaxPeers: 1})
+	c, _, _ := Open(db, &Options{MaxPeers: 1})
 	p := ids(t, 2)
 	seen(t, c, p, 10)
 	// p[1] has a zero LastSeen, older than p[0]'s; it still replaces it.
@@ -337,12 +337,12 @@ func TestNewRecordIsNeverItsOwnVictim(t *testing.T) {
 func TestOpenOverCapacityEvicts(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := ids(t, 5)
 	seen(t, c, p, 3, 5, 1, 4, 2)
 	c.Close()
 
-	c, _, err := OpenWithOptions(db, Options{MaxPeers: 2})
+	c, _, err := Open(db, &Options{MaxPeers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestOpenOverCapacityEvicts(t *testing.T) {
 			t.Fatalf("p[%d], among the two most recently seen, was evicted", i)
 		}
 	}
-	c, _, _ = Open(db)
+	c, _, _ = Open(db, nil)
 	if c.Len() != 2 {
 		t.Fatalf("the evictions at open were not written: %d records stored", c.Len())
 	}
@@ -367,12 +367,12 @@ func TestOptionsBounds(t *testing.T) {
 		max int
 		ok  bool
 	}{{-1, false}, {0, true}, {1, true}, {MaxMaxPeers, true}, {MaxMaxPeers + 1, false}} {
-		_, _, err := OpenWithOptions(db, Options{MaxPeers: tc.max})
+		_, _, err := Open(db, &Options{MaxPeers: tc.max})
 		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("MaxPeers %d: %v, want ok=%v", tc.max, err, tc.ok)
 		}
 	}
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	if c.opts.MaxPeers != DefaultMaxPeers {
 		t.Fatalf("default capacity %d, want %d", c.opts.MaxPeers, DefaultMaxPeers)
 	}
@@ -382,12 +382,12 @@ func TestForget(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	db := openDB(t, fs)
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	a, b := newID(t), newID(t)
 	hello(t, c, a, t0)
 	hello(t, c, b, t0)
 	c.Close()
-	c, _, _ = Open(db)
+	c, _, _ = Open(db, nil)
 	if !c.MetInEarlierRun(a) {
 		t.Fatal("a peer from an earlier run is not met in an earlier run")
 	}
@@ -426,7 +426,7 @@ func TestForget(t *testing.T) {
 func TestAllAndKnownMostRecentFirst(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := ids(t, 4)
 	seen(t, c, p, 2, 4, 1, 3)
 	for i, addrs := range [][]string{
@@ -440,7 +440,7 @@ func TestAllAndKnownMostRecentFirst(t *testing.T) {
 		}
 	}
 	c.Close()
-	c, _, _ = Open(db)
+	c, _, _ = Open(db, nil)
 	seen(t, c, ids(t, 1), 0) // a new peer, least recently seen
 	all := c.All()
 	var order []peer.ID
@@ -492,7 +492,7 @@ func TestOlderRecordsLoad(t *testing.T) {
 	if err := db.Set(key(p), []byte(old), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	c, damaged, err := Open(db)
+	c, damaged, err := Open(db, nil)
 	if err != nil || len(damaged) != 0 {
 		t.Fatalf("open: %v, damaged %v", err, damaged)
 	}
@@ -507,7 +507,7 @@ func TestOlderRecordsLoad(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := OpenWithOptions(db, Options{MaxPeers: 8})
+	c, _, _ := Open(db, &Options{MaxPeers: 8})
 	kept := newID(t)
 	hello(t, c, kept, t0.Add(time.Hour)) // the most recently seen: never evicted
 	others := ids(t, 16)
@@ -547,7 +547,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, _, _ = Open(db)
+	c, _, _ = Open(db, nil)
 	r, _ := c.Get(kept)
 	if r.Served != workers*per || r.Cursor != workers*per/50 {
 		t.Fatalf("served %d cursor %d, want %d and %d", r.Served, r.Cursor, workers*per, workers*per/50)
@@ -564,7 +564,7 @@ func TestCrashDuringWritesNeverCorrupts(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	db := openDB(t, fs)
 	defer db.Close()
-	c, _, _ := OpenWithOptions(db, Options{MaxPeers: 32})
+	c, _, _ := Open(db, &Options{MaxPeers: 32})
 	p := ids(t, 48)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -589,7 +589,7 @@ func TestCrashDuringWritesNeverCorrupts(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // let the writer run; what it reaches does not matter
 		img := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
 		cdb := openDB(t, img)
-		cc, damaged, err := Open(cdb)
+		cc, damaged, err := Open(cdb, nil)
 		if err != nil || len(damaged) != 0 {
 			t.Fatalf("crash image: %v, damaged %v", err, damaged)
 		}
@@ -606,7 +606,7 @@ func TestCrashDuringWritesNeverCorrupts(t *testing.T) {
 func BenchmarkCount(b *testing.B) {
 	db := openDB(b, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := newID(b)
 	hello(b, c, p, t0)
 	b.ReportAllocs()
@@ -618,7 +618,7 @@ func BenchmarkCount(b *testing.B) {
 func BenchmarkCountParallel(b *testing.B) {
 	db := openDB(b, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := ids(b, 64)
 	for _, id := range p {
 		hello(b, c, id, t0)
@@ -636,7 +636,7 @@ func BenchmarkCountParallel(b *testing.B) {
 func BenchmarkFlush10000(b *testing.B) {
 	db := openDB(b, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := ids(b, DefaultMaxPeers)
 	for _, id := range p {
 		hello(b, c, id, t0)
@@ -659,7 +659,7 @@ func BenchmarkFlush10000(b *testing.B) {
 func BenchmarkUpdateNewAtCapacity(b *testing.B) {
 	db := openDB(b, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := ids(b, DefaultMaxPeers+1024)
 	for i, id := range p[:DefaultMaxPeers] {
 		hello(b, c, id, t0.Add(time.Duration(i)*time.Second))

@@ -47,7 +47,7 @@
 //
 // # Use
 //
-//	c, damaged, err := peercache.OpenWithOptions(db, peercache.Options{MaxPeers: n})
+//	c, damaged, err := peercache.Open(db, &peercache.Options{MaxPeers: n})
 //	// report damaged once
 //	c.Start(0)
 //	defer c.Close()

@@ -24,7 +24,7 @@ func fakeID(prefix string, i int) peer.ID { return peer.ID(fmt.Sprintf("%s-%07d"
 func TestEvictionKeepsValuedPeers(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, err := OpenWithOptions(db, Options{MaxPeers: 64})
+	c, _, err := Open(db, &Options{MaxPeers: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestOlderRecordsMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, _, err := Open(db)
+	c, _, err := Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestOlderRecordsMigrate(t *testing.T) {
 	if r, ok := stored(t, db, cursor); !ok || r.V != RecordVersion || r.Cursor != 7 {
 		t.Fatalf("migrated record not rewritten: %+v", r)
 	}
-	c, _, _ = Open(db)
+	c, _, _ = Open(db, nil)
 	if c.Len() != 2 || c.Migrated() != 0 {
 		t.Fatalf("second open: len %d, migrated %d", c.Len(), c.Migrated())
 	}
@@ -220,7 +220,7 @@ func TestOlderRecordsMigrate(t *testing.T) {
 func TestAdd(t *testing.T) {
 	db := openDB(t, vfs.NewMem())
 	defer db.Close()
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	p := newID(t)
 	hello(t, c, p, t0)
 	c.Add(p, Counts{Served: 1, Refused: 2, Challenged: 3, Solved: 4, Misses: 5, Invalid: 6, Failed: 7, Timeouts: 8, Events: 9, Bytes: 10}, t0.Add(time.Minute))

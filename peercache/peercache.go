@@ -29,7 +29,7 @@ var (
 	ErrClosed = errors.New("peercache: closed")
 	// ErrNotFound is returned by Forget for a peer the cache does not hold.
 	ErrNotFound = errors.New("peercache: not found")
-	// ErrInvalidOptions is wrapped by OpenWithOptions for options out of
+	// ErrInvalidOptions is wrapped by Open for options out of
 	// range.
 	ErrInvalidOptions = errors.New("peercache: invalid options")
 )
@@ -177,7 +177,9 @@ const (
 // 0026: "at most the last few seconds of counters").
 const DefaultFlushInterval = 5 * time.Second
 
-// Options configure a Cache. The zero value is the defaults.
+// Options configure a Cache (Open). The zero value, or nil, is the
+// defaults; EnsureDefaults fills them in and Validate checks the ranges,
+// as pebble's Options do.
 type Options struct {
 	// MaxPeers is the number of records kept, 1..MaxMaxPeers; 0 means
 	// DefaultMaxPeers. Adding a record beyond it evicts the least recently
@@ -188,8 +190,12 @@ type Options struct {
 	FlushErrors func(error)
 }
 
-// Validate reports options out of range, wrapping ErrInvalidOptions.
-func (o Options) Validate() error {
+// Validate reports options out of range, wrapping ErrInvalidOptions. A nil
+// o is valid.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
 	if o.MaxPeers < 0 || o.MaxPeers > MaxMaxPeers {
 		return fmt.Errorf("%w: max_peers %d out of range 1..%d (0 for the default %d)",
 			ErrInvalidOptions, o.MaxPeers, MaxMaxPeers, DefaultMaxPeers)
@@ -197,10 +203,16 @@ func (o Options) Validate() error {
 	return nil
 }
 
-func (o *Options) ensureDefaults() {
+// EnsureDefaults sets each zero field of o to its default and returns o; on
+// a nil o it returns new Options of the defaults.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
 	if o.MaxPeers == 0 {
 		o.MaxPeers = DefaultMaxPeers
 	}
+	return o
 }
 
 // entry is the in-memory state of one record.
@@ -250,12 +262,8 @@ type Cache struct {
 	done                chan struct{}
 }
 
-// Open is OpenWithOptions with the default Options.
-func Open(db *pebble.DB) (c *Cache, damaged []DamagedRecord, err error) {
-	return OpenWithOptions(db, Options{})
-}
-
-// OpenWithOptions loads every record from db. Records that fail to decode
+// Open loads every record from db, configured by opts (nil: the defaults;
+// opts itself is not changed). Records that fail to decode
 // are skipped and returned in damaged, so that the caller can report them
 // once; they never make Open fail. Records of an older version (before
 // value history, ADR 0030), when a hello was enough for a record, are kept
@@ -265,12 +273,15 @@ func Open(db *pebble.DB) (c *Cache, damaged []DamagedRecord, err error) {
 // earlier run". If more records than opts.MaxPeers remain, the least
 // valuable are evicted (see evictLocked) down to it. Only invalid options
 // or an I/O error from pebble make it fail.
-func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRecord, err error) {
+func Open(db *pebble.DB, opts *Options) (c *Cache, damaged []DamagedRecord, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
-	opts.ensureDefaults()
-	c = &Cache{db: db, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	c = &Cache{db: db, opts: *o.EnsureDefaults(), stop: make(chan struct{}), done: make(chan struct{})}
 	c.mu.records = make(map[peer.ID]*entry)
 	it, err := db.NewIter(&pebble.IterOptions{
 		LowerBound: []byte(keyPrefix),
@@ -313,7 +324,7 @@ func OpenWithOptions(db *pebble.DB, opts Options) (c *Cache, damaged []DamagedRe
 	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
 	}
-	if over := len(c.mu.records) - opts.MaxPeers; over > 0 {
+	if over := len(c.mu.records) - c.opts.MaxPeers; over > 0 {
 		c.evictLocked(b, over)
 	}
 	if !b.Empty() {

@@ -35,7 +35,7 @@ func openDB(t testing.TB, fs vfs.FS) *pebble.DB {
 func TestCursorSurvivesReopen(t *testing.T) {
 	fs := vfs.NewMem()
 	db := openDB(t, fs)
-	c, damaged, err := Open(db)
+	c, damaged, err := Open(db, nil)
 	if err != nil || len(damaged) != 0 {
 		t.Fatalf("open: %v, damaged %v", err, damaged)
 	}
@@ -60,7 +60,7 @@ func TestCursorSurvivesReopen(t *testing.T) {
 
 	db = openDB(t, fs)
 	defer db.Close()
-	c, _, err = Open(db)
+	c, _, err = Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestDamagedRecordIsSkippedAndReported(t *testing.T) {
 	db := openDB(t, fs)
 	defer db.Close()
 	good := newID(t)
-	c, _, _ := Open(db)
+	c, _, _ := Open(db, nil)
 	if err := c.Update(good, true, func(r *Record) { r.Cursor = 7 }); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestDamagedRecordIsSkippedAndReported(t *testing.T) {
 	if err := db.Set([]byte(keyPrefix+"not a peer id"), []byte(`{}`), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	c, damaged, err := Open(db)
+	c, damaged, err := Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
