@@ -272,7 +272,7 @@ func TestPolicyRates(t *testing.T) {
 // BenchmarkAdmit is the admission check of a known peer: one shard lock,
 // the GCRA on two copies, no allocation.
 func BenchmarkAdmit(b *testing.B) {
-	tb, err := NewTable(DefaultConfig())
+	tb, err := NewTable(DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func BenchmarkAdmit(b *testing.B) {
 func BenchmarkAdmitVsRate(b *testing.B) {
 	p := testPeers(1)[0]
 	b.Run("wats", func(b *testing.B) {
-		tb, err := NewTable(DefaultConfig())
+		tb, err := NewTable(DefaultConfig(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

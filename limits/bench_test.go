@@ -16,7 +16,7 @@ import (
 func BenchmarkTableAllow(b *testing.B) {
 	p := testPeer(1)
 	b.Run("allowed", func(b *testing.B) {
-		tb := newTestTable(b)
+		tb := newTestTable(b, nil)
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
@@ -27,7 +27,7 @@ func BenchmarkTableAllow(b *testing.B) {
 		}
 	})
 	b.Run("refused", func(b *testing.B) {
-		tb := newTestTable(b)
+		tb := newTestTable(b, nil)
 		b.ReportAllocs()
 		for b.Loop() {
 			tb.Allow(p, core.Sync, 0)
@@ -38,7 +38,7 @@ func BenchmarkTableAllow(b *testing.B) {
 // BenchmarkTableAllowParallel: all cores, 1,000 peers, every kind; each
 // goroutine's clock advances 1 µs per request.
 func BenchmarkTableAllowParallel(b *testing.B) {
-	tb := newTestTable(b)
+	tb := newTestTable(b, nil)
 	peers := testPeers(1000)
 	var start atomic.Int64
 	b.ReportAllocs()
@@ -72,7 +72,7 @@ func BenchmarkTableMemory(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		tb := newTestTable(b)
+		tb := newTestTable(b, nil)
 		for _, p := range peers {
 			tb.Allow(p, core.Sync, 0)
 		}
@@ -102,7 +102,7 @@ func BenchmarkLogCapFlood(b *testing.B) {
 // active (nothing dropped: the whole cost of the scan). Divide by 64 for
 // the pause one shard's sweep puts on the requests of that shard.
 func BenchmarkSweep(b *testing.B) {
-	tb := newTestTable(b)
+	tb := newTestTable(b, nil)
 	for _, p := range testPeers(DefaultMaxPeers * 2) {
 		tb.Allow(p, core.Hello, 0)
 	}

@@ -17,7 +17,7 @@
 // The node builds one Table, one LogCap and one Slots from the validated
 // Config, and takes time from a monotonic base of its own:
 //
-//	table, err := limits.NewTable(cfg.Limits)        // the Policy of every tier
+//	table, err := limits.NewTable(cfg.Limits, nil)   // the Policy of every tier
 //	slots, err := limits.NewSlots(cfg.Limits.BlobFetchesPerPeer)
 //	logs := limits.NewLogCap()
 //	reg.MustRegister(table.Collector())              // no peer labels

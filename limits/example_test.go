@@ -16,7 +16,7 @@ import (
 // monotonic base, a refusal worded as ADR 0014 says, and "peer throttled"
 // logged within its caps.
 func ExampleTable() {
-	table, err := limits.NewTable(limits.DefaultConfig())
+	table, err := limits.NewTable(limits.DefaultConfig(), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -32,9 +32,9 @@ func testPeers(n int) []peer.ID {
 }
 
 // newTestTable returns a Table of the default rates, or fails t.
-func newTestTable(t testing.TB, opts ...TableOption) *Table {
+func newTestTable(t testing.TB, opts *TableOptions) *Table {
 	t.Helper()
-	tb, err := NewTable(DefaultConfig(), opts...)
+	tb, err := NewTable(DefaultConfig(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

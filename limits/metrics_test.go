@@ -16,7 +16,7 @@ import (
 // trafficTable returns a Table after: peer 1 takes 17 hellos (15 allowed),
 // peer 2 one sync, peer 3 three crash reports (2 allowed).
 func trafficTable(t *testing.T) *Table {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	for range 17 {
 		tb.Allow(testPeer(1), core.Hello, 0)
 	}

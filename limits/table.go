@@ -135,20 +135,35 @@ type shardFields struct {
 	atCap    atomic.Uint64 // decided on the shared budget: the shard was at its cap
 }
 
-// TableOption changes how NewTable builds a Table.
-type TableOption func(*Table) error
+// TableOptions configure a Table (NewTable). The zero value, or nil, is
+// the defaults; EnsureDefaults fills them in and Validate checks the
+// ranges, as pebble's Options do.
+type TableOptions struct {
+	// MaxPeers is the cap on tracked peers, 1..MaxMaxPeers; 0 means
+	// DefaultMaxPeers. Each of the 64 shards holds up to MaxPeers/64 peers,
+	// rounded up, so the Table may hold up to 63 more than MaxPeers.
+	MaxPeers int
+}
 
-// WithMaxPeers sets the cap on tracked peers: 1..MaxMaxPeers, default
-// DefaultMaxPeers. Each of the 64 shards holds up to n/64 peers, rounded
-// up, so the Table may hold up to 63 more than n.
-func WithMaxPeers(n int) TableOption {
-	return func(t *Table) error {
-		if n < 1 || n > MaxMaxPeers {
-			return fmt.Errorf("limits: max peers %d out of range 1..%d", n, MaxMaxPeers)
-		}
-		t.maxPeers = n
-		return nil
+// EnsureDefaults sets each zero field of o to its default and returns o; on
+// a nil o it returns new TableOptions of the defaults.
+func (o *TableOptions) EnsureDefaults() *TableOptions {
+	if o == nil {
+		o = &TableOptions{}
 	}
+	if o.MaxPeers == 0 {
+		o.MaxPeers = DefaultMaxPeers
+	}
+	return o
+}
+
+// Validate reports a field out of its range, wrapping ErrInvalid. A nil o
+// is valid.
+func (o *TableOptions) Validate() error {
+	if o != nil && (o.MaxPeers < 0 || o.MaxPeers > MaxMaxPeers) {
+		return fmt.Errorf("%w: max peers %d out of range 1..%d (0 for the default %d)", ErrInvalid, o.MaxPeers, MaxMaxPeers, DefaultMaxPeers)
+	}
+	return nil
 }
 
 // NewcomerShare is how many peers' worth of budget the untracked peers of
@@ -159,9 +174,13 @@ const NewcomerShare = 4
 
 // NewTable returns an empty Table deciding by the Policy of c (NewPolicy).
 // A value out of range is an error naming its key.
-func NewTable(c Config, opts ...TableOption) (*Table, error) {
-	t := &Table{seed: maphash.MakeSeed(), maxPeers: DefaultMaxPeers}
-	var errs []error
+func NewTable(c Config, opts *TableOptions) (*Table, error) {
+	var o TableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t := &Table{seed: maphash.MakeSeed(), maxPeers: o.EnsureDefaults().MaxPeers}
+	errs := []error{opts.Validate()}
 	var err error
 	t.policy, err = NewPolicy(c)
 	errs = append(errs, err)
@@ -172,9 +191,6 @@ func NewTable(c Config, opts ...TableOption) (*Table, error) {
 		}
 		t.shared, err = NewPolicy(shared)
 		errs = append(errs, err)
-	}
-	for _, o := range opts {
-		errs = append(errs, o(t))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -193,7 +209,7 @@ func (t *Table) Policy() *Policy { return t.policy }
 // (unlimited) Rate for an invalid k.
 func (t *Table) Rate(k core.Request) Rate { return t.policy.Rate(TierNew, k) }
 
-// MaxPeers returns the cap on tracked peers (see WithMaxPeers).
+// MaxPeers returns the cap on tracked peers (TableOptions.MaxPeers).
 func (t *Table) MaxPeers() int { return t.maxPeers }
 
 func (t *Table) shardOf(p peer.ID) *shard {

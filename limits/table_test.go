@@ -24,7 +24,7 @@ const second = int64(time.Second)
 func TestTableKindsIndependent(t *testing.T) {
 	bursts := map[core.Request]int{core.Hello: 15, core.Sync: 150, core.Replicate: 30, core.CrashReport: 2}
 	for _, exhausted := range core.Requests() {
-		tb := newTestTable(t)
+		tb := newTestTable(t, nil)
 		a, b := testPeer(1), testPeer(2)
 		if n := takeAll(tb, a, exhausted, 0, 1000); n != bursts[exhausted] {
 			t.Fatalf("%s: %d allowed, want %d", exhausted, n, bursts[exhausted])
@@ -52,7 +52,7 @@ func TestTableMatchesBuckets(t *testing.T) {
 	c.ReportPerMin = 7 // a non-integer interval
 	c.ReplicatePerMin = 0
 	rng := rand.New(rand.NewPCG(7, 8))
-	tb := newTableOf(t, c)
+	tb := newTableOf(t, c, nil)
 	models := map[peer.ID]*[core.NumRequests]Bucket{}
 	peers := testPeers(20)
 	now := int64(0)
@@ -99,7 +99,7 @@ func modelOf(t *testing.T, models map[peer.ID]*[core.NumRequests]Bucket, c Confi
 // are full, and then the clock steps back to before they were: the Table
 // must not hand out the tokens the dropped state had already spent.
 func TestTableBackwardsAfterSweep(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	p := testPeer(1)
 	if n := takeAll(tb, p, core.Hello, 100*second, 100); n != 15 {
 		t.Fatalf("%d allowed", n) // TAT 115 s
@@ -136,7 +136,7 @@ func sameShardAs(tb *Table, p peer.ID) peer.ID {
 func TestTableBackwardsNeverCredits(t *testing.T) {
 	c := DefaultConfig()
 	c.ReportPerMin = 7
-	tb := newTableOf(t, c)
+	tb := newTableOf(t, c, nil)
 	rng := rand.New(rand.NewPCG(9, 10))
 	peers := testPeers(8)
 	type pk struct {
@@ -182,9 +182,9 @@ func TestTableBackwardsNeverCredits(t *testing.T) {
 	}
 }
 
-func newTableOf(t *testing.T, c Config, opts ...TableOption) *Table {
+func newTableOf(t *testing.T, c Config, opts *TableOptions) *Table {
 	t.Helper()
-	tb, err := NewTable(c, opts...)
+	tb, err := NewTable(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func newTableOf(t *testing.T, c Config, opts ...TableOption) *Table {
 // TestTableIdleDropped: a peer's state goes when all its buckets are full
 // again, not before, by Sweep or by the schedule inside Allow.
 func TestTableIdleDropped(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	peers := testPeers(1000)
 	for _, p := range peers {
 		for _, k := range core.Requests() {
@@ -220,7 +220,7 @@ func TestTableIdleDropped(t *testing.T) {
 
 	// On schedule: the next request to a shard SweepInterval after its last
 	// sweep sweeps it.
-	tb = newTestTable(t)
+	tb = newTestTable(t, nil)
 	for _, p := range peers {
 		tb.Allow(p, core.Hello, 0)
 	}
@@ -244,7 +244,7 @@ func TestTableIdleDropped(t *testing.T) {
 // evicted or credited; room made by full buckets is reused, the shard being
 // swept at most once a second for it.
 func TestTableCapSharesNewcomerBudget(t *testing.T) {
-	tb := newTestTable(t, WithMaxPeers(numShards)) // one peer per shard
+	tb := newTestTable(t, &TableOptions{MaxPeers: numShards}) // one peer per shard
 	ids := sameShard(tb, 3)
 	a, b, c := ids[0], ids[1], ids[2]
 	if n := takeAll(tb, a, core.Hello, 0, 100); n != 15 {
@@ -300,7 +300,7 @@ func TestTableCapSharesNewcomerBudget(t *testing.T) {
 // TestTableCapSweepGap: a shard at its cap is swept for a newcomer at most
 // once every fullSweepGap.
 func TestTableCapSweepGap(t *testing.T) {
-	tb := newTestTable(t, WithMaxPeers(numShards))
+	tb := newTestTable(t, &TableOptions{MaxPeers: numShards})
 	ids := sameShard(tb, 2)
 	tb.Allow(ids[0], core.Sync, 0) // full again at 100 ms; swept at 0
 	tb.Allow(ids[1], core.Sync, int64(fullSweepGap)-1)
@@ -319,7 +319,7 @@ func TestTableCapSweepGap(t *testing.T) {
 // bounded; report bytes per tracked peer.
 func TestTableFlood(t *testing.T) {
 	peers := testPeers(100_000)
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -376,7 +376,7 @@ func TestTableFlood(t *testing.T) {
 // SweepInterval plus the time their buckets take to fill, far below the
 // cap, and no request is refused.
 func TestTableFloodOverTime(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	most := 0
 	for i := range 100_000 {
 		now := int64(i) * 2 * int64(time.Millisecond)
@@ -400,7 +400,7 @@ func TestTableFloodOverTime(t *testing.T) {
 // same instants; the total allowed is exactly what the math says: the
 // burst at 0, then ten per second.
 func TestTableConcurrentOnePeer(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	p := testPeer(42)
 	const goroutines, attempts = 8, 500
 	phases := []struct {
@@ -433,7 +433,7 @@ func TestTableConcurrentOnePeer(t *testing.T) {
 // TestTableConcurrentManyPeers: many goroutines, many peers, all kinds,
 // sweeps in between; every peer gets exactly its burst.
 func TestTableConcurrentManyPeers(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	peers := testPeers(2000)
 	var wg sync.WaitGroup
 	var wrong atomic.Int64
@@ -466,7 +466,7 @@ func TestTableConcurrentManyPeers(t *testing.T) {
 func TestTableUnlimitedAndInvalid(t *testing.T) {
 	c := DefaultConfig()
 	c.SyncPerMin = 0
-	tb := newTableOf(t, c)
+	tb := newTableOf(t, c, nil)
 	for i := range 10_000 {
 		if ok, retry := tb.Allow(testPeer(i), core.Sync, 0); !ok || retry != 0 {
 			t.Fatal("unlimited kind refused")
@@ -490,22 +490,33 @@ func TestNewTableErrors(t *testing.T) {
 	c := DefaultConfig()
 	c.HelloPerMin = -1
 	c.ReportPerMin = MaxPerMin + 1
-	_, err := NewTable(c)
+	_, err := NewTable(c, nil)
 	if err == nil || !errors.Is(err, ErrInvalid) ||
 		!strings.Contains(err.Error(), "limits.hello_per_min") || !strings.Contains(err.Error(), "limits.report_per_min") {
 		t.Fatalf("NewTable: %v", err)
 	}
-	for n, ok := range map[int]bool{-1: false, 0: false, 1: true, DefaultMaxPeers: true, MaxMaxPeers: true, MaxMaxPeers + 1: false} {
-		tb, err := NewTable(DefaultConfig(), WithMaxPeers(n))
-		if (err == nil) != ok {
-			t.Errorf("WithMaxPeers(%d): %v", n, err)
+	for n, ok := range map[int]bool{-1: false, 0: true, 1: true, DefaultMaxPeers: true, MaxMaxPeers: true, MaxMaxPeers + 1: false} {
+		opts := &TableOptions{MaxPeers: n}
+		tb, err := NewTable(DefaultConfig(), opts)
+		if (err == nil) != ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("MaxPeers %d: %v", n, err)
 		}
-		if ok && tb.MaxPeers() != n {
-			t.Errorf("WithMaxPeers(%d): MaxPeers %d", n, tb.MaxPeers())
+		want := n
+		if n == 0 {
+			want = DefaultMaxPeers
+		}
+		if ok && tb.MaxPeers() != want {
+			t.Errorf("MaxPeers %d: the table holds %d, want %d", n, tb.MaxPeers(), want)
+		}
+		if opts.MaxPeers != n {
+			t.Errorf("NewTable changed its options: MaxPeers %d, was %d", opts.MaxPeers, n)
 		}
 	}
+	if tb, err := NewTable(DefaultConfig(), nil); err != nil || tb.MaxPeers() != DefaultMaxPeers {
+		t.Fatalf("nil options: %v", err)
+	}
 	// A cap of 1 still lets one peer per shard in.
-	tb := newTestTable(t, WithMaxPeers(1))
+	tb := newTestTable(t, &TableOptions{MaxPeers: 1})
 	if ok, _ := tb.Allow(testPeer(1), core.Hello, 0); !ok {
 		t.Fatal("refused with a cap of 1")
 	}
@@ -514,7 +525,7 @@ func TestNewTableErrors(t *testing.T) {
 // TestTableClockExtremes: a Table survives now jumping between the ends of
 // int64, and a step back never credits.
 func TestTableClockExtremes(t *testing.T) {
-	tb := newTestTable(t)
+	tb := newTestTable(t, nil)
 	p := testPeer(1)
 	for _, now := range []int64{0, math.MaxInt64, 0, math.MinInt64, math.MaxInt64, -1} {
 		tb.Allow(p, core.Hello, now)

@@ -24,7 +24,7 @@ type admission struct {
 }
 
 func newAdmission(cfg limits.Config) (*admission, error) {
-	table, err := limits.NewTable(cfg)
+	table, err := limits.NewTable(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
