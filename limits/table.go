@@ -17,7 +17,7 @@ import (
 // Bounds and schedule of a Table.
 const (
 	// DefaultMaxPeers is the default cap on the peers a Table tracks at
-	// once (WithMaxPeers changes it). A peer is tracked only while one of
+	// once (TableOptions.MaxPeers changes it). A peer is tracked only while one of
 	// its buckets is not full, at most 60 s after its last request (15 s at
 	// the defaults) plus SweepInterval, so the cap is reached only when more
 	// than about 2,500 new peer ids a second make requests: a Sybil flood,
@@ -26,7 +26,7 @@ const (
 	// keeps alive, the cap holds a Table below 10 MiB.
 	DefaultMaxPeers = 65_536
 
-	// MaxMaxPeers bounds WithMaxPeers: 16 Mi peers, about 2.5 GiB of state,
+	// MaxMaxPeers bounds TableOptions.MaxPeers: 16 Mi peers, about 2.5 GiB of state,
 	// is more than any node of this design can have talked to within a
 	// minute.
 	MaxMaxPeers = 1 << 24
@@ -76,7 +76,7 @@ const (
 // starts from it (TestTableBackwardsAfterSweep; this may withhold tokens
 // from a peer new to the shard after such a step back, never give any).
 // On top, a hard cap
-// (DefaultMaxPeers, WithMaxPeers) bounds the peers tracked at once; it is
+// (DefaultMaxPeers, TableOptions.MaxPeers) bounds the peers tracked at once; it is
 // enforced per shard, a 64th of the cap each. When a new peer finds its
 // shard at the cap, the shard is swept first (at most once a second); if it
 // is still full, the new peer's request is decided on a state all the
