@@ -195,7 +195,7 @@ func joinTest(t *testing.T) (context.Context, host.Host, *Gossip) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	a := newHost(t)
-	g, err := Join(ctx, a, "test", Options{})
+	g, err := Join(ctx, a, "test", &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,8 @@ type Delivery struct {
 	Providers []proto.Provider
 }
 
-// Options configure a Gossip. Every callback may be nil.
+// Options configure a Gossip (Join). Every callback may be nil; the zero
+// value, or nil, is the defaults, which EnsureDefaults fills in.
 type Options struct {
 	// Admit is the budget of envelopes a peer forwards (ADR 0031: a token
 	// bucket per forwarding peer, charged by the standing of the event's
@@ -138,17 +139,32 @@ const (
 // leaves behind a minute sooner.
 const seenTTL = 30 * time.Second
 
-// Join starts gossipsub on h, joins the topic of network and starts
-// validating and storing envelopes through opts.
-func Join(ctx context.Context, h host.Host, network string, opts Options) (*Gossip, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
+// EnsureDefaults sets each zero field of o that has a default (Now) to it
+// and returns o; on a nil o it returns new Options of the defaults.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Join starts gossipsub on h, joins the topic of network and starts
+// validating and storing envelopes through opts (nil: the defaults; opts
+// itself is not changed).
+func Join(ctx context.Context, h host.Host, network string, opts *Options) (*Gossip, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
 	name := proto.Topic(network)
 	mesh := newMeshTracer(name)
-	g := &Gossip{self: h.ID(), opts: opts, topicName: name}
+	g := &Gossip{self: h.ID(), opts: o, topicName: name}
 	mesh.dropped = g.dropped
-	params, thresholds := scoreParams(name, opts.AppScore)
+	params, thresholds := scoreParams(name, o.AppScore)
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithRawTracer(mesh),
 		pubsub.WithPeerScore(params, thresholds),

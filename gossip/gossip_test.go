@@ -175,7 +175,7 @@ func TestInvalidEnvelopesAreRejectedNotDelivered(t *testing.T) {
 	a := newHost(t)
 	delivered := make(chan Delivery, 4)
 	rejected := make(chan error, 4)
-	g, err := Join(ctx, a, "test", Options{
+	g, err := Join(ctx, a, "test", &Options{
 		Store:  func(d Delivery) error { delivered <- d; return nil },
 		Reject: func(_ peer.ID, err error) { rejected <- err },
 	})

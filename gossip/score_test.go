@@ -25,7 +25,7 @@ func TestFloodOfInvalidEnvelopesLowersTheSendersScore(t *testing.T) {
 	defer cancel()
 	a := newHost(t)
 	rejected := make(chan error, 1000)
-	g, err := Join(ctx, a, "test", Options{Reject: func(_ peer.ID, err error) { rejected <- err }})
+	g, err := Join(ctx, a, "test", &Options{Reject: func(_ peer.ID, err error) { rejected <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := &BenchSyncResult{Events: uint64(n)}
 
-	a, err := New(src, Options{Logger: quiet, Agent: "wats/bench"})
+	a, err := New(src.Config, src.Key, &Options{Dir: src.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 		return nil, err
 	}
 
-	b, err := New(dst, Options{Logger: quiet, Agent: "wats/bench"})
+	b, err := New(dst.Config, dst.Key, &Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
 		return nil, err
 	}

@@ -32,12 +32,18 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// newOnRepo is New on repo r, as Run builds the daemon's node.
+func newOnRepo(r *repo.Repo, opts Options) (*Node, error) {
+	opts.Dir = r.Dir
+	return New(r.Config, r.Key, &opts)
+}
+
 func startNodeWith(t *testing.T, r *repo.Repo, opts Options) *testNode {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	n, err := New(r, opts)
+	n, err := newOnRepo(r, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

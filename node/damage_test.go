@@ -27,7 +27,7 @@ import (
 func damagedRepo(t *testing.T, damage func(t *testing.T, dbDir string)) *repo.Repo {
 	t.Helper()
 	r := mustRepo(t)
-	n, err := New(r, Options{Logger: quietLogger()})
+	n, err := newOnRepo(r, Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDamagedDatabase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := damagedRepo(t, d.apply)
 			if !d.opens {
-				_, err := New(r, Options{Logger: quietLogger()})
+				_, err := newOnRepo(r, Options{Logger: quietLogger()})
 				var de *DamagedError
 				if !errors.As(err, &de) || !errors.Is(err, ErrDamaged) {
 					t.Fatalf("New on a damaged repo: %v (%T), want a DamagedError", err, err)
@@ -186,7 +186,7 @@ func TestDamagedDatabase(t *testing.T) {
 			if rep2, err := CheckRepo(r, time.Now()); err != nil || rep2.Damaged() || rep2.EventsGood != uint64(fixed.EventsKept) || rep2.Blobs != fixed.BlobsKept {
 				t.Errorf("after repair: %+v, %v; want clean, %d events, %d blobs", rep2, err, fixed.EventsKept, fixed.BlobsKept)
 			}
-			n, err := New(r, Options{Logger: quietLogger()})
+			n, err := newOnRepo(r, Options{Logger: quietLogger()})
 			if err != nil {
 				t.Fatalf("New after repair: %v", err)
 			}

@@ -4,10 +4,11 @@
 // served on the repo's Unix socket (docs/design.md §2). It is the only package that
 // knows all the others.
 //
-// Lifecycle: New opens the repo's database and builds the host; Start joins
+// Lifecycle: New takes a config and an identity key, opens the database
+// (Options.Dir's, or one in memory) and builds the host; Start joins
 // gossip, dials the bootstrap peers and starts the periodic sync; Close
-// stops everything and waits for it. Run does all three for `wats daemon`
-// and serves the control API in between.
+// stops everything and waits for it. Run does all three on a repo for
+// `wats daemon` and serves the control API in between.
 //
 // Every /wats/1 stream goes through one handler shape (handler.go): attach
 // the stream to the "wats" resource-manager service, hold the peer to its

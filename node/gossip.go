@@ -20,8 +20,8 @@ import (
 // what gossip missed.
 
 // gossipOptions are the callbacks gossip.Join gets.
-func (n *Node) gossipOptions() gossip.Options {
-	return gossip.Options{
+func (n *Node) gossipOptions() *gossip.Options {
+	return &gossip.Options{
 		Admit:  n.admitForward,
 		Author: n.admitAuthor,
 		Store:  n.storeGossiped,

@@ -43,7 +43,7 @@ func TestPortInUseIsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := New(r, Options{Logger: quietLogger()})
+			n, err := newOnRepo(r, Options{Logger: quietLogger()})
 			if err == nil {
 				n.Close()
 				t.Fatalf("a second node started on %s, in use by the first", taken)

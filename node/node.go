@@ -24,6 +24,8 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/config"
@@ -33,6 +35,7 @@ import (
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+	"path/filepath"
 )
 
 // Features are the hello features this node advertises: it solves the b3
@@ -135,41 +138,43 @@ type Node struct {
 	closing bool
 }
 
-// New opens the repo's database and builds the node's host. Nothing is
-// served or dialled before Start. Close releases what New opened.
-func New(r *repo.Repo, opts Options) (*Node, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+// New builds a node of cfg (validated, config.Load's) and the identity key
+// (Ed25519, docs/design.md §3): it opens the database (opts.Dir's, or one in
+// memory) and builds the host. opts may be nil, for the defaults. Nothing
+// is served or dialled before Start. Close releases what New opened. A
+// database that pebble finds damaged is a *DamagedError.
+func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
+	if cfg == nil || key == nil {
+		return nil, errors.New("node: New needs a config and a key")
 	}
-	if opts.Agent == "" {
-		opts.Agent = "wats/dev"
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	n := &Node{cfg: r.Config, log: opts.Logger, logLevel: opts.LogLevel, agent: opts.Agent, now: now, epoch: now(), monoClock: opts.Mono, run: newRunPeers(),
+	o.EnsureDefaults()
+	now := o.Now
+	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(),
 		records: newRecordBudget()}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	adm, err := newAdmission(r.Config.Limits)
+	adm, err := newAdmission(cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.adm = adm
-	if n.pages, err = limits.NewPool(pagePoolBytes(r.Config)); err != nil {
+	if n.pages, err = limits.NewPool(pagePoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.slots, err = limits.NewSlots(r.Config.Limits.BlobFetchesPerPeer); err != nil {
+	if n.slots, err = limits.NewSlots(cfg.Limits.BlobFetchesPerPeer); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
-	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(r.Config)); err != nil {
+	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.gossipBudget, err = limits.NewBudget(r.Config.Limits.GossipBudget()); err != nil {
+	if n.gossipBudget, err = limits.NewBudget(cfg.Limits.GossipBudget()); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
-	if n.authorBudget, err = limits.NewBudget(r.Config.Limits.AuthorBudget()); err != nil {
+	if n.authorBudget, err = limits.NewBudget(cfg.Limits.AuthorBudget()); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
@@ -186,23 +191,27 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 	}()
 	dbOpts := dbOptions(n.log)
 	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
-	dbOpts.Logger = pebbleLogger{log: n.log, repo: r.Dir}
-	n.db, err = pebble.Open(r.DBPath(), dbOpts)
+	dbOpts.Logger = pebbleLogger{log: n.log, repo: o.Dir}
+	dbDir := filepath.Join(o.Dir, repo.DBDir)
+	if o.Dir == "" {
+		dbOpts.FS, dbDir = vfs.NewMem(), repo.DBDir
+	}
+	n.db, err = pebble.Open(dbDir, dbOpts)
 	dbOpts.Cache.Unref() // the database holds its own reference
 	if isDamage(err) {
-		return nil, &DamagedError{Repo: r.Dir, Err: err}
+		return nil, &DamagedError{Repo: o.Dir, Err: err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("node: open database %s: %w", r.DBPath(), err)
+		return nil, fmt.Errorf("node: open database %s: %w", dbDir, err)
 	}
 	if n.events, err = eventlog.Open(n.db); isDamage(err) {
-		return nil, &DamagedError{Repo: r.Dir, Err: err}
+		return nil, &DamagedError{Repo: o.Dir, Err: err}
 	} else if err != nil {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
 	var damaged []peercache.DamagedRecord
 	n.peers, damaged, err = peercache.Open(n.db, &peercache.Options{
-		MaxPeers:    r.Config.PeerCache.MaxPeers,
+		MaxPeers:    cfg.PeerCache.MaxPeers,
 		FlushErrors: func(err error) { n.log.Warn("peer cache flush failed; will retry", "err", err) },
 	})
 	if err != nil {
@@ -215,22 +224,22 @@ func New(r *repo.Repo, opts Options) (*Node, error) {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
 	if n.blobs, err = blobs.OpenStore(n.db, blobs.StoreOptions{
-		MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes),
+		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
 	n.gater = newGater(now)
 	n.gater.secured = n.admitStranger
-	if n.host, err = newHost(n.cfg, r.Key, n.agent, n.gater, n.peers.Has); err != nil {
+	if n.host, err = newHost(n.cfg, key, n.agent, n.gater, n.peers.Has); err != nil {
 		return nil, err
 	}
 	var ok2 bool
 	if n.selfID, ok2 = rawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
-	n.events.SetQuota(quotaFor(r.Config.Events, n.host.ID().String(), n.valuedAuthor))
+	n.events.SetQuota(quotaFor(cfg.Events, n.host.ID().String(), n.valuedAuthor))
 	n.events.SetClock(n.now)
-	l := r.Config.Limits
+	l := cfg.Limits
 	if n.issuer, err = challenge.NewIssuer(n.selfID, challenge.Config{
 		BaseBits: l.ChallengeBaseBits, MaxBits: l.ChallengeMaxBits, SolvedPerMin: l.SolvedPerMin,
 	}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/config"
@@ -259,5 +260,35 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(10 * time.Millisecond) // waiting on the network
+	}
+}
+
+// TestNewInMemory: New takes a config and a key; with no Dir the database
+// is in memory, and the node starts, stores an event and closes. A missing
+// config or key is an error, not a panic.
+func TestNewInMemory(t *testing.T) {
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(nil, key, nil); err == nil {
+		t.Fatal("New without a config succeeded")
+	}
+	if _, err := New(testConfig(false, time.Hour), nil, nil); err == nil {
+		t.Fatal("New without a key succeeded")
+	}
+	n, err := New(testConfig(false, time.Hour), key, &Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AddEvent(context.Background(), "note", jsontext.Value(`{"in":"memory"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.events.Head(); got != 1 {
+		t.Fatalf("head %d after one event, want 1", got)
 	}
 }

@@ -14,6 +14,10 @@ import (
 // Options are the process-level settings of a node that do not come from
 // the repo's config file.
 type Options struct {
+	// Dir is the repo directory whose database the node opens, at
+	// Dir/db (repo.DBDir), and which a DamagedError names. Empty means an
+	// in-memory database, gone when the node closes (tests, benches).
+	Dir string
 	// Agent is sent in hello, e.g. "wats/0.1.0"; empty means "wats/dev".
 	Agent string
 	// Logger receives the node's structured logs; nil means slog.Default().
@@ -45,7 +49,8 @@ func Run(ctx context.Context, r *repo.Repo, opts Options) error {
 	if err != nil {
 		return err
 	}
-	n, err := New(r, opts)
+	opts.Dir = r.Dir
+	n, err := New(r.Config, r.Key, &opts)
 	if err != nil {
 		return err
 	}
@@ -85,4 +90,22 @@ func Run(ctx context.Context, r *repo.Repo, opts Options) error {
 	}
 	n.log.Info("shutting down")
 	return errors.Join(first, n.Close())
+}
+
+// EnsureDefaults sets each zero field of o to its default (see each field)
+// and returns o; on a nil o it returns new Options of the defaults.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Agent == "" {
+		o.Agent = "wats/dev"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
 }

@@ -24,7 +24,7 @@ func startNode(t *testing.T) attack.Target {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(r, node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.New(r.Config, r.Key, &node.Options{Dir: r.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
