@@ -72,8 +72,8 @@ func (k Kind) Key() string {
 }
 
 // Refusal returns the reason of the "refused" response to a request of
-// kind k over its limit, exactly as ADR 0014 words it:
-// "rate limited (<type>): retry later" with the wire type name, e.g.
+// kind k over its limit, exactly as ADR 0014 words it, in the form ADR
+// 0015 gives: "rate limited (<type>): retry later" with the wire type name, e.g.
 // "rate limited (sync): retry later". It does not allocate.
 func Refusal(k Kind) string {
 	if !k.Valid() {
