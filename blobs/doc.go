@@ -8,8 +8,8 @@
 // peers, and a bitswap client held to one provider, a byte budget and a
 // message cap); and the Fetcher, which drives a Plan over the Exchange.
 //
-// It imports no other wats package (docs/design.md §2), only libp2p, boxo,
-// go-ds-pebble and pebble.
+// It imports no other wats package but core (docs/design.md §2), only
+// libp2p, boxo, go-ds-pebble and pebble.
 //
 // # Rules
 //

@@ -14,8 +14,9 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// openDB opens a pebble DB in dir, tuned as docs/design.md §10 asks for 1 MiB
-// values (a larger memtable).
+// openDB opens a pebble DB in dir with the options the blob store needs
+// (TunePebble: value separation for the 1 MiB chunks, docs/design.md §10) and
+// a 64 MiB memtable (the node's is 16 MiB).
 func openDB(t testing.TB, dir string) *pebble.DB {
 	t.Helper()
 	opts := &pebble.Options{MemTableSize: 64 << 20}

@@ -4,7 +4,7 @@
 // puzzle instead of a refusal, and a node under pressure raises the price
 // until the pressure stops.
 //
-// It imports no other wats package (docs/design.md §2): the wire encoding of the
+// It imports no other wats package but core (docs/design.md §2): the wire encoding of the
 // challenge response and of the "solution" field is proto's, the decision
 // to challenge (feature, limit, overload, reputation) is Node.admit's.
 // Ids are raw 32-byte Ed25519 public keys.

@@ -55,7 +55,7 @@
 //
 // # Adding a table
 //
-// A new table (the coming [limits], with the keys of ADR 0014) is a struct
+// A new table (as [events] was, with the keys of ADR 0031) is a struct
 // with toml tags, a field of Config with its default in Default, an entry
 // per key in keyDocs and one for the table in tableDocs, and a validate
 // method called from Config.problems. Template, TOML, the strict decoder

@@ -89,8 +89,9 @@ func checkNumbers(body []byte) error {
 
 // Crash is the body of an event of kind "crash" (docs/design.md §5): all seven
 // members are required strings; Stack is at most MaxStackBytes bytes. Other
-// members are allowed and ignored, so that the body can grow. The design
-// leaves the fingerprint's format open; it is not checked.
+// members are allowed and ignored, so that the body can grow. The
+// fingerprint's format (ADR 0028) is not checked: a reporter may send its
+// own.
 type Crash struct {
 	Program     string `json:"program"`
 	Version     string `json:"version"`

@@ -40,10 +40,14 @@
 //	"ev/p/" + position (8 bytes big-endian) -> event JSON (Event.Marshal)
 //	"ev/i/" + id (32 raw bytes)             -> position (8 bytes big-endian)
 //
-// Append dedupes by id and writes one pebble batch per call, synced before it
-// returns; positions run 1, 2, … with no gaps, so Head is both the newest
-// position and the event count, and Open recovers it from the last position
-// key. Page returns the events after a position, bounded by count and bytes;
+// It also keeps the indexes listed at KeyPrefix in log.go: the CIDs events
+// name, each author's usage, the log's totals (docs/design.md §10).
+//
+// Append dedupes by id, applies the quota (SetQuota; ADR 0031) and writes
+// one pebble batch, synced before it returns; concurrent calls share one
+// batch and one sync (group commit). Positions run 1, 2, … with no gaps,
+// so Head is both the newest position and the event count, and Open
+// recovers it from the last position key. Page returns the events after a position, bounded by count and bytes;
 // paging by position never skips or repeats an event, whatever their
 // timestamps. A position is a core.Cursor, on the wire a decimal string
 // (docs/design.md §4). All walks the log from a position, a page at a time.

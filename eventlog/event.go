@@ -35,8 +35,8 @@ const (
 	MaxStackBytes = 8 << 10
 	// MaxBlobNameBytes caps a blob's name (UTF-8 bytes). Names become file
 	// names when a blob is exported, and 255 bytes is the common file-name
-	// limit (ext4, APFS, NTFS in UTF-16 units). Our choice; the design leaves
-	// it open.
+	// limit (ext4, APFS, NTFS in UTF-16 units). Our choice (docs/design.md
+	// §5).
 	MaxBlobNameBytes = 255
 	// MaxCIDLen caps a blob CID string before it is parsed. A CIDv1 in
 	// base32 with a 64-byte digest is 113 characters; blobs use 32-byte

@@ -25,8 +25,9 @@ import (
 //
 //	"ev/p/" + position (8 bytes, big-endian)  -> event JSON, as Event.Marshal
 //	"ev/i/" + id (32 raw bytes)               -> position (8 bytes, big-endian)
-//	"ev/c/" + a blob's CID, as the event has it -> empty: an event names it
-//	"ev/m/cids"                               -> empty: the "ev/c/" index is complete
+//	"ev/c/" + a blob's CID, as the event has it -> the size the events declare (8 bytes,
+//	                                             big-endian); one zero byte when they differ
+//	"ev/m/cids2"                              -> empty: the "ev/c/" index is complete
 //	"ev/a/" + author (peer ID string)         -> Usage: events, bytes, first (8+8+8 bytes, big-endian)
 //	"ev/m/usage"                              -> the log's bytes and authors (8+8 bytes, big-endian)
 //

@@ -9,8 +9,8 @@
 // a node's own requests within a peer's advertised rate, and the [limits]
 // table of config.toml with its validation.
 //
-// It imports no other wats package (docs/design.md §2), only libp2p's peer.ID and
-// the Prometheus client.
+// It imports no other wats package but core (docs/design.md §2), only
+// libp2p's peer.ID and the Prometheus client.
 //
 // # Use
 //

@@ -32,8 +32,9 @@ func RateKey(r core.Request) string {
 }
 
 // Refusal returns the reason of the "refused" response to a request of
-// type r over its limit, exactly as ADR 0014 words it:
-// "rate limited (<type>): retry later" with the wire type name, e.g.
+// type r over its limit, exactly as ADR 0014 words it, in the form ADR
+// 0015 gives: "rate limited (<type>): retry later" with the wire type
+// name, e.g.
 // "rate limited (sync): retry later". It does not allocate.
 func Refusal(r core.Request) string {
 	if !r.Valid() {

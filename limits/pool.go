@@ -24,9 +24,9 @@ var tierOrder = [NumTiers]Tier{TierSuspect, TierNew, TierNormal, TierValued}
 // Pool is a budget of bytes (or any unit) that peers of every tier draw
 // on, where the lower tiers may hold only a share of it: reservations for
 // a peer with value history come before those of never-seen peers, and no
-// number of strangers can take what the others need (ADR 0030: "an honest
-// peer within its limits is not refused for 'too busy' while strangers
-// hold the pool"). It is safe for concurrent use. Build one with NewPool.
+// number of strangers can take what the others need (ADR 0030 §8: "A peer
+// that showed value is never "too busy" while strangers hold their
+// quarter"). It is safe for concurrent use. Build one with NewPool.
 type Pool struct {
 	capacity int64
 	mu       struct {

@@ -20,8 +20,8 @@ import (
 // Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
 // of its program, its reason and the first line of its stack, each
 // followed by a newline. Reports of the same failure in the same place group
-// together across versions and machines; the design leaves the format
-// open (ADR 0028).
+// together across versions and machines. ADR 0028 chose the format
+// (docs/design.md §5).
 func Fingerprint(program, reason, stack string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(stack), "\n")
 	sum := blake3.Sum256([]byte(program + "\n" + reason + "\n" + first + "\n"))

@@ -18,7 +18,8 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// Bounds of the automatic fetches (ADR 0029, "Auto-fetch").
+// Bounds of the automatic fetches (ADR 0029, "Who makes the node fetch";
+// docs/design.md §9.5).
 const (
 	// autoFetchWorkers is how many blobs are auto-fetched at once.
 	autoFetchWorkers = 4

@@ -174,7 +174,7 @@ const (
 
 // DefaultFlushInterval is the flush interval Start uses for a non-positive
 // interval: a kill -9 loses at most the counts of the last interval (ADR
-// 0026: "at most the last few seconds of counters").
+// 0026: "at most the last seconds of counters").
 const DefaultFlushInterval = 5 * time.Second
 
 // Options configure a Cache (Open). The zero value, or nil, is the
@@ -182,8 +182,8 @@ const DefaultFlushInterval = 5 * time.Second
 // as pebble's Options do.
 type Options struct {
 	// MaxPeers is the number of records kept, 1..MaxMaxPeers; 0 means
-	// DefaultMaxPeers. Adding a record beyond it evicts the least recently
-	// seen one (docs/design.md §8).
+	// DefaultMaxPeers. Adding a record beyond it evicts by value (evict.go;
+	// docs/design.md §8.3, ADR 0030 §4).
 	MaxPeers int
 	// FlushErrors, if set, is called with each error of a background flush
 	// (Start). The records stay dirty and the next flush retries them.

@@ -592,8 +592,8 @@ func TestDecodeRequestRaw(t *testing.T) {
 }
 
 // TestLongDuplicateNameGetsBadRequest: the error quoting a duplicate name
-// longer than MaxTextBytes is cut so that it can be sent (found by a
-// bad-input review: the answer was a reset).
+// longer than MaxTextBytes is cut so that it can be sent (ADR 0023, "Error
+// messages"; before, the answer was a reset).
 func TestLongDuplicateNameGetsBadRequest(t *testing.T) {
 	name := strings.Repeat("n", 2000)
 	_, err := DecodeRequest([]byte(`{"type":"sync","after":"0","` + name + `":1,"` + name + `":2}`))

@@ -3,8 +3,8 @@
 // their sizes, and the client side of a call (docs/design.md §4, §6; ADR 0014 for
 // refusals and challenges).
 //
-// It imports no other wats package: the node, gossip and challenge packages
-// build on it.
+// It imports no other wats package but core (docs/design.md §2): the node,
+// gossip and internal/attack packages build on it.
 //
 // # How it is used
 //

@@ -149,7 +149,7 @@ const (
 	MaxTextBytes = 1024
 
 	// MaxProviders caps the providers of an Envelope or a ReplicateRequest
-	// (ADR 0014 addendum B7/B10: "a gossip envelope names at most 8
+	// (ADR 0014 "Blob fetches" addendum: "A gossip envelope names at most 8
 	// providers"; docs/design.md §4 for replicate).
 	MaxProviders = 8
 

@@ -1,10 +1,12 @@
 // Package layering holds the test that keeps the imports between wats
 // packages pointing downward (docs/design.md §2): core, the shared
 // vocabulary, imports no other wats package and every package may import
-// it; proto, eventlog and peercache import no other but core; config takes
-// the defaults and bounds of limits, blobs and peercache from them; node
-// is the only package that knows all the others; cmd/wats reaches the
-// daemon through node's control API client.
+// it; proto, eventlog, limits, challenge, peercache, blobs and node/api
+// import no other but core; config takes the defaults and bounds of
+// limits, blobs and peercache from them; repo imports config; gossip
+// imports proto and eventlog; node is the only package that knows all the
+// others; cmd/wats reaches a running daemon through node's control API
+// client.
 package layering
 
 import (

@@ -1,4 +1,4 @@
-// Package scripttest runs step tests written as scripts (style.md §12):
+// Package scripttest runs step tests written as scripts (docs/design.md §14):
 // each line of a testdata file is a command and, after "=>", the output it
 // must give; blank lines and lines starting with "#" are comments. The
 // packages that decide things by the clock (limits, blobs) keep their
