@@ -190,9 +190,7 @@ func (n *Node) Peers() []api.Peer {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}
 		if st := n.run.get(p); st != nil {
-			st.mu.Lock()
-			dir, h := st.mu.dir, st.mu.hello
-			st.mu.Unlock()
+			h, dir := st.helloAndDirection()
 			if dir == network.DirInbound {
 				ap.Direction = api.DirectionInbound
 			}

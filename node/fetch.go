@@ -156,8 +156,7 @@ func (n *Node) mayFetchBlocks(p peer.ID) bool {
 	if n.cfg.Blobs.Serve == config.ServeAll {
 		return true
 	}
-	st := n.run.get(p)
-	return st != nil && st.helloDone.Load()
+	return n.helloed(p)
 }
 
 // unheldWant classifies a bitswap want of a block that no complete blob
@@ -178,7 +177,7 @@ func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
 // honest provider off. A provider that does not speak /wats/1 (another
 // IPFS implementation) is asked anyway: its failed hello is not an error.
 func (n *Node) helloFirst(ctx context.Context, p peer.ID) error {
-	if st := n.run.get(p); st != nil && st.helloDone.Load() {
+	if n.helloed(p) {
 		return nil
 	}
 	if err := n.greet(ctx, p); err != nil {

@@ -184,7 +184,7 @@ var errAlreadyHeld = errors.New("node: event already held")
 // again; more gaps meanwhile add no further runs.
 func (n *Node) syncGap(p peer.ID) {
 	st := n.run.get(p)
-	if st == nil || !st.helloDone.Load() {
+	if st == nil || !st.helloed() {
 		return // no sync without hello; the hello's head starts one
 	}
 	n.m.syncGaps.Inc()

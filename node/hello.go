@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -25,10 +24,9 @@ var ErrWrongNetwork = errors.New("node: peer is on another network")
 // a peer of another network is disconnected.
 func (n *Node) greet(ctx context.Context, p peer.ID) error {
 	st := n.peerOf(p)
-	st.mu.Lock()
-	if g := st.mu.greeting; g != nil {
+	g, mine := st.greet()
+	if !mine {
 		// A hello to p is in flight: wait for its outcome.
-		st.mu.Unlock()
 		select {
 		case <-g.done:
 			return g.err
@@ -36,15 +34,9 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 			return fmt.Errorf("node: waiting for hello with %s: %w", p, ctx.Err())
 		}
 	}
-	g := &greeting{done: make(chan struct{})}
-	st.mu.greeting = g
-	st.mu.Unlock()
-	g.err = n.sendHello(ctx, p)
-	st.mu.Lock()
-	st.mu.greeting = nil
-	st.mu.Unlock()
-	close(g.done)
-	return g.err
+	err := n.sendHello(ctx, p)
+	st.endGreeting(g, err)
+	return err
 }
 
 // greeting is a hello in flight; err is valid once done is closed.
@@ -86,16 +78,7 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	now := n.now()
 	st := n.peerOf(p)
-	st.mu.Lock()
-	st.mu.hello = h
-	if rate := peerSyncRate(h); st.mu.pacer == nil || st.mu.pacer.Rate().PerMin() != rate {
-		st.mu.pacer = limits.NewPacer(rate)
-	}
-	st.mu.Unlock()
-	st.canSolve.Store(slices.Contains(h.Features, proto.FeatureChallenge))
-	first := !st.helloDone.Swap(true)
-	st.firstHello.CompareAndSwap(0, int64(n.mono(now))+1)
-	if first {
+	if first := st.setHello(h, peerSyncRate(h), n.mono(now)); first {
 		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
 	}
 
@@ -166,10 +149,8 @@ func peerSyncRate(h *proto.Hello) int {
 // not completed hello.
 func (n *Node) pacerFor(p peer.ID) *limits.Pacer {
 	if st := n.run.get(p); st != nil {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if st.mu.pacer != nil {
-			return st.mu.pacer
+		if pc := st.pacer(); pc != nil {
+			return pc
 		}
 	}
 	return limits.NewPacer(0)
@@ -179,9 +160,7 @@ func (n *Node) pacerFor(p peer.ID) *limits.Pacer {
 // state's (a peer without a record), else 0.
 func (n *Node) cursorOf(p peer.ID) core.Cursor {
 	if st := n.run.get(p); st != nil && !st.persisted.Load() {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		return st.mu.cursor
+		return st.runCursor()
 	}
 	return n.peers.Cursor(p)
 }
@@ -190,9 +169,7 @@ func (n *Node) cursorOf(p peer.ID) core.Cursor {
 // durable, docs/design.md §10), or, for a peer without one, in its run state.
 func (n *Node) saveCursor(p peer.ID, cursor core.Cursor, durable bool) error {
 	if st := n.run.get(p); st != nil && !st.persisted.Load() {
-		st.mu.Lock()
-		st.mu.cursor = cursor
-		st.mu.Unlock()
+		st.setRunCursor(cursor)
 		return nil
 	}
 	if !n.peers.Has(p) {

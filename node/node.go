@@ -551,7 +551,7 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 // peer's run state, and this node's hello on its first connection.
 func (n *Node) connected(_ network.Network, c network.Conn) {
 	p := c.RemotePeer()
-	if st := n.peerState(p, c.Stat().Direction); !st.helloDone.Load() {
+	if st := n.peerState(p, c.Stat().Direction); !st.helloed() {
 		n.go_(func() {
 			ctx, cancel := context.WithTimeout(n.ctx, proto.ResponseTimeout)
 			defer cancel()
@@ -578,7 +578,7 @@ func (n *Node) disconnected(nw network.Network, c network.Conn) {
 func (n *Node) helloPeerIDs(max int) []peer.ID {
 	var out []peer.ID
 	n.run.each(func(st *peerState) {
-		if len(out) < max && st.helloDone.Load() {
+		if len(out) < max && st.helloed() {
 			out = append(out, st.id)
 		}
 	})

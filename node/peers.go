@@ -2,6 +2,7 @@ package node
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,7 +109,8 @@ type peerState struct {
 	// canSolve: its last hello advertised "challenge" (ADR 0014: never
 	// challenge a peer that did not).
 	canSolve atomic.Bool
-	// helloDone: it completed hello on this connection (blobs.serve =
+	// helloDone: it completed hello on this connection; read it with
+	// helloed, the one rule of "hello done" (blobs.serve =
 	// "peers" serves only such peers; the sync loop syncs only from them).
 	helloDone atomic.Bool
 	// notWats: an explicit connect found that it does not speak /wats/1
@@ -232,11 +234,175 @@ func (st *peerState) facts(mono time.Duration) limits.Facts {
 	return limits.Facts{Tier: st.Tier(), CanSolve: st.canSolve.Load(), Reputed: st.reputed(mono)}
 }
 
+// The fields under st.mu are read and written only by the methods below,
+// so that each lock of it is here, beside the fields it guards.
+
 // hello returns the peer's last hello, nil before one completed.
 func (st *peerState) hello() *proto.Hello {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.mu.hello
+}
+
+// helloed reports whether the peer completed hello on this stay: the one
+// rule of "hello done" (blobs.serve = "peers" serves only such peers; the
+// sync loop syncs only from them; gossip gaps are synced only from them).
+func (st *peerState) helloed() bool { return st.helloDone.Load() }
+
+// helloed reports whether p is connected and completed hello on this stay
+// (peerState.helloed).
+func (n *Node) helloed(p peer.ID) bool {
+	st := n.run.get(p)
+	return st != nil && st.helloed()
+}
+
+// helloAndDirection returns the peer's last hello (nil before one) and the
+// direction of the connection that brought it.
+func (st *peerState) helloAndDirection() (*proto.Hello, network.Direction) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.hello, st.mu.dir
+}
+
+// setHello records a completed hello at the monotonic reading mono: the
+// hello, the pacer of the peer's advertised sync rate (kept while the rate
+// is the same), whether it solves challenges, and its first hello of this
+// run (ADR 0014's ten minutes count from it). first reports whether it is
+// the first hello of this stay.
+func (st *peerState) setHello(h *proto.Hello, syncPerMin int, mono time.Duration) (first bool) {
+	st.mu.Lock()
+	st.mu.hello = h
+	if st.mu.pacer == nil || st.mu.pacer.Rate().PerMin() != syncPerMin {
+		st.mu.pacer = limits.NewPacer(syncPerMin)
+	}
+	st.mu.Unlock()
+	st.canSolve.Store(slices.Contains(h.Features, proto.FeatureChallenge))
+	first = !st.helloDone.Swap(true)
+	st.firstHello.CompareAndSwap(0, int64(mono)+1)
+	return first
+}
+
+// pacer returns the pacer of this node's sync requests to the peer, nil
+// before hello.
+func (st *peerState) pacer() *limits.Pacer {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.pacer
+}
+
+// greet returns the hello to the peer in flight, or, when none is, starts
+// one: g is then new and mine is true, and the caller ends it with
+// endGreeting.
+func (st *peerState) greet() (g *greeting, mine bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if g := st.mu.greeting; g != nil {
+		return g, false
+	}
+	st.mu.greeting = &greeting{done: make(chan struct{})}
+	return st.mu.greeting, true
+}
+
+// endGreeting ends the hello in flight g with its outcome err.
+func (st *peerState) endGreeting(g *greeting, err error) {
+	st.mu.Lock()
+	st.mu.greeting = nil
+	st.mu.Unlock()
+	g.err = err
+	close(g.done)
+}
+
+// runCursor and setRunCursor are the sync cursor into the peer's log while
+// it has no record (with one, the record keeps it).
+func (st *peerState) runCursor() core.Cursor {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.cursor
+}
+
+func (st *peerState) setRunCursor(c core.Cursor) {
+	st.mu.Lock()
+	st.mu.cursor = c
+	st.mu.Unlock()
+}
+
+// leaving returns what its record or the recent peers keep of a peer that
+// disconnects: its run cursor and the remote address that brought it.
+func (st *peerState) leaving() (cursor core.Cursor, remote string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.cursor, st.mu.remote
+}
+
+// unfolded returns the counts gathered since the last call, which the
+// caller adds to the peer's record.
+func (st *peerState) unfolded() peercache.Counts {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	total := st.hist.load()
+	d := sub(total, st.mu.folded)
+	st.mu.folded = total
+	return d
+}
+
+// pendingValue returns the value the peer showed while the budget of new
+// records put its record off, "" for none.
+func (st *peerState) pendingValue() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.mu.pending
+}
+
+// putOff keeps value as the peer's pending value, unless one is pending
+// already (what it showed first counts); it reports whether it was the
+// first.
+func (st *peerState) putOff(value string) (first bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.mu.pending != "" {
+		return false
+	}
+	st.mu.pending = value
+	return true
+}
+
+// recordTaken is what a new record of the peer is written from (takeRecord).
+type recordTaken struct {
+	value  string // what it showed first
+	hello  *proto.Hello
+	cursor core.Cursor
+	remote string
+	total  peercache.Counts
+}
+
+// takeRecord marks the peer persisted, made at the wall-clock time made,
+// if it is not yet and allow (the budget of new records) says yes; it
+// returns what the record is written from, its history then counted as
+// folded. With allow's no, value is kept pending (putOff) and deferred
+// reports whether it was the first to be. The caller undoes a failed write
+// with putOff and persisted.Store(false).
+func (st *peerState) takeRecord(value string, made time.Time, allow func() bool) (rec recordTaken, ok, deferred bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.persisted.Load() {
+		return recordTaken{}, false, false
+	}
+	if !allow() {
+		if st.mu.pending == "" {
+			st.mu.pending = value
+			return recordTaken{}, false, true
+		}
+		return recordTaken{}, false, false
+	}
+	if st.mu.pending != "" {
+		value = st.mu.pending
+	}
+	st.mu.pending = ""
+	rec = recordTaken{value: value, hello: st.mu.hello, cursor: st.mu.cursor, remote: st.mu.remote, total: st.hist.load()}
+	st.mu.folded = rec.total
+	st.recordMade.Store(made.UnixNano()) // before persisted: foldAll reads it then
+	st.persisted.Store(true)
+	return rec, true, false
 }
 
 // recentPeer is what runPeers remembers of a disconnected peer.

@@ -109,6 +109,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 	if st := n.run.get(p); st != nil {
 		return st, false
 	}
+	// Built before it is published: st.mu needs no lock until Store.
 	st = &peerState{id: p}
 	st.raw, st.rawOK = rawID(p)
 	mono := n.mono(n.now())
@@ -162,9 +163,7 @@ func (n *Node) forgetPeerState(p peer.ID) *peerState {
 	}
 	st := v.(*peerState)
 	now := n.now()
-	st.mu.Lock()
-	cursor, remote := st.mu.cursor, st.mu.remote
-	st.mu.Unlock()
+	cursor, remote := st.leaving()
 	if st.persisted.Load() {
 		n.fold(st, now)
 		_ = n.peers.Update(p, false, func(r *peercache.Record) {
@@ -187,12 +186,7 @@ func (n *Node) forgetPeerState(p peer.ID) *peerState {
 
 // fold adds the counts st gathered since the last fold to its record.
 func (n *Node) fold(st *peerState, now time.Time) {
-	st.mu.Lock()
-	total := st.hist.load()
-	d := sub(total, st.mu.folded)
-	st.mu.folded = total
-	st.mu.Unlock()
-	n.peers.Add(st.id, d, now)
+	n.peers.Add(st.id, st.unfolded(), now)
 }
 
 // foldLoop runs every foldInterval: it adds the counts of the connected
@@ -232,14 +226,11 @@ func (n *Node) foldAll() {
 			}
 			return
 		}
-		st.mu.Lock()
-		pending := st.mu.pending
-		st.mu.Unlock()
-		if pending != "" {
+		if pending := st.pendingValue(); pending != "" {
 			n.showedValue(st, pending)
 			return
 		}
-		if st.helloDone.Load() && mono-time.Duration(st.connectedAt) >= valueAfterConnected && st.Tier() != limits.TierSuspect {
+		if st.helloed() && mono-time.Duration(st.connectedAt) >= valueAfterConnected && st.Tier() != limits.TierSuspect {
 			n.showedValue(st, peercache.ValueConnected)
 		}
 	})
@@ -304,29 +295,18 @@ func (n *Node) showedValue(st *peerState, value string) {
 		return
 	}
 	now := n.now()
-	st.mu.Lock()
-	if st.persisted.Load() {
-		st.mu.Unlock()
-		return
-	}
-	if ok, _ := n.records.Allow(int64(n.mono(now))); !ok {
-		if st.mu.pending == "" {
-			st.mu.pending = value
-			n.m.recordDeferred()
-		}
-		st.mu.Unlock()
-		return
-	}
-	if st.mu.pending != "" {
-		value = st.mu.pending // what it showed first
-	}
-	st.mu.pending = ""
-	h, cursor, remote, total := st.mu.hello, st.mu.cursor, st.mu.remote, st.hist.load()
-	st.mu.folded = total
 	made := now.UTC()
-	st.recordMade.Store(made.UnixNano()) // before persisted: foldAll reads it then
-	st.persisted.Store(true)
-	st.mu.Unlock()
+	rec, ok, deferred := st.takeRecord(value, made, func() bool {
+		ok, _ := n.records.Allow(int64(n.mono(now)))
+		return ok
+	})
+	if deferred {
+		n.m.recordDeferred()
+	}
+	if !ok {
+		return
+	}
+	value, h, cursor, remote, total := rec.value, rec.hello, rec.cursor, rec.remote, rec.total
 	err := n.peers.Update(st.id, true, func(r *peercache.Record) {
 		if r.FirstSeen.IsZero() {
 			r.FirstSeen = now.UTC()
@@ -350,9 +330,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 	})
 	if err != nil {
 		n.log.Warn("peer cache write failed", "peer", st.id, "err", err)
-		st.mu.Lock()
-		st.mu.pending = value
-		st.mu.Unlock()
+		st.putOff(value)
 		st.persisted.Store(false)
 		return
 	}
