@@ -37,6 +37,16 @@ const (
 	// ceiling's memory (8 bytes a request, 480 KB).
 	MaxSolvedPerMin = 60_000
 
+	// MaxPageEvents is the most events of one sync page (docs/design.md
+	// §4: events ≤ 256, limit 1..256), and the most the control API's
+	// GET /v1/events returns at once.
+	MaxPageEvents = 256
+
+	// MaxReplicateBlobs is the most blobs one replicate request names
+	// (docs/design.md §4: 1..64), which the CLI checks before it asks the
+	// daemon and the daemon again before it asks a peer.
+	MaxReplicateBlobs = 64
+
 	// MaxKindLen is the longest event kind, in bytes; a kind is 1 to
 	// MaxKindLen characters for which IsKindChar holds (docs/design.md §5).
 	MaxKindLen = 32

@@ -1,14 +1,15 @@
 // Package node wires a wats node together: the libp2p host, the pebble
 // database, the event log, the peer cache, gossip, the /wats/1 request
-// handlers with their admission point, the sync client, and the control API
-// served on the repo's Unix socket (docs/design.md §2). It is the only package that
-// knows all the others.
+// handlers with their admission point, the sync client and the blob
+// fetcher (docs/design.md §2). It is the only package that knows all the
+// others. The control API's HTTP server, and Run for `wats daemon`, are
+// package node/daemon's; node answers them through exported methods.
 //
 // Lifecycle: New takes a config and an identity key, opens the database
 // (Options.Dir's, or one in memory) and builds the host; Start joins
 // gossip, dials the bootstrap peers and starts the periodic sync; Close
-// stops everything and waits for it. Run does all three on a repo for
-// `wats daemon` and serves the control API in between.
+// stops everything and waits for it. daemon.Run does all three on a repo
+// for `wats daemon` and serves the control API in between.
 //
 // Every /wats/1 stream goes through one handler shape (handler.go): attach
 // the stream to the "wats" resource-manager service, hold the peer to its
@@ -42,9 +43,18 @@
 //   - hello.go: greeting peers on connect, the network check.
 //   - syncer.go: the sync client (pipelined pages, persisted cursors).
 //   - publish.go: local events and gossip delivery.
+//   - challenge.go: the load challenge: issuing, checking solutions,
+//     solving the challenges of the peers this node calls.
 //   - fetch.go: the blob exchange and fetcher, auto-fetch (queue, retries,
-//     the scan at start), the replicate handler; api_blobs.go: their API.
+//     the scan at start), the replicate handler.
 //   - crash.go: crash reports.
-//   - api.go: the control API server; run.go: Run for the daemon.
+//   - api.go: the answers in node/api's types (Status, Peers, Limits,
+//     Diag, PeerCache); control.go: what else the control server
+//     (node/daemon) reads and drives; offline.go: reading a stopped
+//     node's repo.
+//   - repair.go: checking and repairing a damaged database.
+//   - memory.go: returning freed memory to the OS after a flood.
+//   - options.go: Options and their defaults.
 //   - metrics.go: Prometheus counters, without peer labels.
+//   - bench.go: BenchSync, the catch-up bench.
 package node

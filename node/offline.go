@@ -81,7 +81,7 @@ func (o *Offline) Events(after uint64, limit int) (api.EventPage, error) {
 		return api.EventPage{Events: []jsontext.Value{}}, nil
 	}
 	if limit <= 0 {
-		limit = defaultAPIPageLimit
+		limit = api.DefaultPageLimit
 	}
 	events, next, more, err := o.events.Page(core.Cursor(after), min(limit, proto.MaxPageEvents), proto.MaxPageBytes)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -56,12 +57,8 @@ func TestPeerCacheCountsAndAPI(t *testing.T) {
 	if _, err := b.call(ctx, a.ID(), &proto.SyncRequest{After: 1000, Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c := apiClient(t, a)
 	var rec *api.CachedPeer
-	peers, err := c.PeerCache(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	peers := a.PeerCache()
 	for i := range peers {
 		if peers[i].PeerID == b.ID().String() {
 			rec = &peers[i]
@@ -74,13 +71,13 @@ func TestPeerCacheCountsAndAPI(t *testing.T) {
 		rec.Events != 2 || rec.Value != "events" || rec.Tier != "normal" || rec.TierReason == "" {
 		t.Fatalf("b's record %+v: want 2+ served, 1 miss, 2 events given, not reputed, first seen set, tier normal", *rec)
 	}
-	if err := c.ForgetPeer(ctx, b.ID().String()); err != nil {
+	if err := a.ForgetPeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := a.peers.Get(b.ID()); ok {
 		t.Fatal("b is still in the cache after forget")
 	}
-	if err := c.ForgetPeer(ctx, b.ID().String()); !errors.Is(err, api.ErrNotFound) {
+	if err := a.ForgetPeer(b.ID()); !errors.Is(err, peercache.ErrNotFound) {
 		t.Fatalf("forgetting twice: %v, want ErrNotFound", err)
 	}
 }

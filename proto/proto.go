@@ -117,7 +117,7 @@ const (
 	// MaxPageEvents caps the events of one sync page and is the default and
 	// the ceiling of SyncRequest.Limit (docs/design.md §4, ADR 0014: "pages of up to
 	// 256 events", the unit the sync rate limit counts).
-	MaxPageEvents = 256
+	MaxPageEvents = core.MaxPageEvents
 
 	// MaxPageBytes caps the events of one sync page in all, counted as the
 	// sum of their JSON lengths (docs/design.md §4: 4 MiB), so that a page fits in a
@@ -162,7 +162,7 @@ const (
 
 	// MaxReplicateBlobs caps the blobs of a ReplicateRequest (docs/design.md §4:
 	// 1..64) and the entries of a ReplicateResponse in all.
-	MaxReplicateBlobs = 64
+	MaxReplicateBlobs = core.MaxReplicateBlobs
 )
 
 // Timeouts (docs/design.md §4).

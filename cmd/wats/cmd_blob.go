@@ -305,8 +305,8 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.ReplicateRequest{Peer: args[0]}
-			if len(args)-1 > api.MaxReplicateBlobs {
-				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, api.MaxReplicateBlobs)
+			if len(args)-1 > core.MaxReplicateBlobs {
+				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, core.MaxReplicateBlobs)
 			}
 			named := map[string]string{}
 			for _, a := range args[1:] {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/node/daemon"
 )
 
 func (c *cli) daemonCmd() *cobra.Command {
@@ -45,7 +46,7 @@ running as it was); a config.toml that is not valid is logged and ignored.`,
 			// ctx is cancelled on SIGINT and SIGTERM (main's
 			// signal.NotifyContext): Run then shuts down and returns.
 			ctx := cmd.Context()
-			err = node.Run(ctx, r, node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
+			err = daemon.Run(ctx, r, node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
 			}

@@ -487,9 +487,9 @@ accepts. When more events follow the page, a last line gives the command
 that lists the next page; when none does, the page reached the head.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("limit") && (limit < 1 || limit > api.MaxPageLimit) {
+			if cmd.Flags().Changed("limit") && (limit < 1 || limit > core.MaxPageEvents) {
 				return usageErrorf("--limit %d: must be from 1 to %d (a page holds at most %d events)",
-					limit, api.MaxPageLimit, api.MaxPageLimit)
+					limit, core.MaxPageEvents, core.MaxPageEvents)
 			}
 			cl, err := c.client()
 			if err != nil {

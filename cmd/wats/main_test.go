@@ -21,6 +21,8 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/repo"
+
+	"github.com/wats-network/wats/core"
 )
 
 // runCLI runs the wats command line args in-process and returns its exit
@@ -804,11 +806,11 @@ func TestDevnetExecNoDevnet(t *testing.T) {
 	}
 }
 
-// TestLimitBound: --limit takes 1 to api.MaxPageLimit (the usage errors
+// TestLimitBound: --limit takes 1 to core.MaxPageEvents (the usage errors
 // past both ends are in TestUsageErrors).
 func TestLimitBound(t *testing.T) {
 	dir := newRepo(t)
-	for _, limit := range []string{"1", strconv.Itoa(api.MaxPageLimit)} {
+	for _, limit := range []string{"1", strconv.Itoa(core.MaxPageEvents)} {
 		code, _, stderr := runCLI(t, "", "events", "ls", "--limit", limit, "--repo", dir)
 		if code != exitOK || !strings.Contains(stderr, "no daemon runs: read from") {
 			t.Errorf("--limit %s: exit %d, stderr %q; want it accepted (then read on disk)", limit, code, stderr)

@@ -62,11 +62,10 @@ func IsEventIDPrefix(s string) bool {
 	return true
 }
 
-// MaxPageLimit is the largest limit of GET PathEvents that the daemon
-// honours: docs/design.md §4 caps a page at 256 events (proto.MaxPageEvents). The
-// daemon answers a larger limit with a page of at most MaxPageLimit
-// events; the CLI refuses one.
-const MaxPageLimit = 256
+// DefaultPageLimit is the number of events GET PathEvents returns when the
+// request gives no limit; a limit above core.MaxPageEvents is answered
+// with a page of at most core.MaxPageEvents events, and the CLI refuses one.
+const DefaultPageLimit = 100
 
 // ContentTypeJSON is the media type of every non-streaming body.
 const ContentTypeJSON = "application/json"

@@ -112,12 +112,6 @@ func (c *Client) FetchBlob(ctx context.Context, req FetchRequest, fn func(FetchP
 // ErrFetchFailed: the daemon could not make the blob complete.
 var ErrFetchFailed = errors.New("api: fetch failed")
 
-// MaxReplicateBlobs is the most blobs one replicate request names, which
-// the CLI checks before it asks the daemon (the daemon checks it again). It
-// equals proto.MaxReplicateBlobs, which this package does not import
-// (docs/design.md §2); package node fails to compile if they differ.
-const MaxReplicateBlobs = 64
-
 // PathReplicate takes a POSTed ReplicateRequest: the daemon asks Peer to
 // keep copies of Blobs, naming itself as their first provider, and answers
 // with the peer's ReplicateResult.

@@ -1,14 +1,8 @@
 package node
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"time"
-
-	"github.com/wats-network/wats/repo"
 )
 
 // Options are the process-level settings of a node that do not come from
@@ -33,63 +27,6 @@ type Options struct {
 	// that a step of the wall clock moves no duration. Tests set it to
 	// step the two clocks apart.
 	Mono func() time.Duration
-}
-
-// Run is `wats daemon`: it locks the repo, starts a node on it, serves the
-// control API on r.SocketPath() (and metrics on api.metrics_addr when set)
-// and blocks until ctx is cancelled, then shuts down cleanly. It returns an
-// error if the node could not start or a server failed.
-func Run(ctx context.Context, r *repo.Repo, opts Options) error {
-	release, err := r.Lock()
-	if err != nil {
-		return err
-	}
-	defer release()
-	sock, err := r.PrepareSocket()
-	if err != nil {
-		return err
-	}
-	opts.Dir = r.Dir
-	n, err := New(r.Config, r.Key, &opts)
-	if err != nil {
-		return err
-	}
-	if err := n.Start(ctx); err != nil {
-		n.Close()
-		return err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, 2)
-	go func() { errc <- n.ServeAPI(sctx, sock) }()
-	servers := 1
-	if addr := r.Config.API.MetricsAddr; addr != "" {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			stop()
-			<-errc
-			n.Close()
-			return fmt.Errorf("node: metrics listener %s: %w", addr, err)
-		}
-		servers++
-		go func() { errc <- n.serveHTTP(sctx, l, n.MetricsHandler(), nil) }()
-	}
-	n.log.Info("control API listening", "socket", sock)
-
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errc:
-		servers--
-	}
-	stop()
-	for ; servers > 0; servers-- {
-		if err := <-errc; err != nil && first == nil {
-			first = err
-		}
-	}
-	n.log.Info("shutting down")
-	return errors.Join(first, n.Close())
 }
 
 // EnsureDefaults sets each zero field of o to its default (see each field)

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
+)
+
+// What the control server (package node/daemon) reads and drives of a
+// running node, beside the methods that answer in node/api's types
+// (Status, Peers, Limits, Diag, PeerCache, CrashGroups).
+
+// Blobs returns the node's blob store.
+func (n *Node) Blobs() *blobs.Store { return n.blobs }
+
+// Agent returns the agent the node sends in hello (Options.Agent).
+func (n *Node) Agent() string { return n.agent }
+
+// RunningConfig returns the configuration the node runs with: its config,
+// with log.level as the daemon last set it (Options.LogLevel). The copy is
+// shallow; its lists must only be read.
+func (n *Node) RunningConfig() config.Config {
+	cfg := *n.cfg
+	if n.logLevel != nil {
+		cfg.Log.Level = strings.ToLower(n.logLevel.Level().String())
+	}
+	return cfg
+}
+
+// ForgetPeer deletes p's peer-cache record; peercache.ErrNotFound if it has
+// none.
+func (n *Node) ForgetPeer(p peer.ID) error { return n.peers.Forget(p) }
+
+// ResolvePeer reads a peer given by an operator: a peer ID, or a full
+// multiaddr, which is dialled (hello included) within 30 s.
+func (n *Node) ResolvePeer(ctx context.Context, s string) (peer.ID, error) {
+	if strings.HasPrefix(s, "/") {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return n.Connect(ctx, s)
+	}
+	p, err := peer.Decode(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", s)
+	}
+	return p, nil
+}
+
+// FetchAsked is the fetch an operator asks for (`wats blob get`): blob c of
+// the declared size, from the peer from first when given (tried even under
+// backoff: the operator named it), then the providers gossip named, then
+// the connected peers that completed hello, as guesses (tried last, never
+// backed off), since an event that came by sync names no provider.
+// progress, if set, is told the bytes held and the size.
+func (n *Node) FetchAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, progress func(done, total uint64)) error {
+	err := n.FetchBlob(ctx, c, size, FetchOptions{First: from, FirstDespiteBackoff: from != "",
+		Guesses: n.helloPeerIDs(blobs.MaxAttempts), Progress: progress})
+	n.logFetch("", c, size, "api", err)
+	return err
+}

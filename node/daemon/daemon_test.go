@@ -1,0 +1,247 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/repo"
+)
+
+// testConfig is a config on network "test", listening on 127.0.0.1 only,
+// gossip on or off, syncing every hour.
+func testConfig(gossip bool) *config.Config {
+	cfg := config.Default()
+	cfg.Network = "test"
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.Sync.Gossip = gossip
+	cfg.Sync.Interval = config.Duration{Duration: time.Hour}
+	return cfg
+}
+
+// startNode starts a node of cfg (on network "test", listening on
+// 127.0.0.1 only, gossip off) with its database in memory, and closes it at
+// the end of the test.
+func startNode(t *testing.T, edit func(*config.Config)) *node.Node {
+	t.Helper()
+	cfg := testConfig(false)
+	if edit != nil {
+		edit(cfg)
+	}
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.New(cfg, key, &node.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// apiClient serves n's control API on a socket in a temp dir, as Serve
+// does, and returns a client for it.
+func apiClient(t *testing.T, n *node.Node) *api.Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Handler(n)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c := api.NewClient(sock)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestAPIEvents drives the event endpoints: add, list, get by id and by
+// prefix, and the errors for a bad kind, a body that is not an object, an
+// unknown id and a malformed one.
+func TestAPIEvents(t *testing.T) {
+	n := startNode(t, nil)
+	c := apiClient(t, n)
+	ctx := context.Background()
+	raw, err := c.AddEvent(ctx, "note", jsontext.Value(`{"text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := eventlog.Decode(raw)
+	if err != nil || ev.Verify(time.Now()) != nil || ev.Author != n.ID().String() {
+		t.Fatalf("added event %s does not verify as the node's: %v", raw, err)
+	}
+	page, err := c.Events(ctx, 0, 10)
+	if err != nil || len(page.Events) != 1 || page.Head != 1 || page.More {
+		t.Fatalf("events page %+v, %v", page, err)
+	}
+	for _, id := range []string{ev.ID, ev.ID[:eventlog.MinIDPrefix]} {
+		got, err := c.Event(ctx, id)
+		if err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		if g, _ := eventlog.Decode(got); g == nil || g.ID != ev.ID {
+			t.Fatalf("get %s returned %s", id, got)
+		}
+	}
+	var apiErr *api.Error
+	if _, err := c.Event(ctx, "00000000"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("unknown id: %v, want ErrNotFound", err)
+	}
+	if _, err := c.Event(ctx, "xyz"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+		t.Fatalf("malformed id: %v, want 400", err)
+	}
+	for _, bad := range []struct{ kind, body string }{
+		{"Bad Kind", `{}`}, {"note", `[1]`}, {"", `{}`},
+	} {
+		if _, err := c.AddEvent(ctx, bad.kind, jsontext.Value(bad.body)); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+			t.Errorf("add %q %s: %v, want 400", bad.kind, bad.body, err)
+		}
+	}
+	if n.Events().Head() != 1 {
+		t.Fatalf("head %d after refused adds, want 1", n.Events().Head())
+	}
+}
+
+// TestAPIBlobs: a blob added through the API is listed, exported only with
+// its exact size, refused past blobs.max_blob_bytes with nothing stored,
+// and removed.
+func TestAPIBlobs(t *testing.T) {
+	n := startNode(t, func(cfg *config.Config) { cfg.Blobs.MaxBlobBytes = 3 << 20 })
+	c := apiClient(t, n)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("wats blob "), 200_000) // 2 MB: three chunks
+	bi, err := c.AddBlob(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.Size != uint64(len(data)) || !strings.HasPrefix(bi.CID, "bafy") {
+		t.Fatalf("added %+v", bi)
+	}
+	list, err := c.Blobs(ctx)
+	if err != nil || len(list) != 1 || list[0] != *bi {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+	var out bytes.Buffer
+	if err := c.GetBlob(ctx, bi.CID, bi.Size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("get: %v, %d bytes", err, out.Len())
+	}
+	var apiErr *api.Error
+	if err := c.GetBlob(ctx, bi.CID, bi.Size+1, &out); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Fatalf("get with another size: %v, want 409", err)
+	}
+	big := bytes.Repeat([]byte{1}, 3<<20+1)
+	if _, err := c.AddBlob(ctx, bytes.NewReader(big)); !errors.As(err, &apiErr) || apiErr.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a blob past max_blob_bytes: %v, want 413", err)
+	}
+	if list, _ := c.Blobs(ctx); len(list) != 1 {
+		t.Fatalf("after a refused blob the store lists %d blobs, want 1", len(list))
+	}
+	if err := c.RemoveBlob(ctx, bi.CID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GetBlob(ctx, bi.CID, bi.Size, &out); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("get after remove: %v, want not found", err)
+	}
+}
+
+// TestAPIPeerCacheAndLimits: the peer cache lists nothing on a new node and
+// forgetting a peer it does not hold is a 404; the limits are the
+// configured ones, with burst and interval.
+func TestAPIPeerCacheAndLimits(t *testing.T) {
+	n := startNode(t, func(cfg *config.Config) { cfg.Limits.SyncPerMin = 60 })
+	c := apiClient(t, n)
+	ctx := context.Background()
+	if peers, err := c.PeerCache(ctx); err != nil || len(peers) != 0 {
+		t.Fatalf("peer cache of a new node: %+v, %v", peers, err)
+	}
+	other, _ := peer.Decode("12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA")
+	if err := c.ForgetPeer(ctx, other.String()); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("forgetting a peer not held: %v, want ErrNotFound", err)
+	}
+	l, err := c.Limits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l.Requests {
+		if r.Type == "sync" && (r.PerMin != 60 || r.Burst != 15 || time.Duration(r.IntervalNs) != time.Second) {
+			t.Fatalf("sync limit %+v, want 60/min, burst 15, one a second", r)
+		}
+	}
+
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRunServesTheAPIAndStopsCleanly runs the daemon's Run on a repo: the
+// control API answers on the socket (mode 0600), a second Run on the same
+// repo is refused, and cancelling the context stops it with no error and
+// removes the socket.
+func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
+	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, r, node.Options{Logger: quietLogger()}) }()
+
+	c := api.NewClient(r.SocketPath())
+	defer c.Close()
+	var st *api.Status
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err = c.Status(context.Background())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
+			t.Fatalf("status: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the daemon to start
+	}
+	if st.PeerID != repo.PeerID(r).String() || st.Network != "test" || !st.Gossip {
+		t.Fatalf("status %+v does not describe the repo's node", st)
+	}
+	fi, err := os.Stat(r.SocketPath())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v, want 0600", fi.Mode(), err)
+	}
+	if err := Run(context.Background(), r, node.Options{Logger: quietLogger()}); !errors.Is(err, repo.ErrLocked) {
+		t.Fatalf("a second Run on the same repo: %v, want repo.ErrLocked", err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return within 15 s of cancel")
+	}
+	if _, err := os.Stat(r.SocketPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+}

@@ -1,0 +1,445 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+func (h handlers) id(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.ID{
+		PeerID: h.ID().String(), Addrs: h.FullAddrs(),
+		Network: h.RunningConfig().Network, Agent: h.Agent(),
+	})
+}
+
+func (h handlers) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.Status())
+}
+
+func (h handlers) peers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.Peers())
+}
+
+func (h handlers) connect(w http.ResponseWriter, r *http.Request) {
+	var req api.ConnectRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	p, err := h.Connect(ctx, req.Addr)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	for _, ap := range h.Peers() {
+		if ap.PeerID == p.String() {
+			writeJSON(w, http.StatusOK, ap)
+			return
+		}
+	}
+	writeError(w, http.StatusBadGateway, fmt.Errorf("node: %s disconnected right after connecting", p))
+}
+
+func (h handlers) events(w http.ResponseWriter, r *http.Request) {
+	after, err := queryUint(r, "after", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	limit, err := queryUint(r, "limit", api.DefaultPageLimit)
+	if err != nil || limit == 0 {
+		writeError(w, http.StatusBadRequest, errors.New("limit must be a whole number from 1 to 256"))
+		return
+	}
+	events, next, more, err := h.Events().Page(core.Cursor(after), int(min(limit, proto.MaxPageEvents)), proto.MaxPageBytes)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if events == nil {
+		events = []jsontext.Value{}
+	}
+	writeJSON(w, http.StatusOK, api.EventPage{Events: events, Next: uint64(next), More: more, Head: uint64(h.Events().Head())})
+}
+
+func (h handlers) addEvent(w http.ResponseWriter, r *http.Request) {
+	var req api.AddEventRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	var refs []eventlog.BlobRef
+	for _, b := range req.Blobs {
+		refs = append(refs, eventlog.BlobRef{CID: b.CID, Size: b.Size, Name: b.Name})
+	}
+	ev, err := h.AddEvent(r.Context(), req.Kind, req.Body, refs)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, node.ErrInvalidEvent) {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func (h handlers) event(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ev, _, err := h.Events().Find(id)
+	switch {
+	case errors.Is(err, eventlog.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Errorf("no event with id %q", id))
+	case errors.Is(err, eventlog.ErrAmbiguous):
+		writeError(w, http.StatusConflict, fmt.Errorf("id prefix %q matches several events; give more characters", id))
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err)
+	default:
+		writeJSON(w, http.StatusOK, ev)
+	}
+}
+
+func (h handlers) tail(w http.ResponseWriter, r *http.Request) {
+	after, err := queryUint(r, "after", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for {
+		changed := h.Events().Changed() // before reading, so no append is missed
+		events, next, more, err := h.Events().Page(core.Cursor(after), proto.MaxPageEvents, proto.MaxPageBytes)
+		if err != nil {
+			return
+		}
+		for _, ev := range events {
+			if _, err := w.Write(append(ev, '\n')); err != nil {
+				return
+			}
+		}
+		if flusher != nil && len(events) > 0 {
+			flusher.Flush()
+		}
+		after = uint64(next)
+		if more {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (h handlers) sync(w http.ResponseWriter, r *http.Request) {
+	var req api.SyncRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	p, err := h.ResolvePeer(r.Context(), req.Peer)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	line := func(st api.SyncProgress) {
+		b, _ := json.Marshal(st)
+		w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	st, err := h.SyncPeer(r.Context(), p, func(st node.SyncProgress) { line(apiSyncProgress(st)) })
+	last := apiSyncProgress(st)
+	if err != nil {
+		last.Error = err.Error()
+	}
+	line(last)
+}
+
+func (h handlers) config(w http.ResponseWriter, r *http.Request) {
+	cfg := h.RunningConfig()
+	b, err := cfg.TOML()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RunningConfig{TOML: string(b)})
+}
+
+func (h handlers) limits(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.Limits())
+}
+
+func (h handlers) diag(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.Diag())
+}
+
+func (h handlers) peerCache(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.PeerCache())
+}
+
+func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
+	id, err := peer.Decode(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", r.PathValue("id")))
+		return
+	}
+	switch err := h.ForgetPeer(id); {
+	case errors.Is(err, peercache.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+// apiAddBlob stores the request body as a blob. The store refuses it,
+// having stored nothing, past blobs.max_blob_bytes or the quota (413).
+func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
+	c, size, err := h.Blobs().Import(r.Context(), r.Body)
+	switch {
+	case errors.Is(err, blobs.ErrTooLarge) || errors.Is(err, blobs.ErrQuota):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
+	}
+}
+
+func (h handlers) blobs(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.BlobList())
+}
+
+// apiGetBlob streams a blob that is complete and exactly of the declared
+// size (ADR 0014: only then is a blob used); 404 otherwise, 409 for another
+// size.
+func (h handlers) getBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := parseCID(w, r)
+	if !ok {
+		return
+	}
+	size, err := queryUint(r, "size", 0)
+	if err != nil || r.URL.Query().Get("size") == "" {
+		writeError(w, http.StatusBadRequest, errors.New("size=N, the declared size in bytes, is required"))
+		return
+	}
+	complete, err := h.Blobs().Has(c)
+	if err != nil || !complete {
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s is not stored here (or not complete)", c))
+		return
+	}
+	// Export checks the size against the blob's record and root before it
+	// writes anything, so the status is chosen when the first byte comes:
+	// a mismatch still gets a proper error status, and the blob streams.
+	out := &lazyBody{w: w, size: size}
+	err = h.Blobs().Export(r.Context(), c, size, out)
+	switch {
+	case out.started:
+		// Headers are sent; a failure now can only cut the body short,
+		// which the client sees as fewer bytes than Content-Length.
+	case errors.Is(err, blobs.ErrSizeMismatch):
+		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, blobs.ErrIncomplete):
+		writeError(w, http.StatusNotFound, err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		out.start() // an empty blob
+	}
+}
+
+func (h handlers) removeBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := parseCID(w, r)
+	if !ok {
+		return
+	}
+	switch err := h.Blobs().Remove(r.Context(), c); {
+	case errors.Is(err, blobs.ErrIncomplete):
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s is not stored here", c))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+func (h handlers) reportCrash(w http.ResponseWriter, r *http.Request) {
+	var req api.CrashReportRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	var to peer.ID
+	if req.To != "" {
+		var err error
+		if to, err = peer.Decode(req.To); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", req.To))
+			return
+		}
+	}
+	var dump *eventlog.BlobRef
+	if req.DumpCID != "" {
+		dump = &eventlog.BlobRef{CID: req.DumpCID, Size: req.DumpSize, Name: req.DumpName}
+	}
+	c := eventlog.Crash{Program: req.Program, Version: req.Version, OS: req.OS, Arch: req.Arch, Reason: req.Reason, Stack: req.Stack}
+	ev, err := h.ReportCrash(r.Context(), c, dump, to)
+	switch {
+	case errors.Is(err, node.ErrInvalidEvent):
+		writeError(w, http.StatusBadRequest, err)
+	case err != nil:
+		writeError(w, http.StatusBadGateway, err)
+	default:
+		writeJSON(w, http.StatusOK, ev)
+	}
+}
+
+func (h handlers) crashes(w http.ResponseWriter, r *http.Request) {
+	groups, err := h.CrashGroups()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, groups)
+}
+
+// apiFetchBlob makes a blob complete, fetching it if needed, and streams
+// its progress (api.PathBlobFetch).
+func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
+	var req api.FetchRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	c, err := cid.Decode(req.CID)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
+		return
+	}
+	var from peer.ID
+	if req.From != "" {
+		if from, err = h.ResolvePeer(r.Context(), req.From); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex // the fetch reports from its goroutine
+	line := func(p api.FetchProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(p)
+		w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var last time.Time
+	progress := func(done, total uint64) {
+		if now := time.Now(); now.Sub(last) >= fetchProgressEvery {
+			last = now
+			line(api.FetchProgress{Bytes: done, Size: total})
+		}
+	}
+	err = h.FetchAsked(r.Context(), c, req.Size, from, progress)
+	if err != nil {
+		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
+		return
+	}
+	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
+}
+
+// apiReplicate asks a peer to replicate blobs (api.PathReplicate).
+func (h handlers) replicate(w http.ResponseWriter, r *http.Request) {
+	var req api.ReplicateRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if len(req.Blobs) == 0 || len(req.Blobs) > proto.MaxReplicateBlobs {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%d blobs; a replicate request names 1..%d", len(req.Blobs), proto.MaxReplicateBlobs))
+		return
+	}
+	refs := make([]proto.BlobRef, 0, len(req.Blobs))
+	for _, b := range req.Blobs {
+		if _, err := cid.Decode(b.CID); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", b.CID))
+			return
+		}
+		if b.Size > core.MaxSafeInt {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("size %d of %s is beyond 2^53", b.Size, b.CID))
+			return
+		}
+		refs = append(refs, proto.BlobRef{CID: b.CID, Size: int64(b.Size)})
+	}
+	p, err := h.ResolvePeer(r.Context(), req.Peer)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	resp, err := h.Replicate(r.Context(), p, refs)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	out := api.ReplicateResult{Stored: resp.Stored, Skipped: resp.Skipped, Failed: []api.FailedBlob{}}
+	for _, f := range resp.Failed {
+		out.Failed = append(out.Failed, api.FailedBlob{CID: f.CID, Reason: f.Reason})
+	}
+	if out.Stored == nil {
+		out.Stored = []string{}
+	}
+	if out.Skipped == nil {
+		out.Skipped = []string{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// apiBlobSize says what size the node knows for a blob (GET
+// api.PathBlobs/{cid}/size): the blob's own when it is held complete, else
+// the one the log's events declare for it.
+func (h handlers) blobSize(w http.ResponseWriter, r *http.Request) {
+	c, err := cid.Decode(r.PathValue("cid"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", r.PathValue("cid")))
+		return
+	}
+	if size, complete := h.Blobs().SizeOf(c); complete {
+		writeJSON(w, http.StatusOK, api.BlobSize{CID: c.String(), Size: size, Source: "held"})
+		return
+	}
+	size, ok, err := h.Events().BlobSize(c.String())
+	switch {
+	case errors.Is(err, eventlog.ErrSizesDiffer):
+		writeError(w, http.StatusConflict, fmt.Errorf("blob %s: events name it with different sizes; give the one you want", c))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	case !ok:
+		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s: this node neither holds it nor has an event naming it, so its size is not known", c))
+	default:
+		writeJSON(w, http.StatusOK, api.BlobSize{CID: c.String(), Size: size, Source: "event"})
+	}
+}

@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/ipfs/go-cid"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/node/api"
+)
+
+// apiSyncProgress is st as the control API reports it.
+func apiSyncProgress(st node.SyncProgress) api.SyncProgress {
+	return api.SyncProgress{Peer: st.Peer.String(), Received: st.Received, Stored: st.Stored, Dropped: st.Dropped,
+		Cursor: uint64(st.Cursor), PeerHead: uint64(st.PeerHead), Done: st.Done}
+}
+
+// queryUint reads a decimal uint64 query parameter, def when absent.
+func queryUint(r *http.Request, name string, def uint64) (uint64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s must be a whole number, not %q", name, s)
+	}
+	return v, nil
+}
+
+// readJSON decodes a request body of at most maxBodyBytes into v, or
+// answers 400 and returns false.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"could not encode the response"}`)
+	}
+	w.Header().Set("Content-Type", api.ContentTypeJSON)
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, api.ErrorBody{Error: err.Error()})
+}
+
+// parseCID reads the {cid} of a blob path, or answers 400.
+func parseCID(w http.ResponseWriter, r *http.Request) (cid.Cid, bool) {
+	c, err := cid.Decode(r.PathValue("cid"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", r.PathValue("cid")))
+		return cid.Undef, false
+	}
+	return c, true
+}
+
+// fetchFailure says in one sentence why a fetch of c failed (err, from
+// FetchBlob), for the operator who asked for it: what the fetcher's
+// sentinel means, with the detail it carries, and what to try. from tells
+// whether a provider was named (blob get --from).
+func fetchFailure(c cid.Cid, err error, from bool) string {
+	detail := func(sentinel error) string {
+		s := err.Error()
+		if i := strings.Index(s, sentinel.Error()); i >= 0 {
+			s = strings.TrimPrefix(s[i+len(sentinel.Error()):], ": ")
+		}
+		return strings.ReplaceAll(s, "blobs: ", "") // one sentence, not a chain of packages
+	}
+	var why string
+	switch {
+	case errors.Is(err, blobs.ErrTooLarge), errors.Is(err, blobs.ErrQuota):
+		why = strings.TrimPrefix(err.Error(), "blobs: ")
+	case errors.Is(err, blobs.ErrNoProvider):
+		why = "no peer is left to fetch it from"
+		if d := detail(blobs.ErrNoProvider); d != "" {
+			why += " (" + d + ")"
+		}
+		if !from {
+			why += "; name a peer that holds it with --from PEER"
+		}
+	case errors.Is(err, blobs.ErrAttempts):
+		why = fmt.Sprintf("the %d providers tried did not deliver it", blobs.MaxAttempts)
+		if d := detail(blobs.ErrAttempts); d != "" {
+			why += " (the last: " + d + ")"
+		}
+	case errors.Is(err, blobs.ErrFetchTimeout):
+		why = fmt.Sprintf("it was not complete after %v, the most a fetch may take (ADR 0014)", blobs.FetchTimeout)
+	case errors.Is(err, blobs.ErrSizeMismatch):
+		why = "its content is not of the declared size (is --size right?)"
+	case errors.Is(err, blobs.ErrCollection):
+		why = "it is a directory or another collection, not a file; collections are not fetched (ADR 0014)"
+	case errors.Is(err, blobs.ErrBadBlob):
+		why = "what its provider sent is not a well-formed blob"
+	default:
+		why = err.Error()
+	}
+	return fmt.Sprintf("could not fetch blob %s: %s", c, why)
+}
+
+// lazyBody sends a blob's success headers at its first write.
+type lazyBody struct {
+	w       http.ResponseWriter
+	size    uint64
+	started bool
+}
+
+func (b *lazyBody) start() {
+	b.w.Header().Set("Content-Type", "application/octet-stream")
+	b.w.Header().Set("Content-Length", strconv.FormatUint(b.size, 10))
+	b.w.WriteHeader(http.StatusOK)
+	b.started = true
+}
+
+func (b *lazyBody) Write(p []byte) (int, error) {
+	if !b.started {
+		b.start()
+	}
+	return b.w.Write(p)
+}
+
+// maxBodyBytes bounds a control API request body: an event body is at
+// most 16 KiB (docs/design.md §5), so 64 KiB leaves room for its JSON
+// escaping.
+const maxBodyBytes = 64 << 10
+
+// fetchProgressEvery is the least time between two progress lines of a
+// fetch (the last line is always sent).
+const fetchProgressEvery = 100 * time.Millisecond

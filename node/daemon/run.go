@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/repo"
+)
+
+// Run is `wats daemon`: it locks the repo, starts a node on it, serves the
+// control API on r.SocketPath() (and metrics on api.metrics_addr when set)
+// and blocks until ctx is cancelled, then shuts down cleanly. It returns an
+// error if the node could not start or a server failed.
+func Run(ctx context.Context, r *repo.Repo, opts node.Options) error {
+	release, err := r.Lock()
+	if err != nil {
+		return err
+	}
+	defer release()
+	sock, err := r.PrepareSocket()
+	if err != nil {
+		return err
+	}
+	opts.Dir = r.Dir
+	log := opts.EnsureDefaults().Logger
+	n, err := node.New(r.Config, r.Key, &opts)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 2)
+	go func() { errc <- Serve(sctx, n, sock) }()
+	servers := 1
+	if addr := r.Config.API.MetricsAddr; addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			stop()
+			<-errc
+			n.Close()
+			return fmt.Errorf("daemon: metrics listener %s: %w", addr, err)
+		}
+		servers++
+		go func() { errc <- serveHTTP(sctx, l, n.MetricsHandler(), nil) }()
+	}
+	log.Info("control API listening", "socket", sock)
+
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+		servers--
+	}
+	stop()
+	for ; servers > 0; servers-- {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	log.Info("shutting down")
+	return errors.Join(first, n.Close())
+}

@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/node/api"
+)
+
+// handlers answers the control API's paths from the node it embeds.
+type handlers struct{ *node.Node }
+
+// Handler returns the control API of n (docs/design.md §12) as an
+// http.Handler. See package node/api for the paths and shapes.
+func Handler(n *node.Node) http.Handler {
+	h := handlers{n}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathID, h.id)
+	mux.HandleFunc("GET "+api.PathStatus, h.status)
+	mux.HandleFunc("GET "+api.PathPeers, h.peers)
+	mux.HandleFunc("POST "+api.PathConnect, h.connect)
+	mux.HandleFunc("GET "+api.PathEvents, h.events)
+	mux.HandleFunc("POST "+api.PathEvents, h.addEvent)
+	mux.HandleFunc("GET "+api.PathEvent+"{id}", h.event)
+	mux.HandleFunc("GET "+api.PathTail, h.tail)
+	mux.HandleFunc("POST "+api.PathSync, h.sync)
+	mux.HandleFunc("POST "+api.PathCrashes, h.reportCrash)
+	mux.HandleFunc("GET "+api.PathCrashes, h.crashes)
+	mux.HandleFunc("POST "+api.PathBlobs, h.addBlob)
+	mux.HandleFunc("GET "+api.PathBlobs, h.blobs)
+	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
+	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
+	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", h.removeBlob)
+	mux.HandleFunc("POST "+api.PathBlobFetch, h.fetchBlob)
+	mux.HandleFunc("POST "+api.PathReplicate, h.replicate)
+	mux.HandleFunc("GET "+api.PathPeerCache, h.peerCache)
+	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", h.forgetPeer)
+	mux.HandleFunc("GET "+api.PathLimits, h.limits)
+	mux.HandleFunc("GET "+api.PathConfig, h.config)
+	mux.HandleFunc("GET "+api.PathDiag, h.diag)
+	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
+	// Go's profiles, for operators on the machine only (the control API is
+	// the repo's Unix socket): curl --unix-socket … http://wats/debug/pprof/.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// Serve serves the control API of n on a Unix socket at path (mode 0600)
+// until ctx ends, then removes the socket.
+//
+// REQUIRES: nothing exists at path (repo.Repo.PrepareSocket sees to it).
+func Serve(ctx context.Context, n *node.Node, path string) error {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("daemon: listen on control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("daemon: control socket %s: %w", path, err)
+	}
+	return serveHTTP(ctx, l, Handler(n), func() { os.Remove(path) })
+}
+
+// serveHTTP serves h on l until ctx ends, then shuts down within 5 s.
+func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, cleanup func()) error {
+	// Requests' contexts end when the server shuts down, so that streams
+	// (tail, sync) end at once instead of holding Shutdown for its timeout.
+	base, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	srv.RegisterOnShutdown(cancelRequests)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if cleanup != nil {
+		cleanup()
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
