@@ -207,17 +207,10 @@ func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", r.PathValue("id")))
 		return
 	}
-	switch err := h.ForgetPeer(id); {
-	case errors.Is(err, peercache.ErrNotFound):
-		writeError(w, http.StatusNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err)
-	default:
-		writeJSON(w, http.StatusOK, struct{}{})
-	}
+	writeDone(w, h.ForgetPeer(id), peercache.ErrNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
 }
 
-// apiAddBlob stores the request body as a blob. The store refuses it,
+// addBlob stores the request body as a blob. The store refuses it,
 // having stored nothing, past blobs.max_blob_bytes or the quota (413).
 func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
 	c, size, err := h.Blobs().Import(r.Context(), r.Body)
@@ -235,7 +228,7 @@ func (h handlers) blobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.BlobList())
 }
 
-// apiGetBlob streams a blob that is complete and exactly of the declared
+// getBlob streams a blob that is complete and exactly of the declared
 // size (ADR 0014: only then is a blob used); 404 otherwise, 409 for another
 // size.
 func (h handlers) getBlob(w http.ResponseWriter, r *http.Request) {
@@ -278,14 +271,7 @@ func (h handlers) removeBlob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	switch err := h.Blobs().Remove(r.Context(), c); {
-	case errors.Is(err, blobs.ErrIncomplete):
-		writeError(w, http.StatusNotFound, fmt.Errorf("blob %s is not stored here", c))
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err)
-	default:
-		writeJSON(w, http.StatusOK, struct{}{})
-	}
+	writeDone(w, h.Blobs().Remove(r.Context(), c), blobs.ErrIncomplete, fmt.Errorf("blob %s is not stored here", c))
 }
 
 func (h handlers) reportCrash(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +312,7 @@ func (h handlers) crashes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, groups)
 }
 
-// apiFetchBlob makes a blob complete, fetching it if needed, and streams
+// fetchBlob makes a blob complete, fetching it if needed, and streams
 // its progress (api.PathBlobFetch).
 func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 	var req api.FetchRequest
@@ -373,7 +359,7 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
 }
 
-// apiReplicate asks a peer to replicate blobs (api.PathReplicate).
+// replicate asks a peer to replicate blobs (api.PathReplicate).
 func (h handlers) replicate(w http.ResponseWriter, r *http.Request) {
 	var req api.ReplicateRequest
 	if !readJSON(w, r, &req) {
@@ -418,7 +404,7 @@ func (h handlers) replicate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// apiBlobSize says what size the node knows for a blob (GET
+// blobSize says what size the node knows for a blob (GET
 // api.PathBlobs/{cid}/size): the blob's own when it is held complete, else
 // the one the log's events declare for it.
 func (h handlers) blobSize(w http.ResponseWriter, r *http.Request) {

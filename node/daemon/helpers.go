@@ -60,6 +60,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// writeDone answers a request that deletes something: {} for a nil err,
+// 404 with notFoundErr when err is notFound, 500 with err otherwise.
+func writeDone(w http.ResponseWriter, err, notFound, notFoundErr error) {
+	switch {
+	case errors.Is(err, notFound):
+		writeError(w, http.StatusNotFound, notFoundErr)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
 func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, api.ErrorBody{Error: err.Error()})
 }
