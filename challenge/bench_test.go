@@ -9,7 +9,7 @@ import (
 // BenchmarkVerify is the responder's hot path: a valid solution, verified
 // and recorded. Target (ADR 0025): at most 1 µs and 0 allocs.
 func BenchmarkVerify(b *testing.B) {
-	is := newTestIssuer(b, func(c *Config) { c.SolvedPerMin = 0 })
+	is := newTestIssuer(b, func(c *Options) { c.SolvedPerMin = NoCeiling })
 	req := id(1)
 	const n = 1024
 	sols := make([]Solution, n)

@@ -79,7 +79,7 @@ func TestLongStepBackRotatesKey(t *testing.T) {
 // does not keep the solved ceiling closed; the monotonic minute reopens it.
 func TestCeilingRunsOnMonotonicTime(t *testing.T) {
 	const n = 5
-	is := newTestIssuer(t, func(c *Config) { c.SolvedPerMin = n })
+	is := newTestIssuer(t, func(c *Options) { c.SolvedPerMin = n })
 	req := id(1)
 	sol := func(i int) Solution {
 		return Solution{Alg, mintFor(is, req, t0.Unix()+7200, 0, byte(i)).String(), "0"}

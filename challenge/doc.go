@@ -26,7 +26,7 @@
 //
 // # Responder
 //
-//	is, err := challenge.NewIssuer(selfID, cfg)      // one per node
+//	is, err := challenge.NewIssuer(selfID, &opts)    // one per node; nil: the defaults
 //	is.Pressure(mono)                               // overloaded, or challenging a rate-limited peer
 //	c := is.Issue(peerID, now, mono)                // → {"type":"challenge", c.Alg, c.Seed, c.Effort, c.Expires}
 //	err := is.Verify(sol, peerID, now, mono)        // a resubmitted request's "solution"
@@ -70,7 +70,7 @@
 //
 //	b3.go       the puzzle: constants, context key, fast-path digest, leading zero bits, nonce shape
 //	seed.go     seed layout, hex decoding, MAC, expiry
-//	issuer.go   Config, Challenge, Solution, Issuer (Issue, Verify, Pressure)
+//	issuer.go   Options, Challenge, Solution, Issuer (Issue, Verify, Pressure)
 //	effort.go   the adaptive effort state machine
 //	replay.go   the bounded replay memory with its watermark
 //	ceiling.go  the global ceiling of solved requests a minute

@@ -111,31 +111,45 @@ func TestEffortSynctest(t *testing.T) {
 	})
 }
 
-func TestConfigValidate(t *testing.T) {
+// TestOptionsValidate: each field at and past its bounds, 0 for its
+// default (a base of 0 takes the default 8, so a max below it is out);
+// Validate and NewIssuer leave the Options as they were.
+func TestOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		base, max, solved int
 		ok                bool
 	}{
 		{8, 24, 1200, true},
-		{1, 1, 0, true},
+		{1, 1, 1, true},
 		{24, 24, core.MaxSolvedPerMin, true},
-		{0, 24, 1200, false},
+		{0, 0, 0, true},
+		{0, 24, 1200, true},
+		{0, 7, 1200, false},
+		{1, 0, 0, true},
+		{8, 24, NoCeiling, true},
 		{-1, 24, 1200, false},
 		{8, 25, 1200, false},
 		{9, 8, 1200, false},
-		{8, 24, -1, false},
+		{8, 24, -2, false},
 		{8, 24, core.MaxSolvedPerMin + 1, false},
 	} {
-		cfg := Config{BaseBits: tc.base, MaxBits: tc.max, SolvedPerMin: tc.solved}
-		err := cfg.Validate()
+		opts := Options{BaseBits: tc.base, MaxBits: tc.max, SolvedPerMin: tc.solved}
+		err := opts.Validate()
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrConfig)) {
 			t.Errorf("Validate(%d, %d, %d) = %v, want ok %v", tc.base, tc.max, tc.solved, err, tc.ok)
 		}
-		if _, err := NewIssuer(id(0), cfg); (err == nil) != tc.ok {
+		if _, err := NewIssuer(id(0), &opts); (err == nil) != tc.ok {
 			t.Errorf("NewIssuer(%d, %d, %d) = %v, want ok %v", tc.base, tc.max, tc.solved, err, tc.ok)
 		}
+		if opts.BaseBits != tc.base || opts.MaxBits != tc.max || opts.SolvedPerMin != tc.solved {
+			t.Errorf("Validate or NewIssuer changed the options: %+v", opts)
+		}
 	}
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Errorf("DefaultConfig: %v", err)
+	var none *Options
+	if err := none.Validate(); err != nil {
+		t.Errorf("nil Options: %v", err)
+	}
+	if d := none.EnsureDefaults(); d.BaseBits != DefaultBaseBits || d.MaxBits != DefaultMaxBits || d.SolvedPerMin != DefaultSolvedPerMin {
+		t.Errorf("defaults %+v", d)
 	}
 }

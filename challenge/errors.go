@@ -32,7 +32,7 @@ var (
 	// ErrReplayed: errors.Is(ErrForgotten, ErrReplayed) holds.
 	ErrForgotten = fmt.Errorf("%w (replay memory full; ask for a new challenge)", ErrReplayed)
 	// ErrCeiling: the solution is valid but the global ceiling of solved
-	// requests (Config.SolvedPerMin) is reached. The seed is not consumed.
+	// requests (Options.SolvedPerMin) is reached. The seed is not consumed.
 	ErrCeiling = errors.New("challenge: solved ceiling reached")
 )
 
@@ -48,7 +48,7 @@ var (
 	// MaxNonceDigits digits it can reach without finding one (not expected
 	// for any effort up to core.MaxChallengeEffort).
 	ErrNoSolution = errors.New("challenge: no solution found")
-	// ErrConfig: a Config field is out of range; the error wraps it with
+	// ErrConfig: an Options field is out of range; the error wraps it with
 	// the field name.
 	ErrConfig = errors.New("challenge: invalid config")
 )

@@ -17,7 +17,7 @@ func Example() {
 	start := now                    // the monotonic base: effort and ceiling count from it
 
 	// Responder (node B), over its limit or overloaded:
-	is, err := challenge.NewIssuer(responderID, challenge.DefaultConfig())
+	is, err := challenge.NewIssuer(responderID, nil)
 	if err != nil {
 		panic(err)
 	}

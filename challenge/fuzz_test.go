@@ -54,7 +54,7 @@ func FuzzCheckNonce(f *testing.F) {
 // FuzzVerify feeds arbitrary solutions to Verify: it never panics, returns
 // one of its sentinels, and accepts only a solution that meets all rules.
 func FuzzVerify(f *testing.F) {
-	is := newTestIssuer(f, func(c *Config) { c.SolvedPerMin = 0 })
+	is := newTestIssuer(f, func(c *Options) { c.SolvedPerMin = NoCeiling })
 	req := id(1)
 	for i := range 3 {
 		seed := mintFor(is, req, t0.Unix()+60, i, byte(i))

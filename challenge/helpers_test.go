@@ -110,17 +110,17 @@ var testKey = [KeyLen]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 // t0 is a fixed time for tests: 2026-01-01T00:00:00Z.
 var t0 = time.Unix(1767225600, 0)
 
-// newTestIssuer returns an Issuer with self id(0xa0), testKey and cfg
-// (DefaultConfig with the overrides applied).
-func newTestIssuer(t testing.TB, edit func(*Config)) *Issuer {
+// newTestIssuer returns an Issuer with self id(0xa0), testKey and the
+// default Options with the overrides applied.
+func newTestIssuer(t testing.TB, edit func(*Options)) *Issuer {
 	t.Helper()
-	cfg := DefaultConfig()
+	var opts Options
 	k := testKey
-	cfg.Key = &k
+	opts.Key = &k
 	if edit != nil {
-		edit(&cfg)
+		edit(&opts)
 	}
-	is, err := NewIssuer(id(0xa0), cfg)
+	is, err := NewIssuer(id(0xa0), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

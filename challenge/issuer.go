@@ -17,18 +17,25 @@ import (
 // (1,200), a Limits field without a config key for now.
 const DefaultSolvedPerMin = 1200
 
-// Config configures an Issuer. The zero value is not valid; start from
-// DefaultConfig.
-type Config struct {
+// NoCeiling is the Options.SolvedPerMin of an Issuer without a global
+// ceiling of solved requests (tests and benches).
+const NoCeiling = -1
+
+// Options configure an Issuer (NewIssuer). The zero value, or nil, is ADR
+// 0014's defaults; EnsureDefaults fills them in and Validate checks the
+// ranges, as pebble's Options do.
+type Options struct {
 	// BaseBits is the effort the node starts at and falls back to, in
-	// leading zero bits: limits.challenge_base_bits, 1..MaxBits.
+	// leading zero bits: limits.challenge_base_bits, 1..MaxBits; 0 means
+	// DefaultBaseBits (8).
 	BaseBits int
 	// MaxBits is the effort the node rises to at most under sustained
-	// pressure: limits.challenge_max_bits, BaseBits..core.MaxChallengeEffort.
+	// pressure: limits.challenge_max_bits, BaseBits..core.MaxChallengeEffort;
+	// 0 means DefaultMaxBits (24).
 	MaxBits int
 	// SolvedPerMin is the global ceiling of solved requests in any minute,
-	// 0..core.MaxSolvedPerMin; 0 means no ceiling (tests and benches: the
-	// node passes limits.Limits.SolvedPerMin, 1..core.MaxSolvedPerMin).
+	// 1..core.MaxSolvedPerMin; 0 means DefaultSolvedPerMin (1,200), and
+	// NoCeiling none. The node passes limits.Limits.SolvedPerMin.
 	SolvedPerMin int
 	// Key is the MAC key of the seeds. nil (the normal case) means a fresh
 	// random key per Issuer, so seeds do not outlive the process; tests
@@ -36,22 +43,45 @@ type Config struct {
 	Key *[KeyLen]byte
 }
 
-// DefaultConfig returns the defaults of ADR 0014: base 8 bits, max 24
-// bits, 1,200 solved requests a minute.
-func DefaultConfig() Config {
-	return Config{BaseBits: DefaultBaseBits, MaxBits: DefaultMaxBits, SolvedPerMin: DefaultSolvedPerMin}
+// EnsureDefaults sets each zero field of o to its default (ADR 0014: base 8
+// bits, max 24 bits, 1,200 solved requests a minute) and returns o; on a
+// nil o it returns new Options of the defaults.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.BaseBits == 0 {
+		o.BaseBits = DefaultBaseBits
+	}
+	if o.MaxBits == 0 {
+		o.MaxBits = DefaultMaxBits
+	}
+	if o.SolvedPerMin == 0 {
+		o.SolvedPerMin = DefaultSolvedPerMin
+	}
+	return o
 }
 
-// Validate checks the ranges documented on each field; errors wrap
-// ErrConfig.
-func (c Config) Validate() error {
+// Validate checks the ranges documented on each field, with the defaults
+// filled in; errors wrap ErrConfig. A nil o is valid.
+func (o *Options) Validate() error {
+	c := o.clone().EnsureDefaults()
 	if err := validateBits(c.BaseBits, c.MaxBits); err != nil {
 		return err
 	}
-	if c.SolvedPerMin < 0 || c.SolvedPerMin > core.MaxSolvedPerMin {
-		return fmt.Errorf("%w: solved_per_min %d not in 0..%d", ErrConfig, c.SolvedPerMin, core.MaxSolvedPerMin)
+	if c.SolvedPerMin != NoCeiling && (c.SolvedPerMin < 1 || c.SolvedPerMin > core.MaxSolvedPerMin) {
+		return fmt.Errorf("%w: solved_per_min %d not in 1..%d (or NoCeiling)", ErrConfig, c.SolvedPerMin, core.MaxSolvedPerMin)
 	}
 	return nil
+}
+
+// clone returns a copy of o (nil for a nil o).
+func (o *Options) clone() *Options {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	return &c
 }
 
 // Challenge is the content of a challenge response (ADR 0014,
@@ -115,12 +145,14 @@ type issuerKey struct {
 }
 
 // NewIssuer returns an Issuer for the node whose raw Ed25519 public key is
-// self. It validates cfg (errors wrap ErrConfig) and draws the MAC key
-// from crypto/rand when cfg.Key is nil.
-func NewIssuer(self [IDLen]byte, cfg Config) (*Issuer, error) {
-	if err := cfg.Validate(); err != nil {
+// self, configured by opts (nil: the defaults; opts itself is not
+// changed). It validates opts (errors wrap ErrConfig) and draws the MAC key
+// from crypto/rand when opts.Key is nil.
+func NewIssuer(self [IDLen]byte, opts *Options) (*Issuer, error) {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	cfg := opts.clone().EnsureDefaults()
 	var key [KeyLen]byte
 	if cfg.Key != nil {
 		key = *cfg.Key
@@ -135,7 +167,7 @@ func NewIssuer(self [IDLen]byte, cfg Config) (*Issuer, error) {
 	is.key.Store(&issuerKey{raw: key, mac: newMACKey(&key)})
 	is.mu.effort = e
 	is.mu.used = newReplayMemory(MaxUsedSeeds)
-	is.mu.ceiling = newCeiling(cfg.SolvedPerMin)
+	is.mu.ceiling = newCeiling(max(cfg.SolvedPerMin, 0))
 	return is, nil
 }
 

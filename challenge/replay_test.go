@@ -11,7 +11,7 @@ import (
 // forget the one that expires first, and from then on every seed
 // expiring no later than it is refused, so its replay is never accepted.
 func TestReplayMemoryBound(t *testing.T) {
-	is := newTestIssuer(t, func(c *Config) { c.SolvedPerMin = 0 })
+	is := newTestIssuer(t, func(c *Options) { c.SolvedPerMin = NoCeiling })
 	req := id(1)
 	base := t0.Unix()
 	sol := func(i int, random byte) Solution { // expires base+i, effort 0

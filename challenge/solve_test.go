@@ -10,7 +10,7 @@ import (
 )
 
 func TestSolveEndToEnd(t *testing.T) {
-	is := newTestIssuer(t, func(c *Config) { c.BaseBits = 12 })
+	is := newTestIssuer(t, func(c *Options) { c.BaseBits = 12 })
 	req := id(1)
 	for i := range 4 {
 		c := is.Issue(req, t0, monoAt(t0))

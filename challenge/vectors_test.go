@@ -67,7 +67,7 @@ func TestVectorsSolutions(t *testing.T) {
 	v := loadVectors(t)
 	keyBytes := [KeyLen]byte(unhex(t, v.MACKeyHex))
 	req, resp := unhex32(t, v.RequesterHex), unhex32(t, v.ResponderHex)
-	is, err := NewIssuer(resp, Config{BaseBits: 8, MaxBits: 24, Key: &keyBytes})
+	is, err := NewIssuer(resp, &Options{BaseBits: 8, MaxBits: 24, SolvedPerMin: NoCeiling, Key: &keyBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

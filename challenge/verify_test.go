@@ -113,7 +113,7 @@ func TestEffortBoundaries(t *testing.T) {
 
 	// End to end through Verify for efforts 8..16 (a scan of about
 	// 2^(k+1) nonces finds one with exactly k bits).
-	is := newTestIssuer(t, func(c *Config) { c.SolvedPerMin = 0 })
+	is := newTestIssuer(t, func(c *Options) { c.SolvedPerMin = NoCeiling })
 	req := id(1)
 	for k := 8; k <= 16; k++ {
 		seed := mintFor(is, req, t0.Unix()+60, k, byte(k))
@@ -208,7 +208,7 @@ func TestVerifySwappedIDs(t *testing.T) {
 		t.Errorf("swapped ids: %v, want ErrInsufficientWork", err)
 	}
 	// And the same seed at another responder fails its MAC.
-	other := newTestIssuer(t, func(c *Config) { k := [KeyLen]byte{42}; c.Key = &k })
+	other := newTestIssuer(t, func(c *Options) { k := [KeyLen]byte{42}; c.Key = &k })
 	good := smallest(t, seed, a, b.self, c.Effort, 1<<24)
 	if err := other.Verify(Solution{Alg, c.Seed, good}, a, t0, monoAt(t0)); err != ErrBadMAC {
 		t.Errorf("seed at another node: %v, want ErrBadMAC", err)
@@ -345,7 +345,7 @@ func TestCheckNonceBounds(t *testing.T) {
 }
 
 func TestVerifyDoesNotAllocate(t *testing.T) {
-	is := newTestIssuer(t, func(c *Config) { c.SolvedPerMin = 0 })
+	is := newTestIssuer(t, func(c *Options) { c.SolvedPerMin = NoCeiling })
 	req := id(1)
 	// Fill the replay memory past its bound so that the eviction path runs
 	// too: effort-0 seeds, distinct random bytes.

@@ -240,7 +240,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	n.events.SetQuota(quotaFor(cfg.Events, n.host.ID().String(), n.valuedAuthor))
 	n.events.SetClock(n.now)
 	l := cfg.Limits
-	if n.issuer, err = challenge.NewIssuer(n.selfID, challenge.Config{
+	if n.issuer, err = challenge.NewIssuer(n.selfID, &challenge.Options{
 		BaseBits: l.ChallengeBaseBits, MaxBits: l.ChallengeMaxBits, SolvedPerMin: l.SolvedPerMin,
 	}); err != nil {
 		return nil, fmt.Errorf("node: challenge: %w", err)
