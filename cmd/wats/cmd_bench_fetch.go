@@ -14,6 +14,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -84,7 +85,7 @@ to the size for the run.`,
 			if jsonOut {
 				return c.printJSON(res)
 			}
-			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanBytes(res.Bytes), res.CID)
+			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
 			fmt.Fprintf(c.stdout, "import (node0)     %v, %.0f MiB/s\n", res.Import, res.ImportMiBPerS)
 			fmt.Fprintf(c.stdout, "fetch (node1)      %v, %.0f MiB/s over %s\n", res.Fetch, res.FetchMiBPerS, strings.Join(res.Conns, ", "))
 			fmt.Fprintf(c.stdout, "CPU during fetch   node1 %v, node0 %v\n", res.FetcherCPU, res.ProviderCPU)
@@ -130,7 +131,7 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 	src, dst := d.clients[0], d.clients[1]
 	res := &fetchBenchResult{Bytes: size, Transport: transport}
 
-	logf("importing %s into node0", humanBytes(size))
+	logf("importing %s into node0", humanize.Bytes(size))
 	start := time.Now()
 	bi, err := src.AddBlob(ctx, io.LimitReader(rand.NewChaCha8([32]byte{'w', 'a', 't', 's'}), int64(size)))
 	if err != nil {
@@ -174,7 +175,7 @@ func rssString(n uint64) string {
 	if n == 0 {
 		return "n/a (Linux only)"
 	}
-	return humanBytes(n)
+	return humanize.Bytes(n)
 }
 
 // cpuTime returns the user and system CPU time a process has used

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -181,7 +182,7 @@ With --json it prints an object: dir, network and nodes (as 'devnet status
 			if asJSON {
 				return c.printJSON(devnetUp{Dir: f.dir, Network: network, Nodes: nodeRows(cmd.Context(), net.state)})
 			}
-			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", plural(n, "node"), f.dir, network)
+			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", humanize.Plural(n, "node"), f.dir, network)
 			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
 				return err
 			}
@@ -344,7 +345,7 @@ func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
 	if err := d.state.save(o.dir); err != nil {
 		return nil, err
 	}
-	o.log("waiting for the %s to connect", plural(o.n, "node"))
+	o.log("waiting for the %s to connect", humanize.Plural(o.n, "node"))
 	if err := waitConnected(ctx, d); err != nil {
 		return nil, err
 	}
@@ -872,7 +873,7 @@ when it could not stop a node or remove what --clean removes.`,
 				return err
 			}
 			res.Stopped = len(st.Nodes)
-			say("devnet in %s stopped (%s)", f.dir, plural(len(st.Nodes), "node"))
+			say("devnet in %s stopped (%s)", f.dir, humanize.Plural(len(st.Nodes), "node"))
 			if clean {
 				if err := cleanDevnetDir(f.dir); err != nil {
 					return err
@@ -887,12 +888,4 @@ when it could not stop a node or remove what --clean removes.`,
 	cmd.Flags().BoolVar(&clean, "clean", false, "also remove the node repos and their logs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: dir, stopped (nodes), removed (repos)")
 	return cmd
-}
-
-// plural is "1 node", "3 nodes".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -135,7 +136,7 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 		keep = ctx.Err() == nil
 		return err
 	}
-	fmt.Fprintf(c.stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", plural(o.n, "node"), dir, o.network)
+	fmt.Fprintf(c.stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", humanize.Plural(o.n, "node"), dir, o.network)
 	fmt.Fprintf(c.stdout, "try in another terminal: %s\n", c.hint("devnet", "status", "--dir", dir))
 	fmt.Fprintln(c.stdout, columnsLegend(o.demo))
 
@@ -220,7 +221,7 @@ loop:
 	}
 	view.end()
 
-	fmt.Fprintf(c.stdout, "stopping %s\n", plural(len(d.procs), "node"))
+	fmt.Fprintf(c.stdout, "stopping %s\n", humanize.Plural(len(d.procs), "node"))
 	d.stop()
 	for _, p := range d.procs {
 		if p.err != nil && runErr == nil {
@@ -319,7 +320,7 @@ func startPublisher(ctx context.Context, clients []*api.Client, interval time.Du
 				ev, err := cl.AddEvent(cctx, demoKind, jsontext.Value(body))
 				cancel()
 				if err == nil {
-					if id, err := eventID(ev); err == nil {
+					if id, err := api.EventID(ev); err == nil {
 						sp.published(id, t0)
 					}
 				}
@@ -430,7 +431,7 @@ func (v *nodeView) refresh(ctx context.Context, cl *api.Client) error {
 			return err
 		}
 		for _, ev := range page.Events {
-			id, err := eventID(ev)
+			id, err := api.EventID(ev)
 			if err != nil {
 				return err
 			}
@@ -516,7 +517,7 @@ const maxNamedNodes = 6
 //	spreading: 12 events in all; behind: node1 (2 missing), node2 (1 missing)
 func (c convergence) verdict(views []nodeView) string {
 	if c.ok {
-		return fmt.Sprintf("converged: all %d nodes hold the same %s", len(views), plural(c.events, "event"))
+		return fmt.Sprintf("converged: all %d nodes hold the same %s", len(views), humanize.Plural(c.events, "event"))
 	}
 	var behind, silent []string
 	for i, v := range views {
@@ -529,7 +530,7 @@ func (c convergence) verdict(views []nodeView) string {
 	}
 	parts := []string{c.state()}
 	if c.events > 0 {
-		parts[0] += fmt.Sprintf(": %s in all", plural(c.events, "event"))
+		parts[0] += fmt.Sprintf(": %s in all", humanize.Plural(c.events, "event"))
 	}
 	if len(behind) > 0 {
 		parts = append(parts, "behind: "+nameList(behind))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/internal/fileio"
 )
 
 // Devnet layout (docs/design.md §13): DIR/devnet.json records the running nodes;
@@ -81,7 +83,7 @@ func nodeDir(dir string, i int) string { return filepath.Join(dir, "node"+strcon
 // loadState reads dir's devnet.json; errNoDevnet if there is none.
 func loadState(dir string) (*devnetState, error) {
 	path := filepath.Join(dir, stateFileName)
-	b, err := readCapped(path, nil, maxStateBytes)
+	b, err := fileio.ReadCapped(path, nil, maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errNoDevnet
 	}
@@ -105,7 +107,7 @@ func (st *devnetState) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFileName), append(b, '\n'), 0o600)
+	return fileio.WriteAtomic(filepath.Join(dir, stateFileName), append(b, '\n'), 0o600)
 }
 
 // removeState removes dir's devnet.json, if any.
@@ -113,33 +115,6 @@ func removeState(dir string) error {
 	err := os.Remove(filepath.Join(dir, stateFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
-	}
-	return err
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so that a reader sees the old or the new content, never part.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync() // the new content on disk before it replaces the old
-	}
-	if err1 := f.Close(); err == nil {
-		err = err1
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 	}
 	return err
 }
