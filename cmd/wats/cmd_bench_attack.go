@@ -23,6 +23,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/internal/devnet"
 )
 
 // attackScenario is one row of `bench attack`: an attack and its size.
@@ -209,11 +210,11 @@ func attackerSummary(s attack.Stats) string {
 
 // attackDaemon starts one daemon for an attack scenario, with events to
 // sync, and returns it with its target address.
-func (c *cli) attackDaemon(ctx context.Context, dir string) (*devnet, attack.Target, error) {
-	d, err := startNetwork(ctx, netOptions{
-		dir: dir, n: 1, network: "wats-attack", timeout: defaultUpTimeout, foreground: true,
-		log: func(string, ...any) {},
-		config: func(cfg *config.Config) {
+func (c *cli) attackDaemon(ctx context.Context, dir string) (*devnet.Network, attack.Target, error) {
+	d, err := devnet.Start(ctx, devnet.Options{
+		Dir: dir, Nodes: 1, Network: "wats-attack", Timeout: devnet.DefaultUpTimeout, Foreground: true,
+		Log: func(string, ...any) {},
+		Config: func(cfg *config.Config) {
 			cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 			cfg.Sync.Gossip = false
 		},
@@ -223,13 +224,13 @@ func (c *cli) attackDaemon(ctx context.Context, dir string) (*devnet, attack.Tar
 	}
 	for i := range 300 { // a page and more to sync
 		body := jsontext.Value(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", 200)))
-		if _, err := d.clients[0].AddEvent(ctx, "note", body); err != nil {
-			d.stop()
+		if _, err := d.Client(0).AddEvent(ctx, "note", body); err != nil {
+			d.Stop()
 			return nil, attack.Target{}, err
 		}
 	}
 	addr := ""
-	for _, a := range d.state.Nodes[0].Addrs {
+	for _, a := range d.State().Nodes[0].Addrs {
 		if strings.Contains(a, "/tcp/") {
 			addr = a
 			break
@@ -237,7 +238,7 @@ func (c *cli) attackDaemon(ctx context.Context, dir string) (*devnet, attack.Tar
 	}
 	t, err := attack.ParseTarget(addr, "wats-attack")
 	if err != nil {
-		d.stop()
+		d.Stop()
 		return nil, attack.Target{}, err
 	}
 	return d, t, nil
@@ -254,9 +255,9 @@ func (c *cli) runAttackScenario(ctx context.Context, s attackScenario, duration 
 	if err != nil {
 		return nil, err
 	}
-	defer d.stop()
-	pid := d.procs[0].pid()
-	logPath := d.state.Nodes[0].Log
+	defer d.Stop()
+	pid := d.Daemon(0).PID()
+	logPath := d.State().Nodes[0].Log
 	res := &attackResult{Scenario: s}
 	h := attack.DefaultHonest
 	actx, cancel := context.WithTimeout(ctx, h.Warmup+duration)
@@ -335,16 +336,12 @@ func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, erro
 	if err != nil {
 		return nil, err
 	}
-	defer func() { d.stop() }()
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+	defer func() { d.Stop() }()
 	res := &killResult{Kills: kills}
 	var acked []string
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range kills {
-		cl := d.clients[0]
+		cl := d.Client(0)
 		// Writers until the kill: each acknowledged id is kept.
 		wctx, stop := context.WithCancel(ctx)
 		var mu sync.Mutex
@@ -371,19 +368,16 @@ func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, erro
 		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
 		case <-ctx.Done():
 		}
-		signalGroup(d.procs[0].pid(), syscall.SIGKILL)
-		<-d.procs[0].exited
+		devnet.SignalGroup(d.Daemon(0).PID(), syscall.SIGKILL)
+		<-d.Daemon(0).Exited()
 		stop()
 		wg.Wait()
 		// Restart on the same repo and check every acknowledged event.
-		node := d.state.Nodes[0]
-		p, err := startDaemon(exe, node.Repo, node.Log, 0, true)
-		if err != nil {
+		if err := d.Restart(0); err != nil {
 			return nil, err
 		}
-		d.procs[0] = p
-		wctx2, cancel := context.WithTimeout(ctx, defaultUpTimeout)
-		_, err = waitAPI(wctx2, p, cl, node.Log)
+		wctx2, cancel := context.WithTimeout(ctx, devnet.DefaultUpTimeout)
+		_, err := d.Daemon(0).WaitAPI(wctx2, cl)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("restart %d: %w", k+1, err)
@@ -392,7 +386,7 @@ func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, erro
 	}
 	res.Acknowledged = len(acked)
 	for _, id := range acked {
-		if _, err := d.clients[0].Event(ctx, id); err == nil {
+		if _, err := d.Client(0).Event(ctx, id); err == nil {
 			res.Present++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
@@ -110,9 +111,9 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 	if quiet {
 		logf = func(string, ...any) {}
 	}
-	d, err := startNetwork(ctx, netOptions{
-		dir: dir, n: 2, network: "wats-bench", timeout: defaultUpTimeout, foreground: true, log: logf,
-		config: func(cfg *config.Config) {
+	d, err := devnet.Start(ctx, devnet.Options{
+		Dir: dir, Nodes: 2, Network: "wats-bench", Timeout: devnet.DefaultUpTimeout, Foreground: true, Log: logf,
+		Config: func(cfg *config.Config) {
 			cfg.Blobs.MaxBlobBytes = max(cfg.Blobs.MaxBlobBytes, int64(size))
 			cfg.Blobs.QuotaBytes = max(cfg.Blobs.QuotaBytes, int64(size))
 			cfg.Blobs.AutoFetch = false
@@ -127,8 +128,8 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 	if err != nil {
 		return nil, err
 	}
-	defer d.stop()
-	src, dst := d.clients[0], d.clients[1]
+	defer d.Stop()
+	src, dst := d.Client(0), d.Client(1)
 	res := &fetchBenchResult{Bytes: size, Transport: transport}
 
 	logf("importing %s into node0", humanize.Bytes(size))
@@ -144,14 +145,14 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 	}
 
 	logf("node1 fetching it from node0")
-	cpu0, cpu1 := cpuTime(d.procs[0].pid()), cpuTime(d.procs[1].pid())
+	cpu0, cpu1 := cpuTime(d.Daemon(0).PID()), cpuTime(d.Daemon(1).PID())
 	start = time.Now()
 	if err := dst.FetchBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: id.PeerID}, nil); err != nil {
 		return nil, fmt.Errorf("node1: fetch: %w", err)
 	}
 	res.Fetch = seconds(time.Since(start))
-	res.ProviderCPU = seconds(cpuTime(d.procs[0].pid()) - cpu0)
-	res.FetcherCPU = seconds(cpuTime(d.procs[1].pid()) - cpu1)
+	res.ProviderCPU = seconds(cpuTime(d.Daemon(0).PID()) - cpu0)
+	res.FetcherCPU = seconds(cpuTime(d.Daemon(1).PID()) - cpu1)
 	mib := float64(size) / (1 << 20)
 	res.ImportMiBPerS = mib / time.Duration(res.Import).Seconds()
 	res.FetchMiBPerS = mib / time.Duration(res.Fetch).Seconds()
@@ -162,8 +163,8 @@ func (c *cli) benchFetch(ctx context.Context, size uint64, transport string, qui
 			}
 		}
 	}
-	res.ProviderPeakRSS = peakRSS(d.procs[0].pid())
-	res.FetcherPeakRSS = peakRSS(d.procs[1].pid())
+	res.ProviderPeakRSS = peakRSS(d.Daemon(0).PID())
+	res.FetcherPeakRSS = peakRSS(d.Daemon(1).PID())
 	return res, nil
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -107,7 +108,7 @@ type gossipDaemonResult struct {
 // fsyncCounts reads a daemon's WAL fsync count and the count at or below
 // 100 ms from its /metrics (zeros if it cannot).
 func fsyncCounts(ctx context.Context, cl *api.Client) (all, fast uint64) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
 	defer cancel()
 	text, err := cl.Metrics(cctx)
 	if err != nil {
@@ -351,7 +352,7 @@ func gossipAttackerSummary(r gossipResult) string {
 
 // gossipLine is the bench's three daemons: A, B bootstrapped to A, C to B.
 type gossipLine struct {
-	procs   []*proc
+	procs   []*devnet.Daemon
 	clients []*api.Client
 	repos   []string
 	logs    []string
@@ -366,7 +367,7 @@ type gossipLine struct {
 var lineNames = []string{"A", "B", "C"}
 
 func (l *gossipLine) stop() {
-	stopProcs(l.procs)
+	devnet.StopDaemons(l.procs)
 	for _, cl := range l.clients {
 		cl.Close()
 	}
@@ -376,8 +377,8 @@ func (l *gossipLine) stop() {
 func (l *gossipLine) exited() error {
 	for i, p := range l.procs {
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited during the run (%v); the end of %s:\n%s", lineNames[i], p.err, l.logs[i], logTail(l.logs[i], 30))
+		case <-p.Exited():
+			return fmt.Errorf("%s exited during the run (%v); the end of %s:\n%s", lineNames[i], p.Err(), l.logs[i], devnet.LogTail(l.logs[i], 30))
 		default:
 		}
 	}
@@ -414,20 +415,20 @@ func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipL
 		cfg.Sync.Interval = config.Duration{Duration: time.Hour}
 		cfg.Limits.NewAuthorMinutes = 1 // the least limits.new_author_minutes allows; see the warm-up
 		rdir := filepath.Join(dir, name)
-		r, err := prepareNodeRepo(rdir, cfg)
+		r, err := devnet.PrepareRepo(rdir, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		logPath := filepath.Join(rdir, logFileName)
-		p, err := startDaemon(exe, rdir, logPath, i, true)
+		logPath := filepath.Join(rdir, devnet.LogFileName)
+		p, err := devnet.StartDaemon(exe, rdir, logPath, i, true)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		cl := api.NewClient(r.SocketPath())
 		l.procs, l.clients = append(l.procs, p), append(l.clients, cl)
 		l.repos, l.logs = append(l.repos, rdir), append(l.logs, logPath)
-		wctx, cancel := context.WithTimeout(ctx, defaultUpTimeout)
-		id, err := waitAPI(wctx, p, cl, logPath)
+		wctx, cancel := context.WithTimeout(ctx, devnet.DefaultUpTimeout)
+		id, err := p.WaitAPI(wctx, cl)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -449,12 +450,12 @@ func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipL
 	}
 	// The line: A–B and B–C with hello completed, and no C–A.
 	want := [][]int{{1}, {0, 2}, {1}}
-	wctx, cancel := context.WithTimeout(ctx, defaultUpTimeout)
+	wctx, cancel := context.WithTimeout(ctx, devnet.DefaultUpTimeout)
 	defer cancel()
 	for {
 		missing := ""
 		for i, cl := range l.clients {
-			cctx, ccancel := context.WithTimeout(wctx, callTimeout)
+			cctx, ccancel := context.WithTimeout(wctx, devnet.CallTimeout)
 			peers, err := cl.Peers(cctx)
 			ccancel()
 			if err != nil {
@@ -475,8 +476,8 @@ func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipL
 		}
 		select {
 		case <-wctx.Done():
-			return nil, fmt.Errorf("the daemons did not connect in a line: %s; logs in %s/*/%s", missing, dir, logFileName)
-		case <-time.After(pollInterval):
+			return nil, fmt.Errorf("the daemons did not connect in a line: %s; logs in %s/*/%s", missing, dir, devnet.LogFileName)
+		case <-time.After(devnet.PollInterval):
 		}
 	}
 }
@@ -529,7 +530,7 @@ type honestSent struct {
 
 // publishHonest publishes one honest event through A's API.
 func publishHonest(ctx context.Context, cl *api.Client, i int) (honestSent, error) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	raw, err := cl.AddEvent(cctx, "note", jsontext.Value(fmt.Sprintf(`{"honest":%d}`, i)))
@@ -646,7 +647,7 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 	res.Daemons = make([]gossipDaemonResult, n)
 	pids := make([]int, n)
 	for i := range n {
-		pids[i] = l.procs[i].pid()
+		pids[i] = l.procs[i].PID()
 		res.Daemons[i] = gossipDaemonResult{Name: lineNames[i], PeerID: l.ids[i],
 			RSSStart: currentRSS(pids[i])}
 		res.Daemons[i].DiskStart, res.Daemons[i].FilesStart = duBytes(l.repos[i])
@@ -670,7 +671,7 @@ func (c *cli) runGossipScenario(ctx context.Context, s gossipScenario, warmup, d
 			smu.Unlock()
 			if tick%8 == 0 {
 				for i, cl := range l.clients {
-					cctx, cancel := context.WithTimeout(sctx, callTimeout)
+					cctx, cancel := context.WithTimeout(sctx, devnet.CallTimeout)
 					peers, err := cl.Peers(cctx)
 					cancel()
 					if err != nil {
@@ -869,7 +870,7 @@ type eventCounts struct{ total, attacker uint64 }
 // are not honest (A's: each honest id looked up; A publishes nothing else,
 // and B and C publish nothing).
 func attackerEventsAt(ctx context.Context, cl *api.Client, honest []string) (eventCounts, error) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
 	st, err := cl.Status(cctx)
 	cancel()
 	if err != nil {
@@ -877,7 +878,7 @@ func attackerEventsAt(ctx context.Context, cl *api.Client, honest []string) (eve
 	}
 	var present uint64
 	for _, id := range honest {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
 		_, err := cl.Event(cctx, id)
 		cancel()
 		switch {
@@ -978,7 +979,7 @@ func (c *cli) startGossipWorker(ctx context.Context, s gossipScenario, l *gossip
 	if err != nil {
 		return nil, err
 	}
-	w.cmd.SysProcAttr = daemonProcAttr(true) // a group of its own; SIGTERM if this process dies
+	w.cmd.SysProcAttr = devnet.ProcAttr(true) // a group of its own; SIGTERM if this process dies
 	if err := startNiced(w.cmd); err != nil {
 		return nil, fmt.Errorf("start the attacker: %w", err)
 	}
@@ -1013,9 +1014,9 @@ func (w *gossipWorker) ready(ctx context.Context) error {
 	case <-w.readyCh:
 		return nil
 	case <-w.done:
-		return fmt.Errorf("the attacker exited before it started (%v); the end of %s:\n%s", w.err, w.logPath, logTail(w.logPath, 15))
+		return fmt.Errorf("the attacker exited before it started (%v); the end of %s:\n%s", w.err, w.logPath, devnet.LogTail(w.logPath, 15))
 	case <-t.C:
-		return fmt.Errorf("the attacker did not start within %v; the end of %s:\n%s", workerReadyTimeout, w.logPath, logTail(w.logPath, 15))
+		return fmt.Errorf("the attacker did not start within %v; the end of %s:\n%s", workerReadyTimeout, w.logPath, devnet.LogTail(w.logPath, 15))
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -1035,7 +1036,7 @@ func (w *gossipWorker) wait(ctx context.Context, timeout time.Duration) (*attack
 		return nil, ctx.Err()
 	}
 	if w.err != nil {
-		return nil, fmt.Errorf("attacker: %w; the end of %s:\n%s", w.err, w.logPath, logTail(w.logPath, 15))
+		return nil, fmt.Errorf("attacker: %w; the end of %s:\n%s", w.err, w.logPath, devnet.LogTail(w.logPath, 15))
 	}
 	var st attack.GossipStats
 	if err := json.Unmarshal(w.stats, &st); err != nil {
@@ -1045,18 +1046,18 @@ func (w *gossipWorker) wait(ctx context.Context, timeout time.Duration) (*attack
 }
 
 // kill ends the worker if it still runs (its process group: SIGTERM, then
-// SIGKILL after stopGrace) and waits for it.
+// SIGKILL after devnet.StopGrace) and waits for it.
 func (w *gossipWorker) kill() {
 	select {
 	case <-w.done:
 		return
 	default:
 	}
-	signalGroup(w.pid, syscall.SIGTERM)
+	devnet.SignalGroup(w.pid, syscall.SIGTERM)
 	select {
 	case <-w.done:
-	case <-time.After(stopGrace):
-		signalGroup(w.pid, syscall.SIGKILL)
+	case <-time.After(devnet.StopGrace):
+		devnet.SignalGroup(w.pid, syscall.SIGKILL)
 		<-w.done
 	}
 }

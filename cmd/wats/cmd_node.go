@@ -777,10 +777,6 @@ func marshalIndent(v any) ([]byte, error) {
 	return json.Marshal(v, jsontext.WithIndent("  "))
 }
 
-// callTimeout bounds the short control API calls the devnet commands make
-// to each node, so that one hung daemon does not hang `devnet status`.
-const callTimeout = 5 * time.Second
-
 // quotaCount and quotaBytes print a quota of the [events] table: 0 is
 // unlimited.
 func quotaCount(n uint64) string {

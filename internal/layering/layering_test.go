@@ -30,11 +30,14 @@ var allowed = map[string][]string{
 	"gossip":            {"proto", "eventlog"},
 	"node/api":          {},
 	"node":              {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
-	"cmd/wats":          {"node", "node/api", "repo", "config", "internal/attack", "internal/fileio", "internal/humanize"},
+	"cmd/wats":          {"node", "node/api", "repo", "config", "internal/attack", "internal/devnet", "internal/fileio", "internal/humanize"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.
 	"internal/attack": {"proto", "challenge", "eventlog"},
+	// The devnet is a harness of cmd/wats: a client of the daemons it
+	// starts, through their repos and control API, as the CLI is.
+	"internal/devnet": {"node/api", "repo", "config", "internal/fileio", "internal/humanize"},
 	// Small helpers that cmd/wats and its harnesses share: whole files
 	// written atomically and read with a cap; byte counts and plurals as
 	// the CLI prints them.

@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func startBlobDemo(ctx context.Context, clients []*api.Client, log io.Writer) *b
 }
 
 func (d *blobDemo) publish(ctx context.Context, log io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*callTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*CallTimeout)
 	defer cancel()
 	first, last := d.clients[0], d.clients[len(d.clients)-1]
 	lastIdx := len(d.clients) - 1
@@ -112,7 +112,7 @@ func (d *blobDemo) refresh(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, cl := range d.clients {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 			defer cancel()
 			list, err := cl.Blobs(cctx)
 			if err != nil {
