@@ -16,7 +16,8 @@
 // config.toml (config.Template). The daemon calls Open, then Lock, and
 // keeps the lock until it exits, so a repo has one daemon at most; it then
 // calls PrepareSocket and listens on the path it returns. A CLI command
-// calls Open and dials SocketPath.
+// calls Open and dials SocketPath, or, to reach the daemon alone, dials
+// SocketPathOf(dir), which reads neither key nor config.
 //
 //	r, err := repo.Open(dir) // ErrNotInitialized says to run `wats init`
 //	release, err := r.Lock() // ErrLocked names the running daemon's pid
@@ -41,5 +42,6 @@
 //   - key.go: reading and checking identity.key, atomic file writes.
 //   - lock_unix.go: Lock, with flock(2).
 //   - socket.go, socket_unix.go: SocketPath and PrepareSocket.
+//   - locate.go: SocketPathOf, a repo's socket without opening the repo.
 //   - errors.go: the sentinel errors, Error and LockedError.
 package repo

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/internal/bench"
 )
 
 func (c *cli) benchCmd() *cobra.Command {
@@ -39,7 +39,7 @@ process during the catch-up. Rate limits do not apply to this run.`,
 					fmt.Fprintln(c.stderr, line)
 				}
 			}
-			res, err := node.BenchSync(cmd.Context(), n, dir, progress)
+			res, err := bench.Sync(cmd.Context(), n, dir, progress)
 			if err != nil {
 				return err
 			}

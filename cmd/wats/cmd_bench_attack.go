@@ -1,88 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/internal/bench"
 )
-
-// attackScenario is one row of `bench attack`: an attack and its size.
-type attackScenario struct {
-	Name   string `json:"name"`
-	Attack string `json:"attack"` // "" for none
-	IDs    int    `json:"ids,omitempty"`
-	Rate   int    `json:"rate,omitempty"`
-}
-
-// attackScenarios are the scenarios of ADR 0030's attack suite, in order.
-var attackScenarios = []attackScenario{
-	{Name: "none", Attack: ""},
-	{Name: "one-id-flood", Attack: attack.OneIDFlood},
-	{Name: "sybil", Attack: attack.Sybil, Rate: 550},
-	{Name: "sybil-hello", Attack: attack.SybilHello, Rate: 550},
-	{Name: "hoard-unnegotiated-1", Attack: attack.HoardUnnegotiated, IDs: 1},
-	{Name: "hoard-unnegotiated-50", Attack: attack.HoardUnnegotiated, IDs: 50},
-	{Name: "hoard-unnegotiated-500", Attack: attack.HoardUnnegotiated, IDs: 500},
-	{Name: "hoard-prefix-1", Attack: attack.HoardPrefix, IDs: 1},
-	{Name: "hoard-prefix-50", Attack: attack.HoardPrefix, IDs: 50},
-	{Name: "hoard-prefix-500", Attack: attack.HoardPrefix, IDs: 500},
-	{Name: "bad-solutions", Attack: attack.BadSolutions},
-	{Name: "unread-pages-8", Attack: attack.UnreadPages, IDs: 8},
-	{Name: "crash-flood", Attack: attack.CrashFlood, Rate: 200},
-	{Name: "value-sybils", Attack: attack.ValueSybils, Rate: 100},
-}
-
-// attackResult is one scenario's figures.
-type attackResult struct {
-	Scenario attackScenario      `json:"scenario"`
-	Seconds  float64             `json:"seconds"`
-	Honest   attack.HonestResult `json:"honest"`
-	// HonestServedPct and NewcomersServedPct are the honest requests and
-	// the newcomers served, in percent.
-	HonestServedPct    float64 `json:"honest_served_pct"`
-	NewcomersServedPct float64 `json:"newcomers_served_pct"`
-	// The daemon's resident set when the attack started, its highest
-	// sample during it, and at its end, in bytes (Linux; 0 elsewhere).
-	RSSStart uint64 `json:"rss_start_bytes"`
-	RSSPeak  uint64 `json:"rss_peak_bytes"`
-	RSSEnd   uint64 `json:"rss_end_bytes"`
-	// LogLines is what the daemon logged during the attack; LogLinesPerMin
-	// the same a minute.
-	LogLines       int     `json:"log_lines"`
-	LogLinesPerMin float64 `json:"log_lines_per_min"`
-	// CPUPct is the daemon's CPU time during the attack, in percent of one
-	// core.
-	CPUPct float64 `json:"cpu_pct"`
-	// Attacker is what the attacker process did.
-	Attacker attack.Stats `json:"attacker"`
-}
-
-// killResult is the kill -9 scenario's figures.
-type killResult struct {
-	Kills        int `json:"kills"`
-	Acknowledged int `json:"acknowledged"`
-	Present      int `json:"present"`
-	Lost         int `json:"lost"`
-}
 
 func (c *cli) benchAttackCmd() *cobra.Command {
 	var (
@@ -92,7 +20,7 @@ func (c *cli) benchAttackCmd() *cobra.Command {
 		jsonOut  bool
 	)
 	names := []string{"all", "kill9"}
-	for _, s := range attackScenarios {
+	for _, s := range bench.AttackScenarios {
 		names = append(names, s.Name)
 	}
 	cmd := &cobra.Command{
@@ -128,15 +56,15 @@ start, peak and end, its log lines and its CPU. The figures describe this
 machine under this load; docs/reliability.md records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var run []attackScenario
+			var run []bench.AttackScenario
 			switch scenario {
 			case "all":
-				run = attackScenarios
+				run = bench.AttackScenarios
 			case "kill9":
 			default:
-				for _, s := range attackScenarios {
+				for _, s := range bench.AttackScenarios {
 					if s.Name == scenario {
-						run = []attackScenario{s}
+						run = []bench.AttackScenario{s}
 					}
 				}
 				if len(run) == 0 {
@@ -149,10 +77,10 @@ machine under this load; docs/reliability.md records them with the command.`,
 			if kills < 1 {
 				return usageErrorf("--kills %d: at least 1", kills)
 			}
-			var results []attackResult
+			var results []bench.AttackResult
 			for _, s := range run {
 				c.progress("scenario %s: %v", s.Name, duration)
-				r, err := c.runAttackScenario(cmd.Context(), s, duration)
+				r, err := bench.RunAttack(cmd.Context(), s, duration)
 				if err != nil {
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
 				}
@@ -162,18 +90,18 @@ machine under this load; docs/reliability.md records them with the command.`,
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)
 				}
 			}
-			var kr *killResult
+			var kr *bench.KillResult
 			if scenario == "all" || scenario == "kill9" {
 				c.progress("scenario kill9: %d kills", kills)
 				var err error
-				if kr, err = c.runKillScenario(cmd.Context(), kills); err != nil {
+				if kr, err = bench.RunKill(cmd.Context(), kills, c.progress); err != nil {
 					return fmt.Errorf("scenario kill9: %w", err)
 				}
 			}
 			if jsonOut {
 				return c.printJSON(struct {
-					Results []attackResult `json:"results"`
-					Kill9   *killResult    `json:"kill9,omitempty"`
+					Results []bench.AttackResult `json:"results"`
+					Kill9   *bench.KillResult    `json:"kill9,omitempty"`
 				}{results, kr})
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -200,6 +128,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 	return cmd
 }
 
+// mib and attackerSummary are cells of the bench attack table.
 func mib(n uint64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 func attackerSummary(s attack.Stats) string {
@@ -207,200 +136,8 @@ func attackerSummary(s attack.Stats) string {
 		s.IDs, s.Conns, s.Failed, s.Requests, s.Answered, s.Streams, s.Reset)
 }
 
-// attackDaemon starts one daemon for an attack scenario, with events to
-// sync, and returns it with its target address.
-func (c *cli) attackDaemon(ctx context.Context, dir string) (*devnet, attack.Target, error) {
-	d, err := startNetwork(ctx, netOptions{
-		dir: dir, n: 1, network: "wats-attack", timeout: defaultUpTimeout, foreground: true,
-		log: func(string, ...any) {},
-		config: func(cfg *config.Config) {
-			cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-			cfg.Sync.Gossip = false
-		},
-	})
-	if err != nil {
-		return nil, attack.Target{}, err
-	}
-	for i := range 300 { // a page and more to sync
-		body := jsontext.Value(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", 200)))
-		if _, err := d.clients[0].AddEvent(ctx, "note", body); err != nil {
-			d.stop()
-			return nil, attack.Target{}, err
-		}
-	}
-	addr := ""
-	for _, a := range d.state.Nodes[0].Addrs {
-		if strings.Contains(a, "/tcp/") {
-			addr = a
-			break
-		}
-	}
-	t, err := attack.ParseTarget(addr, "wats-attack")
-	if err != nil {
-		d.stop()
-		return nil, attack.Target{}, err
-	}
-	return d, t, nil
-}
-
-// runAttackScenario runs one scenario against a fresh daemon.
-func (c *cli) runAttackScenario(ctx context.Context, s attackScenario, duration time.Duration) (*attackResult, error) {
-	dir, err := os.MkdirTemp("", "wats-bench-attack-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	d, t, err := c.attackDaemon(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.stop()
-	pid := d.procs[0].pid()
-	logPath := d.state.Nodes[0].Log
-	res := &attackResult{Scenario: s}
-	h := attack.DefaultHonest
-	actx, cancel := context.WithTimeout(ctx, h.Warmup+duration)
-	defer cancel()
-	warm := make(chan struct{})
-	honest := make(chan attack.HonestResult, 1)
-	go func() { honest <- attack.RunHonest(actx, t, h, warm) }()
-	<-warm // the honest peers have their records: the attack starts
-
-	res.RSSStart = currentRSS(pid)
-	lines0 := countLines(logPath)
-	cpu0 := cpuTime(pid)
-	var worker *exec.Cmd
-	var workerOut bytes.Buffer
-	if s.Attack != "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		addr := t.Addr.String() + "/p2p/" + t.ID.String()
-		worker = exec.Command(exe, "bench", "attack-worker", "--attack", s.Attack, "--target", addr,
-			"--network", t.Network, "--duration", duration.String(),
-			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1)))
-		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
-		// The attacker runs at the lowest priority, every thread of it:
-		// the figures describe the node, not two processes sharing the
-		// cores.
-		if err := startNiced(worker); err != nil {
-			return nil, err
-		}
-	}
-	start := time.Now()
-	var peak uint64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			peak = max(peak, currentRSS(pid))
-			select {
-			case <-actx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
-	res.Honest = <-honest
-	wg.Wait()
-	res.Seconds = time.Since(start).Seconds()
-	res.CPUPct = 100 * (cpuTime(pid) - cpu0).Seconds() / res.Seconds
-	res.RSSPeak, res.RSSEnd = max(peak, currentRSS(pid)), currentRSS(pid)
-	res.LogLines = countLines(logPath) - lines0
-	res.LogLinesPerMin = float64(res.LogLines) / res.Seconds * 60
-	res.HonestServedPct, res.NewcomersServedPct = res.Honest.ServedPct(), res.Honest.NewcomersPct()
-	if worker != nil {
-		if err := worker.Wait(); err != nil {
-			return nil, fmt.Errorf("attacker: %w", err)
-		}
-		if err := json.Unmarshal(workerOut.Bytes(), &res.Attacker); err != nil {
-			return nil, fmt.Errorf("attacker's figures %q: %w", workerOut.String(), err)
-		}
-	}
-	return res, nil
-}
-
-// runKillScenario writes events through the control API of a daemon that
-// it kills with SIGKILL and restarts kills times, and counts the events
-// whose write was acknowledged and those the restarted daemon holds.
-func (c *cli) runKillScenario(ctx context.Context, kills int) (*killResult, error) {
-	dir, err := os.MkdirTemp("", "wats-bench-kill9-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	d, _, err := c.attackDaemon(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { d.stop() }()
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	res := &killResult{Kills: kills}
-	var acked []string
-	rng := rand.New(rand.NewPCG(1, 2))
-	for k := range kills {
-		cl := d.clients[0]
-		// Writers until the kill: each acknowledged id is kept.
-		wctx, stop := context.WithCancel(ctx)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for w := range 4 {
-			wg.Go(func() {
-				for i := 0; wctx.Err() == nil; i++ {
-					ev, err := cl.AddEvent(wctx, "note", jsontext.Value(fmt.Sprintf(`{"k":%d,"w":%d,"i":%d}`, k, w, i)))
-					if err != nil {
-						return
-					}
-					var e struct {
-						ID string `json:"id"`
-					}
-					if jsonv2.Unmarshal(ev, &e) == nil {
-						mu.Lock()
-						acked = append(acked, e.ID)
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		select { // writes in flight for 100..500 ms, then the kill
-		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
-		case <-ctx.Done():
-		}
-		signalGroup(d.procs[0].pid(), syscall.SIGKILL)
-		<-d.procs[0].exited
-		stop()
-		wg.Wait()
-		// Restart on the same repo and check every acknowledged event.
-		node := d.state.Nodes[0]
-		p, err := startDaemon(exe, node.Repo, node.Log, 0, true)
-		if err != nil {
-			return nil, err
-		}
-		d.procs[0] = p
-		wctx2, cancel := context.WithTimeout(ctx, defaultUpTimeout)
-		_, err = waitAPI(wctx2, p, cl, node.Log)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("restart %d: %w", k+1, err)
-		}
-		c.progress("  kill %d: %d events acknowledged so far", k+1, len(acked))
-	}
-	res.Acknowledged = len(acked)
-	for _, id := range acked {
-		if _, err := d.clients[0].Event(ctx, id); err == nil {
-			res.Present++
-		}
-	}
-	res.Lost = res.Acknowledged - res.Present
-	return res, nil
-}
-
-// benchAttackWorkerCmd is the attacker process of `bench attack`.
+// benchAttackWorkerCmd is the attacker process of `bench attack`, which
+// starts it with these flags (bench.RunAttack).
 func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 	var (
 		name, target, network string
@@ -417,14 +154,7 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			o.Hold = time.Second
-			ctx, cancel := context.WithTimeout(cmd.Context(), duration)
-			defer cancel()
-			st, err := attack.Attack(ctx, name, t, o)
-			if err != nil {
-				return err
-			}
-			return json.NewEncoder(c.stdout).Encode(st)
+			return bench.AttackWorker(cmd.Context(), name, t, o, duration, c.stdout)
 		},
 	}
 	cmd.Flags().StringVar(&name, "attack", "", "the attack: "+strings.Join(attack.Attacks, ", "))
@@ -434,42 +164,4 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.IDs, "ids", 1, "ids of a hoarding attack")
 	cmd.Flags().IntVar(&o.Rate, "rate", 550, "fresh ids a second of a Sybil attack")
 	return cmd
-}
-
-// currentRSS returns a process's resident set in bytes (VmRSS), or 0.
-func currentRSS(pid int) uint64 { return procStatusKB(pid, "VmRSS:") }
-
-// procStatusKB reads a "kB" field of /proc/PID/status, in bytes; 0 where
-// that is not available.
-func procStatusKB(pid int, field string) uint64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// countLines counts the lines of a file (0 if it cannot be read).
-func countLines(path string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		n++
-	}
-	return n
 }

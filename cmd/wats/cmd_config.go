@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -127,7 +127,7 @@ daemon applies log.level at a SIGHUP and the other keys at its next start.`,
 			if err != nil {
 				return fmt.Errorf("%s not changed: %w", path, err)
 			}
-			if err := writeFileAtomic(path, out, 0o600); err != nil {
+			if err := fileio.WriteAtomic(path, out, 0o600); err != nil {
 				return err
 			}
 			eff, err := c.effectiveConfig(cmd.Context())

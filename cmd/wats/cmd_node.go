@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/internal/fileio"
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
@@ -111,7 +113,7 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
 			lu := st.Log
 			fmt.Fprintf(tw, "log:\t%d of %s events, %s of %s; %d authors, each at most %s events and %s\n",
-				lu.Events, quotaCount(lu.MaxEvents), humanBytes(lu.Bytes), quotaBytes(lu.MaxBytes),
+				lu.Events, quotaCount(lu.MaxEvents), humanize.Bytes(lu.Bytes), quotaBytes(lu.MaxBytes),
 				lu.Authors, quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
 			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
 			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
@@ -119,7 +121,7 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
 			fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
 				st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
-			fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanBytes(st.BlobBytes), humanBytes(st.BlobQuotaBytes))
+			fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()
 		},
@@ -442,7 +444,7 @@ func (c *cli) readBody(flag string) (jsontext.Value, error) {
 	raw := []byte(flag)
 	if name, ok := strings.CutPrefix(flag, "@"); ok {
 		var err error
-		if raw, err = readCapped(name, c.stdin, maxBodyFlagBytes); err != nil {
+		if raw, err = fileio.ReadCapped(name, c.stdin, maxBodyFlagBytes); err != nil {
 			return nil, fmt.Errorf("--body: %w", err)
 		}
 	}
@@ -457,17 +459,6 @@ func (c *cli) readBody(flag string) (jsontext.Value, error) {
 		return nil, usageErrorf("--body must be a JSON object such as '{\"text\":\"hi\"}', got %.80q", raw)
 	}
 	return v, nil
-}
-
-// eventID returns the "id" of a signed event.
-func eventID(ev jsontext.Value) (string, error) {
-	var e struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(ev, &e); err != nil || e.ID == "" {
-		return "", fmt.Errorf("the daemon returned an event without an id: %.120s", ev)
-	}
-	return e.ID, nil
 }
 
 func (c *cli) eventsLsCmd() *cobra.Command {
@@ -582,7 +573,7 @@ func eventBlobs(refs []api.BlobRef) string {
 		if name == "" {
 			name = shortCID(r.CID)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", name, humanBytes(r.Size)))
+		parts = append(parts, fmt.Sprintf("%s (%s)", name, humanize.Bytes(r.Size)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -765,7 +756,7 @@ func (c *cli) printStored(ev jsontext.Value, asJSON bool) error {
 	if asJSON {
 		return c.printValue(ev)
 	}
-	id, err := eventID(ev)
+	id, err := api.EventID(ev)
 	if err != nil {
 		return err
 	}
@@ -786,10 +777,6 @@ func marshalIndent(v any) ([]byte, error) {
 	return json.Marshal(v, jsontext.WithIndent("  "))
 }
 
-// callTimeout bounds the short control API calls the devnet commands make
-// to each node, so that one hung daemon does not hang `devnet status`.
-const callTimeout = 5 * time.Second
-
 // quotaCount and quotaBytes print a quota of the [events] table: 0 is
 // unlimited.
 func quotaCount(n uint64) string {
@@ -803,5 +790,5 @@ func quotaBytes(n uint64) string {
 	if n == 0 {
 		return "unlimited"
 	}
-	return humanBytes(n)
+	return humanize.Bytes(n)
 }

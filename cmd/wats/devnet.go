@@ -1,67 +1,23 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/config"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/internal/devnet"
+	"github.com/wats-network/wats/internal/humanize"
 )
-
-// Devnet defaults.
-const (
-	// defaultDevnetNetwork is the network name of a devnet's nodes.
-	defaultDevnetNetwork = "wats-devnet"
-	// defaultUpTimeout bounds `devnet up`: every node started and connected.
-	defaultUpTimeout = 30 * time.Second
-	// devnetSyncInterval is the nodes' sync.interval: shorter than the
-	// default 30s so that an event missed by gossip shows up quickly.
-	devnetSyncInterval = 5 * time.Second
-)
-
-// devnetBootAddr picks the address of a devnet node that later nodes are
-// bootstrapped to: its first TCP address (the devnet's cheapest transport,
-// ADR 0029), else its first.
-func devnetBootAddr(addrs []string) string {
-	for _, a := range addrs {
-		if strings.Contains(a, "/tcp/") {
-			return a
-		}
-	}
-	if len(addrs) > 0 {
-		return addrs[0]
-	}
-	return ""
-}
-
-// describeBoot says what a node is bootstrapped to: one address, or the
-// number of nodes.
-func describeBoot(boot []string) string {
-	if len(boot) == 1 {
-		return boot[0]
-	}
-	return fmt.Sprintf("the %d nodes before it", len(boot))
-}
-
-// devnetListen is every devnet node's p2p.listen: loopback only, ports
-// chosen by the kernel, TCP and QUIC (docs/design.md §13: on loopback).
-var devnetListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
 
 // devnetFlags are the flags shared by the devnet commands.
 type devnetFlags struct {
@@ -77,7 +33,7 @@ func (f *devnetFlags) register(cmd *cobra.Command) {
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		switch {
 		case !cmd.Flags().Changed("dir"):
-			f.dir = defaultDevnetDir()
+			f.dir = devnet.DefaultDir()
 		case f.dir == "":
 			return usageErrorf("--dir is empty: pass a directory, or leave --dir out for the default")
 		}
@@ -88,7 +44,7 @@ func (f *devnetFlags) register(cmd *cobra.Command) {
 // dirHint is the args "--dir DIR" when DIR is not the default, for the
 // commands the devnet commands suggest; none otherwise.
 func (f *devnetFlags) dirHint() []string {
-	if f.dir == defaultDevnetDir() {
+	if f.dir == devnet.DefaultDir() {
 		return nil
 	}
 	return []string{"--dir", f.dir}
@@ -129,8 +85,8 @@ func withoutRepo(cmd *cobra.Command, instead string) *cobra.Command {
 
 // checkNodeCount validates -n.
 func checkNodeCount(n int) error {
-	if n < 1 || n > maxDevnetNodes {
-		return usageErrorf("-n %d: a devnet has 1 to %d nodes", n, maxDevnetNodes)
+	if n < 1 || n > devnet.MaxNodes {
+		return usageErrorf("-n %d: a devnet has 1 to %d nodes", n, devnet.MaxNodes)
 	}
 	return nil
 }
@@ -171,18 +127,18 @@ With --json it prints an object: dir, network and nodes (as 'devnet status
 			if timeout <= 0 {
 				return usageErrorf("--timeout %s: must be positive", timeout)
 			}
-			net, err := startNetwork(cmd.Context(), netOptions{
-				dir: f.dir, n: n, network: network, timeout: timeout, log: c.progress,
-				downHint: c.devnetHint(&f, "down"),
+			net, err := devnet.Start(cmd.Context(), devnet.Options{
+				Dir: f.dir, Nodes: n, Network: network, Timeout: timeout, Log: c.progress,
+				DownHint: c.devnetHint(&f, "down"),
 			})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return c.printJSON(devnetUp{Dir: f.dir, Network: network, Nodes: nodeRows(cmd.Context(), net.state)})
+				return c.printJSON(devnetUp{Dir: f.dir, Network: network, Nodes: devnet.Status(cmd.Context(), net.State())})
 			}
-			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", plural(n, "node"), f.dir, network)
-			if err := c.printDevnetTable(cmd.Context(), net.state, false); err != nil {
+			fmt.Fprintf(c.stdout, "devnet of %s up in %s (network %s)\n", humanize.Plural(n, "node"), f.dir, network)
+			if err := c.printDevnetTable(cmd.Context(), net.State(), false); err != nil {
 				return err
 			}
 			// One command a line: each can be pasted as it is.
@@ -200,25 +156,17 @@ With --json it prints an object: dir, network and nodes (as 'devnet status
 	}
 	f.register(cmd)
 	cmd.Flags().IntVarP(&n, "nodes", "n", 3, "the number of nodes")
-	cmd.Flags().StringVar(&network, "network", defaultDevnetNetwork, "the nodes' network name")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
+	cmd.Flags().StringVar(&network, "network", devnet.DefaultNetwork, "the nodes' network name")
+	cmd.Flags().DurationVar(&timeout, "timeout", devnet.DefaultUpTimeout, "how long to wait for the nodes to start and connect")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: dir, network, nodes")
 	return cmd
 }
 
 // devnetUp is the JSON of `devnet up --json`.
 type devnetUp struct {
-	Dir     string    `json:"dir"`
-	Network string    `json:"network"`
-	Nodes   []nodeRow `json:"nodes"`
-}
-
-// devnetDown is the JSON of `devnet down --json`: the nodes stopped (0
-// when none ran) and whether the repos were removed.
-type devnetDown struct {
-	Dir     string `json:"dir"`
-	Stopped int    `json:"stopped"`
-	Removed bool   `json:"removed"`
+	Dir     string              `json:"dir"`
+	Network string              `json:"network"`
+	Nodes   []devnet.NodeStatus `json:"nodes"`
 }
 
 // progress writes a progress message of a long command to stderr.
@@ -226,311 +174,9 @@ func (c *cli) progress(format string, args ...any) {
 	fmt.Fprintf(c.stderr, format+"\n", args...)
 }
 
-// netOptions are the settings of startNetwork.
-type netOptions struct {
-	dir     string
-	n       int
-	network string
-	timeout time.Duration
-	// foreground: the nodes belong to this process (`devnet run`).
-	foreground bool
-	log        func(format string, args ...any)
-	// downHint is the command that stops a devnet already running in dir.
-	downHint string
-	// config, if set, adjusts each node's config before its repo is made.
-	config func(*config.Config)
-}
-
-// devnet is a network started by this process.
-type devnet struct {
-	dir     string
-	state   *devnetState
-	procs   []*proc
-	clients []*api.Client
-}
-
-// startNetwork starts o.n daemons in o.dir as `devnet up` describes, one
-// after the other, each bootstrapped to those before it, and waits, at
-// most o.timeout, until every node has the o.n-1 others as peers. On any failure it stops what it started, removes the
-// pid file and returns an error saying what went wrong and where the logs
-// are.
-func startNetwork(ctx context.Context, o netOptions) (_ *devnet, err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the wats binary: %w", err)
-	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := refuseRunning(o.dir, o.downHint); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(o.timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-
-	d := &devnet{dir: o.dir, state: &devnetState{
-		Version: stateVersion, Network: o.network, Started: time.Now().UTC(),
-		Foreground: o.foreground, RunnerPID: os.Getpid(),
-	}}
-	defer func() {
-		if err != nil {
-			d.stop()
-			_ = removeState(o.dir)
-			if ctx.Err() == context.DeadlineExceeded {
-				err = fmt.Errorf("devnet did not come up within %s: %w", o.timeout, err)
-			}
-		}
-	}()
-	start := func(i int, bootstrap []string) error {
-		dir := nodeDir(o.dir, i)
-		cfg := config.Default()
-		cfg.Network = o.network
-		cfg.P2P.Listen = append([]string(nil), devnetListen...)
-		cfg.P2P.Bootstrap = bootstrap
-		cfg.Sync.Interval = config.Duration{Duration: devnetSyncInterval}
-		if o.config != nil {
-			o.config(cfg)
-		}
-		r, err := prepareNodeRepo(dir, cfg)
-		if err != nil {
-			return fmt.Errorf("node%d: %w", i, err)
-		}
-		logPath := filepath.Join(dir, logFileName)
-		p, err := startDaemon(exe, dir, logPath, i, o.foreground)
-		if err != nil {
-			return err
-		}
-		d.procs = append(d.procs, p)
-		d.clients = append(d.clients, api.NewClient(r.SocketPath()))
-		d.state.Nodes = append(d.state.Nodes, nodeState{Index: i, Repo: dir, Log: logPath, PID: p.pid()})
-		return d.state.save(o.dir)
-	}
-	identify := func(i int) error {
-		id, err := waitAPI(ctx, d.procs[i], d.clients[i], d.state.Nodes[i].Log)
-		if err != nil {
-			return err
-		}
-		d.state.Nodes[i].PeerID, d.state.Nodes[i].Addrs = id.PeerID, id.Addrs
-		return nil
-	}
-
-	o.log("starting node0 in %s", nodeDir(o.dir, 0))
-	if err := start(0, nil); err != nil {
-		return nil, err
-	}
-	if err := identify(0); err != nil {
-		return nil, err
-	}
-	// Each later node is bootstrapped to every node before it, so that the
-	// devnet is a full mesh (mDNS stays off: it would join the devnets of
-	// other runs on this host, and its dials are not up to the devnet).
-	var boot []string
-	for i := 1; i < o.n; i++ {
-		prev := d.state.Nodes[i-1]
-		a := devnetBootAddr(prev.Addrs)
-		if a == "" {
-			return nil, fmt.Errorf("node%d (%s) reports no listen address; see %s", i-1, prev.PeerID, prev.Log)
-		}
-		boot = append(boot, a)
-		o.log("starting node%d, bootstrapped to %s", i, describeBoot(boot))
-		if err := start(i, slices.Clone(boot)); err != nil {
-			return nil, err
-		}
-		if err := identify(i); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.state.save(o.dir); err != nil {
-		return nil, err
-	}
-	o.log("waiting for the %s to connect", plural(o.n, "node"))
-	if err := waitConnected(ctx, d); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// refuseRunning fails if dir holds a devnet with a node still running,
-// saying to stop it with downHint.
-func refuseRunning(dir, downHint string) error {
-	st, err := loadState(dir)
-	if errors.Is(err, errNoDevnet) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var pids []string
-	for _, n := range st.Nodes {
-		if processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo) {
-			pids = append(pids, strconv.Itoa(n.PID))
-		}
-	}
-	if len(pids) > 0 {
-		return fmt.Errorf("a devnet is already running in %s (pids %s); stop it with: %s",
-			dir, strings.Join(pids, ", "), downHint)
-	}
-	return nil // a stale devnet.json: its nodes are gone
-}
-
-// stop stops the daemons of d and closes its clients.
-func (d *devnet) stop() {
-	stopProcs(d.procs)
-	for _, cl := range d.clients {
-		cl.Close()
-	}
-}
-
-// waitAPI waits until the daemon p answers ID on its socket. It fails if
-// p exits first (quoting the end of its log) or ctx ends.
-func waitAPI(ctx context.Context, p *proc, cl *api.Client, logPath string) (*api.ID, error) {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		id, err := cl.ID(cctx)
-		cancel()
-		if err == nil {
-			return id, nil
-		}
-		select {
-		case <-p.exited:
-			return nil, fmt.Errorf("node%d exited while starting (%v); the end of %s:\n%s",
-				p.index, p.err, logPath, logTail(logPath, 15))
-		case <-ctx.Done():
-			return nil, fmt.Errorf("node%d's API did not answer on %s (last error: %v); see %s",
-				p.index, cl.Socket(), err, logPath)
-		case <-t.C:
-		}
-	}
-}
-
-// waitConnected waits until every node has completed hello with every
-// other: the devnet is a full mesh.
-func waitConnected(ctx context.Context, d *devnet) error {
-	n := len(d.clients)
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		var missing []string
-		want := n - 1
-		for i, cl := range d.clients {
-			if want == 0 {
-				break
-			}
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			st, err := cl.Status(cctx)
-			cancel()
-			switch {
-			case err != nil:
-				missing = append(missing, fmt.Sprintf("node%d: %v", i, err))
-			case st.Peers < want:
-				missing = append(missing, fmt.Sprintf("node%d has %d of %d peers", i, st.Peers, want))
-			}
-		}
-		if len(missing) == 0 {
-			return nil
-		}
-		for _, p := range d.procs {
-			select {
-			case <-p.exited:
-				return fmt.Errorf("node%d exited (%v); the end of its log:\n%s",
-					p.index, p.err, logTail(d.state.Nodes[p.index].Log, 15))
-			default:
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the nodes did not connect: %s; logs in %s/node*/%s",
-				strings.Join(missing, ", "), d.dir, logFileName)
-		case <-t.C:
-		}
-	}
-}
-
-// logTail returns the last n lines of the file at path, indented.
-func logTail(path string, n int) string {
-	b, err := readTail(path, 64<<10)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "  " + strings.Join(lines, "\n  ")
-}
-
-// readTail reads at most the last max bytes of the file at path.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if off := fi.Size() - max; off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
-// nodeRow is one row of `devnet status`.
-type nodeRow struct {
-	Index  int    `json:"index"`
-	PeerID string `json:"peer_id"`
-	PID    int    `json:"pid"`
-	Alive  bool   `json:"alive"`
-	Peers  int    `json:"peers"`
-	Events uint64 `json:"events"`
-	Head   uint64 `json:"head"`
-	Repo   string `json:"repo"`
-	// Error is why the node's API did not answer, if it did not.
-	Error string `json:"error,omitempty"`
-}
-
-// nodeRows asks every node of st for its status, concurrently, each call
-// bounded by callTimeout.
-func nodeRows(ctx context.Context, st *devnetState) []nodeRow {
-	rows := make([]nodeRow, len(st.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range st.Nodes {
-		rows[i] = nodeRow{Index: n.Index, PeerID: n.PeerID, PID: n.PID, Repo: n.Repo,
-			Alive: processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo)}
-		if !rows[i].Alive {
-			rows[i].Error = "not running"
-			continue
-		}
-		wg.Go(func() {
-			cl, err := nodeClient(n.Repo)
-			if err != nil {
-				rows[i].Error = err.Error()
-				return
-			}
-			defer cl.Close()
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			defer cancel()
-			s, err := cl.Status(cctx)
-			if err != nil {
-				rows[i].Error = err.Error()
-				return
-			}
-			rows[i].PeerID, rows[i].Peers, rows[i].Events, rows[i].Head = s.PeerID, s.Peers, s.Events, s.Head
-		})
-	}
-	wg.Wait()
-	return rows
-}
-
 // printDevnetTable prints `devnet status`'s rows for st.
-func (c *cli) printDevnetTable(ctx context.Context, st *devnetState, asJSON bool) error {
-	rows := nodeRows(ctx, st)
+func (c *cli) printDevnetTable(ctx context.Context, st *devnet.State, asJSON bool) error {
+	rows := devnet.Status(ctx, st)
 	if asJSON {
 		return c.printJSON(rows)
 	}
@@ -574,9 +220,9 @@ func (c *cli) devnetStatusCmd() *cobra.Command {
 
 // loadDevnet loads the devnet of --dir, with an error that says how to
 // start one if there is none.
-func (c *cli) loadDevnet(f *devnetFlags) (*devnetState, error) {
-	st, err := loadState(f.dir)
-	if errors.Is(err, errNoDevnet) {
+func (c *cli) loadDevnet(f *devnetFlags) (*devnet.State, error) {
+	st, err := devnet.Load(f.dir)
+	if errors.Is(err, devnet.ErrNoDevnet) {
 		return nil, c.noDevnetError(f)
 	}
 	return st, err
@@ -612,12 +258,12 @@ flags are not taken for exec's.`,
 			if dash := cmd.ArgsLenAtDash(); dash != -1 && dash != 1 {
 				return usageErrorf("put the node index before \"--\": %s", c.hint("devnet", "exec", "1", "--", "status"))
 			}
-			dir := nodeDir(f.dir, i)
-			st, err := loadState(f.dir)
+			dir := devnet.NodeDir(f.dir, i)
+			st, err := devnet.Load(f.dir)
 			switch {
 			case err == nil && i >= len(st.Nodes):
 				return usageErrorf("node index %d: the devnet in %s has nodes 0 to %d", i, f.dir, len(st.Nodes)-1)
-			case err != nil && !errors.Is(err, errNoDevnet):
+			case err != nil && !errors.Is(err, devnet.ErrNoDevnet):
 				return err
 			}
 			// With no devnet running, a node repo left by an earlier one
@@ -676,142 +322,30 @@ func (c *cli) devnetLogsCmd() *cobra.Command {
 		Short: "Print the daemons' logs (all nodes, prefixed, or node I)",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := c.devnetLogPaths(&f, args)
-			if err != nil {
-				return err
-			}
-			prefix := len(args) == 0
-			fl := make([]*logFollower, len(paths))
-			for i, p := range paths {
-				fl[i] = &logFollower{path: p.path}
-				if prefix {
-					fl[i].prefix = fmt.Sprintf("node%d | ", p.index)
+			var logs []devnet.Log
+			if len(args) == 1 {
+				i, err := strconv.Atoi(args[0])
+				if err != nil || i < 0 {
+					return usageErrorf("node index %q: want 0, 1, 2, ...", args[0])
 				}
-				if _, err := fl[i].copy(c.stdout, true); err != nil && !follow {
+				l, err := devnet.NodeLog(f.dir, i)
+				if err != nil {
+					return err
+				}
+				logs = []devnet.Log{l}
+			} else {
+				var err error
+				if logs, err = devnet.Logs(f.dir); err != nil {
 					return err
 				}
 			}
-			if !follow {
-				return nil
-			}
-			return followLogs(cmd.Context(), c.stdout, fl)
+			return devnet.PrintLogs(cmd.Context(), c.stdout, logs, len(args) == 0, follow)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines until interrupted")
 	return cmd
 }
-
-type indexedPath struct {
-	index int
-	path  string
-}
-
-// devnetLogPaths lists the log files `devnet logs` prints: node args[0],
-// or every node of the devnet.
-func (c *cli) devnetLogPaths(f *devnetFlags, args []string) ([]indexedPath, error) {
-	if len(args) == 1 {
-		i, err := strconv.Atoi(args[0])
-		if err != nil || i < 0 {
-			return nil, usageErrorf("node index %q: want 0, 1, 2, ...", args[0])
-		}
-		p := filepath.Join(nodeDir(f.dir, i), logFileName)
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("no log for node %d: %w", i, err)
-		}
-		return []indexedPath{{i, p}}, nil
-	}
-	st, err := loadState(f.dir)
-	if err == nil {
-		out := make([]indexedPath, len(st.Nodes))
-		for i, n := range st.Nodes {
-			out[i] = indexedPath{n.Index, n.Log}
-		}
-		return out, nil
-	}
-	if !errors.Is(err, errNoDevnet) {
-		return nil, err
-	}
-	// No devnet running: the logs of the repos left behind, if any.
-	var out []indexedPath
-	for i := 0; i < maxDevnetNodes; i++ {
-		p := filepath.Join(nodeDir(f.dir, i), logFileName)
-		if _, err := os.Stat(p); err != nil {
-			break
-		}
-		out = append(out, indexedPath{i, p})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no devnet logs in %s", f.dir)
-	}
-	return out, nil
-}
-
-// logFollower prints the new complete lines of one log file, each with a
-// prefix.
-type logFollower struct {
-	path   string
-	prefix string
-	off    int64
-}
-
-// copy writes the lines added to the file since the last call. A last
-// line without its newline is held back until it is complete, unless
-// final is set.
-func (l *logFollower) copy(w io.Writer, final bool) (bool, error) {
-	f, err := os.Open(l.path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
-		return false, err
-	}
-	r := bufio.NewReader(f)
-	wrote := false
-	for {
-		line, err := r.ReadString('\n')
-		if len(line) > 0 && (strings.HasSuffix(line, "\n") || final) {
-			l.off += int64(len(line))
-			if !strings.HasSuffix(line, "\n") {
-				line += "\n"
-			}
-			if _, werr := io.WriteString(w, l.prefix+line); werr != nil {
-				return wrote, werr
-			}
-			wrote = true
-		}
-		if err == io.EOF {
-			return wrote, nil
-		}
-		if err != nil {
-			return wrote, err
-		}
-	}
-}
-
-// followLogs prints new lines of every log as they are written, until ctx
-// is done. Logs are plain files written by other processes: it looks for
-// new lines every followInterval.
-func followLogs(ctx context.Context, w io.Writer, fl []*logFollower) error {
-	t := time.NewTicker(followInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		for _, l := range fl {
-			if _, err := l.copy(w, false); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-	}
-}
-
-// followInterval is how often `devnet logs -f` looks for new lines.
-const followInterval = 250 * time.Millisecond
 
 func (c *cli) devnetDownCmd() *cobra.Command {
 	var (
@@ -838,49 +372,14 @@ when it could not stop a node or remove what --clean removes.`,
 					fmt.Fprintf(c.stdout, format+"\n", args...)
 				}
 			}
-			res := devnetDown{Dir: f.dir}
-			done := func() error {
-				if asJSON {
-					return c.printJSON(res)
-				}
-				return nil
-			}
-			st, err := loadState(f.dir)
-			if errors.Is(err, errNoDevnet) {
-				if _, serr := os.Stat(f.dir); errors.Is(serr, fs.ErrNotExist) {
-					say("no devnet is running in %s (there is no such directory)", f.dir)
-					return done()
-				}
-				say("no devnet is running in %s", f.dir)
-				if clean {
-					if err := cleanDevnetDir(f.dir); err != nil {
-						return err
-					}
-					res.Removed = true
-					say("removed the node repos")
-				}
-				return done()
-			}
+			res, err := devnet.Down(cmd.Context(), f.dir, clean, say, c.progress)
 			if err != nil {
 				return err
 			}
-			left := stopRecorded(cmd.Context(), st, c.progress)
-			if len(left) > 0 {
-				return fmt.Errorf("processes %v are still alive after SIGKILL; %s kept", left, stateFileName)
+			if asJSON {
+				return c.printJSON(res)
 			}
-			if err := removeState(f.dir); err != nil {
-				return err
-			}
-			res.Stopped = len(st.Nodes)
-			say("devnet in %s stopped (%s)", f.dir, plural(len(st.Nodes), "node"))
-			if clean {
-				if err := cleanDevnetDir(f.dir); err != nil {
-					return err
-				}
-				res.Removed = true
-				say("removed the node repos")
-			}
-			return done()
+			return nil
 		},
 	}
 	f.register(cmd)
@@ -889,10 +388,62 @@ when it could not stop a node or remove what --clean removes.`,
 	return cmd
 }
 
-// plural is "1 node", "3 nodes".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+func (c *cli) devnetRunCmd() *cobra.Command {
+	var o devnet.RunOptions
+	cmd := &cobra.Command{
+		Use:   "run -n N [--demo] [--dir DIR] [--duration D]",
+		Short: "Run N daemons in the foreground, with a demo, until Ctrl-C",
+		Long: `Start N daemons as 'devnet up' does, in the foreground, and show each
+node's event count and head as they change, and whether the nodes hold the
+same events ("converged"). With --demo every node publishes a note event every
+--interval; node0 also publishes a file event with a 3 MiB blob, and the last
+node submits a crash report with a dump to node0: every node fetches both
+blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops
+everything; no process is left behind. Without --dir the nodes live in a
+temporary directory removed at the end, but for their logs, which are moved
+to a directory of their own and named; with --dir DIR everything stays in
+DIR.`,
+		Example: `  wats devnet run -n 3 --demo
+  wats devnet run -n 3 --demo --duration 30s --events-per-node 10`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRunFlags(&o); err != nil {
+				return err
+			}
+			// ctx ends on Ctrl-C (SIGINT) or SIGTERM.
+			o.Stdout, o.Stderr, o.TTY, o.Hint = c.stdout, c.stderr, isTerminal(c.stdout), c.hint
+			return devnet.Run(cmd.Context(), o)
+		},
 	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	// Unlike the other devnet commands, run's --dir has no default
+	// directory: without it the devnet is temporary.
+	cmd.Flags().StringVar(&o.Dir, "dir", "", "the devnet directory (default: a temporary one)")
+	cmd.Flags().IntVarP(&o.Nodes, "nodes", "n", 3, "the number of nodes")
+	cmd.Flags().BoolVar(&o.Demo, "demo", false, "publish events from every node and show them spread")
+	cmd.Flags().DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
+	cmd.Flags().DurationVar(&o.Interval, "interval", time.Second, "with --demo: how often each node publishes an event")
+	cmd.Flags().IntVar(&o.EventsPerNode, "events-per-node", 0, "with --demo: stop after this many events per node (0: no limit)")
+	cmd.Flags().StringVar(&o.Network, "network", devnet.DefaultNetwork, "the nodes' network name")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", devnet.DefaultUpTimeout, "how long to wait for the nodes to start and connect")
+	return cmd
+}
+
+// checkRunFlags validates the flags of `devnet run`.
+func checkRunFlags(o *devnet.RunOptions) error {
+	if err := checkNodeCount(o.Nodes); err != nil {
+		return err
+	}
+	switch {
+	case o.Duration < 0:
+		return usageErrorf("--duration %s: must be 0 (until Ctrl-C) or positive", o.Duration)
+	case o.Interval < 10*time.Millisecond:
+		return usageErrorf("--interval %s: must be at least 10ms", o.Interval)
+	case o.EventsPerNode < 0:
+		return usageErrorf("--events-per-node %d: must be 0 (no limit) or positive", o.EventsPerNode)
+	case o.Timeout <= 0:
+		return usageErrorf("--timeout %s: must be positive", o.Timeout)
+	case !o.Demo && o.EventsPerNode > 0:
+		return usageErrorf("--events-per-node needs --demo")
+	}
+	return nil
 }

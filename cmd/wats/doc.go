@@ -20,32 +20,29 @@
 //   - root.go: the command tree, the --repo flag, usage errors.
 //   - hints.go: how hints name the binary and quote arguments; the
 //     package prefixes left out of printed errors.
-//   - repo.go: opening the repo, the socket path without the config, the
-//     control API client, the no-daemon and daemon-error messages.
+//   - repo.go: opening the repo, the control API client (its socket found
+//     without the config: repo.SocketPathOf), the no-daemon and
+//     daemon-error messages.
 //   - cmd_init.go, cmd_daemon.go, cmd_config.go, cmd_version.go: commands
 //     that need no running daemon.
 //   - cmd_node.go: id, status, peers, events, sync: thin calls of the
 //     control API with text and --json output.
 //   - output.go: terminal detection, the views of `wats sync` (progress
 //     bar, plain lines, JSON lines).
-//   - devnet.go: `wats devnet up|status|exec|logs|down`.
-//   - devnet_state.go: the devnet directory and its pid file devnet.json.
-//   - devnet_proc.go, procattr_*.go: starting, signalling and reaping
-//     daemon processes.
-//   - devnet_run.go: `wats devnet run`, the foreground demo, and the
-//     convergence view.
+//   - devnet.go: `wats devnet up|run|status|exec|logs|down`: flags, hints and
+//     output around package internal/devnet, which runs the devnet.
+//   - cmd_bench*.go: `wats bench`, and its hidden worker subcommands, around
+//     package internal/bench.
 //
 // A devnet's daemons are separate processes of this same binary
 // (os.Executable), each in its own process group, recorded in
-// DIR/devnet.json; `devnet down` stops them by pid (SIGTERM, then SIGKILL
-// after 10s), checking /proc first so that a reused pid is never
-// signalled; with nothing running (even no DIR) it says so and exits 0,
-// so that cleanup scripts can call it again. The daemons of `devnet run`
-// are its children and also get SIGTERM (Linux Pdeathsig) if it dies.
+// DIR/devnet.json (internal/devnet). `devnet exec` runs this binary with
+// --repo DIR/nodeI and passes its exit code on.
 //
 // Tests: main_test.go drives the commands in-process (usage errors, the
 // no-daemon message, init, config, and every daemon command against a fake
 // control API on the repo's socket); hints_test.go tests the hints and the
-// help; devnet_test.go tests the devnet's pieces; e2e_test.go builds the
-// binary and runs real devnets (skipped with -short).
+// help; e2e_test.go and operator_test.go build the binary and run real
+// devnets (skipped with -short). The devnet's and the benches' pieces are
+// tested in their packages.
 package main

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/wats-network/wats/internal/devnet"
 )
 
 // The end-to-end tests build the wats binary and run real daemons as
@@ -130,11 +132,22 @@ func processesMentioning(s string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) && processAlive(pid) {
+		if err == nil && bytes.Contains(b, []byte(s)) && !exited(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// exited reports whether pid is gone or a zombie (/proc/PID/stat's state
+// is Z: it exited, only its parent's wait is missing).
+func exited(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')') // comm may hold spaces and parentheses
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
 
 var eventIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -150,7 +163,7 @@ func TestDevnetEndToEnd(t *testing.T) {
 	dir := filepath.Join(tmp, "devnet")
 	down := func() (int, string, string) { return runBin(t, env, bin, "devnet", "down", "--dir", dir) }
 	t.Cleanup(func() {
-		if _, err := os.Stat(filepath.Join(dir, stateFileName)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "devnet.json")); err == nil {
 			down() // the test failed half-way: leave no daemon behind
 		}
 		for _, pid := range processesMentioning(tmp) {
@@ -161,9 +174,9 @@ func TestDevnetEndToEnd(t *testing.T) {
 	code, stdout, stderr := runBin(t, env, bin, "devnet", "up", "-n", "3", "--dir", dir)
 	if code != 0 {
 		t.Fatalf("devnet up: exit %d\nstdout:\n%s\nstderr:\n%s\nnode0 log:\n%s", code, stdout, stderr,
-			logTail(filepath.Join(dir, "node0", logFileName), 40))
+			devnet.LogTail(filepath.Join(dir, "node0", devnet.LogFileName), 40))
 	}
-	st, err := loadState(dir)
+	st, err := devnet.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +243,7 @@ func TestDevnetEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("devnet status: exit %d, stderr %s", code, stderr)
 	}
-	var rows []nodeRow
+	var rows []devnet.NodeStatus
 	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 		t.Fatalf("devnet status --json: %v\n%s", err, stdout)
 	}
@@ -300,7 +313,7 @@ func TestDevnetEndToEnd(t *testing.T) {
 	for _, n := range st.Nodes {
 		reapAndCheckGone(t, n.PID)
 	}
-	if _, err := os.Stat(filepath.Join(dir, stateFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "devnet.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("devnet.json left after down: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node0", configFile)); err != nil {

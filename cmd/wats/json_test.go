@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/internal/bench"
 )
 
 // jsonCoveredElsewhere are the commands with --json whose output another
@@ -139,12 +140,12 @@ func TestJSONOutputs(t *testing.T) {
 	// The benches too long to run here: their result types marshal.
 	for name, v := range map[string]any{
 		"bench attack": struct {
-			Results []attackResult `json:"results"`
-			Kill9   *killResult    `json:"kill9,omitempty"`
-		}{[]attackResult{{}}, &killResult{}},
+			Results []bench.AttackResult `json:"results"`
+			Kill9   *bench.KillResult    `json:"kill9,omitempty"`
+		}{[]bench.AttackResult{{}}, &bench.KillResult{}},
 		"bench gossip": struct {
-			Results []gossipResult `json:"results"`
-		}{[]gossipResult{{Daemons: []gossipDaemonResult{{}}, Attacker: &attack.GossipStats{}}}},
+			Results []bench.GossipResult `json:"results"`
+		}{[]bench.GossipResult{{Daemons: []bench.GossipDaemonResult{{}}, Attacker: &attack.GossipStats{}}}},
 	} {
 		if _, err := marshalIndent(v); err != nil {
 			t.Errorf("%s --json: %v", name, err)

@@ -670,48 +670,6 @@ func TestClientCommandsIgnoreBrokenConfig(t *testing.T) {
 	}
 }
 
-func TestRepoSocket(t *testing.T) {
-	dir := newRepo(t)
-	r, err := repo.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(dir, link); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(filepath.Dir(dir))
-	for _, d := range []string{dir, link, "repo", "./repo/"} {
-		got, err := repoSocket(d)
-		if err != nil || got != r.SocketPath() {
-			t.Errorf("repoSocket(%q) = %q, %v; want %q as repo.Open gives", d, got, err, r.SocketPath())
-		}
-	}
-
-	// A path too long for a socket: the fallback in the temporary
-	// directory, which hashes Dir, so Dir must be spelled as Open does.
-	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
-	if _, err := repo.Init(long, repo.InitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	lr, err := repo.Open(long)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := repoSocket(long + "/."); err != nil || got != lr.SocketPath() || strings.HasPrefix(got, long) {
-		t.Errorf("repoSocket of a long path = %q, %v; want the fallback %q", got, err, lr.SocketPath())
-	}
-
-	empty := t.TempDir()
-	file := filepath.Join(empty, "file")
-	os.WriteFile(file, nil, 0o600)
-	for _, d := range []string{filepath.Join(empty, "none"), empty, file} {
-		if _, err := repoSocket(d); !errors.Is(err, errNoRepo) {
-			t.Errorf("repoSocket(%q): %v, want errNoRepo", d, err)
-		}
-	}
-}
-
 func TestEventsTailDaemonStops(t *testing.T) {
 	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

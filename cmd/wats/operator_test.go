@@ -16,8 +16,10 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/repo"
 )
 
 // startBinDaemon runs `wats daemon --repo dir` from bin in the background
@@ -279,8 +281,8 @@ func TestDevnetMesh(t *testing.T) {
 		t.Fatalf("devnet up -n 4: exit %d: %s", code, stderr)
 	}
 	var up struct {
-		Dir   string    `json:"dir"`
-		Nodes []nodeRow `json:"nodes"`
+		Dir   string              `json:"dir"`
+		Nodes []devnet.NodeStatus `json:"nodes"`
 	}
 	if err := json.Unmarshal([]byte(out), &up); err != nil || len(up.Nodes) != 4 || up.Dir != dir {
 		t.Fatalf("devnet up --json: %v\n%s", err, out)
@@ -296,7 +298,7 @@ func TestDevnetMesh(t *testing.T) {
 	}
 	waitCLI(t, 10*time.Second, "node0 gone, nodes 1–3 with 2 peers each", func() bool {
 		_, out, _ := runBin(t, env, bin, "devnet", "status", "--json", "--dir", dir)
-		var rows []nodeRow
+		var rows []devnet.NodeStatus
 		if json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 4 || rows[0].Alive {
 			return false
 		}
@@ -312,9 +314,14 @@ func TestDevnetMesh(t *testing.T) {
 		t.Fatalf("events add on node1: exit %d: %s", code, stderr)
 	}
 	id := strings.TrimSpace(out)
+	r, err := repo.Open(devnet.NodeDir(dir, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncInterval := r.Config.Sync.Interval.Duration // the devnet's, for every node
 	start := time.Now()
 	for _, i := range []string{"2", "3"} {
-		waitCLI(t, devnetSyncInterval, "node"+i+" holds node1's event", func() bool {
+		waitCLI(t, syncInterval, "node"+i+" holds node1's event", func() bool {
 			code, _, _ := runBin(t, env, bin, "devnet", "exec", i, "--dir", dir, "--", "events", "get", id)
 			return code == 0
 		})

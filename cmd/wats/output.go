@@ -22,28 +22,6 @@ func isTerminal(w io.Writer) bool {
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
-// readCapped reads the file name ("-": stdin) whole, refusing one over max
-// bytes.
-func readCapped(name string, stdin io.Reader, max int64) ([]byte, error) {
-	r := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, max)
-	}
-	return b, nil
-}
-
 // syncView shows the progress of `wats sync`.
 type syncView interface {
 	// update shows one progress report, the final one included.

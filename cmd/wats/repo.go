@@ -3,12 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 	"github.com/wats-network/wats/repo"
@@ -60,7 +57,7 @@ func (c *cli) noRepoError() error {
 }
 
 // client returns a control API client for the daemon of the --repo repo.
-// It reads nothing of the repo but its location (repoSocket), so that a
+// It reads nothing of the repo but its location (repo.SocketPathOf), so that a
 // config.toml edited while the daemon runs, and broken, does not stop the
 // commands that only talk to the daemon. It does not check that a daemon
 // runs: the first call does, and apiError turns its api.ErrNoDaemon into
@@ -69,8 +66,8 @@ func (c *cli) client() (*api.Client, error) {
 	if err := c.checkRepoFlag(); err != nil {
 		return nil, err
 	}
-	sock, err := repoSocket(c.repoDir)
-	if errors.Is(err, errNoRepo) {
+	sock, err := repo.SocketPathOf(c.repoDir)
+	if errors.Is(err, repo.ErrNotInitialized) {
 		return nil, c.noRepoError()
 	}
 	if err != nil {
@@ -79,42 +76,9 @@ func (c *cli) client() (*api.Client, error) {
 	return api.NewClient(sock), nil
 }
 
-// errNoRepo is returned by repoSocket when dir holds no repo.
-var errNoRepo = errors.New("no wats repo")
-
-// repoSocket returns the control socket of the repo in dir without reading
-// its key or config: repo.Repo.SocketPath depends on Dir alone, which is
-// set here as repo.Open sets it (absolute, symlinks resolved) so that the
-// daemon and its clients agree on the path. It returns errNoRepo when dir
-// does not exist, is not a directory or has neither config.toml nor
-// identity.key (what repo.Open calls not initialized).
-func repoSocket(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("repo %s: %w", dir, err)
-	}
-	fi, err := os.Stat(abs)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
-		return "", errNoRepo
-	}
-	if err != nil {
-		return "", err
-	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return "", err
-	}
-	r := &repo.Repo{Dir: abs}
-	_, cfgErr := os.Lstat(r.ConfigPath())
-	_, keyErr := os.Lstat(r.KeyPath())
-	if errors.Is(cfgErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist) {
-		return "", errNoRepo
-	}
-	return r.SocketPath(), nil
-}
-
 // repoExists reports whether dir holds a repo (whole or not).
 func repoExists(dir string) bool {
-	_, err := repoSocket(dir)
+	_, err := repo.SocketPathOf(dir)
 	return err == nil
 }
 
@@ -182,55 +146,6 @@ func (c *cli) apiError(err error) error {
 
 // configPath is the config file of the repo in dir.
 func configPath(dir string) string { return filepath.Join(dir, configFile) }
-
-// prepareNodeRepo makes dir a repo with the config cfg for a devnet node:
-// it creates the repo (identity key and all) if there is none, and
-// otherwise rewrites only the keys of its config file that the devnet
-// manages (network, p2p.listen, p2p.bootstrap, sync.interval), so that a
-// devnet started again keeps its nodes' identities, logs and config edits
-// while its addresses (new ports each time) and bootstrap list are
-// updated. A config that no longer parses is replaced by cfg.
-func prepareNodeRepo(dir string, cfg *config.Config) (*repo.Repo, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("devnet config for %s: %w", dir, err)
-	}
-	r, err := repo.Open(dir)
-	var cerr *config.Error
-	switch {
-	case errors.Is(err, repo.ErrNotInitialized):
-		return repo.Init(dir, repo.InitOptions{Config: cfg})
-	case err == nil:
-		// An existing node keeps its config.toml edits; only the keys the
-		// devnet manages are set.
-		kept := *r.Config
-		kept.Network = cfg.Network
-		kept.P2P.Listen = cfg.P2P.Listen
-		kept.P2P.Bootstrap = cfg.P2P.Bootstrap
-		kept.Sync.Interval = cfg.Sync.Interval
-		cfg = &kept
-	case !errors.As(err, &cerr) && !errors.Is(err, repo.ErrIncomplete):
-		return nil, err // a bad key: not something to paper over
-	}
-	// An existing repo, or one whose config is missing or no longer
-	// parses: (re)write the config.
-	if err := writeFileAtomic(configPath(dir), config.Template(cfg), repo.FileMode); err != nil {
-		return nil, err
-	}
-	return repo.Open(dir)
-}
-
-// nodeClient returns a control API client for the daemon of the repo in
-// dir, without reading its config (see repoSocket).
-func nodeClient(dir string) (*api.Client, error) {
-	sock, err := repoSocket(dir)
-	if errors.Is(err, errNoRepo) {
-		return nil, fmt.Errorf("no wats repo at %s", dir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return api.NewClient(sock), nil
-}
 
 // initError explains a failed `wats init`.
 func (c *cli) initError(err error) error {

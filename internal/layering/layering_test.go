@@ -35,11 +35,24 @@ var allowed = map[string][]string{
 	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
-	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack"},
+	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.
 	"internal/attack": {"proto", "challenge", "eventlog"},
+	// The devnet is a harness of cmd/wats: a client of the daemons it
+	// starts, through their repos and control API, as the CLI is.
+	"internal/devnet": {"node/api", "repo", "config", "internal/fileio", "internal/humanize"},
+	// The benches are a harness of cmd/wats: daemons of the devnet driven
+	// through their control API and attacked with internal/attack; bench
+	// sync runs two nodes in its process through node's exported API,
+	// filling the log (eventlog) of one before it starts.
+	"internal/bench": {"internal/devnet", "internal/attack", "internal/humanize", "node", "node/api", "repo", "config", "eventlog"},
+	// Small helpers that cmd/wats and its harnesses share: whole files
+	// written atomically and read with a cap; byte counts and plurals as
+	// the CLI prints them.
+	"internal/fileio":   {},
+	"internal/humanize": {},
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
 	"internal/scripttest": {},

@@ -1,30 +1,11 @@
-package main
+package bench
 
 import (
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
-
-func TestBenchGossipUsage(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"bench", "gossip", "--scenario", "nope"}, `--scenario "nope": must be one of all, none, invalid-flood`},
-		{[]string{"bench", "gossip", "--duration", "1s"}, "--duration 1s: at least 5s"},
-		{[]string{"bench", "gossip", "--after", "-1s"}, "--after -1s"},
-		{[]string{"bench", "gossip", "--ids", "-3"}, "--ids -3"},
-		{[]string{"bench", "gossip-worker", "--attack", "valid-spam"}, "no target"},
-	} {
-		code, _, stderr := runCLI(t, "", tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want usage error with %q", tc.args, code, stderr, tc.want)
-		}
-	}
-}
 
 // TestHonestFigures checks the arithmetic of the honest delivery: within
 // the second, at all, and the latencies of those delivered.
@@ -50,7 +31,7 @@ func TestHonestFigures(t *testing.T) {
 	if h.WithinPct != 50 || h.DeliveredPct != 75 || h.P50ms != 1000 || h.P99ms != 1500 || h.AddP99ms != 3 {
 		t.Fatalf("%+v", h)
 	}
-	want := []slowEvent{{Ms: 1500, AddMs: 1, BMs: 400}, {Ms: 1000, AddMs: 1, BMs: -1}, {Ms: 10, AddMs: 1, BMs: -1}}
+	want := []SlowEvent{{Ms: 1500, AddMs: 1, BMs: 400}, {Ms: 1000, AddMs: 1, BMs: -1}, {Ms: 10, AddMs: 1, BMs: -1}}
 	if !slices.Equal(h.Slowest, want) {
 		t.Fatalf("slowest %+v, want %+v", h.Slowest, want)
 	}
@@ -97,7 +78,7 @@ func TestDiskFigures(t *testing.T) {
 // fsyncs and left no file behind.
 func TestBenchDisk(t *testing.T) {
 	dir := t.TempDir()
-	r, err := benchDisk(t.Context(), dir, 100*time.Millisecond, 5*time.Millisecond)
+	r, err := Disk(t.Context(), dir, 100*time.Millisecond, 5*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

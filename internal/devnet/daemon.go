@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"bytes"
@@ -11,39 +11,57 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wats-network/wats/node/api"
 )
 
-// Timing of starting and stopping daemons.
+// Timing of starting, calling and stopping daemons.
 const (
-	// stopGrace is how long a daemon has to exit after SIGTERM before it
+	// StopGrace is how long a daemon has to exit after SIGTERM before it
 	// gets SIGKILL: enough to close pebble and the libp2p host cleanly.
-	stopGrace = 10 * time.Second
+	StopGrace = 10 * time.Second
 	// killGrace is how long a SIGKILLed process may take to disappear.
 	killGrace = 2 * time.Second
-	// pollInterval is how often the devnet commands check a process or a
-	// node's API while they wait for a state change they cannot be told of
-	// (a process that is not their child, a socket that is not up yet).
-	pollInterval = 100 * time.Millisecond
+	// PollInterval is how often the devnet (and the benches) check a
+	// process or a node's API while they wait for a state change they
+	// cannot be told of (a process that is not their child, a socket that
+	// is not up yet).
+	PollInterval = 100 * time.Millisecond
+	// CallTimeout bounds each short control API call made to a node, so
+	// that one hung daemon does not hang `devnet status`.
+	CallTimeout = 5 * time.Second
 )
 
-// proc is a daemon process this process started.
-type proc struct {
-	index int
-	cmd   *exec.Cmd
+// Daemon is a `wats daemon` process this process started (StartDaemon).
+// Its methods may be called from any goroutine.
+type Daemon struct {
+	index   int
+	logPath string
+	cmd     *exec.Cmd
 	// exited is closed when the process has exited and been reaped; err is
 	// then its exit error.
 	exited chan struct{}
 	err    error
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
+// PID is the daemon's process id, which is also its process group's.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 
-// startDaemon starts `exe daemon --repo repoDir` with its stdout and
-// stderr appended to logPath, in a process group of its own (so that the
-// terminal's Ctrl-C, meant for a later command, does not reach it). With
-// foreground set the daemon also gets SIGTERM if this process dies (on
-// Linux), so `devnet run` leaves nothing behind even if it is killed.
-func startDaemon(exe, repoDir, logPath string, index int, foreground bool) (*proc, error) {
+// Exited is closed once the daemon has exited and been reaped.
+func (d *Daemon) Exited() <-chan struct{} { return d.exited }
+
+// Err is the daemon's exit error (nil for exit status 0, as after
+// SIGTERM). REQUIRES: Exited is closed.
+func (d *Daemon) Err() error { return d.err }
+
+// StartDaemon starts `exe daemon --repo repoDir` with its stdout and
+// stderr appended to logPath (created 0600 if need be), in a process group
+// of its own (so that the terminal's Ctrl-C, meant for a later command,
+// does not reach it). index is the N that error messages call it by
+// ("nodeN"). With foreground set the daemon also gets SIGTERM if this
+// process dies (on Linux), so `devnet run` leaves nothing behind even if
+// it is killed. The daemon is reaped in the background (Exited).
+func StartDaemon(exe, repoDir, logPath string, index int, foreground bool) (*Daemon, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -51,11 +69,11 @@ func startDaemon(exe, repoDir, logPath string, index int, foreground bool) (*pro
 	defer logf.Close() // the child has its own descriptor
 	cmd := exec.Command(exe, "daemon", "--repo", repoDir)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = daemonProcAttr(foreground)
+	cmd.SysProcAttr = ProcAttr(foreground)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start node%d: %w", index, err)
 	}
-	p := &proc{index: index, cmd: cmd, exited: make(chan struct{})}
+	p := &Daemon{index: index, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -63,14 +81,40 @@ func startDaemon(exe, repoDir, logPath string, index int, foreground bool) (*pro
 	return p, nil
 }
 
-// stopProcs stops the daemons this process started: SIGTERM to each
-// process group, up to stopGrace for them to exit, then SIGKILL. It
-// returns once every one has exited and been reaped.
-func stopProcs(procs []*proc) {
-	for _, p := range procs {
-		signalGroup(p.pid(), syscall.SIGTERM)
+// WaitAPI waits until the daemon answers ID on cl, its control API, and
+// returns what it answered. It fails, saying where its log is, if the
+// daemon exits first (quoting the end of the log) or ctx ends; each call
+// is bounded by CallTimeout and they are PollInterval apart.
+func (d *Daemon) WaitAPI(ctx context.Context, cl *api.Client) (*api.ID, error) {
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		id, err := cl.ID(cctx)
+		cancel()
+		if err == nil {
+			return id, nil
+		}
+		select {
+		case <-d.exited:
+			return nil, fmt.Errorf("node%d exited while starting (%v); the end of %s:\n%s",
+				d.index, d.err, d.logPath, LogTail(d.logPath, 15))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("node%d's API did not answer on %s (last error: %v); see %s",
+				d.index, cl.Socket(), err, d.logPath)
+		case <-t.C:
+		}
 	}
-	deadline := time.NewTimer(stopGrace)
+}
+
+// StopDaemons stops daemons this process started: SIGTERM to each
+// process group, up to StopGrace for them to exit, then SIGKILL to every
+// one left. It returns once every one has exited and been reaped.
+func StopDaemons(procs []*Daemon) {
+	for _, p := range procs {
+		SignalGroup(p.PID(), syscall.SIGTERM)
+	}
+	deadline := time.NewTimer(StopGrace)
 	defer deadline.Stop()
 	for _, p := range procs {
 		select {
@@ -78,7 +122,7 @@ func stopProcs(procs []*proc) {
 		case <-deadline.C:
 			// Past the grace: kill this one and every other still running.
 			for _, q := range procs {
-				signalGroup(q.pid(), syscall.SIGKILL)
+				SignalGroup(q.PID(), syscall.SIGKILL)
 			}
 			<-p.exited
 		}
@@ -88,9 +132,10 @@ func stopProcs(procs []*proc) {
 	}
 }
 
-// signalGroup sends sig to the process group led by pid (a daemon started
-// with its own group), or to pid alone if there is no such group.
-func signalGroup(pid int, sig syscall.Signal) {
+// SignalGroup sends sig to the process group led by pid (a process
+// started with ProcAttr, in a group of its own), or to pid alone if there
+// is no such group. Errors (no such process) are ignored.
+func SignalGroup(pid int, sig syscall.Signal) {
 	if err := syscall.Kill(-pid, sig); errors.Is(err, syscall.ESRCH) {
 		_ = syscall.Kill(pid, sig)
 	}
@@ -147,10 +192,10 @@ func isDevnetDaemon(pid int, repoDir string) bool {
 }
 
 // stopRecorded stops the daemons recorded in st, which need not be this
-// process's children: SIGTERM, up to stopGrace to exit, SIGKILL, and up to
+// process's children: SIGTERM, up to StopGrace to exit, SIGKILL, and up to
 // killGrace more. It returns the pids still alive after all that (none,
 // normally) and writes what it does to log.
-func stopRecorded(ctx context.Context, st *devnetState, log func(format string, args ...any)) []int {
+func stopRecorded(ctx context.Context, st *State, log func(format string, args ...any)) []int {
 	var pids []int
 	for _, n := range st.Nodes {
 		switch {
@@ -159,17 +204,17 @@ func stopRecorded(ctx context.Context, st *devnetState, log func(format string, 
 		case !isDevnetDaemon(n.PID, n.Repo):
 			log("node%d: pid %d is now another program; leaving it alone", n.Index, n.PID)
 		default:
-			signalGroup(n.PID, syscall.SIGTERM)
+			SignalGroup(n.PID, syscall.SIGTERM)
 			pids = append(pids, n.PID)
 		}
 	}
-	left := waitGone(ctx, pids, stopGrace)
+	left := waitGone(ctx, pids, StopGrace)
 	if len(left) == 0 {
 		return nil
 	}
 	for _, pid := range left {
-		log("pid %d did not stop within %s: killing it", pid, stopGrace)
-		signalGroup(pid, syscall.SIGKILL)
+		log("pid %d did not stop within %s: killing it", pid, StopGrace)
+		SignalGroup(pid, syscall.SIGKILL)
 	}
 	return waitGone(context.WithoutCancel(ctx), left, killGrace)
 }
@@ -179,7 +224,7 @@ func stopRecorded(ctx context.Context, st *devnetState, log func(format string, 
 // process's children, so there is nothing to wait on but their pids.
 func waitGone(ctx context.Context, pids []int, d time.Duration) []int {
 	deadline := time.Now().Add(d)
-	t := time.NewTicker(pollInterval)
+	t := time.NewTicker(PollInterval)
 	defer t.Stop()
 	for {
 		var left []int

@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"os"
@@ -47,7 +47,7 @@ func TestProcessAlive(t *testing.T) {
 	if !processAlive(pid) || isZombie(pid) {
 		t.Error("a running child is not alive")
 	}
-	signalGroup(pid, syscall.SIGTERM)
+	SignalGroup(pid, syscall.SIGTERM)
 	waitExitedNoReap(t, pid)
 	if !isZombie(pid) {
 		t.Error("an exited, unreaped child is not a zombie")

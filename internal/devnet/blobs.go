@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -58,7 +59,7 @@ func startBlobDemo(ctx context.Context, clients []*api.Client, log io.Writer) *b
 }
 
 func (d *blobDemo) publish(ctx context.Context, log io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*callTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*CallTimeout)
 	defer cancel()
 	first, last := d.clients[0], d.clients[len(d.clients)-1]
 	lastIdx := len(d.clients) - 1
@@ -71,7 +72,7 @@ func (d *blobDemo) publish(ctx context.Context, log io.Writer) error {
 		api.BlobRef{CID: file.CID, Size: file.Size, Name: "demo.bin"}); err != nil {
 		return fmt.Errorf("node0: events add: %w", err)
 	}
-	d.add(*file, fmt.Sprintf("demo.bin (%s, from node0)", humanBytes(file.Size)))
+	d.add(*file, fmt.Sprintf("demo.bin (%s, from node0)", humanize.Bytes(file.Size)))
 
 	dump, err := last.AddBlob(ctx, bytes.NewReader(demoBytes(demoDumpBytes, 2)))
 	if err != nil {
@@ -88,7 +89,7 @@ func (d *blobDemo) publish(ctx context.Context, log io.Writer) error {
 	}); err != nil {
 		return fmt.Errorf("node%d: crash report: %w", lastIdx, err)
 	}
-	d.add(*dump, fmt.Sprintf("core.dmp (%s, a crash dump from node%d)", humanBytes(dump.Size), lastIdx))
+	d.add(*dump, fmt.Sprintf("core.dmp (%s, a crash dump from node%d)", humanize.Bytes(dump.Size), lastIdx))
 	return nil
 }
 
@@ -111,7 +112,7 @@ func (d *blobDemo) refresh(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, cl := range d.clients {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 			defer cancel()
 			list, err := cl.Blobs(cctx)
 			if err != nil {
@@ -164,19 +165,6 @@ func demoBytes(n int, seed byte) []byte {
 	b := make([]byte, n)
 	_, _ = rand.NewChaCha8([32]byte{'w', 'a', 't', 's', seed}).Read(b) // never fails
 	return b
-}
-
-// humanBytes formats a byte count, e.g. "3.0 MiB".
-func humanBytes(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // wait waits until the blobs are published (or publishing failed).

@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/internal/fileio"
 )
 
 // Devnet layout (docs/design.md §13): DIR/devnet.json records the running nodes;
@@ -19,27 +21,29 @@ import (
 const (
 	// stateFileName is the devnet's pid file in DIR.
 	stateFileName = "devnet.json"
-	// logFileName is each node's daemon log, in its repo.
-	logFileName = "daemon.log"
+	// LogFileName is each node's daemon log, in its repo.
+	LogFileName = "daemon.log"
 	// stateVersion is the version of devnet.json's format.
 	stateVersion = 1
-	// maxStateBytes caps the devnet.json read: maxDevnetNodes records of a
+	// maxStateBytes caps the devnet.json read: MaxNodes records of a
 	// few hundred bytes each fit in a few tens of KiB.
 	maxStateBytes = 1 << 20
 )
 
-// maxDevnetNodes is the most nodes a devnet runs. Each node is a full
-// daemon process (libp2p host, pebble database, a few tens of MiB): 32 of
-// them already load a laptop; a bigger test network wants real machines.
-const maxDevnetNodes = 32
+// MaxNodes is the most nodes a devnet runs. Each node is a full daemon
+// process (libp2p host, pebble database, a few tens of MiB): 32 of them
+// already load a laptop; a bigger test network wants real machines.
+const MaxNodes = 32
 
-// errNoDevnet is returned by loadState when DIR holds no devnet.json.
-var errNoDevnet = errors.New("no devnet")
+// ErrNoDevnet is returned by Load when DIR holds no devnet.json.
+var ErrNoDevnet = errors.New("no devnet")
 
-// devnetState is devnet.json: what `devnet up` (or `devnet run`) started,
-// so that the other devnet commands find the nodes.
-type devnetState struct {
-	Version int    `json:"version"`
+// State is devnet.json: what `devnet up` (or `devnet run`) started, so
+// that the other devnet commands find the nodes.
+type State struct {
+	// Version is the version of the format, 1; Load refuses any other.
+	Version int `json:"version"`
+	// Network is the nodes' network name.
 	Network string `json:"network"`
 	// Started is when the devnet was started.
 	Started time.Time `json:"started"`
@@ -47,12 +51,16 @@ type devnetState struct {
 	// process, which removes them when it ends.
 	Foreground bool `json:"foreground"`
 	// RunnerPID is the pid of the process that started the nodes.
-	RunnerPID int         `json:"runner_pid"`
-	Nodes     []nodeState `json:"nodes"`
+	RunnerPID int `json:"runner_pid"`
+	// Nodes are the nodes in the order they were started: Nodes[i] is
+	// nodeI.
+	Nodes []NodeState `json:"nodes"`
 }
 
-// nodeState is one node of devnet.json.
-type nodeState struct {
+// NodeState is one node of devnet.json.
+type NodeState struct {
+	// Index is I of nodeI; Repo its repo directory (NodeDir, as given,
+	// not made absolute); Log its daemon log; PID its daemon's pid.
 	Index int    `json:"index"`
 	Repo  string `json:"repo"`
 	Log   string `json:"log"`
@@ -62,9 +70,10 @@ type nodeState struct {
 	Addrs  []string `json:"addrs,omitempty"`
 }
 
-// defaultDevnetDir is the default --dir of the devnet commands:
-// $WATS_DEVNET_DIR, else ~/.wats-devnet.
-func defaultDevnetDir() string {
+// DefaultDir is the default --dir of the devnet commands:
+// $WATS_DEVNET_DIR, else ~/.wats-devnet (".wats-devnet" without a home
+// directory).
+func DefaultDir() string {
 	if d := os.Getenv("WATS_DEVNET_DIR"); d != "" {
 		return d
 	}
@@ -75,20 +84,22 @@ func defaultDevnetDir() string {
 	return filepath.Join(home, ".wats-devnet")
 }
 
-// nodeDir is the repo of node i of the devnet in dir.
-func nodeDir(dir string, i int) string { return filepath.Join(dir, "node"+strconv.Itoa(i)) }
+// NodeDir is the repo of node i of the devnet in dir: DIR/nodeI.
+func NodeDir(dir string, i int) string { return filepath.Join(dir, "node"+strconv.Itoa(i)) }
 
-// loadState reads dir's devnet.json; errNoDevnet if there is none.
-func loadState(dir string) (*devnetState, error) {
+// Load reads dir's devnet.json: ErrNoDevnet if there is none, an error
+// that says to remove it if it is damaged, of another version or over
+// 1 MiB.
+func Load(dir string) (*State, error) {
 	path := filepath.Join(dir, stateFileName)
-	b, err := readCapped(path, nil, maxStateBytes)
+	b, err := fileio.ReadCapped(path, nil, maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoDevnet
+		return nil, ErrNoDevnet
 	}
 	if err != nil {
 		return nil, err
 	}
-	var st devnetState
+	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("%s is damaged (%v); remove it once no node of the devnet runs", path, err)
 	}
@@ -100,12 +111,12 @@ func loadState(dir string) (*devnetState, error) {
 
 // save writes st to dir's devnet.json atomically (a temporary file renamed
 // over it).
-func (st *devnetState) save(dir string) error {
+func (st *State) save(dir string) error {
 	b, err := json.Marshal(st, jsontext.WithIndent("  "))
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFileName), append(b, '\n'), 0o600)
+	return fileio.WriteAtomic(filepath.Join(dir, stateFileName), append(b, '\n'), 0o600)
 }
 
 // removeState removes dir's devnet.json, if any.
@@ -117,38 +128,11 @@ func removeState(dir string) error {
 	return err
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so that a reader sees the old or the new content, never part.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync() // the new content on disk before it replaces the old
-	}
-	if err1 := f.Close(); err == nil {
-		err = err1
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-// cleanDevnetDir removes the node repos and devnet.json of the devnet in
+// cleanDir removes the node repos and devnet.json of the devnet in
 // dir, and dir itself if nothing else is left in it. It removes only what
 // a devnet creates (node<N> directories, devnet.json), so that a --dir
 // pointing at the wrong place costs nothing else.
-func cleanDevnetDir(dir string) error {
+func cleanDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -1,4 +1,4 @@
-package node
+package bench
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,22 +18,25 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/repo"
 
 	"github.com/wats-network/wats/core"
 )
 
-// BenchSyncResult is what BenchSync measured.
-type BenchSyncResult struct {
+// SyncResult is what Sync measured.
+type SyncResult struct {
+	// Events is n, the events filled and caught up.
 	Events uint64 `json:"events"`
 	// Fill is the time spent signing and storing the events on the source
 	// node; CatchUp from dialling the source to the last event stored.
 	// Their JSON is in nanoseconds (fill_ns, catch_up_ns).
-	Fill         time.Duration `json:"-"`
-	CatchUp      time.Duration `json:"-"`
-	FillNs       int64         `json:"fill_ns"`
-	CatchUpNs    int64         `json:"catch_up_ns"`
-	EventsPerSec float64       `json:"events_per_sec"`
+	Fill      time.Duration `json:"-"`
+	CatchUp   time.Duration `json:"-"`
+	FillNs    int64         `json:"fill_ns"`
+	CatchUpNs int64         `json:"catch_up_ns"`
+	// EventsPerSec is Events over CatchUp.
+	EventsPerSec float64 `json:"events_per_sec"`
 	// DiskBytesPerEvent is the size of the catching-up node's database
 	// directory after it closed, divided by the events.
 	DiskBytesPerEvent float64 `json:"disk_bytes_per_event"`
@@ -42,15 +44,19 @@ type BenchSyncResult struct {
 	// (both nodes run in this process), from /proc/self/status VmHWM after
 	// resetting it; 0 where that is not available.
 	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
-	Dropped      uint64 `json:"dropped"`
+	// Dropped counts the events the catching-up node dropped as invalid
+	// (0 expected).
+	Dropped uint64 `json:"dropped"`
 }
 
-// BenchSync fills one node with n signed events and measures a second
-// node's catch-up from it by sync over real libp2p on loopback, with gossip
-// off, signatures verified and writes durable. dir holds the two repos
-// (a temp dir when empty, removed at the end). progress, if not nil, is
-// called with a line of text now and then.
-func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*BenchSyncResult, error) {
+// Sync is `wats bench sync`: it fills one node with n signed events and
+// measures a second node's catch-up from it by sync over real libp2p on
+// loopback, with gossip and rate limits off, signatures verified and
+// writes durable. Both nodes run in this process (node.New), through
+// node's exported API only. dir holds the two repos (a temp dir when
+// empty, removed at the end). progress, if not nil, is called with a line
+// of text now and then.
+func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncResult, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -78,15 +84,15 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res := &BenchSyncResult{Events: uint64(n)}
+	res := &SyncResult{Events: uint64(n)}
 
-	a, err := New(src.Config, src.Key, &Options{Dir: src.Dir, Logger: quiet, Agent: "wats/bench"})
+	a, err := node.New(src.Config, src.Key, &node.Options{Dir: src.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
 	t0 := time.Now()
-	if err := fillLog(ctx, a.events, n, progress); err != nil {
+	if err := fillLog(ctx, a.Events(), n, progress); err != nil {
 		return nil, err
 	}
 	res.Fill = time.Since(t0)
@@ -95,7 +101,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 		return nil, err
 	}
 
-	b, err := New(dst.Config, dst.Key, &Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
+	b, err := node.New(dst.Config, dst.Key, &node.Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +120,7 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	if _, err := b.Connect(ctx, a.FullAddrs()[0]); err != nil {
 		return nil, err
 	}
-	st, err := b.SyncPeer(ctx, a.ID(), func(p SyncProgress) {
+	st, err := b.SyncPeer(ctx, a.ID(), func(p node.SyncProgress) {
 		if p.Cursor%(256*1000) == 0 {
 			progress(fmt.Sprintf("caught up %d of %d", p.Cursor, n))
 		}
@@ -124,10 +130,10 @@ func BenchSync(ctx context.Context, n int, dir string, progress func(string)) (*
 	}
 	res.CatchUp = time.Since(t0)
 	res.FillNs, res.CatchUpNs = res.Fill.Nanoseconds(), res.CatchUp.Nanoseconds()
-	res.PeakRSSBytes = peakRSS()
-	res.Dropped = b.m.droppedTotal()
-	if got := b.events.Head(); got != core.Cursor(n) {
-		return nil, fmt.Errorf("node: bench: caught up %d events, want %d (last progress %+v)", got, n, st)
+	res.PeakRSSBytes = peakRSS(os.Getpid())
+	res.Dropped = b.Status().Dropped
+	if got := b.Events().Head(); got != core.Cursor(n) {
+		return nil, fmt.Errorf("bench: caught up %d events, want %d (last progress %+v)", got, n, st)
 	}
 	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()
 	if err := b.Close(); err != nil {
@@ -200,23 +206,7 @@ func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string
 // writing 5 to /proc/self/clear_refs), so peakRSS measures from here.
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
-// peakRSS returns VmHWM of /proc/self/status in bytes, 0 if unavailable.
-func peakRSS() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
-
+// dirSize is the sum of the sizes of the files under dir.
 func dirSize(dir string) (int64, error) {
 	var size int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {

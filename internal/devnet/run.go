@@ -1,4 +1,4 @@
-package main
+package devnet
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -30,86 +30,52 @@ const (
 	demoKind = "note"
 )
 
-// runOptions are the flags of `devnet run`.
-type runOptions struct {
-	f             devnetFlags
-	n             int
-	demo          bool
-	duration      time.Duration
-	interval      time.Duration
-	eventsPerNode int
-	network       string
-	timeout       time.Duration
+// RunOptions are the settings of Run: the flags of `devnet run` and where
+// it writes.
+type RunOptions struct {
+	// Dir is the devnet directory; "" for a temporary one, removed at the
+	// end but for the nodes' logs, which are moved to a directory of their
+	// own and named.
+	Dir string
+	// Nodes is the number of nodes, 1 to MaxNodes.
+	Nodes int
+	// Demo: every node publishes a note every Interval (at most
+	// EventsPerNode each, 0: no limit), node0 a file event with a blob and
+	// the last node a crash report with a dump to node0.
+	Demo          bool
+	Interval      time.Duration
+	EventsPerNode int
+	// Duration stops the run after this long, then waits for the nodes to
+	// converge and says whether they did; 0 runs until ctx ends.
+	Duration time.Duration
+	// Network and Timeout are as in Options.
+	Network string
+	Timeout time.Duration
+	// Stdout gets the run's lines and its view, redrawn in place if TTY
+	// (Stdout is a terminal); Stderr the progress of the start and the
+	// errors of the demo.
+	Stdout, Stderr io.Writer
+	TTY            bool
+	// Hint returns a wats command line to paste for args (e.g. "devnet",
+	// "status", "--dir", DIR), naming the binary as the user runs it.
+	Hint func(args ...string) string
 }
 
-func (c *cli) devnetRunCmd() *cobra.Command {
-	var o runOptions
-	cmd := &cobra.Command{
-		Use:   "run -n N [--demo] [--dir DIR] [--duration D]",
-		Short: "Run N daemons in the foreground, with a demo, until Ctrl-C",
-		Long: `Start N daemons as 'devnet up' does, in the foreground, and show each
-node's event count and head as they change, and whether the nodes hold the
-same events ("converged"). With --demo every node publishes a note event every
---interval; node0 also publishes a file event with a 3 MiB blob, and the last
-node submits a crash report with a dump to node0: every node fetches both
-blobs, and the run reports when all hold them. Ctrl-C (or --duration) stops
-everything; no process is left behind. Without --dir the nodes live in a
-temporary directory removed at the end, but for their logs, which are moved
-to a directory of their own and named; with --dir DIR everything stays in
-DIR.`,
-		Example: `  wats devnet run -n 3 --demo
-  wats devnet run -n 3 --demo --duration 30s --events-per-node 10`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			return c.devnetRun(cmd.Context(), &o)
-		},
-	}
-	// Unlike the other devnet commands, run's --dir has no default
-	// directory: without it the devnet is temporary.
-	cmd.Flags().StringVar(&o.f.dir, "dir", "", "the devnet directory (default: a temporary one)")
-	cmd.Flags().IntVarP(&o.n, "nodes", "n", 3, "the number of nodes")
-	cmd.Flags().BoolVar(&o.demo, "demo", false, "publish events from every node and show them spread")
-	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
-	cmd.Flags().DurationVar(&o.interval, "interval", time.Second, "with --demo: how often each node publishes an event")
-	cmd.Flags().IntVar(&o.eventsPerNode, "events-per-node", 0, "with --demo: stop after this many events per node (0: no limit)")
-	cmd.Flags().StringVar(&o.network, "network", defaultDevnetNetwork, "the nodes' network name")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", defaultUpTimeout, "how long to wait for the nodes to start and connect")
-	return cmd
-}
-
-// check validates the flags of `devnet run`.
-func (o *runOptions) check() error {
-	if err := checkNodeCount(o.n); err != nil {
-		return err
-	}
-	switch {
-	case o.duration < 0:
-		return usageErrorf("--duration %s: must be 0 (until Ctrl-C) or positive", o.duration)
-	case o.interval < 10*time.Millisecond:
-		return usageErrorf("--interval %s: must be at least 10ms", o.interval)
-	case o.eventsPerNode < 0:
-		return usageErrorf("--events-per-node %d: must be 0 (no limit) or positive", o.eventsPerNode)
-	case o.timeout <= 0:
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
-	case !o.demo && o.eventsPerNode > 0:
-		return usageErrorf("--events-per-node needs --demo")
-	}
-	return nil
-}
-
-// devnetRun is `devnet run`. ctx ends on Ctrl-C (SIGINT) or SIGTERM.
-// Without --dir the devnet lives in a new temporary directory.
-func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
-	dir := o.f.dir
+// Run is `devnet run`: it starts o.Nodes daemons as Start does, in the
+// foreground, shows their convergence (and with o.Demo publishes events
+// and blobs from them) until ctx ends (Ctrl-C) or o.Duration has passed,
+// then stops every daemon and waits for them. It returns an error when
+// the devnet did not start, a node exited, or after o.Duration the nodes
+// did not converge within 20 s; on any error the node repos and logs are
+// kept (and named on Stderr).
+func Run(ctx context.Context, o RunOptions) (err error) {
+	progress := func(format string, args ...any) { fmt.Fprintf(o.Stderr, format+"\n", args...) }
+	dir := o.Dir
 	dirGiven := dir != ""
 	if !dirGiven {
 		if dir, err = os.MkdirTemp("", "wats-devnet-"); err != nil {
 			return err
 		}
-		o.f.dir = dir
 	}
 	keep := false // keep a temporary dir when something failed, for its logs
 	defer func() {
@@ -117,36 +83,36 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 			return
 		}
 		if keep {
-			fmt.Fprintf(c.stderr, "the node repos and logs are kept in %s\n", dir)
+			fmt.Fprintf(o.Stderr, "the node repos and logs are kept in %s\n", dir)
 			return
 		}
 		if logs, err := keepLogs(dir); err == nil && logs != "" {
-			fmt.Fprintf(c.stdout, "the nodes' logs are kept in %s (to keep the whole devnet: %s)\n", logs,
-				c.hint("devnet", "run", "--dir", "DIR"))
+			fmt.Fprintf(o.Stdout, "the nodes' logs are kept in %s (to keep the whole devnet: %s)\n", logs,
+				o.Hint("devnet", "run", "--dir", "DIR"))
 		}
 		_ = os.RemoveAll(dir)
 	}()
 
-	d, err := startNetwork(ctx, netOptions{
-		dir: dir, n: o.n, network: o.network, timeout: o.timeout, foreground: true, log: c.progress,
-		downHint: c.hint("devnet", "down", "--dir", dir),
+	d, err := Start(ctx, Options{
+		Dir: dir, Nodes: o.Nodes, Network: o.Network, Timeout: o.Timeout, Foreground: true, Log: progress,
+		DownHint: o.Hint("devnet", "down", "--dir", dir),
 	})
 	if err != nil {
 		keep = ctx.Err() == nil
 		return err
 	}
-	fmt.Fprintf(c.stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", plural(o.n, "node"), dir, o.network)
-	fmt.Fprintf(c.stdout, "try in another terminal: %s\n", c.hint("devnet", "status", "--dir", dir))
-	fmt.Fprintln(c.stdout, columnsLegend(o.demo))
+	fmt.Fprintf(o.Stdout, "devnet of %s running in %s (network %s); Ctrl-C to stop\n", humanize.Plural(o.Nodes, "node"), dir, o.Network)
+	fmt.Fprintf(o.Stdout, "try in another terminal: %s\n", o.Hint("devnet", "status", "--dir", dir))
+	fmt.Fprintln(o.Stdout, columnsLegend(o.Demo))
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	if o.duration > 0 {
+	if o.Duration > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(runCtx, o.duration)
+		runCtx, cancel = context.WithTimeout(runCtx, o.Duration)
 		defer cancel()
 	}
-	died := make(chan *proc, len(d.procs))
+	died := make(chan *Daemon, len(d.procs))
 	for _, p := range d.procs {
 		go func() {
 			select {
@@ -158,17 +124,17 @@ func (c *cli) devnetRun(ctx context.Context, o *runOptions) (err error) {
 	}
 
 	obs := newObserver(d.clients)
-	view := newConvergenceView(c.stdout, isTerminal(c.stdout))
+	view := newConvergenceView(o.Stdout, o.TTY)
 	var pub *publisher
 	var blobs *blobDemo
 	var sp *spread
-	if o.demo {
+	if o.Demo {
 		sp = newSpread(len(d.clients))
 		for i, cl := range d.clients {
 			go sp.watch(runCtx, i, cl)
 		}
-		pub = startPublisher(runCtx, d.clients, o.interval, o.eventsPerNode, sp, c.stderr)
-		blobs = startBlobDemo(runCtx, d.clients, c.stderr)
+		pub = startPublisher(runCtx, d.clients, o.Interval, o.EventsPerNode, sp, o.Stderr)
+		blobs = startBlobDemo(runCtx, d.clients, o.Stderr)
 	}
 
 	// A write to a closed stdout returns EPIPE instead of killing the
@@ -189,7 +155,7 @@ loop:
 			break loop
 		case p := <-died:
 			runErr = fmt.Errorf("node%d exited unexpectedly (%v); the end of its log:\n%s",
-				p.index, p.err, logTail(d.state.Nodes[p.index].Log, 15))
+				p.index, p.err, LogTail(d.state.Nodes[p.index].Log, 15))
 			break loop
 		case <-tick.C:
 			obs.refresh(runCtx)
@@ -216,23 +182,23 @@ loop:
 	// Stopped by --duration: let the last events spread, then report.
 	interrupted := ctx.Err() != nil || outputGone
 	if runErr == nil && !interrupted {
-		runErr = c.settle(ctx, obs, view, start, pub, blobs)
+		runErr = settle(ctx, o.Stdout, obs, view, start, pub, blobs)
 	}
 	view.end()
 
-	fmt.Fprintf(c.stdout, "stopping %s\n", plural(len(d.procs), "node"))
-	d.stop()
+	fmt.Fprintf(o.Stdout, "stopping %s\n", humanize.Plural(len(d.procs), "node"))
+	d.Stop()
 	for _, p := range d.procs {
 		if p.err != nil && runErr == nil {
 			// A daemon stopped by SIGTERM exits 0; anything else is news.
-			fmt.Fprintf(c.stderr, "node%d exited with %v; see %s\n", p.index, p.err, d.state.Nodes[p.index].Log)
+			fmt.Fprintf(o.Stderr, "node%d exited with %v; see %s\n", p.index, p.err, d.state.Nodes[p.index].Log)
 			keep = true
 		}
 	}
 	if dirGiven {
 		_ = removeState(dir)
 	}
-	fmt.Fprintf(c.stdout, "stopped\n")
+	fmt.Fprintf(o.Stdout, "stopped\n")
 	if runErr != nil {
 		keep = true
 	}
@@ -240,12 +206,12 @@ loop:
 }
 
 // settle waits up to settleTimeout for the nodes to converge, refreshing
-// the view, and reports the outcome: nil when every node holds the same
-// events.
+// the view, and reports the outcome on w: nil when every node holds the
+// same events.
 //
 // With the demo's blobs (blobs non-nil) it also waits until every node
 // holds both of them.
-func (c *cli) settle(ctx context.Context, obs *observer, view *convergenceView, start time.Time, pub *publisher, blobs *blobDemo) error {
+func settle(ctx context.Context, w io.Writer, obs *observer, view *convergenceView, start time.Time, pub *publisher, blobs *blobDemo) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	tick := time.NewTicker(viewInterval / 4)
@@ -258,9 +224,9 @@ func (c *cli) settle(ctx context.Context, obs *observer, view *convergenceView, 
 		if conv.ok && blobsOK {
 			view.show(time.Since(start), obs.views, pub.counts())
 			view.end()
-			fmt.Fprintf(c.stdout, "converged: all %d nodes hold the same %d events\n", len(obs.views), conv.events)
+			fmt.Fprintf(w, "converged: all %d nodes hold the same %d events\n", len(obs.views), conv.events)
 			if blobState != "" {
-				fmt.Fprintln(c.stdout, blobState)
+				fmt.Fprintln(w, blobState)
 			}
 			return nil
 		}
@@ -314,12 +280,12 @@ func startPublisher(ctx context.Context, clients []*api.Client, interval time.Du
 				body, _ := json.Marshal(demoBody{From: fmt.Sprintf("node%d", i), N: n})
 				// Not cancelled with ctx: an event being added when the run
 				// ends is finished (stored and gossiped), not cut short.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
 				t0 := time.Now()
 				ev, err := cl.AddEvent(cctx, demoKind, jsontext.Value(body))
 				cancel()
 				if err == nil {
-					if id, err := eventID(ev); err == nil {
+					if id, err := api.EventID(ev); err == nil {
 						sp.published(id, t0)
 					}
 				}
@@ -416,7 +382,7 @@ func (o *observer) refresh(ctx context.Context) {
 const maxPagesPerRefresh = 64
 
 func (v *nodeView) refresh(ctx context.Context, cl *api.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	st, err := cl.Status(ctx)
 	if err != nil {
@@ -430,7 +396,7 @@ func (v *nodeView) refresh(ctx context.Context, cl *api.Client) error {
 			return err
 		}
 		for _, ev := range page.Events {
-			id, err := eventID(ev)
+			id, err := api.EventID(ev)
 			if err != nil {
 				return err
 			}
@@ -516,7 +482,7 @@ const maxNamedNodes = 6
 //	spreading: 12 events in all; behind: node1 (2 missing), node2 (1 missing)
 func (c convergence) verdict(views []nodeView) string {
 	if c.ok {
-		return fmt.Sprintf("converged: all %d nodes hold the same %s", len(views), plural(c.events, "event"))
+		return fmt.Sprintf("converged: all %d nodes hold the same %s", len(views), humanize.Plural(c.events, "event"))
 	}
 	var behind, silent []string
 	for i, v := range views {
@@ -529,7 +495,7 @@ func (c convergence) verdict(views []nodeView) string {
 	}
 	parts := []string{c.state()}
 	if c.events > 0 {
-		parts[0] += fmt.Sprintf(": %s in all", plural(c.events, "event"))
+		parts[0] += fmt.Sprintf(": %s in all", humanize.Plural(c.events, "event"))
 	}
 	if len(behind) > 0 {
 		parts = append(parts, "behind: "+nameList(behind))
@@ -685,12 +651,12 @@ func statusTable(elapsed time.Duration, views []nodeView, published []int, lags 
 // directory beside it, as nodeI.log, and returns that directory ("" when
 // there was no log to keep).
 func keepLogs(dir string) (string, error) {
-	st, err := loadState(dir)
+	st, err := Load(dir)
 	if err != nil {
 		// devnet.json is removed at the end of a run: find the logs.
-		st = &devnetState{}
-		for i := range maxDevnetNodes {
-			st.Nodes = append(st.Nodes, nodeState{Index: i, Log: filepath.Join(nodeDir(dir, i), logFileName)})
+		st = &State{}
+		for i := range MaxNodes {
+			st.Nodes = append(st.Nodes, NodeState{Index: i, Log: filepath.Join(NodeDir(dir, i), LogFileName)})
 		}
 	}
 	var logs string
@@ -708,4 +674,12 @@ func keepLogs(dir string) (string, error) {
 		}
 	}
 	return logs, nil
+}
+
+// short is s cut to its first n bytes (an error in a table cell).
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/internal/devnet"
+)
+
+// AttackScenario is one row of `bench attack`: an attack and its size.
+type AttackScenario struct {
+	// Name is what --scenario calls it; Attack the attack of
+	// internal/attack ("" for none, the baseline).
+	Name   string `json:"name"`
+	Attack string `json:"attack"`
+	// IDs is the ids of a hoarding attack, Rate the fresh ids a second of
+	// a Sybil attack (0: 1, as the attacker takes at least one).
+	IDs  int `json:"ids,omitempty"`
+	Rate int `json:"rate,omitempty"`
+}
+
+// AttackScenarios are the scenarios of ADR 0030's attack suite, in order.
+var AttackScenarios = []AttackScenario{
+	{Name: "none", Attack: ""},
+	{Name: "one-id-flood", Attack: attack.OneIDFlood},
+	{Name: "sybil", Attack: attack.Sybil, Rate: 550},
+	{Name: "sybil-hello", Attack: attack.SybilHello, Rate: 550},
+	{Name: "hoard-unnegotiated-1", Attack: attack.HoardUnnegotiated, IDs: 1},
+	{Name: "hoard-unnegotiated-50", Attack: attack.HoardUnnegotiated, IDs: 50},
+	{Name: "hoard-unnegotiated-500", Attack: attack.HoardUnnegotiated, IDs: 500},
+	{Name: "hoard-prefix-1", Attack: attack.HoardPrefix, IDs: 1},
+	{Name: "hoard-prefix-50", Attack: attack.HoardPrefix, IDs: 50},
+	{Name: "hoard-prefix-500", Attack: attack.HoardPrefix, IDs: 500},
+	{Name: "bad-solutions", Attack: attack.BadSolutions},
+	{Name: "unread-pages-8", Attack: attack.UnreadPages, IDs: 8},
+	{Name: "crash-flood", Attack: attack.CrashFlood, Rate: 200},
+	{Name: "value-sybils", Attack: attack.ValueSybils, Rate: 100},
+}
+
+// AttackResult is one scenario's figures.
+type AttackResult struct {
+	Scenario AttackScenario `json:"scenario"`
+	// Seconds is how long the attack ran (after the honest warm-up);
+	// Honest is what the honest load got meanwhile.
+	Seconds float64             `json:"seconds"`
+	Honest  attack.HonestResult `json:"honest"`
+	// HonestServedPct and NewcomersServedPct are the honest requests and
+	// the newcomers served, in percent.
+	HonestServedPct    float64 `json:"honest_served_pct"`
+	NewcomersServedPct float64 `json:"newcomers_served_pct"`
+	// The daemon's resident set when the attack started, its highest
+	// sample during it, and at its end, in bytes (Linux; 0 elsewhere).
+	RSSStart uint64 `json:"rss_start_bytes"`
+	RSSPeak  uint64 `json:"rss_peak_bytes"`
+	RSSEnd   uint64 `json:"rss_end_bytes"`
+	// LogLines is what the daemon logged during the attack; LogLinesPerMin
+	// the same a minute.
+	LogLines       int     `json:"log_lines"`
+	LogLinesPerMin float64 `json:"log_lines_per_min"`
+	// CPUPct is the daemon's CPU time during the attack, in percent of one
+	// core.
+	CPUPct float64 `json:"cpu_pct"`
+	// Attacker is what the attacker process did.
+	Attacker attack.Stats `json:"attacker"`
+}
+
+// KillResult is the kill -9 scenario's figures: the kills, the events
+// whose write the daemon acknowledged, those of them present after the
+// last restart, and those lost (Acknowledged - Present: 0 if every
+// acknowledged write was durable).
+type KillResult struct {
+	Kills        int `json:"kills"`
+	Acknowledged int `json:"acknowledged"`
+	Present      int `json:"present"`
+	Lost         int `json:"lost"`
+}
+
+// attackDaemon starts one daemon for an attack scenario, with events to
+// sync, and returns it with its target address.
+func attackDaemon(ctx context.Context, dir string) (*devnet.Network, attack.Target, error) {
+	d, err := devnet.Start(ctx, devnet.Options{
+		Dir: dir, Nodes: 1, Network: "wats-attack", Timeout: devnet.DefaultUpTimeout, Foreground: true,
+		Log: func(string, ...any) {},
+		Config: func(cfg *config.Config) {
+			cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			cfg.Sync.Gossip = false
+		},
+	})
+	if err != nil {
+		return nil, attack.Target{}, err
+	}
+	for i := range 300 { // a page and more to sync
+		body := jsontext.Value(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", 200)))
+		if _, err := d.Client(0).AddEvent(ctx, "note", body); err != nil {
+			d.Stop()
+			return nil, attack.Target{}, err
+		}
+	}
+	addr := ""
+	for _, a := range d.State().Nodes[0].Addrs {
+		if strings.Contains(a, "/tcp/") {
+			addr = a
+			break
+		}
+	}
+	t, err := attack.ParseTarget(addr, "wats-attack")
+	if err != nil {
+		d.Stop()
+		return nil, attack.Target{}, err
+	}
+	return d, t, nil
+}
+
+// RunAttack runs scenario s for duration against a fresh daemon, in a
+// temporary directory removed after: the honest load (attack.DefaultHonest:
+// its warm-up first, then duration) in this process, the attacker, if s
+// has one, in a `wats bench attack-worker` process of this binary at nice
+// 19. It fails if the daemon does not start or the attacker fails.
+func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*AttackResult, error) {
+	dir, err := os.MkdirTemp("", "wats-bench-attack-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	d, t, err := attackDaemon(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Stop()
+	pid := d.Daemon(0).PID()
+	logPath := d.State().Nodes[0].Log
+	res := &AttackResult{Scenario: s}
+	h := attack.DefaultHonest
+	actx, cancel := context.WithTimeout(ctx, h.Warmup+duration)
+	defer cancel()
+	warm := make(chan struct{})
+	honest := make(chan attack.HonestResult, 1)
+	go func() { honest <- attack.RunHonest(actx, t, h, warm) }()
+	<-warm // the honest peers have their records: the attack starts
+
+	res.RSSStart = currentRSS(pid)
+	lines0 := countLines(logPath)
+	cpu0 := cpuTime(pid)
+	var worker *exec.Cmd
+	var workerOut bytes.Buffer
+	if s.Attack != "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		addr := t.Addr.String() + "/p2p/" + t.ID.String()
+		// The flags of cmd/wats's `bench attack-worker`, which calls
+		// AttackWorker.
+		worker = exec.Command(exe, "bench", "attack-worker", "--attack", s.Attack, "--target", addr,
+			"--network", t.Network, "--duration", duration.String(),
+			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1)))
+		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
+		// The attacker runs at the lowest priority, every thread of it:
+		// the figures describe the node, not two processes sharing the
+		// cores.
+		if err := startNiced(worker); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	var peak uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, currentRSS(pid))
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	res.Honest = <-honest
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	res.CPUPct = 100 * (cpuTime(pid) - cpu0).Seconds() / res.Seconds
+	res.RSSPeak, res.RSSEnd = max(peak, currentRSS(pid)), currentRSS(pid)
+	res.LogLines = countLines(logPath) - lines0
+	res.LogLinesPerMin = float64(res.LogLines) / res.Seconds * 60
+	res.HonestServedPct, res.NewcomersServedPct = res.Honest.ServedPct(), res.Honest.NewcomersPct()
+	if worker != nil {
+		if err := worker.Wait(); err != nil {
+			return nil, fmt.Errorf("attacker: %w", err)
+		}
+		if err := json.Unmarshal(workerOut.Bytes(), &res.Attacker); err != nil {
+			return nil, fmt.Errorf("attacker's figures %q: %w", workerOut.String(), err)
+		}
+	}
+	return res, nil
+}
+
+// RunKill is the kill9 scenario: it writes events through the control API
+// of a daemon (4 writers) that it kills with SIGKILL 100 to 500 ms into
+// each round and restarts, kills times, and counts the events whose write
+// was acknowledged and those the restarted daemon holds. log gets a line a
+// kill.
+func RunKill(ctx context.Context, kills int, log func(format string, args ...any)) (*KillResult, error) {
+	dir, err := os.MkdirTemp("", "wats-bench-kill9-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	d, _, err := attackDaemon(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { d.Stop() }()
+	res := &KillResult{Kills: kills}
+	var acked []string
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := range kills {
+		cl := d.Client(0)
+		// Writers until the kill: each acknowledged id is kept.
+		wctx, stop := context.WithCancel(ctx)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := 0; wctx.Err() == nil; i++ {
+					ev, err := cl.AddEvent(wctx, "note", jsontext.Value(fmt.Sprintf(`{"k":%d,"w":%d,"i":%d}`, k, w, i)))
+					if err != nil {
+						return
+					}
+					var e struct {
+						ID string `json:"id"`
+					}
+					if jsonv2.Unmarshal(ev, &e) == nil {
+						mu.Lock()
+						acked = append(acked, e.ID)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		select { // writes in flight for 100..500 ms, then the kill
+		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		devnet.SignalGroup(d.Daemon(0).PID(), syscall.SIGKILL)
+		<-d.Daemon(0).Exited()
+		stop()
+		wg.Wait()
+		// Restart on the same repo and check every acknowledged event.
+		if err := d.Restart(0); err != nil {
+			return nil, err
+		}
+		wctx2, cancel := context.WithTimeout(ctx, devnet.DefaultUpTimeout)
+		_, err := d.Daemon(0).WaitAPI(wctx2, cl)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("restart %d: %w", k+1, err)
+		}
+		log("  kill %d: %d events acknowledged so far", k+1, len(acked))
+	}
+	res.Acknowledged = len(acked)
+	for _, id := range acked {
+		if _, err := d.Client(0).Event(ctx, id); err == nil {
+			res.Present++
+		}
+	}
+	res.Lost = res.Acknowledged - res.Present
+	return res, nil
+}
+
+// AttackWorker is the attacker process of RunAttack (`wats bench
+// attack-worker`): it runs attack name against t with o, its ids holding
+// their connections 1 s (o.Hold), for duration, then writes its figures
+// (attack.Stats) to w as one line of JSON.
+func AttackWorker(ctx context.Context, name string, t attack.Target, o attack.Options, duration time.Duration, w io.Writer) error {
+	o.Hold = time.Second
+	ctx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	st, err := attack.Attack(ctx, name, t, o)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(st)
+}

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/devnet"
+	"github.com/wats-network/wats/internal/humanize"
+	"github.com/wats-network/wats/node/api"
+)
+
+// FetchResult is what `bench fetch` measures.
+type FetchResult struct {
+	// Bytes is the blob's size, CID its CID, Transport the --transport
+	// the daemons listened on (any, tcp or quic).
+	Bytes     uint64 `json:"bytes"`
+	CID       string `json:"cid"`
+	Transport string `json:"transport"`
+	// Conns are node1's connections to node0 after the fetch (remote
+	// multiaddrs): the transport the blob came over.
+	Conns []string `json:"conns"`
+	// Import is the time node0 took to store the blob, sent over its
+	// control API; Fetch the time node1 took to fetch it from node0.
+	Import Seconds `json:"import_s"`
+	Fetch  Seconds `json:"fetch_s"`
+	// ImportMiBPerS and FetchMiBPerS are the same as rates, in MiB/s.
+	ImportMiBPerS float64 `json:"import_mib_per_s"`
+	FetchMiBPerS  float64 `json:"fetch_mib_per_s"`
+	// PeakRSS are the daemons' peak resident sets (VmHWM, Linux only; 0
+	// elsewhere), in bytes: node1 fetched, node0 served.
+	FetcherPeakRSS  uint64 `json:"fetcher_peak_rss_bytes"`
+	ProviderPeakRSS uint64 `json:"provider_peak_rss_bytes"`
+	// FetcherCPU and ProviderCPU are the CPU time (user and system) each
+	// daemon used during the fetch (Linux only; 0 elsewhere).
+	FetcherCPU  Seconds `json:"fetcher_cpu_s"`
+	ProviderCPU Seconds `json:"provider_cpu_s"`
+}
+
+// Seconds is a duration that encodes in JSON as a number of seconds.
+type Seconds time.Duration
+
+// MarshalJSON encodes s as seconds, with millisecond precision (1.236).
+func (s Seconds) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', 3, 64)), nil
+}
+
+// String formats s rounded to the millisecond, e.g. "1.236s".
+func (s Seconds) String() string { return time.Duration(s).Round(time.Millisecond).String() }
+
+// Fetch is `wats bench fetch`: it starts two daemons in a temporary
+// directory (removed after), imports size pseudo-random bytes into node0
+// through its control API and times node1's fetch of the blob from node0
+// over bitswap. transport is any (TCP and QUIC), tcp or quic: what the
+// daemons listen on. Both daemons' blobs.max_blob_bytes and
+// blobs.quota_bytes are raised to size. log, if not nil, gets a line of
+// progress a step.
+func Fetch(ctx context.Context, size uint64, transport string, log func(format string, args ...any)) (*FetchResult, error) {
+	dir, err := os.MkdirTemp("", "wats-bench-fetch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	logf := log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	d, err := devnet.Start(ctx, devnet.Options{
+		Dir: dir, Nodes: 2, Network: "wats-bench", Timeout: devnet.DefaultUpTimeout, Foreground: true, Log: logf,
+		Config: func(cfg *config.Config) {
+			cfg.Blobs.MaxBlobBytes = max(cfg.Blobs.MaxBlobBytes, int64(size))
+			cfg.Blobs.QuotaBytes = max(cfg.Blobs.QuotaBytes, int64(size))
+			cfg.Blobs.AutoFetch = false
+			switch transport {
+			case "tcp":
+				cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			case "quic":
+				cfg.P2P.Listen = []string{"/ip4/127.0.0.1/udp/0/quic-v1"}
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Stop()
+	src, dst := d.Client(0), d.Client(1)
+	res := &FetchResult{Bytes: size, Transport: transport}
+
+	logf("importing %s into node0", humanize.Bytes(size))
+	start := time.Now()
+	bi, err := src.AddBlob(ctx, io.LimitReader(rand.NewChaCha8([32]byte{'w', 'a', 't', 's'}), int64(size)))
+	if err != nil {
+		return nil, fmt.Errorf("node0: blob add: %w", err)
+	}
+	res.Import, res.CID = Seconds(time.Since(start)), bi.CID
+	id, err := src.ID(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	logf("node1 fetching it from node0")
+	cpu0, cpu1 := cpuTime(d.Daemon(0).PID()), cpuTime(d.Daemon(1).PID())
+	start = time.Now()
+	if err := dst.FetchBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: id.PeerID}, nil); err != nil {
+		return nil, fmt.Errorf("node1: fetch: %w", err)
+	}
+	res.Fetch = Seconds(time.Since(start))
+	res.ProviderCPU = Seconds(cpuTime(d.Daemon(0).PID()) - cpu0)
+	res.FetcherCPU = Seconds(cpuTime(d.Daemon(1).PID()) - cpu1)
+	mib := float64(size) / (1 << 20)
+	res.ImportMiBPerS = mib / time.Duration(res.Import).Seconds()
+	res.FetchMiBPerS = mib / time.Duration(res.Fetch).Seconds()
+	if peers, err := dst.Peers(ctx); err == nil {
+		for _, p := range peers {
+			if p.PeerID == id.PeerID {
+				res.Conns = p.Addrs
+			}
+		}
+	}
+	res.ProviderPeakRSS = peakRSS(d.Daemon(0).PID())
+	res.FetcherPeakRSS = peakRSS(d.Daemon(1).PID())
+	return res, nil
+}

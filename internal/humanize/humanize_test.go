@@ -1,0 +1,21 @@
+package humanize
+
+import "testing"
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0 B", 1023: "1023 B", 1 << 10: "1.0 KiB", 3<<20 + 12345: "3.0 MiB", 3 << 29: "1.5 GiB",
+	} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 nodes", 1: "1 node", 3: "3 nodes"} {
+		if got := Plural(n, "node"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
