@@ -56,5 +56,4 @@
 //   - memory.go: returning freed memory to the OS after a flood.
 //   - options.go: Options and their defaults.
 //   - metrics.go: Prometheus counters, without peer labels.
-//   - bench.go: BenchSync, the catch-up bench.
 package node
