@@ -95,7 +95,7 @@ type FetchProgress struct {
 	Bytes uint64 `json:"bytes"`
 	Size  uint64 `json:"size"`
 	// Done is set on the last line of a fetch that stored the blob.
-	Done bool `json:"done,omitempty"`
+	Done bool `json:"done,omitzero"`
 	// Error is set on the last line of a fetch that failed, saying why.
 	Error string `json:"error,omitempty"`
 }

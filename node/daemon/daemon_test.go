@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,19 @@ func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
 	}
 	if _, err := os.Stat(r.SocketPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
+	}
+}
+
+// TestNDJSONLines: a progress line is one JSON object and a newline, with
+// the fields the API has always sent: "done" and "error" only when set.
+func TestNDJSONLines(t *testing.T) {
+	rec := httptest.NewRecorder()
+	line := ndjsonLines(rec)
+	line(api.FetchProgress{Bytes: 1, Size: 2})
+	line(api.FetchProgress{Bytes: 2, Size: 2, Done: true})
+	line(api.FetchProgress{Size: 2, Error: "no"})
+	want := `{"bytes":1,"size":2}` + "\n" + `{"bytes":2,"size":2,"done":true}` + "\n" + `{"bytes":0,"size":2,"error":"no"}` + "\n"
+	if got := rec.Body.String(); got != want || rec.Header().Get("Content-Type") != api.ContentTypeNDJSON {
+		t.Fatalf("lines %q (content type %q), want %q", got, rec.Header().Get("Content-Type"), want)
 	}
 }

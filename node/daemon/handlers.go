@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -122,9 +120,7 @@ func (h handlers) tail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	flusher := startNDJSON(w)
 	for {
 		changed := h.Events().Changed() // before reading, so no append is missed
 		events, next, more, err := h.Events().Page(core.Cursor(after), proto.MaxPageEvents, proto.MaxPageBytes)
@@ -161,16 +157,7 @@ func (h handlers) sync(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	line := func(st api.SyncProgress) {
-		b, _ := json.Marshal(st)
-		w.Write(append(b, '\n'))
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	line := ndjsonLines(w)
 	st, err := h.SyncPeer(r.Context(), p, func(st node.SyncProgress) { line(apiSyncProgress(st)) })
 	last := apiSyncProgress(st)
 	if err != nil {
@@ -331,19 +318,7 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	var mu sync.Mutex // the fetch reports from its goroutine
-	line := func(p api.FetchProgress) {
-		mu.Lock()
-		defer mu.Unlock()
-		b, _ := json.Marshal(p)
-		w.Write(append(b, '\n'))
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	line := ndjsonLines(w)
 	var last time.Time
 	progress := func(done, total uint64) {
 		if now := time.Now(); now.Sub(last) >= fetchProgressEvery {

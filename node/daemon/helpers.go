@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -58,6 +59,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", api.ContentTypeJSON)
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// startNDJSON starts a 200 response of JSON lines (api.ContentTypeNDJSON)
+// and returns w's flusher, nil if it has none.
+func startNDJSON(w http.ResponseWriter) http.Flusher {
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return flusher
+}
+
+// ndjsonLines starts a 200 response of JSON lines and returns the function
+// that writes one line of v and flushes it. It may be called from several
+// goroutines (a fetch reports from its own).
+func ndjsonLines(w http.ResponseWriter) func(v any) {
+	flusher := startNDJSON(w)
+	var mu sync.Mutex
+	return func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(v)
+		w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 }
 
 // writeDone answers a request that deletes something: {} for a nil err,
