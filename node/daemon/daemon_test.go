@@ -260,3 +260,12 @@ func TestNDJSONLines(t *testing.T) {
 		t.Fatalf("lines %q (content type %q), want %q", got, rec.Header().Get("Content-Type"), want)
 	}
 }
+
+// TestNDJSONLineInvalidUTF8: text that is not UTF-8 still makes a line.
+func TestNDJSONLineInvalidUTF8(t *testing.T) {
+	rec := httptest.NewRecorder()
+	ndjsonLines(rec)(api.FetchProgress{Size: 1, Error: "bad \xff byte"})
+	if got, want := rec.Body.String(), `{"bytes":0,"size":1,"error":"bad `+"\ufffd"+` byte"}`+"\n"; got != want {
+		t.Fatalf("line %q, want %q", got, want)
+	}
+}

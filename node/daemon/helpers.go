@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/ipfs/go-cid"
 
 	"github.com/wats-network/wats/blobs"
@@ -79,7 +80,12 @@ func ndjsonLines(w http.ResponseWriter) func(v any) {
 	return func(v any) {
 		mu.Lock()
 		defer mu.Unlock()
-		b, _ := json.Marshal(v)
+		// Invalid UTF-8 (in an error's text, say) becomes U+FFFD rather
+		// than an empty line.
+		b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
+		if err != nil {
+			b, _ = json.Marshal(api.ErrorBody{Error: "could not encode a line: " + err.Error()}, jsontext.AllowInvalidUTF8(true))
+		}
 		w.Write(append(b, '\n'))
 		if flusher != nil {
 			flusher.Flush()
