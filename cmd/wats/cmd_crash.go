@@ -84,13 +84,9 @@ func (c *cli) crashLsCmd() *cobra.Command {
 		Short: "List crash reports grouped by fingerprint, with counts, first and last seen",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			groups, err := ask(c, cmd, (*api.Client).Crashes)
 			if err != nil {
 				return err
-			}
-			groups, err := cl.Crashes(cmd.Context())
-			if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(groups)

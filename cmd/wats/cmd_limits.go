@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/wats-network/wats/node/api"
 )
 
 func (c *cli) limitsCmd() *cobra.Command {
@@ -19,13 +20,9 @@ one token takes to refill. 0 means unlimited. They come from the [limits] table
 of config.toml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			l, err := ask(c, cmd, (*api.Client).Limits)
 			if err != nil {
 				return err
-			}
-			l, err := cl.Limits(cmd.Context())
-			if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(l)
@@ -92,13 +89,9 @@ are exported as Prometheus metrics (wats_requests_accepted_total,
 wats_requests_refused_total) and logged at a clean shutdown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			d, err := ask(c, cmd, (*api.Client).Diag)
 			if err != nil {
 				return err
-			}
-			d, err := cl.Diag(cmd.Context())
-			if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(d)

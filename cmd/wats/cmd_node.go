@@ -85,13 +85,9 @@ func (c *cli) statusCmd() *cobra.Command {
               challenges were issued, solved and failed`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			st, err := ask(c, cmd, (*api.Client).Status)
 			if err != nil {
 				return err
-			}
-			st, err := cl.Status(cmd.Context())
-			if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(st)
@@ -149,13 +145,9 @@ gossipsub score (below -100 no gossip is exchanged with it, below -1000 it is
 ignored; docs/adr/0031).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			peers, err := ask(c, cmd, (*api.Client).Peers)
 			if err != nil {
 				return err
-			}
-			peers, err := cl.Peers(cmd.Context())
-			if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(peers)

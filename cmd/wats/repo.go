@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
@@ -121,6 +124,19 @@ func (e *daemonError) Unwrap() error { return e.err }
 // errStreamClosed is what the CLI says when the daemon closes a stream
 // before its end (api.ErrStreamEnded).
 var errStreamClosed = errors.New("the daemon closed the stream (it may have stopped)")
+
+// ask makes one call of the control API for cmd: the client of c's repo
+// (client), call with cmd's context, and its error as the CLI prints it
+// (apiError). call is usually a method expression, (*api.Client).Status.
+func ask[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Context) (T, error)) (T, error) {
+	cl, err := c.client()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := call(cl, cmd.Context())
+	return v, c.apiError(err)
+}
 
 // apiError turns an error of the control API client into what the CLI
 // prints: the no-daemon message, the daemon's own message for an HTTP
