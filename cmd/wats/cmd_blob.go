@@ -76,18 +76,9 @@ func (c *cli) blobLsCmd() *cobra.Command {
 		Short: "List the blobs stored here: CID and size",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *node.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
 			if err != nil {
 				return err
-			}
-			list, err := cl.Blobs(cmd.Context())
-			if errors.Is(err, api.ErrNoDaemon) {
-				err = c.offline(func(o *node.Offline) error { list = o.Blobs(); return nil })
-				if err != nil {
-					return err
-				}
-			} else if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(list)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -36,23 +37,13 @@ running daemon it reads the repo: the peer ID, and the configured p2p.listen
 addresses (a daemon resolves port 0 and 0.0.0.0 to what it listens on).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			id, err := askOrRead(c, cmd, (*api.Client).ID, func(o *node.Offline) (*api.ID, error) {
+				oid, err := o.ID("wats/" + version)
+				fmt.Fprintln(c.stderr, "the addresses are config.toml's p2p.listen; a running daemon prints the ones it listens on")
+				return &oid, err
+			})
 			if err != nil {
 				return err
-			}
-			id, err := cl.ID(cmd.Context())
-			if errors.Is(err, api.ErrNoDaemon) {
-				err = c.offline(func(o *node.Offline) error {
-					oid, err := o.ID("wats/" + version)
-					id = &oid
-					fmt.Fprintln(c.stderr, "the addresses are config.toml's p2p.listen; a running daemon prints the ones it listens on")
-					return err
-				})
-				if err != nil {
-					return err
-				}
-			} else if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(id)
@@ -227,18 +218,9 @@ history: requests served and missed (for what never existed here), and the
 events and blob bytes it gave. --json has every count.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			peers, err := askOrRead(c, cmd, (*api.Client).PeerCache, func(o *node.Offline) ([]api.CachedPeer, error) { return o.PeerCache(), nil })
 			if err != nil {
 				return err
-			}
-			peers, err := cl.PeerCache(cmd.Context())
-			if errors.Is(err, api.ErrNoDaemon) {
-				err = c.offline(func(o *node.Offline) error { peers = o.PeerCache(); return nil })
-				if err != nil {
-					return err
-				}
-			} else if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(peers)
@@ -474,22 +456,13 @@ that lists the next page; when none does, the page reached the head.`,
 				return usageErrorf("--limit %d: must be from 1 to %d (a page holds at most %d events)",
 					limit, core.MaxPageEvents, core.MaxPageEvents)
 			}
-			cl, err := c.client()
+			page, err := askOrRead(c, cmd, func(cl *api.Client, ctx context.Context) (*api.EventPage, error) { return cl.Events(ctx, after, limit) },
+				func(o *node.Offline) (*api.EventPage, error) {
+					p, err := o.Events(after, limit)
+					return &p, err
+				})
 			if err != nil {
 				return err
-			}
-			page, err := cl.Events(cmd.Context(), after, limit)
-			if errors.Is(err, api.ErrNoDaemon) {
-				err = c.offline(func(o *node.Offline) error {
-					p, err := o.Events(after, limit)
-					page = &p
-					return err
-				})
-				if err != nil {
-					return err
-				}
-			} else if err != nil {
-				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(page)

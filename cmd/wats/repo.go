@@ -138,6 +138,27 @@ func ask[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Conte
 	return v, c.apiError(err)
 }
 
+// askOrRead is ask, or, when no daemon runs, read on the stopped node's
+// repo (c.offline): the commands that show what a node holds work with the
+// daemon stopped too.
+func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Context) (T, error), read func(*node.Offline) (T, error)) (T, error) {
+	cl, err := c.client()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := call(cl, cmd.Context())
+	if errors.Is(err, api.ErrNoDaemon) {
+		err = c.offline(func(o *node.Offline) error {
+			var rerr error
+			v, rerr = read(o)
+			return rerr
+		})
+		return v, err
+	}
+	return v, c.apiError(err)
+}
+
 // apiError turns an error of the control API client into what the CLI
 // prints: the no-daemon message, the daemon's own message for an HTTP
 // error, the closed-stream message, or err itself.
