@@ -77,9 +77,9 @@ func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Mes
 	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
 }
 
-// solve is this node's proto.Solver: it solves a challenge from p on all
-// cores, or gives up as ADR 0014 says (unknown alg, effort above 24,
-// expired).
+// solverFor returns this node's proto.Solver for the challenges of p: it
+// solves one on all cores, or gives up as ADR 0014 says (unknown alg,
+// effort above 24, expired).
 func (n *Node) solverFor(p peer.ID) proto.Solver {
 	return func(ctx context.Context, c *proto.Challenge) (*proto.Solution, error) {
 		responder, ok := rawID(p)
@@ -93,9 +93,4 @@ func (n *Node) solverFor(p peer.ID) proto.Solver {
 		}
 		return &proto.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, nil
 	}
-}
-
-// call sends req to p and solves a challenge if one comes (proto.CallSolving).
-func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.Response, error) {
-	return proto.CallSolving(ctx, n.host, p, req, n.solverFor(p))
 }

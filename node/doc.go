@@ -29,7 +29,8 @@
 // one cap (peerlog.go).
 //
 // Files:
-//   - node.go: Node, New, Start, Close, connection notices.
+//   - node.go: Node, New, Start, Close, connection notices, call (every
+//     request this node sends).
 //   - host.go: the libp2p host (TCP, QUIC, Noise, TLS, yamux, the
 //     connection manager) and the connection gater.
 //   - resources.go: the resource manager's limits, by scope and tier.

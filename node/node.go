@@ -369,6 +369,12 @@ func (n *Node) FullAddrs() []string {
 	return out
 }
 
+// call is every request this node sends: req to p, solving a challenge
+// if one comes (proto.CallSolving).
+func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.Response, error) {
+	return proto.CallSolving(ctx, n.host, p, req, n.solverFor(p))
+}
+
 // Connect dials the peer at a full multiaddr (ending in /p2p/<id>) and
 // waits until hello with it has completed or failed.
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
