@@ -1,6 +1,7 @@
 package blobs
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,18 +33,7 @@ func TestDeadlines(t *testing.T) {
 		}
 		got = append(got, it.key)
 	}
-	if want := "c a d"; join(got) != want {
-		t.Fatalf("order %q, want %q", join(got), want)
+	if want := "c a d"; strings.Join(got, " ") != want {
+		t.Fatalf("order %q, want %q", strings.Join(got, " "), want)
 	}
-}
-
-func join(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += x
-	}
-	return out
 }
