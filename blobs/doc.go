@@ -1,15 +1,16 @@
 // Package blobs is the node's blobs (docs/design.md §9; ADR 0014 "Blob fetches";
 // ADRs 0027 and 0029): the rules of the blob fetcher as deterministic code
-// with no networking and no clock (the per-provider backoff, the plan of
-// one fetch, the declared-size checks made before any request); the blob
+// with no networking and no clock (the per-provider backoff, the Sources
+// and the plan of one fetch, the hints, the declared-size checks made
+// before any request); the blob
 // Store (a boxo blockstore and pinner on the node's pebble DB, with
 // reservations, reference-counted garbage collection and Complete); the
 // Exchange (boxo's bitswap server held to complete blobs and admitted
 // peers, and a bitswap client held to one provider, a byte budget and a
 // message cap); and the Fetcher, which drives a Plan over the Exchange.
 //
-// It imports no other wats package (docs/design.md §2), only libp2p, boxo,
-// go-ds-pebble and pebble.
+// It imports no other wats package but core (docs/design.md §2), only
+// libp2p, boxo, go-ds-pebble, pebble and golang-lru.
 //
 // # Rules
 //
@@ -19,11 +20,18 @@
 //     take the store past blobs.quota_bytes (DefaultQuotaBytes, 4 GiB)
 //     with ErrQuota. Only ChunksFor(size, ChunkSize) chunks of 1 MiB are
 //     requested.
+//   - Sources (ADR 0033, "One shape for a fetch"): where one fetch looks,
+//     built by its caller and handed unchanged to the plan: First (the
+//     requester of a replicate request, docs/design.md §9; an operator's
+//     peer, exempt from backoff with FirstExempt), then Named (the gossip
+//     hints newest first, then a request's providers; at most
+//     core.MaxHintsPerBlob, 16), then Guesses (never backed off). They are
+//     de-duplicated in one place, Sources.candidates.
 //   - Plan (ADR 0014): at most MaxAttempts (4) providers, one after the
-//     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all;
-//     the requester of a replicate request first (docs/design.md §9), then the
-//     hints newest first, at most core.MaxHintsPerBlob (16); providers under backoff
-//     are skipped.
+//     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all,
+//     in the order of its Sources; providers under backoff are skipped.
+//   - Hints (ADR 0014, docs/design.md §6): at most core.MaxHintsPerBlob
+//     providers kept per blob, the newest, for DefaultMaxHintBlobs blobs.
 //   - Backoff (ADR 0014): a provider whose fetch fails or times out is
 //     skipped for BackoffBase (30 s), doubling with each further failure
 //     up to BackoffMax (1 h); a success clears it. A size mismatch belongs
@@ -35,7 +43,8 @@
 //	if err := blobs.CheckBeforeFetch(size, maxBlob, used, quota); err != nil {
 //		return err                                // before any request
 //	}
-//	pl := blobs.NewPlan(hints, requester, backoff, time.Now())
+//	src := blobs.Sources{First: requester, Named: hints.Get(c)}
+//	pl := blobs.NewPlan(src, self, backoff, time.Now())
 //	for {
 //		p, deadline, ok := pl.Next(time.Now())
 //		if !ok {
@@ -70,7 +79,7 @@
 //
 //	x := blobs.NewExchange(host, st, blobs.ExchangeOptions{Serve: admitted})
 //	f := blobs.NewFetcher(x, st, blobs.NewBackoff(), time.Now)
-//	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Providers: hints})
+//	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Sources: blobs.Sources{Named: hints.Get(c)}})
 //
 // Fetch reserves the declared size under the quota (ErrTooLarge, ErrQuota
 // before any request), runs the Plan, each attempt an Exchange.FetchFrom
@@ -90,8 +99,14 @@
 //
 //   - backoff.go: Backoff and its bounds (BackoffBase, BackoffMax,
 //     BackoffForget, MaxTracked).
+//   - deadlines.go: the keyed min-heap by time that Backoff and the
+//     Scheduler's retries share.
+//   - sources.go: Sources, and candidates, the one de-duplication of a
+//     fetch's providers.
 //   - plan.go: Plan and the fetch bounds (MaxAttempts, AttemptTimeout,
-//     FetchTimeout, core.MaxHintsPerBlob).
+//     FetchTimeout).
+//   - hints.go: Hints, the providers gossip named per blob
+//     (DefaultMaxHintBlobs).
 //   - size.go: ChunkSize, the size defaults, ChunksFor, CheckBeforeFetch.
 //   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
 //     ErrIncomplete; the reference counts and the sweep at open.

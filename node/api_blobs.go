@@ -72,8 +72,8 @@ func (n *Node) apiFetchBlob(w http.ResponseWriter, r *http.Request) {
 	// The operator asked for it: besides the providers gossip named, the
 	// peers connected after hello are asked too (guesses: tried last,
 	// never backed off), as an event that came by sync names no provider.
-	err = n.FetchBlob(r.Context(), c, req.Size, FetchOptions{First: from, FirstDespiteBackoff: from != "",
-		Guesses: n.helloPeerIDs(blobs.MaxAttempts), Progress: progress})
+	src := blobs.Sources{First: from, FirstExempt: from != "", Named: n.hints.Get(c), Guesses: n.helloPeerIDs(blobs.MaxAttempts)}
+	err = n.FetchBlob(r.Context(), blobs.Request{CID: c, Size: req.Size, Sources: src, Progress: progress})
 	n.logFetch("", c, req.Size, "api", err)
 	if err != nil {
 		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})

@@ -257,7 +257,7 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err = f.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size,
-				Providers: []peer.AddrInfo{{ID: a.ID(), Addrs: a.Host().Addrs()}}})
+				Sources: blobs.Sources{Named: []peer.AddrInfo{{ID: a.ID(), Addrs: a.Host().Addrs()}}}})
 			switch serve {
 			case config.ServePeers:
 				if !errors.Is(err, blobs.ErrDontHave) {
@@ -440,7 +440,7 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 	b.Host().Peerstore().AddAddrs(h.ID(), h.Addrs(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := b.FetchBlob(ctx, c, size, FetchOptions{First: h.ID()}); err != nil {
+	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: size, Sources: blobs.Sources{First: h.ID()}}); err != nil {
 		t.Fatalf("fetch from a bitswap-only peer: %v", err)
 	}
 	if !holds(b, eventlog.BlobRef{CID: c.String()}) {

@@ -15,6 +15,7 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -134,7 +135,7 @@ func (n *Node) scanMissingBlobs() {
 			if ok, _ := n.blobs.Has(c); ok {
 				continue
 			}
-			err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
+			err = n.FetchBlob(n.ctx, blobs.Request{CID: c, Size: b.Size, Sources: blobs.Sources{Named: n.hints.Get(c), Guesses: guesses}})
 			n.logFetch("", c, b.Size, "scan", err)
 			if err == nil {
 				fetched++
@@ -274,7 +275,7 @@ func (n *Node) fetchWorker() {
 }
 
 func (n *Node) runFetchJob(j fetchJob) {
-	err := n.FetchBlob(n.ctx, j.c, j.ref.Size, FetchOptions{Guesses: j.others})
+	err := n.FetchBlob(n.ctx, blobs.Request{CID: j.c, Size: j.ref.Size, Sources: blobs.Sources{Named: n.hints.Get(j.c), Guesses: j.others}})
 	n.logFetch(j.from, j.c, j.ref.Size, j.source, err)
 	if fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled) {
 		n.retryFetch(j)
@@ -302,7 +303,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		}
 		n.go_(func() {
 			defer release()
-			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p, Requester: p})
+			err := n.FetchBlob(n.ctx, blobs.Request{CID: c, Size: b.Size, Sources: blobs.Sources{First: p, Named: n.hints.Get(c)}, Requester: p})
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
@@ -412,75 +413,55 @@ func fetchOutcome(err error) string {
 	}
 }
 
-// FetchOptions says where FetchBlob looks for a blob, beyond the gossip
-// hints for it.
-type FetchOptions struct {
-	// First is tried first ("" for none): the requester of a replicate
-	// request, a crash report's submitter, a peer an operator named.
-	First peer.ID
-	// FirstDespiteBackoff tries First even if it is under backoff (a peer
-	// an operator named).
-	FirstDespiteBackoff bool
-	// Requester is the peer that asked for the fetch (a replicate
-	// request's, a crash report's submitter): blobs fetched from it are
-	// no value it gave (ADR 0030).
-	Requester peer.ID
-	// Named are providers named for the blob besides the gossip hints (a
-	// replicate request's): tried after the hints, backed off on failure.
-	Named []peer.ID
-	// Guesses are providers nobody named (an event's author, the peer it
-	// came from): tried last, never backed off, since they never claimed
-	// to serve it.
-	Guesses []peer.ID
-	// Progress, if set, is told the bytes held and the size.
-	Progress func(done, total uint64)
-}
-
-// FetchBlob makes the blob c of the declared size complete in the store,
-// fetching it if needed by ADR 0014's rules (package blobs): o.First, then
-// the gossip hints for c (newest first), then o.Named, then o.Guesses.
-func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, o FetchOptions) error {
+// FetchBlob makes the blob r.CID of the declared size r.Size complete in
+// the store, fetching it if needed by ADR 0014's rules
+// (blobs.Fetcher.Fetch) from r.Sources as the caller built them: each
+// caller names the gossip hints (n.hints.Get) among its Sources.Named
+// itself, so that nothing between it and the plan changes them (ADR 0033,
+// "One shape for a fetch").
+func (n *Node) FetchBlob(ctx context.Context, r blobs.Request) error {
 	if n.fetch == nil {
 		return errors.New("node: not started")
 	}
-	var named, guesses []peer.AddrInfo
-	seen := map[peer.ID]bool{n.host.ID(): true, o.First: true}
-	for _, h := range n.hints.Get(c.String()) {
-		ai, ok := providerInfo(h)
-		if !ok || seen[ai.ID] {
-			continue
-		}
-		seen[ai.ID] = true
-		named = append(named, ai)
-	}
-	for _, list := range []struct {
-		ids []peer.ID
-		to  *[]peer.AddrInfo
-	}{{o.Named, &named}, {o.Guesses, &guesses}} {
-		for _, p := range list.ids {
-			if !seen[p] {
-				seen[p] = true
-				*list.to = append(*list.to, peer.AddrInfo{ID: p})
-			}
-		}
-	}
-	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: o.First,
-		FirstDespiteBackoff: o.FirstDespiteBackoff, Requester: o.Requester, Providers: named, Guesses: guesses, Progress: o.Progress})
+	return n.fetch.fetcher.Fetch(ctx, r)
 }
 
-// providerInfo parses a provider hint; bad addresses are skipped.
-func providerInfo(p proto.Provider) (peer.AddrInfo, bool) {
-	id, err := peer.Decode(p.ID)
-	if err != nil {
-		return peer.AddrInfo{}, false
+// providerInfos parses the providers of an envelope or a replicate request
+// (proto.Provider, strings as on the wire) into the one shape of a
+// provider, peer.AddrInfo (ADR 0033): a provider whose id is not a peer id
+// is dropped, an address that is not a multiaddr skipped. It is the one
+// place the wire's providers are parsed.
+func providerInfos(ps []proto.Provider) []peer.AddrInfo {
+	out := make([]peer.AddrInfo, 0, len(ps))
+	for _, p := range ps {
+		id, err := peer.Decode(p.ID)
+		if err != nil {
+			continue
+		}
+		ai := peer.AddrInfo{ID: id}
+		for _, s := range p.Addrs {
+			if a, err := ma.NewMultiaddr(s); err == nil {
+				ai.Addrs = append(ai.Addrs, a)
+			}
+		}
+		out = append(out, ai)
 	}
-	ai := peer.AddrInfo{ID: id}
-	for _, s := range p.Addrs {
-		if a, err := ma.NewMultiaddr(s); err == nil {
-			ai.Addrs = append(ai.Addrs, a)
+	return out
+}
+
+// hintGossiped records the providers a gossip envelope names as the newest
+// hints for each blob of its event (docs/design.md §6): what hands gossip's
+// providers to the fetch path.
+func (n *Node) hintGossiped(d gossip.Delivery) {
+	if len(d.Event.Blobs) == 0 || len(d.Providers) == 0 {
+		return
+	}
+	named := providerInfos(d.Providers)
+	for _, b := range d.Event.Blobs {
+		if c, err := cid.Decode(b.CID); err == nil {
+			n.hints.Add(c, named)
 		}
 	}
-	return ai, true
 }
 
 // serveReplicate answers a replicate request (docs/design.md §4, §9; ADR 0014):
@@ -495,15 +476,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 		return &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 	}
 	resp := &proto.ReplicateResponse{}
-	var others []peer.ID
-	for _, pv := range r.Providers {
-		if ai, ok := providerInfo(pv); ok {
-			if len(ai.Addrs) > 0 {
-				n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, blobs.ProviderAddrTTL)
-			}
-			others = append(others, ai.ID)
-		}
-	}
+	named := providerInfos(r.Providers)
 	type job struct {
 		ref     proto.BlobRef
 		c       cid.Cid
@@ -544,7 +517,8 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 	for _, j := range jobs {
 		wg.Go(func() {
 			defer j.release()
-			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Requester: p, Named: others})
+			src := blobs.Sources{First: p, Named: append(n.hints.Get(j.c), named...)}
+			j.err = n.FetchBlob(ctx, blobs.Request{CID: j.c, Size: uint64(j.ref.Size), Sources: src, Requester: p})
 			n.logFetch(p, j.c, uint64(j.ref.Size), "replicate", j.err)
 		})
 	}
