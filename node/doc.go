@@ -41,8 +41,9 @@
 //   - hello.go: greeting peers on connect, the network check.
 //   - syncer.go: the sync client (pipelined pages, persisted cursors).
 //   - publish.go: local events and gossip delivery.
-//   - fetch.go: the blob exchange and fetcher, auto-fetch (queue, retries,
-//     the scan at start), the replicate handler; api_blobs.go: their API.
+//   - fetch.go: the blob exchange and fetcher, the auto-fetch workers on
+//     blobs.Scheduler (whose are the queue and the retries), the scan at
+//     start, the replicate handler; api_blobs.go: their API.
 //   - crash.go: crash reports.
 //   - api.go: the control API server; run.go: Run for the daemon.
 //   - metrics.go: Prometheus counters, without peer labels.
