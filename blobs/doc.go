@@ -1,8 +1,8 @@
 // Package blobs is the node's blobs (docs/design.md §9; ADR 0014 "Blob fetches";
 // ADRs 0027 and 0029): the rules of the blob fetcher as deterministic code
 // with no networking and no clock (the per-provider backoff, the Sources
-// and the plan of one fetch, the hints, the declared-size checks made
-// before any request); the blob
+// and the plan of one fetch, the hints, the auto-fetch scheduler, the
+// declared-size checks made before any request); the blob
 // Store (a boxo blockstore and pinner on the node's pebble DB, with
 // reservations, reference-counted garbage collection and Complete); the
 // Exchange (boxo's bitswap server held to complete blobs and admitted
@@ -32,6 +32,10 @@
 //     in the order of its Sources; providers under backoff are skipped.
 //   - Hints (ADR 0014, docs/design.md §6): at most core.MaxHintsPerBlob
 //     providers kept per blob, the newest, for DefaultMaxHintBlobs blobs.
+//   - Scheduler (ADR 0029, auto-fetch): at most QueueLen (1024) blobs
+//     waiting, PeerShare (256) of one peer's events, a blob once; a fetch
+//     that found no provider that served it retried after 30 s, 1, 2 and
+//     4 min (MaxRetries), at most QueueLen retries waiting.
 //   - Backoff (ADR 0014): a provider whose fetch fails or times out is
 //     skipped for BackoffBase (30 s), doubling with each further failure
 //     up to BackoffMax (1 h); a success clears it. A size mismatch belongs
@@ -93,7 +97,19 @@
 //	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
 //
 // Times are values passed in (style: time as a value), so the rules are
-// tested by script (testdata/plan.txt) without timers.
+// tested by script (testdata/plan.txt, testdata/schedule.txt) without
+// timers.
+//
+// # Auto-fetch
+//
+//	s := blobs.NewScheduler(blobs.ScheduleOptions{})
+//	v := s.Add(blobs.Job{CID: c, Size: n, From: relay, Guesses: []peer.ID{author, relay}})
+//	// each of the node's workers:
+//	for _, a := range s.Due(time.Now()) { count(a.Verdict) } // retries whose time came
+//	j, ok := s.Next()                                         // else wait for an Add or s.Wait(now)
+//	err := f.Fetch(ctx, blobs.Request{CID: j.CID, Size: j.Size,
+//		Sources: blobs.Sources{Named: hints.Get(j.CID), Guesses: j.Guesses}})
+//	s.Done(j, retry, time.Now()) // retry: err says no provider served it (not a content fault, the quota, a cancel)
 //
 // # Files
 //
@@ -116,6 +132,8 @@
 //   - attempt.go: FetchFrom, the walk of one attempt, Budget, MaxDepth,
 //     MaxLinks.
 //   - fetcher.go: Fetcher, Request.
+//   - schedule.go: Scheduler, Job, Verdict and the auto-fetch bounds
+//     (QueueLen, PeerShare, MaxRetries).
 //   - pebble.go: TunePebble, the database options the store needs.
 //   - errors.go: the sentinel errors.
 package blobs
