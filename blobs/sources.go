@@ -34,7 +34,8 @@ type Sources struct {
 	First peer.ID
 	// FirstExempt tries First even while it is under backoff: a peer an
 	// operator named explicitly, as an explicit dial ignores the dial
-	// backoff. Without a First it means nothing.
+	// backoff. A failure still backs it off for other fetches. Without a
+	// First it means nothing.
 	FirstExempt bool
 	// Named are the providers named for the blob, newest first: the gossip
 	// hints (Hints.Get), then those a replicate request named. They are
