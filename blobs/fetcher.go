@@ -189,8 +189,8 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 func (f *Fetcher) learn(pl *Plan) {
 	ps := f.x.Host().Peerstore()
 	for _, c := range pl.cands {
-		if len(c.info.Addrs) > 0 {
-			ps.AddAddrs(c.info.ID, c.info.Addrs, ProviderAddrTTL)
+		if c.named >= 0 && len(pl.named[c.named].Addrs) > 0 {
+			ps.AddAddrs(c.id, pl.named[c.named].Addrs, ProviderAddrTTL)
 		}
 	}
 }

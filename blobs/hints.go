@@ -48,10 +48,11 @@ func (h *Hints) Add(c cid.Cid, providers []peer.AddrInfo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old, _ := h.blobs.Peek(c)
-	cands := Sources{Named: slices.Concat(providers, old)}.candidates("")
+	all := slices.Concat(providers, old)
+	cands := Sources{Named: all}.candidates("")
 	merged := make([]peer.AddrInfo, len(cands))
 	for i, cd := range cands {
-		merged[i] = cd.info
+		merged[i] = all[cd.named]
 	}
 	h.blobs.Add(c, merged)
 }

@@ -46,6 +46,8 @@ const (
 type Plan struct {
 	b     *Backoff
 	cands []candidate // Sources.candidates: deduplicated, in order
+	// named is Sources.Named, where the candidates' addresses are.
+	named []peer.AddrInfo
 	next  int         // index of the next candidate to consider
 	start time.Time
 	tried int
@@ -68,7 +70,7 @@ type Plan struct {
 // them (Sources.candidates) and keeps at most core.MaxHintsPerBlob Named.
 // Nothing is set after construction.
 func NewPlan(src Sources, self peer.ID, b *Backoff, now time.Time) *Plan {
-	return &Plan{b: b, cands: src.candidates(self), start: now, pending: -1}
+	return &Plan{b: b, cands: src.candidates(self), named: src.Named, start: now, pending: -1}
 }
 
 // Next returns the next provider to try at now and the deadline of that
@@ -96,7 +98,7 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 	}
 	for pl.next < len(pl.cands) {
 		i := pl.next
-		c := pl.cands[i].info.ID
+		c := pl.cands[i].id
 		pl.next++
 		if pl.b != nil && !pl.cands[i].exempt {
 			if skipped, until := pl.b.Skipped(c, now); skipped {
@@ -136,7 +138,7 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 // report for another provider than the pending one, or a second report, is
 // ignored.
 func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
-	if pl.pending < 0 || p == "" || p != pl.cands[pl.pending].info.ID || pl.done {
+	if pl.pending < 0 || p == "" || p != pl.cands[pl.pending].id || pl.done {
 		return
 	}
 	guess := pl.cands[pl.pending].guess

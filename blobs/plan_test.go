@@ -38,7 +38,7 @@ func hinted(ids []peer.ID) Sources { return Sources{Named: infos(ids)} }
 func candIDs(pl *Plan) []peer.ID {
 	out := make([]peer.ID, len(pl.cands))
 	for i, c := range pl.cands {
-		out[i] = c.info.ID
+		out[i] = c.id
 	}
 	return out
 }

@@ -125,7 +125,7 @@ func (s *script) run(f []string) (string, error) {
 		s.pl = NewPlan(src, "self", s.b, now)
 		var names []string
 		for _, c := range s.pl.cands {
-			names = append(names, string(c.info.ID))
+			names = append(names, string(c.id))
 		}
 		return "candidates " + strings.Join(names, " "), nil
 	case f[0] == "next" && len(f) == 2:

@@ -54,7 +54,10 @@ type Sources struct {
 
 // candidate is one provider of a plan, in the order of trial.
 type candidate struct {
-	info peer.AddrInfo
+	id peer.ID
+	// named is the candidate's index in Sources.Named, whose addresses it
+	// has; -1 for First and the Guesses.
+	named int32
 	// guess: from Sources.Guesses, never backed off.
 	guess bool
 	// exempt: Sources.First with FirstExempt, tried under backoff.
@@ -74,28 +77,28 @@ func (s Sources) candidates(self peer.ID) []candidate {
 			return true
 		}
 		for _, c := range out {
-			if c.info.ID == id {
+			if c.id == id {
 				return true
 			}
 		}
 		return false
 	}
 	if !has(s.First) {
-		out = append(out, candidate{info: peer.AddrInfo{ID: s.First}, exempt: s.FirstExempt})
+		out = append(out, candidate{id: s.First, named: -1, exempt: s.FirstExempt})
 	}
 	kept := 0
-	for _, ai := range s.Named {
+	for i, ai := range s.Named {
 		if kept == core.MaxHintsPerBlob {
 			break
 		}
 		if !has(ai.ID) {
-			out = append(out, candidate{info: ai})
+			out = append(out, candidate{id: ai.ID, named: int32(i)})
 			kept++
 		}
 	}
 	for _, g := range s.Guesses {
 		if !has(g) && !named(s.Named, g) {
-			out = append(out, candidate{info: peer.AddrInfo{ID: g}, guess: true})
+			out = append(out, candidate{id: g, named: -1, guess: true})
 		}
 	}
 	return out

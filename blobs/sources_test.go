@@ -43,7 +43,7 @@ func TestSourcesCandidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := []want{}
 			for _, c := range tc.src.candidates("self") {
-				got = append(got, want{c.info.ID, c.guess, c.exempt})
+				got = append(got, want{c.id, c.guess, c.exempt})
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("candidates %v\nwant %v", got, tc.want)
@@ -54,7 +54,7 @@ func TestSourcesCandidates(t *testing.T) {
 	src := Sources{Named: []peer.AddrInfo{{ID: "a", Addrs: []ma.Multiaddr{addr}}, {ID: "a"}}}
 	before := slices.Clone(src.Named)
 	c := src.candidates("")
-	if len(c) != 1 || len(c[0].info.Addrs) != 1 || !c[0].info.Addrs[0].Equal(addr) {
+	if len(c) != 1 || c[0].named != 0 || !src.Named[c[0].named].Addrs[0].Equal(addr) {
 		t.Fatalf("candidates %v: want a with its address", c)
 	}
 	if fmt.Sprint(src.Named) != fmt.Sprint(before) {
