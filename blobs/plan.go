@@ -48,7 +48,7 @@ type Plan struct {
 	cands []candidate // Sources.candidates: deduplicated, in order
 	// named is Sources.Named, where the candidates' addresses are.
 	named []peer.AddrInfo
-	next  int         // index of the next candidate to consider
+	next  int // index of the next candidate to consider
 	start time.Time
 	tried int
 	// pending is the index in cands of the attempt Next gave and Report
