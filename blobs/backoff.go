@@ -1,7 +1,6 @@
 package blobs
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 
@@ -75,20 +74,12 @@ func BackoffDelay(failures int) time.Duration {
 // concurrent use; one is shared by all the fetches of a node.
 type Backoff struct {
 	mu sync.Mutex
-	// INVARIANT: entries and byUntil hold the same entries; byUntil is a
-	// min-heap on until, and entry.index is its position there.
-	entries map[peer.ID]*backoffEntry
-	byUntil untilHeap
+	// entries holds the providers remembered, each at the end of its skip
+	// (until) with its count of failures (1..maxFailures).
+	entries deadlines[peer.ID, int]
 	// limit is the cap on entries; 0 means MaxTracked (tests set less).
 	limit   int
 	evicted uint64
-}
-
-type backoffEntry struct {
-	id       peer.ID
-	failures int // 1..maxFailures
-	until    time.Time
-	index    int
 }
 
 // NewBackoff returns an empty Backoff (the same as a zero Backoff).
@@ -105,33 +96,24 @@ func (b *Backoff) Failed(p peer.ID, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pruneLocked(now)
-	e := b.entries[p]
+	e := b.entries.get(p)
 	if e == nil {
-		if b.entries == nil {
-			b.entries = make(map[peer.ID]*backoffEntry)
-		}
 		limit := b.limit
 		if limit <= 0 {
 			limit = MaxTracked
 		}
-		for len(b.byUntil) >= limit {
-			old := heap.Pop(&b.byUntil).(*backoffEntry)
-			delete(b.entries, old.id)
+		for b.entries.len() >= limit {
+			b.entries.popFirst()
 			b.evicted++
 		}
-		e = &backoffEntry{id: p, failures: 1, until: now.Add(BackoffBase)}
-		b.entries[p] = e
-		heap.Push(&b.byUntil, e)
+		b.entries.set(p, now.Add(BackoffBase), 1)
 		return
 	}
-	if now.Before(e.until) {
+	if now.Before(e.at) {
 		return // same episode
 	}
-	if e.failures < maxFailures {
-		e.failures++
-	}
-	e.until = now.Add(BackoffDelay(e.failures))
-	heap.Fix(&b.byUntil, e.index)
+	failures := min(e.val+1, maxFailures)
+	b.entries.set(p, now.Add(BackoffDelay(failures)), failures)
 }
 
 // Succeeded clears p: a success ends its backoff and forgets its failures
@@ -139,10 +121,7 @@ func (b *Backoff) Failed(p peer.ID, now time.Time) {
 func (b *Backoff) Succeeded(p peer.ID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if e := b.entries[p]; e != nil {
-		heap.Remove(&b.byUntil, e.index)
-		delete(b.entries, p)
-	}
+	b.entries.remove(p)
 }
 
 // Skipped reports whether p is skipped at now, and until when (exclusive:
@@ -151,8 +130,8 @@ func (b *Backoff) Succeeded(p peer.ID) {
 func (b *Backoff) Skipped(p peer.ID, now time.Time) (bool, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if e := b.entries[p]; e != nil && now.Before(e.until) {
-		return true, e.until
+	if e := b.entries.get(p); e != nil && now.Before(e.at) {
+		return true, e.at
 	}
 	return false, time.Time{}
 }
@@ -171,7 +150,7 @@ func (b *Backoff) Prune(now time.Time) int {
 func (b *Backoff) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.entries)
+	return b.entries.len()
 }
 
 // Evicted returns how many entries were evicted at the MaxTracked cap
@@ -187,34 +166,9 @@ func (b *Backoff) Evicted() uint64 {
 // before now. REQUIRES: b.mu held.
 func (b *Backoff) pruneLocked(now time.Time) int {
 	n := 0
-	for len(b.byUntil) > 0 && !now.Before(b.byUntil[0].until.Add(BackoffForget)) {
-		old := heap.Pop(&b.byUntil).(*backoffEntry)
-		delete(b.entries, old.id)
+	for e := b.entries.first(); e != nil && !now.Before(e.at.Add(BackoffForget)); e = b.entries.first() {
+		b.entries.popFirst()
 		n++
 	}
 	return n
-}
-
-// untilHeap is a min-heap of entries on until (container/heap).
-type untilHeap []*backoffEntry
-
-func (h untilHeap) Len() int           { return len(h) }
-func (h untilHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
-func (h untilHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *untilHeap) Push(x any) {
-	e := x.(*backoffEntry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *untilHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.index = -1
-	return e
 }

@@ -60,7 +60,7 @@ func TestBackoffTwoHundredFailures(t *testing.T) {
 		prev = d
 		now = until
 	}
-	if got := b.entries["p"].failures; got != maxFailures {
+	if got := b.entries.get("p").val; got != maxFailures {
 		t.Fatalf("failure count %d, want saturated at %d", got, maxFailures)
 	}
 }

@@ -21,11 +21,12 @@ func BenchmarkPlan(b *testing.B) {
 	for i := 0; i < 16; i += 2 {
 		bo.Failed(hints[i], base)
 	}
+	src := hinted(hints)
 	errFail := errors.New("failed")
 	now := base.Add(time.Second)
 	b.ReportAllocs()
 	for b.Loop() {
-		pl := NewPlan(hints, "", bo, now)
+		pl := NewPlan(src, "", bo, now)
 		for {
 			p, _, ok := pl.Next(now)
 			if !ok {

@@ -1,7 +1,8 @@
 // Package blobs is the node's blobs (docs/design.md §9; ADR 0014 "Blob fetches";
 // ADRs 0027 and 0029): the rules of the blob fetcher as deterministic code
-// with no networking and no clock (the per-provider backoff, the plan of
-// one fetch, the declared-size checks made before any request); the blob
+// with no networking and no clock (the per-provider backoff, the Sources
+// and the plan of one fetch, the hints, the auto-fetch scheduler, the
+// declared-size checks made before any request); the blob
 // Store (a boxo blockstore and pinner on the node's pebble DB, with
 // reservations, reference-counted garbage collection and Complete); the
 // Exchange (boxo's bitswap server held to complete blobs and admitted
@@ -9,7 +10,7 @@
 // message cap); and the Fetcher, which drives a Plan over the Exchange.
 //
 // It imports no other wats package but core (docs/design.md §2), only
-// libp2p, boxo, go-ds-pebble and pebble.
+// libp2p, boxo, go-ds-pebble, pebble and golang-lru.
 //
 // # Rules
 //
@@ -19,11 +20,22 @@
 //     take the store past blobs.quota_bytes (DefaultQuotaBytes, 4 GiB)
 //     with ErrQuota. Only ChunksFor(size, ChunkSize) chunks of 1 MiB are
 //     requested.
+//   - Sources (ADR 0033, "One shape for a fetch"): where one fetch looks,
+//     built by its caller and handed unchanged to the plan: First (the
+//     requester of a replicate request, docs/design.md §9; an operator's
+//     peer, exempt from backoff with FirstExempt), then Named (the gossip
+//     hints newest first, then a request's providers; at most
+//     core.MaxHintsPerBlob, 16), then Guesses (never backed off). They are
+//     de-duplicated in one place, Sources.candidates.
 //   - Plan (ADR 0014): at most MaxAttempts (4) providers, one after the
-//     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all;
-//     the requester of a replicate request first (docs/design.md §9), then the
-//     hints newest first, at most core.MaxHintsPerBlob (16); providers under backoff
-//     are skipped.
+//     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all,
+//     in the order of its Sources; providers under backoff are skipped.
+//   - Hints (ADR 0014, docs/design.md §6): at most core.MaxHintsPerBlob
+//     providers kept per blob, the newest, for DefaultMaxHintBlobs blobs.
+//   - Scheduler (ADR 0029, auto-fetch): at most QueueLen (1024) blobs
+//     waiting, PeerShare (256) of one peer's events, a blob once; a fetch
+//     that found no provider that served it retried after 30 s, 1, 2 and
+//     4 min (MaxRetries), at most QueueLen retries waiting.
 //   - Backoff (ADR 0014): a provider whose fetch fails or times out is
 //     skipped for BackoffBase (30 s), doubling with each further failure
 //     up to BackoffMax (1 h); a success clears it. A size mismatch belongs
@@ -35,7 +47,8 @@
 //	if err := blobs.CheckBeforeFetch(size, maxBlob, used, quota); err != nil {
 //		return err                                // before any request
 //	}
-//	pl := blobs.NewPlan(hints, requester, backoff, time.Now())
+//	src := blobs.Sources{First: requester, Named: hints.Get(c)}
+//	pl := blobs.NewPlan(src, self, backoff, time.Now())
 //	for {
 //		p, deadline, ok := pl.Next(time.Now())
 //		if !ok {
@@ -70,7 +83,7 @@
 //
 //	x := blobs.NewExchange(host, st, blobs.ExchangeOptions{Serve: admitted})
 //	f := blobs.NewFetcher(x, st, blobs.NewBackoff(), time.Now)
-//	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Providers: hints})
+//	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Sources: blobs.Sources{Named: hints.Get(c)}})
 //
 // Fetch reserves the declared size under the quota (ErrTooLarge, ErrQuota
 // before any request), runs the Plan, each attempt an Exchange.FetchFrom
@@ -84,14 +97,32 @@
 //	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
 //
 // Times are values passed in (style: time as a value), so the rules are
-// tested by script (testdata/plan.txt) without timers.
+// tested by script (testdata/plan.txt, testdata/schedule.txt) without
+// timers.
+//
+// # Auto-fetch
+//
+//	s := blobs.NewScheduler(blobs.ScheduleOptions{})
+//	v := s.Add(blobs.Job{CID: c, Size: n, From: relay, Guesses: []peer.ID{author, relay}})
+//	// each of the node's workers:
+//	for _, a := range s.Due(time.Now()) { count(a.Verdict) } // retries whose time came
+//	j, ok := s.Next()                                         // else wait for an Add or s.Wait(now)
+//	err := f.Fetch(ctx, blobs.Request{CID: j.CID, Size: j.Size,
+//		Sources: blobs.Sources{Named: hints.Get(j.CID), Guesses: j.Guesses}})
+//	s.Done(j, retry, time.Now()) // retry: err says no provider served it (not a content fault, the quota, a cancel)
 //
 // # Files
 //
 //   - backoff.go: Backoff and its bounds (BackoffBase, BackoffMax,
 //     BackoffForget, MaxTracked).
+//   - deadlines.go: the keyed min-heap by time that Backoff and the
+//     Scheduler's retries share.
+//   - sources.go: Sources, and candidates, the one de-duplication of a
+//     fetch's providers.
 //   - plan.go: Plan and the fetch bounds (MaxAttempts, AttemptTimeout,
-//     FetchTimeout, core.MaxHintsPerBlob).
+//     FetchTimeout).
+//   - hints.go: Hints, the providers gossip named per blob
+//     (DefaultMaxHintBlobs).
 //   - size.go: ChunkSize, the size defaults, ChunksFor, CheckBeforeFetch.
 //   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
 //     ErrIncomplete; the reference counts and the sweep at open.
@@ -101,6 +132,8 @@
 //   - attempt.go: FetchFrom, the walk of one attempt, Budget, MaxDepth,
 //     MaxLinks.
 //   - fetcher.go: Fetcher, Request.
+//   - schedule.go: Scheduler, Job, Verdict and the auto-fetch bounds
+//     (QueueLen, PeerShare, MaxRetries).
 //   - pebble.go: TunePebble, the database options the store needs.
 //   - errors.go: the sentinel errors.
 package blobs

@@ -21,7 +21,8 @@ func ExamplePlan() {
 	fmt.Println("chunks:", blobs.ChunksFor(3<<20, blobs.ChunkSize))
 
 	now := start
-	pl := blobs.NewPlan([]peer.ID{"a", "b"}, "r", backoff, now)
+	src := blobs.Sources{First: "r", Named: []peer.AddrInfo{{ID: "a"}, {ID: "b"}}}
+	pl := blobs.NewPlan(src, "self", backoff, now)
 	outcomes := map[peer.ID]error{"r": errors.New("not found")}
 	for {
 		p, deadline, ok := pl.Next(now)

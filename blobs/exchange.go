@@ -82,9 +82,15 @@ type ExchangeOptions struct {
 	// asked for in this long (a provider fault). 0 means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Prepare, if set, runs after connecting to a provider and before the
-	// first want: the node completes hello there, since its peers serve
-	// only peers that did (blobs.serve). An error fails the attempt.
+	// Prepare is the one call of a fetch from blobs up into the node (ADR
+	// 0033, "One shape for a fetch"): everything else a fetch needs comes
+	// down to it in the Request and its Sources, and the other options
+	// here are the server's or only tell the node what happened (Served).
+	// If set, it runs in the attempt's goroutine, under the attempt's
+	// deadline (ctx), after connecting to provider p and before the first
+	// want: the node completes hello there, since its peers serve only
+	// peers that did (blobs.serve). An error fails the attempt (a provider
+	// fault, backed off unless p is a guess); nil asks p.
 	Prepare func(ctx context.Context, p peer.ID) error
 	// Streams, if set, admits each inbound bitswap stream of p: false
 	// resets it (p holds as many as it may), else release is called when

@@ -53,7 +53,7 @@ func TestFetchBetweenTwoHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		var last uint64
-		err = b.f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{a.info()},
+		err = b.f.Fetch(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{a.info()}},
 			Progress: func(done, total uint64) { last = done }})
 		if err != nil {
 			t.Fatalf("size %d: fetch: %v", n, err)
@@ -87,7 +87,7 @@ func BenchmarkFetch256MiB(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for b.Loop() {
-		if err := f.f.Fetch(ctx, Request{CID: c, Size: n, Providers: []peer.AddrInfo{a.info()}}); err != nil {
+		if err := f.f.Fetch(ctx, Request{CID: c, Size: n, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -9,8 +9,6 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/wats-network/wats/core"
 )
 
 // ProviderAddrTTL is how long the addresses of a provider hint stay in
@@ -69,17 +67,17 @@ func NewFetcher(x *Exchange, st *Store, b *Backoff, now func() time.Time) *Fetch
 // Backoff returns the fetcher's provider backoff.
 func (f *Fetcher) Backoff() *Backoff { return f.backoff }
 
-// Request is one blob to fetch.
+// Request is one blob to fetch: what Fetch takes, from the caller as it
+// built it.
 type Request struct {
-	// CID is the blob's root; Size its declared size in bytes.
+	// CID is the blob's root; Size its declared size in bytes (at most
+	// core.MaxSafeInt; CheckBeforeFetch refuses more than max_blob_bytes or
+	// the quota before any request).
 	CID  cid.Cid
 	Size uint64
-	// First is tried before the providers: the requester of a replicate
-	// request (docs/design.md §9); "" for none.
-	First peer.ID
-	// FirstDespiteBackoff tries First even if it is under backoff: a
-	// provider an operator named explicitly.
-	FirstDespiteBackoff bool
+	// Sources are the providers to try, passed unchanged to NewPlan (see
+	// Sources for the order, the bounds and the backoff).
+	Sources Sources
 	// Requester is the peer whose request made this fetch (a replicate
 	// request's, a crash report's submitter); "" for none. A blob fetched
 	// from it is not told to ExchangeOptions.Served: a peer that asks
@@ -87,14 +85,6 @@ type Request struct {
 	// fetching the same blob at once share one fetch, and the first
 	// caller's Requester.)
 	Requester peer.ID
-	// Providers are the hints for the blob, newest first (at most
-	// core.MaxHintsPerBlob are used); their addresses go to the peerstore for
-	// ProviderAddrTTL.
-	Providers []peer.AddrInfo
-	// Guesses are providers nobody named for the blob, tried after the
-	// hints (an event's author, the peer it came from): a failure does
-	// not back them off. Their addresses go to the peerstore too.
-	Guesses []peer.AddrInfo
 	// Progress, if set, is told the file bytes held so far and Size, from
 	// the fetch's goroutine.
 	Progress func(done, total uint64)
@@ -163,22 +153,13 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return err // before any request (ADR 0014)
 	}
 	defer res.Release()
-	hints := f.learn(r.Providers, core.MaxHintsPerBlob)
-	guesses := f.learn(r.Guesses, len(r.Guesses))
-	first := r.First
-	if first == f.x.Host().ID() {
-		first = ""
-	}
+	pl := NewPlan(r.Sources, f.x.Host().ID(), f.backoff, f.now())
+	f.learn(pl)
 	var progress func(uint64)
 	if r.Progress != nil {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
 	var written []cid.Cid
-	pl := NewPlan(hints, first, f.backoff, f.now())
-	pl.AddGuesses(guesses)
-	if r.FirstDespiteBackoff {
-		pl.ExemptFirst()
-	}
 	for {
 		p, deadline, ok := pl.Next(f.now())
 		if !ok {
@@ -203,25 +184,15 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 	return nil
 }
 
-// learn returns the ids of the first max providers of infos, without this
-// node or empty ids, and puts their addresses in the peerstore for
-// ProviderAddrTTL.
-func (f *Fetcher) learn(infos []peer.AddrInfo, max int) []peer.ID {
-	self, ps := f.x.Host().ID(), f.x.Host().Peerstore()
-	ids := make([]peer.ID, 0, min(len(infos), max))
-	for _, ai := range infos {
-		if len(ids) == max {
-			break
+// learn puts the addresses of pl's providers in the peerstore for
+// ProviderAddrTTL, for the attempts' dials.
+func (f *Fetcher) learn(pl *Plan) {
+	ps := f.x.Host().Peerstore()
+	for _, c := range pl.cands {
+		if c.named >= 0 && len(pl.named[c.named].Addrs) > 0 {
+			ps.AddAddrs(c.id, pl.named[c.named].Addrs, ProviderAddrTTL)
 		}
-		if ai.ID == "" || ai.ID == self {
-			continue
-		}
-		if len(ai.Addrs) > 0 {
-			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
-		}
-		ids = append(ids, ai.ID)
 	}
-	return ids
 }
 
 // attempt runs one provider's attempt until deadline and pins the blob on

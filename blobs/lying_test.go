@@ -227,7 +227,7 @@ func TestProviderThatDoesNotServeIsBackedOff(t *testing.T) {
 	data := randBytes(3*ChunkSize+10, 7)
 	c, size := honest.add(data)
 	ctx := testCtx(t)
-	req := Request{CID: c, Size: size, Providers: []peer.AddrInfo{liar.info()}}
+	req := Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{liar.info()}}}
 
 	wantDelays := []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second, 240 * time.Second}
 	for i, d := range wantDelays {
@@ -273,7 +273,7 @@ func TestSilentProviderTimesOutAndNextCompletes(t *testing.T) {
 	// off like a failure (only a cancellation does not).
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	err := n.f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{mute.info()}})
+	err := n.f.Fetch(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{mute.info()}}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("fetch from a silent provider: %v, want a timeout", err)
 	}
@@ -298,7 +298,7 @@ func TestBlobLargerThanDeclared(t *testing.T) {
 			fp := newFakeProvider(t)
 			c, _ := fp.add(randBytes(tc.actual, uint64(tc.actual)))
 			before := n.x.Stats().ReceivedBytes
-			err := n.f.Fetch(testCtx(t), Request{CID: c, Size: tc.declared, Providers: []peer.AddrInfo{fp.info()}})
+			err := n.f.Fetch(testCtx(t), Request{CID: c, Size: tc.declared, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 			if !errors.Is(err, ErrSizeMismatch) {
 				t.Fatalf("fetch: %v, want a size mismatch", err)
 			}
@@ -324,13 +324,13 @@ func TestBlobSmallerThanDeclared(t *testing.T) {
 	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
 	fp := newFakeProvider(t)
 	c, size := fp.add(randBytes(3*ChunkSize, 9))
-	err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size + 1, Providers: []peer.AddrInfo{fp.info()}})
+	err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size + 1, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 	if !errors.Is(err, ErrSizeMismatch) {
 		t.Fatalf("fetch: %v, want a size mismatch", err)
 	}
 	assertUnused(t, n, c, size+1)
 	// The same CID at its true size is fine: the mismatch was the event's.
-	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}}); err != nil {
 		t.Fatalf("fetch at the true size: %v", err)
 	}
 }
@@ -361,7 +361,7 @@ func TestLyingInnerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	fp.put(root)
-	err = n.f.Fetch(testCtx(t), Request{CID: root.Cid(), Size: declared, Providers: []peer.AddrInfo{fp.info()}})
+	err = n.f.Fetch(testCtx(t), Request{CID: root.Cid(), Size: declared, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 	if !errors.Is(err, ErrBadBlob) {
 		t.Fatalf("fetch: %v, want a bad blob", err)
 	}
@@ -408,7 +408,7 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 		return silent
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err = f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{cutter.info()}})
+	err = f.Fetch(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{cutter.info()}}})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a cut-off transfer: %v, want a timeout", err)
@@ -421,7 +421,7 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 
 	// Not served: a peer asking this node for the blob gets nothing.
 	asker := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	if err := asker.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{{ID: h.ID(), Addrs: h.Addrs()}}}); !errors.Is(err, ErrDontHave) {
+	if err := asker.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{{ID: h.ID(), Addrs: h.Addrs()}}}}); !errors.Is(err, ErrDontHave) {
 		t.Fatalf("fetch from the node with the cut-off blob: %v, want DONT_HAVE", err)
 	}
 
@@ -450,7 +450,7 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 	}
 	honest := newFakeProvider(t)
 	honest.add(data)
-	err = f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{cutter.info(), honest.info()}})
+	err = f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{cutter.info(), honest.info()}}})
 	if err != nil {
 		t.Fatalf("fetch with a second provider: %v", err)
 	}
@@ -478,7 +478,7 @@ func TestDirectoryRootOnlyRootFetched(t *testing.T) {
 		}
 	}
 	fp.put(dir)
-	err := n.f.Fetch(testCtx(t), Request{CID: dir.Cid(), Size: 2*ChunkSize + 100, Providers: []peer.AddrInfo{fp.info()}})
+	err := n.f.Fetch(testCtx(t), Request{CID: dir.Cid(), Size: 2*ChunkSize + 100, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 	if !errors.Is(err, ErrCollection) {
 		t.Fatalf("fetch of a directory: %v, want ErrCollection", err)
 	}
@@ -503,7 +503,7 @@ func TestUnsolicitedBlocksAreNeverStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	fp.extra = []blocks.Block{strayRaw, stray}
-	if err := n.f.Fetch(ctx, Request{CID: c, Size: size, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+	if err := n.f.Fetch(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []blocks.Block{stray, strayRaw} {
@@ -529,17 +529,17 @@ func TestOverQuotaRefusedBeforeAnyRequest(t *testing.T) {
 	big, bsize := fp.add(randBytes(2*ChunkSize+1, 17))
 	other, osize := fp.add(randBytes(2*ChunkSize, 18))
 	ctx := testCtx(t)
-	if err := n.f.Fetch(ctx, Request{CID: big, Size: bsize, Providers: []peer.AddrInfo{fp.info()}}); !errors.Is(err, ErrTooLarge) {
+	if err := n.f.Fetch(ctx, Request{CID: big, Size: bsize, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("past max_blob_bytes: %v", err)
 	}
 	if wants, _ := fp.stats(); len(wants) != 0 {
 		t.Fatalf("%d requests made for a blob past max_blob_bytes", len(wants))
 	}
-	if err := n.f.Fetch(ctx, Request{CID: small, Size: ssize, Providers: []peer.AddrInfo{fp.info()}}); err != nil {
+	if err := n.f.Fetch(ctx, Request{CID: small, Size: ssize, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := fp.stats()
-	if err := n.f.Fetch(ctx, Request{CID: other, Size: osize, Providers: []peer.AddrInfo{fp.info()}}); !errors.Is(err, ErrQuota) {
+	if err := n.f.Fetch(ctx, Request{CID: other, Size: osize, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}}); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past the quota: %v", err)
 	}
 	after, _ := fp.stats()
@@ -578,7 +578,7 @@ func TestTinyChunksFailFastWithoutBackoff(t *testing.T) {
 	fp.put(root)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = n.f.Fetch(ctx, Request{CID: root.Cid(), Size: 2, Providers: []peer.AddrInfo{fp.info()}})
+	err = n.f.Fetch(ctx, Request{CID: root.Cid(), Size: 2, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 	if !errors.Is(err, ErrBadBlob) || ctx.Err() != nil {
 		t.Fatalf("fetch: %v (context: %v), want ErrBadBlob at once", err, ctx.Err())
 	}
@@ -617,7 +617,7 @@ func TestDAGBombIsBounded(t *testing.T) {
 		}
 		fp.put(blk)
 	}
-	err := n.f.Fetch(testCtx(t), Request{CID: root, Size: 8 << 20, Providers: []peer.AddrInfo{fp.info()}})
+	err := n.f.Fetch(testCtx(t), Request{CID: root, Size: 8 << 20, Sources: Sources{Named: []peer.AddrInfo{fp.info()}}})
 	if !errors.Is(err, ErrBadBlob) {
 		t.Fatalf("fetch of a DAG bomb: %v, want ErrBadBlob", err)
 	}
@@ -641,7 +641,7 @@ func TestFetchesOfAnotherSizeDoNotShareARun(t *testing.T) {
 	defer cancel()
 	wrong := make(chan error, 1)
 	go func() {
-		wrong <- n.f.Fetch(ctx, Request{CID: c, Size: size + 1, Providers: []peer.AddrInfo{withholder.info()}})
+		wrong <- n.f.Fetch(ctx, Request{CID: c, Size: size + 1, Sources: Sources{Named: []peer.AddrInfo{withholder.info()}}})
 	}()
 	for { // until the withholder holds the first fetch
 		if wants, _ := withholder.stats(); len(wants) > 0 {
@@ -649,7 +649,7 @@ func TestFetchesOfAnotherSizeDoNotShareARun(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{honest.info()}}); err != nil {
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{honest.info()}}}); err != nil {
 		t.Fatalf("the fetch at the true size: %v", err)
 	}
 	cancel()
@@ -673,7 +673,7 @@ func TestStalledProviderIsLeftEarly(t *testing.T) {
 	c, size := honest.add(data)
 	mute.add(data)
 	start := time.Now()
-	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Providers: []peer.AddrInfo{mute.info(), honest.info()}}); err != nil {
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{mute.info(), honest.info()}}}); err != nil {
 		t.Fatalf("fetch: %v", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/wats-network/wats/core"
 )
 
 // Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; docs/design.md §9).
@@ -27,14 +25,14 @@ const (
 )
 
 // Plan is the order and the time budget of one blob fetch (ADR 0014):
-// the requester first when the fetch comes from a replicate request
-// (docs/design.md §9), then the hints, newest first; providers under backoff are
-// skipped; at most MaxAttempts are tried, one after the other, each until
-// min(its start+AttemptTimeout, plan start+FetchTimeout).
+// the providers of its Sources in their order (First, then Named newest
+// first, then Guesses; see Sources); providers under backoff are skipped
+// (an exempt First is not); at most MaxAttempts are tried, one after the
+// other, each until min(its start+AttemptTimeout, plan start+FetchTimeout).
 //
 // Use:
 //
-//	pl := blobs.NewPlan(hints, requester, backoff, now)
+//	pl := blobs.NewPlan(blobs.Sources{First: requester, Named: hints}, self, backoff, now)
 //	for {
 //		p, deadline, ok := pl.Next(now)
 //		if !ok {
@@ -47,81 +45,32 @@ const (
 // A Plan is not safe for concurrent use: one goroutine runs one fetch.
 type Plan struct {
 	b     *Backoff
-	cands []peer.ID // requester, then hints; deduplicated, no ""
-	next  int       // index of the next candidate to consider
+	cands []candidate // Sources.candidates: deduplicated, in order
+	// named is Sources.Named, where the candidates' addresses are.
+	named []peer.AddrInfo
+	next  int // index of the next candidate to consider
 	start time.Time
 	tried int
-	// pending is the provider of the attempt Next gave and Report has not
-	// seen yet; "" when none.
-	pending peer.ID
+	// pending is the index in cands of the attempt Next gave and Report
+	// has not seen yet; -1 when none.
+	pending int
 	done    bool
 	err     error // why the plan ended; nil after a success
 	last    error // the last provider error, for Err
-	// exemptFirst: the requester is tried even under backoff.
-	exemptFirst bool
-	// guesses are candidates nobody named (AddGuesses): not backed off.
-	guesses map[peer.ID]bool
-	first   peer.ID
 	// skipped counts the candidates passed over under backoff; until is
 	// the earliest end of their backoffs.
 	skipped int
 	until   time.Time
 }
 
-// AddGuesses adds providers after the hints that nobody named for the
-// blob, only guessed (an event's author, the peer an event came from):
-// they are tried like hints, but a failure does not back them off, since
-// they never claimed to serve it (ADR 0029). Call it before Next.
-func (pl *Plan) AddGuesses(ids []peer.ID) {
-	for _, g := range ids {
-		if g == "" || contains(pl.cands, g) {
-			continue
-		}
-		pl.cands = append(pl.cands, g)
-		if pl.guesses == nil {
-			pl.guesses = make(map[peer.ID]bool)
-		}
-		pl.guesses[g] = true
-	}
-}
-
-// ExemptFirst makes the plan try its first provider (NewPlan's first) even
-// if it is under backoff: for a fetch an operator asked for from a named
-// peer, as an explicit dial ignores the dial backoff. Call it before Next.
-func (pl *Plan) ExemptFirst() { pl.exemptFirst = true }
-
-// NewPlan returns the plan of a fetch starting at now. hints are the
-// providers named for the blob, newest first; duplicates and empty ids
-// are dropped and only the first core.MaxHintsPerBlob distinct ones kept. first is the
-// requester of a replicate request, tried before the hints, or "" for
-// none. b is the node's shared backoff, consulted at each Next and told
-// each outcome by Report; nil means no backoff.
-func NewPlan(hints []peer.ID, first peer.ID, b *Backoff, now time.Time) *Plan {
-	cands := make([]peer.ID, 0, min(len(hints), core.MaxHintsPerBlob)+1)
-	if first != "" {
-		cands = append(cands, first)
-	}
-	kept := 0
-	for _, h := range hints {
-		if kept == core.MaxHintsPerBlob {
-			break
-		}
-		if h == "" || h == first || contains(cands, h) {
-			continue
-		}
-		cands = append(cands, h)
-		kept++
-	}
-	return &Plan{b: b, cands: cands, start: now, first: first}
-}
-
-func contains(ids []peer.ID, p peer.ID) bool {
-	for _, id := range ids {
-		if id == p {
-			return true
-		}
-	}
-	return false
+// NewPlan returns the plan of a fetch from src starting at now. self is
+// this node, never a candidate ("" for none). b is the node's shared
+// backoff, consulted at each Next and told each outcome by Report; nil
+// means no backoff. The Sources are used as given: NewPlan de-duplicates
+// them (Sources.candidates) and keeps at most core.MaxHintsPerBlob Named.
+// Nothing is set after construction.
+func NewPlan(src Sources, self peer.ID, b *Backoff, now time.Time) *Plan {
+	return &Plan{b: b, cands: src.candidates(self), named: src.Named, start: now, pending: -1}
 }
 
 // Next returns the next provider to try at now and the deadline of that
@@ -134,7 +83,7 @@ func contains(ids []peer.ID, p peer.ID) bool {
 // starts the next one; the unreported attempt still counts, and records
 // nothing in the backoff.
 func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
-	pl.pending = ""
+	pl.pending = -1
 	if pl.done {
 		return "", time.Time{}, false
 	}
@@ -148,9 +97,10 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 		return "", time.Time{}, false
 	}
 	for pl.next < len(pl.cands) {
-		c := pl.cands[pl.next]
+		i := pl.next
+		c := pl.cands[i].id
 		pl.next++
-		if pl.b != nil && !(pl.exemptFirst && c == pl.first) {
+		if pl.b != nil && !pl.cands[i].exempt {
 			if skipped, until := pl.b.Skipped(c, now); skipped {
 				pl.skipped++
 				if pl.until.IsZero() || until.Before(pl.until) {
@@ -160,7 +110,7 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 			}
 		}
 		pl.tried++
-		pl.pending = c
+		pl.pending = i
 		deadline = now.Add(AttemptTimeout)
 		if end.Before(deadline) {
 			deadline = end
@@ -184,14 +134,15 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 // wrapping ErrSizeMismatch, ErrCollection or ErrBadBlob ends the plan
 // without backing p off (the content belongs to the CID); an err wrapping
 // context.Canceled (the node gave up, not the provider) records nothing; any other err, a timeout
-// included, backs p off at now, unless p is a guess (AddGuesses). A report
-// for another provider than the pending one, or a second report, is
+// included, backs p off at now, unless p is a guess (Sources.Guesses). A
+// report for another provider than the pending one, or a second report, is
 // ignored.
 func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
-	if p == "" || p != pl.pending || pl.done {
+	if pl.pending < 0 || p == "" || p != pl.cands[pl.pending].id || pl.done {
 		return
 	}
-	pl.pending = ""
+	guess := pl.cands[pl.pending].guess
+	pl.pending = -1
 	switch {
 	case err == nil:
 		if pl.b != nil {
@@ -203,7 +154,7 @@ func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 	case errors.Is(err, context.Canceled):
 		pl.last = err
 	default:
-		if pl.b != nil && !pl.guesses[p] {
+		if pl.b != nil && !guess {
 			pl.b.Failed(p, now)
 		}
 		pl.last = err

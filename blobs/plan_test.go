@@ -22,25 +22,46 @@ func ids(n int, prefix string) []peer.ID {
 	return out
 }
 
+// infos are ids as providers without addresses.
+func infos(ids []peer.ID) []peer.AddrInfo {
+	out := make([]peer.AddrInfo, len(ids))
+	for i, id := range ids {
+		out[i] = peer.AddrInfo{ID: id}
+	}
+	return out
+}
+
+// hinted are Sources naming ids, newest first.
+func hinted(ids []peer.ID) Sources { return Sources{Named: infos(ids)} }
+
+// candIDs are the ids of pl's candidates, in order.
+func candIDs(pl *Plan) []peer.ID {
+	out := make([]peer.ID, len(pl.cands))
+	for i, c := range pl.cands {
+		out[i] = c.id
+	}
+	return out
+}
+
 // TestPlanHints: duplicates and empty ids are dropped, the first core.MaxHintsPerBlob
 // distinct hints (the newest) are kept, the requester comes first and does
 // not count among them.
 func TestPlanHints(t *testing.T) {
 	hints := append([]peer.ID{"", "h0", "h0", "r"}, ids(20, "h")...)
-	pl := NewPlan(hints, "r", nil, base)
+	pl := NewPlan(Sources{First: "r", Named: infos(hints)}, "", nil, base)
 	want := append([]peer.ID{"r"}, ids(core.MaxHintsPerBlob, "h")...)
-	if fmt.Sprint(pl.cands) != fmt.Sprint(want) {
-		t.Fatalf("candidates %q, want %q", pl.cands, want)
+	if fmt.Sprint(candIDs(pl)) != fmt.Sprint(want) {
+		t.Fatalf("candidates %q, want %q", candIDs(pl), want)
 	}
 	// At the bound and just past it, without a requester.
-	if got := len(NewPlan(ids(core.MaxHintsPerBlob, "h"), "", nil, base).cands); got != core.MaxHintsPerBlob {
+	if got := len(NewPlan(hinted(ids(core.MaxHintsPerBlob, "h")), "", nil, base).cands); got != core.MaxHintsPerBlob {
 		t.Errorf("%d hints: %d kept", core.MaxHintsPerBlob, got)
 	}
-	if got := len(NewPlan(ids(core.MaxHintsPerBlob+1, "h"), "", nil, base).cands); got != core.MaxHintsPerBlob {
+	if got := len(NewPlan(hinted(ids(core.MaxHintsPerBlob+1, "h")), "", nil, base).cands); got != core.MaxHintsPerBlob {
 		t.Errorf("%d hints: %d kept, want %d", core.MaxHintsPerBlob+1, got, core.MaxHintsPerBlob)
 	}
-	if pl := NewPlan(nil, "", nil, base); len(pl.cands) != 0 {
-		t.Errorf("no hints: candidates %q", pl.cands)
+	if pl := NewPlan(Sources{}, "", nil, base); len(pl.cands) != 0 {
+		t.Errorf("no hints: candidates %q", candIDs(pl))
 	}
 }
 
@@ -48,7 +69,7 @@ func TestPlanHints(t *testing.T) {
 // backoff: exactly four attempts, then ErrAttempts wrapping the last error.
 func TestPlanSixHintsAtMostFour(t *testing.T) {
 	errRefused := errors.New("refused")
-	pl := NewPlan(ids(6, "h"), "", nil, base)
+	pl := NewPlan(hinted(ids(6, "h")), "", nil, base)
 	now := base
 	var tried []peer.ID
 	for {
@@ -71,14 +92,14 @@ func TestPlanSixHintsAtMostFour(t *testing.T) {
 // TestPlanNoProvider: with no hints, Err is ErrNoProvider saying none is
 // known; with every hint under backoff, it says until when.
 func TestPlanNoProvider(t *testing.T) {
-	pl := NewPlan(nil, "", NewBackoff(), base)
+	pl := NewPlan(Sources{}, "", NewBackoff(), base)
 	if _, _, ok := pl.Next(base); ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), "none is known") {
 		t.Fatalf("ok %v Err %v, want ErrNoProvider, none known", ok, pl.Err())
 	}
 	b := NewBackoff()
 	b.Failed("h0", base)
 	b.Failed("h1", base.Add(time.Second))
-	pl = NewPlan(ids(2, "h"), "", b, base.Add(2*time.Second))
+	pl = NewPlan(hinted(ids(2, "h")), "", b, base.Add(2*time.Second))
 	_, _, ok := pl.Next(base.Add(2 * time.Second))
 	want := "2 of 2 skipped, under backoff after failing, the first until " + base.Add(BackoffBase).UTC().Format(time.TimeOnly)
 	if ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), want) {
@@ -92,14 +113,13 @@ func TestPlanExemptFirst(t *testing.T) {
 	b := NewBackoff()
 	b.Failed("req", base)
 	b.Failed("h0", base)
-	pl := NewPlan(ids(2, "h"), "req", b, base)
-	pl.ExemptFirst()
+	pl := NewPlan(Sources{First: "req", FirstExempt: true, Named: infos(ids(2, "h"))}, "", b, base)
 	tried := failAll(pl, base)
 	if len(tried) != 2 || tried[0] != "req" || tried[1] != "h1" {
 		t.Fatalf("tried %q, want [req h1]", tried)
 	}
 	// Without the exemption the requester is skipped.
-	pl = NewPlan(nil, "req", b, base)
+	pl = NewPlan(Sources{First: "req"}, "", b, base)
 	if _, _, ok := pl.Next(base); ok {
 		t.Fatal("a requester under backoff was tried")
 	}
@@ -110,7 +130,7 @@ func TestPlanExemptFirst(t *testing.T) {
 // that merely mentions a size does back off.
 func TestPlanSizeMismatchNoBackoff(t *testing.T) {
 	b := NewBackoff()
-	pl := NewPlan([]peer.ID{"a", "b"}, "", b, base)
+	pl := NewPlan(hinted([]peer.ID{"a", "b"}), "", b, base)
 	p, _, _ := pl.Next(base)
 	mismatch := fmt.Errorf("blob bafy: 5 bytes, declared 4: %w", ErrSizeMismatch)
 	pl.Report(p, mismatch, base.Add(time.Second))
@@ -124,7 +144,7 @@ func TestPlanSizeMismatchNoBackoff(t *testing.T) {
 		t.Fatal("Next after a mismatch gave a provider")
 	}
 
-	pl = NewPlan([]peer.ID{"a"}, "", b, base)
+	pl = NewPlan(hinted([]peer.ID{"a"}), "", b, base)
 	p, _, _ = pl.Next(base)
 	pl.Report(p, errors.New("size 5, declared 4"), base)
 	if skipped, _ := b.Skipped(p, base); !skipped {
@@ -135,13 +155,13 @@ func TestPlanSizeMismatchNoBackoff(t *testing.T) {
 // TestPlanCanceled: context.Canceled is the node giving up, not a fault.
 func TestPlanCanceled(t *testing.T) {
 	b := NewBackoff()
-	pl := NewPlan([]peer.ID{"a"}, "", b, base)
+	pl := NewPlan(hinted([]peer.ID{"a"}), "", b, base)
 	p, _, _ := pl.Next(base)
 	pl.Report(p, fmt.Errorf("get: %w", context.Canceled), base)
 	if b.Len() != 0 {
 		t.Fatal("a cancelled attempt backed the provider off")
 	}
-	pl = NewPlan([]peer.ID{"a"}, "", b, base)
+	pl = NewPlan(hinted([]peer.ID{"a"}), "", b, base)
 	p, _, _ = pl.Next(base)
 	pl.Report(p, fmt.Errorf("get: %w", context.DeadlineExceeded), base)
 	if skipped, _ := b.Skipped(p, base); !skipped {
@@ -166,7 +186,7 @@ func TestPlanBoundsRandom(t *testing.T) {
 			first = peer.ID(fmt.Sprint("h", r.IntN(25)))
 		}
 		firstSkipped, _ := b.Skipped(first, now)
-		pl := NewPlan(hints, first, b, now)
+		pl := NewPlan(Sources{First: first, Named: infos(hints)}, "", b, now)
 		start := now
 		seen := map[peer.ID]bool{}
 		for attempt := 0; ; attempt++ {
@@ -217,8 +237,7 @@ func TestPlanBoundsRandom(t *testing.T) {
 // backed off; a named one is.
 func TestPlanGuessesAreNotBackedOff(t *testing.T) {
 	b := NewBackoff()
-	pl := NewPlan(ids(1, "h"), "", b, base)
-	pl.AddGuesses([]peer.ID{"author", "h0", ""}) // h0 is named already
+	pl := NewPlan(Sources{Named: infos(ids(1, "h")), Guesses: []peer.ID{"author", "h0", ""}}, "", b, base) // h0 is named already
 	tried := failAll(pl, base)
 	if len(tried) != 2 || tried[0] != "h0" || tried[1] != "author" {
 		t.Fatalf("tried %q, want [h0 author]", tried)

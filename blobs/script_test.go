@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wats-network/wats/internal/scripttest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/internal/scripttest"
 )
 
 // TestPlanScripts runs the step tests of testdata/plan.txt: each line is a
@@ -113,14 +114,18 @@ func (s *script) run(f []string) (string, error) {
 		if first == "-" {
 			first = ""
 		}
-		var hints []peer.ID
+		src := Sources{First: peer.ID(first)}
 		for _, h := range f[3:] {
-			hints = append(hints, peer.ID(h))
+			if g, ok := strings.CutPrefix(h, "guess="); ok {
+				src.Guesses = append(src.Guesses, peer.ID(g))
+			} else {
+				src.Named = append(src.Named, peer.AddrInfo{ID: peer.ID(h)})
+			}
 		}
-		s.pl = NewPlan(hints, peer.ID(first), s.b, now)
+		s.pl = NewPlan(src, "self", s.b, now)
 		var names []string
 		for _, c := range s.pl.cands {
-			names = append(names, string(c))
+			names = append(names, string(c.id))
 		}
 		return "candidates " + strings.Join(names, " "), nil
 	case f[0] == "next" && len(f) == 2:

@@ -21,8 +21,10 @@
 // envelopes, broken IWANT promises, peers sharing an IP and the node's
 // tier of the peer; no peer exchange is sent.
 //
-// Hints keeps at most 16 provider hints per blob, the newest (ADR 0014).
+// The providers an envelope names are the node's to keep: blobs.Hints
+// keeps at most 16 per blob, the newest (ADR 0014; ADR 0033, "One shape
+// for a fetch").
 //
 // Files: gossip.go holds the topic, validator and publisher; score.go the
-// peer scoring; hints.go the provider-hint table.
+// peer scoring.
 package gossip

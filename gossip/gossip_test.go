@@ -16,7 +16,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 )
@@ -106,53 +105,6 @@ func TestValidateBounds(t *testing.T) {
 				t.Fatalf("err = %v, want ErrEnvelope", err)
 			}
 		})
-	}
-}
-
-func TestHintsKeepNewest16(t *testing.T) {
-	h := NewHints(10)
-	ps := providers(20)
-	for _, p := range ps {
-		h.Add("cid", []proto.Provider{p})
-	}
-	got := h.Get("cid")
-	if len(got) != core.MaxHintsPerBlob {
-		t.Fatalf("%d hints, want %d", len(got), core.MaxHintsPerBlob)
-	}
-	for i, p := range got { // newest first: ps[19], ps[18], ...
-		if want := ps[len(ps)-1-i].ID; p.ID != want {
-			t.Fatalf("hint %d is %s, want %s", i, p.ID, want)
-		}
-	}
-	// A provider hinted again moves to the front, without a duplicate.
-	h.Add("cid", []proto.Provider{ps[10]})
-	got = h.Get("cid")
-	if got[0].ID != ps[10].ID || len(got) != core.MaxHintsPerBlob {
-		t.Fatalf("re-hinted provider not first or duplicated: %d hints, first %s", len(got), got[0].ID)
-	}
-	seen := map[string]bool{}
-	for _, p := range got {
-		if seen[p.ID] {
-			t.Fatalf("duplicate hint %s", p.ID)
-		}
-		seen[p.ID] = true
-	}
-}
-
-func TestHintsForgetLeastRecentBlob(t *testing.T) {
-	h := NewHints(3)
-	p := providers(1)
-	for i := range 4 {
-		h.Add(fmt.Sprint("cid", i), p)
-	}
-	if h.Len() != 3 {
-		t.Fatalf("tracking %d blobs, want 3", h.Len())
-	}
-	if h.Get("cid0") != nil {
-		t.Fatal("the least recently hinted blob was kept")
-	}
-	if h.Get("cid3") == nil {
-		t.Fatal("the newest blob was forgotten")
 	}
 }
 

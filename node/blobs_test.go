@@ -257,7 +257,7 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err = f.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size,
-				Providers: []peer.AddrInfo{{ID: a.ID(), Addrs: a.Host().Addrs()}}})
+				Sources: blobs.Sources{Named: []peer.AddrInfo{{ID: a.ID(), Addrs: a.Host().Addrs()}}}})
 			switch serve {
 			case config.ServePeers:
 				if !errors.Is(err, blobs.ErrDontHave) {
@@ -287,10 +287,16 @@ func scratchStore(t *testing.T) *blobs.Store {
 	return st
 }
 
-// TestAutoFetchQueueBound: autoFetchQueue blobs wait at most; the next one
-// is dropped and counted, and a blob already queued is not queued twice.
+// TestAutoFetchQueueBound: the node's wiring of the scheduler's bounds
+// (blobs.QueueLen blobs wait at most, blobs.PeerShare of one peer's; their
+// own tests are blobs' testdata/schedule.txt): a blob dropped is counted,
+// a blob already queued is not queued twice, and a bad CID is not counted
+// as dropped.
 func TestAutoFetchQueueBound(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
+	if !cfg.Blobs.AutoFetch {
+		t.Fatal("the test config has auto_fetch off")
+	}
 	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
 	adm, err := newAdmission(cfg.Limits)
 	if err != nil {
@@ -298,9 +304,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	}
 	n.adm = adm
 	n.m = newMetrics(n)
-	n.fetch = &fetchState{queue: make(chan fetchJob, autoFetchQueue)} // no workers
-	n.fetch.mu.queued = make(map[cid.Cid]struct{})
-	n.fetch.mu.bySource = make(map[peer.ID]int)
+	n.fetch = &fetchState{sched: blobs.NewScheduler(blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
 	ref := func(i int) eventlog.BlobRef {
 		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
 		if err != nil {
@@ -308,41 +312,55 @@ func TestAutoFetchQueueBound(t *testing.T) {
 		}
 		return eventlog.BlobRef{CID: c.String(), Size: uint64(len(fmt.Sprint(i)))}
 	}
+	// arrive hands the blobs first..first+k-1, as one event from from, to
+	// auto-fetch.
+	arrive := func(first, k int, from peer.ID) {
+		ev := &eventlog.Event{}
+		for i := range k {
+			ev.Blobs = append(ev.Blobs, ref(first+i))
+		}
+		n.autoFetch([]*eventlog.Event{ev}, from, "gossip")
+	}
 	dropped := func() float64 { return testutil.ToFloat64(n.m.blobFetches.WithLabelValues("gossip", "dropped")) }
-	for i := range autoFetchQueue {
-		n.queueFetch(fetchJob{ref: ref(i), source: "gossip"})
+	queued := func() int { return n.fetch.sched.Len() }
+	arrive(0, blobs.QueueLen, "")
+	arrive(0, 1, "") // queued already
+	if queued() != blobs.QueueLen || dropped() != 0 {
+		t.Fatalf("at the bound: %d queued, %v dropped; want %d, 0", queued(), dropped(), blobs.QueueLen)
 	}
-	n.queueFetch(fetchJob{ref: ref(0), source: "gossip"}) // queued already
-	if len(n.fetch.queue) != autoFetchQueue || dropped() != 0 {
-		t.Fatalf("at the bound: %d queued, %v dropped; want %d, 0", len(n.fetch.queue), dropped(), autoFetchQueue)
+	if len(n.fetch.wake) != 1 {
+		t.Fatal("no worker woken for the jobs queued")
 	}
-	n.queueFetch(fetchJob{ref: ref(autoFetchQueue), source: "gossip"})
-	if len(n.fetch.queue) != autoFetchQueue || dropped() != 1 {
-		t.Fatalf("past the bound: %d queued, %v dropped; want %d, 1", len(n.fetch.queue), dropped(), autoFetchQueue)
+	arrive(blobs.QueueLen, 1, "")
+	if queued() != blobs.QueueLen || dropped() != 1 {
+		t.Fatalf("past the bound: %d queued, %v dropped; want %d, 1", queued(), dropped(), blobs.QueueLen)
 	}
-	n.queueFetch(fetchJob{ref: eventlog.BlobRef{CID: "not a cid", Size: 1}, source: "gossip"})
+	n.autoFetch([]*eventlog.Event{{Blobs: []eventlog.BlobRef{{CID: "not a cid", Size: 1}}}}, "", "gossip")
 	if dropped() != 1 {
 		t.Fatal("a bad CID was counted as dropped from a full queue")
 	}
+	drain := func() {
+		for {
+			j, ok := n.fetch.sched.Next()
+			if !ok {
+				return
+			}
+			n.fetch.sched.Done(j, false, time.Now())
+		}
+	}
 
-	// One peer's events hold at most perSourceQueue places.
-	for len(n.fetch.queue) > 0 {
-		n.fetch.dequeued(<-n.fetch.queue)
-	}
+	// One peer's events hold at most blobs.PeerShare places.
+	drain()
 	const flooder, other = peer.ID("flooder"), peer.ID("other")
-	for i := range perSourceQueue + 1 {
-		n.queueFetch(fetchJob{ref: ref(10_000 + i), source: "gossip", from: flooder})
-	}
-	n.queueFetch(fetchJob{ref: ref(20_000), source: "gossip", from: other})
-	if len(n.fetch.queue) != perSourceQueue+1 || dropped() != 2 || n.fetch.mu.bySource[flooder] != perSourceQueue {
+	arrive(10_000, blobs.PeerShare+1, flooder)
+	arrive(20_000, 1, other)
+	if _, _, _, share := n.fetch.sched.Stats(flooder); queued() != blobs.PeerShare+1 || dropped() != 2 || share != blobs.PeerShare {
 		t.Fatalf("per peer: %d queued, %v dropped, %d of the flooder's; want %d, 2, %d",
-			len(n.fetch.queue), dropped(), n.fetch.mu.bySource[flooder], perSourceQueue+1, perSourceQueue)
+			queued(), dropped(), share, blobs.PeerShare+1, blobs.PeerShare)
 	}
-	for len(n.fetch.queue) > 0 {
-		n.fetch.dequeued(<-n.fetch.queue)
-	}
-	if len(n.fetch.mu.bySource) != 0 || len(n.fetch.mu.queued) != 0 {
-		t.Fatalf("after the queue drained: %v, %d queued", n.fetch.mu.bySource, len(n.fetch.mu.queued))
+	drain()
+	if w, r, rt, share := n.fetch.sched.Stats(flooder); w+r+rt+share != 0 {
+		t.Fatalf("after the queue drained: waiting %d running %d retrying %d, flooder's share %d", w, r, rt, share)
 	}
 }
 
@@ -440,7 +458,7 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 	b.Host().Peerstore().AddAddrs(h.ID(), h.Addrs(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := b.FetchBlob(ctx, c, size, FetchOptions{First: h.ID()}); err != nil {
+	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: size, Sources: blobs.Sources{First: h.ID()}}); err != nil {
 		t.Fatalf("fetch from a bitswap-only peer: %v", err)
 	}
 	if !holds(b, eventlog.BlobRef{CID: c.String()}) {

@@ -60,8 +60,8 @@ func (n *Node) ResolvePeer(ctx context.Context, s string) (peer.ID, error) {
 // backed off), since an event that came by sync names no provider.
 // progress, if set, is told the bytes held and the size.
 func (n *Node) FetchAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, progress func(done, total uint64)) error {
-	err := n.FetchBlob(ctx, c, size, FetchOptions{First: from, FirstDespiteBackoff: from != "",
-		Guesses: n.helloPeerIDs(blobs.MaxAttempts), Progress: progress})
+	src := blobs.Sources{First: from, FirstExempt: from != "", Named: n.hints.Get(c), Guesses: n.helloPeerIDs(blobs.MaxAttempts)}
+	err := n.FetchBlob(ctx, blobs.Request{CID: c, Size: size, Sources: src, Progress: progress})
 	n.logFetch("", c, size, "api", err)
 	return err
 }

@@ -46,8 +46,9 @@
 //   - publish.go: local events and gossip delivery.
 //   - challenge.go: the load challenge: issuing, checking solutions,
 //     solving the challenges of the peers this node calls.
-//   - fetch.go: the blob exchange and fetcher, auto-fetch (queue, retries,
-//     the scan at start), the replicate handler.
+//   - fetch.go: the blob exchange and fetcher, the auto-fetch workers on
+//     blobs.Scheduler (whose are the queue and the retries), the scan at
+//     start, the replicate handler.
 //   - crash.go: crash reports.
 //   - api.go: the answers in node/api's types (Status, Peers, Limits,
 //     Diag, PeerCache); control.go: what else the control server

@@ -15,65 +15,42 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/proto"
 )
 
-// Bounds of the automatic fetches (ADR 0029, "Who makes the node fetch";
-// docs/design.md §9.5).
-const (
-	// autoFetchWorkers is how many blobs are auto-fetched at once.
-	autoFetchWorkers = 4
-	// autoFetchQueue is how many blobs wait to be auto-fetched; past it
-	// new ones are dropped (counted, logged at debug).
-	autoFetchQueue = 1024
-	// perSourceQueue is how many queued blobs one peer's events may hold,
-	// a quarter of the queue, so that one peer cannot fill it.
-	perSourceQueue = autoFetchQueue / 4
-	// autoFetchRetries is how many times a blob whose fetch found no
-	// provider that served it is tried again, after blobs.BackoffDelay of
-	// its failures (30 s, 1 min, 2 min, 4 min): long enough for a
-	// provider's backoff to end, or for another to be named.
-	autoFetchRetries = 4
-)
+// autoFetchWorkers is how many blobs are auto-fetched at once (ADR 0029:
+// "queued for 4 auto-fetch workers"). The queue, the peers' shares and the
+// retries are blobs.Scheduler's.
+const autoFetchWorkers = 4
 
-// fetchJob is a blob to fetch in the background: from an event that came
-// by gossip or sync, or a crash report's dump.
-type fetchJob struct {
-	ref eventlog.BlobRef
-	c   cid.Cid
-	// from is the peer the event came from (gossip relay, sync peer). At
-	// most perSourceQueue of its jobs wait.
-	from peer.ID
-	// others are guessed providers beyond the hints: the event's author
-	// and the peer it came from.
-	others []peer.ID
-	source string // "gossip", "sync": for logs and metrics
-	tries  int    // fetches of it that failed so far
-}
-
-// fetchState is the node's blob fetching: the exchange, the fetcher, the
-// per-peer slots of replicate and the auto-fetch queue. Built by Start.
+// fetchState is the node's blob fetching: the exchange, the fetcher and
+// the auto-fetch scheduler. Built by Start.
 type fetchState struct {
 	x       *blobs.Exchange
 	fetcher *blobs.Fetcher
-	queue   chan fetchJob
-	// retrying counts the retries waiting for their time (at most
-	// autoFetchQueue).
-	retrying atomic.Int64
-	mu       struct {
-		sync.Mutex
-		queued map[cid.Cid]struct{}
-		// bySource counts the queued jobs of each peer (fetchJob.from).
-		bySource map[peer.ID]int
+	// sched is the auto-fetch queue with its shares and retries, driven by
+	// time.Now: the clock of the timers the workers wait on, whose
+	// monotonic readings never step back.
+	sched *blobs.Scheduler
+	// wake tells an idle worker that a job waits. One signal pending is
+	// enough: a worker that takes a job passes the signal on while more
+	// wait (fetchWorker).
+	wake chan struct{}
+}
+
+// poke wakes an idle worker, unless one is woken already.
+func (f *fetchState) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
 // startBlobs starts bitswap (serving and fetching) and the auto-fetch
 // workers.
 func (n *Node) startBlobs() {
-	f := &fetchState{queue: make(chan fetchJob, autoFetchQueue)}
-	f.mu.queued = make(map[cid.Cid]struct{})
-	f.mu.bySource = make(map[peer.ID]int)
+	f := &fetchState{sched: blobs.NewScheduler(blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
 	f.x = blobs.NewExchange(n.host, n.blobs, blobs.ExchangeOptions{
 		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream,
 		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },
@@ -135,7 +112,7 @@ func (n *Node) scanMissingBlobs() {
 			if ok, _ := n.blobs.Has(c); ok {
 				continue
 			}
-			err = n.FetchBlob(n.ctx, c, b.Size, FetchOptions{Guesses: guesses})
+			err = n.FetchBlob(n.ctx, blobs.Request{CID: c, Size: b.Size, Sources: blobs.Sources{Named: n.hints.Get(c), Guesses: guesses}})
 			n.logFetch("", c, b.Size, "scan", err)
 			if err == nil {
 				fetched++
@@ -187,97 +164,118 @@ func (n *Node) helloFirst(ctx context.Context, p peer.ID) error {
 }
 
 // autoFetch queues the blobs of newly stored events for fetching, when
-// blobs.auto_fetch is on. from is the peer the events came from.
+// blobs.auto_fetch is on. from is the peer the events came from; the
+// event's author and from are the fetch's guesses (ADR 0029).
 func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
 	if !n.cfg.Blobs.AutoFetch || n.fetch == nil {
 		return
 	}
 	for _, ev := range evs {
-		var others []peer.ID
+		var guesses []peer.ID
 		if a, err := peer.Decode(ev.Author); err == nil {
-			others = append(others, a)
+			guesses = append(guesses, a)
 		}
 		if from != "" {
-			others = append(others, from)
+			guesses = append(guesses, from)
 		}
 		for _, b := range ev.Blobs {
-			n.queueFetch(fetchJob{ref: b, others: others, source: source, from: from})
+			c, err := cid.Decode(b.CID)
+			if err != nil {
+				n.log.Debug("not fetching a blob with a bad CID", "cid", b.CID, "err", err)
+				continue
+			}
+			n.queueFetch(blobs.Job{CID: c, Size: b.Size, From: from, Guesses: guesses, Source: source})
 		}
 	}
 }
 
-// queueFetch adds j to the auto-fetch queue unless its CID is bad, its blob
-// is complete or queued already, or the queue is full.
-//
-// It reports whether j was queued.
-func (n *Node) queueFetch(j fetchJob) bool {
-	c, err := cid.Decode(j.ref.CID)
-	if err != nil {
-		n.log.Debug("not fetching a blob with a bad CID", "cid", j.ref.CID, "err", err)
+// queueFetch hands j to the scheduler unless its blob is complete, and
+// reports whether it was queued.
+func (n *Node) queueFetch(j blobs.Job) bool {
+	if ok, _ := n.blobs.Has(j.CID); ok {
 		return false
 	}
-	if ok, _ := n.blobs.Has(c); ok {
-		return false
-	}
-	j.c = c
-	f := n.fetch
-	f.mu.Lock()
-	if _, dup := f.mu.queued[c]; dup {
-		f.mu.Unlock()
-		return false
-	}
-	if j.from != "" && f.mu.bySource[j.from] >= perSourceQueue {
-		f.mu.Unlock()
-		n.m.blobFetch(j.source, "dropped")
-		n.log.Debug("auto-fetch: the peer's share of the queue is full; blob not fetched now", "cid", c, "peer", j.from)
-		return false
-	}
-	f.mu.queued[c] = struct{}{}
-	if j.from != "" {
-		f.mu.bySource[j.from]++
-	}
-	f.mu.Unlock()
-	select {
-	case f.queue <- j:
+	return n.admitted(j, n.fetch.sched.Add(j))
+}
+
+// admitted acts on the scheduler's verdict on j (a new job, or a retry
+// readmitted): a queued job wakes a worker; one dropped for want of room
+// is counted and logged at debug. It reports whether j was queued.
+func (n *Node) admitted(j blobs.Job, v blobs.Verdict) bool {
+	switch v {
+	case blobs.Queued:
+		n.fetch.poke()
 		return true
-	default:
-		n.m.blobFetch(j.source, "dropped")
-		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", c, "source", j.source)
-		f.dequeued(j)
-		return false
+	case blobs.ShareFull:
+		n.log.Debug("auto-fetch: the peer's share of the queue is full; blob not fetched now", "cid", j.CID, "peer", j.From)
+	case blobs.QueueFull:
+		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", j.CID, "source", j.Source)
 	}
+	if v.Dropped() {
+		n.m.blobFetch(j.Source, "dropped")
+	}
+	return false
 }
 
-// dequeued forgets a job that left the queue (or never entered it).
-func (f *fetchState) dequeued(j fetchJob) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.mu.queued, j.c)
-	if j.from != "" {
-		if f.mu.bySource[j.from]--; f.mu.bySource[j.from] <= 0 {
-			delete(f.mu.bySource, j.from)
-		}
-	}
-}
-
-// fetchWorker runs queued fetches until the node closes.
+// fetchWorker runs auto-fetch jobs until the node closes: it readmits the
+// retries whose time came, takes the oldest job waiting and runs it; with
+// none, it waits for one (fetchState.wake), for the next retry's time, or
+// for the node's end.
 func (n *Node) fetchWorker() {
+	f := n.fetch
 	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case j := <-n.fetch.queue:
+		now := time.Now()
+		for _, a := range f.sched.Due(now) {
+			n.admitted(a.Job, a.Verdict)
+		}
+		if j, ok := f.sched.Next(); ok {
+			if f.sched.Len() > 0 {
+				f.poke() // another idle worker takes the next
+			}
 			n.runFetchJob(j)
-			n.fetch.dequeued(j)
+			continue
+		}
+		if !n.idleFetch(now) {
+			return
 		}
 	}
 }
 
-func (n *Node) runFetchJob(j fetchJob) {
-	err := n.FetchBlob(n.ctx, j.c, j.ref.Size, FetchOptions{Guesses: j.others})
-	n.logFetch(j.from, j.c, j.ref.Size, j.source, err)
-	if fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled) {
-		n.retryFetch(j)
+// idleFetch waits for a job to be queued (fetchState.wake), for the next
+// retry's time, or for the node's end, and reports false at the end.
+func (n *Node) idleFetch(now time.Time) bool {
+	var due <-chan time.Time
+	if d, ok := n.fetch.sched.Wait(now); ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-n.ctx.Done():
+		return false
+	case <-n.fetch.wake:
+	case <-due:
+	}
+	return true
+}
+
+// runFetchJob fetches j's blob from the gossip hints of the moment and its
+// guesses, and tells the scheduler how it went: a fetch that found no
+// provider that served it asks for a retry. A retry whose blob was
+// completed meanwhile (by a replicate request, the API) ends at no cost.
+func (n *Node) runFetchJob(j blobs.Job) {
+	sched := n.fetch.sched
+	if j.Tries > 0 {
+		if ok, _ := n.blobs.Has(j.CID); ok {
+			sched.Done(j, false, time.Now())
+			return
+		}
+	}
+	err := n.FetchBlob(n.ctx, blobs.Request{CID: j.CID, Size: j.Size, Sources: blobs.Sources{Named: n.hints.Get(j.CID), Guesses: j.Guesses}})
+	n.logFetch(j.From, j.CID, j.Size, j.Source, err)
+	retry := fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled)
+	if sched.Done(j, retry, time.Now()) == blobs.NoRetriesLeft {
+		n.plog.Info(j.From, "retries", "blob not fetched; no more retries until the next start", "cid", j.CID, "tries", j.Tries+1)
 	}
 }
 
@@ -302,7 +300,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		}
 		n.go_(func() {
 			defer release()
-			err := n.FetchBlob(n.ctx, c, b.Size, FetchOptions{First: p, Requester: p})
+			err := n.FetchBlob(n.ctx, blobs.Request{CID: c, Size: b.Size, Sources: blobs.Sources{First: p, Named: n.hints.Get(c)}, Requester: p})
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
@@ -342,34 +340,10 @@ func (n *Node) fetchFor(p peer.ID, size uint64) (release func(), ok bool) {
 	}, true
 }
 
-// retryDelay is the wait before the tries-th retry of an auto-fetch; a
-// variable so that tests can shorten it.
+// retryDelay is the wait before the tries-th retry of an auto-fetch
+// (blobs.ScheduleOptions.RetryDelay); a variable so that tests can shorten
+// it.
 var retryDelay = blobs.BackoffDelay
-
-// retryFetch queues j again after retryDelay(j.tries+1), up to
-// autoFetchRetries times, while at most autoFetchQueue retries wait.
-func (n *Node) retryFetch(j fetchJob) {
-	j.tries++
-	if j.tries > autoFetchRetries {
-		n.plog.Info(j.from, "retries", "blob not fetched; no more retries until the next start", "cid", j.c, "tries", j.tries)
-		return
-	}
-	f := n.fetch
-	if f.retrying.Add(1) > autoFetchQueue {
-		f.retrying.Add(-1)
-		return
-	}
-	n.go_(func() {
-		defer f.retrying.Add(-1)
-		t := time.NewTimer(retryDelay(j.tries))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			n.queueFetch(j)
-		case <-n.ctx.Done():
-		}
-	})
-}
 
 // logFetch records the outcome of a background fetch that p caused (the
 // peer whose event, request or report named the blob; "" for the node's own
@@ -412,75 +386,55 @@ func fetchOutcome(err error) string {
 	}
 }
 
-// FetchOptions says where FetchBlob looks for a blob, beyond the gossip
-// hints for it.
-type FetchOptions struct {
-	// First is tried first ("" for none): the requester of a replicate
-	// request, a crash report's submitter, a peer an operator named.
-	First peer.ID
-	// FirstDespiteBackoff tries First even if it is under backoff (a peer
-	// an operator named).
-	FirstDespiteBackoff bool
-	// Requester is the peer that asked for the fetch (a replicate
-	// request's, a crash report's submitter): blobs fetched from it are
-	// no value it gave (ADR 0030).
-	Requester peer.ID
-	// Named are providers named for the blob besides the gossip hints (a
-	// replicate request's): tried after the hints, backed off on failure.
-	Named []peer.ID
-	// Guesses are providers nobody named (an event's author, the peer it
-	// came from): tried last, never backed off, since they never claimed
-	// to serve it.
-	Guesses []peer.ID
-	// Progress, if set, is told the bytes held and the size.
-	Progress func(done, total uint64)
-}
-
-// FetchBlob makes the blob c of the declared size complete in the store,
-// fetching it if needed by ADR 0014's rules (package blobs): o.First, then
-// the gossip hints for c (newest first), then o.Named, then o.Guesses.
-func (n *Node) FetchBlob(ctx context.Context, c cid.Cid, size uint64, o FetchOptions) error {
+// FetchBlob makes the blob r.CID of the declared size r.Size complete in
+// the store, fetching it if needed by ADR 0014's rules
+// (blobs.Fetcher.Fetch) from r.Sources as the caller built them: each
+// caller names the gossip hints (n.hints.Get) among its Sources.Named
+// itself, so that nothing between it and the plan changes them (ADR 0033,
+// "One shape for a fetch").
+func (n *Node) FetchBlob(ctx context.Context, r blobs.Request) error {
 	if n.fetch == nil {
 		return errors.New("node: not started")
 	}
-	var named, guesses []peer.AddrInfo
-	seen := map[peer.ID]bool{n.host.ID(): true, o.First: true}
-	for _, h := range n.hints.Get(c.String()) {
-		ai, ok := providerInfo(h)
-		if !ok || seen[ai.ID] {
-			continue
-		}
-		seen[ai.ID] = true
-		named = append(named, ai)
-	}
-	for _, list := range []struct {
-		ids []peer.ID
-		to  *[]peer.AddrInfo
-	}{{o.Named, &named}, {o.Guesses, &guesses}} {
-		for _, p := range list.ids {
-			if !seen[p] {
-				seen[p] = true
-				*list.to = append(*list.to, peer.AddrInfo{ID: p})
-			}
-		}
-	}
-	return n.fetch.fetcher.Fetch(ctx, blobs.Request{CID: c, Size: size, First: o.First,
-		FirstDespiteBackoff: o.FirstDespiteBackoff, Requester: o.Requester, Providers: named, Guesses: guesses, Progress: o.Progress})
+	return n.fetch.fetcher.Fetch(ctx, r)
 }
 
-// providerInfo parses a provider hint; bad addresses are skipped.
-func providerInfo(p proto.Provider) (peer.AddrInfo, bool) {
-	id, err := peer.Decode(p.ID)
-	if err != nil {
-		return peer.AddrInfo{}, false
+// providerInfos parses the providers of an envelope or a replicate request
+// (proto.Provider, strings as on the wire) into the one shape of a
+// provider, peer.AddrInfo (ADR 0033): a provider whose id is not a peer id
+// is dropped, an address that is not a multiaddr skipped. It is the one
+// place the wire's providers are parsed.
+func providerInfos(ps []proto.Provider) []peer.AddrInfo {
+	out := make([]peer.AddrInfo, 0, len(ps))
+	for _, p := range ps {
+		id, err := peer.Decode(p.ID)
+		if err != nil {
+			continue
+		}
+		ai := peer.AddrInfo{ID: id}
+		for _, s := range p.Addrs {
+			if a, err := ma.NewMultiaddr(s); err == nil {
+				ai.Addrs = append(ai.Addrs, a)
+			}
+		}
+		out = append(out, ai)
 	}
-	ai := peer.AddrInfo{ID: id}
-	for _, s := range p.Addrs {
-		if a, err := ma.NewMultiaddr(s); err == nil {
-			ai.Addrs = append(ai.Addrs, a)
+	return out
+}
+
+// hintGossiped records the providers a gossip envelope names as the newest
+// hints for each blob of its event (docs/design.md §6): what hands gossip's
+// providers to the fetch path.
+func (n *Node) hintGossiped(d gossip.Delivery) {
+	if len(d.Event.Blobs) == 0 || len(d.Providers) == 0 {
+		return
+	}
+	named := providerInfos(d.Providers)
+	for _, b := range d.Event.Blobs {
+		if c, err := cid.Decode(b.CID); err == nil {
+			n.hints.Add(c, named)
 		}
 	}
-	return ai, true
 }
 
 // serveReplicate answers a replicate request (docs/design.md §4, §9; ADR 0014):
@@ -495,15 +449,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 		return &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 	}
 	resp := &proto.ReplicateResponse{}
-	var others []peer.ID
-	for _, pv := range r.Providers {
-		if ai, ok := providerInfo(pv); ok {
-			if len(ai.Addrs) > 0 {
-				n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, blobs.ProviderAddrTTL)
-			}
-			others = append(others, ai.ID)
-		}
-	}
+	named := providerInfos(r.Providers)
 	type job struct {
 		ref     proto.BlobRef
 		c       cid.Cid
@@ -544,7 +490,8 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 	for _, j := range jobs {
 		wg.Go(func() {
 			defer j.release()
-			j.err = n.FetchBlob(ctx, j.c, uint64(j.ref.Size), FetchOptions{First: p, Requester: p, Named: others})
+			src := blobs.Sources{First: p, Named: append(n.hints.Get(j.c), named...)}
+			j.err = n.FetchBlob(ctx, blobs.Request{CID: j.c, Size: uint64(j.ref.Size), Sources: src, Requester: p})
 			n.logFetch(p, j.c, uint64(j.ref.Size), "replicate", j.err)
 		})
 	}

@@ -166,9 +166,7 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 	}
 	n.m.eventsStored("gossip", 1)
 	n.gave(d.From, 1, 0)
-	for _, b := range d.Event.Blobs {
-		n.hints.Add(b.CID, d.Providers)
-	}
+	n.hintGossiped(d)
 	n.autoFetch([]*eventlog.Event{d.Event}, d.From, "gossip")
 	return nil
 }

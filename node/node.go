@@ -97,7 +97,7 @@ type Node struct {
 	gater      *gater
 	gossip     *gossip.Gossip // nil when gossip is off
 	mdns       mdns.Service   // nil when p2p.mdns is off
-	hints      *gossip.Hints
+	hints      *blobs.Hints
 	adm        *admission
 	issuer     *challenge.Issuer
 	// selfID is the node's raw Ed25519 public key: the requester id of the
@@ -181,7 +181,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.m = newMetrics(n)
-	n.hints = gossip.NewHints(gossip.DefaultMaxHintBlobs)
+	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs)
 
 	ok := false
 	defer func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
@@ -154,7 +155,7 @@ func TestReplicateRequesterIsNotCredited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FetchBlob(ctx, c, other.Size, FetchOptions{First: a.ID()}); err != nil {
+	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: other.Size, Sources: blobs.Sources{First: a.ID()}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := st.hist.bytes.Load(); got != other.Size {
