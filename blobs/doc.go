@@ -63,7 +63,7 @@
 //
 // # Store
 //
-// OpenStore(db, StoreOptions{}) opens the store on the node's one pebble
+// OpenStore(db, nil) opens the store on the node's one pebble
 // DB (docs/design.md §9, §10), every key under KeyPrefix ("/blobs/"), disjoint
 // from the event log's "ev/" and the peer cache's "p/". Blobs are UnixFS
 // v1 files, CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout;
@@ -81,8 +81,8 @@
 //
 // # Fetching
 //
-//	x := blobs.NewExchange(host, st, blobs.ExchangeOptions{Serve: admitted})
-//	f := blobs.NewFetcher(x, st, blobs.NewBackoff(), time.Now)
+//	x := blobs.NewExchange(host, st, &blobs.ExchangeOptions{Serve: admitted})
+//	f := blobs.NewFetcher(x, st, &blobs.FetcherOptions{Backoff: b})
 //	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Sources: blobs.Sources{Named: hints.Get(c)}})
 //
 // Fetch reserves the declared size under the quota (ErrTooLarge, ErrQuota
@@ -92,7 +92,7 @@
 // exactly the declared size. Content faults (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob) end the plan without backing the provider off.
 //
-//	st, err := blobs.OpenStore(db, blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
+//	st, err := blobs.OpenStore(db, &blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
 //	c, size, err := st.Import(ctx, file)          // pinned, counted
 //	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
 //

@@ -11,6 +11,8 @@ var (
 	// ErrQuota: storing the blob would take the store past
 	// blobs.quota_bytes. ADR 0014: checked before any request.
 	ErrQuota = errors.New("blobs: blob quota exceeded")
+	// ErrInvalidOptions: an option of OpenStore is out of its range.
+	ErrInvalidOptions = errors.New("blobs: invalid options")
 )
 
 // ErrSizeMismatch is the error a fetcher wraps (with %w) when a blob turns

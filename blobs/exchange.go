@@ -134,16 +134,31 @@ type wantKey struct {
 // which leaves the link idle between chunks).
 const serverMaxOutstandingBytes = 8 << 20
 
-// NewExchange starts bitswap on h: the server on st's complete blobs and
-// the receiver of FetchFrom's blocks. Close stops it.
-func NewExchange(h host.Host, st *Store, o ExchangeOptions) *Exchange {
+// EnsureDefaults sets each field of o that has a default and is not
+// positive (Window, IdleTimeout) to it and returns o; on a nil o it returns
+// new ExchangeOptions of the defaults. Every ExchangeOptions is valid.
+func (o *ExchangeOptions) EnsureDefaults() *ExchangeOptions {
+	if o == nil {
+		o = &ExchangeOptions{}
+	}
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
-
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
+	return o
+}
+
+// NewExchange starts bitswap on h: the server on st's complete blobs and
+// the receiver of FetchFrom's blocks, configured by opts (nil: the
+// defaults; opts itself is not changed). Close stops it.
+func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
+	var o ExchangeOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
 	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, prepare: o.Prepare, opts: o}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})

@@ -34,9 +34,9 @@ func newPeerNode(t testing.TB, opts StoreOptions, xo ExchangeOptions) *peerNode 
 	t.Helper()
 	st, _, _ := newStore(t, opts)
 	h := newHost(t)
-	x := NewExchange(h, st, xo)
+	x := NewExchange(h, st, &xo)
 	t.Cleanup(x.Close)
-	return &peerNode{h: h, st: st, x: x, f: NewFetcher(x, st, nil, nil)}
+	return &peerNode{h: h, st: st, x: x, f: NewFetcher(x, st, nil)}
 }
 
 func (n *peerNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()} }

@@ -50,16 +50,40 @@ type call struct {
 	err  error
 }
 
-// NewFetcher returns a fetcher over x into st. b is the node's shared
-// backoff (nil: a new one); now is the clock of the plans (nil: time.Now).
-func NewFetcher(x *Exchange, st *Store, b *Backoff, now func() time.Time) *Fetcher {
-	if b == nil {
-		b = NewBackoff()
+// FetcherOptions configure a Fetcher (NewFetcher). The zero value, or nil,
+// is the defaults, which EnsureDefaults fills in.
+type FetcherOptions struct {
+	// Backoff is the node's provider backoff, shared by its fetches; nil
+	// means a new one.
+	Backoff *Backoff
+	// Now is the clock of the plans; nil means time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults sets each nil field of o to its default and returns o; on
+// a nil o it returns new FetcherOptions of the defaults.
+func (o *FetcherOptions) EnsureDefaults() *FetcherOptions {
+	if o == nil {
+		o = &FetcherOptions{}
 	}
-	if now == nil {
-		now = time.Now
+	if o.Backoff == nil {
+		o.Backoff = NewBackoff()
 	}
-	f := &Fetcher{x: x, st: st, backoff: b, now: now}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// NewFetcher returns a fetcher over x into st, configured by opts (nil:
+// the defaults; opts itself is not changed).
+func NewFetcher(x *Exchange, st *Store, opts *FetcherOptions) *Fetcher {
+	var o FetcherOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	f := &Fetcher{x: x, st: st, backoff: o.Backoff, now: o.Now}
 	f.mu.calls = make(map[callKey]*call)
 	return f
 }

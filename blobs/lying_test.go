@@ -218,9 +218,9 @@ func assertUnused(t *testing.T, n *peerNode, c cid.Cid, size uint64) {
 func TestProviderThatDoesNotServeIsBackedOff(t *testing.T) {
 	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
 	st, _, _ := newStore(t, StoreOptions{})
-	x := NewExchange(newHost(t), st, ExchangeOptions{})
+	x := NewExchange(newHost(t), st, nil)
 	t.Cleanup(x.Close)
-	f := NewFetcher(x, st, nil, clock.Now)
+	f := NewFetcher(x, st, &FetcherOptions{Now: clock.Now})
 
 	liar := newFakeProvider(t) // named for the blob, holds nothing
 	honest := newFakeProvider(t)
@@ -265,7 +265,7 @@ func TestProviderThatDoesNotServeIsBackedOff(t *testing.T) {
 func TestSilentProviderTimesOutAndNextCompletes(t *testing.T) {
 	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
 	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	n.f = NewFetcher(n.x, n.st, nil, clock.Now)
+	n.f = NewFetcher(n.x, n.st, &FetcherOptions{Now: clock.Now})
 	mute := newFakeProvider(t)
 	mute.answer = func(int, cid.Cid) reply { return silent } // never answers
 	c, size := mute.add(randBytes(ChunkSize+1, 8))
@@ -388,13 +388,13 @@ func rawBlock(t *testing.T, data []byte) blocks.Block {
 func TestTransferCutOffHalfWay(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
-	st, err := OpenStore(db, StoreOptions{})
+	st, err := OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newHost(t)
-	x := NewExchange(h, st, ExchangeOptions{})
-	f := NewFetcher(x, st, nil, nil)
+	x := NewExchange(h, st, nil)
+	f := NewFetcher(x, st, nil)
 
 	cutter := newFakeProvider(t)
 	data := randBytes(6*ChunkSize, 12)
@@ -427,15 +427,15 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 
 	// After a restart: still not used, and its leftover blocks are gone.
 	x.Close()
-	if st, err = OpenStore(db, StoreOptions{}); err != nil {
+	if st, err = OpenStore(db, nil); err != nil {
 		t.Fatal(err)
 	}
 	if k := countBlocks(t, st); k != 0 {
 		t.Fatalf("%d blocks of the cut-off fetch left after a restart", k)
 	}
-	x = NewExchange(h, st, ExchangeOptions{})
+	x = NewExchange(h, st, nil)
 	t.Cleanup(x.Close)
-	f = NewFetcher(x, st, nil, nil)
+	f = NewFetcher(x, st, nil)
 	n = &peerNode{h: h, st: st, x: x, f: f}
 	assertUnused(t, n, c, size)
 

@@ -54,14 +54,17 @@ var ErrIncomplete = errors.New("blobs: blob not complete")
 // for the leaves and dag-pb for the inner UnixFS nodes.
 var CIDBuilder cid.Builder = cid.V1Builder{Codec: cid.DagProtobuf, MhType: mh.BLAKE3, MhLength: -1}
 
-// StoreOptions configures OpenStore. The zero value means the defaults.
+// StoreOptions configure a Store (OpenStore). The zero value, or nil, is
+// the defaults; EnsureDefaults fills them in and Validate checks the
+// ranges, as pebble's Options do.
 type StoreOptions struct {
 	// MaxBlobBytes is blobs.max_blob_bytes: the largest blob, in bytes,
-	// that Import accepts. 0 means DefaultMaxBlobBytes (64 MiB).
+	// that Import accepts, at most core.MaxSafeInt. 0 means
+	// DefaultMaxBlobBytes (64 MiB).
 	MaxBlobBytes uint64
 	// QuotaBytes is blobs.quota_bytes: the most bytes of pinned blobs
-	// (the sum of their file sizes) the store holds. 0 means
-	// DefaultQuotaBytes (4 GiB).
+	// (the sum of their file sizes) the store holds, at most 2^62. 0
+	// means DefaultQuotaBytes (4 GiB).
 	QuotaBytes uint64
 	// ReadOnly opens the store of a database opened read-only: OpenStore
 	// does not delete the blocks no blob references (what a fetch cut off
@@ -69,7 +72,16 @@ type StoreOptions struct {
 	ReadOnly bool
 }
 
-func (o StoreOptions) withDefaults() StoreOptions {
+// MaxQuotaBytes bounds StoreOptions.QuotaBytes, 2^62 bytes: far beyond
+// any disk, and far from overflowing a sum of sizes.
+const MaxQuotaBytes = 1 << 62
+
+// EnsureDefaults sets each zero field of o to its default and returns o; on
+// a nil o it returns new StoreOptions of the defaults.
+func (o *StoreOptions) EnsureDefaults() *StoreOptions {
+	if o == nil {
+		o = &StoreOptions{}
+	}
 	if o.MaxBlobBytes == 0 {
 		o.MaxBlobBytes = DefaultMaxBlobBytes
 	}
@@ -77,6 +89,20 @@ func (o StoreOptions) withDefaults() StoreOptions {
 		o.QuotaBytes = DefaultQuotaBytes
 	}
 	return o
+}
+
+// Validate reports a field out of its range, wrapping ErrInvalidOptions.
+// A nil o is valid.
+func (o *StoreOptions) Validate() error {
+	switch {
+	case o == nil:
+		return nil
+	case o.MaxBlobBytes > core.MaxSafeInt:
+		return fmt.Errorf("%w: max blob bytes %d beyond 2^53", ErrInvalidOptions, o.MaxBlobBytes)
+	case o.QuotaBytes > MaxQuotaBytes:
+		return fmt.Errorf("%w: quota bytes %d beyond 2^62", ErrInvalidOptions, o.QuotaBytes)
+	}
+	return nil
 }
 
 // BlobInfo is one pinned (complete) blob: its root CID and file size in
@@ -125,12 +151,20 @@ type Store struct {
 }
 
 // OpenStore opens the blob store on db, which the caller owns and closes
-// (the store never closes it). It loads the pinned blobs and recomputes
+// (the store never closes it), configured by opts (nil: the defaults; opts
+// itself is not changed). It loads the pinned blobs and recomputes
 // the quota used from their size records, dropping records of blobs
 // whose pin never completed (an import cut off by a crash).
-func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
+func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("blobs: nil pebble DB")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	var o StoreOptions
+	if opts != nil {
+		o = *opts
 	}
 	// WithPebbleDB shares the DB; the datastore's Close would close the
 	// DB, so it is never called.
@@ -138,7 +172,7 @@ func OpenStore(db *pebble.DB, opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blobs: datastore: %w", err)
 	}
-	s := &Store{opts: opts.withDefaults(), db: db}
+	s := &Store{opts: *o.EnsureDefaults(), db: db}
 	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
 	s.bstore = blockstore.NewBlockstore(s.dstore)
 	// Offline: a missing block is an error, never a network request

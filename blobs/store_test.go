@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
+
+	"github.com/wats-network/wats/core"
 )
 
 // openDB opens a pebble DB in dir with the options the blob store needs
@@ -33,7 +35,7 @@ func newStore(t testing.TB, opts StoreOptions) (*Store, *pebble.DB, string) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
 	t.Cleanup(func() { db.Close() })
-	s, err := OpenStore(db, opts)
+	s, err := OpenStore(db, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestStoreExportRefused(t *testing.T) {
 func TestStoreReopen(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
-	s, err := OpenStore(db, StoreOptions{})
+	s, err := OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func TestStoreReopen(t *testing.T) {
 
 	db = openDB(t, dir)
 	defer db.Close()
-	s, err = OpenStore(db, StoreOptions{})
+	s, err = OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +293,7 @@ func TestStoreReopenDropsUnpinnedRecord(t *testing.T) {
 	if err := s.pinner.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := OpenStore(db, StoreOptions{})
+	s2, err := OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func BenchmarkStoreImport64MiB(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			s, err := OpenStore(db, StoreOptions{QuotaBytes: 1 << 40})
+			s, err := OpenStore(db, &StoreOptions{QuotaBytes: 1 << 40})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -479,5 +481,37 @@ func TestCompleteNeedsEveryBlock(t *testing.T) {
 	}
 	if ok, _ := dst.Has(c); !ok || dst.QuotaUsed() != size {
 		t.Fatalf("after Complete: has %v, quota used %d", ok, dst.QuotaUsed())
+	}
+}
+
+// TestStoreOptions: each bound at and just past it, 0 for the default;
+// OpenStore refuses options out of range and leaves its options as they
+// were.
+func TestStoreOptions(t *testing.T) {
+	for _, tc := range []struct {
+		o  StoreOptions
+		ok bool
+	}{
+		{StoreOptions{}, true},
+		{StoreOptions{MaxBlobBytes: core.MaxSafeInt, QuotaBytes: MaxQuotaBytes}, true},
+		{StoreOptions{MaxBlobBytes: core.MaxSafeInt + 1}, false},
+		{StoreOptions{QuotaBytes: MaxQuotaBytes + 1}, false},
+	} {
+		o := tc.o
+		if err := o.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
+			t.Errorf("%+v: Validate %v, want ok %v", tc.o, err, tc.ok)
+		}
+		db := openDB(t, t.TempDir())
+		_, err := OpenStore(db, &o)
+		db.Close()
+		if (err == nil) != tc.ok {
+			t.Errorf("%+v: OpenStore %v, want ok %v", tc.o, err, tc.ok)
+		}
+		if o != tc.o {
+			t.Errorf("OpenStore changed its options: %+v, was %+v", o, tc.o)
+		}
+	}
+	if d := (*StoreOptions)(nil).EnsureDefaults(); d.MaxBlobBytes != DefaultMaxBlobBytes || d.QuotaBytes != DefaultQuotaBytes {
+		t.Errorf("defaults %+v", d)
 	}
 }

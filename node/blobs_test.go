@@ -251,9 +251,9 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 			}
 			defer h.Close()
 			st := scratchStore(t)
-			x := blobs.NewExchange(h, st, blobs.ExchangeOptions{})
+			x := blobs.NewExchange(h, st, nil)
 			defer x.Close()
-			f := blobs.NewFetcher(x, st, nil, nil)
+			f := blobs.NewFetcher(x, st, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err = f.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size,
@@ -280,7 +280,7 @@ func scratchStore(t *testing.T) *blobs.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, blobs.StoreOptions{})
+	st, err := blobs.OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 	}
 	defer h.Close()
 	st := scratchStore(t)
-	x := blobs.NewExchange(h, st, blobs.ExchangeOptions{}) // serves every peer
+	x := blobs.NewExchange(h, st, nil) // serves every peer
 	defer x.Close()
 	data := randData(3<<20+1, 50)
 	c, size, err := st.Import(context.Background(), bytes.NewReader(data))

@@ -34,7 +34,7 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, blobs.StoreOptions{})
+	st, err := blobs.OpenStore(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 		t.Fatal(err)
 	}
 	h := rawHost(t)
-	x := blobs.NewExchange(h, st, blobs.ExchangeOptions{Serve: func(peer.ID) bool { return true }})
+	x := blobs.NewExchange(h, st, &blobs.ExchangeOptions{Serve: func(peer.ID) bool { return true }})
 	t.Cleanup(x.Close)
 	return &bitswapOnly{h: h, x: x, cid: c.String(), size: size}
 }

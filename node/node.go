@@ -223,7 +223,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if k := n.peers.Migrated(); k > 0 {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
-	if n.blobs, err = blobs.OpenStore(n.db, blobs.StoreOptions{
+	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
