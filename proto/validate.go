@@ -118,7 +118,9 @@ func unmarshalEvents(d *jsontext.Decoder, evs *[]jsontext.Value) error {
 	if _, err := d.ReadToken(); err != nil {
 		return err
 	}
-	slab := make([]byte, 0, len(d.UnreadBuffer())) // what is left of the message bounds the events
+	// The events take at most what is left of the message and at most
+	// MaxPageBytes (compacting never lengthens a value): one allocation.
+	slab := make([]byte, 0, min(len(d.UnreadBuffer()), MaxPageBytes))
 	var out []jsontext.Value
 	total := 0
 	for d.PeekKind() != ']' {
