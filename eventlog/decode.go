@@ -48,7 +48,7 @@ func Decode(raw []byte) (*Event, error) {
 		if err == nil {
 			return nil, invalid(ErrMalformed, "", "data after the event")
 		}
-		return nil, syntaxErr("", err)
+		return nil, invalid(ErrMalformed, "", "%v", err)
 	}
 	if name := unset(eventMembers, w.ID.set, w.Author.set, w.Time.set, w.Kind.set, w.Body.set, w.Blobs.set, w.Sig.set); name != "" {
 		return nil, invalid(ErrMalformed, name, "missing")
@@ -156,30 +156,31 @@ func decodeError(err error) error {
 	}
 	var serr *json.SemanticError
 	if !errors.As(err, &serr) {
+		// A syntax error (io.EOF: no event at all) names the member of the
+		// event it is in, if any; the message says where in it.
 		var syn *jsontext.SyntacticError
+		member := ""
 		if errors.As(err, &syn) {
-			// The field is the member the error is in, if it is one of an
-			// event's; the body is a raw value, the message says where in it.
-			field := ""
-			switch top, _, _ := strings.Cut(strings.TrimPrefix(string(syn.JSONPointer), "/"), "/"); {
-			case top == "body":
-				field = top
-			case slices.Contains(eventMembers, top):
-				field = fieldOf(syn.JSONPointer)
-			}
-			return syntaxErr(field, err)
+			member, _, _ = strings.Cut(strings.TrimPrefix(string(syn.JSONPointer), "/"), "/")
 		}
-		return syntaxErr("", err) // io.EOF: no event at all
+		if !slices.Contains(eventMembers, member) {
+			member = ""
+		}
+		return invalid(ErrMalformed, member, "%v", err)
 	}
 	field := fieldOf(serr.JSONPointer)
+	var kind reflect.Kind
+	if serr.GoType != nil {
+		kind = serr.GoType.Kind()
+	}
 	switch {
 	case errors.Is(serr.Err, json.ErrUnknownName):
 		return invalid(ErrMalformed, field, "unknown member")
 	case field == "":
 		return invalid(ErrMalformed, "", "not a JSON object")
-	case serr.Err != nil && serr.GoType.Kind() == reflect.Int64:
+	case serr.Err != nil && kind == reflect.Int64:
 		return invalid(ErrMalformed, field, "not an integer within int64: %s", serr.JSONValue)
-	case serr.Err != nil && serr.GoType.Kind() == reflect.Uint64:
+	case serr.Err != nil && kind == reflect.Uint64:
 		return invalid(ErrMalformed, field, "not a non-negative integer within uint64: %s", serr.JSONValue)
 	}
 	return invalid(ErrMalformed, field, "not %s", kindOf(serr.GoType))
@@ -195,7 +196,7 @@ func kindOf(t reflect.Type) string {
 	case reflect.TypeFor[wireBlob]():
 		return "an object"
 	}
-	if t.Kind() == reflect.String {
+	if t != nil && t.Kind() == reflect.String {
 		return "a string"
 	}
 	return "a number"
@@ -216,8 +217,4 @@ func fieldOf(p jsontext.Pointer) string {
 		}
 	}
 	return b.String()
-}
-
-func syntaxErr(field string, err error) error {
-	return invalid(ErrMalformed, field, "%v", err)
 }
