@@ -151,7 +151,10 @@ func encode(m Message, s *Solution) ([]byte, error) {
 		c.Limit = MaxPageEvents // Limit 0 means the default, sent as such
 		m = &c
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, sizeHint(m)))
+	// jsontext writes into a *bytes.Buffer in place, keeping a quarter of
+	// its length free: room for that, so that the buffer is allocated once.
+	n := sizeHint(m)
+	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
 	buf.WriteString(`{"type":`)
 	buf.Write(strconv.AppendQuote(nil, string(m.MessageType())))
 	at := buf.Len()
