@@ -742,3 +742,34 @@ func TestDecodeEdges(t *testing.T) {
 	_, err = DecodeResponse([]byte(`{"type":"sync","events":[null],"next":"1","more":false}`))
 	wantCode(t, err, CodeBadRequest, `sync: "events"[0]: want an object, got a null`)
 }
+
+// TestLongListsStopEarly: a list far past its cap is refused after a few
+// entries, not bound whole (a 1 MiB request holds 250,000 strings; json
+// v2 alone would allocate 20 MB to refuse it).
+func TestLongListsStopEarly(t *testing.T) {
+	fill := func(head, entry, tail string, limit int) []byte {
+		n := (limit - len(head) - len(tail)) / (len(entry) + 1)
+		return []byte(head + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + tail)
+	}
+	for _, tc := range []struct {
+		name   string
+		in     []byte
+		decode func([]byte) error
+	}{
+		{"features", fill(`{"type":"hello","version":1,"network":"n","head":"0","features":[`, `"a"`, `]}`, MaxRequestBytes),
+			func(b []byte) error { _, err := DecodeRequest(b); return err }},
+		{"blobs", fill(`{"type":"replicate","blobs":[`, `{"cid":"c","size":1}`, `]}`, MaxRequestBytes),
+			func(b []byte) error { _, err := DecodeRequest(b); return err }},
+		{"addrs", fill(`{"event":{},"providers":[{"id":"p","addrs":[`, `"/a"`, `]}]}`, MaxEnvelopeBytes),
+			func(b []byte) error { _, err := DecodeEnvelope(b); return err }},
+		{"stored", fill(`{"type":"replicate","stored":[`, `"c"`, `]}`, MaxResponseBytes),
+			func(b []byte) error { _, err := DecodeResponse(b); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantCode(t, tc.decode(tc.in), CodeBadRequest, "more than")
+			if allocs := testing.AllocsPerRun(3, func() { _ = tc.decode(tc.in) }); allocs > 2000 {
+				t.Fatalf("%.0f allocations to refuse %d bytes", allocs, len(tc.in))
+			}
+		})
+	}
+}
