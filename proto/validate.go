@@ -124,12 +124,11 @@ func unmarshalEvents(d *jsontext.Decoder, evs *[]jsontext.Value) error {
 		if err != nil {
 			return err
 		}
-		at := d.StackPointer()
 		if raw.Kind() != '{' {
-			return &json.SemanticError{JSONPointer: at, Err: fmt.Errorf("want an object, got %s", article(kindName(raw.Kind())))}
+			return &json.SemanticError{JSONPointer: d.StackPointer(), Err: fmt.Errorf("want an object, got %s", article(kindName(raw.Kind())))}
 		}
 		if total += len(raw); total > MaxPageBytes {
-			return &json.SemanticError{JSONPointer: at.Parent(), Err: fmt.Errorf("more than %d bytes in all", MaxPageBytes)}
+			return &json.SemanticError{JSONPointer: d.StackPointer().Parent(), Err: fmt.Errorf("more than %d bytes in all", MaxPageBytes)}
 		}
 		if slab == nil {
 			// The events take at most what is left of the message and at
