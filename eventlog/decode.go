@@ -5,28 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-)
-
-// Members of an event, as bits of a presence mask.
-const (
-	hasID = 1 << iota
-	hasAuthor
-	hasTime
-	hasKind
-	hasBody
-	hasBlobs
-	hasSig
-	hasAll = hasID | hasAuthor | hasTime | hasKind | hasBody | hasBlobs | hasSig
-)
-
-// Members of a blob reference.
-const (
-	hasCID = 1 << iota
-	hasSize
-	hasName
-	hasAllBlob = hasCID | hasSize | hasName
 )
 
 // Decode parses one event from raw JSON, strictly: raw must be at most
@@ -42,6 +26,10 @@ const (
 // The body is stored in canonical (RFC 8785) form. Decode does not check the
 // other caps, the syntax of the strings, the id or the signature: call
 // Verify. Errors are *ValidationError with ErrMalformed or ErrTooLarge.
+//
+// json v2 binds the members (exact names, duplicates and unknown members
+// refused, types, integer forms); the wire types below add what it does
+// not check: presence, null, the body's canonical form and the blob cap.
 func Decode(raw []byte) (*Event, error) {
 	if len(raw) > MaxEventBytes {
 		return nil, invalid(ErrTooLarge, "", "%d bytes over %d", len(raw), MaxEventBytes)
@@ -52,190 +40,181 @@ func Decode(raw []byte) (*Event, error) {
 		decoderPool.Put(d)
 	}()
 	d.Reset(bytes.NewBuffer(raw))
-
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, syntaxErr("", err)
-	}
-	if tok.Kind() != '{' {
-		return nil, invalid(ErrMalformed, "", "not a JSON object")
-	}
-	var e Event
-	var seen int
-	for {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, syntaxErr("", err)
-		}
-		if tok.Kind() == '}' {
-			break
-		}
-		name := tok.String()
-		switch name {
-		case "id":
-			e.ID, err = readString(d, name)
-			seen |= hasID
-		case "author":
-			e.Author, err = readString(d, name)
-			seen |= hasAuthor
-		case "kind":
-			e.Kind, err = readString(d, name)
-			seen |= hasKind
-		case "sig":
-			e.Sig, err = readString(d, name)
-			seen |= hasSig
-		case "time":
-			e.Time, err = readInt(d, name)
-			seen |= hasTime
-		case "body":
-			var v jsontext.Value
-			if v, err = d.ReadValue(); err != nil {
-				return nil, syntaxErr(name, err)
-			}
-			e.Body, err = canonicalBody(v)
-			seen |= hasBody
-		case "blobs":
-			e.Blobs, err = readBlobs(d)
-			seen |= hasBlobs
-		default:
-			return nil, invalid(ErrMalformed, name, "unknown member")
-		}
-		if err != nil {
-			return nil, err
-		}
+	var w wireEvent
+	if err := json.UnmarshalDecode(d, &w, json.RejectUnknownMembers(true)); err != nil {
+		return nil, decodeError(err)
 	}
 	if _, err := d.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return nil, invalid(ErrMalformed, "", "data after the event")
 		}
-		return nil, syntaxErr("", err)
+		return nil, invalid(ErrMalformed, "", "%v", err)
 	}
-	if seen != hasAll {
-		return nil, invalid(ErrMalformed, missing(seen), "missing")
+	if name := unset(eventMembers, w.ID.set, w.Author.set, w.Time.set, w.Kind.set, w.Body.set, w.Blobs.set, w.Sig.set); name != "" {
+		return nil, invalid(ErrMalformed, name, "missing")
 	}
-	return &e, nil
+	return &Event{ID: w.ID.v, Author: w.Author.v, Time: w.Time.v, Kind: w.Kind.v, Body: jsontext.Value(w.Body.v), Blobs: w.Blobs.v, Sig: w.Sig.v}, nil
 }
 
-func missing(seen int) string {
-	for _, m := range []struct {
-		bit  int
-		name string
-	}{{hasID, "id"}, {hasAuthor, "author"}, {hasTime, "time"}, {hasKind, "kind"}, {hasBody, "body"}, {hasBlobs, "blobs"}, {hasSig, "sig"}} {
-		if seen&m.bit == 0 {
-			return m.name
+// wireEvent is an event as Decode reads it: Event's members, each required.
+type wireEvent struct {
+	ID     member[string]   `json:"id"`
+	Author member[string]   `json:"author"`
+	Time   member[int64]    `json:"time"`
+	Kind   member[string]   `json:"kind"`
+	Body   member[body]     `json:"body"`
+	Blobs  member[blobList] `json:"blobs"`
+	Sig    member[string]   `json:"sig"`
+}
+
+// wireBlob is a blob reference as Decode reads it: BlobRef's members, each
+// required.
+type wireBlob struct {
+	CID  member[string] `json:"cid"`
+	Size member[uint64] `json:"size"`
+	Name member[string] `json:"name"`
+}
+
+// The member names of wireEvent and wireBlob, in order.
+var (
+	eventMembers = []string{"id", "author", "time", "kind", "body", "blobs", "sig"}
+	blobMembers  = []string{"cid", "size", "name"}
+)
+
+// unset returns the first of names whose member was not set, or "".
+func unset(names []string, set ...bool) string {
+	for i, ok := range set {
+		if !ok {
+			return names[i]
 		}
 	}
 	return ""
 }
 
-func syntaxErr(field string, err error) error {
-	return invalid(ErrMalformed, field, "%v", err)
+// member is a member of an event as Decode reads it: set records that it
+// was present; null is refused, as any value of the wrong type.
+type member[T any] struct {
+	v   T
+	set bool
 }
 
-func readString(d *jsontext.Decoder, field string) (string, error) {
-	tok, err := d.ReadToken()
-	if err != nil {
-		return "", syntaxErr(field, err)
+func (m *member[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if d.PeekKind() == 'n' {
+		return invalid(ErrMalformed, fieldOf(d.StackPointer()), "not %s", kindOf(reflect.TypeFor[T]()))
 	}
-	if tok.Kind() != '"' {
-		return "", invalid(ErrMalformed, field, "not a string")
-	}
-	return tok.String(), nil
+	m.set = true
+	return json.UnmarshalDecode(d, &m.v)
 }
 
-func readInt(d *jsontext.Decoder, field string) (int64, error) {
-	tok, err := d.ReadToken()
+// body is an event's body as Decode reads it: in canonical form.
+type body jsontext.Value
+
+func (b *body) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	v, err := d.ReadValue()
 	if err != nil {
-		return 0, syntaxErr(field, err)
+		return err
 	}
-	if tok.Kind() != '0' {
-		return 0, invalid(ErrMalformed, field, "not a number")
-	}
-	n, err := tok.Int()
-	if err != nil {
-		return 0, invalid(ErrMalformed, field, "not an integer within int64: %s", tok.String())
-	}
-	return n, nil
+	c, err := canonicalBody(v)
+	*b = body(c)
+	return err
 }
 
-func readUint(d *jsontext.Decoder, field string) (uint64, error) {
-	tok, err := d.ReadToken()
-	if err != nil {
-		return 0, syntaxErr(field, err)
-	}
-	if tok.Kind() != '0' {
-		return 0, invalid(ErrMalformed, field, "not a number")
-	}
-	n, err := tok.Uint()
-	if err != nil {
-		return 0, invalid(ErrMalformed, field, "not a non-negative integer within uint64: %s", tok.String())
-	}
-	return n, nil
-}
+// blobList is an event's blobs as Decode reads them: at most MaxBlobs (it
+// stops at the one past), never nil.
+type blobList []BlobRef
 
-func readBlobs(d *jsontext.Decoder) ([]BlobRef, error) {
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, syntaxErr("blobs", err)
+func (l *blobList) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if d.PeekKind() != '[' {
+		return invalid(ErrMalformed, "blobs", "not an array")
 	}
-	if tok.Kind() != '[' {
-		return nil, invalid(ErrMalformed, "blobs", "not an array")
+	if _, err := d.ReadToken(); err != nil {
+		return err
 	}
-	blobs := []BlobRef{}
-	for i := 0; ; i++ {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, syntaxErr("blobs", err)
-		}
-		if tok.Kind() == ']' {
-			return blobs, nil
-		}
+	*l = blobList{}
+	for i := 0; d.PeekKind() != ']'; i++ {
 		if i == MaxBlobs {
-			return nil, invalid(ErrTooLarge, "blobs", "more than %d blobs", MaxBlobs)
+			return invalid(ErrTooLarge, "blobs", "more than %d blobs", MaxBlobs)
 		}
-		prefix := fmt.Sprintf("blobs[%d]", i)
-		if tok.Kind() != '{' {
-			return nil, invalid(ErrMalformed, prefix, "not an object")
+		var b wireBlob
+		if err := json.UnmarshalDecode(d, &b); err != nil {
+			return err
 		}
-		var b BlobRef
-		var seen int
-		for {
-			tok, err := d.ReadToken()
-			if err != nil {
-				return nil, syntaxErr(prefix, err)
-			}
-			if tok.Kind() == '}' {
-				break
-			}
-			name := tok.String()
-			field := prefix + "." + name
-			switch name {
-			case "cid":
-				b.CID, err = readString(d, field)
-				seen |= hasCID
-			case "name":
-				b.Name, err = readString(d, field)
-				seen |= hasName
-			case "size":
-				b.Size, err = readUint(d, field)
-				seen |= hasSize
-			default:
-				return nil, invalid(ErrMalformed, field, "unknown member")
-			}
-			if err != nil {
-				return nil, err
-			}
+		if name := unset(blobMembers, b.CID.set, b.Size.set, b.Name.set); name != "" {
+			return invalid(ErrMalformed, fmt.Sprintf("blobs[%d].%s", i, name), "missing")
 		}
-		if seen != hasAllBlob {
-			for _, m := range []struct {
-				bit  int
-				name string
-			}{{hasCID, "cid"}, {hasSize, "size"}, {hasName, "name"}} {
-				if seen&m.bit == 0 {
-					return nil, invalid(ErrMalformed, prefix+"."+m.name, "missing")
-				}
-			}
-		}
-		blobs = append(blobs, b)
+		*l = append(*l, BlobRef{CID: b.CID.v, Size: b.Size.v, Name: b.Name.v})
 	}
+	_, err := d.ReadToken()
+	return err
+}
+
+// decodeError is the *ValidationError for an error of Decode's json.UnmarshalDecode.
+func decodeError(err error) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) { // from the wire types above
+		return ve
+	}
+	var serr *json.SemanticError
+	if !errors.As(err, &serr) {
+		// A syntax error (io.EOF: no event at all) names the member of the
+		// event it is in, if any; the message says where in it.
+		var syn *jsontext.SyntacticError
+		member := ""
+		if errors.As(err, &syn) {
+			member, _, _ = strings.Cut(strings.TrimPrefix(string(syn.JSONPointer), "/"), "/")
+		}
+		if !slices.Contains(eventMembers, member) {
+			member = ""
+		}
+		return invalid(ErrMalformed, member, "%v", err)
+	}
+	field := fieldOf(serr.JSONPointer)
+	var kind reflect.Kind
+	if serr.GoType != nil {
+		kind = serr.GoType.Kind()
+	}
+	switch {
+	case errors.Is(serr.Err, json.ErrUnknownName):
+		return invalid(ErrMalformed, field, "unknown member")
+	case field == "":
+		return invalid(ErrMalformed, "", "not a JSON object")
+	case serr.Err != nil && kind == reflect.Int64:
+		return invalid(ErrMalformed, field, "not an integer within int64: %s", serr.JSONValue)
+	case serr.Err != nil && kind == reflect.Uint64:
+		return invalid(ErrMalformed, field, "not a non-negative integer within uint64: %s", serr.JSONValue)
+	}
+	return invalid(ErrMalformed, field, "not %s", kindOf(serr.GoType))
+}
+
+// kindOf names the JSON value a member of Go type t holds.
+func kindOf(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[body]():
+		return "a JSON object"
+	case reflect.TypeFor[blobList]():
+		return "an array"
+	case reflect.TypeFor[wireBlob]():
+		return "an object"
+	}
+	if t != nil && t.Kind() == reflect.String {
+		return "a string"
+	}
+	return "a number"
+}
+
+// fieldOf is the ValidationError.Field of the member at JSON pointer p:
+// "/blobs/3/size" is "blobs[3].size".
+func fieldOf(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		switch {
+		case b.Len() == 0:
+			b.WriteString(tok)
+		case tok != "" && strings.Trim(tok, "0123456789") == "":
+			b.WriteString("[" + tok + "]")
+		default:
+			b.WriteString("." + tok)
+		}
+	}
+	return b.String()
 }

@@ -63,7 +63,8 @@
 // # Files
 //
 //   - event.go: Event, BlobRef, the caps, New, SigningBytes, Marshal, Verify.
-//   - decode.go: Decode, the strict token-level parser.
+//   - decode.go: Decode, strict: json v2 binds the members; presence,
+//     null, the canonical body and the blob cap are checked there.
 //   - body.go: body canonicalization (JCS) and the number check; Crash.
 //   - batch.go: VerifyBatch.
 //   - log.go: Log, its key layout, Append, Page, Get, Has, Changed.

@@ -571,6 +571,59 @@ func TestDecodeStrict(t *testing.T) {
 	wantErr(t, d.Verify(testNow), ErrTooLarge)
 }
 
+// TestDecodeEdges pins edges where json v2's binding and the token reader
+// could differ: each input keeps the sentinel it had.
+func TestDecodeEdges(t *testing.T) {
+	e := mustNew(t, testKey(t, 1), testNow, "note", `{"a":1}`, []BlobRef{{CID: testCID, Size: 5, Name: "n"}})
+	good, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(good)
+	rep := func(old, new string) string {
+		if !strings.Contains(s, old) {
+			t.Fatalf("test bug: %q not in %s", old, s)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+	timeStr := fmt.Sprint(e.Time)
+	blob := `{"cid":"` + testCID + `","size":1,"name":""}`
+	many := strings.Repeat(blob+",", MaxBlobs) + `{"cid":1}`
+	for name, tc := range map[string]struct {
+		raw  string
+		want error // nil: decodes
+	}{
+		"time -0":             {rep(`"time":`+timeStr, `"time":-0`), nil}, // an integer within int64, as before; Verify judges it
+		"time -1":             {rep(`"time":`+timeStr, `"time":-1`), nil},
+		"size -0":             {rep(`"size":5`, `"size":-0`), ErrMalformed},
+		"size null":           {rep(`"size":5`, `"size":null`), ErrMalformed},
+		"name null":           {rep(`"name":"n"`, `"name":null`), ErrMalformed},
+		"time huge exponent":  {rep(`"time":`+timeStr, `"time":1e999999999`), ErrMalformed},
+		"dup by escape":       {rep(`{"id":`, `{"\u0069d":"x","id":`), ErrMalformed},
+		"name surrogate pair": {rep(`"name":"n"`, `"name":"\ud83d\ude00"`), nil},
+		"name lone surrogate": {rep(`"name":"n"`, `"name":"\ud83d"`), ErrMalformed},
+		// The 17th blob stops the decoder before it is read, malformed or not.
+		"17th blob malformed": {rep(`"blobs":[`, `"blobs":[`+many+`,`), ErrTooLarge},
+		// A fault in the body comes before one in the blobs after it.
+		"body before blobs":  {rep(`"body":{"a":1}`, `"body":{"a":1e400}`), ErrMalformed},
+		"body then 17 blobs": {strings.Replace(rep(`"body":{"a":1}`, `"body":{"a":1e400}`), `"blobs":[`, `"blobs":[`+many+`,`, 1), ErrMalformed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := Decode([]byte(tc.raw))
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name == "name surrogate pair" && d.Blobs[0].Name != "😀" {
+					t.Fatalf("name %q", d.Blobs[0].Name)
+				}
+				return
+			}
+			wantErr(t, err, tc.want)
+		})
+	}
+}
+
 func TestValidationErrorNamesField(t *testing.T) {
 	e := mustNew(t, testKey(t, 1), testNow, "note", `{}`, []BlobRef{{CID: testCID}, {CID: testCID}})
 	e.Blobs[1].Name = "a\nb"

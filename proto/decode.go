@@ -2,13 +2,17 @@ package proto
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/wats-network/wats/core"
 )
 
 // Request is a decoded /wats/1 request. Exactly one of Hello, Sync,
@@ -90,33 +94,41 @@ func DecodeRequest(b []byte) (*Request, error) {
 	if len(b) > MaxRequestBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("request of %d bytes, more than %d", len(b), MaxRequestBytes)}
 	}
-	f, err := parseTop(b, true)
-	if err != nil {
-		return nil, err
-	}
-	t, err := f.messageType()
+	st := getDecoder()
+	defer putDecoder(st)
+	whole := func() error { _, err := decodeRequestAs(st, b, "request", &struct{}{}); return err }
+	t, err := st.messageType(b, whole)
 	if err != nil {
 		return nil, err
 	}
 	req := &Request{Type: t, Raw: b}
+	var sol solutionValue
 	switch t {
 	case TypeHello:
-		req.Hello, err = decodeHello(&f)
+		req.Hello = &Hello{}
+		sol, err = decodeRequestAs(st, b, t, req.Hello)
 	case TypeSync:
-		req.Sync, err = decodeSyncRequest(&f)
+		req.Sync = &SyncRequest{Limit: MaxPageEvents} // the default when absent
+		sol, err = decodeRequestAs(st, b, t, req.Sync)
 	case TypeReplicate:
-		req.Replicate, err = decodeReplicateRequest(&f)
+		req.Replicate = &ReplicateRequest{}
+		sol, err = decodeRequestAs(st, b, t, req.Replicate)
 	case TypeCrashReport:
-		req.CrashReport, err = decodeCrashReportRequest(&f)
+		req.CrashReport = &CrashReportRequest{}
+		sol, err = decodeRequestAs(st, b, t, req.CrashReport)
 	default:
+		if err := whole(); err != nil {
+			return nil, err
+		}
 		return nil, &Error{Code: CodeUnsupported, Message: fmt.Sprintf("unknown request type %.40q", t)}
+	}
+	if err == nil {
+		err = decoded(req.Message())
 	}
 	if err != nil {
 		return nil, err
 	}
-	if f.solution != nil {
-		req.Solution = decodeSolution(f.solution)
-	}
+	req.Solution = st.decodeSolution(sol)
 	return req, nil
 }
 
@@ -128,34 +140,40 @@ func DecodeResponse(b []byte) (*Response, error) {
 	if len(b) > MaxResponseBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("response of %d bytes, more than %d", len(b), MaxResponseBytes)}
 	}
-	f, err := parseTop(b, false)
-	if err != nil {
-		return nil, err
-	}
-	t, err := f.messageType()
+	st := getDecoder()
+	defer putDecoder(st)
+	whole := func() error { return st.decode(b, "response", &struct{}{}) }
+	t, err := st.messageType(b, whole)
 	if err != nil {
 		return nil, err
 	}
 	resp := &Response{Type: t}
 	switch t {
 	case TypeHello:
-		resp.Hello, err = decodeHello(&f)
+		resp.Hello = &Hello{}
 	case TypeSync:
-		resp.Sync, err = decodeSyncResponse(&f)
+		resp.Sync = &SyncResponse{}
 	case TypeReplicate:
-		resp.Replicate, err = decodeReplicateResponse(&f)
+		resp.Replicate = &ReplicateResponse{}
 	case TypeCrashReport:
-		resp.CrashReport, err = decodeCrashReportResponse(&f)
+		resp.CrashReport = &CrashReportResponse{}
 	case TypeError:
-		resp.Error, err = decodeError(&f)
+		resp.Error = &Error{}
 	case TypeRefused:
-		resp.Refused, err = decodeRefused(&f)
+		resp.Refused = &Refused{}
 	case TypeChallenge:
-		resp.Challenge, err = decodeChallenge(&f)
+		resp.Challenge = &Challenge{}
 	default:
+		if err := whole(); err != nil {
+			return nil, err
+		}
 		return nil, &Error{Code: CodeUnsupported, Message: fmt.Sprintf("unknown response type %.40q", t)}
 	}
-	if err != nil {
+	m := resp.Message()
+	if err := st.decode(b, string(t), m); err != nil {
+		return nil, err
+	}
+	if err := decoded(m); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -171,15 +189,13 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	if len(b) > MaxEnvelopeBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("envelope of %d bytes, more than %d", len(b), MaxEnvelopeBytes)}
 	}
-	f, err := parseTop(b, false)
-	if err != nil {
-		return nil, err
-	}
+	st := getDecoder()
+	defer putDecoder(st)
 	e := &Envelope{}
-	if e.Event, err = rawObject(f.event, "envelope: \"event\""); err != nil {
+	if err := st.open(b); err != nil {
 		return nil, err
 	}
-	if e.Providers, err = decodeProviders(f.providers, "envelope: \"providers\""); err != nil {
+	if err := st.decode(b, "envelope", e); err != nil {
 		return nil, err
 	}
 	if err := e.validate(); err != nil {
@@ -188,150 +204,221 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	return e, nil
 }
 
-// fields holds the raw values of the top-level members whose names some
-// message knows, as slices of the input; nil when absent. Which ones a
-// message reads depends on its type: the others are unknown to it and
-// ignored.
-type fields struct {
-	typ, solution                                []byte
-	version, network, agent, features, listen    []byte
-	head, after, limit, events, next, more       []byte
-	blobs, providers, stored, skipped, failed    []byte
-	event, id, code, message, reason, retryAfter []byte
-	alg, seed, effort, expires                   []byte
-	limits                                       []byte
+// withSolution is what a request of Go type M is decoded into: M's
+// members, and the top-level "solution" (ADR 0014), which only requests have.
+type withSolution[M any] struct {
+	Msg      *M            `json:",embed"`
+	Solution solutionValue `json:"solution"`
 }
 
-func (f *fields) slot(name string) *[]byte {
-	switch name {
-	case "type":
-		return &f.typ
-	case "solution":
-		return &f.solution
-	case "version":
-		return &f.version
-	case "network":
-		return &f.network
-	case "agent":
-		return &f.agent
-	case "features":
-		return &f.features
-	case "listen":
-		return &f.listen
-	case "head":
-		return &f.head
-	case "after":
-		return &f.after
-	case "limit":
-		return &f.limit
-	case "events":
-		return &f.events
-	case "next":
-		return &f.next
-	case "more":
-		return &f.more
-	case "blobs":
-		return &f.blobs
-	case "providers":
-		return &f.providers
-	case "stored":
-		return &f.stored
-	case "skipped":
-		return &f.skipped
-	case "failed":
-		return &f.failed
-	case "event":
-		return &f.event
-	case "id":
-		return &f.id
-	case "code":
-		return &f.code
-	case "message":
-		return &f.message
-	case "reason":
-		return &f.reason
-	case "retry_after_ms":
-		return &f.retryAfter
-	case "alg":
-		return &f.alg
-	case "seed":
-		return &f.seed
-	case "effort":
-		return &f.effort
-	case "expires":
-		return &f.expires
-	case "limits":
-		return &f.limits
-	}
-	return nil // unknown, _grease… included
+// solutionValue is a request's "solution" member as received: any JSON
+// value, duplicate names inside included (unmarshalSolution), so that a
+// malformed solution does not spoil its request; decodeSolution reads it.
+type solutionValue jsontext.Value
+
+// decodeRequestAs decodes request b, of type t, into m and returns its raw
+// "solution" (nil when absent).
+func decodeRequestAs[M any](st *decoder, b []byte, t Type, m *M) (solutionValue, error) {
+	w := withSolution[M]{Msg: m}
+	err := st.decode(b, string(t), &w)
+	return w.Solution, err
 }
 
-// parseTop checks that b is exactly one JSON object, valid as a whole (UTF-8,
-// escapes, no duplicate name in any object at any depth: jsontext's default
-// checks), and collects its known members. With request set, the top-level
-// "solution" member is exempt from the duplicate-name check: ADR 0014 says
-// a malformed solution is ignored, not that it spoils the request
-// (decodeSolution then finds it malformed).
-func parseTop(b []byte, request bool) (fields, error) {
-	var f fields
-	var d *jsontext.Decoder
-	var names map[string]struct{} // the top-level names, when request
-	if request {
-		d = jsontext.NewDecoder(bytes.NewBuffer(b), jsontext.AllowDuplicateNames(true))
-		names = make(map[string]struct{}, 8)
-	} else {
-		d = jsontext.NewDecoder(bytes.NewBuffer(b))
+// decodeSolution reads a request's "solution", or returns nil if it is
+// absent or malformed (ADR 0014: a malformed solution is ignored): not an
+// object, a duplicate name in it, a member missing, null, of the wrong type
+// or too long.
+func (st *decoder) decodeSolution(v solutionValue) *Solution {
+	if v == nil {
+		return nil
 	}
-	tok, err := d.ReadToken()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return f, badRequest("empty message")
+	s := &Solution{}
+	if st.decode(v, "solution", s) != nil || s.validate() != nil {
+		return nil
+	}
+	return s
+}
+
+// decoder decodes messages: a reusable jsontext.Decoder, the json v2
+// options that bind the wire types (unmarshalers, in validate.go), and the
+// JSON pointers of the known members met by the last decode. A decoder is
+// used by one goroutine at a time (getDecoder, putDecoder).
+type decoder struct {
+	d       jsontext.Decoder
+	in      bytes.Buffer // what d reads: a message, not copied
+	opts    json.Options
+	present map[string]struct{}
+}
+
+var decoders = sync.Pool{New: func() any {
+	st := &decoder{present: make(map[string]struct{}, 16)}
+	st.opts = json.WithUnmarshalers(st.unmarshalers())
+	return st
+}}
+
+// noInput is what a pooled decoder reads between uses, so that it does not
+// keep the last message alive. It is never read.
+var noInput = bytes.NewReader(nil)
+
+func getDecoder() *decoder { return decoders.Get().(*decoder) }
+
+func putDecoder(st *decoder) {
+	st.d.Reset(noInput)
+	st.in = bytes.Buffer{}
+	decoders.Put(st)
+}
+
+// reset makes st.d read b from the start, with opts.
+func (st *decoder) reset(b []byte, opts ...jsontext.Options) {
+	st.in = *bytes.NewBuffer(b)
+	st.d.Reset(&st.in, opts...) // jsontext reads a *bytes.Buffer in place
+}
+
+// open starts reading message b, which must be a JSON object. It leaves
+// st.d after the opening brace, reading with duplicate names allowed (decode
+// checks them).
+func (st *decoder) open(b []byte) error {
+	st.reset(b, jsontext.AllowDuplicateNames(true))
+	tok, err := st.d.ReadToken()
+	switch {
+	case errors.Is(err, io.EOF):
+		return badRequest("empty message")
+	case err != nil:
+		return badRequest("malformed JSON: %v", err)
+	case tok.Kind() != '{':
+		return badRequest("message is %s, not an object", article(kindName(tok.Kind())))
+	}
+	return nil
+}
+
+// messageType returns the "type" of message b, reading only the members
+// before it: decode reads the whole message once its Go type is known.
+// When the type is missing, not a string or too long, or the members before
+// it are malformed, it reports what whole (b decoded as a message without
+// members) finds first, so that a malformed message is a bad_request
+// whatever its type, as for an unknown type.
+func (st *decoder) messageType(b []byte, whole func() error) (Type, error) {
+	if err := st.open(b); err != nil {
+		return "", err
+	}
+	d := &st.d
+	var typeErr *Error // nil: no "type"
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			break // whole reports it
 		}
-		return f, badRequest("malformed JSON: %v", err)
-	}
-	if tok.Kind() != '{' {
-		return f, badRequest("message is %s, not an object", article(kindName(tok.Kind())))
-	}
-	for d.PeekKind() != '}' {
+		if name.String() != "type" {
+			if d.SkipValue() != nil {
+				break
+			}
+			continue
+		}
 		tok, err := d.ReadToken()
-		if err != nil {
-			return f, badRequest("malformed JSON: %v", err)
+		switch {
+		case err != nil:
+		case tok.Kind() != '"':
+			typeErr = wrongType("\"type\"", "string", tok.Kind())
+		case len(tok.String()) > MaxStringBytes:
+			typeErr = badRequest("\"type\": %d bytes, more than %d", len(tok.String()), MaxStringBytes)
+		default:
+			return Type(tok.String()), nil
 		}
-		name := tok.String() // before the next read voids tok
-		v, err := d.ReadValue()
-		if err != nil {
-			return f, badRequest("malformed JSON: %v", err)
-		}
-		if request {
-			if _, dup := names[name]; dup {
-				return f, badRequest("malformed JSON: duplicate name %.40q", name)
-			}
-			names[name] = struct{}{}
-			if name != "solution" && !v.IsValid() {
-				return f, badRequest("malformed JSON: a duplicate name in %.40q", name)
-			}
-		}
-		if p := f.slot(name); p != nil {
-			end := int(d.InputOffset())
-			*p = b[end-len(v) : end : end]
-		}
+		break
 	}
-	if _, err := d.ReadToken(); err != nil { // '}'
-		return f, badRequest("malformed JSON: %v", err)
+	if err := whole(); err != nil {
+		return "", err
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return f, badRequest("malformed JSON: data after the message")
+	if typeErr == nil {
+		typeErr = badRequest("no \"type\"")
 	}
-	return f, nil
+	return "", typeErr
 }
 
-// messageType reads the "type" member.
-func (f *fields) messageType() (Type, error) {
-	if f.typ == nil {
-		return "", badRequest("no \"type\"")
+// decode decodes message b into v, a pointer to a wire struct, with json v2
+// and the unmarshalers of validate.go: b must be exactly one JSON object
+// without duplicate names at any depth, each known member of the right type
+// and not null, every required one present. Errors are bad_request *Error
+// values naming the field, prefixed with what (the message type).
+func (st *decoder) decode(b []byte, what string, v any) error {
+	clear(st.present)
+	st.reset(b)
+	if err := json.UnmarshalDecode(&st.d, v, st.opts); err != nil {
+		return wireError(what, err)
 	}
-	s, err := asString(f.typ, "\"type\"", MaxStringBytes)
-	return Type(s), err
+	if _, err := st.d.ReadToken(); err != io.EOF {
+		if err == nil {
+			return badRequest("malformed JSON: data after the message")
+		}
+		return badRequest("malformed JSON: %v", err)
+	}
+	if p := st.settle(reflect.ValueOf(v).Elem(), ""); p != "" {
+		return missing(fieldName(what, jsontext.Pointer(p)))
+	}
+	return nil
+}
+
+// wireError is the bad_request for an error of json v2: a syntax error
+// (duplicate names included) is malformed JSON; a semantic one names the
+// member at fault.
+func wireError(what string, err error) *Error {
+	var serr *json.SemanticError
+	if !errors.As(err, &serr) {
+		return badRequest("malformed JSON: %v", err)
+	}
+	field := fieldName(what, serr.JSONPointer)
+	if want := wantOf(serr.GoType); serr.Err == nil || serr.JSONKind != 0 && kindName(serr.JSONKind) != want {
+		return wrongType(field, want, serr.JSONKind) // e.g. a number for a cursor
+	}
+	return badRequest("%s: %v", field, serr.Err)
+}
+
+// fieldName names the member at JSON pointer p of a message of type what,
+// as errors do: `sync: "events"[3]`, `hello: "limits".sync_per_min`, or
+// what alone for the message itself.
+func fieldName(what string, p jsontext.Pointer) string {
+	var b strings.Builder
+	b.WriteString(what)
+	first := true
+	for tok := range p.Tokens() {
+		switch {
+		case first:
+			b.WriteString(": " + strconv.Quote(tok))
+		case tok != "" && strings.Trim(tok, "0123456789") == "":
+			b.WriteString("[" + tok + "]")
+		default:
+			b.WriteString("." + tok)
+		}
+		first = false
+	}
+	return b.String()
+}
+
+// wantOf is the JSON kind a Go field of type t holds on the wire.
+func wantOf(t reflect.Type) string {
+	switch {
+	case t == nil:
+		return "value"
+	case t == reflect.TypeFor[jsontext.Value]():
+		return "object" // the raw values of this package are events
+	case reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()):
+		return "string" // core.Cursor
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice:
+		return "array"
+	case reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return wantOf(t.Elem())
+	}
+	return "value"
 }
 
 func kindName(k jsontext.Kind) string {
@@ -352,8 +439,8 @@ func kindName(k jsontext.Kind) string {
 	return "invalid value"
 }
 
-func wrongType(field string, want string, v []byte) *Error {
-	return badRequest("%s: want %s, got %s", field, article(want), article(kindName(jsontext.Value(v).Kind())))
+func wrongType(field, want string, got jsontext.Kind) *Error {
+	return badRequest("%s: want %s, got %s", field, article(want), article(kindName(got)))
 }
 
 func article(noun string) string {
@@ -365,552 +452,3 @@ func article(noun string) string {
 }
 
 func missing(field string) *Error { return badRequest("%s is missing", field) }
-
-// The as… helpers convert a raw member value (a valid JSON value without
-// surrounding whitespace, as parseTop and eachMember produce) to Go.
-
-// asString reads a JSON string of at most max bytes once unescaped.
-func asString(v []byte, field string, max int) (string, error) {
-	if len(v) == 0 || v[0] != '"' {
-		return "", wrongType(field, "string", v)
-	}
-	if bytes.IndexByte(v, '\\') < 0 { // no escapes: the content is the string
-		if len(v)-2 > max {
-			return "", badRequest("%s: %d bytes, more than %d", field, len(v)-2, max)
-		}
-		return string(v[1 : len(v)-1]), nil
-	}
-	s, err := jsontext.AppendUnquote(nil, v)
-	if err != nil {
-		return "", badRequest("%s: %v", field, err)
-	}
-	if len(s) > max {
-		return "", badRequest("%s: %d bytes, more than %d", field, len(s), max)
-	}
-	return string(s), nil
-}
-
-// asInt reads a JSON integer in min..core.MaxSafeInt, written without sign,
-// fraction or exponent.
-func asInt(v []byte, field string, min int64) (int64, error) {
-	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
-		return 0, wrongType(field, "number", v)
-	}
-	if v[0] == '-' {
-		return 0, badRequest("%s: negative number %.30s", field, v)
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, badRequest("%s: %.30s is not an integer", field, v)
-		}
-		if n <= core.MaxSafeInt { // stop growing past the bound; never overflows
-			n = n*10 + int64(c-'0')
-		}
-	}
-	if n > core.MaxSafeInt {
-		return 0, badRequest("%s: %.30s is beyond 2^53", field, v)
-	}
-	if n < min {
-		return 0, badRequest("%s: %d is less than %d", field, n, min)
-	}
-	return n, nil
-}
-
-func asBool(v []byte, field string) (bool, error) {
-	switch string(v) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, wrongType(field, "boolean", v)
-}
-
-func asCursor(v []byte, field string) (core.Cursor, error) {
-	s, err := asString(v, field, 20)
-	if err != nil {
-		return 0, err
-	}
-	n, err := core.ParseCursor(s)
-	if err != nil {
-		return 0, badRequest("%s: %v", field, err)
-	}
-	return n, nil
-}
-
-// rawObject returns a compacted copy of the JSON object v: no whitespace,
-// strings in their shortest form (jsontext.Value.Format).
-func rawObject(v []byte, field string) (jsontext.Value, error) {
-	if v == nil {
-		return nil, missing(field)
-	}
-	if v[0] != '{' {
-		return nil, wrongType(field, "object", v)
-	}
-	out := jsontext.Value(bytes.Clone(v))
-	if err := out.Format(); err != nil {
-		return nil, badRequest("%s: %v", field, err)
-	}
-	return out, nil
-}
-
-// eachMember calls fn for each member of the JSON object v, in order.
-func eachMember(v []byte, field string, fn func(name string, val []byte) error) error {
-	if len(v) == 0 || v[0] != '{' {
-		return wrongType(field, "object", v)
-	}
-	d := jsontext.NewDecoder(bytes.NewBuffer(v))
-	if _, err := d.ReadToken(); err != nil {
-		return badRequest("%s: %v", field, err)
-	}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return badRequest("%s: %v", field, err)
-		}
-		name := tok.String() // before the next read voids tok
-		val, err := d.ReadValue()
-		if err != nil {
-			return badRequest("%s: %v", field, err)
-		}
-		end := int(d.InputOffset())
-		if err := fn(name, v[end-len(val):end:end]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// eachElem calls fn for each element of the JSON array v, in order, and
-// fails on element max+1 before reading it.
-func eachElem(v []byte, field string, max int, fn func(i int, val []byte) error) error {
-	if len(v) == 0 || v[0] != '[' {
-		return wrongType(field, "array", v)
-	}
-	d := jsontext.NewDecoder(bytes.NewBuffer(v))
-	if _, err := d.ReadToken(); err != nil {
-		return badRequest("%s: %v", field, err)
-	}
-	for i := 0; d.PeekKind() != ']'; i++ {
-		if i == max {
-			return badRequest("%s: more than %d entries", field, max)
-		}
-		val, err := d.ReadValue()
-		if err != nil {
-			return badRequest("%s: %v", field, err)
-		}
-		end := int(d.InputOffset())
-		if err := fn(i, v[end-len(val):end:end]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// stringList reads an optional array of at most maxCount strings of at most
-// maxBytes each; absent is nil.
-func stringList(v []byte, field string, maxCount, maxBytes int) ([]string, error) {
-	if v == nil {
-		return nil, nil
-	}
-	var out []string
-	err := eachElem(v, field, maxCount, func(i int, val []byte) error {
-		s, err := asString(val, fmt.Sprintf("%s[%d]", field, i), maxBytes)
-		out = append(out, s)
-		return err
-	})
-	return out, err
-}
-
-func decodeHello(f *fields) (*Hello, error) {
-	m := &Hello{}
-	if f.version == nil {
-		return nil, missing("hello: \"version\"")
-	}
-	v, err := asInt(f.version, "hello: \"version\"", 1)
-	if err != nil {
-		return nil, err
-	}
-	m.Version = int(v)
-	if f.network == nil {
-		return nil, missing("hello: \"network\"")
-	}
-	if m.Network, err = asString(f.network, "hello: \"network\"", MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if f.agent != nil {
-		if m.Agent, err = asString(f.agent, "hello: \"agent\"", MaxStringBytes); err != nil {
-			return nil, err
-		}
-	}
-	if m.Features, err = stringList(f.features, "hello: \"features\"", MaxFeatures, MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if m.Listen, err = stringList(f.listen, "hello: \"listen\"", MaxListenAddrs, MaxAddrBytes); err != nil {
-		return nil, err
-	}
-	if f.head == nil {
-		return nil, missing("hello: \"head\"")
-	}
-	if m.Head, err = asCursor(f.head, "hello: \"head\""); err != nil {
-		return nil, err
-	}
-	if f.limits != nil {
-		if m.Limits, err = decodeHelloLimits(f.limits); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// decodeHelloLimits decodes the "limits" object of a hello: known members
-// are non-negative integers, unknown ones are ignored.
-func decodeHelloLimits(v []byte) (*HelloLimits, error) {
-	const field = "hello: \"limits\""
-	l := &HelloLimits{}
-	err := eachMember(v, field, func(name string, val []byte) error {
-		var dst *int64
-		switch name {
-		case "hello_per_min":
-			dst = &l.HelloPerMin
-		case "sync_per_min":
-			dst = &l.SyncPerMin
-		case "replicate_per_min":
-			dst = &l.ReplicatePerMin
-		case "report_per_min":
-			dst = &l.ReportPerMin
-		default:
-			return nil
-		}
-		n, err := asInt(val, field+"."+name, 0)
-		*dst = n
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func decodeSyncRequest(f *fields) (*SyncRequest, error) {
-	m := &SyncRequest{Limit: MaxPageEvents}
-	if f.after == nil {
-		return nil, missing("sync: \"after\"")
-	}
-	var err error
-	if m.After, err = asCursor(f.after, "sync: \"after\""); err != nil {
-		return nil, err
-	}
-	if f.limit != nil {
-		n, err := asInt(f.limit, "sync: \"limit\"", 1)
-		if err != nil {
-			return nil, err
-		}
-		m.Limit = int(min(n, MaxPageEvents)) // docs/design.md §4: above 256 is 256
-	}
-	return m, m.validate()
-}
-
-func decodeSyncResponse(f *fields) (*SyncResponse, error) {
-	m := &SyncResponse{}
-	if f.events == nil {
-		return nil, missing("sync: \"events\"")
-	}
-	// The events are copied, in their shortest form, into one slab: the
-	// array's length bounds their total.
-	slab := make([]byte, 0, len(f.events))
-	total := 0
-	err := eachElem(f.events, "sync: \"events\"", MaxPageEvents, func(i int, val []byte) error {
-		if val[0] != '{' {
-			return wrongType(fmt.Sprintf("sync: \"events\"[%d]", i), "object", val)
-		}
-		if total += len(val); total > MaxPageBytes {
-			return badRequest("sync: \"events\": more than %d bytes in all", MaxPageBytes)
-		}
-		start := len(slab)
-		slab = append(slab, val...)
-		ev := jsontext.Value(slab[start:len(slab):len(slab)])
-		if err := ev.Format(); err != nil {
-			return badRequest("sync: \"events\"[%d]: %v", i, err)
-		}
-		if len(ev) <= len(val) { // formatted in place, the usual case
-			slab = slab[:start+len(ev)]
-		} else { // a longer form lives elsewhere: free the room in slab
-			slab = slab[:start]
-		}
-		m.Events = append(m.Events, ev)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if f.next == nil {
-		return nil, missing("sync: \"next\"")
-	}
-	if m.Next, err = asCursor(f.next, "sync: \"next\""); err != nil {
-		return nil, err
-	}
-	if f.more == nil {
-		return nil, missing("sync: \"more\"")
-	}
-	if m.More, err = asBool(f.more, "sync: \"more\""); err != nil {
-		return nil, err
-	}
-	return m, m.validate()
-}
-
-func decodeProvider(v []byte, field string) (Provider, error) {
-	var p Provider
-	var id, addrs []byte
-	err := eachMember(v, field, func(name string, val []byte) error {
-		switch name {
-		case "id":
-			id = val
-		case "addrs":
-			addrs = val
-		}
-		return nil
-	})
-	if err != nil {
-		return p, err
-	}
-	if id == nil {
-		return p, missing(field + ".id")
-	}
-	if p.ID, err = asString(id, field+".id", MaxStringBytes); err != nil {
-		return p, err
-	}
-	p.Addrs, err = stringList(addrs, field+".addrs", MaxProviderAddrs, MaxAddrBytes)
-	return p, err
-}
-
-func decodeProviders(v []byte, field string) ([]Provider, error) {
-	if v == nil {
-		return nil, nil
-	}
-	var out []Provider
-	err := eachElem(v, field, MaxProviders, func(i int, val []byte) error {
-		p, err := decodeProvider(val, fmt.Sprintf("%s[%d]", field, i))
-		out = append(out, p)
-		return err
-	})
-	return out, err
-}
-
-func decodeReplicateRequest(f *fields) (*ReplicateRequest, error) {
-	m := &ReplicateRequest{}
-	if f.blobs == nil {
-		return nil, missing("replicate: \"blobs\"")
-	}
-	err := eachElem(f.blobs, "replicate: \"blobs\"", MaxReplicateBlobs, func(i int, val []byte) error {
-		field := fmt.Sprintf("replicate: \"blobs\"[%d]", i)
-		var cid, size []byte
-		err := eachMember(val, field, func(name string, val []byte) error {
-			switch name {
-			case "cid":
-				cid = val
-			case "size":
-				size = val
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var b BlobRef
-		if cid == nil {
-			return missing(field + ".cid")
-		}
-		if b.CID, err = asString(cid, field+".cid", MaxStringBytes); err != nil {
-			return err
-		}
-		if size == nil {
-			return missing(field + ".size")
-		}
-		if b.Size, err = asInt(size, field+".size", 0); err != nil {
-			return err
-		}
-		m.Blobs = append(m.Blobs, b)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if m.Providers, err = decodeProviders(f.providers, "replicate: \"providers\""); err != nil {
-		return nil, err
-	}
-	return m, m.validate()
-}
-
-func decodeReplicateResponse(f *fields) (*ReplicateResponse, error) {
-	m := &ReplicateResponse{}
-	var err error
-	if m.Stored, err = stringList(f.stored, "replicate: \"stored\"", MaxReplicateBlobs, MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if m.Skipped, err = stringList(f.skipped, "replicate: \"skipped\"", MaxReplicateBlobs, MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if f.failed != nil {
-		err = eachElem(f.failed, "replicate: \"failed\"", MaxReplicateBlobs, func(i int, val []byte) error {
-			field := fmt.Sprintf("replicate: \"failed\"[%d]", i)
-			var cid, reason []byte
-			err := eachMember(val, field, func(name string, val []byte) error {
-				switch name {
-				case "cid":
-					cid = val
-				case "reason":
-					reason = val
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			var fb FailedBlob
-			if cid == nil {
-				return missing(field + ".cid")
-			}
-			if fb.CID, err = asString(cid, field+".cid", MaxStringBytes); err != nil {
-				return err
-			}
-			if reason == nil {
-				return missing(field + ".reason")
-			}
-			if fb.Reason, err = asString(reason, field+".reason", MaxTextBytes); err != nil {
-				return err
-			}
-			m.Failed = append(m.Failed, fb)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return m, m.validate()
-}
-
-func decodeCrashReportRequest(f *fields) (*CrashReportRequest, error) {
-	ev, err := rawObject(f.event, "crash_report: \"event\"")
-	if err != nil {
-		return nil, err
-	}
-	return &CrashReportRequest{Event: ev}, nil
-}
-
-func decodeCrashReportResponse(f *fields) (*CrashReportResponse, error) {
-	if f.id == nil {
-		return nil, missing("crash_report: \"id\"")
-	}
-	id, err := asString(f.id, "crash_report: \"id\"", MaxStringBytes)
-	if err != nil {
-		return nil, err
-	}
-	return &CrashReportResponse{ID: id}, nil
-}
-
-func decodeError(f *fields) (*Error, error) {
-	m := &Error{}
-	if f.code == nil {
-		return nil, missing("error: \"code\"")
-	}
-	code, err := asString(f.code, "error: \"code\"", MaxStringBytes)
-	if err != nil {
-		return nil, err
-	}
-	m.Code = Code(code)
-	if f.message != nil {
-		if m.Message, err = asString(f.message, "error: \"message\"", MaxTextBytes); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-func decodeRefused(f *fields) (*Refused, error) {
-	m := &Refused{}
-	if f.reason == nil {
-		return nil, missing("refused: \"reason\"")
-	}
-	var err error
-	if m.Reason, err = asString(f.reason, "refused: \"reason\"", MaxTextBytes); err != nil {
-		return nil, err
-	}
-	if f.retryAfter != nil {
-		if m.RetryAfterMs, err = asInt(f.retryAfter, "refused: \"retry_after_ms\"", 0); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-func decodeChallenge(f *fields) (*Challenge, error) {
-	m := &Challenge{}
-	var err error
-	if f.alg == nil {
-		return nil, missing("challenge: \"alg\"")
-	}
-	if m.Alg, err = asString(f.alg, "challenge: \"alg\"", MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if f.seed == nil {
-		return nil, missing("challenge: \"seed\"")
-	}
-	if m.Seed, err = asString(f.seed, "challenge: \"seed\"", MaxStringBytes); err != nil {
-		return nil, err
-	}
-	if f.effort == nil {
-		return nil, missing("challenge: \"effort\"")
-	}
-	effort, err := asInt(f.effort, "challenge: \"effort\"", 0)
-	if err != nil {
-		return nil, err
-	}
-	m.Effort = int(effort)
-	if f.expires == nil {
-		return nil, missing("challenge: \"expires\"")
-	}
-	if m.Expires, err = asInt(f.expires, "challenge: \"expires\"", 0); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// decodeSolution reads the "solution" member, or returns nil if it is
-// malformed (ADR 0014: a malformed solution is ignored), duplicate names in
-// it included.
-func decodeSolution(v []byte) *Solution {
-	if !jsontext.Value(v).IsValid() {
-		return nil
-	}
-	var alg, seed, nonce []byte
-	err := eachMember(v, "solution", func(name string, val []byte) error {
-		switch name {
-		case "alg":
-			alg = val
-		case "seed":
-			seed = val
-		case "nonce":
-			nonce = val
-		}
-		return nil
-	})
-	if err != nil || alg == nil || seed == nil || nonce == nil {
-		return nil
-	}
-	s := &Solution{}
-	if s.Alg, err = asString(alg, "solution.alg", MaxStringBytes); err != nil {
-		return nil
-	}
-	if s.Seed, err = asString(seed, "solution.seed", MaxStringBytes); err != nil {
-		return nil
-	}
-	if s.Nonce, err = asString(nonce, "solution.nonce", MaxStringBytes); err != nil {
-		return nil
-	}
-	return s
-}

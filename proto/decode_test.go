@@ -677,3 +677,99 @@ func TestDuplicateInSolutionIsIgnored(t *testing.T) {
 		t.Fatalf("two solution members: %v, want a bad_request naming the duplicate", err)
 	}
 }
+
+// TestDecodeEdges pins the number and string edges where json v2's own
+// binding would differ from the protocol's rules (ADR 0016), or where the
+// library's checks decide: each input decodes, or fails with the code, as
+// it did before the wire types were bound by json v2.
+func TestDecodeEdges(t *testing.T) {
+	const sync = `{"type":"sync","after":"1"`
+	for _, tc := range []struct {
+		name, in string
+		code     Code
+	}{
+		{"limit -0", sync + `,"limit":-0}`, CodeBadRequest},       // json v2 takes -0 for an int
+		{"limit -1", sync + `,"limit":-1}`, CodeBadRequest},       // and -1
+		{"limit 0.0", sync + `,"limit":0.0}`, CodeBadRequest},     // no fraction, even a zero one
+		{"limit 256e0", sync + `,"limit":256e0}`, CodeBadRequest}, // no exponent, even one that fits
+		{"limit huge exponent", sync + `,"limit":1e999999999}`, CodeBadRequest},
+		{"limit 2^64", sync + `,"limit":18446744073709551616}`, CodeBadRequest},
+		{"cursor escaped", `{"type":"sync","after":"\u0031"}`, ""}, // a string, unescaped first
+		{"unknown null", sync + `,"x":null}`, ""},
+		{"unknown huge exponent", sync + `,"x":1e999999999}`, ""},
+		{"unknown bad utf8", sync + ",\"x\":\"\xc3\x28\"}", CodeBadRequest},
+		{"name bad utf8", sync + ",\"\xff\":1}", CodeBadRequest},
+		{"unknown lone surrogate", sync + `,"x":"\udc00"}`, CodeBadRequest},
+		{"unknown surrogate pair", sync + `,"x":"\ud83d\ude00"}`, ""},
+		{"dup by escape, unknown", sync + `,"x\u0031":1,"x1":2}`, CodeBadRequest},
+		{"solution bad utf8", sync + ",\"solution\":{\"alg\":\"\xff\"}}", CodeBadRequest},   // ignored only when well-formed JSON
+		{"solution lone surrogate", sync + `,"solution":{"alg":"\ud800"}}`, CodeBadRequest}, // likewise
+		{"solution dup by escape", sync + `,"solution":{"alg":"b3","\u0061lg":"b3","seed":"s","nonce":"1"}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := DecodeRequest([]byte(tc.in))
+			if tc.code != "" {
+				wantCode(t, err, tc.code, "")
+				return
+			}
+			if err != nil || r.Sync.After != 1 || r.Solution != nil {
+				t.Fatalf("%+v, %v", r, err)
+			}
+		})
+	}
+
+	// Surrogate pairs in a field are one code point, counted in UTF-8 bytes.
+	long := strings.Repeat("n", MaxStringBytes-4)
+	r, err := DecodeRequest([]byte(`{"type":"hello","version":1,"head":"0","network":"` + long + `\ud83d\ude00"}`))
+	if err != nil || r.Hello.Network != long+"😀" {
+		t.Fatalf("network with a surrogate pair at the cap: %v", err)
+	}
+	_, err = DecodeRequest([]byte(`{"type":"hello","version":1,"head":"0","network":"n` + long + `\ud83d\ude00"}`))
+	wantCode(t, err, CodeBadRequest, "more than 256")
+
+	// retry_after_ms is an int64 field: -0 is refused there too.
+	_, err = DecodeResponse([]byte(`{"type":"refused","reason":"r","retry_after_ms":-0}`))
+	wantCode(t, err, CodeBadRequest, "negative")
+
+	// Events are JSON objects and nothing more here: numbers stay as sent,
+	// strings take their shortest form.
+	resp, err := DecodeResponse([]byte(`{"type":"sync","events":[{"n":1e999999999,"m":-0,"s":"\ud83d\ude00"}],"next":"1","more":false}`))
+	if err != nil || string(resp.Sync.Events[0]) != `{"n":1e999999999,"m":-0,"s":"😀"}` {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	_, err = DecodeResponse([]byte(`{"type":"sync","events":[{"s":"\udc00"}],"next":"1","more":false}`))
+	wantCode(t, err, CodeBadRequest, "malformed")
+	_, err = DecodeResponse([]byte(`{"type":"sync","events":[null],"next":"1","more":false}`))
+	wantCode(t, err, CodeBadRequest, `sync: "events"[0]: want an object, got a null`)
+}
+
+// TestLongListsStopEarly: a list far past its cap is refused after a few
+// entries, not bound whole (a 1 MiB request holds 250,000 strings; json
+// v2 alone would allocate 20 MB to refuse it).
+func TestLongListsStopEarly(t *testing.T) {
+	fill := func(head, entry, tail string, limit int) []byte {
+		n := (limit - len(head) - len(tail)) / (len(entry) + 1)
+		return []byte(head + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + tail)
+	}
+	for _, tc := range []struct {
+		name   string
+		in     []byte
+		decode func([]byte) error
+	}{
+		{"features", fill(`{"type":"hello","version":1,"network":"n","head":"0","features":[`, `"a"`, `]}`, MaxRequestBytes),
+			func(b []byte) error { _, err := DecodeRequest(b); return err }},
+		{"blobs", fill(`{"type":"replicate","blobs":[`, `{"cid":"c","size":1}`, `]}`, MaxRequestBytes),
+			func(b []byte) error { _, err := DecodeRequest(b); return err }},
+		{"addrs", fill(`{"event":{},"providers":[{"id":"p","addrs":[`, `"/a"`, `]}]}`, MaxEnvelopeBytes),
+			func(b []byte) error { _, err := DecodeEnvelope(b); return err }},
+		{"stored", fill(`{"type":"replicate","stored":[`, `"c"`, `]}`, MaxResponseBytes),
+			func(b []byte) error { _, err := DecodeResponse(b); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantCode(t, tc.decode(tc.in), CodeBadRequest, "more than")
+			if allocs := testing.AllocsPerRun(3, func() { _ = tc.decode(tc.in) }); allocs > 2000 {
+				t.Fatalf("%.0f allocations to refuse %d bytes", allocs, len(tc.in))
+			}
+		})
+	}
+}

@@ -35,12 +35,16 @@
 //   - proto.go: the protocol description (version changelog, framing,
 //     message flow, decoding rules), the protocol id, the size caps with their
 //     reasons, timeouts, message types and error codes.
-//   - messages.go: the message types, each with its wire fields; the error
-//     types RefusedError and ChallengeError; cursors.
-//   - decode.go: DecodeRequest, DecodeResponse, DecodeEnvelope.
-//   - validate.go: the bounds of each message's Go value, shared by the
-//     decoders and the encoders.
-//   - encode.go: Marshal and friends, GREASE.
+//   - messages.go: the message types, each a struct whose json tags are its
+//     wire members (github.com/go-json-experiment/json, json v2), with
+//     wire:"required" on required ones; the error types RefusedError and
+//     ChallengeError.
+//   - decode.go: DecodeRequest, DecodeResponse, DecodeEnvelope: the "type"
+//     first, then the message through json v2; error messages.
+//   - validate.go: what json v2 does not check (null, integer forms, events,
+//     the solution, required members), and the bounds of each message's Go
+//     value, shared by the decoders and the encoders.
+//   - encode.go: Marshal and friends through json v2, GREASE.
 //   - frame.go: WriteFrame and ReadFrame (unsigned-varint length prefix).
 //   - call.go: Call, the client side of a request; WriteMessage.
 //

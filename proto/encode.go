@@ -1,12 +1,14 @@
 package proto
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -69,12 +71,7 @@ func MarshalEnvelope(e *Envelope) ([]byte, error) {
 	if err := e.validate(); err != nil {
 		return nil, fmt.Errorf("proto: encode envelope: %w", err)
 	}
-	w := newWriter(nil, len(e.Event)+512)
-	w.member("event")
-	w.raw(e.Event)
-	w.member("providers")
-	w.providers(e.Providers)
-	b, err := w.finish()
+	b, err := json.Marshal(e)
 	if err != nil {
 		return nil, fmt.Errorf("proto: encode envelope: %w", err)
 	}
@@ -85,7 +82,7 @@ func MarshalEnvelope(e *Envelope) ([]byte, error) {
 }
 
 // marshal encodes m with solution s (nil: none) and, if g is not nil, one
-// GREASE field drawn from g.
+// GREASE member drawn from g.
 func marshal(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 	if m == nil || reflect.ValueOf(m).IsNil() {
 		return nil, errors.New("proto: encode: nil message")
@@ -106,19 +103,19 @@ func marshal(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
 	if isRequest(m) {
 		limit = MaxRequestBytes
 	}
-	for {
-		b, err := encode(m, s, g)
-		if err != nil {
-			return nil, fmt.Errorf("proto: encode %s: %w", t, err)
-		}
-		if len(b) <= limit {
-			return b, nil
-		}
-		if g == nil {
-			return nil, fmt.Errorf("proto: encode %s: %d bytes, more than %d", t, len(b), limit)
-		}
-		g = nil // the GREASE field tipped it over: send the message without
+	b, err := encode(m, s)
+	if err != nil {
+		return nil, fmt.Errorf("proto: encode %s: %w", t, err)
 	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("proto: encode %s: %d bytes, more than %d", t, len(b), limit)
+	}
+	if g != nil {
+		if greased := grease(b, g); len(greased) <= limit {
+			b = greased
+		} // else the GREASE member would tip it over: send the message without
+	}
+	return b, nil
 }
 
 // sizeHint is about the encoded size of m, to allocate once.
@@ -146,284 +143,80 @@ func isRequest(m Message) bool {
 	return false
 }
 
-func encode(m Message, s *Solution, g *rand.Rand) ([]byte, error) {
-	w := newWriter(g, sizeHint(m))
-	w.member("type")
-	w.str(string(m.MessageType()))
-	switch m := m.(type) {
-	case *Hello:
-		w.member("version")
-		w.int(int64(m.Version))
-		w.member("network")
-		w.str(m.Network)
-		w.member("agent")
-		w.str(m.Agent)
-		w.member("features")
-		w.strs(m.Features)
-		w.member("listen")
-		w.strs(m.Listen)
-		w.member("head")
-		w.str(m.Head.String())
-		if l := m.Limits; l != nil {
-			w.member("limits")
-			w.open('{')
-			for _, kv := range []struct {
-				name string
-				v    int64
-			}{{"hello_per_min", l.HelloPerMin}, {"sync_per_min", l.SyncPerMin},
-				{"replicate_per_min", l.ReplicatePerMin}, {"report_per_min", l.ReportPerMin}} {
-				w.name(kv.name) // str adds the separating comma
-				w.int(kv.v)
-			}
-			w.close('}')
-		}
-	case *SyncRequest:
-		w.member("after")
-		w.str(m.After.String())
-		w.member("limit")
-		if m.Limit == 0 {
-			w.int(MaxPageEvents)
-		} else {
-			w.int(int64(m.Limit))
-		}
-	case *SyncResponse:
-		w.member("events")
-		w.open('[')
-		total := 0
-		for _, ev := range m.Events {
-			total += w.raw(ev)
-		}
-		w.close(']')
-		if total > MaxPageBytes && w.err == nil {
-			w.err = badRequest("sync: \"events\": %d bytes in all, more than %d", total, MaxPageBytes)
-		}
-		w.member("next")
-		w.str(m.Next.String())
-		w.member("more")
-		w.bool(m.More)
-	case *ReplicateRequest:
-		w.member("blobs")
-		w.open('[')
-		for _, b := range m.Blobs {
-			w.open('{')
-			w.name("cid")
-			w.str(b.CID)
-			w.name("size")
-			w.int(b.Size)
-			w.close('}')
-		}
-		w.close(']')
-		w.member("providers")
-		w.providers(m.Providers)
-	case *ReplicateResponse:
-		w.member("stored")
-		w.strs(m.Stored)
-		w.member("skipped")
-		w.strs(m.Skipped)
-		w.member("failed")
-		w.open('[')
-		for _, f := range m.Failed {
-			w.open('{')
-			w.name("cid")
-			w.str(f.CID)
-			w.name("reason")
-			w.str(f.Reason)
-			w.close('}')
-		}
-		w.close(']')
-	case *CrashReportRequest:
-		w.member("event")
-		w.raw(m.Event)
-	case *CrashReportResponse:
-		w.member("id")
-		w.str(m.ID)
-	case *Error:
-		w.member("code")
-		w.str(string(m.Code))
-		w.member("message")
-		w.str(m.Message)
-	case *Refused:
-		w.member("reason")
-		w.str(m.Reason)
-		if m.RetryAfterMs != 0 {
-			w.member("retry_after_ms")
-			w.int(m.RetryAfterMs)
-		}
-	case *Challenge:
-		w.member("alg")
-		w.str(m.Alg)
-		w.member("seed")
-		w.str(m.Seed)
-		w.member("effort")
-		w.int(int64(m.Effort))
-		w.member("expires")
-		w.int(m.Expires)
+// encode writes m canonically: "type", m's members as json v2 marshals
+// them (in declaration order, raw values in their shortest form), then the
+// solution if s is not nil.
+func encode(m Message, s *Solution) ([]byte, error) {
+	if r, ok := m.(*SyncRequest); ok && r.Limit == 0 {
+		c := *r
+		c.Limit = MaxPageEvents // Limit 0 means the default, sent as such
+		m = &c
 	}
+	// jsontext writes into a *bytes.Buffer in place, keeping a quarter of
+	// its length free: room for that, so that the buffer is allocated once.
+	n := sizeHint(m)
+	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
+	buf.WriteString(`{"type":`)
+	buf.Write(strconv.AppendQuote(nil, string(m.MessageType())))
+	at := buf.Len()
+	if err := json.MarshalWrite(buf, m); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	b[at] = ',' // m's opening brace: its members follow "type"
 	if s != nil {
-		w.member("solution")
-		w.open('{')
-		w.name("alg")
-		w.str(s.Alg)
-		w.name("seed")
-		w.str(s.Seed)
-		w.name("nonce")
-		w.str(s.Nonce)
-		w.close('}')
-	}
-	return w.finish()
-}
-
-// writer appends compact JSON to b. The first error sticks and ends the
-// writing; finish reports it.
-type writer struct {
-	b        []byte
-	err      error
-	members  int        // top-level members written
-	g        *rand.Rand // nil: no GREASE
-	greaseAt int        // the top-level member index before which GREASE goes
-}
-
-// newWriter starts a top-level object in a buffer of size bytes (a hint).
-func newWriter(g *rand.Rand, size int) *writer {
-	w := &writer{b: make([]byte, 0, size), g: g, greaseAt: -1}
-	if g != nil {
-		w.greaseAt = g.IntN(4) // 0 puts it before "type"
-	}
-	w.b = append(w.b, '{')
-	return w
-}
-
-// sep appends the comma that separates a value or member from the one
-// before, if there is one before.
-func (w *writer) sep() {
-	if n := len(w.b); n > 0 {
-		switch w.b[n-1] {
-		case '{', '[', ':':
-			return
+		b = append(b[:len(b)-1], `,"solution":`...)
+		sol, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
 		}
+		b = append(append(b, sol...), '}')
 	}
-	w.b = append(w.b, ',')
+	return b, nil
 }
 
-// member starts a top-level member, with GREASE before it if its turn has come.
-func (w *writer) member(name string) {
-	if w.members == w.greaseAt {
-		w.grease()
-	}
-	w.members++
-	w.name(name)
-}
-
-func (w *writer) name(name string) {
-	w.str(name)
-	w.b = append(w.b, ':')
-}
-
-func (w *writer) str(s string) {
-	w.sep()
-	var err error
-	w.b, err = jsontext.AppendQuote(w.b, s)
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("string %.40q: %w", s, err)
-	}
-}
-
-func (w *writer) strs(list []string) {
-	w.open('[')
-	for _, s := range list {
-		w.str(s)
-	}
-	w.close(']')
-}
-
-func (w *writer) int(n int64) {
-	w.sep()
-	w.b = strconv.AppendInt(w.b, n, 10)
-}
-
-func (w *writer) bool(v bool) {
-	w.sep()
-	w.b = strconv.AppendBool(w.b, v)
-}
-
-func (w *writer) open(c byte) {
-	w.sep()
-	w.b = append(w.b, c)
-}
-
-func (w *writer) close(c byte) { w.b = append(w.b, c) }
-
-// raw appends the JSON value v in its shortest form (jsontext.Value.Format:
-// no whitespace, shortest strings), checking it (syntax, UTF-8, duplicate
-// names), and returns the length written.
-func (w *writer) raw(v jsontext.Value) int {
-	w.sep()
-	start := len(w.b)
-	w.b = append(w.b, v...)
-	out := jsontext.Value(w.b[start:len(w.b):len(w.b)])
-	if err := out.Format(); err != nil {
-		if w.err == nil {
-			w.err = fmt.Errorf("raw JSON value: %w", err)
-		}
-		w.b = w.b[:start]
-		return 0
-	}
-	if len(out) <= len(v) { // formatted in place, the usual case
-		w.b = w.b[:start+len(out)]
-	} else {
-		w.b = append(w.b[:start], out...)
-	}
-	return len(out)
-}
-
-func (w *writer) providers(ps []Provider) {
-	w.open('[')
-	for _, p := range ps {
-		w.open('{')
-		w.name("id")
-		w.str(p.ID)
-		w.name("addrs")
-		w.strs(p.Addrs)
-		w.close('}')
-	}
-	w.close(']')
-}
-
-// grease appends one top-level GREASE member: _grease followed by 8 hex
-// digits, with a value of a random JSON kind.
-func (w *writer) grease() {
-	name := GreasePrefix + fmt.Sprintf("%08x", w.g.Uint32())
-	w.name(name)
-	switch w.g.IntN(6) {
+// grease returns the canonical message b with one top-level GREASE member:
+// "_grease" and 8 hex digits, with a value of a random JSON kind, before
+// the member g.IntN(4) of b (0: before "type"; last when b has fewer).
+func grease(b []byte, g *rand.Rand) []byte {
+	before := g.IntN(4)
+	member := strconv.AppendQuote(nil, fmt.Sprintf("%s%08x", GreasePrefix, g.Uint32()))
+	member = append(member, ':')
+	switch g.IntN(6) {
 	case 0:
-		w.int(int64(w.g.IntN(1 << 20)))
+		member = strconv.AppendInt(member, int64(g.IntN(1<<20)), 10)
 	case 1:
-		w.str(fmt.Sprintf("%x", w.g.Uint64()))
+		member = strconv.AppendQuote(member, fmt.Sprintf("%x", g.Uint64()))
 	case 2:
-		w.bool(w.g.IntN(2) == 0)
+		member = strconv.AppendBool(member, g.IntN(2) == 0)
 	case 3:
-		w.sep()
-		w.b = append(w.b, "null"...)
+		member = append(member, "null"...)
 	case 4:
-		w.open('{')
-		w.name("x")
-		w.int(int64(w.g.IntN(100)))
-		w.close('}')
+		member = fmt.Appendf(member, `{"x":%d}`, g.IntN(100))
 	default:
-		w.open('[')
-		w.close(']')
+		member = append(member, "[]"...)
 	}
-	w.g = nil
-}
-
-// finish closes the top-level object, with GREASE last if it is still due.
-func (w *writer) finish() ([]byte, error) {
-	if w.g != nil {
-		w.grease()
+	// Find where member number before starts (after its comma), or the
+	// closing brace.
+	d := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true))
+	if _, err := d.ReadToken(); err != nil {
+		return b
 	}
-	w.b = append(w.b, '}')
-	if w.err != nil {
-		return nil, w.err
+	for i := 0; i < before && d.PeekKind() != '}'; i++ {
+		if _, err := d.ReadToken(); err != nil {
+			return b
+		}
+		if err := d.SkipValue(); err != nil {
+			return b
+		}
 	}
-	return w.b, nil
+	at := int(d.InputOffset()) // after '{' or after a member's value
+	out := make([]byte, 0, len(b)+len(member)+1)
+	out = append(out, b[:at]...)
+	if before == 0 {
+		out = append(append(out, member...), ',')
+	} else {
+		out = append(append(out, ','), member...)
+	}
+	return append(out, b[at:]...)
 }

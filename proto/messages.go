@@ -11,6 +11,12 @@ import (
 
 // Message is a /wats/1 message: a request, or a response to one. Every
 // message type of this package implements it with a pointer receiver.
+//
+// The wire form of each message type is its struct: a field's json tag is
+// its member name (json v2, matched exactly), `wire:"required"` marks a
+// member a decoded message must have, and the fields are written in
+// declaration order after "type". The comment above each type shows its
+// JSON shape and the bounds, which validate.go checks.
 type Message interface {
 	// MessageType is the value of the message's "type" field.
 	MessageType() Type
@@ -34,22 +40,22 @@ type Message interface {
 //	         the sender's listen multiaddrs. Not parsed here, so that a peer
 //	         with a newer multiaddr protocol is not refused; the node skips
 //	         the ones it cannot parse.
-//	limits   HelloLimits object, optional: the sender's rate limits (an
-//	         extension of ADR 0024; older peers ignore it).
 //	head     cursor (decimal string), required: the sender's log cursor, the
 //	         one after its last event ("0" for an empty log), which is the
 //	         "next" a sync of the whole log would end with.
+//	limits   HelloLimits object, optional, omitted when nil: the sender's
+//	         rate limits (an extension of ADR 0024; older peers ignore it).
 type Hello struct {
-	Version  int
-	Network  string
-	Agent    string
-	Features []string
-	Listen   []string
-	Head     core.Cursor
+	Version  int         `json:"version" wire:"required"`
+	Network  string      `json:"network" wire:"required"`
+	Agent    string      `json:"agent"`
+	Features []string    `json:"features"`
+	Listen   []string    `json:"listen"`
+	Head     core.Cursor `json:"head" wire:"required"`
 	// Limits, optional (nil when absent): the sender's per-peer rate limits,
 	// so that a peer can pace itself and waste no round trip on refusals.
 	// An extension field (ADR 0024): older peers ignore it.
-	Limits *HelloLimits
+	Limits *HelloLimits `json:"limits,omitzero"`
 }
 
 // HelloLimits is the "limits" object of a Hello: the sender's ADR 0014 rate
@@ -60,10 +66,10 @@ type Hello struct {
 //
 // Each is an integer 0..core.MaxSafeInt, optional (0: unlimited, or not said).
 type HelloLimits struct {
-	HelloPerMin     int64
-	SyncPerMin      int64
-	ReplicatePerMin int64
-	ReportPerMin    int64
+	HelloPerMin     int64 `json:"hello_per_min"`
+	SyncPerMin      int64 `json:"sync_per_min"`
+	ReplicatePerMin int64 `json:"replicate_per_min"`
+	ReportPerMin    int64 `json:"report_per_min"`
 }
 
 // SyncRequest asks for a page of the responder's log (docs/design.md §4, §5).
@@ -81,8 +87,8 @@ type HelloLimits struct {
 // In Go, Limit 0 means MaxPageEvents; a decoded SyncRequest always has
 // Limit in 1..MaxPageEvents.
 type SyncRequest struct {
-	After core.Cursor
-	Limit int
+	After core.Cursor `json:"after" wire:"required"`
+	Limit int         `json:"limit"`
 }
 
 // SyncResponse is a page of the responder's log (docs/design.md §4, §5).
@@ -99,9 +105,9 @@ type SyncRequest struct {
 //	       event returned; the "after" of the next page.
 //	more   boolean, required: whether the log holds events after next.
 type SyncResponse struct {
-	Events []jsontext.Value
-	Next   core.Cursor
-	More   bool
+	Events []jsontext.Value `json:"events" wire:"required"`
+	Next   core.Cursor      `json:"next" wire:"required"`
+	More   bool             `json:"more" wire:"required"`
 }
 
 // BlobRef names a blob to replicate.
@@ -112,8 +118,8 @@ type SyncResponse struct {
 //	      parsed here.
 //	size  integer 0..core.MaxSafeInt, required: the declared size in bytes.
 type BlobRef struct {
-	CID  string
-	Size int64
+	CID  string `json:"cid" wire:"required"`
+	Size int64  `json:"size" wire:"required"`
 }
 
 // Provider is a peer that serves an event's blobs (docs/design.md §4, §6).
@@ -125,8 +131,8 @@ type BlobRef struct {
 //	addrs  ≤ MaxProviderAddrs multiaddr strings ≤ MaxAddrBytes each, optional
 //	       (none); not parsed here.
 type Provider struct {
-	ID    string
-	Addrs []string
+	ID    string   `json:"id" wire:"required"`
+	Addrs []string `json:"addrs"`
 }
 
 // ReplicateRequest asks the responder to keep copies of blobs, fetching
@@ -137,8 +143,8 @@ type Provider struct {
 //	blobs      1..MaxReplicateBlobs BlobRef objects, required.
 //	providers  ≤ MaxProviders Provider objects, optional (none).
 type ReplicateRequest struct {
-	Blobs     []BlobRef
-	Providers []Provider
+	Blobs     []BlobRef  `json:"blobs" wire:"required"`
+	Providers []Provider `json:"providers"`
 }
 
 // FailedBlob is a blob that a replicate request could not store.
@@ -148,8 +154,8 @@ type ReplicateRequest struct {
 //	cid     string ≤ MaxStringBytes, required.
 //	reason  string ≤ MaxTextBytes, required.
 type FailedBlob struct {
-	CID    string
-	Reason string
+	CID    string `json:"cid" wire:"required"`
+	Reason string `json:"reason" wire:"required"`
 }
 
 // ReplicateResponse says what became of each blob of a ReplicateRequest
@@ -163,9 +169,9 @@ type FailedBlob struct {
 //
 // The three lists hold at most MaxReplicateBlobs entries in all.
 type ReplicateResponse struct {
-	Stored  []string
-	Skipped []string
-	Failed  []FailedBlob
+	Stored  []string     `json:"stored"`
+	Skipped []string     `json:"skipped"`
+	Failed  []FailedBlob `json:"failed"`
 }
 
 // CrashReportRequest submits a crash report (docs/design.md §4, §5).
@@ -176,7 +182,7 @@ type ReplicateResponse struct {
 //	       checks only that it is an object; the event log validates it.
 //	       Decoded, it is a compacted copy.
 type CrashReportRequest struct {
-	Event jsontext.Value
+	Event jsontext.Value `json:"event" wire:"required"`
 }
 
 // CrashReportResponse acknowledges a stored crash report.
@@ -185,7 +191,7 @@ type CrashReportRequest struct {
 //
 //	id  string ≤ MaxStringBytes, required: the id of the stored event.
 type CrashReportResponse struct {
-	ID string
+	ID string `json:"id" wire:"required"`
 }
 
 // Error is the "error" response (docs/design.md §4): a clear error, after which the
@@ -198,8 +204,8 @@ type CrashReportResponse struct {
 //	         codes this package does not know are kept as they are.
 //	message  string ≤ MaxTextBytes, optional (""): for people, not programs.
 type Error struct {
-	Code    Code
-	Message string
+	Code    Code   `json:"code" wire:"required"`
+	Message string `json:"message"`
 }
 
 // Error implements error: "proto: <code>: <message>".
@@ -219,8 +225,8 @@ func (e *Error) Error() string {
 //	retry_after_ms  integer 0..core.MaxSafeInt, optional, omitted when 0: a hint of
 //	                when a retry may succeed, in milliseconds.
 type Refused struct {
-	Reason       string
-	RetryAfterMs int64
+	Reason       string `json:"reason" wire:"required"`
+	RetryAfterMs int64  `json:"retry_after_ms,omitzero"`
 }
 
 // Challenge is the "challenge" response (ADR 0014 addendum, load challenge):
@@ -237,10 +243,10 @@ type Refused struct {
 // when the alg is unknown, the effort is above 24 or the challenge has
 // expired (ADR 0014), which is the solver's business.
 type Challenge struct {
-	Alg     string
-	Seed    string
-	Effort  int
-	Expires int64
+	Alg     string `json:"alg" wire:"required"`
+	Seed    string `json:"seed" wire:"required"`
+	Effort  int    `json:"effort" wire:"required"`
+	Expires int64  `json:"expires" wire:"required"`
 }
 
 // Solution is the top-level "solution" object of a resubmitted request (ADR
@@ -254,9 +260,9 @@ type Challenge struct {
 // too long) is ignored, as if absent (ADR 0014); whether it solves anything
 // is the challenge package's business.
 type Solution struct {
-	Alg   string
-	Seed  string
-	Nonce string
+	Alg   string `json:"alg" wire:"required"`
+	Seed  string `json:"seed" wire:"required"`
+	Nonce string `json:"nonce" wire:"required"`
 }
 
 // Envelope is the gossip message of a new event (docs/design.md §6), published on
@@ -272,8 +278,8 @@ type Solution struct {
 //
 // An envelope is at most MaxEnvelopeBytes long.
 type Envelope struct {
-	Event     jsontext.Value
-	Providers []Provider
+	Event     jsontext.Value `json:"event" wire:"required"`
+	Providers []Provider     `json:"providers"`
 }
 
 // MessageType implements Message.

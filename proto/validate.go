@@ -1,18 +1,283 @@
 package proto
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/core"
 )
 
-// The validate methods check the bounds of a message's Go value: the
-// decoders call them on what they parsed, the encoders before they write, so
-// both sides agree on what is valid. JSON syntax and types are the decoders'
-// business; event contents are the event log's.
+// What is ours. json v2 binds the wire types (messages.go): it matches
+// member names exactly, refuses duplicate names at any depth (after
+// unescaping), invalid UTF-8 and bad escapes, skips unknown members
+// (GREASE's "_grease…" among them) and refuses a value of the wrong JSON
+// type. The rest of the protocol's decoding rules are here:
+//
+//   - unmarshalers: no known member may be null; integers are plain digits
+//     up to core.MaxSafeInt (json v2 would take -1 and -0); events are
+//     objects, copied in their shortest form, at most MaxPageEvents and
+//     MaxPageBytes a page; other lists stop at maxListEntries; a request's
+//     "solution" may hold anything.
+//   - settle: members tagged wire:"required" are present.
+//   - decoded: a sync request's limit is 1 or more, and above MaxPageEvents
+//     is MaxPageEvents; then the bounds of the message's Go value.
+//
+// The validate methods check those bounds (string and list caps, integer
+// ranges): the decoders call them on what they decoded, the encoders before
+// they write, so both sides agree on what is valid. Event contents are the
+// event log's business.
+
+// unmarshalers are the type-specific unmarshalers of st's decodes, each
+// tried in turn for a value of its type until one does not return
+// errors.ErrUnsupported (then json v2's own binding runs).
+func (st *decoder) unmarshalers() *json.Unmarshalers {
+	return json.JoinUnmarshalers(
+		json.UnmarshalFromFunc(unmarshalSolution), // first: a solution may even be null
+		json.UnmarshalFromFunc(st.member),         // every other value
+		json.UnmarshalFromFunc(unmarshalInt[int]),
+		json.UnmarshalFromFunc(unmarshalInt[int64]),
+		json.UnmarshalFromFunc(unmarshalObject),
+		json.UnmarshalFromFunc(unmarshalEvents),
+		json.UnmarshalFromFunc(unmarshalList[string]),
+		json.UnmarshalFromFunc(unmarshalList[BlobRef]),
+		json.UnmarshalFromFunc(unmarshalList[Provider]),
+		json.UnmarshalFromFunc(unmarshalList[FailedBlob]),
+	)
+}
+
+// member sees every value a decode binds to a Go value: it refuses null,
+// which no known member may be (docs/design.md §4: a wrong type), and
+// records the JSON pointer of each object member for settle.
+func (st *decoder) member(d *jsontext.Decoder, v any) error {
+	if d.PeekKind() == 'n' {
+		return fmt.Errorf("want %s, got a null", article(wantOf(reflect.TypeOf(v).Elem())))
+	}
+	if kind, _ := d.StackIndex(d.StackDepth()); kind == '{' {
+		st.present[string(d.StackPointer())] = struct{}{}
+	}
+	return errors.ErrUnsupported
+}
+
+// unmarshalInt reads an integer written as plain digits, without sign,
+// fraction or exponent, at most core.MaxSafeInt (ADR 0016): never rounded
+// or wrapped. Lower bounds are the validate methods'.
+func unmarshalInt[T int | int64](d *jsontext.Decoder, n *T) error {
+	if d.PeekKind() != '0' {
+		return errors.ErrUnsupported // json v2 reports the wrong type
+	}
+	v, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v[0] == '-' {
+		return fmt.Errorf("negative number %.30s", v)
+	}
+	var x int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return fmt.Errorf("%.30s is not an integer", v)
+		}
+		if x <= core.MaxSafeInt { // stop growing past the bound; never overflows
+			x = x*10 + int64(c-'0')
+		}
+	}
+	if x > core.MaxSafeInt {
+		return fmt.Errorf("%.30s is beyond 2^53", v)
+	}
+	*n = T(x)
+	return nil
+}
+
+// unmarshalObject reads a raw value (the event of a crash report or an
+// envelope): a JSON object, kept as a compacted copy, strings in their
+// shortest form (jsontext's Format).
+func unmarshalObject(d *jsontext.Decoder, v *jsontext.Value) error {
+	raw, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	if raw.Kind() != '{' {
+		return fmt.Errorf("want an object, got %s", article(kindName(raw.Kind())))
+	}
+	*v, err = jsontext.AppendFormat(nil, raw, jsontext.AllowDuplicateNames(true)) // ReadValue checked them
+	return err
+}
+
+// unmarshalEvents reads the events of a sync page, the hot path of a sync:
+// at most MaxPageEvents objects, of at most MaxPageBytes in all as
+// received, each compacted as by unmarshalObject into one slab, so that a
+// page costs one allocation for its events.
+func unmarshalEvents(d *jsontext.Decoder, evs *[]jsontext.Value) error {
+	var slab []byte
+	var out []jsontext.Value
+	total := 0
+	err := eachEntry(d, MaxPageEvents, func() error {
+		raw, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		if raw.Kind() != '{' {
+			return &json.SemanticError{JSONPointer: d.StackPointer(), Err: fmt.Errorf("want an object, got %s", article(kindName(raw.Kind())))}
+		}
+		if total += len(raw); total > MaxPageBytes {
+			return &json.SemanticError{JSONPointer: d.StackPointer().Parent(), Err: fmt.Errorf("more than %d bytes in all", MaxPageBytes)}
+		}
+		if slab == nil {
+			// The events take at most what is left of the message and at
+			// most MaxPageBytes (compacting never lengthens a value).
+			slab = make([]byte, 0, min(len(raw)+len(d.UnreadBuffer()), MaxPageBytes))
+		}
+		start := len(slab)
+		if slab, err = jsontext.AppendFormat(slab, raw, jsontext.AllowDuplicateNames(true)); err != nil {
+			return err
+		}
+		out = append(out, slab[start:len(slab):len(slab)])
+		return nil
+	})
+	if err == nil {
+		*evs = out
+	}
+	return err
+}
+
+// maxListEntries bounds every list but a page's events while it is read:
+// the largest cap of any of them (MaxReplicateBlobs). json v2 would bind a
+// whole list before the validate methods refuse it, and a 1 MiB request
+// holds 250,000 strings: 10 to 20 times the CPU of reading it, and 20 MB
+// allocated, for one refusal. Each list's own cap is its validate method's.
+const maxListEntries = MaxReplicateBlobs
+
+// unmarshalList reads a list, stopping at entry maxListEntries+1.
+func unmarshalList[E any](d *jsontext.Decoder, list *[]E) error {
+	var out []E
+	err := eachEntry(d, maxListEntries, func() error {
+		var e E
+		err := json.UnmarshalDecode(d, &e)
+		out = append(out, e)
+		return err
+	})
+	if err == nil {
+		*list = out
+	}
+	return err
+}
+
+// eachEntry reads the JSON array at d, calling read for each entry (read
+// reads it from d), and fails at entry max+1 before reading it. It returns
+// errors.ErrUnsupported, having read nothing, when the value is not an
+// array: json v2 then reports the wrong type.
+func eachEntry(d *jsontext.Decoder, max int, read func() error) error {
+	if d.PeekKind() != '[' {
+		return errors.ErrUnsupported
+	}
+	at := d.StackPointer()
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for n := 0; d.PeekKind() != ']'; n++ {
+		if n == max {
+			return &json.SemanticError{JSONPointer: at, Err: fmt.Errorf("more than %d entries", max)}
+		}
+		if err := read(); err != nil {
+			return err
+		}
+	}
+	_, err := d.ReadToken()
+	return err
+}
+
+// unmarshalSolution keeps a request's "solution" as received, whatever it
+// holds: ADR 0014 says a malformed solution is ignored, not that it spoils
+// the request, so duplicate names in it are allowed here (decodeSolution
+// refuses them). A syntax error in it is still the request's.
+func unmarshalSolution(d *jsontext.Decoder, s *solutionValue) error {
+	return json.UnmarshalDecode(d, (*jsontext.Value)(s), jsontext.AllowDuplicateNames(true), json.WithUnmarshalers(nil))
+}
+
+// settle walks the wire struct v, decoded at JSON pointer at: it returns
+// the pointer of the first member tagged wire:"required" that the input did
+// not have, or "" if none is missing, and makes empty lists nil (a decoded
+// message has nil for an absent or empty list).
+func (st *decoder) settle(v reflect.Value, at string) string {
+	for _, f := range wireFieldsOf(v.Type()) {
+		fv := v.Field(f.index)
+		if f.embed { // withSolution's message: its members are v's
+			if p := st.settle(fv.Elem(), at); p != "" {
+				return p
+			}
+			continue
+		}
+		p := at + f.pointer
+		if _, ok := st.present[p]; !ok {
+			if f.required {
+				return p
+			}
+			continue
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
+			if p := st.settle(fv.Elem(), p); p != "" {
+				return p
+			}
+		case fv.Kind() == reflect.Slice && fv.Len() == 0:
+			fv.SetZero()
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
+			for j := range fv.Len() {
+				if p := st.settle(fv.Index(j), p+"/"+strconv.Itoa(j)); p != "" {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// wireField is what settle needs of a field of a wire struct.
+type wireField struct {
+	index    int
+	pointer  string // "/" and the member name
+	required bool   // tagged wire:"required"
+	embed    bool   // its members are the struct's (json v2's embed)
+}
+
+var wireFields sync.Map // reflect.Type -> []wireField
+
+// wireFieldsOf returns the fields of struct type t, read from their tags
+// once.
+func wireFieldsOf(t reflect.Type) []wireField {
+	if fs, ok := wireFields.Load(t); ok {
+		return fs.([]wireField)
+	}
+	var fs []wireField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fs = append(fs, wireField{index: i, pointer: "/" + name, required: f.Tag.Get("wire") == "required", embed: opts == "embed"})
+	}
+	wireFields.Store(t, fs)
+	return fs
+}
+
+// decoded finishes a decoded message: a sync request's limit must be 1 or
+// more, and above MaxPageEvents it is MaxPageEvents (docs/design.md §4);
+// then m's bounds.
+func decoded(m Message) error {
+	if r, ok := m.(*SyncRequest); ok {
+		if r.Limit < 1 {
+			return badRequest("sync: \"limit\" must be 1 or more")
+		}
+		r.Limit = min(r.Limit, MaxPageEvents)
+	}
+	return validate(m)
+}
 
 // badRequest is a CodeBadRequest error whose message is cut to
 // MaxTextBytes, so that it can always be sent: a message quoting peer input
