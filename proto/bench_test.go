@@ -52,6 +52,19 @@ func BenchmarkDecodeSyncRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeSyncRequestGreased is a sync request in a form the fast
+// path leaves to the general decoder (a GREASE member, as a node sends now
+// and then).
+func BenchmarkDecodeSyncRequestGreased(b *testing.B) {
+	enc := []byte(`{"type":"sync","_grease_7f":1,"after":"123456","limit":256}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRequest(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkReadFrame(b *testing.B) {
 	enc, err := MarshalGreased(benchPage(), false)
 	if err != nil {

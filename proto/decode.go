@@ -94,6 +94,15 @@ func DecodeRequest(b []byte) (*Request, error) {
 	if len(b) > MaxRequestBytes {
 		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("request of %d bytes, more than %d", len(b), MaxRequestBytes)}
 	}
+	if req, ok := decodeCanonicalSync(b); ok {
+		return req, nil
+	}
+	return decodeRequest(b)
+}
+
+// decodeRequest is DecodeRequest through the general decoder, for any
+// request of at most MaxRequestBytes.
+func decodeRequest(b []byte) (*Request, error) {
 	st := getDecoder()
 	defer putDecoder(st)
 	whole := func() error { _, err := decodeRequestAs(st, b, "request", &struct{}{}); return err }
