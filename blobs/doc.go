@@ -102,7 +102,7 @@
 //
 // # Auto-fetch
 //
-//	s := blobs.NewScheduler(blobs.ScheduleOptions{})
+//	s := blobs.NewScheduler(&blobs.ScheduleOptions{})
 //	v := s.Add(blobs.Job{CID: c, Size: n, From: relay, Guesses: []peer.ID{author, relay}})
 //	// each of the node's workers:
 //	for _, a := range s.Due(time.Now()) { count(a.Verdict) } // retries whose time came

@@ -106,6 +106,18 @@ type ScheduleOptions struct {
 	RetryDelay func(tries int) time.Duration
 }
 
+// EnsureDefaults sets each nil field of o to its default and returns o; on
+// a nil o it returns new ScheduleOptions of the defaults.
+func (o *ScheduleOptions) EnsureDefaults() *ScheduleOptions {
+	if o == nil {
+		o = &ScheduleOptions{}
+	}
+	if o.RetryDelay == nil {
+		o.RetryDelay = BackoffDelay
+	}
+	return o
+}
+
 // Scheduler is the auto-fetch queue of ADR 0029 as a deterministic state
 // machine: the jobs waiting (first in, first out, at most QueueLen), the
 // share of each peer (at most PeerShare waiting or running), the blobs
@@ -153,11 +165,12 @@ type Scheduler struct {
 }
 
 // NewScheduler returns an empty scheduler.
-func NewScheduler(o ScheduleOptions) *Scheduler {
-	s := &Scheduler{retryDelay: o.RetryDelay}
-	if s.retryDelay == nil {
-		s.retryDelay = BackoffDelay
+func NewScheduler(opts *ScheduleOptions) *Scheduler {
+	var o ScheduleOptions
+	if opts != nil {
+		o = *opts
 	}
+	s := &Scheduler{retryDelay: o.EnsureDefaults().RetryDelay}
 	s.mu.running = make(map[cid.Cid]struct{})
 	s.mu.queued = make(map[cid.Cid]struct{})
 	s.mu.share = make(map[peer.ID]int)

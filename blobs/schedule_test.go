@@ -33,7 +33,7 @@ type scheduleScript struct {
 }
 
 func newScheduleScript() *scheduleScript {
-	return &scheduleScript{s: NewScheduler(ScheduleOptions{}), cids: map[string]cid.Cid{},
+	return &scheduleScript{s: NewScheduler(&ScheduleOptions{}), cids: map[string]cid.Cid{},
 		names: map[cid.Cid]string{}, running: map[string]Job{}}
 }
 
@@ -216,7 +216,7 @@ func countVerdicts(counts map[Verdict]int) string {
 // every job queued is taken exactly once, and at the end nothing waits,
 // runs or holds a share.
 func TestSchedulerConcurrent(t *testing.T) {
-	s := NewScheduler(ScheduleOptions{})
+	s := NewScheduler(&ScheduleOptions{})
 	sc := newScheduleScript()
 	const adders, perAdder, workers = 4, 200, 4
 	cids := make([][]cid.Cid, adders)

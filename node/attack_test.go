@@ -212,7 +212,7 @@ func nodeWithKnownPeer(t *testing.T) (n, known *testNode) {
 // its event).
 func monoNodeWithKnownPeer(t *testing.T, cfg *config.Config, mono *atomic.Int64) (n, known *testNode) {
 	t.Helper()
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func TestReputationCountsOnTheMonotonicClock(t *testing.T) {
 
 func mustRepo(t *testing.T) *repo.Repo {
 	t.Helper()
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(false, time.Hour)})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: testConfig(false, time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

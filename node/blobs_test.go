@@ -304,7 +304,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	}
 	n.adm = adm
 	n.m = newMetrics(n)
-	n.fetch = &fetchState{sched: blobs.NewScheduler(blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
+	n.fetch = &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
 	ref := func(i int) eventlog.BlobRef {
 		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
 		if err != nil {
@@ -371,7 +371,7 @@ func TestScanAtStartFetchesMissingBlobs(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
 	cfg := testConfig(false, time.Hour)
 	cfg.Blobs.AutoFetch = false
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

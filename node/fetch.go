@@ -50,7 +50,7 @@ func (f *fetchState) poke() {
 // startBlobs starts bitswap (serving and fetching) and the auto-fetch
 // workers.
 func (n *Node) startBlobs() {
-	f := &fetchState{sched: blobs.NewScheduler(blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
+	f := &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
 	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{
 		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream,
 		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },

@@ -90,7 +90,7 @@ func TestValidSpamIsHeldToItsBudget(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(true, time.Hour)
 	cfg.Limits.GossipPerMin, cfg.Limits.StrangerGossipPerMin = 120, 120
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestAuthorQuota(t *testing.T) {
 	clock := &fakeClock{}
 	cfg := testConfig(true, time.Hour)
 	cfg.Events.MaxEventsPerAuthor = quota
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestPortInUseIsAnError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(false, time.Hour)
 			cfg.P2P.Listen = tc.listen
-			r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+			r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,7 +41,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // startNode creates a repo in a temp dir with cfg and starts a node on it.
 func startNode(t *testing.T, cfg *config.Config) *testNode {
 	t.Helper()
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // ErrNotInitialized.
 func TestSocketPathOf(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	if _, err := Init(dir, InitOptions{}); err != nil {
+	if _, err := Init(dir, &InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Open(dir)
@@ -35,7 +35,7 @@ func TestSocketPathOf(t *testing.T) {
 	// A path too long for a socket: the fallback in the temporary
 	// directory, which hashes Dir, so Dir must be spelled as Open does.
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
-	if _, err := Init(long, InitOptions{}); err != nil {
+	if _, err := Init(long, &InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lr, err := Open(long)

@@ -90,7 +90,8 @@ func DefaultPath() (string, error) {
 	return filepath.Join(home, ".wats"), nil
 }
 
-// InitOptions are the options of Init.
+// InitOptions are the options of Init; nil, or the zero value, is the
+// defaults (a new repo of config.Default()).
 type InitOptions struct {
 	// Force replaces an existing repo: a new identity key and config.toml,
 	// and its db/ wiped, since the database belongs to the old identity.
@@ -122,7 +123,10 @@ type InitOptions struct {
 // With opts.Force, Init deletes db/ first, then writes the key, then the
 // config: a crash in between leaves the old key with an empty database,
 // never the new key with the old database.
-func Init(dir string, opts InitOptions) (*Repo, error) {
+func Init(dir string, opts *InitOptions) (*Repo, error) {
+	if opts == nil {
+		opts = &InitOptions{}
+	}
 	cfg := opts.Config
 	if cfg == nil {
 		cfg = config.Default()

@@ -39,7 +39,7 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-func mustInit(t *testing.T, dir string, opts InitOptions) *Repo {
+func mustInit(t *testing.T, dir string, opts *InitOptions) *Repo {
 	t.Helper()
 	r, err := Init(dir, opts)
 	if err != nil {
@@ -50,7 +50,7 @@ func mustInit(t *testing.T, dir string, opts InitOptions) *Repo {
 
 func TestInitCreatesRepo(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "parent", "repo")
-	r := mustInit(t, dir, InitOptions{})
+	r := mustInit(t, dir, &InitOptions{})
 
 	if r.Dir != dir {
 		t.Errorf("Dir = %q, want %q", r.Dir, dir)
@@ -104,7 +104,7 @@ func TestInitWritesGivenConfig(t *testing.T) {
 	c := config.Default()
 	c.Network = "lab"
 	c.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	r := mustInit(t, t.TempDir(), InitOptions{Config: c})
+	r := mustInit(t, t.TempDir(), &InitOptions{Config: c})
 	o, err := Open(r.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestInitRefusesInvalidConfig(t *testing.T) {
 	c := config.Default()
 	c.Network = ""
 	dir := filepath.Join(t.TempDir(), "repo")
-	_, err := Init(dir, InitOptions{Config: c})
+	_, err := Init(dir, &InitOptions{Config: c})
 	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "network") {
 		t.Fatalf("Init with invalid config = %v", err)
 	}
@@ -135,7 +135,7 @@ func TestInitFixesModeOfExistingEmptyDir(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustInit(t, dir, InitOptions{})
+	mustInit(t, dir, &InitOptions{})
 	if m := mode(t, dir); m != 0o700 {
 		t.Errorf("dir mode %04o, want 0700", m)
 	}
@@ -143,10 +143,10 @@ func TestInitFixesModeOfExistingEmptyDir(t *testing.T) {
 
 func TestInitRefusesSecondInit(t *testing.T) {
 	dir := t.TempDir()
-	r := mustInit(t, dir, InitOptions{})
+	r := mustInit(t, dir, &InitOptions{})
 	key := readFile(t, r.KeyPath())
 
-	_, err := Init(dir, InitOptions{})
+	_, err := Init(dir, &InitOptions{})
 	if !errors.Is(err, ErrAlreadyInitialized) {
 		t.Fatalf("second Init = %v, want ErrAlreadyInitialized", err)
 	}
@@ -175,17 +175,17 @@ func TestInitRefusesPartialRepo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Init(dir, InitOptions{}); !errors.Is(err, ErrAlreadyInitialized) || !strings.Contains(err.Error(), name) {
+			if _, err := Init(dir, &InitOptions{}); !errors.Is(err, ErrAlreadyInitialized) || !strings.Contains(err.Error(), name) {
 				t.Fatalf("Init = %v, want ErrAlreadyInitialized naming %s", err, name)
 			}
-			mustInit(t, dir, InitOptions{Force: true})
+			mustInit(t, dir, &InitOptions{Force: true})
 		})
 	}
 }
 
 func TestInitForceReplaces(t *testing.T) {
 	dir := t.TempDir()
-	old := mustInit(t, dir, InitOptions{})
+	old := mustInit(t, dir, &InitOptions{})
 	db := old.DBPath()
 	if err := os.MkdirAll(filepath.Join(db, "sub"), 0o700); err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestInitForceReplaces(t *testing.T) {
 
 	c := config.Default()
 	c.Network = "replaced"
-	r, err := Init(dir, InitOptions{Force: true, Config: c})
+	r, err := Init(dir, &InitOptions{Force: true, Config: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestInitRefusesForeignFiles(t *testing.T) {
 		}
 	}
 	for _, force := range []bool{false, true} {
-		_, err := Init(dir, InitOptions{Force: force})
+		_, err := Init(dir, &InitOptions{Force: force})
 		if !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "not empty and not a wats repo") ||
 			!strings.Contains(err.Error(), "and 1 more") {
 			t.Fatalf("Init(force=%v) = %v, want ErrNotEmpty", force, err)
@@ -253,12 +253,12 @@ func TestInitAcceptsLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustInit(t, dir, InitOptions{})
+	mustInit(t, dir, &InitOptions{})
 }
 
 func TestInitRefusesWhileLocked(t *testing.T) {
 	dir := t.TempDir()
-	r := mustInit(t, dir, InitOptions{})
+	r := mustInit(t, dir, &InitOptions{})
 	if err := os.Mkdir(r.DBPath(), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestInitRefusesWhileLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Init(dir, InitOptions{Force: true})
+	_, err = Init(dir, &InitOptions{Force: true})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("Init --force on a locked repo = %v, want ErrLocked", err)
 	}
@@ -276,7 +276,7 @@ func TestInitRefusesWhileLocked(t *testing.T) {
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	mustInit(t, dir, InitOptions{Force: true})
+	mustInit(t, dir, &InitOptions{Force: true})
 }
 
 func TestInitAndOpenResolveSymlinks(t *testing.T) {
@@ -289,7 +289,7 @@ func TestInitAndOpenResolveSymlinks(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	r := mustInit(t, link, InitOptions{})
+	r := mustInit(t, link, &InitOptions{})
 	o, err := Open(link)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestOpenNotInitialized(t *testing.T) {
 
 func TestOpenRelativePath(t *testing.T) {
 	dir := t.TempDir()
-	mustInit(t, dir, InitOptions{})
+	mustInit(t, dir, &InitOptions{})
 	t.Chdir(dir)
 	r, err := Open(".")
 	if err != nil {
@@ -368,7 +368,7 @@ func TestOpenBadKey(t *testing.T) {
 		{name: "directory", dir: true, wants: "not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := mustInit(t, t.TempDir(), InitOptions{})
+			r := mustInit(t, t.TempDir(), &InitOptions{})
 			if err := os.Remove(r.KeyPath()); err != nil {
 				t.Fatal(err)
 			}
@@ -396,7 +396,7 @@ func TestOpenBadKey(t *testing.T) {
 }
 
 func TestOpenKeyPermissions(t *testing.T) {
-	r := mustInit(t, t.TempDir(), InitOptions{})
+	r := mustInit(t, t.TempDir(), &InitOptions{})
 	for _, m := range []fs.FileMode{0o640, 0o604, 0o660, 0o644, 0o602} {
 		if err := os.Chmod(r.KeyPath(), m); err != nil {
 			t.Fatal(err)
@@ -422,7 +422,7 @@ func TestOpenKeyPermissions(t *testing.T) {
 }
 
 func TestOpenConfigProblems(t *testing.T) {
-	r := mustInit(t, t.TempDir(), InitOptions{})
+	r := mustInit(t, t.TempDir(), &InitOptions{})
 	if err := os.WriteFile(r.ConfigPath(), []byte("[p2p]\nlistn = []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestOpenConfigProblems(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
-	r := mustInit(t, t.TempDir(), InitOptions{})
+	r := mustInit(t, t.TempDir(), &InitOptions{})
 	release, err := r.Lock()
 	if err != nil {
 		t.Fatal(err)

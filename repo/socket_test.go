@@ -75,7 +75,7 @@ func TestLongRepoSocketWorks(t *testing.T) {
 	dir := dirOfLen(t, t.TempDir(), 150)
 	tmp := shortTemp(t)
 	t.Setenv("TMPDIR", tmp)
-	r := mustInit(t, dir, InitOptions{})
+	r := mustInit(t, dir, &InitOptions{})
 	release, err := r.Lock()
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestLongRepoSocketWorks(t *testing.T) {
 
 func TestPrepareSocket(t *testing.T) {
 	t.Run("stale socket is removed", func(t *testing.T) {
-		r := mustInit(t, t.TempDir(), InitOptions{})
+		r := mustInit(t, t.TempDir(), &InitOptions{})
 		ln, err := net.Listen("unix", r.SocketPath())
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +144,7 @@ func TestPrepareSocket(t *testing.T) {
 		ln.Close()
 	})
 	t.Run("not a socket is kept", func(t *testing.T) {
-		r := mustInit(t, t.TempDir(), InitOptions{})
+		r := mustInit(t, t.TempDir(), &InitOptions{})
 		if err := os.WriteFile(r.SocketPath(), []byte("data"), 0o600); err != nil {
 			t.Fatal(err)
 		}

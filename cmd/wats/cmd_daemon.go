@@ -46,7 +46,7 @@ running as it was); a config.toml that is not valid is logged and ignored.`,
 			// ctx is cancelled on SIGINT and SIGTERM (main's
 			// signal.NotifyContext): Run then shuts down and returns.
 			ctx := cmd.Context()
-			err = daemon.Run(ctx, r, node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
+			err = daemon.Run(ctx, r, &node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
 			}

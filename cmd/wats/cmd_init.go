@@ -45,7 +45,7 @@ database (which belongs to the old identity).
 			if err != nil {
 				return err
 			}
-			r, err := repo.Init(c.repoDir, repo.InitOptions{Force: force, Config: cfg})
+			r, err := repo.Init(c.repoDir, &repo.InitOptions{Force: force, Config: cfg})
 			if err != nil {
 				return c.initError(err)
 			}

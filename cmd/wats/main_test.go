@@ -38,7 +38,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 func newRepo(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	if _, err := repo.Init(dir, repo.InitOptions{}); err != nil {
+	if _, err := repo.Init(dir, &repo.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

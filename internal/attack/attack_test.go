@@ -20,7 +20,7 @@ func startNode(t *testing.T) attack.Target {
 	cfg.Network = "attack-test"
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Sync.Gossip = false
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: cfg})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,11 +75,11 @@ func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncR
 	cfg.Sync.Interval = config.Duration{Duration: config.MaxSyncInterval}
 	// Rate limits off: the catch-up is measured at full speed.
 	cfg.Limits.HelloPerMin, cfg.Limits.SyncPerMin = 0, 0
-	src, err := repo.Init(filepath.Join(dir, "source"), repo.InitOptions{Config: cfg, Force: true})
+	src, err := repo.Init(filepath.Join(dir, "source"), &repo.InitOptions{Config: cfg, Force: true})
 	if err != nil {
 		return nil, err
 	}
-	dst, err := repo.Init(filepath.Join(dir, "catchup"), repo.InitOptions{Config: cfg, Force: true})
+	dst, err := repo.Init(filepath.Join(dir, "catchup"), &repo.InitOptions{Config: cfg, Force: true})
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func PrepareRepo(dir string, cfg *config.Config) (*repo.Repo, error) {
 	var cerr *config.Error
 	switch {
 	case errors.Is(err, repo.ErrNotInitialized):
-		return repo.Init(dir, repo.InitOptions{Config: cfg})
+		return repo.Init(dir, &repo.InitOptions{Config: cfg})
 	case err == nil:
 		// An existing node keeps its config.toml edits; only the keys the
 		// devnet manages are set.

@@ -200,13 +200,13 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // repo is refused, and cancelling the context stops it with no error and
 // removes the socket.
 func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
-	r, err := repo.Init(t.TempDir(), repo.InitOptions{Config: testConfig(true)})
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: testConfig(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, r, node.Options{Logger: quietLogger()}) }()
+	go func() { done <- Run(ctx, r, &node.Options{Logger: quietLogger()}) }()
 
 	c := api.NewClient(r.SocketPath())
 	defer c.Close()
@@ -229,7 +229,7 @@ func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode: %v %v, want 0600", fi.Mode(), err)
 	}
-	if err := Run(context.Background(), r, node.Options{Logger: quietLogger()}); !errors.Is(err, repo.ErrLocked) {
+	if err := Run(context.Background(), r, &node.Options{Logger: quietLogger()}); !errors.Is(err, repo.ErrLocked) {
 		t.Fatalf("a second Run on the same repo: %v, want repo.ErrLocked", err)
 	}
 

@@ -13,8 +13,9 @@ import (
 // Run is `wats daemon`: it locks the repo, starts a node on it, serves the
 // control API on r.SocketPath() (and metrics on api.metrics_addr when set)
 // and blocks until ctx is cancelled, then shuts down cleanly. It returns an
-// error if the node could not start or a server failed.
-func Run(ctx context.Context, r *repo.Repo, opts node.Options) error {
+// error if the node could not start or a server failed. opts configure the
+// node (nil: the defaults); Options.Dir is r's.
+func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
 	release, err := r.Lock()
 	if err != nil {
 		return err
@@ -24,9 +25,13 @@ func Run(ctx context.Context, r *repo.Repo, opts node.Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Dir = r.Dir
-	log := opts.EnsureDefaults().Logger
-	n, err := node.New(r.Config, r.Key, &opts)
+	var o node.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Dir = r.Dir
+	log := o.EnsureDefaults().Logger
+	n, err := node.New(r.Config, r.Key, &o)
 	if err != nil {
 		return err
 	}
