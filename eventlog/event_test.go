@@ -489,12 +489,7 @@ func TestDecodeStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(good)
-	rep := func(old, new string) string {
-		if !strings.Contains(s, old) {
-			t.Fatalf("test bug: %q not in %s", old, s)
-		}
-		return strings.Replace(s, old, new, 1)
-	}
+	rep := replacer(t, s)
 	timeStr := fmt.Sprint(e.Time)
 	cases := map[string]string{
 		"duplicate id":         rep(`{"id":`, `{"id":"x","id":`),
@@ -580,12 +575,7 @@ func TestDecodeEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(good)
-	rep := func(old, new string) string {
-		if !strings.Contains(s, old) {
-			t.Fatalf("test bug: %q not in %s", old, s)
-		}
-		return strings.Replace(s, old, new, 1)
-	}
+	rep := replacer(t, s)
 	timeStr := fmt.Sprint(e.Time)
 	blob := `{"cid":"` + testCID + `","size":1,"name":""}`
 	many := strings.Repeat(blob+",", MaxBlobs) + `{"cid":1}`
@@ -679,5 +669,17 @@ func TestParseCrash(t *testing.T) {
 	wantErr(t, err, ErrTooLarge)
 	if !utf8.ValidString(c.Reason) {
 		t.Error("reason")
+	}
+}
+
+// replacer returns a function that replaces the first old in s by new,
+// failing t when s has no old (a test that edits nothing tests nothing).
+func replacer(t *testing.T, s string) func(old, new string) string {
+	return func(old, new string) string {
+		t.Helper()
+		if !strings.Contains(s, old) {
+			t.Fatalf("test bug: %q not in %s", old, s)
+		}
+		return strings.Replace(s, old, new, 1)
 	}
 }
