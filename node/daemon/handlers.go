@@ -27,14 +27,6 @@ func (h handlers) id(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h handlers) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Status())
-}
-
-func (h handlers) peers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Peers())
-}
-
 func (h handlers) connect(w http.ResponseWriter, r *http.Request) {
 	var req api.ConnectRequest
 	if !readJSON(w, r, &req) {
@@ -176,18 +168,6 @@ func (h handlers) config(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.RunningConfig{TOML: string(b)})
 }
 
-func (h handlers) limits(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Limits())
-}
-
-func (h handlers) diag(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.Diag())
-}
-
-func (h handlers) peerCache(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.PeerCache())
-}
-
 func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
 	id, err := peer.Decode(r.PathValue("id"))
 	if err != nil {
@@ -209,10 +189,6 @@ func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
 	}
-}
-
-func (h handlers) blobs(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.BlobList())
 }
 
 // getBlob streams a blob that is complete and exactly of the declared

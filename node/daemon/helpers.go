@@ -93,6 +93,12 @@ func ndjsonLines(w http.ResponseWriter) func(v any) {
 	}
 }
 
+// answer is the handler of a GET that only reports what get returns, as
+// JSON with 200.
+func answer[T any](get func() T) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, get()) }
+}
+
 // writeDone answers a request that deletes something: {} for a nil err,
 // 404 with notFoundErr when err is notFound, 500 with err otherwise.
 func writeDone(w http.ResponseWriter, err, notFound, notFoundErr error) {
