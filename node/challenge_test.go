@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/proto"
-	"github.com/wats-network/wats/repo"
 )
 
 // fakeClock is a settable clock for a node (Options.Now): time moves only
@@ -30,30 +29,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.offset += d
 	c.mu.Unlock()
-}
-
-// newOnRepo is New on repo r, as Run builds the daemon's node.
-func newOnRepo(r *repo.Repo, opts Options) (*Node, error) {
-	opts.Dir = r.Dir
-	return New(r.Config, r.Key, &opts)
-}
-
-func startNodeWith(t *testing.T, r *repo.Repo, opts Options) *testNode {
-	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = quietLogger()
-	}
-	n, err := newOnRepo(r, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		n.Close()
-		t.Fatal(err)
-	}
-	tn := &testNode{Node: n, repo: r}
-	t.Cleanup(func() { tn.close(t) })
-	return tn
 }
 
 // overload makes a node count k extra requests in flight, as if they were

@@ -1,16 +1,21 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/config"
@@ -36,7 +41,53 @@ func testConfig(gossip bool, interval time.Duration) *config.Config {
 	return cfg
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// quietLogger discards the nodes' logs, or writes them all to stderr when
+// WATS_TEST_LOG is set.
+func quietLogger() *slog.Logger {
+	if os.Getenv("WATS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testLogger keeps a node's debug log in memory and prints its last
+// testLogLines lines if the test fails, after the test's nodes are closed:
+// why a node did what a failed test did not expect, from a run that
+// cannot be repeated at will (a fresh-clone CI run on shared cores).
+func testLogger(t *testing.T, name string) *slog.Logger {
+	if os.Getenv("WATS_TEST_LOG") != "" {
+		return quietLogger().With("node", name)
+	}
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		if len(lines) > testLogLines {
+			lines = lines[len(lines)-testLogLines:]
+		}
+		t.Logf("log of %s (last %d lines):\n%s", name, len(lines), strings.Join(lines, "\n"))
+	})
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testLogLines is how much of a node's log a failed test prints.
+const testLogLines = 200
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // startNode creates a repo in a temp dir with cfg and starts a node on it.
 func startNode(t *testing.T, cfg *config.Config) *testNode {
@@ -53,6 +104,33 @@ func startNode(t *testing.T, cfg *config.Config) *testNode {
 func startRepo(t *testing.T, r *repo.Repo) *testNode {
 	t.Helper()
 	return startNodeWith(t, r, Options{Agent: "wats/test"})
+}
+
+// newOnRepo is New on repo r, as Run builds the daemon's node.
+func newOnRepo(r *repo.Repo, opts Options) (*Node, error) {
+	opts.Dir = r.Dir
+	return New(r.Config, r.Key, &opts)
+}
+
+// startNodeWith starts a node on repo r with opts; its log goes to
+// testLogger unless opts names a logger.
+func startNodeWith(t *testing.T, r *repo.Repo, opts Options) *testNode {
+	t.Helper()
+	if opts.Logger == nil {
+		id, _ := peer.IDFromPrivateKey(r.Key)
+		opts.Logger = testLogger(t, id.String())
+	}
+	n, err := newOnRepo(r, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	tn := &testNode{Node: n, repo: r}
+	t.Cleanup(func() { tn.close(t) })
+	return tn
 }
 
 func (tn *testNode) close(t *testing.T) {
