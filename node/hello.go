@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 
@@ -77,8 +79,8 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 // cursor synced so far, a sync starts.
 func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	now := n.now()
-	st := n.peerOf(p)
-	if first := st.setHello(h, peerSyncRate(h), n.mono(now)); first {
+	st, first := n.setLiveHello(n.peerOf(p), h, n.mono(now))
+	if first {
 		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
 	}
 
@@ -97,6 +99,41 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	if head := h.Head; head > n.cursorOf(p) {
 		n.triggerSync(p)
 	}
+}
+
+// setLiveHello records h (peerState.setHello) in the live state of st's
+// peer, st or the one that replaced it, and returns that state. It is set
+// under the peer's stripe lock, in the state published then: st, got
+// before a late disconnection notice dropped it (dropGonePeerState), is
+// not the one the node reads any more, and a hello recorded there would be
+// lost (the peer served as one that never said hello). A peer that is not
+// connected keeps the hello in st, which no one reads.
+func (n *Node) setLiveHello(st *peerState, h *proto.Hello, mono time.Duration) (live *peerState, first bool) {
+	for range maxHelloRetries {
+		if first, ok := n.setHelloIfLive(st, h, mono); ok {
+			return st, first
+		}
+		st = n.peerOf(st.id)
+	}
+	return st, st.setHello(h, peerSyncRate(h), mono)
+}
+
+// maxHelloRetries bounds setLiveHello's tries: each retry follows a
+// disconnection and a reconnection of the peer within one hello.
+const maxHelloRetries = 4
+
+// setHelloIfLive sets h in st if st is p's published state, under p's
+// stripe lock; ok is false if st was dropped and p is connected again
+// (another state is the live one). A peer that is not connected is set in
+// st alone.
+func (n *Node) setHelloIfLive(st *peerState, h *proto.Hello, mono time.Duration) (first, ok bool) {
+	mu := n.run.stripe(st.id)
+	mu.Lock()
+	defer mu.Unlock()
+	if n.run.get(st.id) != st && n.host.Network().Connectedness(st.id) == network.Connected {
+		return false, false
+	}
+	return st.setHello(h, peerSyncRate(h), mono), true
 }
 
 // Bounds on what the peer cache keeps of a hello, so that a record costs at

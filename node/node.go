@@ -569,14 +569,11 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 }
 
 // disconnected forgets a peer's run state once its last connection closes
-// (dropPeerState: what it showed goes to its record, or is remembered a
-// while).
-func (n *Node) disconnected(nw network.Network, c network.Conn) {
-	p := c.RemotePeer()
-	if nw.Connectedness(p) == network.Connected {
-		return
-	}
-	n.dropPeerState(p)
+// (dropGonePeerState: what it showed goes to its record, or is remembered
+// a while). The notice of a closed connection can come late, after the
+// peer connected again: the state is then kept.
+func (n *Node) disconnected(_ network.Network, c network.Conn) {
+	n.dropGonePeerState(c.RemotePeer())
 }
 
 // helloPeerIDs returns at most max of the connected peers that completed

@@ -92,11 +92,9 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		n.takeStrangerSlot(st)
 	}
 	n.tagTier(st, st.Tier())
-	if n.host.Network().Connectedness(p) != network.Connected {
-		// A stream's handler ran after the peer's last connection closed
-		// (and its notice went by): the state would never be dropped.
-		n.dropPeerState(p)
-	}
+	// A stream's handler may run after the peer's last connection closed
+	// (and its notice went by): the state would never be dropped.
+	n.dropGonePeerState(p)
 	return st
 }
 
@@ -141,22 +139,39 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 	return st, true
 }
 
-// dropPeerState forgets p's run state at its last disconnection: the counts
-// of a peer with a record go to the cache, what is known of one without is
-// kept in runPeers.recent for recentFor.
+// dropPeerState forgets p's run state: the counts of a peer with a record
+// go to the cache, what is known of one without is kept in runPeers.recent
+// for recentFor. It drops the state whether or not p is connected (at
+// Close, or when p is dropped for good); a disconnection is
+// dropGonePeerState.
 func (n *Node) dropPeerState(p peer.ID) {
-	if st := n.forgetPeerState(p); st != nil {
+	if st := n.forgetPeerState(p, false); st != nil {
+		n.dropStranger(st, true)
+	}
+}
+
+// dropGonePeerState is dropPeerState at p's last disconnection: it does
+// nothing while p is connected. That is checked under p's stripe lock, the
+// lock a hello is recorded under (recordHello), so a reconnection racing
+// a late disconnection notice never loses its hello: either the hello
+// comes first, over a connection the check then sees, or the state is
+// dropped first and the hello goes to the state of the new connection.
+func (n *Node) dropGonePeerState(p peer.ID) {
+	if st := n.forgetPeerState(p, true); st != nil {
 		n.dropStranger(st, true)
 	}
 }
 
 // forgetPeerState is dropPeerState's part under p's stripe lock: it
 // unpublishes p's state and keeps what is to be kept of it; it returns the
-// state, nil if p had none.
-func (n *Node) forgetPeerState(p peer.ID) *peerState {
+// state, nil if p had none, or, when ifGone, if p is connected.
+func (n *Node) forgetPeerState(p peer.ID, ifGone bool) *peerState {
 	mu := n.run.stripe(p)
 	mu.Lock()
 	defer mu.Unlock()
+	if ifGone && n.host.Network().Connectedness(p) == network.Connected {
+		return nil
+	}
 	v, ok := n.run.live.LoadAndDelete(p)
 	if !ok {
 		return nil

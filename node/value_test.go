@@ -263,3 +263,42 @@ func TestReconnectingKeepsTheHistory(t *testing.T) {
 		t.Fatalf("nothing remembered: %+v %v", rp, ok)
 	}
 }
+
+// TestLateDisconnectionNoticeKeepsTheHello: the notice of a closed
+// connection that comes after the peer connected again (its old
+// connection's close was noticed late, as on a loaded machine when a peer
+// restarts at once) keeps the peer's state and hello; a hello recorded in
+// the state got before such a notice dropped it goes to the live state.
+// Either loss had the node answer the peer's wants with DONT_HAVE, as a
+// peer that never said hello.
+func TestLateDisconnectionNoticeKeepsTheHello(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, b, a)
+	waitFor(t, 10*time.Second, "b's hello at a", func() bool { return a.helloed(b.ID()) })
+	conns := a.Host().Network().ConnsToPeer(b.ID())
+	if len(conns) == 0 {
+		t.Fatal("a has no connection to b")
+	}
+
+	// The notice of a connection while another is up: the state stays.
+	st := a.run.get(b.ID())
+	a.disconnected(a.Host().Network(), conns[0])
+	if got := a.run.get(b.ID()); got != st || !a.helloed(b.ID()) {
+		t.Fatalf("a disconnection notice while b is connected dropped its state (state kept: %v, hello: %v)", got == st, a.helloed(b.ID()))
+	}
+
+	// A hello read while the state was dropped under it.
+	a.dropPeerState(b.ID())
+	if a.helloed(b.ID()) {
+		t.Fatal("b still helloed once its state was dropped")
+	}
+	h := &proto.Hello{Version: 1, Network: "test", Agent: "wats/test"}
+	live, _ := a.setLiveHello(st, h, time.Second)
+	if live == st || a.run.get(b.ID()) != live {
+		t.Fatal("the hello was not recorded in b's live state")
+	}
+	if !a.helloed(b.ID()) {
+		t.Fatal("b's hello, recorded in its dropped state, is lost: b would be served as a peer without hello")
+	}
+}
