@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 100000x
 N        ?= 1000000
 
-.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack devnet lint tidy clean
+.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack bench-kubo devnet lint tidy clean
 
 all: build
 
@@ -55,6 +55,11 @@ DURATION ?= 30s
 KILLS    ?= 50
 bench-attack: build
 	$(BIN) bench attack --scenario all --duration $(DURATION) --kills $(KILLS)
+
+## bench-kubo: kubo against wats, same run: import and fetch of ROUNDS fresh SIZE-byte files through each CLI (IPFS=path of a kubo binary)
+ROUNDS ?= 5
+bench-kubo: build
+	$(BIN) bench vs-ipfs --ipfs "$(IPFS)" --size $(SIZE) --rounds $(ROUNDS)
 
 ## devnet: build, then run a 3-node devnet with a demo in the foreground (Ctrl-C stops it)
 devnet: build

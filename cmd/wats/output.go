@@ -104,3 +104,14 @@ func (v *barSyncView) done(final *api.SyncProgress, err error) {
 		fmt.Fprintln(v.w, syncSummary(final))
 	}
 }
+
+// printJSONLine prints v as one line of JSON: a bench's figure as it
+// comes (--json output is then one object per line).
+func (c *cli) printJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	return err
+}
