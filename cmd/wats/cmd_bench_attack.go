@@ -85,7 +85,11 @@ machine under this load; docs/reliability.md records them with the command.`,
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
 				}
 				results = append(results, *r)
-				if !jsonOut {
+				if jsonOut {
+					_ = c.printJSONLine(struct {
+						Scenario *bench.AttackResult `json:"scenario"`
+					}{r})
+				} else {
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)
 				}
@@ -99,10 +103,12 @@ machine under this load; docs/reliability.md records them with the command.`,
 				}
 			}
 			if jsonOut {
-				return c.printJSON(struct {
-					Results []bench.AttackResult `json:"results"`
-					Kill9   *bench.KillResult    `json:"kill9,omitempty"`
-				}{results, kr})
+				if kr == nil {
+					return nil
+				}
+				return c.printJSONLine(struct {
+					Kill9 *bench.KillResult `json:"kill9"`
+				}{kr})
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "SCENARIO\tHONEST\tP50\tP99\tNEWCOMERS\tRSS START/PEAK/END\tLOG LINES/MIN\tCPU\tATTACKER")
@@ -124,7 +130,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 	cmd.Flags().StringVar(&scenario, "scenario", "all", "a scenario named above, or all")
 	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "how long each scenario runs")
 	cmd.Flags().IntVar(&kills, "kills", 50, "how many times the kill9 scenario kills the daemon")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print a JSON object a line as each ends: {"scenario": …}, {"kill9": …}`)
 	return cmd
 }
 

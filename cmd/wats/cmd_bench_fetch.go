@@ -25,7 +25,9 @@ directory, import a blob of --size pseudo-random bytes into node0 through its
 control API, then time node1's fetch of it from node0 over bitswap (TCP or
 QUIC on 127.0.0.1, the fetch rules of ADR 0014). Reports both rates in MiB/s
 and each daemon's peak RSS (Linux). The nodes' blobs.max_blob_bytes is raised
-to the size for the run.`,
+to the size for the run. Each figure is printed as it is measured; with
+--json, every line of standard output is one JSON object: {"figure": …} for
+the import and the fetch, then {"result": …}.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 1 || size > core.MaxSafeInt {
@@ -36,20 +38,30 @@ to the size for the run.`,
 			default:
 				return usageErrorf("--transport %q: must be any, tcp or quic", transport)
 			}
-			var log func(string, ...any)
-			if !jsonOut {
-				log = c.progress
+			o := bench.FetchOptions{Size: size, Transport: transport}
+			if jsonOut {
+				o.Measured = func(f bench.FetchFigure) {
+					_ = c.printJSONLine(struct {
+						Figure bench.FetchFigure `json:"figure"`
+					}{f})
+				}
+			} else {
+				o.Log = c.progress
+				o.Measured = func(f bench.FetchFigure) {
+					fmt.Fprintf(c.stdout, "%-18s %v, %.0f MiB/s\n", map[string]string{"import": "import (node0)", "fetch": "fetch (node1)"}[f.Op], f.Seconds, f.MiBPerS)
+				}
 			}
-			res, err := bench.Fetch(cmd.Context(), size, transport, log)
+			res, err := bench.Fetch(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
-				return c.printJSON(res)
+				return c.printJSONLine(struct {
+					Result *bench.FetchResult `json:"result"`
+				}{res})
 			}
 			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
-			fmt.Fprintf(c.stdout, "import (node0)     %v, %.0f MiB/s\n", res.Import, res.ImportMiBPerS)
-			fmt.Fprintf(c.stdout, "fetch (node1)      %v, %.0f MiB/s over %s\n", res.Fetch, res.FetchMiBPerS, strings.Join(res.Conns, ", "))
+			fmt.Fprintf(c.stdout, "fetched over       %s\n", strings.Join(res.Conns, ", "))
 			fmt.Fprintf(c.stdout, "CPU during fetch   node1 %v, node0 %v\n", res.FetcherCPU, res.ProviderCPU)
 			fmt.Fprintf(c.stdout, "peak RSS fetcher   %s\n", rssString(res.FetcherPeakRSS))
 			fmt.Fprintf(c.stdout, "peak RSS provider  %s\n", rssString(res.ProviderPeakRSS))
@@ -58,7 +70,7 @@ to the size for the run.`,
 	}
 	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the blob's size in bytes")
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
 	return cmd
 }
 

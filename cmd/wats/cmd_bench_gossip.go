@@ -99,13 +99,16 @@ records them with the command.`,
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
 				}
 				results = append(results, *r)
+				if jsonOut {
+					_ = c.printJSONLine(struct {
+						Scenario *bench.GossipResult `json:"scenario"`
+					}{r})
+				}
 				c.progress("  A→C within 1 s: %.1f%% (%d of %d), delivered %.1f%%, p99 %.0f ms; attacker events A/B/C %s",
 					r.Honest.WithinPct, r.Honest.Within, r.Honest.Published, r.Honest.DeliveredPct, r.Honest.P99ms, attackerEvents(r))
 			}
 			if jsonOut {
-				return c.printJSON(struct {
-					Results []bench.GossipResult `json:"results"`
-				}{results})
+				return nil
 			}
 			return c.printGossipTable(results)
 		},
@@ -116,7 +119,7 @@ records them with the command.`,
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print one JSON object a line, as each scenario ends: {"scenario": …}`)
 	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
 	return cmd
 }

@@ -25,6 +25,7 @@ var jsonCoveredElsewhere = map[string]string{
 	"wats devnet status": "TestDevnetMesh",
 	"wats bench attack":  "marshalled below (a run takes minutes)",
 	"wats bench gossip":  "marshalled below (its warm-up alone is a minute)",
+	"wats bench vs-ipfs": "marshalled below (it needs a kubo binary)",
 	"wats config show":   "TestConfigCommands",
 	"wats repo check":    "TestDamagedRepoCLI",
 	"wats repo repair":   "TestDamagedRepoCLI",
@@ -89,7 +90,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats crash ls", []string{"crash", "ls"}, a, false},
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
 		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", false},
-		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", false},
+		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", true},
 		{"wats bench disk", []string{"bench", "disk", "--duration", "200ms", "--every", "10ms", "--dir", tmp}, "", false},
 		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, "", false},
 	}
@@ -140,12 +141,17 @@ func TestJSONOutputs(t *testing.T) {
 	// The benches too long to run here: their result types marshal.
 	for name, v := range map[string]any{
 		"bench attack": struct {
-			Results []bench.AttackResult `json:"results"`
-			Kill9   *bench.KillResult    `json:"kill9,omitempty"`
-		}{[]bench.AttackResult{{}}, &bench.KillResult{}},
+			Scenario *bench.AttackResult `json:"scenario"`
+		}{&bench.AttackResult{}},
+		"bench attack kill9": struct {
+			Kill9 *bench.KillResult `json:"kill9"`
+		}{&bench.KillResult{}},
 		"bench gossip": struct {
-			Results []bench.GossipResult `json:"results"`
-		}{[]bench.GossipResult{{Daemons: []bench.GossipDaemonResult{{}}, Attacker: &attack.GossipStats{}}}},
+			Scenario *bench.GossipResult `json:"scenario"`
+		}{&bench.GossipResult{Daemons: []bench.GossipDaemonResult{{}}, Attacker: &attack.GossipStats{}}},
+		"bench vs-ipfs": struct {
+			Result *bench.VsIPFSResult `json:"result"`
+		}{&bench.VsIPFSResult{Figures: []bench.VsIPFSFigure{{}}}},
 	} {
 		if _, err := marshalIndent(v); err != nil {
 			t.Errorf("%s --json: %v", name, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,11 +77,20 @@ func e2eSetup(t *testing.T) (bin, tmp string, env []string) {
 }
 
 // initLocal makes a repo in each of dirs with --profile local.
+//
+// The local profile announces the node by mDNS, so the repos of one call
+// get a network of their own: daemons of other tests, benches or devnets
+// running on this machine are on other networks, never found or synced
+// with (they once filled a test's log with their events).
 func initLocal(t *testing.T, env []string, bin string, dirs ...string) {
 	t.Helper()
+	network := fmt.Sprintf("e2e-%x", rand.Uint64())
 	for _, dir := range dirs {
 		if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
 			t.Fatalf("init --profile local --repo %s: exit %d: %s", dir, code, stderr)
+		}
+		if code, _, stderr := runBin(t, env, bin, "config", "set", "network", network, "--repo", dir); code != 0 {
+			t.Fatalf("config set network %s --repo %s: exit %d: %s", network, dir, code, stderr)
 		}
 	}
 }

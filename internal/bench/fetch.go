@@ -53,22 +53,48 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 // String formats s rounded to the millisecond, e.g. "1.236s".
 func (s Seconds) String() string { return time.Duration(s).Round(time.Millisecond).String() }
 
+// FetchOptions are the settings of Fetch.
+type FetchOptions struct {
+	// Size is the blob's size in bytes (1..2^53).
+	Size uint64
+	// Transport is what the daemons listen on: any (TCP and QUIC), tcp or
+	// quic.
+	Transport string
+	// Log, if set, gets a line of progress a step.
+	Log func(format string, args ...any)
+	// Measured, if set, gets each figure as soon as it is measured: the
+	// import, then the fetch.
+	Measured func(FetchFigure)
+}
+
+// FetchFigure is one timed step of Fetch: Op is "import" or "fetch".
+type FetchFigure struct {
+	Op      string  `json:"op"`
+	Bytes   uint64  `json:"bytes"`
+	Seconds Seconds `json:"seconds"`
+	MiBPerS float64 `json:"mib_per_s"`
+}
+
 // Fetch is `wats bench fetch`: it starts two daemons in a temporary
-// directory (removed after), imports size pseudo-random bytes into node0
+// directory (removed after), imports o.Size pseudo-random bytes into node0
 // through its control API and times node1's fetch of the blob from node0
-// over bitswap. transport is any (TCP and QUIC), tcp or quic: what the
-// daemons listen on. Both daemons' blobs.max_blob_bytes and
-// blobs.quota_bytes are raised to size. log, if not nil, gets a line of
-// progress a step.
-func Fetch(ctx context.Context, size uint64, transport string, log func(format string, args ...any)) (*FetchResult, error) {
+// over bitswap. Both daemons' blobs.max_blob_bytes and blobs.quota_bytes
+// are raised to the size.
+func Fetch(ctx context.Context, o FetchOptions) (*FetchResult, error) {
+	size, transport := o.Size, o.Transport
 	dir, err := os.MkdirTemp("", "wats-bench-fetch-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	logf := log
+	logf := o.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	measured := func(op string, d time.Duration) {
+		if o.Measured != nil {
+			o.Measured(FetchFigure{Op: op, Bytes: size, Seconds: Seconds(d), MiBPerS: float64(size) / (1 << 20) / d.Seconds()})
+		}
 	}
 	d, err := devnet.Start(ctx, devnet.Options{
 		Dir: dir, Nodes: 2, Network: "wats-bench", Timeout: devnet.DefaultUpTimeout, Foreground: true, Log: logf,
@@ -98,6 +124,7 @@ func Fetch(ctx context.Context, size uint64, transport string, log func(format s
 		return nil, fmt.Errorf("node0: blob add: %w", err)
 	}
 	res.Import, res.CID = Seconds(time.Since(start)), bi.CID
+	measured("import", time.Duration(res.Import))
 	id, err := src.ID(ctx)
 	if err != nil {
 		return nil, err
@@ -110,6 +137,7 @@ func Fetch(ctx context.Context, size uint64, transport string, log func(format s
 		return nil, fmt.Errorf("node1: fetch: %w", err)
 	}
 	res.Fetch = Seconds(time.Since(start))
+	measured("fetch", time.Duration(res.Fetch))
 	res.ProviderCPU = Seconds(cpuTime(d.Daemon(0).PID()) - cpu0)
 	res.FetcherCPU = Seconds(cpuTime(d.Daemon(1).PID()) - cpu1)
 	mib := float64(size) / (1 << 20)
