@@ -150,7 +150,10 @@ func (w *walk) flush() error {
 //     visited, however often the DAG names them.
 //   - A block is accepted only from p and only if it was asked for; an
 //     attempt whose provider sends nothing for the exchange's idle timeout
-//     (DefaultIdleTimeout, 15 s) fails with ErrStalled.
+//     (DefaultIdleTimeout, 15 s) fails with ErrStalled. After each silent
+//     third of it, and when one of several connections to p closes, the
+//     wants in flight are sent again (bitswap sends a message once: a
+//     stream or connection that ends can take wants or blocks with it).
 //
 // Errors: the ones above belong to the CID; ErrDontHave, ErrProviderGone,
 // ErrStalled, a failed dial or ctx's deadline belong to the provider;
@@ -180,8 +183,12 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 	w.wq, w.wdone = make(chan blocks.Block, writeQueue), make(chan struct{})
 	go w.writer(context.WithoutCancel(ctx))
 	defer w.close()
-	idle := time.NewTimer(x.idle)
+	// The idle timeout is counted in thirds: after each silent third the
+	// wants in flight are sent again (rewant), after the third it stalls.
+	third := x.idle / 3
+	idle := time.NewTimer(third)
 	defer idle.Stop()
+	silent := 0
 	for {
 		if err := w.fill(ctx); err != nil {
 			return w.written, err
@@ -194,8 +201,6 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			// than the budget (e.g. many tiny chunks), a fault of the CID.
 			return w.written, fmt.Errorf("%w: %s: its blocks need more than the %d bytes allowed for %d declared", ErrBadBlob, w.root, w.budget, w.size)
 		}
-		// Counted from the last block received (or the first wants).
-		idle.Reset(x.idle)
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -203,23 +208,61 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			}
 			return w.written, ctx.Err()
 		case <-idle.C:
-			return w.written, fmt.Errorf("%w: %s sent nothing for %v", ErrStalled, p, x.idle)
+			if silent++; silent == 3 {
+				return w.written, fmt.Errorf("%w: %s sent nothing for %v", ErrStalled, p, x.idle)
+			}
+			if err := w.rewant(ctx); err != nil {
+				return w.written, err
+			}
+			idle.Reset(third)
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
-				if x.net.IsConnectedToPeer(ctx, p) {
-					continue // the end of an older connection
+				if !x.net.IsConnectedToPeer(ctx, p) {
+					return w.written, fmt.Errorf("%w: %s", ErrProviderGone, p)
 				}
-				return w.written, fmt.Errorf("%w: %s", ErrProviderGone, p)
+				// One of several connections closed: what it carried
+				// (wants, blocks on their way) may be lost.
+				if err := w.rewant(ctx); err != nil {
+					return w.written, err
+				}
 			case e.dontHave.Defined():
 				return w.written, fmt.Errorf("%w: %s has no block %s", ErrDontHave, p, e.dontHave)
 			default:
 				if err := w.accept(ctx, e.blk); err != nil {
 					return w.written, err
 				}
+				// Counted from the last block received (or the first wants).
+				silent = 0
+				idle.Reset(third)
 			}
 		}
 	}
+}
+
+// rewant sends the wants in flight again, on a new stream: the provider
+// may have lost them, or the blocks it sent for them may be lost, with a
+// stream or a connection that ended (bitswap sends each message once). A
+// block that still comes twice is taken once; the second copy is
+// unsolicited, dropped. Counted in ExchangeStats.Rewants.
+func (w *walk) rewant(ctx context.Context) error {
+	if len(w.out) == 0 || w.ms == nil {
+		return nil
+	}
+	_ = w.ms.Reset()
+	w.ms = nil
+	if err := w.openSender(ctx); err != nil {
+		return err
+	}
+	cs := make([]cid.Cid, 0, len(w.out))
+	for _, it := range w.out {
+		cs = append(cs, it.c)
+	}
+	w.x.rewants.Add(1)
+	if err := sendWants(ctx, w.ms, cs, &w.seq); err != nil {
+		return fmt.Errorf("blobs: provider %s: send wants again: %w", w.a.p, err)
+	}
+	return nil
 }
 
 // close withdraws the wants still in flight and waits for the writer.
@@ -283,17 +326,25 @@ func (w *walk) fill(ctx context.Context) error {
 				return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
 			}
 		}
-		ms, err := w.x.net.NewMessageSender(ctx, w.a.p, &bsnetwork.MessageSenderOpts{
-			MaxRetries: 1, SendTimeout: sendTimeout, SendErrorBackoff: sendTimeout,
-		})
-		if err != nil {
-			return fmt.Errorf("blobs: provider %s: open bitswap stream: %w", w.a.p, err)
+		if err := w.openSender(ctx); err != nil {
+			return err
 		}
-		w.ms = ms
 	}
 	if err := sendWants(ctx, w.ms, batch, &w.seq); err != nil {
 		return fmt.Errorf("blobs: provider %s: send wants: %w", w.a.p, err)
 	}
+	return nil
+}
+
+// openSender opens the stream the wants go to the provider on.
+func (w *walk) openSender(ctx context.Context) error {
+	ms, err := w.x.net.NewMessageSender(ctx, w.a.p, &bsnetwork.MessageSenderOpts{
+		MaxRetries: 1, SendTimeout: sendTimeout, SendErrorBackoff: sendTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("blobs: provider %s: open bitswap stream: %w", w.a.p, err)
+	}
+	w.ms = ms
 	return nil
 }
 

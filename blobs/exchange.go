@@ -59,6 +59,7 @@ type Exchange struct {
 	}
 	unsolicited atomic.Uint64
 	received    atomic.Uint64
+	rewants     atomic.Uint64
 }
 
 // DefaultIdleTimeout ends an attempt whose provider sends nothing for
@@ -122,6 +123,10 @@ type ExchangeStats struct {
 	Unsolicited uint64
 	// ReceivedBytes counts the bytes of blocks accepted by attempts.
 	ReceivedBytes uint64
+	// Rewants counts the times an attempt sent its wants in flight again
+	// (a silent third of the idle timeout, or a connection of several
+	// to its provider closed; FetchFrom).
+	Rewants uint64
 }
 
 type wantKey struct {
@@ -338,7 +343,7 @@ func (x *Exchange) Close() {
 
 // Stats returns the exchange's counters.
 func (x *Exchange) Stats() ExchangeStats {
-	return ExchangeStats{Unsolicited: x.unsolicited.Load(), ReceivedBytes: x.received.Load()}
+	return ExchangeStats{Unsolicited: x.unsolicited.Load(), ReceivedBytes: x.received.Load(), Rewants: x.rewants.Load()}
 }
 
 // Host returns the libp2p host the exchange runs on.

@@ -683,3 +683,56 @@ func TestStalledProviderIsLeftEarly(t *testing.T) {
 		t.Fatal("a stalled provider is not backed off")
 	}
 }
+
+// TestLostWantIsSentAgain: a provider that lost one want (its stream or
+// connection ended with it, or with the block it sent) gets the wants in
+// flight again after a silent third of the idle timeout, and the fetch
+// completes from it instead of stalling; a provider that stays silent is
+// asked three times in all (the first wants and two rewants), then left.
+func TestLostWantIsSentAgain(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{IdleTimeout: 900 * time.Millisecond})
+	lossy := newFakeProvider(t)
+	var lost cid.Cid
+	lossy.answer = func(i int, c cid.Cid) reply {
+		if i == 2 { // the third want: as if its block was lost on the way
+			lost = c
+			return silent
+		}
+		return serveIt
+	}
+	c, size := lossy.add(randBytes(4*ChunkSize+5, 62))
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{lossy.info()}}}); err != nil {
+		t.Fatalf("fetch from a provider that lost a want: %v", err)
+	}
+	if got := n.x.Stats().Rewants; got < 1 {
+		t.Fatalf("%d rewants, want at least 1", got)
+	}
+	wants, _ := lossy.stats()
+	if asked := countOf(wants, lost); asked < 2 {
+		t.Fatalf("the lost block was asked for %d times, want at least 2", asked)
+	}
+
+	mute := newFakeProvider(t)
+	mute.answer = func(int, cid.Cid) reply { return silent }
+	c2, size2 := mute.add(randBytes(ChunkSize+7, 63))
+	before := n.x.Stats().Rewants
+	err := n.f.Fetch(testCtx(t), Request{CID: c2, Size: size2, Sources: Sources{Named: []peer.AddrInfo{mute.info()}}})
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("fetch from a silent provider: %v, want ErrStalled", err)
+	}
+	wants, _ = mute.stats()
+	if root := countOf(wants, c2); root != 3 || n.x.Stats().Rewants-before != 2 {
+		t.Fatalf("a silent provider was asked for the root %d times with %d rewants, want 3 and 2", root, n.x.Stats().Rewants-before)
+	}
+}
+
+// countOf counts c in cs.
+func countOf(cs []cid.Cid, c cid.Cid) int {
+	n := 0
+	for _, x := range cs {
+		if x.Equals(c) {
+			n++
+		}
+	}
+	return n
+}

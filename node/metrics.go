@@ -140,6 +140,14 @@ func newMetrics(n *Node) *metrics {
 		}
 		return float64(n.fetch.x.Stats().ReceivedBytes)
 	})
+	rewants := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "wats_blob_rewants_total", Help: "Times a fetch sent its wants in flight to its provider again: a silent third of the idle timeout, or one of several connections to it closed.",
+	}, func() float64 {
+		if n.fetch == nil {
+			return 0
+		}
+		return float64(n.fetch.x.Stats().Rewants)
+	})
 	quota := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_blob_quota_used_bytes", Help: "Bytes of complete blobs, as blobs.quota_bytes counts them.",
 	}, func() float64 {
@@ -226,7 +234,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
-	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, quota)
+	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
