@@ -69,6 +69,7 @@ type share struct {
 	msgs   [][]byte   // their signing bytes, within slab
 	at     []int      // their indexes in the share
 	starts []int      // where each one's signing bytes start in slab
+	keys   authorKeys // the share's authors, parsed once
 	valid  []bool     // the verdicts
 }
 
@@ -81,6 +82,10 @@ func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(stri
 	defer sharePool.Put(sh)
 	sh.slab, sh.ins, sh.msgs, sh.at = sh.slab[:0], sh.ins[:0], sh.msgs[:0], sh.at[:0]
 	sh.starts = sh.starts[:0]
+	if sh.keys == nil {
+		sh.keys = authorKeys{}
+	}
+	clear(sh.keys)
 	for i, raw := range raws {
 		e, err := Decode(raw)
 		if err == nil && known != nil && known(e.ID) {
@@ -91,7 +96,7 @@ func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(stri
 		if err == nil {
 			start := len(sh.slab)
 			var sb []byte
-			if sb, err = e.checkAllButSignature(now, sh.slab, &in); err == nil {
+			if sb, err = e.checkAllButSignature(now, sh.slab, &in, sh.keys); err == nil {
 				sh.slab = sb
 				sh.starts = append(sh.starts, start)
 				sh.ins = append(sh.ins, in)

@@ -363,6 +363,33 @@ func TestSignatureEdgeCases(t *testing.T) {
 	}
 	t.Logf("%d crafted signatures: ZIP 215 accepts %d, crypto/ed25519 %d", len(cases), zipAccepts, stdlibAccepts)
 
+	// The valid ones as one batch, ours and ed25519consensus's; and with
+	// each invalid one added.
+	var ins []sigInput
+	var msgs [][]byte
+	var bad []int
+	for i, c := range cases {
+		var in sigInput
+		pub, sig, sb := rawSig(t, c.ev)
+		in.pub, in.sig = [32]byte(pub), [64]byte(sig)
+		if !c.zip215 {
+			bad = append(bad, i)
+			continue
+		}
+		ins, msgs = append(ins, in), append(msgs, sb)
+	}
+	if !batchVerify(ins, msgs) || !refBatch(ins, msgs) {
+		t.Errorf("the %d valid cases as one batch: batchVerify %v, ed25519consensus %v", len(ins), batchVerify(ins, msgs), refBatch(ins, msgs))
+	}
+	for _, i := range bad {
+		pub, sig, sb := rawSig(t, cases[i].ev)
+		ins2 := append(slices.Clone(ins), sigInput{pub: [32]byte(pub), sig: [64]byte(sig)})
+		msgs2 := append(slices.Clone(msgs), sb)
+		if batchVerify(ins2, msgs2) || refBatch(ins2, msgs2) {
+			t.Errorf("%s among the valid cases: a batch passes", cases[i].name)
+		}
+	}
+
 	// All the cases in one page.
 	evs := make([]*Event, len(cases))
 	want := make([]bool, len(cases))
@@ -391,6 +418,15 @@ func TestSignatureEdgeCases(t *testing.T) {
 			return fmt.Sprintf("good event %d", i)
 		})
 	}
+}
+
+// refBatch is ed25519consensus.BatchVerifier's verdict on ins over msgs.
+func refBatch(ins []sigInput, msgs [][]byte) bool {
+	v := ed25519consensus.NewBatchVerifier()
+	for i := range ins {
+		v.Add(ins[i].pub[:], msgs[i], ins[i].sig[:])
+	}
+	return v.Verify()
 }
 
 // rawSig returns an event's raw key, signature and signing bytes.
@@ -445,8 +481,9 @@ func TestVerifyBatchFindsTheBadOne(t *testing.T) {
 }
 
 // FuzzBatchAgrees: for any key, signature and message, the check one at a
-// time gives ed25519consensus.Verify's verdict (ZIP 215), and the batch
-// check the same verdict, beside itself and beside good signatures.
+// time gives ed25519consensus.Verify's verdict (ZIP 215), batchVerify
+// ed25519consensus.BatchVerifier's, and verifySignatures the verdict of
+// the check one at a time, beside itself and beside good signatures.
 func FuzzBatchAgrees(f *testing.F) {
 	for _, c := range edgeCases(f) {
 		pub, sig, sb := rawSig(f, c.ev)
@@ -472,6 +509,9 @@ func FuzzBatchAgrees(f *testing.F) {
 					msgs[i] = goodMsg
 				}
 			}
+			if got, want := batchVerify(batch, msgs), refBatch(batch, msgs); got != want {
+				t.Fatalf("batch of %d: batchVerify %v, ed25519consensus.BatchVerifier %v", len(batch), got, want)
+			}
 			valid := make([]bool, len(batch))
 			verifySignatures(batch, msgs, valid)
 			for i, b := range batch {
@@ -481,4 +521,41 @@ func FuzzBatchAgrees(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVerifyBatchAuthors: a share parses each author once and remembers
+// only those that parse: the same bad author twice is refused twice, and
+// events by a remembered author still need their own valid signature.
+func TestVerifyBatchAuthors(t *testing.T) {
+	key := testKey(t, 5)
+	evs := makeEvents(t, key, testNow, 6, 0)
+	id, err := peer.Decode(evs[0].Author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 4} {
+		evs[i].Author = peer.ToCid(id).String() // the same peer, not in canonical form
+		reID(t, evs[i])
+	}
+	evs[3].Sig = evs[2].Sig // a remembered author, another event's signature
+	reID(t, evs[3])
+	ok, rejected := VerifyBatch(marshalAll(t, evs), testNow)
+	if len(ok) != 3 || len(rejected) != 3 {
+		t.Fatalf("%d ok, rejected %v", len(ok), rejected)
+	}
+	for j, want := range map[int]error{1: ErrMalformed, 3: ErrBadSignature, 4: ErrMalformed} {
+		found := false
+		for _, err := range rejected {
+			var be *BatchError
+			if errors.As(err, &be) && be.Index == j {
+				found = true
+				if !errors.Is(err, want) {
+					t.Errorf("event %d: %v, want %v", j, err, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("event %d not rejected", j)
+		}
+	}
 }
