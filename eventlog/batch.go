@@ -96,7 +96,7 @@ func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(stri
 		if err == nil {
 			start := len(sh.slab)
 			var sb []byte
-			if sb, err = e.checkAllButSignature(now, sh.slab, &in, sh.keys); err == nil {
+			if sb, err = e.checkAllButSignature(now, sh.slab, &in, sh.keys, true); err == nil {
 				sh.slab = sb
 				sh.starts = append(sh.starts, start)
 				sh.ins = append(sh.ins, in)

@@ -246,7 +246,7 @@ func verifyPageSingly(b *testing.B, raws []jsontext.Value, sigOK func(in *sigInp
 				e, err := Decode(raws[i])
 				var in sigInput
 				if err == nil {
-					buf, err = e.checkAllButSignature(testNow, buf[:0], &in, nil)
+					buf, err = e.checkAllButSignature(testNow, buf[:0], &in, nil, false)
 				}
 				if err != nil || !sigOK(&in, buf) {
 					b.Error("event", i, err)
