@@ -3,10 +3,12 @@ module github.com/wats-network/wats
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/hdevalence/ed25519consensus v0.2.0
 	github.com/ipfs/boxo v0.43.0
 	github.com/ipfs/go-block-format v0.2.4
 	github.com/ipfs/go-cid v0.6.2

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,4 +217,122 @@ func benchAdd(b *testing.B, callers int) {
 	b.StopTimer()
 	reportEventsPerSec(b, 1)
 	b.ReportMetric(float64(l.Commits())/float64(b.N), "commits/op")
+}
+
+// benchPage is a 256-event page by 16 authors, as `wats bench sync` fills.
+func benchPage(b *testing.B) []jsontext.Value {
+	raws := make([]jsontext.Value, 256)
+	for i := range raws {
+		e := mustNew(b, testKey(b, byte(1+i%16)), testNow, "note", fmt.Sprintf(`{"i":%d,"body":%s}`, i, benchBody), nil)
+		raws[i], _ = e.Marshal()
+	}
+	return raws
+}
+
+// verifyPageSingly verifies a page as VerifyBatch did before ADR 0034:
+// each event on its own (decode, checks, one signature check by sigOK) on
+// GOMAXPROCS workers that take indexes from a shared counter.
+func verifyPageSingly(b *testing.B, raws []jsontext.Value, sigOK func(in *sigInput, msg []byte) bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			var buf []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(raws) {
+					return
+				}
+				e, err := Decode(raws[i])
+				var in sigInput
+				if err == nil {
+					buf, err = e.checkAllButSignature(testNow, buf[:0], &in, nil, false)
+				}
+				if err != nil || !sigOK(&in, buf) {
+					b.Error("event", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func stdlibSigOK(in *sigInput, msg []byte) bool { return ed25519.Verify(in.pub[:], msg, in.sig[:]) }
+
+// BenchmarkVerifyPage compares, in one run, three ways of verifying a
+// 256-event page by 16 authors on all cores: VerifyBatch (a ZIP 215 batch
+// a worker, ADR 0034), one signature at a time under ZIP 215 (the rule,
+// ed25519consensus.Verify), and one at a time with crypto/ed25519 (the
+// check before ADR 0034). With -count N they alternate, N rounds.
+func BenchmarkVerifyPage(b *testing.B) {
+	raws := benchPage(b)
+	b.Run("batch", func(b *testing.B) {
+		for b.Loop() {
+			if ok, rej := VerifyBatch(raws, testNow); len(ok) != len(raws) || len(rej) != 0 {
+				b.Fatal(rej)
+			}
+		}
+		reportEventsPerSec(b, len(raws))
+	})
+	b.Run("single-zip215", func(b *testing.B) {
+		for b.Loop() {
+			verifyPageSingly(b, raws, verifySignature)
+		}
+		reportEventsPerSec(b, len(raws))
+	})
+	b.Run("single-stdlib", func(b *testing.B) {
+		for b.Loop() {
+			verifyPageSingly(b, raws, stdlibSigOK)
+		}
+		reportEventsPerSec(b, len(raws))
+	})
+}
+
+// BenchmarkSignatures256 is the signature checks alone, 256 of them by 16
+// keys on one core: one ZIP 215 batch (batchVerify, one term per key),
+// the same with ed25519consensus.BatchVerifier (one term per signature),
+// one at a time under ZIP 215, one at a time with crypto/ed25519. us/sig
+// is per signature.
+func BenchmarkSignatures256(b *testing.B) {
+	ins := make([]sigInput, 256)
+	msgs := make([][]byte, 256)
+	for i := range ins {
+		priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{byte(i % 16)}, 32))
+		msgs[i] = []byte(fmt.Sprintf("wats-event-v1:%d %s", i, benchBody))
+		ins[i] = sigInput{pub: [32]byte(priv.Public().(ed25519.PublicKey)), sig: [64]byte(ed25519.Sign(priv, msgs[i]))}
+	}
+	perSig := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(ins)), "us/sig")
+	}
+	b.Run("batch", func(b *testing.B) {
+		valid := make([]bool, len(ins))
+		for b.Loop() {
+			verifySignatures(ins, msgs, valid)
+		}
+		perSig(b)
+	})
+	b.Run("batch-ed25519consensus", func(b *testing.B) {
+		for b.Loop() {
+			if !refBatch(ins, msgs) {
+				b.Fatal("batch fails")
+			}
+		}
+		perSig(b)
+	})
+	b.Run("single-zip215", func(b *testing.B) {
+		for b.Loop() {
+			for i := range ins {
+				verifySignature(&ins[i], msgs[i])
+			}
+		}
+		perSig(b)
+	})
+	b.Run("single-stdlib", func(b *testing.B) {
+		for b.Loop() {
+			for i := range ins {
+				stdlibSigOK(&ins[i], msgs[i])
+			}
+		}
+		perSig(b)
+	})
 }

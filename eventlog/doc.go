@@ -18,7 +18,8 @@
 //   - signing bytes: "wats-event-v1:" followed by the RFC 8785 (JCS)
 //     canonical JSON of the event without id and sig;
 //   - id: lowercase hex BLAKE3-256 of the signing bytes;
-//   - sig: Ed25519 signature of the signing bytes, base64url without padding.
+//   - sig: Ed25519 signature of the signing bytes, base64url without
+//     padding, valid under ZIP 215 (ADR 0034, signature.go).
 //
 // testdata/events.json holds events signed by an independent implementation;
 // the tests reproduce their signing bytes, ids and signatures exactly.
@@ -27,7 +28,8 @@
 // (strict JSON: duplicate, unknown or missing members, wrong types are
 // refused; the body is canonicalized) and Verify (caps, syntax, the
 // 10-minute rule, id, signature), or VerifyBatch for a whole sync page on
-// all cores. Failures are *ValidationError values naming the field, with
+// all cores, its signatures checked as Ed25519 batches (the same verdict
+// as Verify's). Failures are *ValidationError values naming the field, with
 // the sentinels ErrMalformed, ErrTooLarge, ErrFuture, ErrBadID and
 // ErrBadSignature for errors.Is. Every bound on peer input is a named
 // constant in event.go.
@@ -66,7 +68,9 @@
 //   - decode.go: Decode, strict: json v2 binds the members; presence,
 //     null, the canonical body and the blob cap are checked there.
 //   - body.go: body canonicalization (JCS) and the number check; Crash.
-//   - batch.go: VerifyBatch.
+//   - batch.go: VerifyBatch and VerifyNew: a page in shares, one a worker.
+//   - signature.go: the signature rule (ZIP 215), one at a time and in a
+//     batch.
 //   - log.go: Log, its key layout, Append, Page, Get, Has, Changed.
 //   - seen.go: the in-memory Bloom filter of stored ids that spares Append
 //     most lookups.

@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzDecode: Decode never panics; what it accepts re-encodes to a form that
-// decodes to the same event (a fixed point), and Verify never panics on it.
+// decodes to the same event (a fixed point), and Verify and VerifyBatch
+// never panic on it and give it the same verdict.
 func FuzzDecode(f *testing.F) {
 	if raw, err := os.ReadFile("testdata/events.json"); err == nil {
 		var v struct {
@@ -35,7 +36,14 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = e.Verify(testNow)
+		verr := e.Verify(testNow)
+		ok, rejected := VerifyBatch([]jsontext.Value{raw}, testNow)
+		if (verr == nil) != (len(ok) == 1) || len(ok)+len(rejected) != 1 {
+			t.Fatalf("Verify: %v; VerifyBatch: %d ok, %v", verr, len(ok), rejected)
+		}
+		if verr != nil && rejected[0].(*BatchError).Err.Error() != verr.Error() {
+			t.Fatalf("Verify: %v; VerifyBatch: %v", verr, rejected[0])
+		}
 		m, err := e.Marshal()
 		if err != nil {
 			t.Fatalf("Marshal of a decoded event: %v", err)

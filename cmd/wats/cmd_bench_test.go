@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json"
 )
 
 func TestBenchGossipUsage(t *testing.T) {
@@ -48,5 +50,31 @@ func TestBenchVsIPFSSkipsWithoutKubo(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "", "bench", "vs-ipfs")
 	if code != 0 || stdout != "" || !strings.Contains(stderr, "skipped") || !strings.Contains(stderr, "go build -o /tmp/ipfs ./cmd/ipfs") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestBenchSyncJSON: bench sync --json prints one JSON object a line, a
+// figure each, and nothing else on stdout.
+func TestBenchSyncJSON(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "sync", "-n", "300", "--dir", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != 11 {
+		t.Fatalf("%d lines, want 11:\n%s", len(lines), stdout)
+	}
+	for _, line := range lines {
+		var f struct {
+			Figure string  `json:"figure"`
+			Value  float64 `json:"value"`
+			Unit   string  `json:"unit"`
+		}
+		if err := json.Unmarshal([]byte(line), &f, json.RejectUnknownMembers(true)); err != nil || f.Figure == "" || f.Unit == "" {
+			t.Errorf("line %q: %+v, %v", line, f, err)
+		}
+	}
+	if !strings.HasPrefix(lines[0], `{"figure":"events","value":300,`) {
+		t.Errorf("first line %q", lines[0])
 	}
 }

@@ -89,7 +89,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats crash report", []string{"crash", "report", "--program", "p", "--version", "1", "--reason", "r"}, a, false},
 		{"wats crash ls", []string{"crash", "ls"}, a, false},
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
-		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", false},
+		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", true},
 		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", true},
 		{"wats bench disk", []string{"bench", "disk", "--duration", "200ms", "--every", "10ms", "--dir", tmp}, "", false},
 		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, "", false},

@@ -5,7 +5,10 @@
 //
 //   - Sync (`bench sync`): two nodes in this process on 127.0.0.1, the
 //     first filled with signed events through node's exported API, the
-//     second timed catching up by sync.
+//     second timed catching up by sync, against crypto/ed25519's single
+//     checks of the same signatures on all cores (ADR 0034). It reports
+//     each figure as it is measured (Figure), which the command prints at
+//     once, a line of text or of JSON each.
 //   - Fetch (`bench fetch`): two daemons of a devnet (internal/devnet), a
 //     blob imported into one and fetched by the other over bitswap.
 //   - Disk (`bench disk`): fsyncs of small appends, as the event log's WAL

@@ -82,6 +82,16 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
+// processCPU returns the user and system CPU time this process has used
+// (getrusage), or 0 where that is not available.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // ms returns d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

@@ -2,13 +2,17 @@ package bench
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -24,17 +28,37 @@ import (
 	"github.com/wats-network/wats/core"
 )
 
-// SyncResult is what Sync measured.
+// SyncResult is what Sync measured. Sync also reports each figure as a
+// Figure as soon as it is measured (SyncOptions.Figure), under the JSON
+// name of its field here.
 type SyncResult struct {
 	// Events is n, the events filled and caught up.
 	Events uint64 `json:"events"`
 	// Fill is the time spent signing and storing the events on the source
-	// node; CatchUp from dialling the source to the last event stored.
-	// Their JSON is in nanoseconds (fill_ns, catch_up_ns).
+	// node (SingleVerify not included); CatchUp from dialling the source
+	// to the last event stored. Their JSON is in nanoseconds (fill_ns,
+	// catch_up_ns).
 	Fill      time.Duration `json:"-"`
 	CatchUp   time.Duration `json:"-"`
 	FillNs    int64         `json:"fill_ns"`
 	CatchUpNs int64         `json:"catch_up_ns"`
+	// SingleVerify is the time crypto/ed25519.Verify takes to check the
+	// same n signatures one at a time on GOMAXPROCS workers, measured
+	// during the fill, batch by batch (the signature checks alone: no
+	// decoding, no id; ADR 0034's anchor). JSON in nanoseconds.
+	SingleVerify   time.Duration `json:"-"`
+	SingleVerifyNs int64         `json:"single_verify_ns"`
+	// CatchUpOverSingleVerify is CatchUp / SingleVerify, ADR 0034's
+	// target: at most 0.8.
+	CatchUpOverSingleVerify float64 `json:"catch_up_over_single_verify"`
+	// SingleVerifyCPU and CatchUpCPU are the CPU time (user and system)
+	// the process used during SingleVerify and CatchUp: what a shared
+	// machine's load does not change, where their ratio says how much of
+	// the wall-time ratio is the code's. JSON in nanoseconds.
+	SingleVerifyCPU   time.Duration `json:"-"`
+	CatchUpCPU        time.Duration `json:"-"`
+	SingleVerifyCPUNs int64         `json:"single_verify_cpu_ns"`
+	CatchUpCPUNs      int64         `json:"catch_up_cpu_ns"`
 	// EventsPerSec is Events over CatchUp.
 	EventsPerSec float64 `json:"events_per_sec"`
 	// DiskBytesPerEvent is the size of the catching-up node's database
@@ -49,17 +73,56 @@ type SyncResult struct {
 	Dropped uint64 `json:"dropped"`
 }
 
+// Figure is one figure of a bench, reported as soon as it is measured, so
+// that a long run is never lost to an error after it (`bench sync --json`
+// prints one a line).
+type Figure struct {
+	// Name is the figure's JSON name in the bench's result, e.g.
+	// "catch_up_ns".
+	Name string `json:"figure"`
+	// Value is the figure in Unit.
+	Value float64 `json:"value"`
+	// Unit is "ns", "events", "events/s", "bytes", "bytes/event" or
+	// "ratio".
+	Unit string `json:"unit"`
+}
+
+// SyncOptions are Sync's optional settings; the zero value (or nil) is a
+// run in a temporary directory that reports nothing along the way.
+type SyncOptions struct {
+	// Dir holds the two repos; a temporary directory, removed at the end,
+	// when empty.
+	Dir string
+	// Progress, if not nil, is called with a line of text now and then.
+	Progress func(string)
+	// Figure, if not nil, is called with each figure as soon as it is
+	// measured, in the order of SyncResult's fields but for Events first.
+	Figure func(Figure)
+	// CPUProfile, if not nil, receives a CPU profile (pprof) of the
+	// catch-up alone.
+	CPUProfile io.Writer
+}
+
 // Sync is `wats bench sync`: it fills one node with n signed events and
 // measures a second node's catch-up from it by sync over real libp2p on
 // loopback, with gossip and rate limits off, signatures verified and
-// writes durable. Both nodes run in this process (node.New), through
-// node's exported API only. dir holds the two repos (a temp dir when
-// empty, removed at the end). progress, if not nil, is called with a line
-// of text now and then.
-func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncResult, error) {
-	if progress == nil {
-		progress = func(string) {}
+// writes durable; and, during the fill, the time the n signatures take
+// to check one at a time on all cores, the catch-up's anchor (ADR 0034).
+// Both nodes run in this process (node.New), through node's exported API
+// only. Each figure goes to opts.Figure as soon as it is measured; the
+// result holds them all when the run ends without error.
+func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
+	var o SyncOptions
+	if opts != nil {
+		o = *opts
 	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	if o.Figure == nil {
+		o.Figure = func(Figure) {}
+	}
+	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "wats-bench-sync-")
 		if err != nil {
@@ -85,21 +148,29 @@ func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncR
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := &SyncResult{Events: uint64(n)}
+	o.Figure(Figure{"events", float64(n), "events"})
 
 	a, err := node.New(src.Config, src.Key, &node.Options{Dir: src.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	t0 := time.Now()
-	if err := fillLog(ctx, a.Events(), n, progress); err != nil {
-		return nil, err
-	}
-	res.Fill = time.Since(t0)
-	progress(fmt.Sprintf("filled the source with %d events in %v", n, res.Fill.Round(time.Millisecond)))
+	// Started before the fill, so that its one scan of its log at start
+	// (for blobs to fetch, node/fetch.go) is over before the catch-up, as
+	// on a source that has run for a while.
 	if err := a.Start(ctx); err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
+	if res.SingleVerify, res.SingleVerifyCPU, err = fillLog(ctx, a.Events(), n, o.Progress); err != nil {
+		return nil, err
+	}
+	res.Fill = time.Since(t0) - res.SingleVerify
+	res.FillNs, res.SingleVerifyNs = res.Fill.Nanoseconds(), res.SingleVerify.Nanoseconds()
+	res.SingleVerifyCPUNs = res.SingleVerifyCPU.Nanoseconds()
+	o.Progress(fmt.Sprintf("filled the source with %d events in %v", n, res.Fill.Round(time.Millisecond)))
+	o.Figure(Figure{"fill_ns", float64(res.FillNs), "ns"})
+	o.Figure(Figure{"single_verify_ns", float64(res.SingleVerifyNs), "ns"})
 
 	b, err := node.New(dst.Config, dst.Key, &node.Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
@@ -116,26 +187,56 @@ func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncR
 	}
 	runtime.GC()
 	resetPeakRSS()
-	t0 = time.Now()
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return nil, err
+		}
+	}
+	t0, cpu0 := time.Now(), processCPU()
 	if _, err := b.Connect(ctx, a.FullAddrs()[0]); err != nil {
 		return nil, err
 	}
-	st, err := b.SyncPeer(ctx, a.ID(), func(p node.SyncProgress) {
-		if p.Cursor%(256*1000) == 0 {
-			progress(fmt.Sprintf("caught up %d of %d", p.Cursor, n))
+	// The hello starts the catch-up (docs/design.md §5.2: a head past the
+	// cursor), which SyncPeer then waits for: the progress is the head's.
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				o.Progress(fmt.Sprintf("caught up %d of %d", b.Events().Head(), n))
+			}
 		}
-	})
+	}()
+	st, err := b.SyncPeer(ctx, a.ID(), nil)
+	close(stop)
+	res.CatchUp, res.CatchUpCPU = time.Since(t0), processCPU()-cpu0
+	if o.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return nil, err
 	}
-	res.CatchUp = time.Since(t0)
-	res.FillNs, res.CatchUpNs = res.Fill.Nanoseconds(), res.CatchUp.Nanoseconds()
 	res.PeakRSSBytes = peakRSS(os.Getpid())
 	res.Dropped = b.Status().Dropped
 	if got := b.Events().Head(); got != core.Cursor(n) {
 		return nil, fmt.Errorf("bench: caught up %d events, want %d (last progress %+v)", got, n, st)
 	}
+	res.CatchUpNs, res.CatchUpCPUNs = res.CatchUp.Nanoseconds(), res.CatchUpCPU.Nanoseconds()
 	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()
+	if res.SingleVerify > 0 {
+		res.CatchUpOverSingleVerify = res.CatchUp.Seconds() / res.SingleVerify.Seconds()
+	}
+	o.Figure(Figure{"catch_up_ns", float64(res.CatchUpNs), "ns"})
+	o.Figure(Figure{"catch_up_over_single_verify", res.CatchUpOverSingleVerify, "ratio"})
+	o.Figure(Figure{"single_verify_cpu_ns", float64(res.SingleVerifyCPUNs), "ns"})
+	o.Figure(Figure{"catch_up_cpu_ns", float64(res.CatchUpCPUNs), "ns"})
+	o.Figure(Figure{"events_per_sec", res.EventsPerSec, "events/s"})
+	o.Figure(Figure{"peak_rss_bytes", float64(res.PeakRSSBytes), "bytes"})
+	o.Figure(Figure{"dropped", float64(res.Dropped), "events"})
 	if err := b.Close(); err != nil {
 		return nil, err
 	}
@@ -145,61 +246,97 @@ func Sync(ctx context.Context, n int, dir string, progress func(string)) (*SyncR
 		return nil, err
 	}
 	res.DiskBytesPerEvent = float64(size) / float64(max(n, 1))
+	o.Figure(Figure{"disk_bytes_per_event", res.DiskBytesPerEvent, "bytes/event"})
 	return res, nil
 }
 
 // fillLog appends n signed note events from 16 authors, signed on all
-// cores, in batches of 4096.
-func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string)) error {
+// cores, in batches of 4096. After signing each batch it times
+// crypto/ed25519.Verify of the batch's signatures on all cores, and
+// returns the sum of those times, wall and CPU.
+func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string)) (singleVerify, singleVerifyCPU time.Duration, err error) {
 	keys := make([]crypto.PrivKey, 16)
+	pubs := make([]ed25519.PublicKey, len(keys))
 	for i := range keys {
-		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		k, pk, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		keys[i] = k
+		raw, err := pk.Raw()
+		if err != nil {
+			return 0, 0, err
+		}
+		keys[i], pubs[i] = k, raw
 	}
 	const batch = 4096
 	base := time.Now().Add(-time.Hour)
+	workers := runtime.GOMAXPROCS(0)
+	msgs := make([][]byte, batch)
+	sigs := make([][]byte, batch)
 	for start := 0; start < n; start += batch {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, 0, err
 		}
 		end := min(start+batch, n)
 		events := make([]*eventlog.Event, end-start)
-		var wg sync.WaitGroup
-		var firstErr error
-		var once sync.Once
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < len(events); i += workers {
-					seq := start + i
-					body := jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
-					// Hundreds share each millisecond, as in a busy network.
-					ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body, nil)
-					if err != nil {
-						once.Do(func() { firstErr = err })
-						return
-					}
-					events[i] = ev
-				}
-			}()
+		err := onWorkers(workers, len(events), func(i int) error {
+			seq := start + i
+			body := jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
+			// Hundreds share each millisecond, as in a busy network.
+			ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body, nil)
+			if err != nil {
+				return err
+			}
+			events[i] = ev
+			if msgs[i], err = ev.SigningBytes(); err != nil {
+				return err
+			}
+			sigs[i], err = base64.RawURLEncoding.DecodeString(ev.Sig)
+			return err
+		})
+		if err != nil {
+			return 0, 0, err
 		}
-		wg.Wait()
-		if firstErr != nil {
-			return firstErr
+		t0, cpu0 := time.Now(), processCPU()
+		err = onWorkers(workers, len(events), func(i int) error {
+			if !ed25519.Verify(pubs[(start+i)%len(keys)], msgs[i], sigs[i]) {
+				return fmt.Errorf("bench: event %d does not verify", start+i)
+			}
+			return nil
+		})
+		singleVerify += time.Since(t0)
+		singleVerifyCPU += processCPU() - cpu0
+		if err != nil {
+			return 0, 0, err
 		}
 		if _, err := log.Append(events); err != nil {
-			return err
+			return 0, 0, err
 		}
 		if (start/batch)%50 == 0 {
 			progress(fmt.Sprintf("filled %d of %d", end, n))
 		}
 	}
-	return nil
+	return singleVerify, singleVerifyCPU, nil
+}
+
+// onWorkers calls f(i) for i in [0, count) on workers goroutines, each
+// taking every workers-th index, and returns the first error.
+func onWorkers(workers, count int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < count; i += workers {
+				if err := f(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // resetPeakRSS resets the kernel's peak-RSS mark of this process (Linux:
