@@ -15,17 +15,23 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 	var (
 		size      uint64
 		transport string
+		get       bool
 		jsonOut   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
 control API, then time node1's fetch of it from node0 over bitswap (TCP or
 QUIC on 127.0.0.1, the fetch rules of ADR 0014). Reports both rates in MiB/s
 and each daemon's peak RSS (Linux). The nodes' blobs.max_blob_bytes is raised
-to the size for the run.`,
+to the size for the run.
+
+With --get, node1 gets the blob as an operator does, by 'wats blob get CID -o
+FILE' (this binary, in a process of its own) into the temporary directory:
+the time is that command's, from start to the file written and renamed, and
+the file is checked against the blob before anything is reported.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 1 || size > core.MaxSafeInt {
@@ -40,7 +46,11 @@ to the size for the run.`,
 			if !jsonOut {
 				log = c.progress
 			}
-			res, err := bench.Fetch(cmd.Context(), size, transport, log)
+			via := bench.ViaAPI
+			if get {
+				via = bench.ViaGet
+			}
+			res, err := bench.Fetch(cmd.Context(), size, transport, via, log)
 			if err != nil {
 				return err
 			}
@@ -49,15 +59,23 @@ to the size for the run.`,
 			}
 			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
 			fmt.Fprintf(c.stdout, "import (node0)     %v, %.0f MiB/s\n", res.Import, res.ImportMiBPerS)
-			fmt.Fprintf(c.stdout, "fetch (node1)      %v, %.0f MiB/s over %s\n", res.Fetch, res.FetchMiBPerS, strings.Join(res.Conns, ", "))
+			what := "fetch (node1)    "
+			if get {
+				what = "blob get (node1) "
+			}
+			fmt.Fprintf(c.stdout, "%s  %v, %.0f MiB/s over %s\n", what, res.Fetch, res.FetchMiBPerS, strings.Join(res.Conns, ", "))
 			fmt.Fprintf(c.stdout, "CPU during fetch   node1 %v, node0 %v\n", res.FetcherCPU, res.ProviderCPU)
 			fmt.Fprintf(c.stdout, "peak RSS fetcher   %s\n", rssString(res.FetcherPeakRSS))
 			fmt.Fprintf(c.stdout, "peak RSS provider  %s\n", rssString(res.ProviderPeakRSS))
+			if get {
+				fmt.Fprintf(c.stdout, "blob get process   CPU %v, peak RSS %s\n", res.GetCPU, rssString(res.GetPeakRSS))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the blob's size in bytes")
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
+	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return cmd
 }
