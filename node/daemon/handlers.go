@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -308,6 +309,40 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
+}
+
+// streamBlob makes a blob complete, fetching it if needed, and answers
+// with its bytes in order meanwhile, then a trailer that says whether it
+// is complete (api.PathBlobStream, ADR 0035).
+func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
+	var req api.FetchRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	c, err := cid.Decode(req.CID)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
+		return
+	}
+	var from peer.ID
+	if req.From != "" {
+		if from, err = h.ResolvePeer(r.Context(), req.From); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", api.ContentTypeBlob)
+	w.Header().Set(api.HeaderBlobSize, strconv.FormatUint(req.Size, 10))
+	w.Header().Set("Trailer", api.TrailerBlobStatus+", "+api.TrailerBlobError)
+	w.WriteHeader(http.StatusOK)
+	out := flushingWriter{w: w, rc: http.NewResponseController(w)}
+	_ = out.rc.Flush() // the headers now: the first bytes may take a while
+	if _, err := h.StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
+		w.Header().Set(api.TrailerBlobStatus, api.BlobFailed)
+		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != "")))
+		return
+	}
+	w.Header().Set(api.TrailerBlobStatus, api.BlobComplete)
 }
 
 // replicate asks a peer to replicate blobs (api.PathReplicate).
