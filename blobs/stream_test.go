@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ipfs/boxo/ipld/merkledag"
-	ft "github.com/ipfs/boxo/ipld/unixfs"
+	upb "github.com/ipfs/boxo/ipld/unixfs/pb"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
-	ipld "github.com/ipfs/go-ipld-format"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -42,36 +42,6 @@ func (r *recorder) bytes() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return bytes.Clone(r.buf.Bytes())
-}
-
-func TestStreamBetweenTwoHosts(t *testing.T) {
-	a := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	b := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	ctx := testCtx(t)
-	for i, n := range []int{0, 1, ChunkSize, ChunkSize + 1, 5*ChunkSize + 7} {
-		data := randBytes(n, uint64(300+i))
-		c, size, err := a.st.Import(ctx, bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var w recorder
-		got, err := b.f.Stream(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}, &w)
-		if err != nil {
-			t.Fatalf("size %d: stream: %v", n, err)
-		}
-		if got != size || !bytes.Equal(w.bytes(), data) {
-			t.Fatalf("size %d: wrote %d bytes (%d counted), differing from the blob", n, w.buf.Len(), got)
-		}
-		if ok, _ := b.st.Has(c); !ok {
-			t.Fatalf("size %d: streamed but not stored", n)
-		}
-		// One write a leaf of a chunk at most: no blob is buffered whole.
-		for _, k := range w.writes {
-			if k > ChunkSize {
-				t.Fatalf("size %d: a write of %d bytes", n, k)
-			}
-		}
-	}
 }
 
 // TestStreamHeldBlob: a blob held complete is streamed from the store,
@@ -264,47 +234,54 @@ func TestStreamSlowWriterDoesNotHoldTheFetch(t *testing.T) {
 	}
 }
 
-// TestStreamChecksWhatItWrites: the stream checks each block it reads
-// against its parent's claim, whoever stored it: a root whose two
-// children claim 500 bytes each, stored with leaves of 500 and 600
-// bytes, has its first leaf written and the second refused (ErrBadBlob),
-// never more than the declared size.
+// TestStreamChecksWhatItWrites: the stream writes a node's inline data
+// before its children's bytes, and checks each block it reads against its
+// parent's claim, whoever stored it: of a root whose two children claim
+// 500 bytes each, stored with leaves of 500 and 600 bytes, the first leaf
+// is written and the second refused (ErrBadBlob).
 func TestStreamChecksWhatItWrites(t *testing.T) {
 	st, _, _ := newStore(t, StoreOptions{})
 	ctx := testCtx(t)
-	leaf1, leaf2 := rawBlock(t, randBytes(500, 370)), rawBlock(t, randBytes(600, 371))
-	fsn := ft.NewFSNode(ft.TFile)
-	fsn.AddBlockSize(500)
-	fsn.AddBlockSize(500)
-	pb, err := fsn.GetBytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := merkledag.NodeWithData(pb)
-	root.SetCidBuilder(CIDBuilder)
-	for _, l := range []cid.Cid{leaf1.Cid(), leaf2.Cid()} {
-		if err := root.AddRawLink("", &ipld.Link{Cid: l}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, b := range []blocks.Block{leaf1, leaf2, root} {
-		if err := st.PutBlock(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	leaf1, leaf2, long := rawBlock(t, randBytes(500, 370)), rawBlock(t, randBytes(500, 371)), rawBlock(t, randBytes(600, 372))
 	fetched := make(chan struct{})
-	close(fetched)
+	close(fetched) // the fetch ended well: every block is there
 	var ferr error
-	var w recorder
-	s := &stream{st: st, w: &w, root: root.Cid(), size: 1000, visits: 1, fetched: fetched, ferr: &ferr}
-	err = s.node(ctx, item{c: root.Cid(), span: 1000})
-	if !errors.Is(err, ErrBadBlob) || s.n != 500 || !bytes.Equal(w.bytes(), leaf1.RawData()) {
-		t.Fatalf("stream of a lying DAG: %d bytes, %v; want the first leaf, then a bad blob", s.n, err)
+	for _, tc := range []struct {
+		name   string
+		inline []byte
+		second blocks.Block
+		want   error
+		out    []byte
+	}{
+		{"inline data first", []byte("inline"), leaf2, nil, slices.Concat([]byte("inline"), leaf1.RawData(), leaf2.RawData())},
+		{"a leaf longer than claimed", nil, long, ErrBadBlob, leaf1.RawData()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, data := pbNode{typ: upb.Data_File, data: tc.inline, sizes: []uint64{500, 500}, links: []cid.Cid{leaf1.Cid(), tc.second.Cid()}}.build(t)
+			// A lying leaf's CID stands for its bytes: the parent names it.
+			root, err := blocks.NewBlockWithCid(data, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range []blocks.Block{leaf1, tc.second, root} {
+				if err := st.PutBlock(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			size := uint64(len(tc.inline)) + 1000
+			var w recorder
+			s := &stream{st: st, w: &w, root: c, size: size, visits: 1, fetched: fetched, ferr: &ferr}
+			err = s.node(ctx, item{c: c, span: size})
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || s.n != uint64(len(tc.out)) || !bytes.Equal(w.bytes(), tc.out) {
+				t.Fatalf("stream: %d bytes, %v; want %d bytes, %v", s.n, err, len(tc.out), tc.want)
+			}
+		})
 	}
 	// A block that never comes, once the fetch has ended well (the blob
 	// removed meanwhile): incomplete, not a wait.
-	missing := rawBlock(t, randBytes(10, 372))
-	s = &stream{st: st, w: &w, root: missing.Cid(), size: 10, visits: 1, fetched: fetched, ferr: &ferr}
+	missing := rawBlock(t, randBytes(10, 373))
+	var w recorder
+	s := &stream{st: st, w: &w, root: missing.Cid(), size: 10, visits: 1, fetched: fetched, ferr: &ferr}
 	if err := s.node(ctx, item{c: missing.Cid(), span: 10}); !errors.Is(err, ErrIncomplete) {
 		t.Fatalf("a missing block after the fetch: %v, want ErrIncomplete", err)
 	}

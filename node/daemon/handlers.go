@@ -276,24 +276,33 @@ func (h handlers) crashes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, groups)
 }
 
-// fetchBlob makes a blob complete, fetching it if needed, and streams
-// its progress (api.PathBlobFetch).
-func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
-	var req api.FetchRequest
+// readFetch reads the FetchRequest of a fetch or a stream, with its CID
+// and its from peer ("" for none; a multiaddr is dialled), or answers 400
+// and returns false.
+func (h handlers) readFetch(w http.ResponseWriter, r *http.Request) (req api.FetchRequest, c cid.Cid, from peer.ID, ok bool) {
 	if !readJSON(w, r, &req) {
-		return
+		return req, c, "", false
 	}
 	c, err := cid.Decode(req.CID)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
-		return
+		return req, c, "", false
 	}
-	var from peer.ID
 	if req.From != "" {
 		if from, err = h.ResolvePeer(r.Context(), req.From); err != nil {
 			writeError(w, http.StatusBadRequest, err)
-			return
+			return req, c, "", false
 		}
+	}
+	return req, c, from, true
+}
+
+// fetchBlob makes a blob complete, fetching it if needed, and streams
+// its progress (api.PathBlobFetch).
+func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
+	req, c, from, ok := h.readFetch(w, r)
+	if !ok {
+		return
 	}
 	line := ndjsonLines(w)
 	var last time.Time
@@ -303,8 +312,7 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	err = h.FetchAsked(r.Context(), c, req.Size, from, progress)
-	if err != nil {
+	if err := h.FetchAsked(r.Context(), c, req.Size, from, progress); err != nil {
 		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
 		return
 	}
@@ -315,21 +323,9 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 // with its bytes in order meanwhile, then a trailer that says whether it
 // is complete (api.PathBlobStream, ADR 0035).
 func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
-	var req api.FetchRequest
-	if !readJSON(w, r, &req) {
+	req, c, from, ok := h.readFetch(w, r)
+	if !ok {
 		return
-	}
-	c, err := cid.Decode(req.CID)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
-		return
-	}
-	var from peer.ID
-	if req.From != "" {
-		if from, err = h.ResolvePeer(r.Context(), req.From); err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
 	}
 	w.Header().Set("Content-Type", api.ContentTypeBlob)
 	w.Header().Set(api.HeaderBlobSize, strconv.FormatUint(req.Size, 10))
