@@ -173,7 +173,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		x: x, root: root, size: size, budget: Budget(size), progress: progress,
 		queue: []item{{c: root, span: size}}, visits: 1,
 		out: make(map[string]item),
-		a:   &attempt{p: p, inbox: make(chan event, x.window+1)},
+		a:   &attempt{p: p, inbox: make(chan event, x.window+1), lost: make(chan struct{}, 1)},
 		seq: 1 << 30,
 	}
 	x.register(w.a)
@@ -204,6 +204,12 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			return w.written, ctx.Err()
 		case <-idle.C:
 			return w.written, fmt.Errorf("%w: %s sent nothing for %v", ErrStalled, p, x.idle)
+		case <-w.a.lost:
+			// A message of p was dropped unread (ADR 0035): what it
+			// carried is asked for again, within the attempt's deadline.
+			if err := w.reask(ctx); err != nil {
+				return w.written, err
+			}
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
@@ -220,6 +226,23 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			}
 		}
 	}
+}
+
+// reask sends the wants still in flight once more: a message of the
+// provider was dropped, and the blocks it carried would never come. A
+// block that comes twice is taken once (accept).
+func (w *walk) reask(ctx context.Context) error {
+	if w.ms == nil || len(w.out) == 0 {
+		return nil
+	}
+	out := make([]cid.Cid, 0, len(w.out))
+	for _, it := range w.out {
+		out = append(out, it.c)
+	}
+	if err := sendWants(ctx, w.ms, out, &w.seq); err != nil {
+		return fmt.Errorf("blobs: provider %s: send wants again: %w", w.a.p, err)
+	}
+	return nil
 }
 
 // close withdraws the wants still in flight and waits for the writer.
