@@ -77,6 +77,9 @@ type walk struct {
 	written  []cid.Cid
 	ms       bsnetwork.MessageSender
 	seq      int32
+	// reaskDue: a message of the provider was dropped unread, and the
+	// wants in flight are to be sent again (reask).
+	reaskDue bool
 	// wq takes the checked blocks to the writer goroutine, which stores
 	// them (several in one pebble batch when they queue up), so that
 	// receiving and checking overlap the writes.
@@ -194,6 +197,11 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			// than the budget (e.g. many tiny chunks), a fault of the CID.
 			return w.written, fmt.Errorf("%w: %s: its blocks need more than the %d bytes allowed for %d declared", ErrBadBlob, w.root, w.budget, w.size)
 		}
+		if w.reaskDue && w.reask(ctx) == nil {
+			// Sent; a failure (no room for a stream to p now) is tried
+			// again after the next event, within the idle timeout.
+			w.reaskDue = false
+		}
 		// Counted from the last block received (or the first wants).
 		idle.Reset(x.idle)
 		select {
@@ -207,9 +215,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		case <-w.a.lost:
 			// A message of p was dropped unread (ADR 0035): what it
 			// carried is asked for again, within the attempt's deadline.
-			if err := w.reask(ctx); err != nil {
-				return w.written, err
-			}
+			w.reaskDue = true
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
