@@ -77,6 +77,10 @@ type walk struct {
 	written  []cid.Cid
 	ms       bsnetwork.MessageSender
 	seq      int32
+	// reaskDue: the wants in flight are to be sent again (rewant): a
+	// message of the provider was dropped unread, a connection of several
+	// to it closed, or a third of the idle timeout passed in silence.
+	reaskDue bool
 	// wq takes the checked blocks to the writer goroutine, which stores
 	// them (several in one pebble batch when they queue up), so that
 	// receiving and checking overlap the writes.
@@ -176,7 +180,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		x: x, root: root, size: size, budget: Budget(size), progress: progress,
 		queue: []item{{c: root, span: size}}, visits: 1,
 		out: make(map[string]item),
-		a:   &attempt{p: p, inbox: make(chan event, x.window+1)},
+		a:   &attempt{p: p, inbox: make(chan event, x.window+1), lost: make(chan struct{}, 1)},
 		seq: 1 << 30,
 	}
 	x.register(w.a)
@@ -201,6 +205,11 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			// than the budget (e.g. many tiny chunks), a fault of the CID.
 			return w.written, fmt.Errorf("%w: %s: its blocks need more than the %d bytes allowed for %d declared", ErrBadBlob, w.root, w.budget, w.size)
 		}
+		if w.reaskDue && w.rewant(ctx) == nil {
+			// Sent; a failure (no room for a stream to p now) is tried
+			// again after the next event, within the idle timeout.
+			w.reaskDue = false
+		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -211,10 +220,12 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			if silent++; silent == 3 {
 				return w.written, fmt.Errorf("%w: %s sent nothing for %v", ErrStalled, p, x.idle)
 			}
-			if err := w.rewant(ctx); err != nil {
-				return w.written, err
-			}
+			w.reaskDue = true
 			idle.Reset(third)
+		case <-w.a.lost:
+			// A message of p was dropped unread (ADR 0035): what it
+			// carried is asked for again, within the attempt's deadline.
+			w.reaskDue = true
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
@@ -223,9 +234,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 				}
 				// One of several connections closed: what it carried
 				// (wants, blocks on their way) may be lost.
-				if err := w.rewant(ctx); err != nil {
-					return w.written, err
-				}
+				w.reaskDue = true
 			case e.dontHave.Defined():
 				return w.written, fmt.Errorf("%w: %s has no block %s", ErrDontHave, p, e.dontHave)
 			default:
@@ -378,61 +387,96 @@ func (w *walk) accept(ctx context.Context, b blocks.Block) error {
 // expand checks the bytes of item it against what its parent claimed and
 // queues its children.
 func (w *walk) expand(it item, data []byte) error {
+	inline, kids, err := parseNode(it, data)
+	if err != nil {
+		return err
+	}
+	if err := visit(&w.visits, len(kids), w.root, w.size); err != nil {
+		return err
+	}
+	w.queue = append(w.queue, kids...)
+	w.covered(uint64(len(inline)))
+	return nil
+}
+
+// visit adds k blocks to *visits, the blocks of blob root (of the
+// declared size) visited so far, and fails past MaxBlocks(size).
+func visit(visits *uint64, k int, root cid.Cid, size uint64) error {
+	if *visits += uint64(k); *visits > MaxBlocks(size) {
+		return fmt.Errorf("%w: %s: more than %d blocks to visit for %d bytes declared", ErrBadBlob, root, MaxBlocks(size), size)
+	}
+	return nil
+}
+
+// parseNode checks data, the bytes of block it.c, against what its parent
+// claimed (it.span: the file bytes it covers; the declared size at the
+// root) and the bounds of a blob's DAG (ADR 0029), and returns the file
+// bytes the block holds itself (a raw leaf's bytes, a UnixFS node's inline
+// data: they come before its children's in the file) and its children in
+// file order, each with the bytes its parent says it covers. The walk of
+// a fetch and the stream of a blob's bytes (Fetcher.Stream) read blocks
+// by it alike.
+//
+// Errors: ErrSizeMismatch at the root when the size is not the declared
+// one; ErrCollection for a root that is not a file; ErrBadBlob for every
+// other fault (a block over ChunkSize, sizes that do not add up, more
+// than MaxLinks links, deeper than MaxDepth, another codec).
+func parseNode(it item, data []byte) (inline []byte, kids []item, err error) {
 	root := it.depth == 0
 	n := uint64(len(data))
 	if n > ChunkSize {
-		return fmt.Errorf("%w: block %s is %d bytes, more than one chunk", ErrBadBlob, it.c, n)
+		return nil, nil, fmt.Errorf("%w: block %s is %d bytes, more than one chunk", ErrBadBlob, it.c, n)
 	}
 	switch it.c.Type() {
 	case cid.Raw:
 		if n != it.span {
 			if root {
-				return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, it.c, n, it.span)
+				return nil, nil, fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, it.c, n, it.span)
 			}
-			return fmt.Errorf("%w: leaf %s is %d bytes, its parent says %d", ErrBadBlob, it.c, n, it.span)
+			return nil, nil, fmt.Errorf("%w: leaf %s is %d bytes, its parent says %d", ErrBadBlob, it.c, n, it.span)
 		}
-		w.covered(n)
-		return nil
+		return data, nil, nil
 	case cid.DagProtobuf:
 	default:
-		return fmt.Errorf("%w: block %s: codec %#x", ErrBadBlob, it.c, it.c.Type())
+		return nil, nil, fmt.Errorf("%w: block %s: codec %#x", ErrBadBlob, it.c, it.c.Type())
 	}
 	nd, err := merkledag.DecodeProtobuf(data)
 	if err != nil {
-		return fmt.Errorf("%w: node %s: %v", ErrBadBlob, it.c, err)
+		return nil, nil, fmt.Errorf("%w: node %s: %v", ErrBadBlob, it.c, err)
 	}
 	fsn, err := unixfs.FSNodeFromBytes(nd.Data())
 	if err != nil {
-		return fmt.Errorf("%w: node %s is not UnixFS: %v", ErrBadBlob, it.c, err)
+		return nil, nil, fmt.Errorf("%w: node %s is not UnixFS: %v", ErrBadBlob, it.c, err)
 	}
 	switch fsn.Type() {
 	case upb.Data_File, upb.Data_Raw:
 	default:
 		if root {
-			return fmt.Errorf("%w: %s is a UnixFS %s", ErrCollection, it.c, fsn.Type())
+			return nil, nil, fmt.Errorf("%w: %s is a UnixFS %s", ErrCollection, it.c, fsn.Type())
 		}
-		return fmt.Errorf("%w: node %s inside a file is a UnixFS %s", ErrBadBlob, it.c, fsn.Type())
+		return nil, nil, fmt.Errorf("%w: node %s inside a file is a UnixFS %s", ErrBadBlob, it.c, fsn.Type())
 	}
 	if fsn.FileSize() != it.span {
 		if root {
-			return fmt.Errorf("%w: %s is a file of %d bytes, declared %d", ErrSizeMismatch, it.c, fsn.FileSize(), it.span)
+			return nil, nil, fmt.Errorf("%w: %s is a file of %d bytes, declared %d", ErrSizeMismatch, it.c, fsn.FileSize(), it.span)
 		}
-		return fmt.Errorf("%w: node %s covers %d bytes, its parent says %d", ErrBadBlob, it.c, fsn.FileSize(), it.span)
+		return nil, nil, fmt.Errorf("%w: node %s covers %d bytes, its parent says %d", ErrBadBlob, it.c, fsn.FileSize(), it.span)
 	}
 	links := nd.Links()
 	switch {
 	case len(links) != fsn.NumChildren():
-		return fmt.Errorf("%w: node %s has %d links and %d block sizes", ErrBadBlob, it.c, len(links), fsn.NumChildren())
+		return nil, nil, fmt.Errorf("%w: node %s has %d links and %d block sizes", ErrBadBlob, it.c, len(links), fsn.NumChildren())
 	case len(links) > MaxLinks:
-		return fmt.Errorf("%w: node %s has %d links, more than %d", ErrBadBlob, it.c, len(links), MaxLinks)
+		return nil, nil, fmt.Errorf("%w: node %s has %d links, more than %d", ErrBadBlob, it.c, len(links), MaxLinks)
 	case len(links) > 0 && it.depth >= MaxDepth:
-		return fmt.Errorf("%w: node %s is deeper than %d", ErrBadBlob, it.c, MaxDepth)
+		return nil, nil, fmt.Errorf("%w: node %s is deeper than %d", ErrBadBlob, it.c, MaxDepth)
 	}
-	sum := uint64(len(fsn.Data()))
+	inline = fsn.Data()
+	sum := uint64(len(inline))
 	for i, l := range links {
 		bs := fsn.BlockSize(i)
 		if bs == 0 || bs > it.span || (l.Cid.Type() == cid.Raw && bs > ChunkSize) {
-			return fmt.Errorf("%w: node %s: child %d claims %d bytes", ErrBadBlob, it.c, i, bs)
+			return nil, nil, fmt.Errorf("%w: node %s: child %d claims %d bytes", ErrBadBlob, it.c, i, bs)
 		}
 		sum += bs
 		if sum > it.span {
@@ -440,16 +484,13 @@ func (w *walk) expand(it item, data []byte) error {
 		}
 	}
 	if sum != it.span {
-		return fmt.Errorf("%w: node %s: children add up to %d bytes, not %d", ErrBadBlob, it.c, sum, it.span)
+		return nil, nil, fmt.Errorf("%w: node %s: children add up to %d bytes, not %d", ErrBadBlob, it.c, sum, it.span)
 	}
-	if w.visits += uint64(len(links)); w.visits > MaxBlocks(w.size) {
-		return fmt.Errorf("%w: %s: more than %d blocks to visit for %d bytes declared", ErrBadBlob, w.root, MaxBlocks(w.size), w.size)
-	}
+	kids = make([]item, len(links))
 	for i, l := range links {
-		w.queue = append(w.queue, item{c: l.Cid, span: fsn.BlockSize(i), depth: it.depth + 1})
+		kids[i] = item{c: l.Cid, span: fsn.BlockSize(i), depth: it.depth + 1}
 	}
-	w.covered(uint64(len(fsn.Data())))
-	return nil
+	return inline, kids, nil
 }
 
 func (w *walk) covered(n uint64) {

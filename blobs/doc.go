@@ -92,6 +92,15 @@
 // exactly the declared size. Content faults (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob) end the plan without backing the provider off.
 //
+//	n, err := f.Stream(ctx, req, w)               // Fetch, and the file to w meanwhile (ADR 0035)
+//
+// Stream runs Fetch and, beside it, writes the blob's file bytes to w in
+// order as the blocks land in the store (a depth-first walk of the DAG in
+// file order, waiting for each block it lacks): each byte once, a leaf
+// only when every byte before it is written, whichever provider sent it;
+// nil only when the blob is complete and exactly its declared size was
+// written. It holds one block besides the fetch's window.
+//
 //	st, err := blobs.OpenStore(db, &blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
 //	c, size, err := st.Import(ctx, file)          // pinned, counted
 //	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
@@ -130,8 +139,11 @@
 //     a fetch, DropUnreferenced, Complete.
 //   - exchange.go: Exchange (bitswap server and receiver), MaxMessageBytes.
 //   - attempt.go: FetchFrom, the walk of one attempt, Budget, MaxDepth,
-//     MaxLinks.
+//     MaxLinks; parseNode, the checks of a block that the walk and the
+//     stream share.
 //   - fetcher.go: Fetcher, Request.
+//   - stream.go: Fetcher.Stream, the in-order writer of a blob's bytes
+//     during its fetch.
 //   - schedule.go: Scheduler, Job, Verdict and the auto-fetch bounds
 //     (QueueLen, PeerShare, MaxRetries).
 //   - pebble.go: TunePebble, the database options the store needs.

@@ -238,7 +238,9 @@ func BodyTimeout(n int) time.Duration {
 }
 
 // handleStream reads the bitswap messages of an incoming stream and hands
-// each to the server (wants) and to the fetch attempts (blocks). It has the
+// each to the server (wants) and to the fetch attempts (blocks); a message
+// begun and not read (no memory for it, a body cut off) is told to p's
+// attempts, which ask again for what they wait for. It has the
 // shape of every stream handler of the node: the stream is attached to
 // ServiceName's scope and held to the peer's cap (ExchangeOptions.Streams),
 // its first message must begin within FirstMessageTimeout and each body
@@ -283,6 +285,9 @@ func (x *Exchange) handleStream(s network.Stream) {
 			return
 		}
 		if err := scope.ReserveMemory(n, x.priority(p)); err != nil {
+			// The message is dropped unread: its blocks, if this node
+			// asked p for them, must be asked for again.
+			x.dropped(p)
 			_ = s.Reset()
 			return
 		}
@@ -293,6 +298,7 @@ func (x *Exchange) handleStream(s network.Stream) {
 			if isTimeout(err) && x.opts.Held != nil {
 				x.opts.Held(p)
 			}
+			x.dropped(p)
 			_ = s.Reset()
 			return
 		}
@@ -361,6 +367,9 @@ type event struct {
 type attempt struct {
 	p     peer.ID
 	inbox chan event
+	// lost is signalled (one signal pending at most) when a message of p
+	// was dropped unread: the blocks it carried are asked for again.
+	lost chan struct{}
 }
 
 // want registers a as waiting for c from its provider.
@@ -427,6 +436,18 @@ func deliver(a *attempt, e event) {
 	select {
 	case a.inbox <- e:
 	default:
+	}
+}
+
+// dropped tells p's attempts that a message of p was dropped unread.
+func (x *Exchange) dropped(p peer.ID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for a := range x.mu.byPeer[p] {
+		select {
+		case a.lost <- struct{}{}:
+		default: // one pending signal asks again for everything
+		}
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 )
 
 // These tests pit a fetcher against providers that lie (ADR 0029): each
@@ -735,4 +737,43 @@ func countOf(cs []cid.Cid, c cid.Cid) int {
 		}
 	}
 	return n
+}
+
+// TestDroppedMessagesAreAskedAgain: a fetching host whose memory for one
+// provider's bitswap messages holds two of them drops the others unread
+// (their streams reset, as when a peer's memory is spent); the attempt
+// asks again for the blocks it waits for, and the fetch completes
+// instead of stalling.
+func TestDroppedMessagesAreAskedAgain(t *testing.T) {
+	lim := rcmgr.PartialLimitConfig{
+		ServicePeer: map[string]rcmgr.ResourceLimits{ServiceName: {Memory: rcmgr.LimitVal64(2*MaxMessageBytes + 1)}},
+	}.Build(rcmgr.DefaultLimits.AutoScale())
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(lim), rcmgr.WithMetricsDisabled())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.ResourceManager(rm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	st, _, _ := newStore(t, StoreOptions{})
+	// An idle timeout far below the test's: a lost message that is not
+	// asked for again fails the attempt (ErrStalled).
+	x := NewExchange(h, st, &ExchangeOptions{IdleTimeout: 3 * time.Second})
+	t.Cleanup(x.Close)
+	f := NewFetcher(x, st, nil)
+	a := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	data := randBytes(24*ChunkSize, 390)
+	c, size, err := a.st.Import(testCtx(t), bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}); err != nil {
+		t.Fatalf("fetch with messages dropped: %v", err)
+	}
+	var out bytes.Buffer
+	if err := st.Export(testCtx(t), c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("export: %v", err)
+	}
 }

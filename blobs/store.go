@@ -133,6 +133,10 @@ type Store struct {
 	// the cleanup of a failed import see no concurrent writer.
 	writeMu sync.Mutex
 
+	// stored tells the streams waiting for a block (Fetcher.Stream) that
+	// a fetched block was written (PutBlock, putBlocks).
+	stored signal
+
 	mu struct {
 		sync.Mutex
 		// INVARIANT: blobs holds exactly the recursively pinned roots with

@@ -88,7 +88,11 @@ func (s *Store) GetBlock(ctx context.Context, c cid.Cid) (blocks.Block, error) {
 // or exported until Complete pins a blob holding it. The caller has
 // checked that b is one it asked for (its CID is computed from its bytes).
 func (s *Store) PutBlock(ctx context.Context, b blocks.Block) error {
-	return s.bstore.Put(ctx, b)
+	if err := s.bstore.Put(ctx, b); err != nil {
+		return err
+	}
+	s.stored.notify()
+	return nil
 }
 
 // putBlocks writes fetched blocks, unreferenced (as PutBlock).
@@ -97,7 +101,7 @@ func (s *Store) PutBlock(ctx context.Context, b blocks.Block) error {
 // pebble does not recycle, where one of a single value mostly is.
 func (s *Store) putBlocks(ctx context.Context, bs []blocks.Block) error {
 	for _, b := range bs {
-		if err := s.bstore.Put(ctx, b); err != nil {
+		if err := s.PutBlock(ctx, b); err != nil {
 			return err
 		}
 	}

@@ -15,19 +15,27 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 	var (
 		size      uint64
 		transport string
+		get       bool
 		jsonOut   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
 control API, then time node1's fetch of it from node0 over bitswap (TCP or
 QUIC on 127.0.0.1, the fetch rules of ADR 0014). Reports both rates in MiB/s
 and each daemon's peak RSS (Linux). The nodes' blobs.max_blob_bytes is raised
-to the size for the run. Each figure is printed as it is measured; with
---json, every line of standard output is one JSON object: {"figure": …} for
-the import and the fetch, then {"result": …}.`,
+to the size for the run.
+
+With --get, node1 gets the blob as an operator does, by 'wats blob get CID -o
+FILE' (this binary, in a process of its own) into the temporary directory:
+the time is that command's, from start to the file written and renamed, and
+the file is checked against the blob before anything is reported.
+
+Each figure is printed as it is measured; with --json, every line of
+standard output is one JSON object: {"figure": …} for the import and the
+fetch, then {"result": …}.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 1 || size > core.MaxSafeInt {
@@ -47,9 +55,16 @@ the import and the fetch, then {"result": …}.`,
 				}
 			} else {
 				o.Log = c.progress
-				o.Measured = func(f bench.FetchFigure) {
-					fmt.Fprintf(c.stdout, "%-18s %v, %.0f MiB/s\n", map[string]string{"import": "import (node0)", "fetch": "fetch (node1)"}[f.Op], f.Seconds, f.MiBPerS)
+				fetch := "fetch (node1)"
+				if get {
+					fetch = "blob get (node1)"
 				}
+				o.Measured = func(f bench.FetchFigure) {
+					fmt.Fprintf(c.stdout, "%-18s %v, %.0f MiB/s\n", map[string]string{"import": "import (node0)", "fetch": fetch}[f.Op], f.Seconds, f.MiBPerS)
+				}
+			}
+			if get {
+				o.Via = bench.ViaGet
 			}
 			res, err := bench.Fetch(cmd.Context(), o)
 			if err != nil {
@@ -65,11 +80,15 @@ the import and the fetch, then {"result": …}.`,
 			fmt.Fprintf(c.stdout, "CPU during fetch   node1 %v, node0 %v\n", res.FetcherCPU, res.ProviderCPU)
 			fmt.Fprintf(c.stdout, "peak RSS fetcher   %s\n", rssString(res.FetcherPeakRSS))
 			fmt.Fprintf(c.stdout, "peak RSS provider  %s\n", rssString(res.ProviderPeakRSS))
+			if get {
+				fmt.Fprintf(c.stdout, "blob get process   CPU %v, peak RSS %s\n", res.GetCPU, rssString(res.GetPeakRSS))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the blob's size in bytes")
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
+	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
 	return cmd
 }

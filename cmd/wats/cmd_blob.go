@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,18 +105,27 @@ func (c *cli) blobGetCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "get CID [--size N] -o FILE [--from PEER] [--json]",
-		Short: "Fetch a blob if needed and write it to FILE, if it is complete and exactly N bytes",
-		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched first
-from its providers: PEER (--from) first, then those gossip named for it, by
-the fetch rules of ADR 0014 (at most 4 providers, 60 s each, 120 s in all;
-the size checked against blobs.max_blob_bytes and the quota before any
-request). On a terminal a progress bar shows the fetch.
+		Short: "Fetch a blob, writing it to FILE as it arrives; FILE only if complete and of size N",
+		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched from its
+providers: PEER (--from) first, then those gossip named for it, by the fetch
+rules of ADR 0014 (at most 4 providers, 60 s each, 120 s in all; the size
+checked against blobs.max_blob_bytes and the quota before any request). The
+bytes are written while the fetch runs, in order, each as soon as it is
+verified and every byte before it has been (ADR 0035); the node keeps the
+blob too. On a terminal a progress bar shows the bytes written.
 
-The blob is used only when it is complete and exactly of the declared size
-N (ADR 0014); otherwise nothing is written. --size may be left out when the
-node knows the size: it holds the blob, or an event of its log names it.
-Once FILE is written, a line says so (with --json: an object with cid, size
-and file).`,
+FILE is written only as a complete blob of exactly the declared size N (ADR
+0014): the bytes go to a temporary file beside it (.wats-blob-*), which is
+renamed to FILE once the node says the blob is complete, and removed if the
+fetch fails. --size may be left out when the node knows the size: it holds
+the blob, or an event of its log names it. Once FILE is written, a line
+says so (with --json: an object with cid, size and file).
+
+With -o - the bytes go to stdout as they come. If the fetch fails part way,
+what was written is a verified prefix of the blob, not the blob: the
+command then says why on stderr and exits 1, after that output.`,
+		Example: `  wats blob get bafybe… -o report.pdf
+  wats blob get bafybe… --size 5000000 --from 12D3KooW… -o - | tar -x`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -150,41 +160,11 @@ and file).`,
 				}
 				size = int64(bs.Size)
 			}
-			if err := c.fetchBlob(cmd.Context(), cl, api.FetchRequest{CID: args[0], Size: uint64(size), From: from}); err != nil {
-				return c.apiError(err)
-			}
+			req := api.FetchRequest{CID: args[0], Size: uint64(size), From: from}
 			if toStdout {
-				if err := cl.GetBlob(cmd.Context(), args[0], uint64(size), c.stdout); err != nil {
-					return c.apiError(err)
-				}
-				return nil
+				return c.streamBlob(cmd.Context(), cl, req, c.stdout)
 			}
-			// Write to a temporary file beside FILE and rename it at the
-			// end, so FILE never holds a partial blob.
-			tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
-			if err != nil {
-				return fmt.Errorf("-o %s: %w", out, err)
-			}
-			defer os.Remove(tmp.Name())
-			if err := tmp.Chmod(0o644); err != nil {
-				tmp.Close()
-				return err
-			}
-			err = cl.GetBlob(cmd.Context(), args[0], uint64(size), tmp)
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return c.apiError(err)
-			}
-			fi, err := os.Stat(tmp.Name())
-			if err != nil {
-				return err
-			}
-			if fi.Size() != size {
-				return fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), size)
-			}
-			if err := os.Rename(tmp.Name(), out); err != nil {
+			if err := c.streamToFile(cmd.Context(), cl, req, out); err != nil {
 				return err
 			}
 			if asJSON {
@@ -201,25 +181,67 @@ and file).`,
 	return cmd
 }
 
-// fetchBlob has the daemon make a blob complete, with a progress bar on
-// stderr when it is a terminal.
-func (c *cli) fetchBlob(ctx context.Context, cl *api.Client, req api.FetchRequest) error {
+// streamToFile streams the blob req names into a temporary file beside
+// out and renames it to out once the blob is complete and the file holds
+// exactly its declared size, synced; on any failure the temporary file is
+// removed and out is left as it was.
+func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := c.streamBlob(ctx, cl, req, tmp); err != nil {
+		return err
+	}
+	fi, err := tmp.Stat()
+	if err != nil {
+		return err
+	}
+	if uint64(fi.Size()) != req.Size {
+		return fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
+	}
+	// Synced before the rename, so that out never names a file whose
+	// bytes a crash could lose.
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return err
+	}
+	renamed = true
+	return nil
+}
+
+// streamBlob has the daemon fetch the blob req names and writes its bytes
+// to w as they come (api.Client.StreamBlob), with a progress bar of the
+// bytes written on stderr when it is a terminal.
+func (c *cli) streamBlob(ctx context.Context, cl *api.Client, req api.FetchRequest, w io.Writer) error {
 	var bar *progressbar.ProgressBar
 	if isTerminal(c.stderr) {
 		bar = progressbar.NewOptions64(int64(max(req.Size, 1)),
 			progressbar.OptionSetWriter(c.stderr),
-			progressbar.OptionSetDescription("fetch "+shortCID(req.CID)),
+			progressbar.OptionSetDescription("get "+shortCID(req.CID)),
 			progressbar.OptionShowBytes(true),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionFullWidth(),
 			progressbar.OptionClearOnFinish(),
 		)
+		w = io.MultiWriter(w, bar)
 	}
-	err := cl.FetchBlob(ctx, req, func(p api.FetchProgress) {
-		if bar != nil {
-			_ = bar.Set64(int64(min(p.Bytes, uint64(bar.GetMax64()))))
-		}
-	})
+	_, err := cl.StreamBlob(ctx, req, w)
 	if bar != nil {
 		if err == nil {
 			_ = bar.Finish()
@@ -233,7 +255,7 @@ func (c *cli) fetchBlob(ctx context.Context, cl *api.Client, req api.FetchReques
 		// blob …: …"): said once, without the API's prefix.
 		return errors.New(strings.TrimPrefix(err.Error(), api.ErrFetchFailed.Error()+": "))
 	}
-	return err
+	return c.apiError(err)
 }
 
 // shortCID abbreviates a CID for a progress bar's label.

@@ -805,13 +805,9 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 		io.WriteString(w, testEv)
 	})
 	var fetched api.FetchRequest
-	mux.HandleFunc("POST "+api.PathBlobFetch, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+api.PathBlobStream, func(w http.ResponseWriter, r *http.Request) {
 		json.UnmarshalRead(r.Body, &fetched)
-		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-		io.WriteString(w, `{"bytes":2,"size":5}`+"\n"+`{"bytes":5,"size":5,"done":true}`+"\n")
-	})
-	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "hello")
+		blobAnswer(w, "hello", api.BlobComplete, "")
 	})
 	dir := fakeDaemon(t, mux)
 
@@ -844,6 +840,73 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", t.TempDir(), "--repo", dir); code == exitOK || !strings.Contains(stderr, "is a directory; name a file") {
 		t.Errorf("blob get into a directory: exit %d, %s", code, stderr)
+	}
+}
+
+// blobAnswer answers a blob stream (api.PathBlobStream) with body, then
+// the trailer status (with msg when failed); "abort" for status cuts the
+// answer off after the body, as a daemon that stops.
+func blobAnswer(w http.ResponseWriter, body, status, msg string) {
+	w.Header().Set("Content-Type", api.ContentTypeBlob)
+	w.Header().Set("Trailer", api.TrailerBlobStatus+", "+api.TrailerBlobError)
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, body)
+	w.(http.Flusher).Flush()
+	if status == "abort" {
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set(api.TrailerBlobStatus, status)
+	w.Header().Set(api.TrailerBlobError, msg)
+}
+
+// TestBlobGetFailures: a blob whose fetch fails part way, whose answer is
+// cut off, or which comes with more bytes than declared leaves no FILE
+// and no temporary file (an existing FILE untouched), and exits 1 with one
+// sentence; with -o - the bytes that came are on stdout before the exit 1.
+func TestBlobGetFailures(t *testing.T) {
+	const c = "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu"
+	const reason = "could not fetch blob " + c + ": the 4 providers tried did not deliver it"
+	for _, tc := range []struct {
+		name, body, status, msg string
+		wantOut, wantErr        string
+	}{
+		{"failed part way", "hel", api.BlobFailed, reason, "hel", "Error: " + reason + "\n"},
+		{"failed before any byte", "", api.BlobFailed, reason, "", "Error: " + reason + "\n"},
+		{"cut off", "hel", "abort", "", "hel", "Error: the daemon closed the stream (it may have stopped)\n"},
+		{"more than declared", "hello!", api.BlobComplete, "", "hello", "the daemon sent more than the declared 5 bytes"},
+		{"complete but short", "hell", api.BlobComplete, "", "hell", "the daemon closed the stream"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST "+api.PathBlobStream, func(w http.ResponseWriter, r *http.Request) {
+				blobAnswer(w, tc.body, tc.status, tc.msg)
+			})
+			dir := fakeDaemon(t, mux)
+			outDir := t.TempDir()
+			out := filepath.Join(outDir, "got.bin")
+			code, stdout, stderr := runCLI(t, "", "blob", "get", c, "--size", "5", "-o", out, "--repo", dir)
+			if code != exitError || !strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1 || stdout != "" {
+				t.Errorf("-o FILE: exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout, stderr, tc.wantErr)
+			}
+			if left, _ := os.ReadDir(outDir); len(left) != 0 {
+				t.Errorf("-o FILE left %v in the directory", left)
+			}
+			// An existing FILE is left as it was.
+			if err := os.WriteFile(out, []byte("old"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			runCLI(t, "", "blob", "get", c, "--size", "5", "-o", out, "--repo", dir)
+			if b, _ := os.ReadFile(out); string(b) != "old" {
+				t.Errorf("a failed get changed the existing FILE to %q", b)
+			}
+			if left, _ := os.ReadDir(outDir); len(left) != 1 {
+				t.Errorf("-o FILE over an existing file left %v in the directory", left)
+			}
+			code, stdout, stderr = runCLI(t, "", "blob", "get", c, "--size", "5", "-o", "-", "--repo", dir)
+			if code != exitError || stdout != tc.wantOut || !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("-o -: exit %d, stdout %q, stderr %q; want exit 1 after %q", code, stdout, stderr, tc.wantOut)
+			}
+		})
 	}
 }
 

@@ -28,6 +28,14 @@ import (
 // answers. Its stderr is returned as it grows.
 func startBinDaemon(t *testing.T, env []string, bin, dir string) *lockedBuffer {
 	t.Helper()
+	_, stderr := startBinDaemonProc(t, env, bin, dir)
+	return stderr
+}
+
+// startBinDaemonProc is startBinDaemon that also returns the daemon's
+// process, for a test that kills it (its cleanup then only reaps it).
+func startBinDaemonProc(t *testing.T, env []string, bin, dir string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
 	d := exec.Command(bin, "daemon", "--repo", dir)
 	d.Env = env
 	stderr := new(lockedBuffer)
@@ -43,7 +51,7 @@ func startBinDaemon(t *testing.T, env []string, bin, dir string) *lockedBuffer {
 		code, _, _ := runBin(t, env, bin, "status", "--repo", dir)
 		return code == 0
 	})
-	return stderr
+	return d, stderr
 }
 
 // lockedBuffer is a bytes.Buffer that a process writes to while a test

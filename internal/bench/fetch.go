@@ -1,12 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/wats-network/wats/config"
@@ -15,18 +20,33 @@ import (
 	"github.com/wats-network/wats/node/api"
 )
 
+// FetchVia is how `bench fetch` has node1 fetch the blob.
+type FetchVia string
+
+const (
+	// ViaAPI is node1's fetch through its control API (POST
+	// /v1/blobs/fetch): the blob stored, nothing written out.
+	ViaAPI FetchVia = "api"
+	// ViaGet is `wats blob get CID -o FILE` run on node1, this binary in
+	// a process of its own: the fetch and the file written, as an
+	// operator gets a blob.
+	ViaGet FetchVia = "get"
+)
+
 // FetchResult is what `bench fetch` measures.
 type FetchResult struct {
 	// Bytes is the blob's size, CID its CID, Transport the --transport
-	// the daemons listened on (any, tcp or quic).
-	Bytes     uint64 `json:"bytes"`
-	CID       string `json:"cid"`
-	Transport string `json:"transport"`
+	// the daemons listened on (any, tcp or quic), Via how node1 fetched.
+	Bytes     uint64   `json:"bytes"`
+	CID       string   `json:"cid"`
+	Transport string   `json:"transport"`
+	Via       FetchVia `json:"via"`
 	// Conns are node1's connections to node0 after the fetch (remote
 	// multiaddrs): the transport the blob came over.
 	Conns []string `json:"conns"`
 	// Import is the time node0 took to store the blob, sent over its
-	// control API; Fetch the time node1 took to fetch it from node0.
+	// control API; Fetch the time node1 took to fetch it from node0 (with
+	// ViaGet, the time `blob get` took, to its file renamed).
 	Import Seconds `json:"import_s"`
 	Fetch  Seconds `json:"fetch_s"`
 	// ImportMiBPerS and FetchMiBPerS are the same as rates, in MiB/s.
@@ -40,6 +60,11 @@ type FetchResult struct {
 	// daemon used during the fetch (Linux only; 0 elsewhere).
 	FetcherCPU  Seconds `json:"fetcher_cpu_s"`
 	ProviderCPU Seconds `json:"provider_cpu_s"`
+	// With ViaGet: GetPeakRSS is the peak resident set of the `blob get`
+	// process, GetCPU its CPU time; the file it wrote was checked against
+	// the blob (size and SHA-256) before these were reported.
+	GetPeakRSS uint64  `json:"get_peak_rss_bytes,omitempty"`
+	GetCPU     Seconds `json:"get_cpu_s,omitempty"`
 }
 
 // Seconds is a duration that encodes in JSON as a number of seconds.
@@ -60,6 +85,9 @@ type FetchOptions struct {
 	// Transport is what the daemons listen on: any (TCP and QUIC), tcp or
 	// quic.
 	Transport string
+	// Via is how node1 fetches: through its API, or by `blob get` to a
+	// file.
+	Via FetchVia
 	// Log, if set, gets a line of progress a step.
 	Log func(format string, args ...any)
 	// Measured, if set, gets each figure as soon as it is measured: the
@@ -78,10 +106,11 @@ type FetchFigure struct {
 // Fetch is `wats bench fetch`: it starts two daemons in a temporary
 // directory (removed after), imports o.Size pseudo-random bytes into node0
 // through its control API and times node1's fetch of the blob from node0
-// over bitswap. Both daemons' blobs.max_blob_bytes and blobs.quota_bytes
-// are raised to the size.
+// over bitswap, through its API or by `blob get` to a file (o.Via). Both
+// daemons' blobs.max_blob_bytes and blobs.quota_bytes are raised to the
+// size.
 func Fetch(ctx context.Context, o FetchOptions) (*FetchResult, error) {
-	size, transport := o.Size, o.Transport
+	size, transport, via := o.Size, o.Transport, o.Via
 	dir, err := os.MkdirTemp("", "wats-bench-fetch-")
 	if err != nil {
 		return nil, err
@@ -115,11 +144,11 @@ func Fetch(ctx context.Context, o FetchOptions) (*FetchResult, error) {
 	}
 	defer d.Stop()
 	src, dst := d.Client(0), d.Client(1)
-	res := &FetchResult{Bytes: size, Transport: transport}
+	res := &FetchResult{Bytes: size, Transport: transport, Via: via}
 
 	logf("importing %s into node0", humanize.Bytes(size))
 	start := time.Now()
-	bi, err := src.AddBlob(ctx, io.LimitReader(rand.NewChaCha8([32]byte{'w', 'a', 't', 's'}), int64(size)))
+	bi, err := src.AddBlob(ctx, benchBlob(size))
 	if err != nil {
 		return nil, fmt.Errorf("node0: blob add: %w", err)
 	}
@@ -130,13 +159,20 @@ func Fetch(ctx context.Context, o FetchOptions) (*FetchResult, error) {
 		return nil, err
 	}
 
-	logf("node1 fetching it from node0")
+	logf("node1 fetching it from node0 (%s)", via)
 	cpu0, cpu1 := cpuTime(d.Daemon(0).PID()), cpuTime(d.Daemon(1).PID())
 	start = time.Now()
-	if err := dst.FetchBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: id.PeerID}, nil); err != nil {
-		return nil, fmt.Errorf("node1: fetch: %w", err)
+	switch via {
+	case ViaGet:
+		if err := blobGet(ctx, d.State().Nodes[1].Repo, dir, bi, id.PeerID, res); err != nil {
+			return nil, err
+		}
+	default:
+		if err := dst.FetchBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: id.PeerID}, nil); err != nil {
+			return nil, fmt.Errorf("node1: fetch: %w", err)
+		}
+		res.Fetch = Seconds(time.Since(start))
 	}
-	res.Fetch = Seconds(time.Since(start))
 	measured("fetch", time.Duration(res.Fetch))
 	res.ProviderCPU = Seconds(cpuTime(d.Daemon(0).PID()) - cpu0)
 	res.FetcherCPU = Seconds(cpuTime(d.Daemon(1).PID()) - cpu1)
@@ -153,4 +189,51 @@ func Fetch(ctx context.Context, o FetchOptions) (*FetchResult, error) {
 	res.ProviderPeakRSS = peakRSS(d.Daemon(0).PID())
 	res.FetcherPeakRSS = peakRSS(d.Daemon(1).PID())
 	return res, nil
+}
+
+// benchBlob is the blob of a bench fetch of size bytes: pseudo-random,
+// the same for every run.
+func benchBlob(size uint64) io.Reader {
+	return io.LimitReader(rand.NewChaCha8([32]byte{'w', 'a', 't', 's'}), int64(size))
+}
+
+// blobGet runs `wats blob get` (this binary) on the node whose repo is
+// repoDir for bi, from peer, into a file in dir, and records in res its
+// time, CPU and peak RSS, once the file is checked against the blob.
+func blobGet(ctx context.Context, repoDir, dir string, bi *api.BlobInfo, from string, res *FetchResult) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(dir, "got.bin")
+	cmd := exec.CommandContext(ctx, exe, "blob", "get", bi.CID, "--size", strconv.FormatUint(bi.Size, 10),
+		"--from", from, "-o", out, "--repo", repoDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("node1: blob get: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	res.Fetch = Seconds(time.Since(start))
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.GetPeakRSS = uint64(ru.Maxrss) << 10 // KiB on Linux
+	}
+	res.GetCPU = Seconds(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
+	f, err := os.Open(out)
+	if err != nil {
+		return fmt.Errorf("node1: blob get wrote no file: %w", err)
+	}
+	defer f.Close()
+	got, want := sha256.New(), sha256.New()
+	n, err := io.Copy(got, f)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(want, benchBlob(bi.Size)); err != nil {
+		return err
+	}
+	if uint64(n) != bi.Size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		return fmt.Errorf("node1: blob get wrote %d bytes that differ from the %d-byte blob", n, bi.Size)
+	}
+	return os.Remove(out)
 }

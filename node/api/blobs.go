@@ -3,10 +3,15 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/wats-network/wats/core"
 )
 
 // PathBlobs takes a POSTed blob (the file's bytes, application/octet-stream)
@@ -111,6 +116,109 @@ func (c *Client) FetchBlob(ctx context.Context, req FetchRequest, fn func(FetchP
 
 // ErrFetchFailed: the daemon could not make the blob complete.
 var ErrFetchFailed = errors.New("api: fetch failed")
+
+// PathBlobStream takes a POSTed FetchRequest: the daemon makes the blob
+// complete as PathBlobFetch does (the same fetch, ADR 0014's rules) and
+// answers with the blob's bytes in order while the fetch runs (ADR 0035):
+// 200, ContentTypeBlob, HeaderBlobSize the declared size, a body of the
+// file's bytes, each leaf written once it is verified and every byte
+// before it has been, then the trailer TrailerBlobStatus: BlobComplete
+// when the blob is complete in the node and the body is exactly the
+// declared size, else BlobFailed with TrailerBlobError saying why. A
+// body without the trailer was cut off (the daemon stopped). A blob the
+// node holds is sent from its store. A request it cannot start (a body
+// that is not a FetchRequest, a CID or a --from peer it cannot read) is
+// answered 400 with an ErrorBody.
+const PathBlobStream = "/v1/blobs/stream"
+
+// The headers and trailers of a PathBlobStream answer.
+const (
+	// ContentTypeBlob is the media type of a blob's bytes.
+	ContentTypeBlob = "application/octet-stream"
+	// HeaderBlobSize is the declared size the body is held to, in bytes.
+	HeaderBlobSize = "Wats-Blob-Size"
+	// TrailerBlobStatus is BlobComplete or BlobFailed.
+	TrailerBlobStatus = "Wats-Blob-Status"
+	// TrailerBlobError says why the blob failed, one sentence.
+	TrailerBlobError = "Wats-Blob-Error"
+	// BlobComplete: the body is the whole blob, complete in the node.
+	BlobComplete = "complete"
+	// BlobFailed: the body is a prefix of the blob (maybe empty), each
+	// byte verified, and the blob is not complete in the node.
+	BlobFailed = "failed"
+)
+
+// StreamBlob asks the daemon for the blob req names (POST PathBlobStream)
+// and writes its bytes to w as they come, at most req.Size of them. It
+// returns the bytes written and nil only when the daemon says the blob is
+// complete and exactly req.Size bytes came. Otherwise what was written is
+// a prefix of the blob, and the error wraps ErrFetchFailed with the
+// daemon's reason, ErrStreamEnded when the answer was cut off, or
+// ErrTooLarge when the daemon sent more than req.Size bytes; or it is w's
+// error, or ctx's.
+func (c *Client) StreamBlob(ctx context.Context, req FetchRequest, w io.Writer) (uint64, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, fmt.Errorf("api: encode stream request: %w", err)
+	}
+	resp, err := c.do(ctx, http.MethodPost, PathBlobStream, nil, body, ContentTypeBlob)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	out := &errWriter{w: w}
+	n, err := io.CopyBuffer(out, io.LimitReader(resp.Body, int64(min(req.Size, core.MaxSafeInt))), make([]byte, 256<<10))
+	written := uint64(n)
+	if err == nil && written == req.Size {
+		// The trailer comes with the body's end: read past the last byte.
+		var extra [1]byte
+		var k int
+		k, err = io.ReadFull(resp.Body, extra[:])
+		switch {
+		case k > 0:
+			return written, fmt.Errorf("%w: the daemon sent more than the declared %d bytes", ErrTooLarge, req.Size)
+		case err == io.EOF:
+			err = nil
+		}
+	}
+	switch {
+	case out.err != nil:
+		return written, out.err
+	case ctx.Err() != nil:
+		return written, ctx.Err()
+	case err != nil:
+		return written, fmt.Errorf("%w: %d of %d bytes came: %v", ErrStreamEnded, written, req.Size, err)
+	}
+	switch resp.Trailer.Get(TrailerBlobStatus) {
+	case BlobComplete:
+		if written != req.Size {
+			return written, fmt.Errorf("%w: the daemon said complete after %d of %d bytes", ErrStreamEnded, written, req.Size)
+		}
+		return written, nil
+	case BlobFailed:
+		msg := resp.Trailer.Get(TrailerBlobError)
+		if len(msg) > MaxErrorBytes {
+			msg = msg[:MaxErrorBytes]
+		}
+		return written, fmt.Errorf("%w: %s", ErrFetchFailed, msg)
+	}
+	return written, fmt.Errorf("%w: %d of %d bytes came, and no status", ErrStreamEnded, written, req.Size)
+}
+
+// errWriter is a writer that remembers its first error, to tell a failed
+// write from a failed read of one io.Copy.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
 
 // PathReplicate takes a POSTed ReplicateRequest: the daemon asks Peer to
 // keep copies of Blobs, naming itself as their first provider, and answers

@@ -613,3 +613,78 @@ func TestIsEventIDPrefix(t *testing.T) {
 		t.Errorf("EventIDLen %d, a real id has %d characters", EventIDLen, len(id))
 	}
 }
+
+// blobStreamer answers POST PathBlobStream with body and then the trailer
+// status (with msg when failed; no trailer when status is ""); abort cuts
+// the answer off after the body instead, as a daemon that stops.
+func blobStreamer(t *testing.T, body, status, msg string, abort bool) http.Handler {
+	t.Helper()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != PathBlobStream {
+			t.Errorf("request %s %s, want POST %s", r.Method, r.URL.Path, PathBlobStream)
+		}
+		w.Header().Set("Content-Type", ContentTypeBlob)
+		w.Header().Set("Trailer", TrailerBlobStatus+", "+TrailerBlobError)
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, body)
+		w.(http.Flusher).Flush()
+		if abort {
+			panic(http.ErrAbortHandler)
+		}
+		if status != "" {
+			w.Header().Set(TrailerBlobStatus, status)
+		}
+		if msg != "" {
+			w.Header().Set(TrailerBlobError, msg)
+		}
+	})
+}
+
+// TestStreamBlob: the bytes of a complete blob are written and counted;
+// the client takes exactly the declared size, and one byte more is an
+// error; a failure, a cut-off answer and a missing status are errors after
+// the bytes that came.
+func TestStreamBlob(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		body        string
+		status, msg string
+		abort       bool
+		want        error // nil, or what the error matches
+		wantMsg     string
+		wantN       uint64
+	}{
+		{name: "complete at the declared size", body: "hello", status: BlobComplete, wantN: 5},
+		{name: "one byte more than declared", body: "hello!", status: BlobComplete, want: ErrTooLarge, wantN: 5},
+		{name: "complete but short", body: "hell", status: BlobComplete, want: ErrStreamEnded, wantN: 4},
+		{name: "failed after a prefix", body: "he", status: BlobFailed, msg: "could not fetch blob B: stalled", want: ErrFetchFailed, wantMsg: "stalled", wantN: 2},
+		{name: "failed before any byte", status: BlobFailed, msg: "too large", want: ErrFetchFailed, wantMsg: "too large"},
+		{name: "cut off", body: "hel", abort: true, want: ErrStreamEnded, wantN: 3},
+		{name: "no status", body: "hello", want: ErrStreamEnded, wantN: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeDaemon(t, blobStreamer(t, tc.body, tc.status, tc.msg, tc.abort))
+			var out strings.Builder
+			n, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, &out)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.wantMsg) {
+				t.Fatalf("StreamBlob: %v, want %v %q", err, tc.want, tc.wantMsg)
+			}
+			if n != tc.wantN || out.String() != tc.body[:tc.wantN] {
+				t.Fatalf("wrote %q (%d counted), want %q", out.String(), n, tc.body[:tc.wantN])
+			}
+		})
+	}
+}
+
+// TestStreamBlobWriterError: a failing writer's error is returned as is.
+func TestStreamBlobWriterError(t *testing.T) {
+	c := fakeDaemon(t, blobStreamer(t, "hello", BlobComplete, "", false))
+	broken := errors.New("disk full")
+	if _, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, failingWriter{broken}); !errors.Is(err, broken) {
+		t.Fatalf("StreamBlob into a failing writer: %v, want its error", err)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }

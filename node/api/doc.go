@@ -21,6 +21,10 @@
 //	                                409 if several
 //	GET  /v1/tail?after=N           NDJSON: one event per line, forever
 //	POST /v1/sync                   SyncRequest -> NDJSON: SyncProgress lines
+//	POST /v1/blobs/fetch            FetchRequest -> NDJSON: FetchProgress lines
+//	POST /v1/blobs/stream           FetchRequest -> the blob's bytes in order
+//	                                as they are fetched, then the trailer
+//	                                Wats-Blob-Status (ADR 0035)
 //	GET  /metrics                   Prometheus text exposition
 //
 // Any non-2xx response carries an ErrorBody; the client turns it into an
@@ -32,6 +36,8 @@
 //   - api.go: paths, request and response types, ErrorBody, the bounds
 //     of event ids and pages the daemon accepts.
 //   - client.go: Client and its calls, including the two NDJSON streams.
+//   - blobs.go: the blob paths and calls, the fetch's progress and
+//     StreamBlob, the blob's bytes with their trailer.
 //   - event.go: EventID, the id of a signed event as the API returns it.
 //   - errors.go: ErrNoDaemon, NoDaemonError, Error (matching ErrNotFound
 //     for 404 and ErrAmbiguous for 409) and the other sentinels.

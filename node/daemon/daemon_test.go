@@ -269,3 +269,57 @@ func TestNDJSONLineInvalidUTF8(t *testing.T) {
 		t.Fatalf("line %q, want %q", got, want)
 	}
 }
+
+// TestAPIBlobStream: POST PathBlobStream streams a blob fetched from
+// another node (real libp2p hosts on 127.0.0.1) and says it is complete;
+// a held blob streams from the store; a declared size that is not the
+// blob's is a failure with no byte sent; a request it cannot start is a
+// 400.
+func TestAPIBlobStream(t *testing.T) {
+	a := startNode(t, nil)
+	b := startNode(t, func(cfg *config.Config) { cfg.Blobs.AutoFetch = false })
+	ca, cb := apiClient(t, a), apiClient(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	data := bytes.Repeat([]byte("streamed "), 500_000) // 4.5 MB: five chunks
+	bi, err := ca.AddBlob(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := a.Host().Addrs()[0].String() + "/p2p/" + a.ID().String()
+	var out bytes.Buffer
+	n, err := cb.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: from}, &out)
+	if err != nil || n != bi.Size || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("stream from a: %d bytes, %v", n, err)
+	}
+	if list, _ := cb.Blobs(ctx); len(list) != 1 || list[0] != *bi {
+		t.Fatalf("after the stream b lists %+v, want the blob", list)
+	}
+	out.Reset()
+	if n, err := ca.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, &out); err != nil || n != bi.Size || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("stream of a held blob: %d bytes, %v", n, err)
+	}
+	// A size mismatch, from the provider (c lacks the blob) and held.
+	c := startNode(t, func(cfg *config.Config) { cfg.Blobs.AutoFetch = false })
+	cc := apiClient(t, c)
+	for _, tc := range []struct {
+		name string
+		cl   *api.Client
+		from string
+	}{{"fetched", cc, from}, {"held", ca, ""}} {
+		out.Reset()
+		n, err := tc.cl.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size + 1, From: tc.from}, &out)
+		if !errors.Is(err, api.ErrFetchFailed) || !strings.Contains(err.Error(), "not of the declared size") || n != 0 || out.Len() != 0 {
+			t.Errorf("%s, declared one byte more: %d bytes, %v; want a failure and nothing", tc.name, n, err)
+		}
+	}
+	if list, _ := cc.Blobs(ctx); len(list) != 0 {
+		t.Fatalf("a blob of the wrong size was stored: %+v", list)
+	}
+	var apiErr *api.Error
+	for _, req := range []api.FetchRequest{{CID: "nope", Size: 1}, {CID: bi.CID, Size: bi.Size, From: "nobody"}} {
+		if _, err := cb.StreamBlob(ctx, req, &out); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+			t.Errorf("stream %+v: %v, want 400", req, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -275,24 +276,33 @@ func (h handlers) crashes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, groups)
 }
 
-// fetchBlob makes a blob complete, fetching it if needed, and streams
-// its progress (api.PathBlobFetch).
-func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
-	var req api.FetchRequest
+// readFetch reads the FetchRequest of a fetch or a stream, with its CID
+// and its from peer ("" for none; a multiaddr is dialled), or answers 400
+// and returns false.
+func (h handlers) readFetch(w http.ResponseWriter, r *http.Request) (req api.FetchRequest, c cid.Cid, from peer.ID, ok bool) {
 	if !readJSON(w, r, &req) {
-		return
+		return req, c, "", false
 	}
 	c, err := cid.Decode(req.CID)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a CID", req.CID))
-		return
+		return req, c, "", false
 	}
-	var from peer.ID
 	if req.From != "" {
 		if from, err = h.ResolvePeer(r.Context(), req.From); err != nil {
 			writeError(w, http.StatusBadRequest, err)
-			return
+			return req, c, "", false
 		}
+	}
+	return req, c, from, true
+}
+
+// fetchBlob makes a blob complete, fetching it if needed, and streams
+// its progress (api.PathBlobFetch).
+func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
+	req, c, from, ok := h.readFetch(w, r)
+	if !ok {
+		return
 	}
 	line := ndjsonLines(w)
 	var last time.Time
@@ -302,12 +312,33 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	err = h.FetchAsked(r.Context(), c, req.Size, from, progress)
-	if err != nil {
+	if err := h.FetchAsked(r.Context(), c, req.Size, from, progress); err != nil {
 		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
 		return
 	}
 	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
+}
+
+// streamBlob makes a blob complete, fetching it if needed, and answers
+// with its bytes in order meanwhile, then a trailer that says whether it
+// is complete (api.PathBlobStream, ADR 0035).
+func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
+	req, c, from, ok := h.readFetch(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeBlob)
+	w.Header().Set(api.HeaderBlobSize, strconv.FormatUint(req.Size, 10))
+	w.Header().Set("Trailer", api.TrailerBlobStatus+", "+api.TrailerBlobError)
+	w.WriteHeader(http.StatusOK)
+	out := flushingWriter{w: w, rc: http.NewResponseController(w)}
+	_ = out.rc.Flush() // the headers now: the first bytes may take a while
+	if _, err := h.StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
+		w.Header().Set(api.TrailerBlobStatus, api.BlobFailed)
+		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != "")))
+		return
+	}
+	w.Header().Set(api.TrailerBlobStatus, api.BlobComplete)
 }
 
 // replicate asks a peer to replicate blobs (api.PathReplicate).

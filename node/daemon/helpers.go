@@ -190,6 +190,33 @@ func (b *lazyBody) Write(p []byte) (int, error) {
 	return b.w.Write(p)
 }
 
+// flushingWriter writes a stream's bytes to the client as they are
+// written: each write is flushed.
+type flushingWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
+// headerText is s as a header or trailer value can carry it: one line of
+// printable ASCII, any other character (a newline, a control character,
+// non-ASCII) as "?".
+func headerText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
 // maxBodyBytes bounds a control API request body: an event body is at
 // most 16 KiB (docs/design.md §5), so 64 KiB leaves room for its JSON
 // escaping.

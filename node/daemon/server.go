@@ -39,6 +39,7 @@ func Handler(n *node.Node) http.Handler {
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
 	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", h.removeBlob)
 	mux.HandleFunc("POST "+api.PathBlobFetch, h.fetchBlob)
+	mux.HandleFunc("POST "+api.PathBlobStream, h.streamBlob)
 	mux.HandleFunc("POST "+api.PathReplicate, h.replicate)
 	mux.HandleFunc("GET "+api.PathPeerCache, answer(n.PeerCache))
 	mux.HandleFunc("DELETE "+api.PathPeerCache+"/{id}", h.forgetPeer)

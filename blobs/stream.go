@@ -1,0 +1,172 @@
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+	ipld "github.com/ipfs/go-ipld-format"
+)
+
+// This file is the stream of a blob's bytes while it is fetched (ADR
+// 0035): Fetcher.Stream runs Fetch and, beside it, writes the file in
+// order from the store as the fetch's blocks land there.
+
+// Stream makes the blob r.CID of the declared size r.Size complete in the
+// store, as Fetch does (same rules, same sharing of a run), and writes its
+// file bytes to w in order meanwhile, as they arrive: a leaf is written
+// when it is in the store (checked against its CID by the exchange, and
+// against what its parent claims by the walk and again here) and every
+// byte before it has been written. Each byte is written once: a second
+// provider continues where the first stopped, and the leaves already
+// written are not written again. A blob already complete is written from
+// the store.
+//
+// It returns the bytes written and nil only when the blob is complete,
+// pinned, and exactly r.Size bytes were written. On failure the bytes
+// written are a prefix of the blob, each verified, and the error says
+// why: Fetch's error when the fetch failed (ErrTooLarge, ErrQuota before
+// any request and before any byte; a content fault; the plan's), or w's.
+// A failure of w, or ctx's end, cancels the fetch.
+//
+// Memory: besides what the fetch holds (its window of blocks in flight
+// and its write queue), a stream holds one block and the links of the
+// nodes above it. The fetch does not wait for w: a slow w reads the rest
+// from the store after the blob is complete.
+func (f *Fetcher) Stream(ctx context.Context, r Request, w io.Writer) (written uint64, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fetched := make(chan struct{})
+	var ferr error
+	go func() {
+		defer close(fetched)
+		ferr = f.Fetch(ctx, r)
+	}()
+	s := &stream{st: f.st, w: w, root: r.CID, size: r.Size, visits: 1, fetched: fetched, ferr: &ferr}
+	err = s.node(ctx, item{c: r.CID, span: r.Size})
+	if err == nil && s.n != r.Size {
+		// parseNode's sums make this impossible; said rather than assumed.
+		err = fmt.Errorf("%w: %s: %d bytes written, declared %d", ErrSizeMismatch, r.CID, s.n, r.Size)
+	}
+	if err != nil {
+		cancel()
+	}
+	<-fetched
+	switch {
+	case errors.Is(err, errFetchEnded), err == nil && ferr != nil:
+		return s.n, ferr
+	case err != nil:
+		return s.n, err
+	}
+	return s.n, nil
+}
+
+// errFetchEnded: the stream stopped because its fetch ended with an
+// error, which Stream returns in its place.
+var errFetchEnded = errors.New("blobs: the fetch ended")
+
+// stream is the state of one Fetcher.Stream: a depth-first walk of the
+// blob's DAG in file order, over the store.
+type stream struct {
+	st     *Store
+	w      io.Writer
+	root   cid.Cid
+	size   uint64
+	n      uint64 // bytes written to w
+	visits uint64 // blocks visited, the root included; ≤ MaxBlocks(size)
+	// fetched is closed when the fetch has ended; *ferr is then its error.
+	fetched <-chan struct{}
+	ferr    *error
+}
+
+// node writes the file bytes under it: its own, then its children's, in
+// order. The recursion is at most MaxDepth+1 deep (parseNode).
+func (s *stream) node(ctx context.Context, it item) error {
+	data, err := s.block(ctx, it.c)
+	if err != nil {
+		return err
+	}
+	inline, kids, err := parseNode(it, data)
+	if err != nil {
+		return err
+	}
+	if err := visit(&s.visits, len(kids), s.root, s.size); err != nil {
+		return err
+	}
+	if len(inline) > 0 {
+		if _, err := s.w.Write(inline); err != nil {
+			return err
+		}
+		s.n += uint64(len(inline))
+	}
+	for _, k := range kids {
+		if err := s.node(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// block returns the bytes of block c, waiting until it is in the store:
+// until a fetched block is written (Store.stored), the fetch ends, or ctx
+// does. Once the fetch has ended with an error, errFetchEnded; once it
+// has succeeded, every block is there, and a missing one is
+// ErrIncomplete (removed meanwhile).
+func (s *stream) block(ctx context.Context, c cid.Cid) ([]byte, error) {
+	for {
+		// Taken before the look-up, so that a block written after the
+		// look-up wakes this wait.
+		stored := s.st.stored.wait()
+		b, err := s.st.GetBlock(ctx, c)
+		switch {
+		case err == nil:
+			return b.RawData(), nil
+		case !ipld.IsNotFound(err):
+			return nil, fmt.Errorf("blobs: stream %s: %w", s.root, err)
+		}
+		select {
+		case <-stored:
+		case <-s.fetched:
+			if *s.ferr != nil {
+				return nil, errFetchEnded
+			}
+			if b, err := s.st.GetBlock(ctx, c); err == nil {
+				return b.RawData(), nil
+			}
+			return nil, fmt.Errorf("%w: block %s of %s is gone", ErrIncomplete, c, s.root)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// signal wakes the goroutines waiting for the next event of some kind:
+// wait returns a channel that notify closes. The zero value is ready to
+// use. Safe for concurrent use.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{} // nil while nobody waits
+}
+
+// wait returns a channel closed at the next notify.
+func (g *signal) wait() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+	return g.ch
+}
+
+// notify wakes every waiter.
+func (g *signal) notify() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
