@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -66,6 +67,9 @@ func NewClient(socket string) *Client {
 		DialContext:        c.dial,
 		DisableCompression: true,
 		MaxIdleConns:       4,
+		// How long an upload with "Expect: 100-continue" waits for the
+		// daemon's go-ahead before it sends the body anyway.
+		ExpectContinueTimeout: 5 * time.Second,
 	}
 	c.hc = &http.Client{Transport: c.tr}
 	return c
@@ -375,8 +379,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // send performs req: a daemon that is not running is a *NoDaemonError, a
 // non-2xx answer an *Error.
-func (c *Client) send(req *http.Request) (*http.Response, error) {
-	resp, err := c.hc.Do(req)
+func (c *Client) send(req *http.Request) (*http.Response, error) { return c.sendOn(c.hc, req) }
+
+// sendOn is send through hc.
+func (c *Client) sendOn(hc *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := hc.Do(req)
 	if err != nil {
 		var nd *NoDaemonError
 		if errors.As(err, &nd) {
