@@ -124,3 +124,22 @@ func TestAddFileRefusesNonFiles(t *testing.T) {
 		t.Errorf("a directory: %v", err)
 	}
 }
+
+// TestUploadCopiesByChunk: an upload is read from the file a chunk
+// (uploadCopyBytes) at a time, not in net/http's 32 KiB copies.
+func TestUploadCopiesByChunk(t *testing.T) {
+	mux := http.NewServeMux()
+	uploads(t, mux)
+	c := fakeDaemon(t, mux)
+	const size = 3*uploadCopyBytes + 5
+	var last, largest uint64
+	bi, err := c.AddFile(t.Context(), tempFile(t, strings.Repeat("x", size)), &AddFileOptions{Upload: true, Progress: func(n uint64) {
+		largest, last = max(largest, n-last), n
+	}})
+	if err != nil || bi.Size != size {
+		t.Fatalf("%+v, %v", bi, err)
+	}
+	if largest != uploadCopyBytes {
+		t.Errorf("the largest read of the upload was %d bytes, want %d", largest, uploadCopyBytes)
+	}
+}

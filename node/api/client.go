@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,13 +82,54 @@ func (c *Client) Socket() string { return c.socket }
 // Close releases the client's idle connections. The client stays usable.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
+// dial is the transport's dialler: a connection to the socket, tuned for
+// uploads.
 func (c *Client) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	conn, err := c.dialSocket(ctx)
+	if uc, ok := conn.(*net.UnixConn); ok && err == nil {
+		// Room for an upload to run ahead of the daemon's import (the
+		// kernel may grant less); small requests use none of it.
+		_ = uc.SetWriteBuffer(uploadAheadBytes)
+		return uploadConn{uc}, nil
+	}
+	return conn, err
+}
+
+// dialSocket connects to the daemon's socket; a *NoDaemonError if
+// nothing listens there.
+func (c *Client) dialSocket(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.socket)
 	if err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
 		return nil, &NoDaemonError{Socket: c.socket, Err: err}
 	}
 	return conn, err
+}
+
+// Upload tuning, measured in docs/performance.md ("blob add"): an upload
+// is copied to the socket a chunk at a time, and may be up to four chunks
+// ahead of the daemon, which reads as much as is there at once.
+const (
+	// uploadCopyBytes is one blob chunk (docs/design.md §9, 1 MiB).
+	uploadCopyBytes = 1 << 20
+	// uploadAheadBytes is the socket's send buffer.
+	uploadAheadBytes = 4 * uploadCopyBytes
+)
+
+// uploadConn is a connection to the daemon through which net/http copies
+// a request body uploadCopyBytes at a time (its own copy takes 32 KiB).
+type uploadConn struct{ *net.UnixConn }
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, uploadCopyBytes); return &b }}
+
+// ReadFrom is what net/http's writer calls for a body past its first
+// bytes (after its buffer of the head is flushed).
+func (c uploadConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	// The wrappers hide io.WriterTo and io.ReaderFrom, which would bring
+	// io.CopyBuffer back here or to a smaller copy.
+	return io.CopyBuffer(struct{ io.Writer }{c.UnixConn}, struct{ io.Reader }{r}, *buf)
 }
 
 // ID returns the daemon's identity (GET PathID).
