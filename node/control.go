@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,20 +49,8 @@ func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via Impo
 	if err == nil {
 		c, got, err = n.blobs.Import(ctx, r)
 	}
-	n.m.blobImport(via, importOutcome(err))
+	n.m.blobImport(via, fetchOutcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
-}
-
-// importOutcome is the outcome label of an import that returned err.
-func importOutcome(err error) string {
-	switch {
-	case err == nil:
-		return "stored"
-	case errors.Is(err, blobs.ErrTooLarge), errors.Is(err, blobs.ErrQuota):
-		return "refused"
-	default:
-		return "failed"
-	}
 }
 
 // Agent returns the agent the node sends in hello (Options.Agent).

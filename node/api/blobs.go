@@ -11,8 +11,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-
-	"github.com/go-json-experiment/json"
 )
 
 // PathBlobs takes a POSTed blob (the file's bytes, application/octet-stream)
@@ -123,7 +121,7 @@ var errNoDescriptor = errors.New("api: the daemon took no descriptor")
 func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint64)) (*BlobInfo, error) {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			conn, err := c.dial(ctx, "", "")
+			conn, err := c.dialSocket(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -147,39 +145,27 @@ func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint6
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	var last ImportProgress
-	errFinal := errors.New("final") // stops readLines at the final line
-	err = c.readLines(resp.Body, func(line []byte) error {
-		if err := json.Unmarshal(line, &last); err != nil {
-			return fmt.Errorf("api: import: bad progress line: %w", err)
-		}
+	last, err := readProgress(ctx, c, resp, "import", func(p ImportProgress) {
 		if progress != nil {
-			progress(last.Bytes)
+			progress(p.Bytes)
 		}
-		if last.Done || last.Error != "" {
-			return errFinal
-		}
-		return nil
-	})
+	}, func(p *ImportProgress) (bool, string) { return p.Done, p.Error }, errImportFailed)
 	switch {
-	case errors.Is(err, errFinal) && last.Error != "":
+	case errors.Is(err, errImportFailed):
 		// As the upload's answer would have been: an *Error.
 		status := http.StatusInternalServerError
 		if last.Refused {
 			status = http.StatusRequestEntityTooLarge
 		}
 		return nil, &Error{Status: status, Message: last.Error}
-	case errors.Is(err, errFinal):
-		return &BlobInfo{CID: last.CID, Size: last.Size}, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err == nil:
-		return nil, ErrStreamEnded
-	default:
+	case err != nil:
 		return nil, err
 	}
+	return &BlobInfo{CID: last.CID, Size: last.Size}, nil
 }
+
+// errImportFailed: PathBlobImport's last line has Error set.
+var errImportFailed = errors.New("api: import failed")
 
 // upload POSTs the bytes of r to PathBlobs: size of them, or, with size
 // -1, as many as r holds (for some readers, such as a *bytes.Reader,

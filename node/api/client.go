@@ -274,10 +274,17 @@ func postProgress[T any](ctx context.Context, c *Client, path string, req any, w
 	if err != nil {
 		return nil, err
 	}
+	return readProgress(ctx, c, resp, what, fn, final, failed)
+}
+
+// readProgress reads the NDJSON progress lines of resp, as postProgress
+// says, and closes its body.
+func readProgress[T any](ctx context.Context, c *Client, resp *http.Response, what string, fn func(T),
+	final func(*T) (done bool, errMsg string), failed error) (*T, error) {
 	defer resp.Body.Close()
 	var last *T
 	errFinal := errors.New("final") // stops readLines at the final line
-	err = c.readLines(resp.Body, func(line []byte) error {
+	err := c.readLines(resp.Body, func(line []byte) error {
 		var p T
 		if err := json.Unmarshal(line, &p); err != nil {
 			return fmt.Errorf("api: %s: bad progress line: %w", what, err)

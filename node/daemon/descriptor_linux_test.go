@@ -22,10 +22,7 @@ import (
 // part that shows a caller without read access cannot open the file runs
 // only as another user.)
 func TestImportRefusesPathOnlyDescriptor(t *testing.T) {
-	n := startNode(t, nil)
-	sock := serveSocket(t, n)
-	c := api.NewClient(sock)
-	defer c.Close()
+	sock, c := serveAndDial(t, startNode(t, nil))
 	path, _ := randFile(t, 5000, 1)
 	if err := os.Chmod(path, 0); err != nil {
 		t.Fatal(err)

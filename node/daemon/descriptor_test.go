@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/api"
 )
 
@@ -159,6 +160,16 @@ func TestImportBounds(t *testing.T) {
 	}
 }
 
+// serveAndDial serves n's control API as serveSocket does and returns
+// the socket and a client of it.
+func serveAndDial(t *testing.T, n *node.Node) (string, *api.Client) {
+	t.Helper()
+	sock := serveSocket(t, n)
+	c := api.NewClient(sock)
+	t.Cleanup(c.Close)
+	return sock, c
+}
+
 // rawRequest writes parts to a new connection to sock, part i with the
 // descriptors fds[i] (if any) as SCM_RIGHTS, and returns the status and
 // body of the answer.
@@ -204,10 +215,7 @@ func fdOf(t *testing.T, f *os.File) int {
 // two in one message or in two; a file open for reading and writing is
 // taken. The daemon keeps serving after each and stores nothing refused.
 func TestImportDescriptorRefused(t *testing.T) {
-	n := startNode(t, nil)
-	sock := serveSocket(t, n)
-	c := api.NewClient(sock)
-	defer c.Close()
+	sock, c := serveAndDial(t, startNode(t, nil))
 	path, _ := randFile(t, 3000, 1)
 	open := func(name string, flag int) int {
 		f, err := os.OpenFile(name, flag, 0)
