@@ -32,6 +32,9 @@
 //   - api.go: paths, request and response types, ErrorBody, the bounds
 //     of event ids and pages the daemon accepts.
 //   - client.go: Client and its calls, including the two NDJSON streams.
+//   - blobs.go: the blob paths and calls; AddFile, which passes a file's
+//     descriptor to the daemon (descriptor_unix.go, ADR 0036) or uploads
+//     it.
 //   - event.go: EventID, the id of a signed event as the API returns it.
 //   - errors.go: ErrNoDaemon, NoDaemonError, Error (matching ErrNotFound
 //     for 404 and ErrAmbiguous for 409) and the other sentinels.
