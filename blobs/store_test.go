@@ -417,6 +417,9 @@ func BenchmarkStoreImportFile256MiB(b *testing.B) {
 	if err := os.WriteFile(file, randBytes(size, 1), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	if err := syncFile(file); err != nil { // not written back during the imports
+		b.Fatal(err)
+	}
 	opts := &pebble.Options{MemTableSize: 16 << 20}
 	TunePebble(opts)
 	db, err := pebble.Open(filepath.Join(dir, "db"), opts)
@@ -446,6 +449,15 @@ func BenchmarkStoreImportFile256MiB(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 type countingReader struct {
