@@ -389,15 +389,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
-	s.mu.Lock()
-	used := s.mu.used + s.mu.reserved
-	s.mu.Unlock()
-	lr := &boundedReader{r: r, limit: min(s.opts.MaxBlobBytes, core.MaxSafeInt), err: ErrTooLarge,
-		what: fmt.Sprintf("blobs.max_blob_bytes = %d", s.opts.MaxBlobBytes)}
-	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < lr.limit {
-		lr.limit, lr.err = free, ErrQuota
-		lr.what = fmt.Sprintf("the room left under blobs.quota_bytes: %d of %d bytes in use or reserved", used, s.opts.QuotaBytes)
-	}
+	lr := s.importBound()
+	lr.r = r
 	rec := &recordingDAG{DAGService: s.dag, bs: s.bstore}
 	params := helpers.DagBuilderParams{
 		Maxlinks:   helpers.DefaultLinksPerBlock,
@@ -436,6 +429,36 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 		return cid.Undef, 0, err
 	}
 	return c, size, nil
+}
+
+// CheckImport reports whether Import would take a blob of size bytes now:
+// nil, or the error wrapping ErrTooLarge or ErrQuota that Import would
+// fail with, saying so before a byte is read. It is advice for a caller
+// that knows the size (a file's, a request's Content-Length): Import
+// enforces the bound itself, since a file may grow and the quota's room
+// change meanwhile.
+func (s *Store) CheckImport(size uint64) error {
+	b := s.importBound()
+	if size > b.limit {
+		return fmt.Errorf("%w: %d bytes, more than %d (%s)", b.err, size, b.limit, b.what)
+	}
+	return nil
+}
+
+// importBound returns the reader bound of an import (without its reader):
+// min(MaxBlobBytes, the quota's room) bytes, failing with ErrTooLarge or
+// ErrQuota past it.
+func (s *Store) importBound() *boundedReader {
+	s.mu.Lock()
+	used := s.mu.used + s.mu.reserved
+	s.mu.Unlock()
+	b := &boundedReader{limit: min(s.opts.MaxBlobBytes, core.MaxSafeInt), err: ErrTooLarge,
+		what: fmt.Sprintf("blobs.max_blob_bytes = %d", s.opts.MaxBlobBytes)}
+	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < b.limit {
+		b.limit, b.err = free, ErrQuota
+		b.what = fmt.Sprintf("the room left under blobs.quota_bytes: %d of %d bytes in use or reserved", used, s.opts.QuotaBytes)
+	}
+	return b
 }
 
 // addPinned records the newly pinned blob c of size bytes: in the list,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,6 +128,12 @@ func TestStoreMaxBlobBytes(t *testing.T) {
 	const max = 2*ChunkSize + 3
 	s, _, _ := newStore(t, StoreOptions{MaxBlobBytes: max})
 	ctx := context.Background()
+	if err := s.CheckImport(max); err != nil {
+		t.Fatalf("CheckImport at the bound: %v", err)
+	}
+	if err := s.CheckImport(max + 1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("CheckImport one past the bound: %v, want ErrTooLarge", err)
+	}
 	c, size, err := s.Import(ctx, bytes.NewReader(randBytes(max, 1)))
 	if err != nil || size != max {
 		t.Fatalf("at the bound: %v, size %d", err, size)
@@ -157,6 +165,12 @@ func TestStoreQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := countBlocks(t, s)
+	if err := s.CheckImport(ChunkSize + 10); err != nil {
+		t.Fatalf("CheckImport of the room left: %v", err)
+	}
+	if err := s.CheckImport(ChunkSize + 11); !errors.Is(err, ErrQuota) {
+		t.Fatalf("CheckImport one past the room left: %v, want ErrQuota", err)
+	}
 	// One past the room left: refused, nothing stored.
 	r := &countingReader{r: bytes.NewReader(randBytes(ChunkSize+11, 2))}
 	if _, _, err := s.Import(ctx, r); !errors.Is(err, ErrQuota) {
@@ -389,6 +403,61 @@ func BenchmarkStoreImport64MiB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStoreImportFile256MiB imports a 256 MiB pseudo-random file
+// from disk (the page cache, after the first read) with the node's pebble
+// settings (16 MiB memtable, value separation), removing it after each
+// import outside the timer: the in-process anchor of `wats blob add`
+// (docs/performance.md), which reads the same kind of file.
+func BenchmarkStoreImportFile256MiB(b *testing.B) {
+	const size = 256 << 20
+	dir := b.TempDir()
+	file := filepath.Join(dir, "blob.bin")
+	if err := os.WriteFile(file, randBytes(size, 1), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := syncFile(file); err != nil { // not written back during the imports
+		b.Fatal(err)
+	}
+	opts := &pebble.Options{MemTableSize: 16 << 20}
+	TunePebble(opts)
+	db, err := pebble.Open(filepath.Join(dir, "db"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := OpenStore(db, &StoreOptions{MaxBlobBytes: size})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetBytes(size)
+	for b.Loop() {
+		f, err := os.Open(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, _, err := s.Import(ctx, f)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := s.Remove(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 type countingReader struct {

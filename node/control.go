@@ -22,6 +22,38 @@ import (
 // Blobs returns the node's blob store.
 func (n *Node) Blobs() *blobs.Store { return n.blobs }
 
+// ImportVia is how a blob reached ImportBlob, the via label of
+// wats_blob_imports_total.
+type ImportVia string
+
+const (
+	// ImportUpload: the blob's bytes came in a request body.
+	ImportUpload ImportVia = "upload"
+	// ImportDescriptor: the caller passed the file open on the control
+	// socket and the daemon read it (ADR 0036).
+	ImportDescriptor ImportVia = "descriptor"
+)
+
+// ImportBlob stores the bytes of r as a blob (blobs.Store.Import, with its
+// bounds) and counts the import by via and outcome. size is the blob's
+// size when the caller knows it (a file's, a request's Content-Length),
+// -1 if not: a known size over the bounds is refused before r is read.
+func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via ImportVia) (cid.Cid, uint64, error) {
+	var (
+		c   cid.Cid
+		got uint64
+		err error
+	)
+	if size >= 0 {
+		err = n.blobs.CheckImport(uint64(size))
+	}
+	if err == nil {
+		c, got, err = n.blobs.Import(ctx, r)
+	}
+	n.m.blobImport(via, fetchOutcome(err)) // stored, refused or failed: an import has no content fault
+	return c, got, err
+}
+
 // Agent returns the agent the node sends in hello (Options.Agent).
 func (n *Node) Agent() string { return n.agent }
 

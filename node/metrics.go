@@ -38,6 +38,7 @@ type metrics struct {
 	gossipIgnores    *prometheus.CounterVec // envelopes ignored, by reason
 	syncGaps         prometheus.Counter     // envelopes gossip dropped for want of room
 	blobFetches      *prometheus.CounterVec // by source and outcome
+	blobImports      *prometheus.CounterVec // by via and outcome
 
 	misses         *prometheus.CounterVec // requests that asked for what never existed, by type
 	streamsRefused *prometheus.CounterVec // streams reset over a per-peer cap, by kind
@@ -124,6 +125,10 @@ func newMetrics(n *Node) *metrics {
 		Name: "wats_blob_fetches_total",
 		Help: "Blob fetches, by source (gossip, sync, crash_report, replicate, api) and outcome (stored, refused: over max_blob_bytes or the quota before any request, invalid: not what the event declares, failed: no provider served it, skipped: over the peer's fetch slots, dropped: auto-fetch queue full).",
 	}, []string{"source", "outcome"})
+	m.blobImports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_blob_imports_total",
+		Help: "Blobs imported through the control API, by via (descriptor: a file the CLI passed open on the socket, upload: the bytes in the request) and outcome (stored, refused: over max_blob_bytes or the quota, failed).",
+	}, []string{"via", "outcome"})
 	blobExchange := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "wats_blob_unsolicited_blocks_total", Help: "Bitswap blocks received that no fetch asked their sender for; dropped, never stored.",
 	}, func() float64 {
@@ -234,7 +239,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
-	m.reg.MustRegister(m.blobFetches, blobExchange, blobBytes, rewants, quota)
+	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
@@ -262,6 +267,9 @@ func (m *metrics) challengeFailed(reason string) {
 func (m *metrics) syncRefused() { m.syncRefusedN.Inc() }
 func (m *metrics) blobFetch(source, outcome string) {
 	m.blobFetches.WithLabelValues(source, outcome).Inc()
+}
+func (m *metrics) blobImport(via ImportVia, outcome string) {
+	m.blobImports.WithLabelValues(string(via), outcome).Inc()
 }
 func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 

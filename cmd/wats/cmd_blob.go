@@ -25,39 +25,33 @@ func (c *cli) blobCmd() *cobra.Command {
 }
 
 func (c *cli) blobAddCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, upload bool
 	cmd := &cobra.Command{
-		Use:   "add FILE [--json]",
+		Use:   "add FILE [--json] [--upload]",
 		Short: "Store FILE as a blob; print it as CID:SIZE:NAME",
 		Long: `Store FILE in the node's blob store as a UnixFS file (CIDv1, BLAKE3, 1 MiB
 chunks) and print it as CID:SIZE:NAME (SIZE in bytes, NAME the file's base
 name): the form 'events add --blob' takes, and 'replicate' (which ignores
 NAME). A file larger than blobs.max_blob_bytes, or past blobs.quota_bytes, is
 refused and nothing is stored. FILE must be a regular file: a directory is
-not stored (store its files one by one, or an archive of it).`,
+not stored (store its files one by one, or an archive of it).
+
+The command opens FILE and passes it open to the daemon over its socket; the
+daemon reads it through that descriptor, so it reads only what you could
+(ADR 0036). Where the daemon cannot take it (a socket forwarded from another
+host) the command sends the file's bytes instead, as --upload does. On a
+terminal a progress bar shows the import.`,
 		Example: `  ref=$(wats blob add report.pdf)
   wats events add --kind file --blob "$ref"`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fi, err := os.Stat(args[0])
-			if err != nil {
-				return err
-			}
-			if !fi.Mode().IsRegular() {
-				return fmt.Errorf("%s is a directory or another non-file: blob add takes a file", args[0])
-			}
-			f, err := os.Open(args[0])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
 			cl, err := c.client()
 			if err != nil {
 				return err
 			}
-			bi, err := cl.AddBlob(cmd.Context(), f)
+			bi, err := c.addFile(cmd.Context(), cl, args[0], "blob add", upload)
 			if err != nil {
-				return c.apiError(err)
+				return err
 			}
 			if asJSON {
 				return c.printJSON(bi)
@@ -67,7 +61,45 @@ not stored (store its files one by one, or an archive of it).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&upload, "upload", false, "send the file's bytes over the socket rather than the open file")
 	return cmd
+}
+
+// addFile stores the regular file at path as a blob, passed open to the
+// daemon or, with upload or where it cannot take it, uploaded
+// (api.Client.AddFile), with a progress bar on stderr when it is a
+// terminal. cmd names the command for the error about a non-file.
+func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upload bool) (*api.BlobInfo, error) {
+	regular := func(fi os.FileInfo, err error) error {
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is a directory or another non-file: %s takes a file", path, cmd)
+		}
+		return err
+	}
+	// Stat first: opening a FIFO would block until a writer came.
+	if err := regular(os.Stat(path)); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat() // what was opened, whatever path names now
+	if err := regular(fi, err); err != nil {
+		return nil, err
+	}
+	opts := &api.AddFileOptions{Upload: upload}
+	bar := c.byteBar(fi.Size(), "add "+filepath.Base(path))
+	if bar != nil {
+		opts.Progress = func(n uint64) { _ = bar.Set64(min(int64(n), bar.GetMax64())) }
+	}
+	bi, err := cl.AddFile(ctx, f, opts)
+	endBar(c.stderr, bar, err)
+	if err != nil {
+		return nil, c.apiError(err)
+	}
+	return bi, nil
 }
 
 func (c *cli) blobLsCmd() *cobra.Command {

@@ -46,14 +46,9 @@ prints the event's id, as 'events add' does (with --json, the signed event).`,
 				return err
 			}
 			if dumpFile != "" {
-				f, err := os.Open(dumpFile)
+				bi, err := c.addFile(cmd.Context(), cl, dumpFile, "crash report --dump", false)
 				if err != nil {
 					return err
-				}
-				bi, err := cl.AddBlob(cmd.Context(), f)
-				f.Close()
-				if err != nil {
-					return c.apiError(err)
 				}
 				req.DumpCID, req.DumpSize, req.DumpName = bi.CID, bi.Size, filepath.Base(dumpFile)
 			}

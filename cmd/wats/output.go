@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/mattn/go-isatty"
@@ -20,6 +21,37 @@ func isTerminal(w io.Writer) bool {
 		return false
 	}
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+// byteBar returns a progress bar of total bytes on stderr, labelled desc,
+// when stderr is a terminal; nil otherwise.
+func (c *cli) byteBar(total int64, desc string) *progressbar.ProgressBar {
+	if !isTerminal(c.stderr) {
+		return nil
+	}
+	return progressbar.NewOptions64(max(total, 1),
+		progressbar.OptionSetWriter(c.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionFullWidth(),
+		progressbar.OptionThrottle(50*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+// endBar ends bar (nil: none) after an operation that returned err: the
+// bar is cleared on success, left with a newline after it on failure.
+func endBar(w io.Writer, bar *progressbar.ProgressBar, err error) {
+	switch {
+	case bar == nil:
+	case err == nil:
+		_ = bar.Finish()
+	default:
+		_ = bar.Exit()
+		fmt.Fprintln(w)
+	}
 }
 
 // syncView shows the progress of `wats sync`.

@@ -13,7 +13,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -66,6 +68,9 @@ func NewClient(socket string) *Client {
 		DialContext:        c.dial,
 		DisableCompression: true,
 		MaxIdleConns:       4,
+		// How long an upload with "Expect: 100-continue" waits for the
+		// daemon's go-ahead before it sends the body anyway.
+		ExpectContinueTimeout: 5 * time.Second,
 	}
 	c.hc = &http.Client{Transport: c.tr}
 	return c
@@ -77,13 +82,54 @@ func (c *Client) Socket() string { return c.socket }
 // Close releases the client's idle connections. The client stays usable.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
+// dial is the transport's dialler: a connection to the socket, tuned for
+// uploads.
 func (c *Client) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	conn, err := c.dialSocket(ctx)
+	if uc, ok := conn.(*net.UnixConn); ok && err == nil {
+		// Room for an upload to run ahead of the daemon's import (the
+		// kernel may grant less); small requests use none of it.
+		_ = uc.SetWriteBuffer(uploadAheadBytes)
+		return uploadConn{uc}, nil
+	}
+	return conn, err
+}
+
+// dialSocket connects to the daemon's socket; a *NoDaemonError if
+// nothing listens there.
+func (c *Client) dialSocket(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.socket)
 	if err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
 		return nil, &NoDaemonError{Socket: c.socket, Err: err}
 	}
 	return conn, err
+}
+
+// Upload tuning, measured in docs/performance.md ("blob add"): an upload
+// is copied to the socket a chunk at a time, and may be up to four chunks
+// ahead of the daemon, which reads as much as is there at once.
+const (
+	// uploadCopyBytes is one blob chunk (docs/design.md §9, 1 MiB).
+	uploadCopyBytes = 1 << 20
+	// uploadAheadBytes is the socket's send buffer.
+	uploadAheadBytes = 4 * uploadCopyBytes
+)
+
+// uploadConn is a connection to the daemon through which net/http copies
+// a request body uploadCopyBytes at a time (its own copy takes 32 KiB).
+type uploadConn struct{ *net.UnixConn }
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, uploadCopyBytes); return &b }}
+
+// ReadFrom is what net/http's writer calls for a body past its first
+// bytes (after its buffer of the head is flushed).
+func (c uploadConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	// The wrappers hide io.WriterTo and io.ReaderFrom, which would bring
+	// io.CopyBuffer back here or to a smaller copy.
+	return io.CopyBuffer(struct{ io.Writer }{c.UnixConn}, struct{ io.Reader }{r}, *buf)
 }
 
 // ID returns the daemon's identity (GET PathID).
@@ -228,10 +274,17 @@ func postProgress[T any](ctx context.Context, c *Client, path string, req any, w
 	if err != nil {
 		return nil, err
 	}
+	return readProgress(ctx, c, resp, what, fn, final, failed)
+}
+
+// readProgress reads the NDJSON progress lines of resp, as postProgress
+// says, and closes its body.
+func readProgress[T any](ctx context.Context, c *Client, resp *http.Response, what string, fn func(T),
+	final func(*T) (done bool, errMsg string), failed error) (*T, error) {
 	defer resp.Body.Close()
 	var last *T
 	errFinal := errors.New("final") // stops readLines at the final line
-	err = c.readLines(resp.Body, func(line []byte) error {
+	err := c.readLines(resp.Body, func(line []byte) error {
 		var p T
 		if err := json.Unmarshal(line, &p); err != nil {
 			return fmt.Errorf("api: %s: bad progress line: %w", what, err)
@@ -375,8 +428,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // send performs req: a daemon that is not running is a *NoDaemonError, a
 // non-2xx answer an *Error.
-func (c *Client) send(req *http.Request) (*http.Response, error) {
-	resp, err := c.hc.Do(req)
+func (c *Client) send(req *http.Request) (*http.Response, error) { return c.sendOn(c.hc, req) }
+
+// sendOn is send through hc.
+func (c *Client) sendOn(hc *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := hc.Do(req)
 	if err != nil {
 		var nd *NoDaemonError
 		if errors.As(err, &nd) {

@@ -37,7 +37,9 @@
 //     of event ids and pages the daemon accepts.
 //   - client.go: Client and its calls, including the two NDJSON streams.
 //   - blobs.go: the blob paths and calls, the fetch's progress and
-//     StreamBlob, the blob's bytes with their trailer.
+//     StreamBlob, the blob's bytes with their trailer; AddFile, which
+//     passes a file's descriptor to the daemon (descriptor_unix.go, ADR
+//     0036) or uploads it.
 //   - event.go: EventID, the id of a signed event as the API returns it.
 //   - errors.go: ErrNoDaemon, NoDaemonError, Error (matching ErrNotFound
 //     for 404 and ErrAmbiguous for 409) and the other sentinels.

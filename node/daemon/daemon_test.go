@@ -65,17 +65,30 @@ func startNode(t *testing.T, edit func(*config.Config)) *node.Node {
 // does, and returns a client for it.
 func apiClient(t *testing.T, n *node.Node) *api.Client {
 	t.Helper()
+	c := api.NewClient(serveSocket(t, n))
+	t.Cleanup(c.Close)
+	return c
+}
+
+// serveSocket serves n's control API on a socket in a temp dir, as Serve
+// does, until the test ends, and returns the socket's path.
+func serveSocket(t *testing.T, n *node.Node) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: Handler(n)}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	c := api.NewClient(sock)
-	t.Cleanup(c.Close)
-	return c
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n), nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return sock
 }
 
 // TestAPIEvents drives the event endpoints: add, list, get by id and by

@@ -11,4 +11,7 @@
 //   - server.go: Handler, Serve, the shutdown of the servers.
 //   - handlers.go: one method per path; helpers.go: JSON in and out,
 //     query parameters, the sentences of a failed fetch.
+//   - import.go: the import of a file by its descriptor (ADR 0036);
+//     descriptor_unix.go: the control connections that receive
+//     descriptors (SCM_RIGHTS) and the checks of a passed file.
 package daemon

@@ -179,17 +179,16 @@ func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
 }
 
 // addBlob stores the request body as a blob. The store refuses it,
-// having stored nothing, past blobs.max_blob_bytes or the quota (413).
+// having stored nothing, past blobs.max_blob_bytes or the quota (413): at
+// once for a Content-Length past them, before the body is read (a client
+// that sent "Expect: 100-continue" sends none of it).
 func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
-	c, size, err := h.Blobs().Import(r.Context(), r.Body)
-	switch {
-	case errors.Is(err, blobs.ErrTooLarge) || errors.Is(err, blobs.ErrQuota):
-		writeError(w, http.StatusRequestEntityTooLarge, err)
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err)
-	default:
-		writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
+	c, size, err := h.ImportBlob(r.Context(), r.Body, r.ContentLength, node.ImportUpload)
+	if err != nil {
+		writeError(w, importStatus(err), err)
+		return
 	}
+	writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
 }
 
 // getBlob streams a blob that is complete and exactly of the declared

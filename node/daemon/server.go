@@ -34,6 +34,7 @@ func Handler(n *node.Node) http.Handler {
 	mux.HandleFunc("POST "+api.PathCrashes, h.reportCrash)
 	mux.HandleFunc("GET "+api.PathCrashes, h.crashes)
 	mux.HandleFunc("POST "+api.PathBlobs, h.addBlob)
+	mux.HandleFunc("POST "+api.PathBlobImport, h.importBlob)
 	mux.HandleFunc("GET "+api.PathBlobs, answer(n.BlobList))
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
@@ -68,7 +69,7 @@ func Serve(ctx context.Context, n *node.Node, path string) error {
 		l.Close()
 		return fmt.Errorf("daemon: control socket %s: %w", path, err)
 	}
-	return serveHTTP(ctx, l, Handler(n), func() { os.Remove(path) })
+	return serveHTTP(ctx, wrapListener(l), Handler(n), func() { os.Remove(path) })
 }
 
 // serveHTTP serves h on l until ctx ends, then shuts down within 5 s.
@@ -81,6 +82,10 @@ func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, cleanup func
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		// The control socket's connections carry the descriptors of
+		// imports (wrapListener, ADR 0036); the metrics listener's do not.
+		ConnContext: connContext,
+		ConnState:   connState,
 	}
 	srv.RegisterOnShutdown(cancelRequests)
 	errc := make(chan error, 1)

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wats-network/wats/node/api"
+)
+
+// openPTY opens a pseudo-terminal and returns its two ends: what is
+// written to the terminal end (a terminal to isTerminal) can be read
+// from the other.
+func openPTY(t *testing.T) (term, other *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 100}); err != nil {
+		t.Fatal(err)
+	}
+	return s, m
+}
+
+// TestBlobAddProgressBar: on a terminal, blob add shows a progress bar
+// whether the daemon reads the file (its progress lines) or the file is
+// uploaded (the bytes sent); stdout gets the CID:SIZE:NAME line alone.
+func TestBlobAddProgressBar(t *testing.T) {
+	const size = 3 << 20
+	file := filepath.Join(t.TempDir(), "f.bin")
+	if err := os.WriteFile(file, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byDescriptor := http.NewServeMux()
+	byDescriptor.HandleFunc("POST "+api.PathBlobImport, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		fmt.Fprintf(w, "{\"bytes\":%d,\"size\":%d}\n{\"bytes\":%d,\"size\":%d,\"done\":true,\"cid\":\"bafyd\"}\n", size/2, size, size, size)
+	})
+	uploaded := http.NewServeMux() // a daemon that takes no descriptor
+	uploaded.HandleFunc("POST "+api.PathBlobs, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		writeJSON(w, api.BlobInfo{CID: "bafyu", Size: uint64(n)})
+	})
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		cid  string
+	}{{"descriptor", byDescriptor, "bafyd"}, {"upload", uploaded, "bafyu"}} {
+		dir := fakeDaemon(t, tc.h)
+		term, other := openPTY(t)
+		// The terminal is read as the command writes to it (a terminal's
+		// buffer is small), up to a mark written after the command.
+		const mark = "<end of the command>"
+		seen := make(chan string, 1)
+		go func() {
+			var screen bytes.Buffer
+			buf := make([]byte, 4096)
+			for !strings.Contains(screen.String(), mark) {
+				n, err := other.Read(buf)
+				screen.Write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			seen <- screen.String()
+		}()
+		var out bytes.Buffer
+		code := run(t.Context(), []string{"blob", "add", file, "--repo", dir}, strings.NewReader(""), &out, term)
+		io.WriteString(term, mark)
+		got := <-seen
+		if code != exitOK || out.String() != tc.cid+":3145728:f.bin\n" {
+			t.Errorf("%s: exit %d, stdout %q, terminal %q", tc.name, code, out.String(), got)
+		}
+		if !strings.Contains(got, "add f.bin") || !strings.Contains(got, "/3.1 MB") {
+			t.Errorf("%s: the terminal shows no progress bar of the file's 3.1 MB: %q", tc.name, got)
+		}
+	}
+}
