@@ -185,6 +185,12 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 	defer w.close()
 	idle := time.NewTimer(x.idle)
 	defer idle.Stop()
+	// again asks once more a while after a dropped message was asked
+	// for again (reaskAfter): the provider may have taken the first
+	// re-ask before it knew it had sent those blocks, and dropped it.
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
 	for {
 		if err := w.fill(ctx); err != nil {
 			return w.written, err
@@ -216,6 +222,9 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 			// A message of p was dropped unread (ADR 0035): what it
 			// carried is asked for again, within the attempt's deadline.
 			w.reaskDue = true
+			again.Reset(x.idle / reaskAfter)
+		case <-again.C:
+			w.reaskDue = true
 		case e := <-w.a.inbox:
 			switch {
 			case e.gone:
@@ -233,6 +242,13 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		}
 	}
 }
+
+// reaskAfter: after a message dropped unread, the wants in flight are
+// sent again at once and once more after a reaskAfter-th of the idle
+// timeout. Each dropped message arms it once: a provider keeps an attempt
+// going this way only by sending, and at most until the attempt's
+// deadline.
+const reaskAfter = 4
 
 // reask sends the wants still in flight once more: a message of the
 // provider was dropped, and the blocks it carried would never come. A
