@@ -92,23 +92,30 @@ func TestFetchBetweenTwoHosts(t *testing.T) {
 	}
 }
 
+// bench256MiB returns a fetching node and the request of a 256 MiB blob
+// that another host on loopback holds.
+func bench256MiB(b *testing.B) (*peerNode, Request) {
+	const size = 256 << 20
+	a := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
+	f := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
+	c, n, err := a.st.Import(context.Background(), bytes.NewReader(randBytes(size, 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, Request{CID: c, Size: n, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}
+}
+
 // BenchmarkFetch256MiB fetches a 256 MiB blob between two hosts on
 // loopback (TCP), each with its own pebble store; b.SetBytes makes the
 // MB/s column the fetch rate. Each iteration removes the blob from the
 // fetching side first.
 func BenchmarkFetch256MiB(b *testing.B) {
-	const size = 256 << 20
-	a := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
-	f := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
-	ctx := context.Background()
-	c, n, err := a.st.Import(ctx, bytes.NewReader(randBytes(size, 1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(size)
+	f, req := bench256MiB(b)
+	ctx, c := context.Background(), req.CID
+	b.SetBytes(int64(req.Size))
 	b.ResetTimer()
 	for b.Loop() {
-		if err := f.f.Fetch(ctx, Request{CID: c, Size: n, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}); err != nil {
+		if err := f.f.Fetch(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -126,15 +133,8 @@ func BenchmarkFetch256MiB(b *testing.B) {
 // writes the file while it fetches (Fetcher.Stream). Each iteration
 // removes the blob from the fetching side first.
 func BenchmarkGet256MiB(b *testing.B) {
-	const size = 256 << 20
-	a := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
-	f := newPeerNode(b, StoreOptions{MaxBlobBytes: size}, ExchangeOptions{})
-	ctx := context.Background()
-	c, n, err := a.st.Import(ctx, bytes.NewReader(randBytes(size, 1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := Request{CID: c, Size: n, Sources: Sources{Named: []peer.AddrInfo{a.info()}}}
+	f, req := bench256MiB(b)
+	ctx, c, n := context.Background(), req.CID, req.Size
 	for _, bc := range []struct {
 		name string
 		get  func(w io.Writer) error
@@ -149,7 +149,7 @@ func BenchmarkGet256MiB(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			dir := b.TempDir()
-			b.SetBytes(size)
+			b.SetBytes(int64(n))
 			for b.Loop() {
 				out, err := os.Create(filepath.Join(dir, "got.bin"))
 				if err != nil {

@@ -311,7 +311,8 @@ const (
 	HeaderBlobSize = "Wats-Blob-Size"
 	// TrailerBlobStatus is BlobComplete or BlobFailed.
 	TrailerBlobStatus = "Wats-Blob-Status"
-	// TrailerBlobError says why the blob failed, one sentence.
+	// TrailerBlobError says why the blob failed, one sentence of
+	// printable ASCII, at most MaxBlobErrorBytes.
 	TrailerBlobError = "Wats-Blob-Error"
 	// BlobComplete: the body is the whole blob, complete in the node.
 	BlobComplete = "complete"
@@ -319,6 +320,12 @@ const (
 	// byte verified, and the blob is not complete in the node.
 	BlobFailed = "failed"
 )
+
+// MaxBlobErrorBytes bounds the reason of a failed stream
+// (TrailerBlobError): Go's HTTP client refuses a trailer longer than its
+// read buffer (4 KiB) as a cut-off answer, so the daemon cuts the reason
+// to this, and the client keeps no more.
+const MaxBlobErrorBytes = 2 << 10
 
 // StreamBlob asks the daemon for the blob req names (POST PathBlobStream)
 // and writes its bytes to w as they come, at most req.Size of them. It
@@ -369,8 +376,8 @@ func (c *Client) StreamBlob(ctx context.Context, req FetchRequest, w io.Writer) 
 		return written, nil
 	case BlobFailed:
 		msg := resp.Trailer.Get(TrailerBlobError)
-		if len(msg) > MaxErrorBytes {
-			msg = msg[:MaxErrorBytes]
+		if len(msg) > MaxBlobErrorBytes {
+			msg = msg[:MaxBlobErrorBytes]
 		}
 		return written, fmt.Errorf("%w: %s", ErrFetchFailed, msg)
 	}

@@ -688,3 +688,15 @@ func TestStreamBlobWriterError(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// TestStreamBlobErrorBound: the daemon's reason is kept whole up to
+// MaxBlobErrorBytes and cut there past it.
+func TestStreamBlobErrorBound(t *testing.T) {
+	for _, n := range []int{MaxBlobErrorBytes, MaxBlobErrorBytes + 1} {
+		c := fakeDaemon(t, blobStreamer(t, "", BlobFailed, strings.Repeat("x", n), false))
+		_, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, io.Discard)
+		if !errors.Is(err, ErrFetchFailed) || strings.Count(err.Error(), "x") != MaxBlobErrorBytes {
+			t.Errorf("a reason of %d bytes: %d kept, %.200v", n, strings.Count(fmt.Sprint(err), "x"), err)
+		}
+	}
+}

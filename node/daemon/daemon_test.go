@@ -336,3 +336,21 @@ func TestAPIBlobStream(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderText: a trailer's text is printable ASCII, cut at its bound
+// and kept whole at it.
+func TestHeaderText(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"could not fetch: a\nb\x1b[31m é", 100, "could not fetch: a?b?[31m ?"},
+		{"abcd", 4, "abcd"},
+		{"abcde", 4, "abcd"},
+	} {
+		if got := headerText(tc.in, tc.max); got != tc.want {
+			t.Errorf("headerText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}

@@ -334,7 +334,7 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 	_ = out.rc.Flush() // the headers now: the first bytes may take a while
 	if _, err := h.StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
 		w.Header().Set(api.TrailerBlobStatus, api.BlobFailed)
-		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != "")))
+		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != ""), api.MaxBlobErrorBytes))
 		return
 	}
 	w.Header().Set(api.TrailerBlobStatus, api.BlobComplete)

@@ -207,14 +207,18 @@ func (f flushingWriter) Write(p []byte) (int, error) {
 
 // headerText is s as a header or trailer value can carry it: one line of
 // printable ASCII, any other character (a newline, a control character,
-// non-ASCII) as "?".
-func headerText(s string) string {
-	return strings.Map(func(r rune) rune {
+// non-ASCII) as "?", cut to max bytes.
+func headerText(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
 		if r < ' ' || r > '~' {
 			return '?'
 		}
 		return r
 	}, s)
+	if len(s) > max {
+		s = s[:max]
+	}
+	return s
 }
 
 // maxBodyBytes bounds a control API request body: an event body is at
