@@ -465,10 +465,9 @@ func TestOfflineReads(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitCLI(t, 10*time.Second, "a's daemon gone", func() bool {
-		code, _, _ := runBin(t, env, bin, "status", "--repo", a)
-		return code != 0
-	})
+	// Gone, not only its API: a daemon closes its socket first and its
+	// database last, and the offline reads need the database's lock.
+	waitCLI(t, 20*time.Second, "a's daemon gone", func() bool { return len(processesMentioning(a+"\x00")) == 0 })
 	for _, args := range reads {
 		code, out, stderr := runBin(t, env, bin, append(args, "--repo", a)...)
 		if code != 0 || !strings.Contains(stderr, "no daemon runs: read from "+a) {
