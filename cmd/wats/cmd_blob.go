@@ -155,9 +155,10 @@ says so (with --json: an object with cid, size and file).
 
 With -o - the bytes go to stdout as they come. If the fetch fails part way,
 what was written is a verified prefix of the blob, not the blob: the
-command then says why on stderr and exits 1, after that output.`,
-		Example: `  wats blob get bafybe… -o report.pdf
-  wats blob get bafybe… --size 5000000 --from 12D3KooW… -o - | tar -x`,
+command then says why on stderr and exits 1, after that output (in a
+shell pipeline, set -o pipefail to see that status).`,
+		Example: `  wats blob get bafyb4i… -o report.pdf
+  set -o pipefail; wats blob get bafyb4i… --size 5000000 --from 12D3KooW… -o - | tar -x`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
