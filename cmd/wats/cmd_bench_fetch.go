@@ -48,11 +48,7 @@ fetch, then {"result": …}.`,
 			}
 			o := bench.FetchOptions{Size: size, Transport: transport}
 			if jsonOut {
-				o.Measured = func(f bench.FetchFigure) {
-					_ = c.printJSONLine(struct {
-						Figure bench.FetchFigure `json:"figure"`
-					}{f})
-				}
+				o.Measured = printFigure[bench.FetchFigure](c)
 			} else {
 				o.Log = c.progress
 				fetch := "fetch (node1)"
@@ -71,9 +67,7 @@ fetch, then {"result": …}.`,
 				return err
 			}
 			if jsonOut {
-				return c.printJSONLine(struct {
-					Result *bench.FetchResult `json:"result"`
-				}{res})
+				return printResult(c, res)
 			}
 			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
 			fmt.Fprintf(c.stdout, "fetched over       %s\n", strings.Join(res.Conns, ", "))

@@ -76,11 +76,7 @@ Without --ipfs (or $IPFS) the bench is skipped, with a message, and exits 0.`,
 			}
 			opts := bench.VsIPFSOptions{IPFS: ipfs, Wats: exe, Size: size, Rounds: rounds, Transport: transport, Dir: dir}
 			if jsonOut {
-				opts.Measured = func(f bench.VsIPFSFigure) {
-					_ = c.printJSONLine(struct {
-						Figure bench.VsIPFSFigure `json:"figure"`
-					}{f})
-				}
+				opts.Measured = printFigure[bench.VsIPFSFigure](c)
 			} else {
 				opts.Log = c.progress
 				opts.Measured = func(f bench.VsIPFSFigure) { bench.VsIPFSLine(c.stdout, f) }
@@ -93,9 +89,7 @@ Without --ipfs (or $IPFS) the bench is skipped, with a message, and exits 0.`,
 				return err
 			}
 			if jsonOut {
-				return c.printJSONLine(struct {
-					Result *bench.VsIPFSResult `json:"result"`
-				}{res})
+				return printResult(c, res)
 			}
 			fmt.Fprintln(c.stdout)
 			bench.VsIPFSTable(c.stdout, res)

@@ -147,3 +147,21 @@ func (c *cli) printJSONLine(v any) error {
 	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
 	return err
 }
+
+// printFigure returns a bench's Measured callback for --json: each figure
+// as a line {"figure": …}, as soon as it is measured.
+func printFigure[T any](c *cli) func(T) {
+	return func(f T) {
+		_ = c.printJSONLine(struct {
+			Figure T `json:"figure"`
+		}{f})
+	}
+}
+
+// printResult prints a bench's result as the last line of its --json
+// output, {"result": …}.
+func printResult[T any](c *cli, r T) error {
+	return c.printJSONLine(struct {
+		Result T `json:"result"`
+	}{r})
+}
