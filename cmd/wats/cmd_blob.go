@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/core"
@@ -262,27 +261,12 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 // to w as they come (api.Client.StreamBlob), with a progress bar of the
 // bytes written on stderr when it is a terminal.
 func (c *cli) streamBlob(ctx context.Context, cl *api.Client, req api.FetchRequest, w io.Writer) error {
-	var bar *progressbar.ProgressBar
-	if isTerminal(c.stderr) {
-		bar = progressbar.NewOptions64(int64(max(req.Size, 1)),
-			progressbar.OptionSetWriter(c.stderr),
-			progressbar.OptionSetDescription("get "+shortCID(req.CID)),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionFullWidth(),
-			progressbar.OptionClearOnFinish(),
-		)
+	bar := c.byteBar(int64(req.Size), "get "+shortCID(req.CID))
+	if bar != nil {
 		w = io.MultiWriter(w, bar)
 	}
 	_, err := cl.StreamBlob(ctx, req, w)
-	if bar != nil {
-		if err == nil {
-			_ = bar.Finish()
-		} else {
-			_ = bar.Exit()
-			fmt.Fprintln(c.stderr)
-		}
-	}
+	endBar(c.stderr, bar, err)
 	if errors.Is(err, api.ErrFetchFailed) {
 		// The daemon's reason is a sentence of its own ("could not fetch
 		// blob …: …"): said once, without the API's prefix.

@@ -219,21 +219,12 @@ func blobGet(ctx context.Context, repoDir, dir string, bi *api.BlobInfo, from st
 		res.GetPeakRSS = uint64(ru.Maxrss) << 10 // KiB on Linux
 	}
 	res.GetCPU = Seconds(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
-	f, err := os.Open(out)
-	if err != nil {
-		return fmt.Errorf("node1: blob get wrote no file: %w", err)
-	}
-	defer f.Close()
-	got, want := sha256.New(), sha256.New()
-	n, err := io.Copy(got, f)
-	if err != nil {
-		return err
-	}
+	want := sha256.New()
 	if _, err := io.Copy(want, benchBlob(bi.Size)); err != nil {
 		return err
 	}
-	if uint64(n) != bi.Size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
-		return fmt.Errorf("node1: blob get wrote %d bytes that differ from the %d-byte blob", n, bi.Size)
+	if err := checkFile(out, bi.Size, [32]byte(want.Sum(nil))); err != nil {
+		return fmt.Errorf("node1: blob get: %w", err)
 	}
 	return os.Remove(out)
 }
