@@ -92,9 +92,12 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		n.takeStrangerSlot(st)
 	}
 	n.tagTier(st, st.Tier())
-	// A stream's handler may run after the peer's last connection closed
-	// (and its notice went by): the state would never be dropped.
-	n.dropGonePeerState(p)
+	if n.host.Network().Connectedness(p) != network.Connected {
+		// A stream's handler ran after the peer's last connection closed
+		// (and its notice went by): the state would never be dropped.
+		// dropGonePeerState checks again under the stripe lock.
+		n.dropGonePeerState(p)
+	}
 	return st
 }
 
