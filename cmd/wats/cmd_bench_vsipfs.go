@@ -24,8 +24,8 @@ func (c *cli) benchVsIPFSCmd() *cobra.Command {
 		Use:   "vs-ipfs --ipfs PATH [--size BYTES] [--rounds N] [--transport tcp|quic]",
 		Short: "Time kubo and wats side by side: a blob's import and fetch through each CLI",
 		Long: `Measure wats against kubo (the IPFS node) in the same run on this machine.
-The bench starts two kubo daemons (PATH, built from the ipfs/kubo source:
-go build ./cmd/ipfs) and two wats daemons, each pair connected on 127.0.0.1
+The bench starts two kubo daemons (the binary --ipfs names, built from the
+ipfs/kubo source: go build ./cmd/ipfs) and two wats daemons, each pair connected on 127.0.0.1
 and offline from everything else. Each round writes a fresh pseudo-random
 file of --size bytes and, for kubo and for wats in turn (kubo first in odd
 rounds, wats in even ones), times:
