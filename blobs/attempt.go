@@ -12,6 +12,7 @@ import (
 	upb "github.com/ipfs/boxo/ipld/unixfs/pb"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/core"
@@ -113,7 +114,7 @@ func (w *walk) writer(ctx context.Context) {
 		if w.werr != nil {
 			continue // drain after a failure
 		}
-		if err := w.x.store.putBlocks(ctx, batch); err != nil {
+		if err := w.x.store.putBlocks(ctx, w.root, batch); err != nil {
 			w.werr = fmt.Errorf("blobs: store block: %w", err)
 		}
 	}
@@ -340,7 +341,15 @@ func (w *walk) fill(ctx context.Context) error {
 		}
 	}
 	if err := sendWants(ctx, w.ms, batch, &w.seq); err != nil {
-		return fmt.Errorf("blobs: provider %s: send wants: %w", w.a.p, err)
+		if !errors.Is(err, network.ErrResourceLimitExceeded) {
+			return fmt.Errorf("blobs: provider %s: send wants: %w", w.a.p, err)
+		}
+		// No room here for a stream to p now: the blocks p has in flight
+		// to this node hold its memory (a stranger's is small, ADR 0030).
+		// The batch is in flight already; it goes with the next rewant,
+		// after the next block, when that room is back, or after a
+		// silent third of the idle timeout, within which p must answer.
+		w.reaskDue = true
 	}
 	return nil
 }
@@ -514,7 +523,7 @@ func emptyBlob(ctx context.Context, st *Store, root cid.Cid) ([]cid.Cid, error) 
 	if err != nil {
 		return nil, fmt.Errorf("blobs: empty block: %w", err)
 	}
-	if err := st.PutBlock(ctx, b); err != nil {
+	if err := st.PutBlock(ctx, root, b); err != nil {
 		return nil, fmt.Errorf("blobs: store block: %w", err)
 	}
 	return []cid.Cid{root}, nil

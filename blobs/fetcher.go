@@ -172,7 +172,7 @@ func (f *Fetcher) complete(r Request) (done bool, err error) {
 }
 
 func (f *Fetcher) run(ctx context.Context, r Request) error {
-	res, err := f.st.Reserve(r.Size)
+	res, err := f.st.Reserve(r.CID, r.Size)
 	if err != nil {
 		return err // before any request (ADR 0014)
 	}

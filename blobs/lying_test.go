@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	ipld "github.com/ipfs/go-ipld-format"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 )
@@ -390,7 +392,7 @@ func rawBlock(t *testing.T, data []byte) blocks.Block {
 func TestTransferCutOffHalfWay(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
-	st, err := OpenStore(db, nil)
+	st, err := OpenStore(db, inDir(dir, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +431,7 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 
 	// After a restart: still not used, and its leftover blocks are gone.
 	x.Close()
-	if st, err = OpenStore(db, nil); err != nil {
+	if st, err = OpenStore(db, inDir(dir, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if k := countBlocks(t, st); k != 0 {
@@ -775,5 +777,62 @@ func TestDroppedMessagesAreAskedAgain(t *testing.T) {
 	var out bytes.Buffer
 	if err := st.Export(testCtx(t), c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("export: %v", err)
+	}
+}
+
+// refusingNet is the exchange's network whose message senders refuse
+// every send in refuse (counted from 0, over all senders) with the
+// resource manager's error, as when the provider's messages in flight
+// fill a stranger's memory here.
+type refusingNet struct {
+	bsnetwork.BitSwapNetwork
+	mu     sync.Mutex
+	sends  int
+	refuse map[int]bool
+}
+
+func (n *refusingNet) NewMessageSender(ctx context.Context, p peer.ID, o *bsnetwork.MessageSenderOpts) (bsnetwork.MessageSender, error) {
+	ms, err := n.BitSwapNetwork.NewMessageSender(ctx, p, o)
+	if err != nil {
+		return nil, err
+	}
+	return &refusingSender{MessageSender: ms, n: n}, nil
+}
+
+type refusingSender struct {
+	bsnetwork.MessageSender
+	n *refusingNet
+}
+
+func (s *refusingSender) SendMsg(ctx context.Context, m bsmsg.BitSwapMessage) error {
+	s.n.mu.Lock()
+	i := s.n.sends
+	s.n.sends++
+	s.n.mu.Unlock()
+	if s.n.refuse[i] {
+		return fmt.Errorf("peer:%s: %w", "provider", network.ErrResourceLimitExceeded)
+	}
+	return s.MessageSender.SendMsg(ctx, m)
+}
+
+// TestRefusedWantsAreSentLater: a send of wants refused for want of
+// memory here (the resource manager's error) does not end the attempt:
+// the wants go again with the next rewant, after the next block or a
+// silent third of the idle timeout, and the fetch completes. Any other
+// error still ends it.
+func TestRefusedWantsAreSentLater(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Window: 2, IdleTimeout: 900 * time.Millisecond})
+	rn := &refusingNet{BitSwapNetwork: n.x.net, refuse: map[int]bool{0: true, 2: true}}
+	n.x.net = rn
+	p := newFakeProvider(t)
+	c, size := p.add(randBytes(5*ChunkSize+5, 64))
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{p.info()}}}); err != nil {
+		t.Fatalf("fetch with refused sends: %v", err)
+	}
+	if got := n.x.Stats().Rewants; got < 2 {
+		t.Fatalf("%d rewants, want at least 2 (one per refused send)", got)
+	}
+	if ok, _ := n.st.Has(c); !ok {
+		t.Fatal("not complete")
 	}
 }

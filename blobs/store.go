@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ipfs/boxo/blockservice"
 	"github.com/ipfs/boxo/blockstore"
 	chunk "github.com/ipfs/boxo/chunker"
@@ -66,9 +67,19 @@ type StoreOptions struct {
 	// (the sum of their file sizes) the store holds, at most 2^62. 0
 	// means DefaultQuotaBytes (4 GiB).
 	QuotaBytes uint64
+	// DataDir is the directory of the blobs' data files (ADR 0037), on
+	// FS; required. The node's is the "blobs" directory inside its
+	// database's directory, so that the database and the bytes it
+	// indexes move together. OpenStore creates it unless ReadOnly.
+	DataDir string
+	// FS is the file system of DataDir; nil means vfs.Default (the
+	// operating system's). An in-memory database uses vfs.NewMem.
+	FS vfs.FS
 	// ReadOnly opens the store of a database opened read-only: OpenStore
-	// does not delete the blocks no blob references (what a fetch cut off
-	// by a crash left), which the next writable open does.
+	// does not delete the blocks, data files and location records no
+	// blob references (what an import or a fetch cut off by a crash
+	// left), which the next writable open does, and nothing can be
+	// imported or fetched.
 	ReadOnly bool
 }
 
@@ -112,10 +123,12 @@ type BlobInfo struct {
 	Size uint64
 }
 
-// Store holds blobs in the node's pebble database (docs/design.md §9, §10): a
-// boxo blockstore on go-ds-pebble sharing the DB, under KeyPrefix, and
-// boxo's dspinner over an offline DAG service, so the store itself never
-// fetches anything from the network. A blob is complete when it is
+// Store holds blobs in the node's pebble database (docs/design.md §9, §10)
+// and, their leaves, in a data file per blob (ADR 0037): a boxo blockstore
+// on go-ds-pebble sharing the DB, under KeyPrefix, for the inner nodes,
+// the leaves' location records under LocPrefix, and boxo's dspinner over
+// an offline DAG service, so the store itself never fetches anything from
+// the network. A blob is complete when it is
 // pinned (recursively); only complete blobs are listed, exported and
 // counted by the quota.
 //
@@ -124,10 +137,16 @@ type BlobInfo struct {
 type Store struct {
 	opts   StoreOptions
 	db     *pebble.DB
+	fs     vfs.FS
 	dstore ds.Batching // namespaced under KeyPrefix
+	// bstore reads leaves from the data files, unchecked (what the
+	// bitswap server and a fetch's walk read); pebble's blockstore under
+	// it takes every Put and DeleteBlock.
 	bstore blockstore.Blockstore
-	dag    ipld.DAGService // offline
-	pinner pin.Pinner
+	dag    ipld.DAGService // offline, leaves checked against their CIDs
+	// checked reads as bstore does, a leaf checked against its CID.
+	checked blockstore.Blockstore
+	pinner  pin.Pinner
 
 	// writeMu serializes Import and Remove, so that the quota check and
 	// the cleanup of a failed import see no concurrent writer.
@@ -151,6 +170,17 @@ type Store struct {
 		// refs iff a pinned blob reaches it; only those blocks are served
 		// (Referenced) and kept by the garbage collection.
 		refs map[string]int32
+		// files holds the data file number of each pinned blob that has
+		// one (0 for none: a blob stored before ADR 0037, whose leaves
+		// are in pebble).
+		files map[cid.Cid]uint64
+		// nextFile is the number of the last data file made or found.
+		nextFile uint64
+		// pending holds the data file of each blob being fetched, from
+		// its first leaf until Complete pins it or the last Reservation
+		// for it is released; fetching counts those Reservations.
+		pending  map[cid.Cid]*dataFile
+		fetching map[cid.Cid]int
 	}
 }
 
@@ -170,18 +200,28 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if o.DataDir == "" {
+		return nil, fmt.Errorf("%w: no data directory", ErrInvalidOptions)
+	}
 	// WithPebbleDB shares the DB; the datastore's Close would close the
 	// DB, so it is never called.
 	pds, err := pebbleds.NewDatastore("", pebbleds.WithPebbleDB(db))
 	if err != nil {
 		return nil, fmt.Errorf("blobs: datastore: %w", err)
 	}
-	s := &Store{opts: *o.EnsureDefaults(), db: db}
+	s := &Store{opts: *o.EnsureDefaults(), db: db, fs: o.FS}
+	if s.fs == nil {
+		s.fs = vfs.Default
+	}
+	s.mu.pending = make(map[cid.Cid]*dataFile)
+	s.mu.fetching = make(map[cid.Cid]int)
 	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
-	s.bstore = blockstore.NewBlockstore(s.dstore)
+	inner := blockstore.NewBlockstore(s.dstore)
+	s.bstore = &leafstore{Blockstore: inner, s: s}
+	s.checked = &leafstore{Blockstore: inner, s: s, verify: true}
 	// Offline: a missing block is an error, never a network request
 	// (docs/design.md §9: an online DAG service would fetch whole graphs).
-	s.dag = merkledag.NewDAGService(blockservice.New(s.bstore, offline.Exchange(s.bstore)))
+	s.dag = merkledag.NewDAGService(blockservice.New(s.checked, offline.Exchange(s.checked)))
 	ctx := context.Background()
 	p, err := dspinner.New(ctx, s.dstore, pinDAG{s.dag})
 	if err != nil {
@@ -193,6 +233,9 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	}
 	if !s.opts.ReadOnly {
 		if err := s.sweep(ctx); err != nil {
+			return nil, err
+		}
+		if err := s.sweepData(); err != nil {
 			return nil, err
 		}
 	}
@@ -214,14 +257,15 @@ func (s *Store) load(ctx context.Context) error {
 	}
 	defer res.Close()
 	seen := make(map[cid.Cid]bool)
+	files := make(map[cid.Cid]uint64)
 	for r := range res.Next() {
 		if r.Error != nil {
 			return fmt.Errorf("blobs: listing sizes: %w", r.Error)
 		}
 		k := ds.RawKey(r.Key)
 		c, err := cid.Decode(k.BaseNamespace())
-		size, n := binary.Uvarint(r.Value)
-		if err != nil || n <= 0 || size > core.MaxSafeInt {
+		size, num, ok := parseMeta(r.Value)
+		if err != nil || !ok {
 			return fmt.Errorf("blobs: bad size record %q", r.Key)
 		}
 		if _, ok := blobs[c]; !ok {
@@ -233,6 +277,9 @@ func (s *Store) load(ctx context.Context) error {
 		}
 		blobs[c] = size
 		seen[c] = true
+		if num != 0 {
+			files[c] = num
+		}
 	}
 	for c := range blobs {
 		if seen[c] {
@@ -259,7 +306,7 @@ func (s *Store) load(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	s.mu.blobs, s.mu.used, s.mu.refs = blobs, used, refs
+	s.mu.blobs, s.mu.used, s.mu.refs, s.mu.files = blobs, used, refs, files
 	s.mu.Unlock()
 	return nil
 }
@@ -338,6 +385,26 @@ func metaKey(c cid.Cid) ds.Key {
 	return ds.NewKey(metaPrefix).ChildString(c.String())
 }
 
+// metaValue is a size record's value: the file size, then the number of
+// the blob's data file (ADR 0037), each an unsigned varint. A record
+// written before ADR 0037 has the size alone.
+func metaValue(size, num uint64) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, size), num)
+}
+
+// parseMeta reads a size record; num is 0 for a record of the size alone.
+func parseMeta(v []byte) (size, num uint64, ok bool) {
+	size, n := binary.Uvarint(v)
+	if n <= 0 || size > core.MaxSafeInt {
+		return 0, 0, false
+	}
+	if n == len(v) {
+		return size, 0, true
+	}
+	num, m := binary.Uvarint(v[n:])
+	return size, num, m > 0 && n+m == len(v)
+}
+
 // QuotaUsed returns the bytes the quota counts: the sum of the file sizes
 // of the pinned blobs.
 func (s *Store) QuotaUsed() uint64 {
@@ -386,12 +453,19 @@ func (s *Store) List() []BlobInfo {
 // before are deleted, nothing is pinned and the quota is unchanged. A
 // blob already pinned is not counted twice.
 func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error) {
+	if s.opts.ReadOnly {
+		return cid.Undef, 0, errors.New("blobs: import: the store is read-only")
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
 	lr := s.importBound()
 	lr.r = r
-	rec := &recordingDAG{DAGService: s.dag, bs: s.bstore}
+	file, err := s.newDataFile(false)
+	if err != nil {
+		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
+	}
+	rec := &importDAG{DAGService: s.dag, bs: s.bstore, file: file}
 	params := helpers.DagBuilderParams{
 		Maxlinks:   helpers.DefaultLinksPerBlock,
 		RawLeaves:  true,
@@ -400,6 +474,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	}
 	db, err := params.New(chunk.NewSizeSplitter(lr, ChunkSize))
 	if err != nil {
+		rec.undo()
 		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
 	}
 	root, err := balanced.Layout(db)
@@ -419,13 +494,18 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	_, already := s.mu.blobs[c]
 	s.mu.Unlock()
 	if already {
+		rec.undo() // the blob's own file holds every leaf already
 		return c, size, nil
 	}
-	if err := s.pinRoot(ctx, root, size); err != nil {
+	if err := file.finish(); err != nil {
+		rec.undo()
+		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
+	}
+	if err := s.pinRoot(ctx, root, size, file.num); err != nil {
 		rec.undo()
 		return cid.Undef, 0, err
 	}
-	if err := s.addPinned(ctx, c, size, nil); err != nil {
+	if err := s.addPinned(ctx, c, size, file.num, nil); err != nil {
 		return cid.Undef, 0, err
 	}
 	return c, size, nil
@@ -461,11 +541,12 @@ func (s *Store) importBound() *boundedReader {
 	return b
 }
 
-// addPinned records the newly pinned blob c of size bytes: in the list,
-// the quota and the block references; the room of r (nil for none) moves
-// into the quota used in the same step, so that no other Reserve sees it
-// free in between. REQUIRES: writeMu held, c pinned.
-func (s *Store) addPinned(ctx context.Context, c cid.Cid, size uint64, r *Reservation) error {
+// addPinned records the newly pinned blob c of size bytes, its leaves in
+// data file num: in the list, the quota and the block references; the
+// room of r (nil for none) moves into the quota used in the same step, so
+// that no other Reserve sees it free in between. REQUIRES: writeMu held,
+// c pinned.
+func (s *Store) addPinned(ctx context.Context, c cid.Cid, size, num uint64, r *Reservation) error {
 	bl, err := s.dagBlocks(ctx, c)
 	if err != nil {
 		return fmt.Errorf("blobs: blocks of %s: %w", c, err)
@@ -476,6 +557,7 @@ func (s *Store) addPinned(ctx context.Context, c cid.Cid, size uint64, r *Reserv
 		r.releaseLocked()
 	}
 	s.mu.blobs[c] = size
+	s.mu.files[c] = num
 	s.mu.used += size
 	for _, h := range bl {
 		s.mu.refs[h]++
@@ -483,11 +565,13 @@ func (s *Store) addPinned(ctx context.Context, c cid.Cid, size uint64, r *Reserv
 	return nil
 }
 
-// pinRoot writes the size record, then the pin, then syncs: the pin marks
-// the blob complete, and a record without a pin is dropped at open.
-func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size uint64) error {
+// pinRoot writes the size record (with the number of the blob's data
+// file, already synced), then the pin, then syncs: the pin marks the blob
+// complete, and a record without a pin is dropped at open, with the data
+// file and location records it names.
+func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64) error {
 	c := root.Cid()
-	if err := s.dstore.Put(ctx, metaKey(c), binary.AppendUvarint(nil, size)); err != nil {
+	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num)); err != nil {
 		return fmt.Errorf("blobs: size record: %w", err)
 	}
 	if err := s.pinner.Pin(ctx, root, true, ""); err != nil {
@@ -514,6 +598,7 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
 	size, ok := s.mu.blobs[c]
+	num := s.mu.files[c]
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrIncomplete, c)
@@ -531,6 +616,7 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	var garbage []string
 	s.mu.Lock()
 	delete(s.mu.blobs, c)
+	delete(s.mu.files, c)
 	s.mu.used -= size
 	for _, h := range bl {
 		if s.mu.refs[h]--; s.mu.refs[h] <= 0 {
@@ -539,6 +625,11 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 		}
 	}
 	s.mu.Unlock()
+	if num != 0 {
+		if err := s.removeData(num, bl); err != nil {
+			return fmt.Errorf("blobs: deleting the data file: %w", err)
+		}
+	}
 	for _, h := range garbage {
 		if err := s.bstore.DeleteBlock(ctx, cid.NewCidV1(cid.Raw, mh.Multihash(h))); err != nil {
 			return fmt.Errorf("blobs: deleting block: %w", err)
@@ -569,23 +660,17 @@ func (s *Store) Export(ctx context.Context, c cid.Cid, size uint64, w io.Writer)
 	if have != size {
 		return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, c, have, size)
 	}
-	nd, err := s.dag.Get(ctx, c)
-	if err != nil {
+	// The walk of a stream (stream.go), over a fetch that has ended: each
+	// block read once, in file order, each leaf checked against its CID.
+	ended := make(chan struct{})
+	close(ended)
+	var none error
+	st := &stream{st: s, w: w, root: c, size: size, visits: 1, fetched: ended, ferr: &none, checked: true}
+	if err := st.node(ctx, item{c: c, span: size}); err != nil {
 		return fmt.Errorf("blobs: export %s: %w", c, err)
 	}
-	r, err := unixfsio.NewDagReader(ctx, nd, s.dag)
-	if err != nil {
-		return fmt.Errorf("blobs: export %s: %w", c, err)
-	}
-	if r.Size() != size {
-		return fmt.Errorf("%w: %s root says %d bytes, declared %d", ErrSizeMismatch, c, r.Size(), size)
-	}
-	n, err := r.WriteTo(w)
-	if err != nil {
-		return fmt.Errorf("blobs: export %s: %w", c, err)
-	}
-	if uint64(n) != size {
-		return fmt.Errorf("%w: %s yielded %d bytes, declared %d", ErrSizeMismatch, c, n, size)
+	if st.n != size {
+		return fmt.Errorf("%w: %s yielded %d bytes, declared %d", ErrSizeMismatch, c, st.n, size)
 	}
 	return nil
 }
@@ -612,15 +697,21 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// recordingDAG remembers the blocks an import added that the blockstore
-// did not hold before, so a failed import can delete them.
-type recordingDAG struct {
+// importDAG is the DAG service of an import: each raw leaf goes to the
+// import's data file, every other node to pebble, and the nodes added
+// that the blockstore did not hold before are remembered, so that a
+// failed import can delete them.
+type importDAG struct {
 	ipld.DAGService
 	bs    blockstore.Blockstore
+	file  *dataFile
 	added []cid.Cid
 }
 
-func (r *recordingDAG) Add(ctx context.Context, nd ipld.Node) error {
+func (r *importDAG) Add(ctx context.Context, nd ipld.Node) error {
+	if nd.Cid().Type() == cid.Raw {
+		return r.file.put(nd.Cid(), nd.RawData())
+	}
 	have, err := r.bs.Has(ctx, nd.Cid())
 	if err != nil {
 		return err
@@ -634,7 +725,7 @@ func (r *recordingDAG) Add(ctx context.Context, nd ipld.Node) error {
 	return nil
 }
 
-func (r *recordingDAG) AddMany(ctx context.Context, nds []ipld.Node) error {
+func (r *importDAG) AddMany(ctx context.Context, nds []ipld.Node) error {
 	for _, nd := range nds {
 		if err := r.Add(ctx, nd); err != nil {
 			return err
@@ -643,9 +734,10 @@ func (r *recordingDAG) AddMany(ctx context.Context, nds []ipld.Node) error {
 	return nil
 }
 
-// undo deletes the recorded blocks. REQUIRES: Store.writeMu held, so no
-// other import can have started using them.
-func (r *recordingDAG) undo() {
+// undo deletes the data file and the recorded nodes. REQUIRES:
+// Store.writeMu held, so no other import can have started using them.
+func (r *importDAG) undo() {
+	_ = r.file.discard()
 	for _, c := range r.added {
 		_ = r.bs.DeleteBlock(context.Background(), c)
 	}

@@ -38,11 +38,24 @@ func newStore(t testing.TB, opts StoreOptions) (*Store, *pebble.DB, string) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
 	t.Cleanup(func() { db.Close() })
-	s, err := OpenStore(db, &opts)
+	s, err := OpenStore(db, inDir(dir, &opts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, db, dir
+}
+
+// inDir returns o (nil: the defaults) with the data directory the node
+// would give a database opened at dir, unless o names one.
+func inDir(dir string, o *StoreOptions) *StoreOptions {
+	var c StoreOptions
+	if o != nil {
+		c = *o
+	}
+	if c.DataDir == "" {
+		c.DataDir = filepath.Join(dir, "blobs")
+	}
+	return &c
 }
 
 func randBytes(n int, seed uint64) []byte {
@@ -242,7 +255,7 @@ func TestStoreExportRefused(t *testing.T) {
 func TestStoreReopen(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir)
-	s, err := OpenStore(db, nil)
+	s, err := OpenStore(db, inDir(dir, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +281,7 @@ func TestStoreReopen(t *testing.T) {
 
 	db = openDB(t, dir)
 	defer db.Close()
-	s, err = OpenStore(db, nil)
+	s, err = OpenStore(db, inDir(dir, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +309,7 @@ func TestStoreReopen(t *testing.T) {
 // import cut off between the record and the pin) is not counted and is
 // dropped at open.
 func TestStoreReopenDropsUnpinnedRecord(t *testing.T) {
-	s, db, _ := newStore(t, StoreOptions{})
+	s, db, dir := newStore(t, StoreOptions{})
 	ctx := context.Background()
 	c, _, err := s.Import(ctx, bytes.NewReader(randBytes(100, 1)))
 	if err != nil {
@@ -308,7 +321,7 @@ func TestStoreReopenDropsUnpinnedRecord(t *testing.T) {
 	if err := s.pinner.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := OpenStore(db, nil)
+	s2, err := OpenStore(db, inDir(dir, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +333,8 @@ func TestStoreReopenDropsUnpinnedRecord(t *testing.T) {
 	}
 }
 
+// TestStoreKeysUnderPrefix: every key the store writes is under KeyPrefix
+// or, a leaf's location, LocPrefix.
 func TestStoreKeysUnderPrefix(t *testing.T) {
 	s, db, _ := newStore(t, StoreOptions{})
 	ctx := context.Background()
@@ -341,8 +356,8 @@ func TestStoreKeysUnderPrefix(t *testing.T) {
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		n++
-		if !strings.HasPrefix(string(it.Key()), KeyPrefix) {
-			t.Errorf("key %q outside %q", it.Key(), KeyPrefix)
+		if !strings.HasPrefix(string(it.Key()), KeyPrefix) && !strings.HasPrefix(string(it.Key()), LocPrefix) {
+			t.Errorf("key %q outside %q and %q", it.Key(), KeyPrefix, LocPrefix)
 		}
 	}
 	if n < 5 { // 3 + 1 blocks, a pin, a size record at least
@@ -385,12 +400,13 @@ func BenchmarkStoreImport64MiB(b *testing.B) {
 			if bc.tune {
 				TunePebble(opts)
 			}
-			db, err := pebble.Open(b.TempDir(), opts)
+			dir := b.TempDir()
+			db, err := pebble.Open(dir, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			s, err := OpenStore(db, &StoreOptions{QuotaBytes: 1 << 40})
+			s, err := OpenStore(db, inDir(dir, &StoreOptions{QuotaBytes: 1 << 40}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -431,7 +447,7 @@ func BenchmarkStoreImportFile256MiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	s, err := OpenStore(db, &StoreOptions{MaxBlobBytes: size})
+	s, err := OpenStore(db, &StoreOptions{MaxBlobBytes: size, DataDir: filepath.Join(dir, "db", "blobs")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -497,7 +513,9 @@ func countBlocks(t *testing.T, s *Store) int {
 // block the blockstore has is found by key, one it lacks is not.
 func TestBlockKey(t *testing.T) {
 	s, _, _ := newStore(t, StoreOptions{})
-	c, _, err := s.Import(context.Background(), bytes.NewReader(randBytes(100, 99)))
+	// Two chunks: the root is a dag-pb node, in pebble (a leaf is in a
+	// data file, ADR 0037).
+	c, _, err := s.Import(context.Background(), bytes.NewReader(randBytes(ChunkSize+1, 99)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +555,7 @@ func TestCompleteNeedsEveryBlock(t *testing.T) {
 			leaf = k // keep one leaf out
 			continue
 		}
-		if err := dst.PutBlock(ctx, b); err != nil {
+		if err := dst.PutBlock(ctx, c, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -545,7 +563,7 @@ func TestCompleteNeedsEveryBlock(t *testing.T) {
 		t.Fatalf("Complete without a leaf: %v, want ErrIncomplete", err)
 	}
 	lb, _ := src.bstore.Get(ctx, leaf)
-	if err := dst.PutBlock(ctx, lb); err != nil {
+	if err := dst.PutBlock(ctx, c, lb); err != nil {
 		t.Fatal(err)
 	}
 	if err := dst.Complete(ctx, c, size+1, nil); !errors.Is(err, ErrSizeMismatch) {
@@ -579,15 +597,23 @@ func TestStoreOptions(t *testing.T) {
 		if err := o.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
 			t.Errorf("%+v: Validate %v, want ok %v", tc.o, err, tc.ok)
 		}
-		db := openDB(t, t.TempDir())
+		dir := t.TempDir()
+		db := openDB(t, dir)
+		o.DataDir = filepath.Join(dir, "blobs")
+		want := o
 		_, err := OpenStore(db, &o)
-		db.Close()
 		if (err == nil) != tc.ok {
 			t.Errorf("%+v: OpenStore %v, want ok %v", tc.o, err, tc.ok)
 		}
-		if o != tc.o {
-			t.Errorf("OpenStore changed its options: %+v, was %+v", o, tc.o)
+		if o != want {
+			t.Errorf("OpenStore changed its options: %+v, was %+v", o, want)
 		}
+		// Without a data directory: refused, whatever the rest.
+		o.DataDir = ""
+		if _, err := OpenStore(db, &o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: OpenStore without a data directory: %v, want ErrInvalidOptions", o, err)
+		}
+		db.Close()
 	}
 	if d := (*StoreOptions)(nil).EnsureDefaults(); d.MaxBlobBytes != DefaultMaxBlobBytes || d.QuotaBytes != DefaultQuotaBytes {
 		t.Errorf("defaults %+v", d)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
 )
@@ -80,6 +81,9 @@ type stream struct {
 	// fetched is closed when the fetch has ended; *ferr is then its error.
 	fetched <-chan struct{}
 	ferr    *error
+	// checked: each leaf is read checked against its CID (Export); a
+	// stream of a fetch reads the leaves the fetch has just checked.
+	checked bool
 }
 
 // node writes the file bytes under it: its own, then its children's, in
@@ -120,7 +124,7 @@ func (s *stream) block(ctx context.Context, c cid.Cid) ([]byte, error) {
 		// Taken before the look-up, so that a block written after the
 		// look-up wakes this wait.
 		stored := s.st.stored.wait()
-		b, err := s.st.GetBlock(ctx, c)
+		b, err := s.get(ctx, c)
 		switch {
 		case err == nil:
 			return b.RawData(), nil
@@ -133,14 +137,25 @@ func (s *stream) block(ctx context.Context, c cid.Cid) ([]byte, error) {
 			if *s.ferr != nil {
 				return nil, errFetchEnded
 			}
-			if b, err := s.st.GetBlock(ctx, c); err == nil {
+			b, err := s.get(ctx, c)
+			switch {
+			case err == nil:
 				return b.RawData(), nil
+			case !ipld.IsNotFound(err):
+				return nil, fmt.Errorf("blobs: stream %s: %w", s.root, err)
 			}
 			return nil, fmt.Errorf("%w: block %s of %s is gone", ErrIncomplete, c, s.root)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+func (s *stream) get(ctx context.Context, c cid.Cid) (blocks.Block, error) {
+	if s.checked {
+		return s.st.checked.Get(ctx, c)
+	}
+	return s.st.GetBlock(ctx, c)
 }
 
 // signal wakes the goroutines waiting for the next event of some kind:

@@ -264,7 +264,7 @@ func TestStreamChecksWhatItWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range []blocks.Block{leaf1, tc.second, root} {
-				if err := st.PutBlock(ctx, b); err != nil {
+				if err := st.PutBlock(ctx, c, b); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -300,7 +300,7 @@ func TestStreamWaitsForTheNextBlock(t *testing.T) {
 	s := &stream{st: st, w: &w, root: leaf.Cid(), size: 100, visits: 1, fetched: fetched, ferr: &ferr}
 	done := make(chan error, 1)
 	go func() { done <- s.node(ctx, item{c: leaf.Cid(), span: 100}) }()
-	if err := st.PutBlock(ctx, leaf); err != nil {
+	if err := st.PutBlock(ctx, leaf.Cid(), leaf); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil || !bytes.Equal(w.bytes(), leaf.RawData()) {

@@ -275,12 +275,13 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 // scratchStore opens a blob store on a pebble DB of its own.
 func scratchStore(t *testing.T) *blobs.Store {
 	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{Logger: pebbleLogger{log: quietLogger()}})
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{log: quietLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, nil)
+	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: dataDir(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}

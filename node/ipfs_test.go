@@ -29,12 +29,13 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 	t.Helper()
 	opts := &pebble.Options{}
 	blobs.TunePebble(opts)
-	db, err := pebble.Open(t.TempDir(), opts)
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, nil)
+	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: dataDir(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,11 @@ func dbOptions(log *slog.Logger) *pebble.Options {
 	return opts
 }
 
+// dataDir is the directory of the blob store's data files (ADR 0037)
+// for the database at dbDir: inside it, so that whatever moves or copies
+// the database (repo repair) takes the bytes its records index.
+func dataDir(dbDir string) string { return filepath.Join(dbDir, blobs.DataDirName) }
+
 // blockCacheBytes is pebble's block cache: big enough to keep the index and
 // Bloom filter blocks of a log of millions of events in memory, so that the
 // dedupe lookups of a catch-up rarely read the disk.
@@ -225,6 +230,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
+		DataDir: dataDir(dbDir), FS: dbOpts.FS,
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}

@@ -169,6 +169,7 @@ func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.L
 		problems = append(problems, fmt.Errorf("the peer cache does not open: %w", err))
 	}
 	bo.ReadOnly = true
+	bo.DataDir = dataDir(dir)
 	if s.blobs, err = blobs.OpenStore(db, &bo); err != nil {
 		s.blobs = nil
 		problems = append(problems, fmt.Errorf("the blob store does not open: %w", err))
@@ -388,7 +389,7 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: repair: %w", err)
 	}
-	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62})
+	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62, DataDir: dataDir(r.DBPath())})
 	if err != nil {
 		return nil, fmt.Errorf("node: repair: %w", err)
 	}

@@ -1,0 +1,483 @@
+package blobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ipfs/boxo/blockstore"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
+	mh "github.com/multiformats/go-multihash"
+)
+
+// This file keeps the leaves of blobs, their bytes, in data files of their
+// own beside the pebble database (ADR 0037): one file per blob, written
+// once, in the order the leaves came, and synced before the blob is
+// pinned. pebble holds the inner UnixFS nodes, the pins and, per leaf, a
+// location record: LocPrefix + the leaf's multihash + the file's number
+// (8 bytes, big-endian), its value the leaf's offset and length in that
+// file as two unsigned varints. A multihash is self-delimiting, so the
+// records of one leaf are exactly those under LocPrefix + its multihash.
+//
+// Every pinned blob's file holds every leaf of that blob, so removing a
+// blob removes its file and its location records and nothing another blob
+// needs; the quota's sum of file sizes is then also the bytes on disk.
+
+// LocPrefix is the prefix of the leaves' location records in the node's
+// pebble database (ADR 0037), disjoint from the event log's "ev/", the
+// peer cache's "p/" and the blockstore's KeyPrefix.
+const LocPrefix = "bl/"
+
+// DataDirName is the name the node gives its data directory
+// (StoreOptions.DataDir), inside the database's directory.
+const DataDirName = "blobs"
+
+// dataFileExt ends the name of every data file: DataDir/<16 hex digits of
+// its number>.blob.
+const dataFileExt = ".blob"
+
+// dataBytesPerSync is how many bytes a data file is written between two
+// requests to the kernel to start writing it out (sync_file_range), so
+// that the sync before the pin has little left to do and the page cache
+// is not filled with a blob's dirty pages.
+const dataBytesPerSync = 8 << 20
+
+// location is where one leaf is: in data file number file, n bytes at off.
+type location struct {
+	file   uint64
+	off, n int64
+}
+
+func locKey(h mh.Multihash, file uint64) []byte {
+	k := make([]byte, 0, len(LocPrefix)+len(h)+8)
+	k = append(append(k, LocPrefix...), h...)
+	return binary.BigEndian.AppendUint64(k, file)
+}
+
+func locValue(l location) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, uint64(l.off)), uint64(l.n))
+}
+
+// parseLoc reads a location record; ok is false for a malformed one.
+func parseLoc(key, value []byte) (l location, ok bool) {
+	if len(key) < len(LocPrefix)+8 {
+		return l, false
+	}
+	l.file = binary.BigEndian.Uint64(key[len(key)-8:])
+	off, a := binary.Uvarint(value)
+	if a <= 0 {
+		return l, false
+	}
+	n, b := binary.Uvarint(value[a:])
+	if b <= 0 || a+b != len(value) || off > 1<<62 || n > ChunkSize {
+		return l, false
+	}
+	l.off, l.n = int64(off), int64(n)
+	return l, true
+}
+
+// prefixEnd is the least key after every key that starts with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// locate returns a location of the leaf with multihash h, in any data
+// file; ok is false when no data file holds it.
+func (s *Store) locate(h mh.Multihash) (l location, ok bool, err error) {
+	p := append([]byte(LocPrefix), h...)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return l, false, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if len(it.Key()) != len(p)+8 {
+			continue
+		}
+		if l, ok = parseLoc(it.Key(), it.Value()); ok {
+			break
+		}
+	}
+	return l, ok, errors.Join(it.Error(), it.Close())
+}
+
+func (s *Store) dataPath(file uint64) string {
+	return s.fs.PathJoin(s.opts.DataDir, fmt.Sprintf("%016x%s", file, dataFileExt))
+}
+
+// parseDataName returns the number of the data file called name.
+func parseDataName(name string) (uint64, bool) {
+	hex, ok := strings.CutSuffix(name, dataFileExt)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(hex, 16, 64)
+	return n, err == nil && n > 0
+}
+
+// readLeaf reads the leaf c from a data file, checking its bytes against
+// its CID if verify; ok is false when no data file holds it. A leaf
+// whose bytes do not match is an error wrapping ErrBadBlob.
+func (s *Store) readLeaf(c cid.Cid, verify bool) (data []byte, ok bool, err error) {
+	l, ok, err := s.locate(c.Hash())
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	f, err := s.fs.Open(s.dataPath(l.file))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			// Removed since the look-up (Remove deletes the records first).
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("blobs: leaf %s: %w", c, err)
+	}
+	defer f.Close()
+	data = make([]byte, l.n)
+	if _, err := f.ReadAt(data, l.off); err != nil && !(errors.Is(err, io.EOF) && l.n == 0) {
+		// io.EOF: the file is shorter than its records say (damaged).
+		return nil, false, fmt.Errorf("blobs: leaf %s in %s: %w", c, s.dataPath(l.file), err)
+	}
+	if verify {
+		got, err := c.Prefix().Sum(data)
+		if err != nil {
+			return nil, false, fmt.Errorf("blobs: leaf %s: %w", c, err)
+		}
+		if !got.Equals(c) {
+			return nil, false, fmt.Errorf("%w: leaf %s in %s does not match its CID (damaged on disk)", ErrBadBlob, c, s.dataPath(l.file))
+		}
+	}
+	return data, true, nil
+}
+
+// dataFile is one blob's data file while it is written: by an import, or
+// by a fetch from the first leaf it stores until Complete pins the blob
+// or the fetch gives up.
+type dataFile struct {
+	s   *Store
+	num uint64
+
+	mu   sync.Mutex
+	f    vfs.File // nil once closed
+	size int64
+	// locs holds the leaves written to this file, by multihash.
+	locs map[string]location
+	// indexed: each leaf's location record is written as the leaf is (a
+	// fetch's, so that GetBlock finds it); an import writes them all at
+	// the end.
+	indexed bool
+}
+
+// newDataFile creates the next data file. REQUIRES: not ReadOnly.
+func (s *Store) newDataFile(indexed bool) (*dataFile, error) {
+	s.mu.Lock()
+	s.mu.nextFile++
+	num := s.mu.nextFile
+	s.mu.Unlock()
+	f, err := s.fs.Create(s.dataPath(num), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("blobs: data file: %w", err)
+	}
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: dataBytesPerSync})
+	return &dataFile{s: s, num: num, f: f, locs: make(map[string]location), indexed: indexed}, nil
+}
+
+// has reports whether the leaf with multihash h is in the file.
+func (d *dataFile) has(h mh.Multihash) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.locs[string(h)]
+	return ok
+}
+
+// put appends the leaf c of bytes data, unless the file holds it already.
+func (d *dataFile) put(c cid.Cid, data []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := c.Hash()
+	if _, ok := d.locs[string(h)]; ok {
+		return nil
+	}
+	if d.f == nil {
+		return fmt.Errorf("blobs: data file %d closed", d.num)
+	}
+	l := location{file: d.num, off: d.size, n: int64(len(data))}
+	// vfs.File.Write may change its argument in general; the files of
+	// vfs.Default (the operating system's) and of vfs.NewMem do not, and
+	// data may be read by others meanwhile (a block in flight).
+	if _, err := d.f.Write(data); err != nil {
+		return fmt.Errorf("blobs: data file %d: %w", d.num, err)
+	}
+	d.size += l.n
+	d.locs[string(h)] = l
+	if d.indexed {
+		if err := d.s.db.Set(locKey(h, d.num), locValue(l), pebble.NoSync); err != nil {
+			return fmt.Errorf("blobs: location of %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// finish syncs the file and its directory entry and closes it, then
+// writes the location records an import kept back: after it, the leaves
+// are durable, ready for the pin.
+func (d *dataFile) finish() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return fmt.Errorf("blobs: data file %d closed", d.num)
+	}
+	err := d.f.Sync()
+	if cerr := d.f.Close(); err == nil {
+		err = cerr
+	}
+	d.f = nil
+	if err == nil {
+		err = d.s.syncDataDir()
+	}
+	if err != nil {
+		return fmt.Errorf("blobs: data file %d: %w", d.num, err)
+	}
+	if d.indexed {
+		return nil
+	}
+	b := d.s.db.NewBatch()
+	defer b.Close()
+	for h, l := range d.locs {
+		if err := b.Set(locKey(mh.Multihash(h), d.num), locValue(l), nil); err != nil {
+			return err
+		}
+	}
+	d.indexed = true
+	return b.Commit(pebble.NoSync) // synced with the pin
+}
+
+// discard deletes the file and its location records: the import or fetch
+// that wrote it failed, or the blob was pinned already.
+func (d *dataFile) discard() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	if d.f != nil {
+		errs = append(errs, d.f.Close())
+		d.f = nil
+	}
+	if d.indexed {
+		b := d.s.db.NewBatch()
+		for h := range d.locs {
+			errs = append(errs, b.Delete(locKey(mh.Multihash(h), d.num), nil))
+		}
+		errs = append(errs, b.Commit(pebble.NoSync), b.Close())
+	}
+	if err := d.s.fs.Remove(d.s.dataPath(d.num)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	d.locs = nil
+	return errors.Join(errs...)
+}
+
+func (s *Store) syncDataDir() error {
+	dir, err := s.fs.OpenDir(s.opts.DataDir)
+	if err != nil {
+		return err
+	}
+	err = dir.Sync()
+	return errors.Join(err, dir.Close())
+}
+
+// removeData deletes the data file num of a removed blob and the location
+// records of its leaves hs: the records first, so that a reader that
+// finds one may still find the file gone, never a record of a deleted
+// file left behind (the sweep at open deletes those of a crash).
+func (s *Store) removeData(num uint64, hs []string) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, h := range hs {
+		if err := b.Delete(locKey(mh.Multihash(h), num), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	if err := s.fs.Remove(s.dataPath(num)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// sweepData deletes the data files and location records of no pinned
+// blob (an import or a fetch cut off by a crash) and sets the next file
+// number past every one seen. REQUIRES: s.mu.files loaded.
+func (s *Store) sweepData() error {
+	live := make(map[uint64]bool)
+	s.mu.Lock()
+	for _, num := range s.mu.files {
+		live[num] = true
+		s.mu.nextFile = max(s.mu.nextFile, num)
+	}
+	s.mu.Unlock()
+	if err := s.fs.MkdirAll(s.opts.DataDir, 0o755); err != nil {
+		return fmt.Errorf("blobs: data directory: %w", err)
+	}
+	names, err := s.fs.List(s.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("blobs: data directory: %w", err)
+	}
+	var high uint64
+	for _, name := range names {
+		num, ok := parseDataName(name)
+		if !ok {
+			continue
+		}
+		high = max(high, num)
+		if !live[num] {
+			if err := s.fs.Remove(s.fs.PathJoin(s.opts.DataDir, name)); err != nil {
+				return fmt.Errorf("blobs: deleting an unpinned data file: %w", err)
+			}
+		}
+	}
+	p := []byte(LocPrefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for it.First(); it.Valid(); it.Next() {
+		l, ok := parseLoc(it.Key(), it.Value())
+		if ok && live[l.file] {
+			continue
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("blobs: listing leaf locations: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("blobs: deleting stale leaf locations: %w", err)
+	}
+	s.mu.Lock()
+	s.mu.nextFile = max(s.mu.nextFile, high)
+	s.mu.Unlock()
+	return nil
+}
+
+// leafstore is the blockstore the store reads through: raw leaves from
+// the data files (then, for a blob stored before ADR 0037, from pebble),
+// every other block from pebble's blockstore, where Put, DeleteBlock and
+// AllKeysChan also go. With verify, a leaf read from a data file is
+// checked against its CID (exports, checks); without, it is not (serving
+// peers, who check it themselves, and the walk of a fetch).
+type leafstore struct {
+	blockstore.Blockstore // pebble's
+	s                     *Store
+	verify                bool
+}
+
+func (b *leafstore) Has(ctx context.Context, c cid.Cid) (bool, error) {
+	if c.Type() == cid.Raw {
+		if _, ok, err := b.s.locate(c.Hash()); err != nil || ok {
+			return ok, err
+		}
+	}
+	return b.Blockstore.Has(ctx, c)
+}
+
+func (b *leafstore) Get(ctx context.Context, c cid.Cid) (blocks.Block, error) {
+	if c.Type() == cid.Raw {
+		data, ok, err := b.s.readLeaf(c, b.verify)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return blocks.NewBlockWithCid(data, c)
+		}
+	}
+	return b.Blockstore.Get(ctx, c)
+}
+
+func (b *leafstore) GetSize(ctx context.Context, c cid.Cid) (int, error) {
+	if c.Type() == cid.Raw {
+		l, ok, err := b.s.locate(c.Hash())
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return int(l.n), nil
+		}
+	}
+	return b.Blockstore.GetSize(ctx, c)
+}
+
+// AllKeysChan lists pebble's blocks, then the leaves of the data files
+// (as raw CIDs, each once).
+func (b *leafstore) AllKeysChan(ctx context.Context) (<-chan cid.Cid, error) {
+	inner, err := b.Blockstore.AllKeysChan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := []byte(LocPrefix)
+	it, err := b.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan cid.Cid)
+	go func() {
+		defer close(out)
+		defer it.Close()
+		send := func(c cid.Cid) bool {
+			select {
+			case out <- c:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for c := range inner {
+			if !send(c) {
+				return
+			}
+		}
+		var last []byte
+		for it.First(); it.Valid(); it.Next() {
+			k := it.Key()
+			if len(k) < len(p)+8 {
+				continue
+			}
+			h := k[len(p) : len(k)-8]
+			if bytes.Equal(h, last) {
+				continue
+			}
+			last = append(last[:0], h...)
+			m, err := mh.Cast(h)
+			if err != nil {
+				continue
+			}
+			if !send(cid.NewCidV1(cid.Raw, append(mh.Multihash(nil), m...))) {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+var _ blockstore.Blockstore = (*leafstore)(nil)
