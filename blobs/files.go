@@ -46,12 +46,6 @@ const DataDirName = "blobs"
 // its number>.blob.
 const dataFileExt = ".blob"
 
-// dataBytesPerSync is how many bytes a data file is written between two
-// requests to the kernel to start writing it out (sync_file_range), so
-// that the sync before the pin has little left to do and the page cache
-// is not filled with a blob's dirty pages.
-const dataBytesPerSync = 8 << 20
-
 // location is where one leaf is: in data file number file, n bytes at off.
 type location struct {
 	file   uint64
@@ -193,7 +187,10 @@ func (s *Store) newDataFile(indexed bool) (*dataFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blobs: data file: %w", err)
 	}
-	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: dataBytesPerSync})
+	// No writeback is started while the file is written (pebble's
+	// BytesPerSync, sync_file_range): on ext4 the blocks it allocates
+	// would join the journal's next commit, and the pin's sync of the WAL
+	// would then wait for the whole file to reach the disk (ADR 0037).
 	return &dataFile{s: s, num: num, f: f, locs: make(map[string]location), indexed: indexed}, nil
 }
 
@@ -233,10 +230,31 @@ func (d *dataFile) put(c cid.Cid, data []byte) error {
 	return nil
 }
 
-// finish syncs the file and its directory entry and closes it, then
-// writes the location records an import kept back: after it, the leaves
-// are durable, ready for the pin.
-func (d *dataFile) finish() error {
+// seal ends the writes to the file and writes the location records an
+// import kept back (not synced: the pin's sync takes them). The file
+// stays open for sync.
+func (d *dataFile) seal() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return fmt.Errorf("blobs: data file %d closed", d.num)
+	}
+	if d.indexed {
+		return nil
+	}
+	b := d.s.db.NewBatch()
+	defer b.Close()
+	for h, l := range d.locs {
+		if err := b.Set(locKey(mh.Multihash(h), d.num), locValue(l), nil); err != nil {
+			return err
+		}
+	}
+	d.indexed = true
+	return b.Commit(pebble.NoSync)
+}
+
+// sync makes the file and its directory entry durable and closes it.
+func (d *dataFile) sync() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.f == nil {
@@ -253,18 +271,130 @@ func (d *dataFile) finish() error {
 	if err != nil {
 		return fmt.Errorf("blobs: data file %d: %w", d.num, err)
 	}
-	if d.indexed {
-		return nil
-	}
-	b := d.s.db.NewBatch()
-	defer b.Close()
-	for h, l := range d.locs {
-		if err := b.Set(locKey(mh.Multihash(h), d.num), locValue(l), nil); err != nil {
+	return nil
+}
+
+// UnsyncedPrefix is the prefix of the records of the data files of pinned
+// blobs not yet synced (ADR 0037): UnsyncedPrefix + the file's number (8
+// bytes, big-endian), empty value. Written with the pin, deleted once the
+// file is synced; a record found at open means the node stopped before
+// that, and the blob is checked.
+const UnsyncedPrefix = "bu/"
+
+func unsyncedKey(num uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(UnsyncedPrefix), num)
+}
+
+// syncLater syncs the sealed file d of a pinned blob in the background.
+// Its unsynced record is deleted afterwards, with the next pin's write or
+// by Close, so that the goroutine never writes to a database that may be
+// closed meanwhile (a record left only means a check at the next open).
+func (s *Store) syncLater(d *dataFile) {
+	s.syncs.Add(1)
+	go func() {
+		defer s.syncs.Done()
+		if err := d.sync(); err != nil {
+			// The record stays: the blob is checked at the next open.
+			s.syncErrors.Add(1)
+			return
+		}
+		s.mu.Lock()
+		s.mu.synced = append(s.mu.synced, d.num)
+		s.mu.Unlock()
+	}()
+}
+
+// dropSynced adds to b the deletion of the unsynced records of the data
+// files synced since the last call.
+func (s *Store) dropSynced(b *pebble.Batch) error {
+	s.mu.Lock()
+	nums := s.mu.synced
+	s.mu.synced = nil
+	s.mu.Unlock()
+	for _, num := range nums {
+		if err := b.Delete(unsyncedKey(num), nil); err != nil {
 			return err
 		}
 	}
-	d.indexed = true
-	return b.Commit(pebble.NoSync) // synced with the pin
+	return nil
+}
+
+// Close waits until the data files of the pinned blobs are synced and
+// deletes their unsynced records. Call it before closing the database;
+// nothing is written to the store after it.
+func (s *Store) Close() error {
+	s.syncs.Wait()
+	var err error
+	if !s.opts.ReadOnly {
+		b := s.db.NewBatch()
+		err = errors.Join(s.dropSynced(b), b.Commit(pebble.Sync), b.Close())
+	}
+	if n := s.syncErrors.Load(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("blobs: %d data files could not be synced; their blobs are checked at the next open", n))
+	}
+	return err
+}
+
+// checkUnsynced checks, at open, the blobs whose data file was not known
+// to be synced when the node stopped (an unclean stop: a crash, a kill, a
+// power cut): each leaf is read and checked against its CID, and a blob
+// with a leaf missing or damaged is removed, never kept pinned and
+// served wrong. Returns the blobs removed. REQUIRES: loaded, writable.
+func (s *Store) checkUnsynced(ctx context.Context) ([]cid.Cid, error) {
+	p := []byte(UnsyncedPrefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	var nums []uint64
+	for it.First(); it.Valid(); it.Next() {
+		if len(it.Key()) == len(p)+8 {
+			nums = append(nums, binary.BigEndian.Uint64(it.Key()[len(p):]))
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return nil, fmt.Errorf("blobs: listing unsynced data files: %w", err)
+	}
+	if len(nums) == 0 {
+		return nil, nil
+	}
+	byNum := make(map[uint64]cid.Cid)
+	s.mu.Lock()
+	for c, num := range s.mu.files {
+		byNum[num] = c
+	}
+	s.mu.Unlock()
+	var dropped []cid.Cid
+	for _, num := range nums {
+		if c, ok := byNum[num]; ok {
+			if err := s.checkLeaves(ctx, c); err != nil {
+				if err := s.Remove(ctx, c); err != nil {
+					return dropped, fmt.Errorf("blobs: removing damaged %s: %w", c, err)
+				}
+				dropped = append(dropped, c)
+			}
+		}
+		if err := s.db.Delete(unsyncedKey(num), pebble.NoSync); err != nil {
+			return dropped, err
+		}
+	}
+	return dropped, s.db.Flush()
+}
+
+// checkLeaves reads every leaf of the pinned blob c from its data file,
+// checked against its CID.
+func (s *Store) checkLeaves(ctx context.Context, c cid.Cid) error {
+	bl, err := s.dagBlocks(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, h := range bl {
+		leaf := cid.NewCidV1(cid.Raw, mh.Multihash(h))
+		if _, err := s.checked.Get(ctx, leaf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discard deletes the file and its location records: the import or fetch
@@ -311,6 +441,9 @@ func (s *Store) removeData(num uint64, hs []string) error {
 		if err := b.Delete(locKey(mh.Multihash(h), num), nil); err != nil {
 			return err
 		}
+	}
+	if err := b.Delete(unsyncedKey(num), nil); err != nil {
+		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return err

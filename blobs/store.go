@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -148,6 +150,11 @@ type Store struct {
 	checked blockstore.Blockstore
 	pinner  pin.Pinner
 
+	// syncs counts the data files being synced in the background
+	// (syncLater), syncErrors those that failed; Close waits for them.
+	syncs      sync.WaitGroup
+	syncErrors atomic.Int64
+
 	// writeMu serializes Import and Remove, so that the quota check and
 	// the cleanup of a failed import see no concurrent writer.
 	writeMu sync.Mutex
@@ -176,6 +183,11 @@ type Store struct {
 		files map[cid.Cid]uint64
 		// nextFile is the number of the last data file made or found.
 		nextFile uint64
+		// synced holds the data files synced in the background whose
+		// unsynced records are still to be deleted (dropSynced).
+		synced []uint64
+		// dropped holds the blobs checkUnsynced removed at open.
+		dropped []cid.Cid
 		// pending holds the data file of each blob being fetched, from
 		// its first leaf until Complete pins it or the last Reservation
 		// for it is released; fetching counts those Reservations.
@@ -238,6 +250,11 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 		if err := s.sweepData(); err != nil {
 			return nil, err
 		}
+		dropped, err := s.checkUnsynced(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.dropped = dropped
 	}
 	return s, nil
 }
@@ -405,6 +422,15 @@ func parseMeta(v []byte) (size, num uint64, ok bool) {
 	return size, num, m > 0 && n+m == len(v)
 }
 
+// Dropped returns the blobs OpenStore removed because the node had
+// stopped before their data file was synced and a leaf was then missing
+// or damaged (ADR 0037). The node logs them; a fetch gets them again.
+func (s *Store) Dropped() []cid.Cid {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.mu.dropped)
+}
+
 // QuotaUsed returns the bytes the quota counts: the sum of the file sizes
 // of the pinned blobs.
 func (s *Store) QuotaUsed() uint64 {
@@ -465,19 +491,21 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	if err != nil {
 		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
 	}
-	rec := &importDAG{DAGService: s.dag, bs: s.bstore, file: file}
+	rec := newImportDAG(s, file)
 	params := helpers.DagBuilderParams{
 		Maxlinks:   helpers.DefaultLinksPerBlock,
 		RawLeaves:  true,
 		CidBuilder: CIDBuilder,
 		Dagserv:    rec,
 	}
+	var root ipld.Node
 	db, err := params.New(chunk.NewSizeSplitter(lr, ChunkSize))
-	if err != nil {
-		rec.undo()
-		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
+	if err == nil {
+		root, err = balanced.Layout(db)
 	}
-	root, err := balanced.Layout(db)
+	if werr := rec.wait(); err == nil {
+		err = werr
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -497,11 +525,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 		rec.undo() // the blob's own file holds every leaf already
 		return c, size, nil
 	}
-	if err := file.finish(); err != nil {
-		rec.undo()
-		return cid.Undef, 0, fmt.Errorf("blobs: import: %w", err)
-	}
-	if err := s.pinRoot(ctx, root, size, file.num); err != nil {
+	if err := s.pinSealed(ctx, root, size, file); err != nil {
 		rec.undo()
 		return cid.Undef, 0, err
 	}
@@ -562,6 +586,29 @@ func (s *Store) addPinned(ctx context.Context, c cid.Cid, size, num uint64, r *R
 	for _, h := range bl {
 		s.mu.refs[h]++
 	}
+	return nil
+}
+
+// pinSealed seals file, the data file of the blob root of size bytes,
+// and pins the blob with its unsynced record (ADR 0037): the pin returns
+// once the leaves are in the page cache, and file is synced in the
+// background (syncLater); if the node stops before that, the blob is
+// checked at the next open. On failure the unsynced record is deleted and
+// the caller discards file.
+func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file *dataFile) error {
+	if err := file.seal(); err != nil {
+		return fmt.Errorf("blobs: %s: %w", root.Cid(), err)
+	}
+	b := s.db.NewBatch()
+	err := errors.Join(s.dropSynced(b), b.Set(unsyncedKey(file.num), nil, nil), b.Commit(pebble.NoSync), b.Close())
+	if err != nil { // synced with the pin
+		return fmt.Errorf("blobs: %s: %w", root.Cid(), err)
+	}
+	if err := s.pinRoot(ctx, root, size, file.num); err != nil {
+		_ = s.db.Delete(unsyncedKey(file.num), pebble.NoSync)
+		return err
+	}
+	s.syncLater(file)
 	return nil
 }
 
@@ -698,19 +745,54 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 }
 
 // importDAG is the DAG service of an import: each raw leaf goes to the
-// import's data file, every other node to pebble, and the nodes added
-// that the blockstore did not hold before are remembered, so that a
-// failed import can delete them.
+// import's data file, written by a goroutine of its own so that the
+// writes overlap the reading and hashing of the next chunks (on two cores
+// the import takes about as long as the longer of the two, not their
+// sum), every other node to pebble; the nodes added that the blockstore
+// did not hold before are remembered, so that a failed import can delete
+// them.
 type importDAG struct {
 	ipld.DAGService
 	bs    blockstore.Blockstore
 	file  *dataFile
 	added []cid.Cid
+
+	leaves chan ipld.Node // to the writer; closed by wait
+	werr   chan error     // the writer's first error, once it ends
+}
+
+// importQueue is how many leaves (chunks, up to ChunkSize each) wait for
+// an import's writer, at most.
+const importQueue = 4
+
+func newImportDAG(s *Store, file *dataFile) *importDAG {
+	r := &importDAG{DAGService: s.dag, bs: s.bstore, file: file,
+		leaves: make(chan ipld.Node, importQueue), werr: make(chan error, 1)}
+	go func() {
+		var err error
+		for nd := range r.leaves {
+			if err == nil {
+				err = file.put(nd.Cid(), nd.RawData())
+			}
+		}
+		r.werr <- err
+	}()
+	return r
+}
+
+// wait ends the writer once it has written every leaf and returns its
+// error. Called once.
+func (r *importDAG) wait() error {
+	close(r.leaves)
+	return <-r.werr
 }
 
 func (r *importDAG) Add(ctx context.Context, nd ipld.Node) error {
 	if nd.Cid().Type() == cid.Raw {
-		return r.file.put(nd.Cid(), nd.RawData())
+		// The chunker gives each chunk a buffer of its own, so the
+		// writer may hold it while the next is read.
+		r.leaves <- nd
+		return nil
 	}
 	have, err := r.bs.Has(ctx, nd.Cid())
 	if err != nil {

@@ -333,8 +333,8 @@ func TestStoreReopenDropsUnpinnedRecord(t *testing.T) {
 	}
 }
 
-// TestStoreKeysUnderPrefix: every key the store writes is under KeyPrefix
-// or, a leaf's location, LocPrefix.
+// TestStoreKeysUnderPrefix: every key the store keeps once closed is
+// under KeyPrefix or, a leaf's location, LocPrefix.
 func TestStoreKeysUnderPrefix(t *testing.T) {
 	s, db, _ := newStore(t, StoreOptions{})
 	ctx := context.Background()
@@ -346,6 +346,9 @@ func TestStoreKeysUnderPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Remove(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // the unsynced records ("bu/") gone
 		t.Fatal(err)
 	}
 	it, err := db.NewIter(nil)

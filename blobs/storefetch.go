@@ -266,13 +266,10 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 			return err
 		}
 	}
-	if err := file.finish(); err != nil {
-		return fmt.Errorf("blobs: complete %s: %w", root, err)
-	}
 	s.mu.Lock()
 	delete(s.mu.pending, root) // the blob's now, whatever follows
 	s.mu.Unlock()
-	if err := s.pinRoot(ctx, nd, size, file.num); err != nil {
+	if err := s.pinSealed(ctx, nd, size, file); err != nil {
 		_ = file.discard()
 		if ipld.IsNotFound(err) || errors.Is(err, ipld.ErrNotFound{}) {
 			return fmt.Errorf("%w: %v", ErrIncomplete, err)

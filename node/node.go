@@ -234,6 +234,9 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
+	for _, c := range n.blobs.Dropped() {
+		n.log.Warn("removed a blob damaged by an unclean stop before its data file was synced (docs/adr/0037); fetch it again", "cid", c.String())
+	}
 	n.gater = newGater(now)
 	n.gater.secured = n.admitStranger
 	if n.host, err = newHost(n.cfg, key, n.agent, n.gater, n.peers.Has); err != nil {
@@ -332,6 +335,9 @@ func (n *Node) closeStores() error {
 	var errs []error
 	if n.peers != nil {
 		errs = append(errs, n.peers.Close())
+	}
+	if n.blobs != nil {
+		errs = append(errs, n.blobs.Close()) // its data files synced
 	}
 	if n.db != nil {
 		errs = append(errs, n.db.Flush(), n.db.Close())

@@ -393,6 +393,7 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: repair: %w", err)
 	}
+	defer nblobs.Close() // before ndb's: the kept blobs' data files synced
 	old, err := openForCheck(moved, r.Config.PeerCache.MaxPeers, &rep.Found)
 	if err != nil {
 		// pebble cannot open it: read its tables one by one.
