@@ -63,7 +63,7 @@
 //
 // # Store
 //
-// OpenStore(db, nil) opens the store on the node's one pebble
+// OpenStore(db, opts) opens the store on the node's one pebble
 // DB (docs/design.md §9, §10), every key under KeyPrefix ("/blobs/"), disjoint
 // from the event log's "ev/" and the peer cache's "p/". Blobs are UnixFS
 // v1 files, CIDv1, raw leaves, BLAKE3, ChunkSize chunks, balanced layout;
@@ -78,6 +78,11 @@
 // (ErrSizeMismatch). Remove unpins and deletes at once the blocks no
 // other pinned blob holds; blocks no pinned blob holds (a fetch cut off by
 // a crash) are deleted at open, and are never served.
+//
+// The leaves are not in pebble but in a data file per blob in
+// StoreOptions.DataDir, indexed by location records under LocPrefix (ADR
+// 0037); a blob's file is synced in the background after its pin, and
+// checked at the next open if the store was not closed (Close) first.
 //
 // # Fetching
 //
@@ -101,7 +106,8 @@
 // nil only when the blob is complete and exactly its declared size was
 // written. It holds one block besides the fetch's window.
 //
-//	st, err := blobs.OpenStore(db, &blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota})
+//	st, err := blobs.OpenStore(db, &blobs.StoreOptions{MaxBlobBytes: max, QuotaBytes: quota, DataDir: dir})
+//	defer st.Close()                              // before db.Close: the data files synced
 //	c, size, err := st.Import(ctx, file)          // pinned, counted
 //	err = st.Export(ctx, c, size, out)            // complete and exactly size, or an error
 //
@@ -146,6 +152,9 @@
 //     during its fetch.
 //   - schedule.go: Scheduler, Job, Verdict and the auto-fetch bounds
 //     (QueueLen, PeerShare, MaxRetries).
+//   - files.go: the data files (ADR 0037): location records, the
+//     blockstore that reads leaves from them, the background sync, the
+//     check of unsynced blobs and the sweep at open.
 //   - pebble.go: TunePebble, the database options the store needs.
 //   - errors.go: the sentinel errors.
 package blobs
