@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
@@ -89,6 +91,11 @@ type stream struct {
 // node writes the file bytes under it: its own, then its children's, in
 // order. The recursion is at most MaxDepth+1 deep (parseNode).
 func (s *stream) node(ctx context.Context, it item) error {
+	if rf, ok := s.w.(io.ReaderFrom); ok && !s.checked && it.c.Type() == cid.Raw {
+		if done, err := s.copyLeaf(ctx, it, rf); done || err != nil {
+			return err
+		}
+	}
 	data, err := s.block(ctx, it.c)
 	if err != nil {
 		return err
@@ -114,41 +121,98 @@ func (s *stream) node(ctx context.Context, it item) error {
 	return nil
 }
 
+// copyLeaf writes the raw leaf it from its data file to rf without
+// reading it here: an *os.File output (the file blob get passes, ADR 0036)
+// copies it in the kernel (copy_file_range), file to file. It waits for
+// the leaf as block does; done is false when the leaf is not in a data
+// file of the operating system's (a leaf of an older store, an in-memory
+// store), which the caller then reads as any block. The leaf is held to
+// parseNode's rules for a raw leaf: at most ChunkSize, and exactly the
+// bytes its parent says it covers.
+func (s *stream) copyLeaf(ctx context.Context, it item, rf io.ReaderFrom) (done bool, err error) {
+	if s.st.fs != vfs.Default {
+		return false, nil
+	}
+	var l location
+	if err := s.wait(ctx, it.c, func() (bool, error) {
+		var ok bool
+		l, ok, err = s.st.locate(it.c.Hash())
+		return ok, err
+	}); err != nil {
+		// Not in a data file (yet): the block's own wait says the rest.
+		if errors.Is(err, ErrIncomplete) {
+			return false, nil
+		}
+		return false, err
+	}
+	if l.n > ChunkSize || uint64(l.n) != it.span {
+		return false, fmt.Errorf("%w: leaf %s is %d bytes, its parent says %d", ErrBadBlob, it.c, l.n, it.span)
+	}
+	f, err := os.Open(s.st.dataPath(l.file))
+	if err != nil {
+		return false, nil // removed meanwhile: read as any block
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return false, err
+	}
+	if err := visit(&s.visits, 0, s.root, s.size); err != nil {
+		return false, err
+	}
+	k, err := rf.ReadFrom(&io.LimitedReader{R: f, N: l.n})
+	s.n += uint64(k)
+	if err == nil && k != l.n {
+		err = fmt.Errorf("%w: leaf %s: %d of its %d bytes in %s", ErrBadBlob, it.c, k, l.n, s.st.dataPath(l.file))
+	}
+	return true, err
+}
+
+// wait calls try until it reports the block c found, waiting between two
+// calls for a fetched block to be written (Store.stored), the fetch to end
+// or ctx to: once the fetch has ended with an error, errFetchEnded; once
+// it has succeeded and try still fails, ErrIncomplete.
+func (s *stream) wait(ctx context.Context, c cid.Cid, try func() (bool, error)) error {
+	for {
+		stored := s.st.stored.wait() // before the look-up: a write after it wakes this wait
+		ok, err := try()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-stored:
+		case <-s.fetched:
+			if *s.ferr != nil {
+				return errFetchEnded
+			}
+			if ok, err := try(); err != nil || ok {
+				return err
+			}
+			return fmt.Errorf("%w: block %s of %s is gone", ErrIncomplete, c, s.root)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // block returns the bytes of block c, waiting until it is in the store:
 // until a fetched block is written (Store.stored), the fetch ends, or ctx
 // does. Once the fetch has ended with an error, errFetchEnded; once it
 // has succeeded, every block is there, and a missing one is
 // ErrIncomplete (removed meanwhile).
 func (s *stream) block(ctx context.Context, c cid.Cid) ([]byte, error) {
-	for {
-		// Taken before the look-up, so that a block written after the
-		// look-up wakes this wait.
-		stored := s.st.stored.wait()
+	var data []byte
+	err := s.wait(ctx, c, func() (bool, error) {
 		b, err := s.get(ctx, c)
 		switch {
 		case err == nil:
-			return b.RawData(), nil
-		case !ipld.IsNotFound(err):
-			return nil, fmt.Errorf("blobs: stream %s: %w", s.root, err)
+			data = b.RawData()
+			return true, nil
+		case ipld.IsNotFound(err):
+			return false, nil
 		}
-		select {
-		case <-stored:
-		case <-s.fetched:
-			if *s.ferr != nil {
-				return nil, errFetchEnded
-			}
-			b, err := s.get(ctx, c)
-			switch {
-			case err == nil:
-				return b.RawData(), nil
-			case !ipld.IsNotFound(err):
-				return nil, fmt.Errorf("blobs: stream %s: %w", s.root, err)
-			}
-			return nil, fmt.Errorf("%w: block %s of %s is gone", ErrIncomplete, c, s.root)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+		return false, fmt.Errorf("blobs: stream %s: %w", s.root, err)
+	})
+	return data, err
 }
 
 func (s *stream) get(ctx context.Context, c cid.Cid) (blocks.Block, error) {

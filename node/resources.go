@@ -48,8 +48,9 @@ const (
 	strangerStreamsOutbound = 16
 	// strangerMemory is a stranger's memory: 64 windows, room for its
 	// streams and for a blob it serves at full speed (a bitswap server
-	// keeps up to 8 MiB of blocks in flight to one peer, each message on a
-	// stream of its own).
+	// keeps some MiB of blocks in flight to one peer, 4 MiB for a wats
+	// node and 1 MiB by kubo's default, each message on a stream of its
+	// own).
 	strangerMemory = 64 * windowBytes
 	// knownStreamsInbound, knownStreamsOutbound, knownMemory: the same for
 	// a peer with a record (libp2p's scaled defaults for a peer).
@@ -57,8 +58,9 @@ const (
 	knownStreamsOutbound = 128
 	knownMemory          = 64 << 20
 	// bitswapPeerMemory is the memory of one peer's bitswap messages
-	// being read: a bitswap server keeps up to 8 MiB of blocks in flight to
-	// a peer, and a stranger's reservations may fill 80% of it (high).
+	// being read: a bitswap server keeps some MiB of blocks in flight to a
+	// peer (up to 8 MiB allowed for), and a stranger's reservations may
+	// fill 80% of it (high).
 	bitswapPeerMemory = 16 << 20
 )
 

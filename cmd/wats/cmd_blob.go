@@ -232,7 +232,16 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 	if err := tmp.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := c.streamBlob(ctx, cl, req, tmp); err != nil {
+	// On the daemon's host the daemon writes into tmp itself, through its
+	// descriptor (api.Client.StreamBlobToFile): no byte crosses the socket.
+	bar := c.byteBar(int64(req.Size), "get "+shortCID(req.CID))
+	var progress func(uint64)
+	if bar != nil {
+		progress = func(n uint64) { _ = bar.Set64(int64(n)) }
+	}
+	_, err = cl.StreamBlobToFile(ctx, req, tmp, progress)
+	endBar(c.stderr, bar, err)
+	if err := c.streamError(err); err != nil {
 		return err
 	}
 	fi, err := tmp.Stat()
@@ -267,6 +276,12 @@ func (c *cli) streamBlob(ctx context.Context, cl *api.Client, req api.FetchReque
 	}
 	_, err := cl.StreamBlob(ctx, req, w)
 	endBar(c.stderr, bar, err)
+	return c.streamError(err)
+}
+
+// streamError is the error a stream of a blob ended with, as the CLI says
+// it.
+func (c *cli) streamError(err error) error {
 	if errors.Is(err, api.ErrFetchFailed) {
 		// The daemon's reason is a sentence of its own ("could not fetch
 		// blob …: …"): said once, without the API's prefix.

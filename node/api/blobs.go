@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,9 +121,10 @@ func (c *Client) AddFile(ctx context.Context, f *os.File, opts *AddFileOptions) 
 // an older daemon, or StatusNoDescriptor).
 var errNoDescriptor = errors.New("api: the daemon took no descriptor")
 
-// importFile passes f to the daemon on a connection of its own
-// (PathBlobImport) and reads the answer.
-func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint64)) (*BlobInfo, error) {
+// postFile POSTs body (nil for none) to path on a connection of its own
+// whose request head carries f's descriptor (ADR 0036). errNoDescriptor:
+// the daemon took none.
+func (c *Client) postFile(ctx context.Context, path string, f *os.File, body []byte) (*http.Response, func(), error) {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			conn, err := c.dialSocket(ctx)
@@ -134,21 +136,104 @@ func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint6
 		DisableKeepAlives:  true, // one descriptor, one request, one connection
 		DisableCompression: true,
 	}
-	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+PathBlobImport, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+path, rd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", ContentTypeNDJSON)
+	if body != nil {
+		req.Header.Set("Content-Type", ContentTypeJSON)
+	}
 	resp, err := c.sendOn(&http.Client{Transport: tr}, req)
 	runtime.KeepAlive(f) // its descriptor number went out in the request
 	var ae *Error
 	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed || ae.Status == StatusNoDescriptor) {
-		return nil, errNoDescriptor
+		tr.CloseIdleConnections()
+		return nil, nil, errNoDescriptor
 	}
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return resp, tr.CloseIdleConnections, nil
+}
+
+// StreamBlobToFile has the daemon fetch the blob req names and write its
+// bytes to f, an empty regular file open for writing, in order as they are
+// verified: on the daemon's host by passing f's descriptor
+// (PathBlobStreamFile), so that no byte crosses the socket; where the
+// daemon takes none, by StreamBlob into f. progress, if set, is called
+// now and then with the bytes written so far. It returns the bytes
+// written; the errors are StreamBlob's. The caller checks f's size and
+// syncs it.
+func (c *Client) StreamBlobToFile(ctx context.Context, req FetchRequest, f *os.File, progress func(written uint64)) (uint64, error) {
+	if canPassFiles {
+		n, err := c.streamFile(ctx, req, f, progress)
+		if !errors.Is(err, errNoDescriptor) {
+			return n, err
+		}
+	}
+	var w io.Writer = f
+	if progress != nil {
+		w = &countingWriter{w: f, fn: progress}
+	}
+	return c.StreamBlob(ctx, req, w)
+}
+
+// countingWriter tells fn the bytes written through it so far.
+type countingWriter struct {
+	w  io.Writer
+	n  uint64
+	fn func(uint64)
+}
+
+func (cw *countingWriter) Write(b []byte) (int, error) {
+	k, err := cw.w.Write(b)
+	cw.n += uint64(k)
+	cw.fn(cw.n)
+	return k, err
+}
+
+func (c *Client) streamFile(ctx context.Context, req FetchRequest, f *os.File, progress func(uint64)) (uint64, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, fmt.Errorf("api: encode stream request: %w", err)
+	}
+	resp, done, err := c.postFile(ctx, PathBlobStreamFile, f, body)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	last, err := readProgress(ctx, c, resp, "stream", func(p FetchProgress) {
+		if progress != nil {
+			progress(p.Bytes)
+		}
+	}, func(p *FetchProgress) (bool, string) { return p.Done, p.Error }, ErrFetchFailed)
+	var n uint64
+	if last != nil {
+		n = last.Bytes
+	}
+	if err != nil {
+		return n, err
+	}
+	if n != req.Size {
+		return n, fmt.Errorf("%w: the daemon said complete after %d of %d bytes", ErrStreamEnded, n, req.Size)
+	}
+	return n, nil
+}
+
+// importFile passes f to the daemon on a connection of its own
+// (PathBlobImport) and reads the answer.
+func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint64)) (*BlobInfo, error) {
+	resp, done, err := c.postFile(ctx, PathBlobImport, f, nil)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	last, err := readProgress(ctx, c, resp, "import", func(p ImportProgress) {
 		if progress != nil {
 			progress(p.Bytes)
@@ -302,6 +387,20 @@ var ErrFetchFailed = errors.New("api: fetch failed")
 // that is not a FetchRequest, a CID or a --from peer it cannot read) is
 // answered 400 with an ErrorBody.
 const PathBlobStream = "/v1/blobs/stream"
+
+// PathBlobStreamFile takes a POSTed FetchRequest whose request head
+// carries, as SCM_RIGHTS ancillary data on the Unix socket, one open file
+// descriptor: an empty regular file open for writing (not appending). The
+// daemon fetches the blob as PathBlobStream does and writes its bytes to
+// that file, in order as they are verified, through that descriptor only:
+// no byte crosses the socket (ADR 0036, the other way). A refusal before
+// anything is written is an ErrorBody: StatusNoDescriptor (no descriptor
+// came), 400 (not an empty regular file open for writing, or a request
+// PathBlobStream would refuse). Otherwise the answer is NDJSON lines of
+// FetchProgress whose Bytes are the bytes written, the last one with Done
+// (the blob complete in the node and exactly Size bytes written) or Error
+// (the file then holds a verified prefix of the blob).
+const PathBlobStreamFile = "/v1/blobs/stream-file"
 
 // The headers and trailers of a PathBlobStream answer.
 const (

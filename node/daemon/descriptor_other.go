@@ -18,3 +18,4 @@ func wrapListener(l net.Listener) net.Listener                    { return l }
 func connState(net.Conn, http.ConnState)                          {}
 func connContext(ctx context.Context, _ net.Conn) context.Context { return ctx }
 func passedFile(context.Context) (*os.File, int64, error)         { return nil, 0, errNoFile }
+func passedOutput(context.Context) (*os.File, error)              { return nil, errNoFile }

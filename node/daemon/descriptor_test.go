@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -400,6 +401,18 @@ func TestImportThroughForwardedSocket(t *testing.T) {
 	if got := importCount(t, direct, "descriptor", "stored"); got != "" {
 		t.Errorf("descriptor imports: %q, want none", got)
 	}
+	// blob get's file, likewise: no descriptor goes through, the bytes do.
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if k, err := c.StreamBlobToFile(context.Background(), api.FetchRequest{CID: bi.CID, Size: bi.Size}, out, nil); err != nil || k != bi.Size {
+		t.Fatalf("stream into a file through the forward: %d bytes, %v", k, err)
+	}
+	if b, _ := os.ReadFile(out.Name()); !bytes.Equal(b, data) {
+		t.Fatalf("the file streamed through the forward: %d bytes, not the blob", len(b))
+	}
 }
 
 // TestFileReaderShrunk: a passed file that has fewer bytes than it had
@@ -450,4 +463,88 @@ func TestDescConnReadFailure(t *testing.T) {
 	if n != 0 || err == nil {
 		t.Fatalf("read after the peer reset: %d, %v; want 0 and an error", n, err)
 	}
+}
+
+// TestStreamIntoPassedFile: blob get's file passed open to the daemon
+// (api.PathBlobStreamFile) gets exactly the blob, written by the daemon,
+// for every size; a descriptor that is not an empty regular file open for
+// writing is refused before anything is written; without a descriptor
+// (through a forwarded socket) StreamBlobToFile streams the bytes instead.
+func TestStreamIntoPassedFile(t *testing.T) {
+	n := startNode(t, nil)
+	sock, c := serveAndDial(t, n)
+	ctx := context.Background()
+	for i, size := range []int{0, 1, 1 << 20, 1<<20 + 1, 5<<19 + 7} {
+		_, data := randFile(t, size, uint64(100+i))
+		bi, err := c.AddBlob(ctx, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen uint64
+		got, err := c.StreamBlobToFile(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, out, func(w uint64) { seen = w })
+		out.Close()
+		b, _ := os.ReadFile(out.Name())
+		if err != nil || got != uint64(size) || !bytes.Equal(b, data) || (size > 0 && seen != uint64(size)) {
+			t.Fatalf("%d bytes: wrote %d (progress %d), %v; the file has %d bytes, same %v", size, got, seen, err, len(b), bytes.Equal(b, data))
+		}
+	}
+	_, data := randFile(t, 3000, 200)
+	bi, err := c.AddBlob(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"cid":"` + bi.CID + `","size":3000}`
+	head := "POST " + api.PathBlobStreamFile + " HTTP/1.1\r\nHost: wats\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	dir := t.TempDir()
+	file := func(name string, content []byte, flag int) int {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(p, flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fdOf(t, f)
+	}
+	for _, tc := range []struct {
+		name   string
+		fds    [][]int
+		status int
+		want   string
+	}{
+		{"no descriptor", nil, api.StatusNoDescriptor, "no file descriptor came"},
+		{"read only", [][]int{{file("ro", nil, os.O_RDONLY)}}, http.StatusBadRequest, "not open for writing"},
+		{"appending", [][]int{{file("ap", nil, os.O_WRONLY|os.O_APPEND)}}, http.StatusBadRequest, "open for appending"},
+		{"not empty, one byte", [][]int{{file("full", []byte{1}, os.O_WRONLY)}}, http.StatusBadRequest, "holds 1 bytes"},
+		{"a directory", [][]int{{fdOf(t, mustOpen(t, dir))}}, http.StatusBadRequest, "not open for writing"},
+		{"a device", [][]int{{fdOf(t, mustOpenFile(t, os.DevNull, os.O_WRONLY))}}, http.StatusBadRequest, "is a device"},
+		{"empty, write only", [][]int{{file("ok", nil, os.O_WRONLY)}}, http.StatusOK, `"done":true`},
+	} {
+		status, resp := rawRequest(t, sock, []string{head}, tc.fds...)
+		if status != tc.status || !strings.Contains(resp, tc.want) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.name, status, resp, tc.status, tc.want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "full")); len(b) != 1 {
+		t.Fatalf("a refused file was written to: %d bytes", len(b))
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ok")); !bytes.Equal(b, data) {
+		t.Fatalf("the empty write-only file holds %d bytes, not the blob", len(b))
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File { return mustOpenFile(t, path, os.O_RDONLY) }
+
+func mustOpenFile(t *testing.T, path string, flag int) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

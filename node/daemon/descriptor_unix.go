@@ -186,6 +186,63 @@ func passedFile(ctx context.Context) (*os.File, int64, error) {
 	return f, size, nil
 }
 
+// passedOutput returns the file whose descriptor came with the request of
+// ctx for the daemon to write a blob into (api.PathBlobStreamFile),
+// checked by checkOutputFile; errNoFile if none came.
+func passedOutput(ctx context.Context) (*os.File, error) {
+	dc, _ := ctx.Value(connKey{}).(*descConn)
+	if dc == nil {
+		return nil, errNoFile
+	}
+	f, err := dc.takeFile()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutputFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkOutputFile checks that f, a descriptor a client passed, may take a
+// blob's bytes: open for writing, without O_APPEND, a regular file, and
+// empty, so that once written it holds exactly the blob. The daemon
+// writes to the file only through f, so nowhere its caller could not.
+func checkOutputFile(f *os.File) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var (
+		flags int
+		st    unix.Stat_t
+		ferr  error
+	)
+	if err := sc.Control(func(fd uintptr) {
+		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
+			ferr = unix.Fstat(int(fd), &st)
+		}
+	}); err != nil {
+		return err
+	}
+	switch {
+	case ferr != nil:
+		return fmt.Errorf("the descriptor passed: %w", ferr)
+	case oPath != 0 && flags&oPath != 0, flags&unix.O_ACCMODE == unix.O_RDONLY:
+		return errors.New("the descriptor passed is not open for writing")
+	case flags&unix.O_APPEND != 0:
+		return errors.New("the descriptor passed is open for appending; blob get writes a new file from its start")
+	}
+	if kind := fileKind(uint32(st.Mode) & unix.S_IFMT); kind != "" {
+		return fmt.Errorf("the descriptor passed is %s, not a regular file", kind)
+	}
+	if st.Size != 0 {
+		return fmt.Errorf("the file passed holds %d bytes; blob get writes into an empty file", st.Size)
+	}
+	return nil
+}
+
 // checkPassedFile checks that f, a descriptor a client passed, may be
 // imported: open for reading (not write-only, not O_PATH, a handle that
 // needs no read permission on the file) and a regular file. It returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -338,6 +339,75 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(api.TrailerBlobStatus, api.BlobComplete)
+}
+
+// streamBlobFile fetches a blob as streamBlob does and writes its bytes,
+// in order as they are verified, to the file whose descriptor came with
+// the request (api.PathBlobStreamFile): no byte crosses the socket. NDJSON
+// lines report the bytes written, the last Done or Error.
+func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
+	f, err := passedOutput(r.Context())
+	switch {
+	case errors.Is(err, errNoFile):
+		writeError(w, api.StatusNoDescriptor, err)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	defer f.Close()
+	req, c, from, ok := h.readFetch(w, r)
+	if !ok {
+		return
+	}
+	line := ndjsonLines(w)
+	line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
+	out := &progressWriter{w: f, every: fetchProgressEvery, report: func(n uint64) { line(api.FetchProgress{Bytes: n, Size: req.Size}) }}
+	n, err := h.StreamAsked(r.Context(), c, req.Size, from, out)
+	if err != nil {
+		line(api.FetchProgress{Bytes: n, Size: req.Size, Error: fetchFailure(c, err, from != "")})
+		return
+	}
+	line(api.FetchProgress{Bytes: n, Size: req.Size, Done: true})
+}
+
+// progressWriter writes to w and tells report the bytes written so far,
+// at most once every every.
+type progressWriter struct {
+	w      io.Writer
+	n      uint64
+	every  time.Duration
+	last   time.Time
+	report func(written uint64)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	k, err := p.w.Write(b)
+	p.count(int64(k))
+	return k, err
+}
+
+// ReadFrom copies r to the file (os.File's, copy_file_range between two
+// files: the stream's leaves go from the data file to the output without
+// being read into the daemon).
+func (p *progressWriter) ReadFrom(r io.Reader) (int64, error) {
+	var k int64
+	var err error
+	if rf, ok := p.w.(io.ReaderFrom); ok {
+		k, err = rf.ReadFrom(r)
+	} else {
+		k, err = io.Copy(p.w, r)
+	}
+	p.count(k)
+	return k, err
+}
+
+func (p *progressWriter) count(k int64) {
+	p.n += uint64(k)
+	if now := time.Now(); now.Sub(p.last) >= p.every {
+		p.last = now
+		p.report(p.n)
+	}
 }
 
 // replicate asks a peer to replicate blobs (api.PathReplicate).

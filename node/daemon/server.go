@@ -35,6 +35,7 @@ func Handler(n *node.Node) http.Handler {
 	mux.HandleFunc("GET "+api.PathCrashes, h.crashes)
 	mux.HandleFunc("POST "+api.PathBlobs, h.addBlob)
 	mux.HandleFunc("POST "+api.PathBlobImport, h.importBlob)
+	mux.HandleFunc("POST "+api.PathBlobStreamFile, h.streamBlobFile)
 	mux.HandleFunc("GET "+api.PathBlobs, answer(n.BlobList))
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
