@@ -1,33 +1,22 @@
 package blobs
 
 import (
-	"time"
-
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// separateValuesFrom is the smallest value pebble stores in a blob file
-// of its own rather than in its sstables: the leaves of blobs (up to one
-// ChunkSize) are, events and peer records (a few KiB at most) are not.
-const separateValuesFrom = 64 << 10
-
 // TunePebble sets the options of the node's pebble database that the blob
-// store needs (docs/design.md §10, ADR 0029): value separation, so that the 1 MiB
-// leaves of blobs are written once to blob files at flush and not
-// rewritten by every compaction of the keys around them. It raises the
-// format major version to pebble.FormatValueSeparation, which an existing
-// database is upgraded to when it opens (a one-way step).
+// store needs (docs/design.md §10). Since ADR 0037 no leaf is a pebble
+// value, so pebble's value separation (ADR 0029) is off: its compactions
+// checked every key's value for separation (6% of a catch-up's CPU) for
+// none to separate. The format stays at pebble.FormatValueSeparation, to
+// which a database of ADR 0029's time was upgraded when it opened (a
+// one-way step): their separated leaves are read as before, and written
+// back into sstables by the compactions that reach them.
 func TunePebble(opts *pebble.Options) {
 	if opts.FormatMajorVersion < pebble.FormatValueSeparation {
 		opts.FormatMajorVersion = pebble.FormatValueSeparation
 	}
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
-		return pebble.ValueSeparationPolicy{
-			Enabled:               true,
-			MinimumSize:           separateValuesFrom,
-			MaxBlobReferenceDepth: 10,
-			RewriteMinimumAge:     time.Hour,
-			TargetGarbageRatio:    0.2,
-		}
+		return pebble.ValueSeparationPolicy{Enabled: false}
 	}
 }

@@ -851,9 +851,9 @@ func blockKey(h mh.Multihash) []byte {
 	return ds.NewKey(KeyPrefix).Child(blockstore.BlockPrefix).Child(dshelp.MultihashToDsKey(h)).Bytes()
 }
 
-// hasKey reports whether the block with multihash h is stored, by its key
-// alone: with pebble's value separation (TunePebble) the value, a chunk
-// of up to 1 MiB, is not read.
+// hasKey reports whether the block with multihash h is in pebble, by its
+// key alone: the value (an inner node; before ADR 0037, a chunk of up to
+// 1 MiB) is not read.
 func (s *Store) hasKey(h mh.Multihash) (bool, error) {
 	k := blockKey(h)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: k, UpperBound: append(append([]byte(nil), k...), 0)})

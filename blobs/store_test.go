@@ -20,7 +20,7 @@ import (
 )
 
 // openDB opens a pebble DB in dir with the options the blob store needs
-// (TunePebble: value separation for the 1 MiB chunks, docs/design.md §10) and
+// (TunePebble, docs/design.md §10) and
 // a 64 MiB memtable (the node's is 16 MiB).
 func openDB(t testing.TB, dir string) *pebble.DB {
 	t.Helper()
@@ -427,7 +427,7 @@ func BenchmarkStoreImport64MiB(b *testing.B) {
 
 // BenchmarkStoreImportFile256MiB imports a 256 MiB pseudo-random file
 // from disk (the page cache, after the first read) with the node's pebble
-// settings (16 MiB memtable, value separation), removing it after each
+// settings (16 MiB memtable, TunePebble), removing it after each
 // import and pausing 2 s outside the timer (as the measurements of
 // `wats blob add` do between adds): the in-process anchor of blob add
 // (docs/performance.md). cpu-s/op is the process's CPU time (user and

@@ -294,7 +294,21 @@ func (l *Log) Changed() <-chan struct{} {
 // checks that the id is 64 lowercase hex and that the event encodes within
 // MaxEventBytes, and then adds nothing (ErrMalformed, ErrTooLarge).
 func (l *Log) Append(events []*Event) (added []*Event, err error) {
-	r := l.enqueue(events)
+	r := l.enqueue(events, nil)
+	return r.added, r.err
+}
+
+// AppendEncoded is Append with each event's stored form given: raws[i]
+// is events[i].Marshal()'s result, computed by the caller ahead of the
+// group commit (the sync client does it beside the write of the page
+// before, so that the commit, which runs one group at a time, does not).
+// A raws of another length than events is an ErrMalformed error, and
+// nothing is added.
+func (l *Log) AppendEncoded(events []*Event, raws [][]byte) (added []*Event, err error) {
+	if len(raws) != len(events) {
+		return nil, invalid(ErrMalformed, "", "%d encoded forms for %d events", len(raws), len(events))
+	}
+	r := l.enqueue(events, raws)
 	return r.added, r.err
 }
 
@@ -302,7 +316,7 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 // when it was, (false, nil) when the log already held it, and an error
 // wrapping ErrQuota when the quota refused it.
 func (l *Log) Add(e *Event) (bool, error) {
-	r := l.enqueue([]*Event{e})
+	r := l.enqueue([]*Event{e}, nil)
 	switch {
 	case r.err != nil:
 		return false, r.err
@@ -315,6 +329,7 @@ func (l *Log) Add(e *Event) (bool, error) {
 // appendReq is one Append call waiting in the group-commit queue.
 type appendReq struct {
 	events []*Event
+	raws   [][]byte // events' stored forms (AppendEncoded), or nil
 	// wake receives one value: when the request is done (added, err and
 	// quotaErr set) or when it is to lead the next group (lead true).
 	wake chan struct{}
@@ -326,8 +341,8 @@ type appendReq struct {
 }
 
 // enqueue runs r through the group commit and returns it done.
-func (l *Log) enqueue(events []*Event) *appendReq {
-	r := &appendReq{events: events, wake: make(chan struct{}, 1)}
+func (l *Log) enqueue(events []*Event, raws [][]byte) *appendReq {
+	r := &appendReq{events: events, raws: raws, wake: make(chan struct{}, 1)}
 	l.gc.Lock()
 	l.gc.queue = append(l.gc.queue, r)
 	if l.gc.busy {
@@ -382,13 +397,16 @@ func (l *Log) commit(group []*appendReq) {
 	for _, r := range group {
 		var mine []staged
 		for i, e := range r.events {
+			var err error
 			id, ok := parseID(e.ID)
 			if !ok {
 				r.err = invalid(ErrMalformed, fmt.Sprintf("events[%d].id", i), "not 64 lowercase hex digits")
 				break
 			}
-			raw, err := e.Marshal()
-			if err != nil {
+			var raw []byte
+			if r.raws != nil {
+				raw = r.raws[i]
+			} else if raw, err = e.Marshal(); err != nil {
 				r.err = err
 				break
 			}

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -605,5 +606,53 @@ func TestAll(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("the walk went on after break: %d", n)
+	}
+}
+
+// TestAppendEncoded: events appended with their stored forms given are
+// stored as Append stores them (the same bytes, the same dedupe); a count
+// of forms other than the events' (one short, one over) is refused and
+// adds nothing.
+func TestAppendEncoded(t *testing.T) {
+	a, b := openLog(t, memDB(t)), openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 2), testNow, 3, 0)
+	raws := make([][]byte, len(evs))
+	for i, e := range evs {
+		raw, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	for _, bad := range [][][]byte{raws[:2], append(append([][]byte(nil), raws...), raws[0])} {
+		if added, err := a.AppendEncoded(evs, bad); !errors.Is(err, ErrMalformed) || len(added) != 0 || a.Head() != 0 {
+			t.Fatalf("%d forms for %d events: added %d, %v", len(bad), len(evs), len(added), err)
+		}
+	}
+	added, err := a.AppendEncoded(evs, raws)
+	if err != nil || len(added) != 3 {
+		t.Fatalf("AppendEncoded: %d added, %v", len(added), err)
+	}
+	if _, err := b.Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	if added, err := a.AppendEncoded(evs[:1], raws[:1]); err != nil || len(added) != 0 {
+		t.Fatalf("again: %d added, %v", len(added), err)
+	}
+	pa, _, _, err := a.Page(0, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _, _, err := b.Page(0, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pa) != 3 || len(pb) != 3 {
+		t.Fatalf("%d and %d events stored, want 3", len(pa), len(pb))
+	}
+	for i := range pa {
+		if !bytes.Equal(pa[i], pb[i]) || !bytes.Equal(pa[i], raws[i]) {
+			t.Fatalf("event %d stored differently: %s, %s", i, pa[i], pb[i])
+		}
 	}
 }

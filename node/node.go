@@ -42,14 +42,14 @@ import (
 // challenge (ADR 0014 addendum).
 var Features = []string{proto.FeatureChallenge}
 
-// memTableBytes is pebble's memtable size (docs/design.md §10; ADR 0029): 16 MiB
-// holds sixteen 1 MiB chunks, which value separation then writes once to a
-// blob file, and keeps a 256 MiB fetch under 256 MiB of RSS; sync catch-up
-// ran as fast as with 64 MiB (docs/performance.md).
+// memTableBytes is pebble's memtable size (docs/design.md §10; ADR 0029):
+// sync catch-up ran as fast with 16 MiB as with 64 MiB (docs/performance.md);
+// since ADR 0037 it holds no blob bytes, only events, records and the
+// leaves' locations.
 const memTableBytes = 16 << 20
 
 // dbOptions are the pebble options of the node's database: the memtable
-// (memTableBytes), the blob store's value separation (blobs.TunePebble),
+// (memTableBytes), the blob store's settings (blobs.TunePebble),
 // and Bloom filters on every level so that the dedupe lookup of a new
 // event id (a miss, the common case during sync) rarely reads a block.
 func dbOptions(log *slog.Logger) *pebble.Options {
