@@ -122,13 +122,8 @@ func TestImportAlreadyHeldLeavesNoFile(t *testing.T) {
 // blob names (an import or fetch cut off by a crash) are deleted at the
 // next open, and new files are numbered past every one seen.
 func TestReopenSweepsDataFiles(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	defer func() { db.Close() }()
-	s, err := OpenStore(db, inDir(dir, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db, dir := newStore(t, StoreOptions{})
+	var err error
 	ctx := context.Background()
 	data := randBytes(ChunkSize+3, 43)
 	c, size, err := s.Import(ctx, bytes.NewReader(data))
@@ -317,13 +312,8 @@ func blocksOf(t *testing.T, s *Store, root cid.Cid) []blocks.Block {
 // ADR 0037: a size record with no data file) is still read, served,
 // exported and removed.
 func TestBlobOfAnOlderStore(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	defer func() { db.Close() }()
-	s, err := OpenStore(db, inDir(dir, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db, dir := newStore(t, StoreOptions{})
+	var err error
 	ctx := context.Background()
 	data := randBytes(2*ChunkSize+9, 49)
 	c, size, err := s.Import(ctx, bytes.NewReader(data))
@@ -381,13 +371,8 @@ func mustDAG(t *testing.T, s *Store, c cid.Cid) []string {
 // removed (and listed by Dropped) when a leaf is damaged. After Close,
 // every data file is synced and no record is left.
 func TestUnsyncedBlobsAreChecked(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	defer func() { db.Close() }()
-	s, err := OpenStore(db, inDir(dir, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db, dir := newStore(t, StoreOptions{})
+	var err error
 	ctx := context.Background()
 	whole, damaged := randBytes(2*ChunkSize+1, 50), randBytes(2*ChunkSize+1, 51)
 	cw, sw, err := s.Import(ctx, bytes.NewReader(whole))

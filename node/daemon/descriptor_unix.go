@@ -205,30 +205,37 @@ func passedOutput(ctx context.Context) (*os.File, error) {
 	return f, nil
 }
 
-// checkOutputFile checks that f, a descriptor a client passed, may take a
-// blob's bytes: open for writing, without O_APPEND, a regular file, and
-// empty, so that once written it holds exactly the blob. The daemon
-// writes to the file only through f, so nowhere its caller could not.
-func checkOutputFile(f *os.File) error {
+// descriptorState returns the status flags (F_GETFL) and the stat of the
+// passed descriptor f.
+func descriptorState(f *os.File) (flags int, st unix.Stat_t, err error) {
 	sc, err := f.SyscallConn()
 	if err != nil {
-		return err
+		return 0, st, err
 	}
-	var (
-		flags int
-		st    unix.Stat_t
-		ferr  error
-	)
+	var ferr error
 	if err := sc.Control(func(fd uintptr) {
 		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
 			ferr = unix.Fstat(int(fd), &st)
 		}
 	}); err != nil {
+		return 0, st, err
+	}
+	if ferr != nil {
+		return 0, st, fmt.Errorf("the descriptor passed: %w", ferr)
+	}
+	return flags, st, nil
+}
+
+// checkOutputFile checks that f, a descriptor a client passed, may take a
+// blob's bytes: open for writing, without O_APPEND, a regular file, and
+// empty, so that once written it holds exactly the blob. The daemon
+// writes to the file only through f, so nowhere its caller could not.
+func checkOutputFile(f *os.File) error {
+	flags, st, err := descriptorState(f)
+	if err != nil {
 		return err
 	}
 	switch {
-	case ferr != nil:
-		return fmt.Errorf("the descriptor passed: %w", ferr)
 	case oPath != 0 && flags&oPath != 0, flags&unix.O_ACCMODE == unix.O_RDONLY:
 		return errors.New("the descriptor passed is not open for writing")
 	case flags&unix.O_APPEND != 0:
@@ -250,25 +257,11 @@ func checkOutputFile(f *os.File) error {
 // nothing its caller could not: the kernel checked the caller's access
 // when the caller opened it, and checks f's mode at each read.
 func checkPassedFile(f *os.File) (int64, error) {
-	sc, err := f.SyscallConn()
+	flags, st, err := descriptorState(f)
 	if err != nil {
 		return 0, err
 	}
-	var (
-		flags int
-		st    unix.Stat_t
-		ferr  error
-	)
-	if err := sc.Control(func(fd uintptr) {
-		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
-			ferr = unix.Fstat(int(fd), &st)
-		}
-	}); err != nil {
-		return 0, err
-	}
 	switch {
-	case ferr != nil:
-		return 0, fmt.Errorf("the descriptor passed: %w", ferr)
 	case oPath != 0 && flags&oPath != 0:
 		return 0, errors.New("the descriptor passed was opened with O_PATH, which does not allow reading the file")
 	case flags&unix.O_ACCMODE == unix.O_WRONLY:

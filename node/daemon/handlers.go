@@ -347,12 +347,8 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 // lines report the bytes written, the last Done or Error.
 func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
 	f, err := passedOutput(r.Context())
-	switch {
-	case errors.Is(err, errNoFile):
-		writeError(w, api.StatusNoDescriptor, err)
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err)
+	if err != nil {
+		writeDescriptorError(w, err)
 		return
 	}
 	defer f.Close()

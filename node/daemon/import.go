@@ -21,12 +21,8 @@ import (
 // the start: a quick import answers with one line.
 func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
 	f, size, err := passedFile(r.Context())
-	switch {
-	case errors.Is(err, errNoFile):
-		writeError(w, api.StatusNoDescriptor, err)
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err)
+	if err != nil {
+		writeDescriptorError(w, err)
 		return
 	}
 	defer f.Close()
@@ -48,6 +44,16 @@ func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
 	default:
 		line(api.ImportProgress{Bytes: got, Size: got, Done: true, CID: c.String()})
 	}
+}
+
+// writeDescriptorError answers a request whose descriptor did not come
+// (api.StatusNoDescriptor) or was refused (400).
+func writeDescriptorError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errNoFile) {
+		writeError(w, api.StatusNoDescriptor, err)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err)
 }
 
 // importStatus is the status of a failed import: 413 when the blob is
