@@ -32,12 +32,30 @@ func VerifyBatch(raws []jsontext.Value, now time.Time) (ok []*Event, rejected []
 // check. known may be nil (nothing is known) and must be safe for
 // concurrent use.
 func VerifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, dups int, rejected []error) {
+	ok, _, dups, rejected = verifyNew(raws, now, known, false)
+	return ok, dups, rejected
+}
+
+// VerifyNewEncoded is VerifyNew that also returns, in encoded, each
+// event of ok in the form Log stores (encoded[i] is ok[i].Marshal()'s
+// result), made on the workers that verify the events, for
+// Log.AppendEncoded: the sync client's store stage, one page at a time,
+// then does not encode them.
+func VerifyNewEncoded(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
+	return verifyNew(raws, now, known, true)
+}
+
+func verifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool, encode bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
 	events := make([]*Event, len(raws))
 	errs := make([]error, len(raws))
+	var encs [][]byte
+	if encode {
+		encs = make([][]byte, len(raws))
+	}
 	var dupCount atomic.Int64
 	workers := min(runtime.GOMAXPROCS(0), len(raws))
 	if workers <= 1 {
-		dupCount.Add(int64(verifyShare(raws, 0, now, known, events, errs)))
+		dupCount.Add(int64(verifyShare(raws, 0, now, known, events, errs, encs)))
 	} else {
 		// Contiguous shares of nearly equal size, one a worker: each is one
 		// batch, and a batch costs less per signature the larger it is.
@@ -45,21 +63,31 @@ func VerifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool)
 		for w := range workers {
 			lo, hi := w*len(raws)/workers, (w+1)*len(raws)/workers
 			wg.Go(func() {
-				dupCount.Add(int64(verifyShare(raws[lo:hi], lo, now, known, events[lo:hi], errs[lo:hi])))
+				var share [][]byte
+				if encs != nil {
+					share = encs[lo:hi]
+				}
+				dupCount.Add(int64(verifyShare(raws[lo:hi], lo, now, known, events[lo:hi], errs[lo:hi], share)))
 			})
 		}
 		wg.Wait()
 	}
 	ok = make([]*Event, 0, len(raws))
+	if encode {
+		encoded = make([][]byte, 0, len(raws))
+	}
 	for i, e := range events {
 		switch {
 		case e != nil:
 			ok = append(ok, e)
+			if encode {
+				encoded = append(encoded, encs[i])
+			}
 		case errs[i] != nil:
 			rejected = append(rejected, errs[i])
 		}
 	}
-	return ok, int(dupCount.Load()), rejected
+	return ok, encoded, int(dupCount.Load()), rejected
 }
 
 // share is the scratch space of one worker of VerifyNew, recycled.
@@ -77,7 +105,9 @@ var sharePool = sync.Pool{New: func() any { return new(share) }}
 
 // verifyShare verifies raws (indexes base.. of the page) into events and
 // errs, which have raws' length, and returns how many known reported.
-func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(string) bool, events []*Event, errs []error) (dups int) {
+// With encs (of raws' length too, or nil) it also encodes each event that
+// passed in its stored form.
+func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(string) bool, events []*Event, errs []error, encs [][]byte) (dups int) {
 	sh := sharePool.Get().(*share)
 	defer sharePool.Put(sh)
 	sh.slab, sh.ins, sh.msgs, sh.at = sh.slab[:0], sh.ins[:0], sh.msgs[:0], sh.at[:0]
@@ -123,6 +153,18 @@ func verifyShare(raws []jsontext.Value, base int, now time.Time, known func(stri
 		if !sh.valid[j] {
 			events[i] = nil
 			errs[i] = &BatchError{Index: base + i, Err: errBadSignature()}
+			continue
+		}
+		if encs != nil {
+			// Decode left the body canonical (RFC 8785), as Marshal
+			// makes it: encoded without canonicalizing it again.
+			e := events[i]
+			enc, err := e.appendJSON(make([]byte, 0, len(e.Body)+256+len(e.Blobs)*160), e.Body)
+			if err != nil {
+				events[i], errs[i] = nil, &BatchError{Index: base + i, Err: err}
+				continue
+			}
+			encs[i] = enc
 		}
 	}
 	return dups

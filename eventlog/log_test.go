@@ -656,3 +656,48 @@ func TestAppendEncoded(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyNewEncoded: the forms VerifyNewEncoded makes are Marshal's,
+// one per event that passed and in the same order, whatever the wire form
+// (members reordered, spaces, a body not canonical); an event that fails
+// (a bad signature) has none.
+func TestVerifyNewEncoded(t *testing.T) {
+	key := testKey(t, 3)
+	evs := []*Event{
+		mustNew(t, key, testNow, "note", `{"b":2,"a":[1,2.50,"x"]}`, nil),
+		mustNew(t, key, testNow, "note", `{"i":1}`, []BlobRef{{CID: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy", Size: 3, Name: "f"}}),
+		mustNew(t, key, testNow, "note", `{"i":2}`, nil),
+	}
+	var raws []jsontext.Value
+	for i, e := range evs {
+		raw, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i {
+		case 0: // the same event as another implementation might send it
+			raw = []byte(strings.Replace(string(raw), `"body":{"a":[1,2.5,"x"],"b":2}`, `"body": { "b" : 2, "a" : [1, 2.50, "x"] }`, 1))
+		case 2: // a signature of another event
+			other, _ := evs[1].Marshal()
+			sig := string(other[strings.Index(string(other), `"sig":`):])
+			raw = []byte(string(raw[:strings.Index(string(raw), `"sig":`)]) + sig)
+		}
+		raws = append(raws, raw)
+	}
+	if m0, _ := evs[0].Marshal(); bytes.Equal(raws[0], m0) {
+		t.Fatal("the wire form of event 0 is Marshal's: the test sends no other form")
+	}
+	ok, encoded, _, rejected := VerifyNewEncoded(raws, testNow, nil)
+	if len(ok) != 2 || len(encoded) != 2 || len(rejected) != 1 {
+		t.Fatalf("%d passed, %d encoded, %d rejected; want 2, 2, 1", len(ok), len(encoded), len(rejected))
+	}
+	for i, e := range ok {
+		want, err := e.Marshal()
+		if err != nil || !bytes.Equal(encoded[i], want) {
+			t.Fatalf("event %d encoded as %s, Marshal gives %s", i, encoded[i], want)
+		}
+	}
+	if ok[0].ID != evs[0].ID || ok[1].ID != evs[1].ID {
+		t.Fatal("the events that passed are not the first two")
+	}
+}

@@ -123,18 +123,9 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	go func() {
 		defer close(verified)
 		for pg := range pages {
-			ok, _, rejected := eventlog.VerifyNew(pg.events, n.now(), n.has)
-			// Encoded here, beside the write of the page before: the
-			// store stage, one page at a time, is the pipeline's longest.
-			raws := make([][]byte, 0, len(ok))
-			for _, e := range ok {
-				raw, err := e.Marshal()
-				if err != nil {
-					raws = nil // Append says why
-					break
-				}
-				raws = append(raws, raw)
-			}
+			// Encoded by the verifying workers, not by the store stage:
+			// one page at a time, it is the pipeline's longest.
+			ok, raws, _, rejected := eventlog.VerifyNewEncoded(pg.events, n.now(), n.has)
 			select {
 			case verified <- verifiedPage{page: pg, ok: ok, raws: raws, rejected: rejected}:
 			case <-ctx.Done():
@@ -251,7 +242,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ou
 type verifiedPage struct {
 	page
 	ok       []*eventlog.Event
-	raws     [][]byte // ok's stored forms (Event.Marshal), nil if one failed
+	raws     [][]byte // ok's stored forms (Event.Marshal)
 	rejected []error
 }
 
@@ -259,13 +250,7 @@ type verifiedPage struct {
 // counts the rest as dropped, and advances the cursor.
 func (n *Node) storePage(p peer.ID, vp verifiedPage, st *SyncProgress) error {
 	pg, rejected := vp.page, vp.rejected
-	var added []*eventlog.Event
-	var err error
-	if vp.raws != nil {
-		added, err = n.events.AppendEncoded(vp.ok, vp.raws)
-	} else {
-		added, err = n.events.Append(vp.ok)
-	}
+	added, err := n.events.AppendEncoded(vp.ok, vp.raws)
 	if err != nil {
 		return fmt.Errorf("node: store synced events: %w", err)
 	}
