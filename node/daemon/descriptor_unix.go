@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -206,8 +207,8 @@ func passedOutput(ctx context.Context) (*os.File, error) {
 }
 
 // checkOutputFile checks that f, a descriptor a client passed, may take a
-// blob's bytes: open for writing, without O_APPEND, a regular file, and
-// empty, so that once written it holds exactly the blob. The daemon
+// blob's bytes: open for writing, without O_APPEND, a regular file,
+// empty and at offset 0, so that once written it holds exactly the blob. The daemon
 // writes to the file only through f, so nowhere its caller could not.
 func checkOutputFile(f *os.File) error {
 	sc, err := f.SyscallConn()
@@ -217,11 +218,15 @@ func checkOutputFile(f *os.File) error {
 	var (
 		flags int
 		st    unix.Stat_t
+		off   int64
 		ferr  error
 	)
 	if err := sc.Control(func(fd uintptr) {
 		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
 			ferr = unix.Fstat(int(fd), &st)
+		}
+		if ferr == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			off, ferr = unix.Seek(int(fd), 0, io.SeekCurrent)
 		}
 	}); err != nil {
 		return err
@@ -239,6 +244,11 @@ func checkOutputFile(f *os.File) error {
 	}
 	if st.Size != 0 {
 		return fmt.Errorf("the file passed holds %d bytes; blob get writes into an empty file", st.Size)
+	}
+	if off != 0 {
+		// The daemon writes at the descriptor's offset: past 0, the file
+		// would hold a hole of zeros before the blob.
+		return fmt.Errorf("the descriptor passed is at offset %d; blob get writes a new file from its start", off)
 	}
 	return nil
 }
