@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -156,19 +157,27 @@ func parseDataName(name string) (uint64, bool) {
 // whose bytes do not match is an error wrapping ErrBadBlob. A leaf held in
 // several files is read from the first of them that is still there: a
 // file removed since the look-up (Remove and a fetch given up delete the
-// records first) is skipped, not taken for a missing leaf.
+// records first) is skipped, not taken for a missing leaf; with verify, so
+// is a copy damaged on disk when another file holds the leaf whole (the
+// error is returned only when no copy is).
 func (s *Store) readLeaf(c cid.Cid, verify bool) (data []byte, ok bool, err error) {
 	ls, err := s.locations(c.Hash(), 0)
 	if err != nil {
 		return nil, false, err
 	}
+	var bad error // the first copy found damaged, if verify
 	for _, l := range ls {
 		data, ok, err := s.readLeafAt(c, l, verify)
+		if verify && err != nil && l.file != 0 && (errors.Is(err, ErrBadBlob) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			// Damaged in this file; another blob's copy may be whole.
+			bad = cmp.Or(bad, err)
+			continue
+		}
 		if err != nil || ok {
 			return data, ok, err
 		}
 	}
-	return nil, false, nil
+	return nil, false, bad
 }
 
 // readLeafAt reads the leaf c at l, checking its bytes against its CID if
@@ -670,3 +679,23 @@ func (b *leafstore) AllKeysChan(ctx context.Context) (<-chan cid.Cid, error) {
 }
 
 var _ blockstore.Blockstore = (*leafstore)(nil)
+
+// CheckBlob reads the pinned blob c of size bytes as Export does and
+// checks every leaf in its own data file against its CID (ADR 0037), so
+// that a blob whose file is damaged is found even where Export reads a
+// shared leaf whole from another blob's file (repo check).
+func (s *Store) CheckBlob(ctx context.Context, c cid.Cid, size uint64) error {
+	if err := s.Export(ctx, c, size, io.Discard); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	num := s.mu.files[c]
+	s.mu.Unlock()
+	if num == 0 {
+		return nil
+	}
+	if err := s.checkLeaves(ctx, c, num); err != nil {
+		return fmt.Errorf("blobs: check %s: %w", c, err)
+	}
+	return nil
+}
