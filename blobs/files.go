@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -95,20 +96,46 @@ func prefixEnd(p []byte) []byte {
 // locate returns a location of the leaf with multihash h, in any data
 // file; ok is false when no data file holds it.
 func (s *Store) locate(h mh.Multihash) (l location, ok bool, err error) {
+	ls, err := s.locations(h, 1)
+	if err != nil || len(ls) == 0 {
+		return l, false, err
+	}
+	return ls[0], true, nil
+}
+
+// locations returns the locations of the leaf with multihash h, at most
+// limit (0: all), in the order of their files' numbers.
+func (s *Store) locations(h mh.Multihash, limit int) ([]location, error) {
 	p := append([]byte(LocPrefix), h...)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
-		return l, false, err
+		return nil, err
 	}
-	for it.First(); it.Valid(); it.Next() {
+	var ls []location
+	for it.First(); it.Valid() && (limit == 0 || len(ls) < limit); it.Next() {
 		if len(it.Key()) != len(p)+8 {
 			continue
 		}
-		if l, ok = parseLoc(it.Key(), it.Value()); ok {
-			break
+		if l, ok := parseLoc(it.Key(), it.Value()); ok {
+			ls = append(ls, l)
 		}
 	}
-	return l, ok, errors.Join(it.Error(), it.Close())
+	return ls, errors.Join(it.Error(), it.Close())
+}
+
+// locateIn returns the location of the leaf with multihash h in data file
+// num; ok is false when that file holds no such leaf.
+func (s *Store) locateIn(h mh.Multihash, num uint64) (l location, ok bool, err error) {
+	v, closer, err := s.db.Get(locKey(h, num))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return l, false, nil
+	}
+	if err != nil {
+		return l, false, err
+	}
+	defer closer.Close()
+	l, ok = parseLoc(locKey(h, num), v)
+	return l, ok, nil
 }
 
 func (s *Store) dataPath(file uint64) string {
@@ -127,12 +154,35 @@ func parseDataName(name string) (uint64, bool) {
 
 // readLeaf reads the leaf c from a data file, checking its bytes against
 // its CID if verify; ok is false when no data file holds it. A leaf
-// whose bytes do not match is an error wrapping ErrBadBlob.
+// whose bytes do not match is an error wrapping ErrBadBlob. A leaf held in
+// several files is read from the first of them that is still there: a
+// file removed since the look-up (Remove and a fetch given up delete the
+// records first) is skipped, not taken for a missing leaf; with verify, so
+// is a copy damaged on disk when another file holds the leaf whole (the
+// error is returned only when no copy is).
 func (s *Store) readLeaf(c cid.Cid, verify bool) (data []byte, ok bool, err error) {
-	l, ok, err := s.locate(c.Hash())
-	if err != nil || !ok {
+	ls, err := s.locations(c.Hash(), 0)
+	if err != nil {
 		return nil, false, err
 	}
+	var bad error // the first copy found damaged, if verify
+	for _, l := range ls {
+		data, ok, err := s.readLeafAt(c, l, verify)
+		if verify && err != nil && l.file != 0 && (errors.Is(err, ErrBadBlob) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			// Damaged in this file; another blob's copy may be whole.
+			bad = cmp.Or(bad, err)
+			continue
+		}
+		if err != nil || ok {
+			return data, ok, err
+		}
+	}
+	return nil, false, bad
+}
+
+// readLeafAt reads the leaf c at l, checking its bytes against its CID if
+// verify; ok is false when l's file is gone.
+func (s *Store) readLeafAt(c cid.Cid, l location, verify bool) (data []byte, ok bool, err error) {
 	f, err := s.fs.Open(s.dataPath(l.file))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -367,7 +417,7 @@ func (s *Store) checkUnsynced(ctx context.Context) ([]cid.Cid, error) {
 	var dropped []cid.Cid
 	for _, num := range nums {
 		if c, ok := byNum[num]; ok {
-			if err := s.checkLeaves(ctx, c); err != nil {
+			if err := s.checkLeaves(ctx, c, num); err != nil {
 				if err := s.Remove(ctx, c); err != nil {
 					return dropped, fmt.Errorf("blobs: removing damaged %s: %w", c, err)
 				}
@@ -381,17 +431,32 @@ func (s *Store) checkUnsynced(ctx context.Context) ([]cid.Cid, error) {
 	return dropped, s.db.Flush()
 }
 
-// checkLeaves reads every leaf of the pinned blob c from its data file,
-// checked against its CID.
-func (s *Store) checkLeaves(ctx context.Context, c cid.Cid) error {
+// checkLeaves reads every leaf of the pinned blob c from its data file
+// num, checked against its CID: from that file, not from another blob's
+// that holds the same leaf, since it is num that may have lost writes. A
+// leaf that file does not hold (one Complete found in pebble, of a store
+// before ADR 0037) is read from pebble.
+func (s *Store) checkLeaves(ctx context.Context, c cid.Cid, num uint64) error {
 	bl, err := s.dagBlocks(ctx, c)
 	if err != nil {
 		return err
 	}
 	for _, h := range bl {
 		leaf := cid.NewCidV1(cid.Raw, mh.Multihash(h))
-		if _, err := s.checked.Get(ctx, leaf); err != nil {
+		l, ok, err := s.locateIn(leaf.Hash(), num)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			if _, err := s.checked.(*leafstore).Blockstore.Get(ctx, leaf); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, ok, err := s.readLeafAt(leaf, l, true); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("%w: data file %d of %s is gone", ErrIncomplete, num, c)
 		}
 	}
 	return nil
@@ -614,3 +679,23 @@ func (b *leafstore) AllKeysChan(ctx context.Context) (<-chan cid.Cid, error) {
 }
 
 var _ blockstore.Blockstore = (*leafstore)(nil)
+
+// CheckBlob reads the pinned blob c of size bytes as Export does and
+// checks every leaf in its own data file against its CID (ADR 0037), so
+// that a blob whose file is damaged is found even where Export reads a
+// shared leaf whole from another blob's file (repo check).
+func (s *Store) CheckBlob(ctx context.Context, c cid.Cid, size uint64) error {
+	if err := s.Export(ctx, c, size, io.Discard); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	num := s.mu.files[c]
+	s.mu.Unlock()
+	if num == 0 {
+		return nil
+	}
+	if err := s.checkLeaves(ctx, c, num); err != nil {
+		return fmt.Errorf("blobs: check %s: %w", c, err)
+	}
+	return nil
+}

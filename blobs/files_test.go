@@ -435,3 +435,139 @@ func countPrefix(t *testing.T, db *pebble.DB, prefix string) int {
 	}
 	return n
 }
+
+// TestUnsyncedCheckReadsTheBlobsOwnFile: the check at open reads each
+// leaf of an unsynced blob from that blob's own data file, not from the
+// file of another blob holding the same leaf: else a blob whose file lost
+// its last write is kept, and is damaged once the other blob is removed.
+func TestUnsyncedCheckReadsTheBlobsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	defer func() { db.Close() }()
+	s, err := OpenStore(db, inDir(dir, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	shared := randBytes(2*ChunkSize, 60)
+	other := slices.Concat(shared, randBytes(7, 61)) // file 1: both leaves, and one of its own
+	co, so, err := s.Import(ctx, bytes.NewReader(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _, err := s.Import(ctx, bytes.NewReader(shared)) // file 2: the two shared leaves
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As if the store had stopped before file 2 was synced and it then
+	// lost its second leaf.
+	if err := db.Set(unsyncedKey(2), nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, DataDirName, "0000000000000002.blob"), ChunkSize); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStore(db, inDir(dir, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Dropped(); len(got) != 1 || !got[0].Equals(cs) {
+		t.Fatalf("dropped %v, want the blob of the shortened file %s", got, cs)
+	}
+	if ok, _ := s.Has(cs); ok {
+		t.Fatal("the blob of the shortened file is still pinned")
+	}
+	var out bytes.Buffer
+	if err := s.Export(ctx, co, so, &out); err != nil || !bytes.Equal(out.Bytes(), other) {
+		t.Fatalf("the other blob after the check: %v", err)
+	}
+}
+
+// TestReadLeafSkipsAGoneFile: a leaf held in two data files is read from
+// the second when the first is gone (a Remove, or a fetch given up, between
+// the look-up of its location and the open of its file).
+func TestReadLeafSkipsAGoneFile(t *testing.T) {
+	s, db, dir := newStore(t, StoreOptions{})
+	ctx := context.Background()
+	data := randBytes(2*ChunkSize, 62)
+	c, size, err := s.Import(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first file holding the same leaves, as a fetch's that is given up
+	// or a blob's that is removed: its records still there, its file gone.
+	var recs [][2][]byte
+	p := []byte(LocPrefix)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := slices.Clone(it.Key())
+		binary.BigEndian.PutUint64(k[len(k)-8:], 0) // file 0 < file 1
+		recs = append(recs, [2][]byte{k, slices.Clone(it.Value())})
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := db.Set(r[0], r[1], pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, DataDirName, "0000000000000000.blob")); !os.IsNotExist(err) {
+		t.Fatalf("file 0: %v", err)
+	}
+	var out bytes.Buffer
+	if err := s.Export(ctx, c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("export with a gone first location: %v", err)
+	}
+}
+
+// TestDamagedCopyOfASharedLeaf: a leaf held in two blobs' data files and
+// damaged in the first is read, checked, from the second: both blobs
+// export whole, and CheckBlob (repo check) finds the damaged file.
+func TestDamagedCopyOfASharedLeaf(t *testing.T) {
+	s, _, dir := newStore(t, StoreOptions{})
+	ctx := context.Background()
+	shared := randBytes(ChunkSize, 63)
+	x := slices.Concat(shared, randBytes(9, 64))
+	y := slices.Concat(shared, randBytes(11, 65))
+	cx, sx, err := s.Import(ctx, bytes.NewReader(x)) // file 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	cy, sy, err := s.Import(ctx, bytes.NewReader(y)) // file 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, DataDirName, "0000000000000001.blob")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[10] ^= 1 // the shared leaf, in x's file
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := s.Export(ctx, cy, sy, &out); err != nil || !bytes.Equal(out.Bytes(), y) {
+		t.Fatalf("export of the blob whose own file is whole: %v", err)
+	}
+	// x's bytes are read whole from y's copy, but its own file is damaged:
+	// the check (repo check) says so.
+	out.Reset()
+	if err := s.Export(ctx, cx, sx, &out); err != nil || !bytes.Equal(out.Bytes(), x) {
+		t.Fatalf("export of the blob whose shared leaf is damaged in its own file: %v", err)
+	}
+	if err := s.CheckBlob(ctx, cx, sx); !errors.Is(err, ErrBadBlob) {
+		t.Fatalf("check of the damaged blob: %v, want ErrBadBlob", err)
+	}
+	if err := s.CheckBlob(ctx, cy, sy); err != nil {
+		t.Fatalf("check of the whole blob: %v", err)
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -313,5 +316,38 @@ func TestStreamWaitsForTheNextBlock(t *testing.T) {
 	close(fetched)
 	if err := <-done; !errors.Is(err, errFetchEnded) {
 		t.Fatalf("the fetch ended with an error while the stream waits: %v, want errFetchEnded", err)
+	}
+}
+
+// TestStreamOfAHeldDamagedBlob: a blob held complete whose data file was
+// damaged on disk is streamed checked, as Export reads it: the stream
+// fails with ErrBadBlob and writes no byte of the damaged leaf, to a file
+// (copy_file_range) or to any writer.
+func TestStreamOfAHeldDamagedBlob(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	data := randBytes(3*ChunkSize, 320)
+	c, size, err := n.st.Import(testCtx(t), bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := n.st.dataPath(1)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[ChunkSize+10] ^= 1 // the second leaf
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	for _, w := range []io.Writer{out, &recorder{}} {
+		got, err := n.f.Stream(testCtx(t), Request{CID: c, Size: size}, w)
+		if !errors.Is(err, ErrBadBlob) || got > ChunkSize {
+			t.Fatalf("stream of a damaged held blob to %T: %d bytes, %v; want ErrBadBlob before the damaged leaf", w, got, err)
+		}
 	}
 }

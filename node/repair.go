@@ -270,7 +270,7 @@ func readBlobs(st *blobs.Store, rep *CheckReport, keep func(b blobs.BlobInfo, r 
 	for _, b := range st.List() {
 		rep.Blobs++
 		if keep == nil {
-			if err := st.Export(ctx, b.CID, b.Size, io.Discard); err != nil {
+			if err := st.CheckBlob(ctx, b.CID, b.Size); err != nil {
 				rep.BlobsDamaged++
 				rep.addError("blob %s: %v", b.CID, err)
 			}

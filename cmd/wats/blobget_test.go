@@ -159,3 +159,63 @@ func killDaemon(t *testing.T, d *exec.Cmd) {
 	}
 	_ = d.Wait()
 }
+
+// TestBlobGetIntoANamedPipe: -o naming a file that is not a regular file
+// (a named pipe here; /dev/null alike) writes the blob into it, as -o -
+// does, and leaves it as it was: no temporary file renamed over it (which
+// replaced /dev/null with a regular file when run as root).
+func TestBlobGetIntoANamedPipe(t *testing.T) {
+	bin, tmp, env := e2eSetup(t)
+	a := filepath.Join(tmp, "a")
+	initLocal(t, env, bin, a)
+	startBinDaemon(t, env, bin, a)
+	data := make([]byte, 3<<20+5)
+	r := rand.New(rand.NewPCG(9, 3))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	file := filepath.Join(tmp, "blob")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBin(t, env, bin, "blob", "add", file, "--repo", a)
+	if code != 0 {
+		t.Fatalf("blob add: exit %d: %s", code, stderr)
+	}
+	cid := strings.Split(strings.TrimSpace(stdout), ":")[0]
+	dir := filepath.Join(tmp, "out")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// O_RDWR: the open does not wait for a writer, and a read waits for
+	// the bytes instead of seeing the end of a pipe no writer has opened.
+	rd, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(data))
+		_ = rd.SetReadDeadline(time.Now().Add(20 * time.Second))
+		n, _ := io.ReadFull(rd, b)
+		got <- b[:n]
+	}()
+	code, stdout, stderr = runBinWithin(t, 30*time.Second, env, bin, "blob", "get", cid, "-o", fifo, "--repo", a)
+	if code != 0 {
+		t.Fatalf("blob get -o a named pipe: exit %d, %q %s", code, stdout, stderr)
+	}
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Errorf("the named pipe gave %d bytes, not the blob's %d", len(b), len(data))
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("after blob get -o, %s: %v, %v; want the named pipe still", fifo, fi, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%s holds %d files, want the pipe alone", dir, len(ents))
+	}
+}

@@ -150,7 +150,9 @@ FILE is written only as a complete blob of exactly the declared size N (ADR
 renamed to FILE once the node says the blob is complete, and removed if the
 fetch fails. --size may be left out when the node knows the size: it holds
 the blob, or an event of its log names it. Once FILE is written, a line
-says so (with --json: an object with cid, size and file).
+says so (with --json: an object with cid, size and file). A FILE that
+exists and is not a regular file (a device such as /dev/null, a named
+pipe) is written to as stdout is, never replaced.
 
 With -o - the bytes go to stdout as they come. If the fetch fails part way,
 what was written is a verified prefix of the blob, not the blob: the
@@ -169,10 +171,16 @@ shell pipeline, set -o pipefail to see that status).`,
 				return usageErrorf("--json with -o -: stdout is the blob; name a file with -o FILE")
 			}
 			toStdout := out == "-"
+			// special: out names a file that is not a regular file (a
+			// device such as /dev/null, a named pipe), written as stdout
+			// is: a temporary file renamed over it would replace it.
+			special := false
 			if !toStdout {
 				// Checked before the fetch, which may take minutes.
 				if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 					return fmt.Errorf("-o %s is a directory; name a file", out)
+				} else if err == nil && !fi.Mode().IsRegular() {
+					special = true
 				}
 				if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
 					return fmt.Errorf("-o %s: the directory %s does not exist", out, filepath.Dir(out))
@@ -196,7 +204,19 @@ shell pipeline, set -o pipefail to see that status).`,
 			if toStdout {
 				return c.streamBlob(cmd.Context(), cl, req, c.stdout)
 			}
-			if err := c.streamToFile(cmd.Context(), cl, req, out); err != nil {
+			if special {
+				f, err := os.OpenFile(out, os.O_WRONLY, 0)
+				if err != nil {
+					return fmt.Errorf("-o %s: %w", out, err)
+				}
+				err = c.streamBlob(cmd.Context(), cl, req, f)
+				if cerr := f.Close(); err == nil && cerr != nil {
+					err = fmt.Errorf("-o %s: %w", out, cerr)
+				}
+				if err != nil {
+					return err
+				}
+			} else if err := c.streamToFile(cmd.Context(), cl, req, out); err != nil {
 				return err
 			}
 			if asJSON {

@@ -511,6 +511,14 @@ func TestStreamIntoPassedFile(t *testing.T) {
 		}
 		return fdOf(t, f)
 	}
+	// seeked moves the offset of the descriptor fd past the file's end: a
+	// write there would leave a hole of zeros before the blob.
+	seeked := func(fd int) int {
+		if _, err := syscall.Seek(fd, 1000, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
 	for _, tc := range []struct {
 		name   string
 		fds    [][]int
@@ -523,12 +531,16 @@ func TestStreamIntoPassedFile(t *testing.T) {
 		{"not empty, one byte", [][]int{{file("full", []byte{1}, os.O_WRONLY)}}, http.StatusBadRequest, "holds 1 bytes"},
 		{"a directory", [][]int{{fdOf(t, mustOpen(t, dir))}}, http.StatusBadRequest, "not open for writing"},
 		{"a device", [][]int{{fdOf(t, mustOpenFile(t, os.DevNull, os.O_WRONLY))}}, http.StatusBadRequest, "is a device"},
+		{"empty, its offset past its start", [][]int{{seeked(file("seeked", nil, os.O_WRONLY))}}, http.StatusBadRequest, "offset"},
 		{"empty, write only", [][]int{{file("ok", nil, os.O_WRONLY)}}, http.StatusOK, `"done":true`},
 	} {
 		status, resp := rawRequest(t, sock, []string{head}, tc.fds...)
 		if status != tc.status || !strings.Contains(resp, tc.want) {
 			t.Errorf("%s: %d %s, want %d with %q", tc.name, status, resp, tc.status, tc.want)
 		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "seeked")); len(b) != 0 {
+		t.Fatalf("a file passed at offset 1000 was written to: %d bytes", len(b))
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "full")); len(b) != 1 {
 		t.Fatalf("a refused file was written to: %d bytes", len(b))

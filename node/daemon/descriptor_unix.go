@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -227,9 +228,10 @@ func descriptorState(f *os.File) (flags int, st unix.Stat_t, err error) {
 }
 
 // checkOutputFile checks that f, a descriptor a client passed, may take a
-// blob's bytes: open for writing, without O_APPEND, a regular file, and
-// empty, so that once written it holds exactly the blob. The daemon
-// writes to the file only through f, so nowhere its caller could not.
+// blob's bytes: open for writing, without O_APPEND, a regular file, empty
+// and at offset 0, so that once written it holds exactly the blob. The
+// daemon writes to the file only through f, so nowhere its caller could
+// not.
 func checkOutputFile(f *os.File) error {
 	flags, st, err := descriptorState(f)
 	if err != nil {
@@ -246,6 +248,15 @@ func checkOutputFile(f *os.File) error {
 	}
 	if st.Size != 0 {
 		return fmt.Errorf("the file passed holds %d bytes; blob get writes into an empty file", st.Size)
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("the descriptor passed: %w", err)
+	}
+	if off != 0 {
+		// The daemon writes at the descriptor's offset: past 0, the file
+		// would hold a hole of zeros before the blob.
+		return fmt.Errorf("the descriptor passed is at offset %d; blob get writes a new file from its start", off)
 	}
 	return nil
 }
