@@ -36,17 +36,7 @@ func dataFiles(t *testing.T, s *Store) map[string]int64 {
 // locRecords counts the location records in db.
 func locRecords(t *testing.T, db *pebble.DB) int {
 	t.Helper()
-	p := []byte(LocPrefix)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for it.First(); it.Valid(); it.Next() {
-		n++
-	}
-	return n
+	return countPrefix(t, db, LocPrefix)
 }
 
 // TestBlobInADataFile: an import writes one data file holding exactly the
