@@ -19,6 +19,8 @@ import (
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	mh "github.com/multiformats/go-multihash"
+
+	"github.com/wats-network/wats/core"
 )
 
 // This file keeps the leaves of blobs, their bytes, in data files of their
@@ -81,18 +83,6 @@ func parseLoc(key, value []byte) (l location, ok bool) {
 	return l, true
 }
 
-// prefixEnd is the least key after every key that starts with p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
 // locate returns a location of the leaf with multihash h, in any data
 // file; ok is false when no data file holds it.
 func (s *Store) locate(h mh.Multihash) (l location, ok bool, err error) {
@@ -107,7 +97,7 @@ func (s *Store) locate(h mh.Multihash) (l location, ok bool, err error) {
 // limit (0: all), in the order of their files' numbers.
 func (s *Store) locations(h mh.Multihash, limit int) ([]location, error) {
 	p := append([]byte(LocPrefix), h...)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +382,7 @@ func (s *Store) Close() error {
 // served wrong. Returns the blobs removed. REQUIRES: loaded, writable.
 func (s *Store) checkUnsynced(ctx context.Context) ([]cid.Cid, error) {
 	p := []byte(UnsyncedPrefix)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -551,7 +541,7 @@ func (s *Store) sweepData() error {
 		}
 	}
 	p := []byte(LocPrefix)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		return err
 	}
@@ -634,7 +624,7 @@ func (b *leafstore) AllKeysChan(ctx context.Context) (<-chan cid.Cid, error) {
 		return nil, err
 	}
 	p := []byte(LocPrefix)
-	it, err := b.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := b.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
+
+	"github.com/wats-network/wats/core"
 )
 
 // dataFiles lists the data files of the store at DataDir.
@@ -414,7 +416,7 @@ func TestUnsyncedBlobsAreChecked(t *testing.T) {
 func countPrefix(t *testing.T, db *pebble.DB, prefix string) int {
 	t.Helper()
 	p := []byte(prefix)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +494,7 @@ func TestReadLeafSkipsAGoneFile(t *testing.T) {
 	// or a blob's that is removed: its records still there, its file gone.
 	var recs [][2][]byte
 	p := []byte(LocPrefix)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -166,4 +167,22 @@ func (c *Cursor) UnmarshalText(b []byte) error {
 	}
 	*c = n
 	return nil
+}
+
+// PrefixEnd returns the least key greater than every key that starts with
+// p, the exclusive upper bound of a prefix scan (pebble's
+// IterOptions.UpperBound): p with its trailing 0xff bytes dropped and its
+// last byte incremented. It returns nil, no upper bound, for a p of 0xff
+// bytes only (or empty). docs/design.md §10: each package keeps its keys
+// under a prefix of its own, and scans them with this bound.
+func PrefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for len(end) > 0 && end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
+	if len(end) == 0 {
+		return nil
+	}
+	end[len(end)-1]++
+	return end
 }

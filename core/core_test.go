@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -68,5 +69,25 @@ func TestRequests(t *testing.T) {
 	}
 	if Request(NumRequests).Valid() || Request(NumRequests).String() != "request(4)" {
 		t.Errorf("Request(4): valid %v, %q", Request(NumRequests).Valid(), Request(NumRequests))
+	}
+}
+
+// TestPrefixEnd: the bound is past every key with the prefix and before
+// every other key above it, with trailing 0xff bytes and without.
+func TestPrefixEnd(t *testing.T) {
+	for _, tc := range []struct{ p, want []byte }{
+		{[]byte("ev/"), []byte("ev0")},
+		{[]byte{'b', 'l', 0xff}, []byte("bm")},
+		{[]byte{'a', 0xfe, 0xff, 0xff}, []byte{'a', 0xff}},
+		{[]byte{0xff, 0xff}, nil},
+		{nil, nil},
+	} {
+		p := bytes.Clone(tc.p)
+		if got := PrefixEnd(p); !bytes.Equal(got, tc.want) || (tc.want == nil) != (got == nil) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", tc.p, got, tc.want)
+		}
+		if !bytes.Equal(p, tc.p) {
+			t.Errorf("PrefixEnd changed its argument %q to %q", tc.p, p)
+		}
 	}
 }

@@ -652,7 +652,7 @@ func (l *Log) find(prefix string, minLen int) (*Event, core.Cursor, error) {
 	// last digit is checked on each.
 	whole, _ := hex.DecodeString(prefix[:len(prefix)&^1])
 	lower := append([]byte(idPrefix), whole...)
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(string(lower))})
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: core.PrefixEnd(lower)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("eventlog: find: %w", err)
 	}

@@ -487,7 +487,7 @@ func TestNamesBlob(t *testing.T) {
 	}
 	check(l, "after Append")
 	// As an older version left it: no index.
-	if err := db.DeleteRange([]byte(cidPrefix), prefixEnd(cidPrefix), pebble.Sync); err != nil {
+	if err := db.DeleteRange([]byte(cidPrefix), core.PrefixEnd([]byte(cidPrefix)), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Delete([]byte(cidIndexDone), pebble.Sync); err != nil {

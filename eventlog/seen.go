@@ -5,6 +5,8 @@ import (
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/wats-network/wats/core"
 )
 
 // seenFalsePositive is the false-positive rate of the in-memory filter of
@@ -36,7 +38,7 @@ type seenFilter struct {
 func loadSeen(db *pebble.DB, head uint64) (*seenFilter, error) {
 	capacity := max(2*head, minSeenCapacity)
 	s := &seenFilter{f: bloom.NewWithEstimates(uint(capacity), seenFalsePositive), capacity: capacity}
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte(idPrefix), UpperBound: prefixEnd(idPrefix)})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte(idPrefix), UpperBound: core.PrefixEnd([]byte(idPrefix))})
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: load ids: %w", err)
 	}
@@ -60,16 +62,4 @@ func (s *seenFilter) add(id [32]byte) (full bool) {
 	s.f.Add(id[:])
 	s.count++
 	return s.count > s.capacity
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p:
-// p with trailing 0xff bytes dropped and its last byte incremented. p must
-// hold a byte below 0xff (every prefix of this package starts with "ev/").
-func prefixEnd(p string) []byte {
-	end := []byte(p)
-	for end[len(end)-1] == 0xff {
-		end = end[:len(end)-1]
-	}
-	end[len(end)-1]++
-	return end
 }

@@ -285,7 +285,7 @@ func Open(db *pebble.DB, opts *Options) (c *Cache, damaged []DamagedRecord, err 
 	c.mu.records = make(map[peer.ID]*entry)
 	it, err := db.NewIter(&pebble.IterOptions{
 		LowerBound: []byte(keyPrefix),
-		UpperBound: prefixEnd(keyPrefix),
+		UpperBound: core.PrefixEnd([]byte(keyPrefix)),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("peercache: open: %w", err)
@@ -733,11 +733,4 @@ func (r *Record) clone() Record {
 
 func key(id peer.ID) []byte {
 	return append([]byte(keyPrefix), id...)
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p string) []byte {
-	end := []byte(p)
-	end[len(end)-1]++
-	return end
 }
