@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,30 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(raws[0]); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecodeFast: an event in the simple form (the bench's body
+// without its one fraction) through Decode, which takes the fast path,
+// against the general path on the same bytes, its anchor.
+func BenchmarkDecodeFast(b *testing.B) {
+	body := strings.Replace(benchBody, "1.5", "15", 1)
+	raw := mustNew(b, testKey(b, 1), testNow, "note", body, blobsN(1)).mustMarshal(b)
+	if decodeFast(raw) == nil {
+		b.Fatal("not in the simple form")
+	}
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (*Event, error)
+	}{{"fast", Decode}, {"general", decodeGeneral}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

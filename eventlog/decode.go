@@ -27,13 +27,24 @@ import (
 // other caps, the syntax of the strings, the id or the signature: call
 // Verify. Errors are *ValidationError with ErrMalformed or ErrTooLarge.
 //
-// json v2 binds the members (exact names, duplicates and unknown members
-// refused, types, integer forms); the wire types below add what it does
-// not check: presence, null, the body's canonical form and the blob cap.
+// An event in the simple form Event.Marshal writes is read in one pass
+// (decodeFast); any other input takes the general path: json v2 binds the
+// members (exact names, duplicates and unknown members refused, types,
+// integer forms), and the wire types below add what it does not check:
+// presence, null, the body's canonical form and the blob cap.
 func Decode(raw []byte) (*Event, error) {
 	if len(raw) > MaxEventBytes {
 		return nil, invalid(ErrTooLarge, "", "%d bytes over %d", len(raw), MaxEventBytes)
 	}
+	if e := decodeFast(raw); e != nil {
+		return e, nil
+	}
+	return decodeGeneral(raw)
+}
+
+// decodeGeneral is Decode's general path, for any input of at most
+// MaxEventBytes.
+func decodeGeneral(raw []byte) (*Event, error) {
 	d := decoderPool.Get().(*jsontext.Decoder)
 	defer func() {
 		d.Reset(emptyReader)

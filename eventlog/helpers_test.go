@@ -124,3 +124,13 @@ func clone(e *Event) *Event {
 	c.Blobs = append([]BlobRef(nil), e.Blobs...)
 	return &c
 }
+
+// mustMarshal returns e's stored form.
+func (e *Event) mustMarshal(tb testing.TB) []byte {
+	tb.Helper()
+	m, err := e.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
