@@ -657,11 +657,11 @@ func TestAppendEncoded(t *testing.T) {
 	}
 }
 
-// TestVerifyNewEncoded: the forms VerifyNewEncoded makes are Marshal's,
+// TestVerifyPage: the forms VerifyPage makes are Marshal's,
 // one per event that passed and in the same order, whatever the wire form
 // (members reordered, spaces, a body not canonical); an event that fails
 // (a bad signature) has none.
-func TestVerifyNewEncoded(t *testing.T) {
+func TestVerifyPage(t *testing.T) {
 	key := testKey(t, 3)
 	evs := []*Event{
 		mustNew(t, key, testNow, "note", `{"b":2,"a":[1,2.50,"x"]}`, nil),
@@ -687,7 +687,7 @@ func TestVerifyNewEncoded(t *testing.T) {
 	if m0, _ := evs[0].Marshal(); bytes.Equal(raws[0], m0) {
 		t.Fatal("the wire form of event 0 is Marshal's: the test sends no other form")
 	}
-	ok, encoded, _, rejected := VerifyNewEncoded(raws, testNow, nil)
+	ok, encoded, _, rejected := VerifyPage(raws, testNow, nil)
 	if len(ok) != 2 || len(encoded) != 2 || len(rejected) != 1 {
 		t.Fatalf("%d passed, %d encoded, %d rejected; want 2, 2, 1", len(ok), len(encoded), len(rejected))
 	}
@@ -699,5 +699,48 @@ func TestVerifyNewEncoded(t *testing.T) {
 	}
 	if ok[0].ID != evs[0].ID || ok[1].ID != evs[1].ID {
 		t.Fatal("the events that passed are not the first two")
+	}
+}
+
+// TestPageInto: a page read into a caller's buffer is Page's page, the
+// buffer holding its events (grown when it is short, reused when not); a
+// page read into a reused buffer leaves the earlier page's events to be
+// overwritten, which is why the caller recycles it only when done with
+// them.
+func TestPageInto(t *testing.T) {
+	l := openLog(t, memDB(t))
+	key := testKey(t, 1)
+	var evs []*Event
+	for i := range 20 {
+		evs = append(evs, mustNew(t, key, testNow, "note", fmt.Sprintf(`{"i":%d}`, i), nil))
+	}
+	if _, err := l.Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{0, 10, 1 << 16} {
+		buf := make([]byte, 0, size)
+		for _, after := range []core.Cursor{0, 5, 19, 20} {
+			want, wantNext, wantMore, err := l.Page(after, 8, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, next, more, err := l.PageInto(&buf, after, 8, 1<<20)
+			if err != nil || next != wantNext || more != wantMore || len(got) != len(want) {
+				t.Fatalf("buffer of %d, after %d: %d events, next %d, more %v, %v; Page: %d, %d, %v", size, after, len(got), next, more, err, len(want), wantNext, wantMore)
+			}
+			total := 0
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("buffer of %d, after %d: event %d differs", size, after, i)
+				}
+				total += len(got[i])
+			}
+			if len(buf) != total || (total > 0 && &buf[0] != &got[0][0]) {
+				t.Fatalf("buffer of %d, after %d: the buffer holds %d bytes, not the page's %d", size, after, len(buf), total)
+			}
+			if size == 1<<16 && cap(buf) != 1<<16 {
+				t.Fatalf("a buffer with room grew to %d", cap(buf))
+			}
+		}
 	}
 }
