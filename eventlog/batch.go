@@ -32,20 +32,26 @@ func VerifyBatch(raws []jsontext.Value, now time.Time) (ok []*Event, rejected []
 // check. known may be nil (nothing is known) and must be safe for
 // concurrent use.
 func VerifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, dups int, rejected []error) {
-	ok, _, dups, rejected = verifyNew(raws, now, known, false)
+	ok, _, dups, rejected = verifyOn(runtime.GOMAXPROCS(0), raws, now, known, false)
 	return ok, dups, rejected
 }
 
-// VerifyNewEncoded is VerifyNew that also returns, in encoded, each
-// event of ok in the form Log stores (encoded[i] is ok[i].Marshal()'s
-// result), made on the workers that verify the events, for
+// VerifyPage is VerifyNew on the calling goroutine alone: the whole of raws
+// is one share, its signatures one batch. For a caller that verifies
+// several pages at once, one a goroutine (the sync client keeps GOMAXPROCS
+// pages in verification), where a page split across the cores would make
+// each core wait for the slower share of every page. It also returns, in
+// encoded, each event of ok in the form Log stores (encoded[i] is
+// ok[i].Marshal()'s result), made on the goroutine that verified it, for
 // Log.AppendEncoded: the sync client's store stage, one page at a time,
 // then does not encode them.
-func VerifyNewEncoded(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
-	return verifyNew(raws, now, known, true)
+func VerifyPage(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
+	return verifyOn(1, raws, now, known, true)
 }
 
-func verifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool, encode bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
+// verifyOn is VerifyNew on at most workers goroutines, encoding the
+// events that passed when encode is set.
+func verifyOn(workers int, raws []jsontext.Value, now time.Time, known func(id string) bool, encode bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
 	events := make([]*Event, len(raws))
 	errs := make([]error, len(raws))
 	var encs [][]byte
@@ -53,7 +59,7 @@ func verifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool,
 		encs = make([][]byte, len(raws))
 	}
 	var dupCount atomic.Int64
-	workers := min(runtime.GOMAXPROCS(0), len(raws))
+	workers = min(workers, len(raws))
 	if workers <= 1 {
 		dupCount.Add(int64(verifyShare(raws, 0, now, known, events, errs, encs)))
 	} else {

@@ -67,8 +67,11 @@
 //   - event.go: Event, BlobRef, the caps, New, SigningBytes, Marshal, Verify.
 //   - decode.go: Decode, strict: json v2 binds the members; presence,
 //     null, the canonical body and the blob cap are checked there.
+//   - decodefast.go: Decode's fast path, one pass over an event in the
+//     form Marshal writes; anything else goes to the general path.
 //   - body.go: body canonicalization (JCS) and the number check; Crash.
-//   - batch.go: VerifyBatch and VerifyNew: a page in shares, one a worker.
+//   - batch.go: VerifyBatch and VerifyNew, a page in shares, one a worker;
+//     VerifyPage, a page on the calling goroutine.
 //   - signature.go: the signature rule (ZIP 215), one at a time and in a
 //     batch.
 //   - log.go: Log, its key layout, Append, Page, Get, Has, Changed.
