@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	pool "github.com/libp2p/go-buffer-pool"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -223,8 +224,13 @@ func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Messag
 			return errTooBusy, func() {}
 		}
 	}
-	events, next, more, err := n.events.Page(r.After, r.Limit, budget)
+	// The page is read into a recycled buffer, given back once the
+	// response is written (done): the catch-up of a peer reads thousands
+	// of pages, each a fresh allocation otherwise.
+	buf := pool.Get(pageBufBytes)[:0]
+	events, next, more, err := n.events.PageInto(&buf, r.After, r.Limit, budget)
 	if err != nil {
+		pool.Put(buf)
 		n.pages.Release(t, int64(2*budget))
 		n.log.Error("read event log page", "after", r.After, "err", err)
 		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, func() {}
@@ -236,8 +242,16 @@ func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Messag
 	held = min(held, 2*budget) // a page holds at most budget bytes; the bound keeps Release exact
 	n.pages.Release(t, int64(2*budget-held))
 	n.m.syncServed(len(events))
-	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() { n.pages.Release(t, int64(held)) }
+	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() {
+		pool.Put(buf)
+		n.pages.Release(t, int64(held))
+	}
 }
+
+// pageBufBytes is the size of the recycled buffers sync pages are read
+// into: a page of 256 events of about 400 bytes fits, a larger one grows
+// its buffer (which then goes back to the pool of its size).
+const pageBufBytes = 128 << 10
 
 // ownHello is this node's hello: its network, agent, features, listen
 // addresses (at most proto.MaxListenAddrs) and head.

@@ -1,9 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
@@ -169,5 +173,52 @@ func TestReplyTimeout(t *testing.T) {
 	}
 	if small, large := replyTimeout(64<<10), replyTimeout(1<<20); large-small != 15*time.Second {
 		t.Errorf("replyTimeout grows by %v from 64 KiB to 1 MiB, want 15 s (64 KiB/s)", large-small)
+	}
+}
+
+// TestSyncPageBuffersAreRecycled: a page is read into a recycled buffer
+// that goes back only with done, once the response is written: other
+// pages served meanwhile, in other buffers, leave it as it was; the pages
+// served after done, which may reuse it, are right.
+func TestSyncPageBuffersAreRecycled(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	publish(t, n, 250)
+	page := func(after core.Cursor) (*proto.SyncRequest, []jsontext.Value) {
+		evs, _, _, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		if err != nil || len(evs) == 0 {
+			t.Fatalf("page after %d: %d events, %v", after, len(evs), err)
+		}
+		return &proto.SyncRequest{After: after, Limit: proto.MaxPageEvents}, evs
+	}
+	check := func(resp proto.Message, want []jsontext.Value, when string) {
+		t.Helper()
+		got := resp.(*proto.SyncResponse).Events
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d events, want %d", when, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%s: event %d is\n%s\nwant\n%s", when, i, got[i], want[i])
+			}
+		}
+	}
+	reqA, wantA := page(0)
+	reqB, wantB := page(100)
+	held, doneHeld := n.serveSync(limits.TierValued, reqA)
+	for range 8 {
+		resp, done := n.serveSync(limits.TierValued, reqB)
+		check(resp, wantB, "a page served while another is held")
+		done()
+		check(held, wantA, "the held page, after others were served")
+	}
+	doneHeld()
+	for _, req := range []*proto.SyncRequest{reqB, reqA, reqB, reqA} {
+		resp, done := n.serveSync(limits.TierValued, req)
+		want := wantA
+		if req == reqB {
+			want = wantB
+		}
+		check(resp, want, "a page served after done")
+		done()
 	}
 }

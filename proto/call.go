@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"time"
 
+	pool "github.com/libp2p/go-buffer-pool"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -84,7 +85,10 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	if err := s.CloseWrite(); err != nil {
 		return fail(err)
 	}
-	rb, release, err := ReadStreamFrame(s, MaxResponseBytes, network.ReservationPriorityHigh)
+	// The response's frame goes back to a pool once decoded (a Response
+	// does not alias it): a catch-up reads thousands of pages, each a
+	// fresh allocation of its size otherwise.
+	rb, release, err := readStreamFrame(s, MaxResponseBytes, network.ReservationPriorityHigh, nil, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -118,7 +122,7 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 // peers can make the node buffer. Call release when done with the payload;
 // on error nothing stays reserved.
 func ReadStreamFrame(s network.Stream, max int, prio uint8) (payload []byte, release func(), err error) {
-	return readStreamFrame(s, max, prio, nil)
+	return readStreamFrame(s, max, prio, nil, false)
 }
 
 // ReadRequestFrame reads the request frame of a responder's stream opened
@@ -130,21 +134,32 @@ func ReadRequestFrame(s network.Stream, start time.Time, prio uint8) (payload []
 	if err := s.SetReadDeadline(start.Add(PrefixTimeout)); err != nil {
 		return nil, func() {}, fmt.Errorf("proto: set read deadline: %w", err)
 	}
-	return readStreamFrame(s, MaxRequestBytes, prio, func() error { return s.SetReadDeadline(start.Add(ReadTimeout)) })
+	return readStreamFrame(s, MaxRequestBytes, prio, func() error { return s.SetReadDeadline(start.Add(ReadTimeout)) }, false)
 }
 
 // readStreamFrame is ReadStreamFrame; prefixed, if set, runs once the
-// length is known, before the payload is read.
-func readStreamFrame(s network.Stream, max int, prio uint8, prefixed func() error) (payload []byte, release func(), err error) {
+// length is known, before the payload is read. With pooled, the payload is
+// read into a buffer of go-buffer-pool's, which release gives back: the
+// caller must not keep it past release.
+func readStreamFrame(s network.Stream, max int, prio uint8, prefixed func() error, pooled bool) (payload []byte, release func(), err error) {
 	scope := s.Scope()
 	reserved := 0
+	var b []byte
 	release = func() {
 		if reserved > 0 {
 			scope.ReleaseMemory(reserved)
 			reserved = 0
 		}
+		if pooled && b != nil {
+			pool.Put(b)
+			b = nil
+		}
 	}
-	b, err := readFrame(s, max, func(n int) error {
+	alloc := func(n int) []byte { return make([]byte, n) }
+	if pooled {
+		alloc = pool.Get
+	}
+	b, err = readFrame(s, max, alloc, func(n int) error {
 		if prefixed != nil {
 			if err := prefixed(); err != nil {
 				return err
@@ -201,6 +216,9 @@ func WriteMessage(w io.Writer, m Message, timeout func(n int) time.Duration) err
 	if err != nil {
 		return err
 	}
+	// Marshal's buffer comes from go-buffer-pool (encode); written, it
+	// goes back (the writers here, yamux and Noise, copy what they send).
+	defer pool.Put(b)
 	if dw, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok && timeout != nil {
 		if err := dw.SetWriteDeadline(time.Now().Add(timeout(len(b)))); err != nil {
 			return err

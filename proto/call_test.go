@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -282,5 +284,39 @@ func TestWriteMessageDeadline(t *testing.T) {
 	w = deadlineBuffer{}
 	if err := WriteMessage(&w, &Hello{}, func(int) time.Duration { return time.Hour }); err == nil || w.Len() != 0 || !w.deadline.IsZero() {
 		t.Fatalf("an invalid message: %v, %d bytes written, deadline %v", err, w.Len(), w.deadline)
+	}
+}
+
+// TestCallPagesOutliveTheFrame: a response's frame goes back to a pool
+// once decoded, so the events of a page must not alias it. Pages of 64
+// KiB and more (the size that recycles) stay as they were while later
+// calls read their frames, in buffers that may be the first one's.
+func TestCallPagesOutliveTheFrame(t *testing.T) {
+	event := func(call, i int) []byte {
+		return fmt.Appendf(nil, `{"call":%d,"i":%d,"pad":%q}`, call, i, strings.Repeat("x", 400))
+	}
+	calls := 0
+	client, server := hostPair(t, answer(func(*Request) []byte {
+		calls++
+		page := &SyncResponse{Next: 1, More: true}
+		for i := range MaxPageEvents {
+			page.Events = append(page.Events, event(calls, i))
+		}
+		return mustMarshal(t, page)
+	}))
+	var pages [][]jsontext.Value
+	for range 4 {
+		resp, err := Call(t.Context(), client, server.ID(), &SyncRequest{After: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, resp.Sync.Events)
+	}
+	for c, evs := range pages {
+		for i, ev := range evs {
+			if want := event(c+1, i); !bytes.Equal(ev, want) {
+				t.Fatalf("call %d, event %d changed after later calls:\n%s\nwant\n%s", c+1, i, ev, want)
+			}
+		}
 	}
 }

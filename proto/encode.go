@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	pool "github.com/libp2p/go-buffer-pool"
 )
 
 // GreaseOneIn is how often Marshal adds a GREASE field: to one message in
@@ -154,8 +155,11 @@ func encode(m Message, s *Solution) ([]byte, error) {
 	}
 	// jsontext writes into a *bytes.Buffer in place, keeping a quarter of
 	// its length free: room for that, so that the buffer is allocated once.
+	// It comes from go-buffer-pool, where WriteMessage puts it back once
+	// written (a sync page is 100 KB and more; other callers of Marshal
+	// leave theirs to the garbage collector).
 	n := sizeHint(m)
-	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
+	buf := bytes.NewBuffer(pool.Get(n + n/4)[:0])
 	buf.WriteString(`{"type":`)
 	buf.Write(strconv.AppendQuote(nil, string(m.MessageType())))
 	at := buf.Len()

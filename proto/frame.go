@@ -54,12 +54,13 @@ func WriteFrame(w io.Writer, b []byte) error {
 // not a minimal varint of at most 9 bytes is an error too; other errors of r
 // are wrapped.
 func ReadFrame(r io.Reader, max int) ([]byte, error) {
-	return readFrame(r, max, nil)
+	return readFrame(r, max, func(n int) []byte { return make([]byte, n) }, nil)
 }
 
 // readFrame is ReadFrame, calling reserve (if not nil) with the payload
-// length once the prefix is checked and before the payload is allocated.
-func readFrame(r io.Reader, max int, reserve func(n int) error) ([]byte, error) {
+// length once the prefix is checked and before the payload is allocated,
+// and taking the payload's buffer of n bytes from alloc.
+func readFrame(r io.Reader, max int, alloc func(n int) []byte, reserve func(n int) error) ([]byte, error) {
 	vr := msgio.NewVarintReaderSize(r, max)
 	n, err := vr.NextMsgLen()
 	switch {
@@ -77,7 +78,7 @@ func readFrame(r io.Reader, max int, reserve func(n int) error) ([]byte, error) 
 			return nil, fmt.Errorf("proto: read frame of %d bytes: %w", n, err)
 		}
 	}
-	b := make([]byte, n)
+	b := alloc(n)
 	_, err = vr.Read(b)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):

@@ -166,7 +166,8 @@ func TestFrameDoesNotReadAhead(t *testing.T) {
 func TestReadFrameReserve(t *testing.T) {
 	full := errors.New("scope full")
 	var asked int
-	_, err := readFrame(&prefixOnly{t: t, b: uvarint(1000)}, MaxRequestBytes, func(n int) error {
+	alloc := func(n int) []byte { t.Fatalf("allocated %d bytes for a frame its scope refused", n); return nil }
+	_, err := readFrame(&prefixOnly{t: t, b: uvarint(1000)}, MaxRequestBytes, alloc, func(n int) error {
 		asked = n
 		return full
 	})
