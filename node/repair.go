@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,6 +137,10 @@ type stores struct {
 	damagedPeers []peercache.DamagedRecord
 }
 
+// close closes the stores and the database. A read that a damaged block
+// ended (discardFatal's panic, recovered) can leave pebble holding a file
+// reference it never dropped, for which its Close panics in turn: that is
+// recovered too, and reported as the error.
 func (s *stores) close() error {
 	if s.peers != nil {
 		s.peers.Close()
@@ -143,7 +148,7 @@ func (s *stores) close() error {
 	if s.db == nil {
 		return nil
 	}
-	return s.db.Close()
+	return recovered(s.db.Close)
 }
 
 // openStores opens the database at dir read-only with logger as pebble's,
@@ -160,21 +165,38 @@ func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.L
 		return nil, nil, err
 	}
 	s = &stores{db: db}
-	if s.events, err = eventlog.Open(db); err != nil {
+	// Each store reads some of the database as it opens (the log all its
+	// ids, for its filter): a damaged block there is that store's problem
+	// (with discardFatal as the logger, a panic), not the check's end.
+	if err := recovered(func() (err error) { s.events, err = eventlog.Open(db); return err }); err != nil {
 		s.events = nil
 		problems = append(problems, fmt.Errorf("the event log does not open (a daemon's start may upgrade it): %w", err))
 	}
-	if s.peers, s.damagedPeers, err = peercache.Open(db, &peercache.Options{MaxPeers: maxPeers}); err != nil {
+	if err := recovered(func() (err error) {
+		s.peers, s.damagedPeers, err = peercache.Open(db, &peercache.Options{MaxPeers: maxPeers})
+		return err
+	}); err != nil {
 		s.peers = nil
 		problems = append(problems, fmt.Errorf("the peer cache does not open: %w", err))
 	}
 	bo.ReadOnly = true
 	bo.DataDir = dataDir(dir)
-	if s.blobs, err = blobs.OpenStore(db, &bo); err != nil {
+	if err := recovered(func() (err error) { s.blobs, err = blobs.OpenStore(db, &bo); return err }); err != nil {
 		s.blobs = nil
 		problems = append(problems, fmt.Errorf("the blob store does not open: %w", err))
 	}
 	return s, problems, nil
+}
+
+// recovered runs open and returns its error, or the panic it raised (a
+// damaged block read through discardFatal) as an error.
+func recovered(open func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	return open()
 }
 
 // openForCheck is openStores for a check or a repair: problems go to rep,
@@ -410,18 +432,22 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	}
 	defer old.close()
 	rep.Found.Opened = true
+	keep := func(evs []*eventlog.Event) error {
+		added, err := nlog.Append(evs)
+		rep.EventsKept += len(added)
+		return err
+	}
 	var storeErr error
 	if old.events != nil {
-		safely(&rep.Found, func() {
-			storeErr = readEvents(old.events, now, &rep.Found, func(evs []*eventlog.Event) error {
-				added, err := nlog.Append(evs)
-				rep.EventsKept += len(added)
-				return err
-			})
-		})
-		if storeErr != nil {
-			return nil, fmt.Errorf("node: repair: store events: %w", storeErr)
-		}
+		safely(&rep.Found, func() { storeErr = readEvents(old.events, now, &rep.Found, keep) })
+	} else {
+		// The log did not open (a damaged block of its id index, which
+		// opening reads): its events are read from the tables, as for a
+		// database that does not open.
+		storeErr = salvageTables(moved, now, &rep.Found, keep)
+	}
+	if storeErr != nil {
+		return nil, fmt.Errorf("node: repair: store events: %w", storeErr)
 	}
 	if old.blobs != nil {
 		safely(&rep.Found, func() {
@@ -464,9 +490,90 @@ func (discardFatal) Fatalf(format string, args ...any) {
 	panic(fmt.Errorf("pebble: "+format, args...))
 }
 
+// salvageTable calls event with the position and value of every event key
+// of r that can be read, in key order. A damaged block ends an sstable
+// iterator: salvageTable then finds the first position past it that reads
+// (seeking past the last event read, with a doubling step and then a
+// bisection: the positions whose seek lands in the damaged block are the
+// ones just after the last read) and goes on from there. Each damaged
+// block and unreadable value is reported to problem; unreadable counts the
+// values that do not read.
+func salvageTable(r *sstable.Reader, event func(pos uint64, v []byte), problem func(error), unreadable *uint64) {
+	prefix := []byte(eventlog.KeyPrefix + "p/")
+	upper := []byte(eventlog.KeyPrefix + "p0")
+	key := func(pos uint64) []byte { return binary.BigEndian.AppendUint64(slices.Clone(prefix), pos) }
+	// seek reports whether the first event at or after pos reads (ok), or
+	// there is none (end); neither means that the seek hit damage.
+	seek := func(pos uint64) (ok, end bool) {
+		it, err := r.NewIter(sstable.NoTransforms, key(pos), upper, sstable.AssertNoBlobHandles)
+		if err != nil {
+			return false, false
+		}
+		defer it.Close()
+		kv := it.First()
+		return kv != nil, kv == nil && it.Error() == nil
+	}
+	var last uint64 // the position of the last event read; 0 before the first
+	for from := prefix; ; {
+		it, err := r.NewIter(sstable.NoTransforms, from, upper, sstable.AssertNoBlobHandles)
+		if err != nil {
+			problem(err)
+			return
+		}
+		for kv := it.First(); kv != nil; kv = it.Next() {
+			k := kv.K.UserKey
+			if kv.Kind() != pebble.InternalKeyKindSet || len(k) != len(prefix)+8 {
+				continue
+			}
+			last = binary.BigEndian.Uint64(k[len(prefix):])
+			v, _, err := kv.Value(nil)
+			if err != nil {
+				*unreadable++
+				continue
+			}
+			event(last, v)
+		}
+		err = it.Error()
+		it.Close()
+		if err == nil {
+			return // the end of the table
+		}
+		problem(err)
+		// The damaged positions are last+1 up to some bound: find the
+		// first past them. lo fails; hi does not.
+		lo, hi := last, uint64(0)
+		for i := 0; i < 64 && hi == 0; i++ {
+			step := uint64(1) << i
+			if step > math.MaxUint64-last {
+				return
+			}
+			switch ok, end := seek(last + step); {
+			case end:
+				return // nothing readable after the damaged block
+			case ok:
+				hi = last + step
+			default:
+				lo = last + step
+			}
+		}
+		if hi == 0 {
+			return // every seek past last hit the damaged block: it is the last
+		}
+		for lo+1 < hi {
+			if mid := lo + (hi-lo)/2; func() bool { ok, _ := seek(mid); return ok }() {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		from = key(hi)
+	}
+}
+
 // salvageTables reads the events of every sstable of the database at dir
 // one file at a time, as files, for a database that pebble cannot open (a
-// damaged MANIFEST, an sstable of another size than it recorded): an
+// damaged MANIFEST, an sstable of another size than it recorded) or whose
+// event log does not (a damaged block of its id index): an
 // event's key and value are in one table, so what a damaged file or block
 // loses is only its own. Events are verified, deduplicated by id, and
 // given to keep in log order. Blobs are not salvaged this way: their
@@ -503,23 +610,7 @@ func salvageTables(dir string, now time.Time, rep *CheckReport, keep func([]*eve
 				return
 			}
 			defer r.Close()
-			lower, upper := []byte(eventlog.KeyPrefix+"p/"), []byte(eventlog.KeyPrefix+"p0")
-			it, err := r.NewIter(sstable.NoTransforms, lower, upper, sstable.AssertNoBlobHandles)
-			if err != nil {
-				rep.addError("%s: %v", filepath.Base(f), err)
-				return
-			}
-			defer it.Close()
-			for kv := it.First(); kv != nil; kv = it.Next() {
-				k := kv.K.UserKey
-				if kv.Kind() != pebble.InternalKeyKindSet || len(k) != len(lower)+8 {
-					continue
-				}
-				v, _, err := kv.Value(nil)
-				if err != nil {
-					rep.EventsUnreadable++
-					continue
-				}
+			salvageTable(r, func(pos uint64, v []byte) {
 				e, err := eventlog.Decode(v)
 				if err == nil {
 					err = e.Verify(now.Add(24 * time.Hour))
@@ -527,15 +618,12 @@ func salvageTables(dir string, now time.Time, rep *CheckReport, keep func([]*eve
 				if err != nil {
 					rep.EventsBad++
 					rep.addError("%s: event %.80s: %v", filepath.Base(f), v, err)
-					continue
+					return
 				}
 				if _, dup := byID[e.ID]; !dup {
-					byID[e.ID] = found{pos: binary.BigEndian.Uint64(k[len(lower):]), e: e}
+					byID[e.ID] = found{pos: pos, e: e}
 				}
-			}
-			if err := it.Error(); err != nil {
-				rep.addError("%s: %v", filepath.Base(f), err)
-			}
+			}, func(err error) { rep.addError("%s: %v", filepath.Base(f), err) }, &rep.EventsUnreadable)
 		}()
 	}
 	all := make([]found, 0, len(byID))
