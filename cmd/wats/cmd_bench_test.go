@@ -61,8 +61,8 @@ func TestBenchSyncJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if len(lines) != 11 {
-		t.Fatalf("%d lines, want 11:\n%s", len(lines), stdout)
+	if len(lines) != 13 {
+		t.Fatalf("%d lines, want 13:\n%s", len(lines), stdout)
 	}
 	for _, line := range lines {
 		var f struct {

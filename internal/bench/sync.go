@@ -9,16 +9,19 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
@@ -35,26 +38,34 @@ type SyncResult struct {
 	// Events is n, the events filled and caught up.
 	Events uint64 `json:"events"`
 	// Fill is the time spent signing and storing the events on the source
-	// node (SingleVerify not included); CatchUp from dialling the source
-	// to the last event stored. Their JSON is in nanoseconds (fill_ns,
-	// catch_up_ns).
+	// node; CatchUp from dialling the source to the last event stored.
+	// Their JSON is in nanoseconds (fill_ns, catch_up_ns).
 	Fill      time.Duration `json:"-"`
 	CatchUp   time.Duration `json:"-"`
 	FillNs    int64         `json:"fill_ns"`
 	CatchUpNs int64         `json:"catch_up_ns"`
 	// SingleVerify is the time crypto/ed25519.Verify takes to check the
-	// same n signatures one at a time on GOMAXPROCS workers, measured
-	// during the fill, batch by batch (the signature checks alone: no
-	// decoding, no id; ADR 0034's anchor). JSON in nanoseconds.
-	SingleVerify   time.Duration `json:"-"`
-	SingleVerifyNs int64         `json:"single_verify_ns"`
+	// same n signatures one at a time on GOMAXPROCS workers (the signature
+	// checks alone: no decoding, no id; ADR 0034's anchor): the mean of
+	// SingleVerifyBefore, measured on the events of the source before the
+	// catch-up, and SingleVerifyAfter, on the events the second node
+	// stored after it, so that a machine whose speed drifts during the
+	// run (a shared one) moves the anchor as it moves the catch-up. Each is
+	// timed batch by batch of 4,096 signatures. JSON in nanoseconds.
+	SingleVerify         time.Duration `json:"-"`
+	SingleVerifyBefore   time.Duration `json:"-"`
+	SingleVerifyAfter    time.Duration `json:"-"`
+	SingleVerifyBeforeNs int64         `json:"single_verify_before_ns"`
+	SingleVerifyAfterNs  int64         `json:"single_verify_after_ns"`
+	SingleVerifyNs       int64         `json:"single_verify_ns"`
 	// CatchUpOverSingleVerify is CatchUp / SingleVerify, ADR 0034's
 	// target: at most 0.8.
 	CatchUpOverSingleVerify float64 `json:"catch_up_over_single_verify"`
 	// SingleVerifyCPU and CatchUpCPU are the CPU time (user and system)
-	// the process used during SingleVerify and CatchUp: what a shared
-	// machine's load does not change, where their ratio says how much of
-	// the wall-time ratio is the code's. JSON in nanoseconds.
+	// the process used during SingleVerify (the mean of its two
+	// measurements) and CatchUp: what a shared machine's load does not
+	// change, where their ratio says how much of the wall-time ratio is
+	// the code's. JSON in nanoseconds.
 	SingleVerifyCPU   time.Duration `json:"-"`
 	CatchUpCPU        time.Duration `json:"-"`
 	SingleVerifyCPUNs int64         `json:"single_verify_cpu_ns"`
@@ -101,13 +112,18 @@ type SyncOptions struct {
 	// CPUProfile, if not nil, receives a CPU profile (pprof) of the
 	// catch-up alone.
 	CPUProfile io.Writer
+	// Trace, if not nil, receives an execution trace (runtime/trace) of
+	// the catch-up alone: which goroutine ran when, and where the cores
+	// stood idle.
+	Trace io.Writer
 }
 
 // Sync is `wats bench sync`: it fills one node with n signed events and
 // measures a second node's catch-up from it by sync over real libp2p on
 // loopback, with gossip and rate limits off, signatures verified and
-// writes durable; and, during the fill, the time the n signatures take
-// to check one at a time on all cores, the catch-up's anchor (ADR 0034).
+// writes durable; and the time the n signatures take to check one at a
+// time on all cores, the catch-up's anchor (ADR 0034), once before the
+// catch-up and once after it.
 // Both nodes run in this process (node.New), through node's exported API
 // only. Each figure goes to opts.Figure as soon as it is measured; the
 // result holds them all when the run ends without error.
@@ -162,15 +178,21 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	if res.SingleVerify, res.SingleVerifyCPU, err = fillLog(ctx, a.Events(), n, o.Progress); err != nil {
+	pubs, err := fillLog(ctx, a.Events(), n, o.Progress)
+	if err != nil {
 		return nil, err
 	}
-	res.Fill = time.Since(t0) - res.SingleVerify
-	res.FillNs, res.SingleVerifyNs = res.Fill.Nanoseconds(), res.SingleVerify.Nanoseconds()
-	res.SingleVerifyCPUNs = res.SingleVerifyCPU.Nanoseconds()
+	res.Fill = time.Since(t0)
+	res.FillNs = res.Fill.Nanoseconds()
 	o.Progress(fmt.Sprintf("filled the source with %d events in %v", n, res.Fill.Round(time.Millisecond)))
 	o.Figure(Figure{"fill_ns", float64(res.FillNs), "ns"})
-	o.Figure(Figure{"single_verify_ns", float64(res.SingleVerifyNs), "ns"})
+	o.Progress("timing the single checks, on the events of the source")
+	before, err := singleChecksOf(ctx, a.Events(), pubs)
+	if err != nil {
+		return nil, err
+	}
+	res.SingleVerifyBefore, res.SingleVerifyBeforeNs = before.wall, before.wall.Nanoseconds()
+	o.Figure(Figure{"single_verify_before_ns", float64(res.SingleVerifyBeforeNs), "ns"})
 
 	b, err := node.New(dst.Config, dst.Key, &node.Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
@@ -189,6 +211,11 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	resetPeakRSS()
 	if o.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return nil, err
+		}
+	}
+	if o.Trace != nil {
+		if err := trace.Start(o.Trace); err != nil {
 			return nil, err
 		}
 	}
@@ -217,6 +244,9 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
+	if o.Trace != nil {
+		trace.Stop()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -227,10 +257,22 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	}
 	res.CatchUpNs, res.CatchUpCPUNs = res.CatchUp.Nanoseconds(), res.CatchUpCPU.Nanoseconds()
 	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()
+	o.Figure(Figure{"catch_up_ns", float64(res.CatchUpNs), "ns"})
+
+	o.Progress("timing the single checks again, on the events caught up")
+	after, err := singleChecksOf(ctx, b.Events(), pubs)
+	if err != nil {
+		return nil, err
+	}
+	res.SingleVerifyAfter, res.SingleVerifyAfterNs = after.wall, after.wall.Nanoseconds()
+	o.Figure(Figure{"single_verify_after_ns", float64(res.SingleVerifyAfterNs), "ns"})
+	res.SingleVerify = (before.wall + after.wall) / 2
+	res.SingleVerifyCPU = (before.cpu + after.cpu) / 2
+	res.SingleVerifyNs, res.SingleVerifyCPUNs = res.SingleVerify.Nanoseconds(), res.SingleVerifyCPU.Nanoseconds()
 	if res.SingleVerify > 0 {
 		res.CatchUpOverSingleVerify = res.CatchUp.Seconds() / res.SingleVerify.Seconds()
 	}
-	o.Figure(Figure{"catch_up_ns", float64(res.CatchUpNs), "ns"})
+	o.Figure(Figure{"single_verify_ns", float64(res.SingleVerifyNs), "ns"})
 	o.Figure(Figure{"catch_up_over_single_verify", res.CatchUpOverSingleVerify, "ratio"})
 	o.Figure(Figure{"single_verify_cpu_ns", float64(res.SingleVerifyCPUNs), "ns"})
 	o.Figure(Figure{"catch_up_cpu_ns", float64(res.CatchUpCPUNs), "ns"})
@@ -250,73 +292,122 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	return res, nil
 }
 
+// checkTimes is the time the single checks of a set of signatures took,
+// wall and CPU.
+type checkTimes struct{ wall, cpu time.Duration }
+
+// singleCheckBatch is how many events the fill signs and stores at once,
+// and how many signatures the single checks time at once.
+const singleCheckBatch = 4096
+
 // fillLog appends n signed note events from 16 authors, signed on all
-// cores, in batches of 4096. After signing each batch it times
-// crypto/ed25519.Verify of the batch's signatures on all cores, and
-// returns the sum of those times, wall and CPU.
-func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string)) (singleVerify, singleVerifyCPU time.Duration, err error) {
+// cores, in batches of singleCheckBatch, and returns the authors' raw keys
+// by peer ID.
+func fillLog(ctx context.Context, log *eventlog.Log, n int, progress func(string)) (map[string]ed25519.PublicKey, error) {
 	keys := make([]crypto.PrivKey, 16)
-	pubs := make([]ed25519.PublicKey, len(keys))
+	pubs := make(map[string]ed25519.PublicKey, len(keys))
 	for i := range keys {
 		k, pk, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		raw, err := pk.Raw()
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		keys[i], pubs[i] = k, raw
+		id, err := peer.IDFromPublicKey(pk)
+		if err != nil {
+			return nil, err
+		}
+		keys[i], pubs[id.String()] = k, raw
 	}
-	const batch = 4096
 	base := time.Now().Add(-time.Hour)
 	workers := runtime.GOMAXPROCS(0)
-	msgs := make([][]byte, batch)
-	sigs := make([][]byte, batch)
-	for start := 0; start < n; start += batch {
+	for start := 0; start < n; start += singleCheckBatch {
 		if err := ctx.Err(); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		end := min(start+batch, n)
+		end := min(start+singleCheckBatch, n)
 		events := make([]*eventlog.Event, end-start)
 		err := onWorkers(workers, len(events), func(i int) error {
 			seq := start + i
 			body := jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
 			// Hundreds share each millisecond, as in a busy network.
 			ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body, nil)
-			if err != nil {
-				return err
-			}
 			events[i] = ev
-			if msgs[i], err = ev.SigningBytes(); err != nil {
-				return err
-			}
-			sigs[i], err = base64.RawURLEncoding.DecodeString(ev.Sig)
 			return err
 		})
 		if err != nil {
-			return 0, 0, err
-		}
-		t0, cpu0 := time.Now(), processCPU()
-		err = onWorkers(workers, len(events), func(i int) error {
-			if !ed25519.Verify(pubs[(start+i)%len(keys)], msgs[i], sigs[i]) {
-				return fmt.Errorf("bench: event %d does not verify", start+i)
-			}
-			return nil
-		})
-		singleVerify += time.Since(t0)
-		singleVerifyCPU += processCPU() - cpu0
-		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		if _, err := log.Append(events); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		if (start/batch)%50 == 0 {
+		if (start/singleCheckBatch)%50 == 0 {
 			progress(fmt.Sprintf("filled %d of %d", end, n))
 		}
 	}
-	return singleVerify, singleVerifyCPU, nil
+	return pubs, nil
+}
+
+// singleChecksOf times the single checks of the signatures of every event
+// of log, read back singleCheckBatch at a time (timeSingleChecks), and
+// returns the sum of those times.
+func singleChecksOf(ctx context.Context, log *eventlog.Log, pubs map[string]ed25519.PublicKey) (checkTimes, error) {
+	var total checkTimes
+	for after, more := core.Cursor(0), true; more; {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		raws, next, m, err := log.Page(after, singleCheckBatch, math.MaxInt)
+		if err != nil {
+			return total, err
+		}
+		events := make([]*eventlog.Event, len(raws))
+		for i, raw := range raws {
+			if events[i], err = eventlog.Decode(raw); err != nil {
+				return total, err
+			}
+		}
+		t, err := timeSingleChecks(events, pubs, int(after))
+		total.wall += t.wall
+		total.cpu += t.cpu
+		if err != nil {
+			return total, err
+		}
+		after, more = next, m
+	}
+	return total, nil
+}
+
+// timeSingleChecks times crypto/ed25519.Verify of the signatures of
+// events, one at a time on GOMAXPROCS workers: the signature checks alone,
+// their signing bytes and raw signatures made before the clock starts.
+// first is the position of events[0] in the run, for errors.
+func timeSingleChecks(events []*eventlog.Event, pubs map[string]ed25519.PublicKey, first int) (checkTimes, error) {
+	msgs := make([][]byte, len(events))
+	sigs := make([][]byte, len(events))
+	keys := make([]ed25519.PublicKey, len(events))
+	for i, ev := range events {
+		var err error
+		if msgs[i], err = ev.SigningBytes(); err != nil {
+			return checkTimes{}, err
+		}
+		if sigs[i], err = base64.RawURLEncoding.DecodeString(ev.Sig); err != nil {
+			return checkTimes{}, err
+		}
+		if keys[i] = pubs[ev.Author]; keys[i] == nil {
+			return checkTimes{}, fmt.Errorf("bench: event %d by an author the bench did not make", first+i)
+		}
+	}
+	t0, cpu0 := time.Now(), processCPU()
+	err := onWorkers(runtime.GOMAXPROCS(0), len(events), func(i int) error {
+		if !ed25519.Verify(keys[i], msgs[i], sigs[i]) {
+			return fmt.Errorf("bench: event %d does not verify", first+i)
+		}
+		return nil
+	})
+	return checkTimes{time.Since(t0), processCPU() - cpu0}, err
 }
 
 // onWorkers calls f(i) for i in [0, count) on workers goroutines, each

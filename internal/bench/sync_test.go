@@ -27,8 +27,8 @@ func TestSyncFigures(t *testing.T) {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"events", "fill_ns", "single_verify_ns", "catch_up_ns", "catch_up_over_single_verify",
-		"single_verify_cpu_ns", "catch_up_cpu_ns", "events_per_sec", "peak_rss_bytes", "dropped", "disk_bytes_per_event"}
+	want := []string{"events", "fill_ns", "single_verify_before_ns", "catch_up_ns", "single_verify_after_ns",
+		"single_verify_ns", "catch_up_over_single_verify", "single_verify_cpu_ns", "catch_up_cpu_ns", "events_per_sec", "peak_rss_bytes", "dropped", "disk_bytes_per_event"}
 	if len(figs) != len(want) || len(fields) != len(want) {
 		t.Fatalf("%d figures, %d result fields, want %d: %+v", len(figs), len(fields), len(want), figs)
 	}
@@ -49,5 +49,8 @@ func TestSyncFigures(t *testing.T) {
 	}
 	if res.Events != 600 || res.Dropped != 0 || res.SingleVerify <= 0 || res.CatchUp <= 0 || res.CatchUpOverSingleVerify <= 0 {
 		t.Fatalf("%+v", res)
+	}
+	if res.SingleVerifyBefore <= 0 || res.SingleVerifyAfter <= 0 || res.SingleVerify != (res.SingleVerifyBefore+res.SingleVerifyAfter)/2 {
+		t.Fatalf("single checks: before %v, after %v, anchor %v", res.SingleVerifyBefore, res.SingleVerifyAfter, res.SingleVerify)
 	}
 }
