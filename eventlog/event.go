@@ -495,11 +495,24 @@ func checkBlob(i int, b *BlobRef) error {
 	return nil
 }
 
+// isLowerHex reports whether s is made of lowercase hex digits only.
 func isLowerHex(s string) bool {
+	var bad byte
 	for i := 0; i < len(s); i++ {
-		if ch := s[i]; !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
-			return false
-		}
+		bad |= lowerHexValue[s[i]]
 	}
-	return true
+	return bad&0xf0 == 0
 }
+
+// lowerHexValue is the value of each lowercase hex digit, and 0xff for
+// every other byte: one lookup a byte, no branch, for the 64-digit ids
+// checked several times per event.
+var lowerHexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, ch := range "0123456789abcdef" {
+		t[ch] = byte(i)
+	}
+	return t
+}()

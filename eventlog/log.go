@@ -87,13 +87,19 @@ func idKey(id [32]byte) []byte {
 	return append([]byte(idPrefix), id[:]...)
 }
 
-func parseID(id string) ([32]byte, bool) {
-	var raw [32]byte
-	if len(id) != idHexLen || !isLowerHex(id) {
+// parseID decodes an event id, 64 lowercase hex digits, into its 32
+// bytes; ok is false for anything else (uppercase digits included).
+func parseID(id string) (raw [32]byte, ok bool) {
+	if len(id) != idHexLen {
 		return raw, false
 	}
-	_, err := hex.Decode(raw[:], []byte(id))
-	return raw, err == nil
+	var bad byte
+	for i := range raw {
+		hi, lo := lowerHexValue[id[2*i]], lowerHexValue[id[2*i+1]]
+		bad |= hi | lo
+		raw[i] = hi<<4 | lo&0x0f
+	}
+	return raw, bad&0xf0 == 0
 }
 
 // Log is the append-only event log on the node's pebble database: each new

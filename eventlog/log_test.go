@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -740,6 +741,42 @@ func TestPageInto(t *testing.T) {
 			}
 			if size == 1<<16 && cap(buf) != 1<<16 {
 				t.Fatalf("a buffer with room grew to %d", cap(buf))
+			}
+		}
+	}
+}
+
+// TestParseID holds parseID and isLowerHex to their definition: 64
+// lowercase hex digits, decoded as encoding/hex does; every other byte at
+// every place refused, and lengths 63 and 65 too.
+func TestParseID(t *testing.T) {
+	const good = "0123456789abcdef00ff10e0fedcba9876543210aabbccddeeff0011223344ff"
+	want, err := hex.DecodeString(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := parseID(good)
+	if !ok || !bytes.Equal(raw[:], want) || !isLowerHex(good) {
+		t.Fatalf("parseID(%q) = %x, %v; want %x, true", good, raw, ok, want)
+	}
+	for _, s := range []string{good[:63], good + "0", "", strings.ToUpper(good)} {
+		if _, ok := parseID(s); ok {
+			t.Errorf("parseID(%q) accepted", s)
+		}
+	}
+	for pos := range len(good) {
+		for b := range 256 {
+			s := good[:pos] + string([]byte{byte(b)}) + good[pos+1:]
+			lower := b >= '0' && b <= '9' || b >= 'a' && b <= 'f'
+			raw, ok := parseID(s)
+			if ok != lower || isLowerHex(s) != lower {
+				t.Fatalf("byte %#x at %d: parseID ok = %v, isLowerHex = %v; want %v", b, pos, ok, isLowerHex(s), lower)
+			}
+			if ok {
+				want, _ := hex.DecodeString(s)
+				if !bytes.Equal(raw[:], want) {
+					t.Fatalf("parseID(%q) = %x, want %x", s, raw, want)
+				}
 			}
 		}
 	}
