@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
@@ -90,9 +91,10 @@ func (n *Node) syncLoop() {
 // says there is no more, storing the valid events and dropping (and
 // counting) the invalid ones. With skipIfBusy, it returns at once if a sync
 // from p is already running; otherwise it waits for that one to end. The
-// cursor is saved after every page and synced to disk at the end, so a
-// restarted node resumes where it stopped. progress, if not nil, is called
-// after every page.
+// cursor is saved after every write (a page, or the pages that waited for
+// it, storePages) and synced to disk at the end, so a restarted node
+// resumes where it stopped. progress, if not nil, is called after every
+// write.
 func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(SyncProgress)) (SyncProgress, error) {
 	mu := n.syncLock(p)
 	if skipIfBusy {
@@ -120,12 +122,30 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 		defer close(pages)
 		fetchErr = n.fetchPages(ctx, p, start, pages)
 	}()
-	verified := n.verifyPages(ctx, pages)
+	stage := verifyStage{now: n.now, known: n.has, ahead: semaphore.NewWeighted(verifiedAheadBytes), stop: cancel}
+	verified := stage.verify(ctx, pages)
 
 	var err error
-	for res := range verified {
-		vp := <-res
-		if err = n.storePage(p, vp, &st); err == nil && st.Dropped > maxInvalidPerRun {
+	group := make([]verifiedPage, 0, storeGroupPages)
+	for vp := range verified {
+		// Write the page with every verified page waiting behind it: after a
+		// slow fsync, the pages verified meanwhile go to disk in one batch.
+		group = append(group[:0], vp)
+	more:
+		for len(group) < storeGroupPages {
+			select {
+			case vp, ok := <-verified:
+				if !ok {
+					break more
+				}
+				group = append(group, vp)
+			default:
+				break more
+			}
+		}
+		err = n.storePages(p, group, &st)
+		stage.ahead.Release(groupBytes(group))
+		if err == nil && st.Dropped > maxInvalidPerRun {
 			err = fmt.Errorf("%w: %d invalid events from %s", errRunBound, st.Dropped, p)
 		}
 		if err != nil {
@@ -136,8 +156,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 			progress(st)
 		}
 	}
-	for res := range verified { // drain, so every stage has ended when syncFrom returns
-		<-res
+	for range verified { // drain, so every stage has ended when syncFrom returns
 	}
 	if err == nil {
 		err = fetchErr
@@ -228,38 +247,115 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ou
 	}
 }
 
-// verifyPages is the sync client's verify stage: it verifies the pages of
-// in, GOMAXPROCS at once, each on a goroutine of its own as one batch
-// (eventlog.VerifyPage), and hands them on in the order they came: the
-// store stage receives each page's result channel from out, in order, and
-// then the page from it. Whole pages on separate goroutines keep every
-// core busy where a page split across the cores made each wait, at the
-// end of every page, for the slower share (ADR 0034). At most GOMAXPROCS
-// pages are in verification and GOMAXPROCS+1 verified and not yet stored.
-// out is closed once in is closed or ctx ends; every result channel sent
-// on out receives its page.
-func (n *Node) verifyPages(ctx context.Context, in <-chan page) <-chan chan verifiedPage {
+// verifyStage is the sync client's verify stage (verify): it verifies the
+// pages of a run, GOMAXPROCS at once, each on a goroutine of its own as one
+// batch (eventlog.VerifyPage), and hands them on to the store stage in the
+// order they came. Whole pages on separate goroutines keep every core busy
+// where a page split across the cores made each wait, at the end of every
+// page, for the slower share (ADR 0038).
+type verifyStage struct {
+	now   func() time.Time  // the clock of the 10-minute rule
+	known func(string) bool // ids the node holds, skipped (ADR 0031)
+	// ahead bounds the pages verified and not yet stored: a page waits
+	// for its bytes (pageBytes) before it is handed on, and the store
+	// stage gives them back once it wrote the page.
+	ahead *semaphore.Weighted
+	// stop ends the run (the cancel of verify's ctx): called once the
+	// pages handed on hold more than maxInvalidPerRun rejected events,
+	// after which no more are handed on and the store stage ends the run
+	// at that page.
+	stop context.CancelFunc
+}
+
+// verify runs the stage on the pages of in. The returned channel is
+// closed once in is closed, ctx ends or stop was called, and every
+// verifier has returned.
+func (v verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifiedPage {
 	workers := runtime.GOMAXPROCS(0)
-	out := make(chan chan verifiedPage, workers)
+	results := make(chan chan verifiedPage, workers)
 	busy := make(chan struct{}, workers)
 	go func() {
-		defer close(out)
+		defer close(results)
 		for pg := range in {
 			res := make(chan verifiedPage, 1)
 			select {
-			case out <- res:
+			case results <- res:
 			case <-ctx.Done():
 				return
 			}
 			busy <- struct{}{}
 			go func() {
 				defer func() { <-busy }()
-				ok, raws, _, rejected := eventlog.VerifyPage(pg.events, n.now(), n.has)
+				// A new goroutine takes its parent's runnext slot, which
+				// pushes whatever the network made ready just before it
+				// (the yamux send loop of the next sync request, most
+				// often) behind the verifier on the same core's run
+				// queue: one page's verification, milliseconds, for
+				// each request. Yielding first lets it go ahead, so
+				// the next page is in flight while this one verifies.
+				runtime.Gosched()
+				ok, raws, _, rejected := eventlog.VerifyPage(pg.events, v.now(), v.known)
 				res <- verifiedPage{page: pg, ok: ok, raws: raws, rejected: rejected}
 			}()
 		}
 	}()
+	out := make(chan verifiedPage, storeGroupPages)
+	go func() {
+		defer close(out)
+		dropped := 0
+		for res := range results {
+			vp := <-res
+			if v.ahead.Acquire(ctx, pageBytes(vp.page)) != nil {
+				break
+			}
+			select {
+			case out <- vp:
+			case <-ctx.Done():
+			}
+			// The store stage ends the run at this page (maxInvalidPerRun);
+			// verify no more of the peer's pages meanwhile.
+			if dropped += len(vp.rejected); dropped > maxInvalidPerRun {
+				v.stop()
+				break
+			}
+		}
+		for res := range results { // ctx ended: wait for the verifiers
+			<-res
+		}
+	}()
 	return out
+}
+
+// verifiedAheadBytes bounds the pages verified and not yet stored, in bytes
+// of their events as they came: 8 MiB, about a hundred pages of honest
+// events (~300 bytes each), a third of a second of verification on two
+// cores. A slow fsync (tens of milliseconds at p99 on this project's disk,
+// docs/performance.md) then stops the store stage alone: verification runs
+// on, and the store stage writes what waits in one batch after it (ADR
+// 0038). A page is at most proto.MaxPageBytes (4 MiB), so it always fits.
+const verifiedAheadBytes = 8 << 20
+
+// storeGroupPages caps the verified pages written in one batch: 16 pages,
+// 4,096 events.
+const storeGroupPages = 16
+
+// pageBytes is a page's weight against verifiedAheadBytes: the sum of its
+// events' lengths as they came, at most verifiedAheadBytes.
+func pageBytes(pg page) int64 {
+	var size int64
+	for _, e := range pg.events {
+		size += int64(len(e))
+	}
+	return min(size, verifiedAheadBytes)
+}
+
+// groupBytes is the sum of pageBytes of the pages of group.
+func groupBytes(group []verifiedPage) int64 {
+	var size int64
+	for _, vp := range group {
+		size += pageBytes(vp.page)
+	}
+	return size
 }
 
 // verifiedPage is a page whose events were checked: ok are the valid ones,
@@ -271,20 +367,33 @@ type verifiedPage struct {
 	rejected []error
 }
 
-// storePage appends a verified page's valid events in one durable batch,
-// counts the rest as dropped, and advances the cursor.
-func (n *Node) storePage(p peer.ID, vp verifiedPage, st *SyncProgress) error {
-	pg, rejected := vp.page, vp.rejected
-	added, err := n.events.AppendEncoded(vp.ok, vp.raws)
+// storePages appends the valid events of group, verified pages in the
+// order they came, in one durable batch, counts the rest as dropped, and
+// advances the cursor to the last page's.
+func (n *Node) storePages(p peer.ID, group []verifiedPage, st *SyncProgress) error {
+	ok, raws := group[0].ok, group[0].raws
+	if len(group) > 1 {
+		ok, raws = nil, nil
+		for _, vp := range group {
+			ok = append(ok, vp.ok...)
+			raws = append(raws, vp.raws...)
+		}
+	}
+	added, err := n.events.AppendEncoded(ok, raws)
 	if err != nil {
 		return fmt.Errorf("node: store synced events: %w", err)
 	}
-	st.Received += uint64(len(pg.events))
+	var rejected []error
+	for _, vp := range group {
+		st.Received += uint64(len(vp.events))
+		rejected = append(rejected, vp.rejected...)
+	}
+	next := group[len(group)-1].next
 	st.Stored += uint64(len(added))
 	st.Dropped += uint64(len(rejected))
-	st.Cursor = pg.next
-	if pg.next > st.PeerHead {
-		st.PeerHead = pg.next
+	st.Cursor = next
+	if next > st.PeerHead {
+		st.PeerHead = next
 	}
 	n.m.eventsStored("sync", len(added))
 	n.m.eventsDropped("sync", len(rejected))
@@ -303,7 +412,7 @@ func (n *Node) storePage(p peer.ID, vp verifiedPage, st *SyncProgress) error {
 	}
 	// Not synced on its own: the next durable Append or the final update
 	// carries it to disk (pebble syncs its WAL in order).
-	return n.saveCursor(p, pg.next, false)
+	return n.saveCursor(p, next, false)
 }
 
 // invalidEvents counts the rejections that are abuse signals: all but
@@ -337,7 +446,7 @@ type SyncProgress struct {
 }
 
 // SyncPeer syncs from p now (waiting for a running sync from p to end
-// first) and reports progress after every page.
+// first) and reports progress after every write of pages.
 func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgress)) (SyncProgress, error) {
 	if n.host.Network().Connectedness(p) != network.Connected {
 		return SyncProgress{Peer: p}, fmt.Errorf("node: not connected to %s; connect first (wats peers connect ADDR)", p)
