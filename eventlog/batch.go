@@ -43,8 +43,8 @@ func VerifyNew(raws []jsontext.Value, now time.Time, known func(id string) bool)
 // each core wait for the slower share of every page. It also returns, in
 // encoded, each event of ok in the form Log stores (encoded[i] is
 // ok[i].Marshal()'s result), made on the goroutine that verified it, for
-// Log.AppendEncoded: the sync client's store stage, one page at a time,
-// then does not encode them.
+// Log.AppendEncoded: the sync client's store stage then does not encode
+// them (ADR 0038).
 func VerifyPage(raws []jsontext.Value, now time.Time, known func(id string) bool) (ok []*Event, encoded [][]byte, dups int, rejected []error) {
 	return verifyOn(1, raws, now, known, true)
 }

@@ -13,7 +13,7 @@ import (
 // exactly that form in one pass over the bytes, where the general path
 // binds the members through json v2 and then parses the body three times
 // more (the number check, the copy, the canonical form): a fifth of a sync
-// page's verification (docs/performance.md).
+// page's verification (ADR 0038, docs/performance.md).
 //
 // It decides nothing on its own. Any input outside the simple form below,
 // valid or not, makes it return nil, and Decode then takes the general

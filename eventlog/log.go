@@ -601,7 +601,8 @@ func (l *Log) Page(after core.Cursor, limit int, maxBytes int) (events []jsontex
 // PageInto is Page with the events copied into *buf, from its start: it
 // grows *buf as needed (append) and leaves it holding them, so that a
 // caller that serves many pages can recycle the buffer (a fresh one of a
-// page's size cost more than the reads it held, in garbage collection).
+// page's size cost more than the reads it held, in garbage collection;
+// ADR 0038).
 // The events alias *buf until the caller reuses it. A nil buf is a buffer
 // of Page's own.
 func (l *Log) PageInto(buf *[]byte, after core.Cursor, limit int, maxBytes int) (events []jsontext.Value, next core.Cursor, more bool, err error) {

@@ -87,7 +87,7 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	}
 	// The response's frame goes back to a pool once decoded (a Response
 	// does not alias it): a catch-up reads thousands of pages, each a
-	// fresh allocation of its size otherwise.
+	// fresh allocation of its size otherwise (ADR 0038).
 	rb, release, err := readStreamFrame(s, MaxResponseBytes, network.ReservationPriorityHigh, nil, true)
 	if err != nil {
 		return fail(err)
