@@ -26,7 +26,7 @@ import (
 )
 
 // rawHost is a bare libp2p host on 127.0.0.1 that speaks /wats/1 by hand.
-func rawHost(t *testing.T) host.Host {
+func rawHost(t testing.TB) host.Host {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
@@ -131,7 +131,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 
 // respondingPeer is a bare host whose /wats/1 handler answers each decoded
 // request with respond's message.
-func respondingPeer(t *testing.T, respond func(*proto.Request) proto.Message) host.Host {
+func respondingPeer(t testing.TB, respond func(*proto.Request) proto.Message) host.Host {
 	h := rawHost(t)
 	h.SetStreamHandler(proto.ID, func(s network.Stream) {
 		defer s.Close()

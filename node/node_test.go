@@ -54,7 +54,7 @@ func quietLogger() *slog.Logger {
 // testLogLines lines if the test fails, after the test's nodes are closed:
 // why a node did what a failed test did not expect, from a run that
 // cannot be repeated at will (a fresh-clone CI run on shared cores).
-func testLogger(t *testing.T, name string) *slog.Logger {
+func testLogger(t testing.TB, name string) *slog.Logger {
 	if os.Getenv("WATS_TEST_LOG") != "" {
 		return quietLogger().With("node", name)
 	}
@@ -90,7 +90,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // startNode creates a repo in a temp dir with cfg and starts a node on it.
-func startNode(t *testing.T, cfg *config.Config) *testNode {
+func startNode(t testing.TB, cfg *config.Config) *testNode {
 	t.Helper()
 	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
@@ -101,7 +101,7 @@ func startNode(t *testing.T, cfg *config.Config) *testNode {
 
 // startRepo starts a node on an existing repo; the node is closed at the
 // end of the test unless the test closes it first.
-func startRepo(t *testing.T, r *repo.Repo) *testNode {
+func startRepo(t testing.TB, r *repo.Repo) *testNode {
 	t.Helper()
 	return startNodeWith(t, r, Options{Agent: "wats/test"})
 }
@@ -114,7 +114,7 @@ func newOnRepo(r *repo.Repo, opts Options) (*Node, error) {
 
 // startNodeWith starts a node on repo r with opts; its log goes to
 // testLogger unless opts names a logger.
-func startNodeWith(t *testing.T, r *repo.Repo, opts Options) *testNode {
+func startNodeWith(t testing.TB, r *repo.Repo, opts Options) *testNode {
 	t.Helper()
 	if opts.Logger == nil {
 		id, _ := peer.IDFromPrivateKey(r.Key)
@@ -133,7 +133,7 @@ func startNodeWith(t *testing.T, r *repo.Repo, opts Options) *testNode {
 	return tn
 }
 
-func (tn *testNode) close(t *testing.T) {
+func (tn *testNode) close(t testing.TB) {
 	if tn.Node == nil {
 		return
 	}

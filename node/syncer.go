@@ -198,22 +198,55 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 // refusal that comes anyway (a peer that did not advertise, or clocks that
 // disagree) is waited out and the page asked again, at most
 // maxRefusalsInARow times in a row.
+//
+// Two requests are in flight while the peer's pages are dense (ADR 0038):
+// when a full page says more and its next cursor is its after plus its
+// events, as a wats log's positions are, the page after the next one is
+// asked for at once with the cursor it will start at if the next page is
+// dense too. When the next page ends elsewhere the guess is dropped
+// unread, asked again with the right cursor, and no more guesses are made
+// in this run: a peer whose positions are not dense pays at most one
+// request for them.
 func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, out chan<- page) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: no request outlives the run
+	defer cancel()
 	pacer := n.pacerFor(p)
+	ask := func(after core.Cursor) (*syncCall, error) {
+		if err := pacer.Wait(ctx); err != nil {
+			return nil, err
+		}
+		c := &syncCall{after: after, done: make(chan struct{})}
+		wg.Go(func() {
+			defer close(c.done)
+			c.resp, c.err = n.call(ctx, p, &proto.SyncRequest{After: after, Limit: proto.MaxPageEvents})
+		})
+		return c, nil
+	}
+	next, err := ask(cursor)
+	if err != nil {
+		return err
+	}
+	var ahead *syncCall // the guessed request after next, or nil
+	guess := fetchAhead // the peer's pages have been dense so far
 	refusals := 0
 	for pages := 0; ; pages++ {
-		if pages == maxPagesPerRun {
-			return fmt.Errorf("%w: %d pages from %s", errRunBound, pages, p)
+		select {
+		case <-next.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if err := pacer.Wait(ctx); err != nil {
-			return err
-		}
-		resp, err := n.call(ctx, p, &proto.SyncRequest{After: cursor, Limit: proto.MaxPageEvents})
+		resp, err := next.resp, next.err
 		var refused *proto.RefusedError
 		if errors.As(err, &refused) && refusals < maxRefusalsInARow {
 			refusals++
 			n.m.syncRefused()
 			pacer.Refused(time.Duration(refused.RetryAfterMs) * time.Millisecond)
+			ahead = nil // refused too, most likely: asked again when it is its turn
+			if next, err = ask(cursor); err != nil {
+				return err
+			}
 			pages--
 			continue
 		}
@@ -233,6 +266,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ou
 		case len(r.Events) == 0 && r.More:
 			return fmt.Errorf("%w: empty page with more", errBadPage)
 		}
+		dense := len(r.Events) == proto.MaxPageEvents && r.More && r.Next-cursor == core.Cursor(len(r.Events))
 		if len(r.Events) > 0 {
 			select {
 			case out <- page{events: r.Events, next: r.Next, more: r.More}:
@@ -244,7 +278,39 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ou
 		if !r.More {
 			return nil
 		}
+		if pages+1 == maxPagesPerRun {
+			return fmt.Errorf("%w: %d pages from %s", errRunBound, pages+1, p)
+		}
+		switch {
+		case ahead != nil && ahead.after == cursor:
+			next, ahead = ahead, nil
+		default:
+			if ahead != nil {
+				guess, ahead = false, nil // the guess was wrong: its answer is never read
+			}
+			if next, err = ask(cursor); err != nil {
+				return err
+			}
+		}
+		if guess && dense && pages+2 < maxPagesPerRun {
+			if ahead, err = ask(cursor + proto.MaxPageEvents); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// fetchAhead turns fetchPages' guessed requests on; a variable so that
+// BenchmarkFetchPagesRoundTrip can compare with one request at a time.
+var fetchAhead = true
+
+// syncCall is one sync request of fetchPages in flight: resp and err are
+// set once done is closed.
+type syncCall struct {
+	after core.Cursor
+	done  chan struct{}
+	resp  *proto.Response
+	err   error
 }
 
 // verifyStage is the sync client's verify stage (verify): it verifies the

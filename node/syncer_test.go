@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
 )
 
 // syncPages makes count pages of per events each by key at now, the
@@ -158,4 +162,186 @@ func TestStorePagesWritesAGroup(t *testing.T) {
 			t.Fatalf("position %d holds %s, want %s (page order)", i+1, stored[i], want[i])
 		}
 	}
+}
+
+// logPeer serves a log whose events sit at the given positions (ascending)
+// and records the cursor of every sync request. With hold, the answer to
+// the request after hold.after waits until a request after hold.until
+// has come, or fails the test after 10 s: it shows the two in flight at
+// once.
+type logPeer struct {
+	mu     sync.Mutex
+	afters []core.Cursor
+}
+
+func (lp *logPeer) requested() []core.Cursor {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return slices.Clone(lp.afters)
+}
+
+func serveLog(t *testing.T, positions []core.Cursor, holdAfter, holdUntil core.Cursor) (*logPeer, host.Host) {
+	lp := &logPeer{}
+	arrived := make(chan struct{})
+	var once sync.Once
+	h := respondingPeer(t, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: "test", Agent: "log", Features: []string{}, Listen: []string{}}
+		}
+		after := req.Sync.After
+		lp.mu.Lock()
+		lp.afters = append(lp.afters, after)
+		lp.mu.Unlock()
+		if holdUntil > 0 && after == holdUntil {
+			once.Do(func() { close(arrived) })
+		}
+		if holdUntil > 0 && after == holdAfter {
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Second): // a bound on a broken test, not a wait for time
+				t.Errorf("the request after %d never came while the one after %d was in flight", holdUntil, holdAfter)
+			}
+		}
+		return logPage(positions, after)
+	})
+	return lp, h
+}
+
+// fetchAll runs fetchPages from the peer at h from cursor 0 and returns
+// the positions of the events it delivered, in order.
+func fetchAll(t *testing.T, n *testNode, h host.Host) []core.Cursor {
+	t.Helper()
+	ctx := context.Background()
+	if err := n.Host().Connect(ctx, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan page, 64)
+	if err := n.fetchPages(ctx, h.ID(), 0, out); err != nil {
+		t.Fatal(err)
+	}
+	close(out)
+	var got []core.Cursor
+	for pg := range out {
+		for _, e := range pg.events {
+			var at core.Cursor
+			if _, err := fmt.Sscanf(string(e), `{"at":%d}`, &at); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, at)
+		}
+		if pg.next != got[len(got)-1] {
+			t.Fatalf("a page ends at %d but says next %d", got[len(got)-1], pg.next)
+		}
+	}
+	return got
+}
+
+func positionsOf(ranges ...[2]core.Cursor) []core.Cursor {
+	var ps []core.Cursor
+	for _, r := range ranges {
+		for p := r[0]; p <= r[1]; p++ {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// TestFetchAsksAheadOfDensePages: on a log of dense positions the page
+// after the next is asked for while the next is in flight (the answer
+// after 256 is held until the request after 512 came), every event comes
+// once and in order, and the only request more than the pages is the
+// guess past the end.
+func TestFetchAsksAheadOfDensePages(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	positions := positionsOf([2]core.Cursor{1, 5*256 + 10})
+	lp, h := serveLog(t, positions, 256, 512)
+	if got := fetchAll(t, n, h); !slices.Equal(got, positions) {
+		t.Fatalf("delivered %d events, want the %d of the log in order", len(got), len(positions))
+	}
+	want := []core.Cursor{0, 256, 512, 768, 1024, 1280, 1536}
+	if got := lp.requested(); !slices.Equal(sortedCursors(got), want) {
+		t.Fatalf("requests after %v, want %v: six pages and one guess past the end", got, want)
+	}
+}
+
+// TestFetchStopsGuessingOnAGap: when a page does not end where the guess
+// said (a gap in the peer's positions), the guess is dropped, the page
+// asked again with the right cursor, and no more guesses are made: one
+// request more than the pages, and every event once, in order.
+func TestFetchStopsGuessingOnAGap(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	positions := positionsOf([2]core.Cursor{1, 256}, [2]core.Cursor{300, 1000}, [2]core.Cursor{2000, 2009})
+	lp, h := serveLog(t, positions, 0, 0)
+	if got := fetchAll(t, n, h); !slices.Equal(got, positions) {
+		t.Fatalf("delivered %d events, want the %d of the log in order", len(got), len(positions))
+	}
+	// Pages: 1-256 (dense: the next, after 256, and a guess, after 512,
+	// asked), 300-555 (not where the guess said: asked again after 555,
+	// no guess), 556-811, and 812-1000 with 2000-2009, the last.
+	want := []core.Cursor{0, 256, 512, 555, 811}
+	if got := sortedCursors(lp.requested()); !slices.Equal(got, want) {
+		t.Fatalf("requests after %v, want %v: the four pages' and the one wrong guess", got, want)
+	}
+}
+
+func sortedCursors(cs []core.Cursor) []core.Cursor {
+	cs = slices.Clone(cs)
+	slices.Sort(cs)
+	return cs
+}
+
+// BenchmarkFetchPagesRoundTrip fetches 32 dense pages from a peer that
+// answers each request 20 ms after it came (a round trip across a
+// continent), one request at a time against two in flight (ADR 0038):
+// ms/page is what a catch-up over such a link costs a page, the sync rate
+// (100 ms a page by default) aside.
+func BenchmarkFetchPagesRoundTrip(b *testing.B) {
+	for _, ahead := range []bool{false, true} {
+		name := map[bool]string{false: "one-at-a-time", true: "ahead"}[ahead]
+		b.Run(name, func(b *testing.B) {
+			old := fetchAhead
+			fetchAhead = ahead
+			defer func() { fetchAhead = old }()
+			n := startNode(b, testConfig(false, time.Hour))
+			positions := positionsOf([2]core.Cursor{1, 32 * 256})
+			h := delayedLog(b, positions, 20*time.Millisecond)
+			ctx := context.Background()
+			if err := n.Host().Connect(ctx, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				out := make(chan page, 64)
+				if err := n.fetchPages(ctx, h.ID(), 0, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/32, "ms/page")
+		})
+	}
+}
+
+// delayedLog serves a log of the given positions, each answer delay after
+// its request came.
+func delayedLog(tb testing.TB, positions []core.Cursor, delay time.Duration) host.Host {
+	return respondingPeer(tb, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: "test", Agent: "log", Features: []string{}, Listen: []string{}}
+		}
+		time.Sleep(delay) // the link's round trip, which this benchmark is about
+		return logPage(positions, req.Sync.After)
+	})
+}
+
+// logPage is the sync page after cursor after of a log whose events sit
+// at positions (ascending), each event {"at":POSITION}.
+func logPage(positions []core.Cursor, after core.Cursor) *proto.SyncResponse {
+	resp := &proto.SyncResponse{Next: after}
+	i, _ := slices.BinarySearch(positions, after+1)
+	for ; i < len(positions) && len(resp.Events) < proto.MaxPageEvents; i++ {
+		resp.Events = append(resp.Events, jsontext.Value(fmt.Sprintf(`{"at":%d}`, positions[i])))
+		resp.Next = positions[i]
+	}
+	resp.More = i < len(positions)
+	return resp
 }
