@@ -371,7 +371,8 @@ func (v verifyStage) verify(ctx context.Context, in <-chan page) <-chan verified
 		dropped := 0
 		for res := range results {
 			vp := <-res
-			if v.ahead.Acquire(ctx, pageBytes(vp.page)) != nil {
+			vp.weight = pageBytes(vp.page)
+			if v.ahead.Acquire(ctx, vp.weight) != nil {
 				break
 			}
 			select {
@@ -415,11 +416,12 @@ func pageBytes(pg page) int64 {
 	return min(size, verifiedAheadBytes)
 }
 
-// groupBytes is the sum of pageBytes of the pages of group.
+// groupBytes is the weight the pages of group hold against
+// verifiedAheadBytes.
 func groupBytes(group []verifiedPage) int64 {
 	var size int64
 	for _, vp := range group {
-		size += pageBytes(vp.page)
+		size += vp.weight
 	}
 	return size
 }
@@ -431,6 +433,7 @@ type verifiedPage struct {
 	ok       []*eventlog.Event
 	raws     [][]byte // ok's stored forms (Event.Marshal)
 	rejected []error
+	weight   int64 // pageBytes, held from the verify stage's ahead until stored
 }
 
 // storePages appends the valid events of group, verified pages in the

@@ -85,7 +85,7 @@ func TestVerifyStageHoldsAtMostAhead(t *testing.T) {
 			if vp.next != want.next || len(vp.ok) != len(want.events) || len(vp.rejected) != 0 {
 				t.Fatalf("page %d: next %d, %d valid, %d rejected; want next %d, %d valid", i, vp.next, len(vp.ok), len(vp.rejected), want.next, len(want.events))
 			}
-			v.ahead.Release(pageBytes(vp.page))
+			v.ahead.Release(vp.weight)
 		}
 		if _, open := <-out; open {
 			t.Fatal("a page more than came")
