@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
 
@@ -779,5 +780,84 @@ func TestParseID(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSpanPolicyBounds: SpanPolicy ends a table at "ev/p/" for any key
+// before it, at the end of the position keys for a position key, and
+// nowhere after them.
+func TestSpanPolicyBounds(t *testing.T) {
+	for _, c := range []struct {
+		start, end string
+	}{
+		{"", posPrefix},
+		{"ev/i/\xff\xff", posPrefix},
+		{"ev/p", posPrefix},
+		{"ev/p.\xff", posPrefix}, // just before "ev/p/"
+		{posPrefix, posEnd},
+		{string(posKey(1)), posEnd},
+		{posPrefix + "\xff\xff\xff\xff\xff\xff\xff\xff", posEnd},
+		{posEnd, ""},
+		{"p/a peer", ""},
+	} {
+		policy, end, err := SpanPolicy([]byte(c.start))
+		if err != nil || string(end) != c.end || policy != (pebble.SpanPolicy{}) {
+			t.Errorf("SpanPolicy(%q) = %+v, %q, %v; want the default policy up to %q", c.start, policy, end, err, c.end)
+		}
+	}
+}
+
+// TestSpanPolicyKeepsEventsInTablesOfTheirOwn: flushed with SpanPolicy, no
+// table holds both position keys and others (ids before them, a key of
+// another package after them); flushed without it, one does (the data
+// would show nothing otherwise).
+func TestSpanPolicyKeepsEventsInTablesOfTheirOwn(t *testing.T) {
+	key := testKey(t, 7)
+	for _, withPolicy := range []bool{true, false} {
+		opts := testOptions(vfs.NewMem())
+		if withPolicy {
+			opts.Experimental.SpanPolicyFunc = SpanPolicy
+		}
+		db, err := pebble.Open("", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := openLog(t, db)
+		var evs []*Event
+		for i := range 100 {
+			evs = append(evs, mustNew(t, key, testNow, "note", fmt.Sprintf(`{"n":%d}`, i), nil))
+		}
+		if _, err := l.Append(evs); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Set([]byte("p/a peer's cursor"), []byte("1"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		levels, err := db.SSTables()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mixed, tables := 0, 0
+		for _, level := range levels {
+			for _, tb := range level {
+				tables++
+				lo, hi := tb.Smallest.UserKey, tb.Largest.UserKey
+				overlaps := bytes.Compare(lo, []byte(posEnd)) < 0 && bytes.Compare(hi, []byte(posPrefix)) >= 0
+				within := bytes.Compare(lo, []byte(posPrefix)) >= 0 && bytes.Compare(hi, []byte(posEnd)) < 0
+				if overlaps && !within {
+					mixed++
+				}
+			}
+		}
+		if withPolicy && (mixed != 0 || tables < 3) {
+			t.Errorf("with SpanPolicy: %d of %d tables hold position keys and others, want 0 of at least 3", mixed, tables)
+		}
+		if !withPolicy && mixed == 0 {
+			t.Errorf("without SpanPolicy: no table of %d holds position keys and others; the test shows nothing", tables)
+		}
+		db.Close()
 	}
 }

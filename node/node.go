@@ -50,14 +50,17 @@ const memTableBytes = 16 << 20
 
 // dbOptions are the pebble options of the node's database: the memtable
 // (memTableBytes), the blob store's settings (blobs.TunePebble),
-// and Bloom filters on every level so that the dedupe lookup of a new
-// event id (a miss, the common case during sync) rarely reads a block.
+// Bloom filters on every level so that the dedupe lookup of a new
+// event id (a miss, the common case during sync) rarely reads a block,
+// and the log's events in sstables of their own (eventlog.SpanPolicy,
+// ADR 0039).
 func dbOptions(log *slog.Logger) *pebble.Options {
 	opts := &pebble.Options{
 		MemTableSize: memTableBytes,
 		Logger:       pebbleLogger{log: log},
 	}
 	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	opts.Experimental.SpanPolicyFunc = eventlog.SpanPolicy
 	blobs.TunePebble(opts)
 	return opts
 }
