@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -122,27 +123,15 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 		defer close(pages)
 		fetchErr = n.fetchPages(ctx, p, start, pages)
 	}()
-	stage := verifyStage{now: n.now, known: n.has, ahead: semaphore.NewWeighted(verifiedAheadBytes), stop: cancel}
+	stage := newVerifyStage(n.now, n.has, cancel)
 	verified := stage.verify(ctx, pages)
 
 	var err error
 	group := make([]verifiedPage, 0, storeGroupPages)
 	for vp := range verified {
-		// Write the page with every verified page waiting behind it: after a
-		// slow fsync, the pages verified meanwhile go to disk in one batch.
-		group = append(group[:0], vp)
-	more:
-		for len(group) < storeGroupPages {
-			select {
-			case vp, ok := <-verified:
-				if !ok {
-					break more
-				}
-				group = append(group, vp)
-			default:
-				break more
-			}
-		}
+		// Write the page with the pages verified behind it and those on
+		// their way: one fsync for up to storeGroupPages pages.
+		group = stage.gather(append(group[:0], vp), verified)
 		err = n.storePages(p, group, &st)
 		stage.ahead.Release(groupBytes(group))
 		if err == nil && st.Dropped > maxInvalidPerRun {
@@ -331,18 +320,34 @@ type verifyStage struct {
 	// after which no more are handed on and the store stage ends the run
 	// at that page.
 	stop context.CancelFunc
+
+	// in is verify's input, whose pages are on their way (onTheWay).
+	in <-chan page
+	// taken counts the pages taken from in and not yet handed on.
+	taken atomic.Int64
+	// full holds a value once a verified page found ahead full: gather
+	// then writes what it holds rather than wait for that page.
+	full chan struct{}
+}
+
+// newVerifyStage returns a verify stage with the ahead budget
+// verifiedAheadBytes.
+func newVerifyStage(now func() time.Time, known func(string) bool, stop context.CancelFunc) *verifyStage {
+	return &verifyStage{now: now, known: known, ahead: semaphore.NewWeighted(verifiedAheadBytes), stop: stop, full: make(chan struct{}, 1)}
 }
 
 // verify runs the stage on the pages of in. The returned channel is
 // closed once in is closed, ctx ends or stop was called, and every
-// verifier has returned.
-func (v verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifiedPage {
+// verifier has returned. It is called once.
+func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifiedPage {
+	v.in = in
 	workers := runtime.GOMAXPROCS(0)
 	results := make(chan chan verifiedPage, workers)
 	busy := make(chan struct{}, workers)
 	go func() {
 		defer close(results)
 		for pg := range in {
+			v.taken.Add(1)
 			res := make(chan verifiedPage, 1)
 			select {
 			case results <- res:
@@ -372,9 +377,18 @@ func (v verifyStage) verify(ctx context.Context, in <-chan page) <-chan verified
 		for res := range results {
 			vp := <-res
 			vp.weight = pageBytes(vp.page)
-			if v.ahead.Acquire(ctx, vp.weight) != nil {
-				break
+			if !v.ahead.TryAcquire(vp.weight) {
+				select { // the store stage is not to wait for this page
+				case v.full <- struct{}{}:
+				default:
+				}
+				if v.ahead.Acquire(ctx, vp.weight) != nil {
+					break
+				}
 			}
+			// No longer counted before it is handed on: at worst a group
+			// is written without a page that was about to come.
+			v.taken.Add(-1)
 			select {
 			case out <- vp:
 			case <-ctx.Done():
@@ -391,6 +405,48 @@ func (v verifyStage) verify(ctx context.Context, in <-chan page) <-chan verified
 		}
 	}()
 	return out
+}
+
+// onTheWay reports whether a page is on its way to the store stage:
+// fetched and waiting for a verifier, or taken by the stage and not yet
+// handed on.
+func (v *verifyStage) onTheWay() bool { return len(v.in) > 0 || v.taken.Load() > 0 }
+
+// gather returns group, which holds the first page of the store stage's
+// next write, with the verified pages that follow it on verified, up to
+// storeGroupPages pages (ADR 0039). It takes the pages already verified,
+// and waits for the next one while a page is on its way (onTheWay), the
+// verifiers being faster than the disk; it stops at once when none is (a
+// peer's next page is a round trip away, or the run is over) and when a
+// verified page found the ahead budget full (the group holds the bytes
+// it waits for), so that it never waits on a page that cannot come.
+// Every fsync then writes up to 16 pages, where one a page or two held a
+// core in the syscall (docs/performance.md).
+func (v *verifyStage) gather(group []verifiedPage, verified <-chan verifiedPage) []verifiedPage {
+	for len(group) < storeGroupPages {
+		select {
+		case vp, ok := <-verified:
+			if !ok {
+				return group
+			}
+			group = append(group, vp)
+			continue
+		default:
+		}
+		if !v.onTheWay() {
+			return group
+		}
+		select {
+		case vp, ok := <-verified:
+			if !ok {
+				return group
+			}
+			group = append(group, vp)
+		case <-v.full:
+			return group
+		}
+	}
+	return group
 }
 
 // verifiedAheadBytes bounds the pages verified and not yet stored, in bytes

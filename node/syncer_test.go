@@ -124,6 +124,68 @@ func TestVerifyStageStopsPastTheInvalidBound(t *testing.T) {
 	})
 }
 
+// TestGatherTakesThePagesOnTheirWay: the store stage's group holds the
+// pages verified and those on their way, up to storeGroupPages, and is
+// written at once when none is on its way or when the next one waits for
+// the bytes the group holds.
+func TestGatherTakesThePagesOnTheirWay(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		pages := syncPages(t, key, now, 2*storeGroupPages+2, 2, false)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		v := newVerifyStage(func() time.Time { return now }, func(string) bool { return false }, cancel)
+		v.ahead = semaphore.NewWeighted(int64(len(pages)) * pageBytes(pages[0]))
+		in := make(chan page, len(pages))
+		out := v.verify(ctx, in)
+		// gather returns the group it makes; the test fails if it waits
+		// for a page that never comes (synctest reports the deadlock).
+		gather := func(send []page) []verifiedPage {
+			for _, pg := range send {
+				in <- pg
+			}
+			group := v.gather([]verifiedPage{<-out}, out)
+			for _, vp := range group {
+				v.ahead.Release(vp.weight)
+			}
+			return group
+		}
+		next := func(group []verifiedPage) core.Cursor { return group[len(group)-1].next }
+
+		// One page, none behind it: written alone, at once.
+		if g := gather(pages[:1]); len(g) != 1 || next(g) != pages[0].next {
+			t.Fatalf("one page on its own: a group of %d to %d, want 1 to %d", len(g), next(g), pages[0].next)
+		}
+		// Three more at once: the two behind the first are waited for.
+		if g := gather(pages[1:4]); len(g) != 3 || next(g) != pages[3].next {
+			t.Fatalf("three pages: a group of %d to %d, want 3 to %d", len(g), next(g), pages[3].next)
+		}
+		// Seventeen: sixteen, then the one left.
+		if g := gather(pages[4:21]); len(g) != storeGroupPages || next(g) != pages[19].next {
+			t.Fatalf("seventeen pages: a group of %d to %d, want %d to %d", len(g), next(g), storeGroupPages, pages[19].next)
+		}
+		if g := gather(nil); len(g) != 1 || next(g) != pages[20].next {
+			t.Fatalf("the page left: a group of %d to %d, want 1 to %d", len(g), next(g), pages[20].next)
+		}
+
+		// Room for two pages: the third finds the budget full, and the
+		// group of two is written rather than wait for it.
+		w := pageBytes(pages[0])
+		v.ahead = semaphore.NewWeighted(2 * w)
+		if g := gather(pages[21:24]); len(g) != 2 || next(g) != pages[22].next {
+			t.Fatalf("room for two of three pages: a group of %d to %d, want 2 to %d", len(g), next(g), pages[22].next)
+		}
+		if g := gather(nil); len(g) != 1 || next(g) != pages[23].next {
+			t.Fatalf("after the budget was given back: a group of %d to %d, want 1 to %d", len(g), next(g), pages[23].next)
+		}
+		close(in)
+		if _, open := <-out; open {
+			t.Fatal("a page more than came")
+		}
+	})
+}
+
 // TestStorePagesWritesAGroup: pages written together land in the log in
 // page order, with the counts of all and the cursor of the last.
 func TestStorePagesWritesAGroup(t *testing.T) {
