@@ -41,7 +41,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## bench-sync: fill one node with N events, measure a second node's catch-up over libp2p on loopback
+## bench-sync: fill one node with N events, measure new nodes' catch-ups from it over libp2p on loopback (3 rounds)
 bench-sync: build
 	$(BIN) bench sync -n $(N)
 

@@ -54,27 +54,37 @@ func TestBenchVsIPFSSkipsWithoutKubo(t *testing.T) {
 }
 
 // TestBenchSyncJSON: bench sync --json prints one JSON object a line, a
-// figure each, and nothing else on stdout.
+// figure each (12 a round, 2 before the rounds and 4 after them), and
+// nothing else on stdout.
 func TestBenchSyncJSON(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "", "bench", "sync", "-n", "300", "--dir", t.TempDir(), "--json")
+	code, stdout, stderr := runCLI(t, "", "bench", "sync", "-n", "300", "--rounds", "2", "--dir", t.TempDir(), "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if len(lines) != 13 {
-		t.Fatalf("%d lines, want 13:\n%s", len(lines), stdout)
+	if len(lines) != 2+2*12+4 {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), 2+2*12+4, stdout)
 	}
+	rounds := map[int]int{}
 	for _, line := range lines {
 		var f struct {
 			Figure string  `json:"figure"`
+			Round  int     `json:"round"`
 			Value  float64 `json:"value"`
 			Unit   string  `json:"unit"`
 		}
 		if err := json.Unmarshal([]byte(line), &f, json.RejectUnknownMembers(true)); err != nil || f.Figure == "" || f.Unit == "" {
 			t.Errorf("line %q: %+v, %v", line, f, err)
 		}
+		rounds[f.Round]++
+	}
+	if rounds[0] != 6 || rounds[1] != 12 || rounds[2] != 12 {
+		t.Errorf("figures by round %v, want 6 of the run and 12 of each round", rounds)
 	}
 	if !strings.HasPrefix(lines[0], `{"figure":"events","value":300,`) {
 		t.Errorf("first line %q", lines[0])
+	}
+	if !strings.HasPrefix(lines[len(lines)-3], `{"figure":"catch_up_over_single_verify","value":`) {
+		t.Errorf("the median ratio's line %q", lines[len(lines)-3])
 	}
 }

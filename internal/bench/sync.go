@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -13,8 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,20 +41,39 @@ type SyncResult struct {
 	// Events is n, the events filled and caught up.
 	Events uint64 `json:"events"`
 	// Fill is the time spent signing and storing the events on the source
-	// node; CatchUp from dialling the source to the last event stored.
-	// Their JSON is in nanoseconds (fill_ns, catch_up_ns).
-	Fill      time.Duration `json:"-"`
+	// node; JSON in nanoseconds (fill_ns).
+	Fill   time.Duration `json:"-"`
+	FillNs int64         `json:"fill_ns"`
+	// Rounds are the catch-ups, each by a new node from the same source,
+	// each against the single checks timed just before and just after it.
+	Rounds []SyncRound `json:"rounds"`
+	// SyncRound is the round of the median wall ratio
+	// (CatchUpOverSingleVerify; of an even count, the higher of the two in
+	// the middle): the figures of the run.
+	SyncRound `json:",inline"`
+	// RatioMin and RatioMax are the lowest and highest wall ratio of the
+	// rounds.
+	RatioMin float64 `json:"catch_up_over_single_verify_min"`
+	RatioMax float64 `json:"catch_up_over_single_verify_max"`
+}
+
+// SyncRound is one catch-up of a Sync run and its anchor.
+type SyncRound struct {
+	// Round numbers the rounds from 1.
+	Round int `json:"round"`
+	// CatchUp is the time from dialling the source to the last event
+	// stored; JSON in nanoseconds (catch_up_ns).
 	CatchUp   time.Duration `json:"-"`
-	FillNs    int64         `json:"fill_ns"`
 	CatchUpNs int64         `json:"catch_up_ns"`
 	// SingleVerify is the time crypto/ed25519.Verify takes to check the
 	// same n signatures one at a time on GOMAXPROCS workers (the signature
 	// checks alone: no decoding, no id; ADR 0034's anchor): the mean of
-	// SingleVerifyBefore, measured on the events of the source before the
-	// catch-up, and SingleVerifyAfter, on the events the second node
-	// stored after it, so that a machine whose speed drifts during the
-	// run (a shared one) moves the anchor as it moves the catch-up. Each is
-	// timed batch by batch of 4,096 signatures. JSON in nanoseconds.
+	// SingleVerifyBefore, measured just before the catch-up (on the events
+	// of the source in round 1, on those the round before caught up
+	// after), and SingleVerifyAfter, on the events this round's node
+	// stored, so that a machine whose speed drifts during the run (a
+	// shared one) moves the anchor as it moves the catch-up. Each is timed
+	// batch by batch of 4,096 signatures. JSON in nanoseconds.
 	SingleVerify         time.Duration `json:"-"`
 	SingleVerifyBefore   time.Duration `json:"-"`
 	SingleVerifyAfter    time.Duration `json:"-"`
@@ -82,6 +104,9 @@ type SyncResult struct {
 	// Dropped counts the events the catching-up node dropped as invalid
 	// (0 expected).
 	Dropped uint64 `json:"dropped"`
+	// Commits counts the durable batches (one fsync each) in which the
+	// catching-up node wrote the events.
+	Commits uint64 `json:"commits"`
 }
 
 // Figure is one figure of a bench, reported as soon as it is measured, so
@@ -91,40 +116,54 @@ type Figure struct {
 	// Name is the figure's JSON name in the bench's result, e.g.
 	// "catch_up_ns".
 	Name string `json:"figure"`
+	// Round is the round the figure is of, from 1; 0 (left out of the
+	// JSON) for a figure of the whole run.
+	Round int `json:"round,omitzero"`
 	// Value is the figure in Unit.
 	Value float64 `json:"value"`
-	// Unit is "ns", "events", "events/s", "bytes", "bytes/event" or
-	// "ratio".
+	// Unit is "ns", "events", "events/s", "bytes", "bytes/event",
+	// "batches", "ratio" or "rounds".
 	Unit string `json:"unit"`
 }
 
-// SyncOptions are Sync's optional settings; the zero value (or nil) is a
-// run in a temporary directory that reports nothing along the way.
+// SyncOptions are Sync's optional settings; the zero value (or nil) is one
+// round in a temporary directory that reports nothing along the way.
 type SyncOptions struct {
-	// Dir holds the two repos; a temporary directory, removed at the end,
-	// when empty.
+	// Dir holds the repos; a temporary directory, removed at the end,
+	// when empty. A round's catching-up repo is removed after the round
+	// but for the last round's.
 	Dir string
+	// Rounds is the number of catch-ups (1 when 0 or less): on a shared
+	// machine, whose speed changes from one minute to the next, the
+	// median of several ratios says more than one.
+	Rounds int
 	// Progress, if not nil, is called with a line of text now and then.
 	Progress func(string)
 	// Figure, if not nil, is called with each figure as soon as it is
-	// measured, in the order of SyncResult's fields but for Events first.
+	// measured: events and fill_ns; then, round by round, the figures of
+	// SyncRound but its number: single_verify_before_ns, catch_up_ns,
+	// single_verify_after_ns, single_verify_ns,
+	// catch_up_over_single_verify, single_verify_cpu_ns,
+	// catch_up_cpu_ns, events_per_sec, peak_rss_bytes, dropped, commits,
+	// disk_bytes_per_event; then rounds, catch_up_over_single_verify
+	// (the median round's) and its min and max over the rounds.
 	Figure func(Figure)
-	// CPUProfile, if not nil, receives a CPU profile (pprof) of the
-	// catch-up alone.
+	// CPUProfile, if not nil, receives a CPU profile (pprof) of the first
+	// round's catch-up alone.
 	CPUProfile io.Writer
 	// Trace, if not nil, receives an execution trace (runtime/trace) of
-	// the catch-up alone: which goroutine ran when, and where the cores
-	// stood idle.
+	// the first round's catch-up alone: which goroutine ran when, and
+	// where the cores stood idle.
 	Trace io.Writer
 }
 
 // Sync is `wats bench sync`: it fills one node with n signed events and
-// measures a second node's catch-up from it by sync over real libp2p on
-// loopback, with gossip and rate limits off, signatures verified and
-// writes durable; and the time the n signatures take to check one at a
-// time on all cores, the catch-up's anchor (ADR 0034), once before the
-// catch-up and once after it.
-// Both nodes run in this process (node.New), through node's exported API
+// measures, opts.Rounds times, a new node's catch-up from it by sync over
+// real libp2p on loopback, with gossip and rate limits off, signatures
+// verified and writes durable; and the time the n signatures take to
+// check one at a time on all cores, the catch-up's anchor (ADR 0034),
+// before the first catch-up and after each.
+// The nodes run in this process (node.New), through node's exported API
 // only. Each figure goes to opts.Figure as soon as it is measured; the
 // result holds them all when the run ends without error.
 func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
@@ -138,6 +177,7 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	if o.Figure == nil {
 		o.Figure = func(Figure) {}
 	}
+	o.Rounds = max(o.Rounds, 1)
 	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "wats-bench-sync-")
@@ -158,13 +198,9 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	dst, err := repo.Init(filepath.Join(dir, "catchup"), &repo.InitOptions{Config: cfg, Force: true})
-	if err != nil {
-		return nil, err
-	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := &SyncResult{Events: uint64(n)}
-	o.Figure(Figure{"events", float64(n), "events"})
+	o.Figure(Figure{Name: "events", Value: float64(n), Unit: "events"})
 
 	a, err := node.New(src.Config, src.Key, &node.Options{Dir: src.Dir, Logger: quiet, Agent: "wats/bench"})
 	if err != nil {
@@ -185,18 +221,72 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 	res.Fill = time.Since(t0)
 	res.FillNs = res.Fill.Nanoseconds()
 	o.Progress(fmt.Sprintf("filled the source with %d events in %v", n, res.Fill.Round(time.Millisecond)))
-	o.Figure(Figure{"fill_ns", float64(res.FillNs), "ns"})
+	o.Figure(Figure{Name: "fill_ns", Value: float64(res.FillNs), Unit: "ns"})
 	o.Progress("timing the single checks, on the events of the source")
 	before, err := singleChecksOf(ctx, a.Events(), pubs)
 	if err != nil {
 		return nil, err
 	}
-	res.SingleVerifyBefore, res.SingleVerifyBeforeNs = before.wall, before.wall.Nanoseconds()
-	o.Figure(Figure{"single_verify_before_ns", float64(res.SingleVerifyBeforeNs), "ns"})
+	for r := 1; r <= o.Rounds; r++ {
+		rd := &syncRound{o: &o, n: n, round: r, cfg: cfg, logger: quiet, source: a, pubs: pubs}
+		rd.dir = filepath.Join(dir, "catchup")
+		if o.Rounds > 1 {
+			rd.dir += "-" + strconv.Itoa(r)
+		}
+		round, after, err := rd.run(ctx, before)
+		if err != nil {
+			return nil, err
+		}
+		res.Rounds = append(res.Rounds, *round)
+		if r < o.Rounds {
+			if err := os.RemoveAll(rd.dir); err != nil {
+				return nil, err
+			}
+		}
+		before = after
+	}
+	byRatio := slices.Clone(res.Rounds)
+	slices.SortStableFunc(byRatio, func(x, y SyncRound) int { return cmp.Compare(x.CatchUpOverSingleVerify, y.CatchUpOverSingleVerify) })
+	res.SyncRound = byRatio[len(byRatio)/2]
+	res.RatioMin, res.RatioMax = byRatio[0].CatchUpOverSingleVerify, byRatio[len(byRatio)-1].CatchUpOverSingleVerify
+	o.Figure(Figure{Name: "rounds", Value: float64(len(res.Rounds)), Unit: "rounds"})
+	o.Figure(Figure{Name: "catch_up_over_single_verify", Value: res.CatchUpOverSingleVerify, Unit: "ratio"})
+	o.Figure(Figure{Name: "catch_up_over_single_verify_min", Value: res.RatioMin, Unit: "ratio"})
+	o.Figure(Figure{Name: "catch_up_over_single_verify_max", Value: res.RatioMax, Unit: "ratio"})
+	return res, nil
+}
 
-	b, err := node.New(dst.Config, dst.Key, &node.Options{Dir: dst.Dir, Logger: quiet, Agent: "wats/bench"})
+// syncRound is one round of Sync: a new node in dir catches up from
+// source, then closes.
+type syncRound struct {
+	o      *SyncOptions
+	n      int
+	round  int
+	dir    string
+	cfg    *config.Config
+	logger *slog.Logger
+	source *node.Node
+	pubs   map[string]ed25519.PublicKey
+}
+
+// run runs the round, the single checks timed before it given, and
+// returns its figures and the single checks timed after it.
+func (rd *syncRound) run(ctx context.Context, before checkTimes) (*SyncRound, checkTimes, error) {
+	o, n, a := rd.o, rd.n, rd.source
+	res := &SyncRound{Round: rd.round}
+	figure := func(name string, v float64, unit string) {
+		o.Figure(Figure{Name: name, Round: rd.round, Value: v, Unit: unit})
+	}
+	res.SingleVerifyBefore, res.SingleVerifyBeforeNs = before.wall, before.wall.Nanoseconds()
+	figure("single_verify_before_ns", float64(res.SingleVerifyBeforeNs), "ns")
+
+	dst, err := repo.Init(rd.dir, &repo.InitOptions{Config: rd.cfg, Force: true})
 	if err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
+	}
+	b, err := node.New(dst.Config, dst.Key, &node.Options{Dir: dst.Dir, Logger: rd.logger, Agent: "wats/bench"})
+	if err != nil {
+		return nil, checkTimes{}, err
 	}
 	bClosed := false
 	defer func() {
@@ -205,23 +295,28 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 		}
 	}()
 	if err := b.Start(ctx); err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
-	runtime.GC()
+	// What the rounds before left (a closed node's heap) goes back to the
+	// OS first, so that each round's peak RSS is its own.
+	debug.FreeOSMemory()
 	resetPeakRSS()
-	if o.CPUProfile != nil {
+	profile := rd.round == 1 && o.CPUProfile != nil
+	tracing := rd.round == 1 && o.Trace != nil
+	if profile {
 		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
-			return nil, err
+			return nil, checkTimes{}, err
 		}
 	}
-	if o.Trace != nil {
+	if tracing {
 		if err := trace.Start(o.Trace); err != nil {
-			return nil, err
+			return nil, checkTimes{}, err
 		}
 	}
+	commits0 := b.Status().Log.Commits
 	t0, cpu0 := time.Now(), processCPU()
 	if _, err := b.Connect(ctx, a.FullAddrs()[0]); err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
 	// The hello starts the catch-up (docs/design.md §5.2: a head past the
 	// cursor), which SyncPeer then waits for: the progress is the head's.
@@ -234,62 +329,64 @@ func Sync(ctx context.Context, n int, opts *SyncOptions) (*SyncResult, error) {
 			case <-stop:
 				return
 			case <-tick.C:
-				o.Progress(fmt.Sprintf("caught up %d of %d", b.Events().Head(), n))
+				o.Progress(fmt.Sprintf("round %d: caught up %d of %d", rd.round, b.Events().Head(), n))
 			}
 		}
 	}()
 	st, err := b.SyncPeer(ctx, a.ID(), nil)
 	close(stop)
 	res.CatchUp, res.CatchUpCPU = time.Since(t0), processCPU()-cpu0
-	if o.CPUProfile != nil {
+	if profile {
 		pprof.StopCPUProfile()
 	}
-	if o.Trace != nil {
+	if tracing {
 		trace.Stop()
 	}
 	if err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
 	res.PeakRSSBytes = peakRSS(os.Getpid())
-	res.Dropped = b.Status().Dropped
+	bst := b.Status()
+	res.Dropped, res.Commits = bst.Dropped, bst.Log.Commits-commits0
 	if got := b.Events().Head(); got != core.Cursor(n) {
-		return nil, fmt.Errorf("bench: caught up %d events, want %d (last progress %+v)", got, n, st)
+		return nil, checkTimes{}, fmt.Errorf("bench: caught up %d events, want %d (last progress %+v)", got, n, st)
 	}
 	res.CatchUpNs, res.CatchUpCPUNs = res.CatchUp.Nanoseconds(), res.CatchUpCPU.Nanoseconds()
 	res.EventsPerSec = float64(n) / res.CatchUp.Seconds()
-	o.Figure(Figure{"catch_up_ns", float64(res.CatchUpNs), "ns"})
+	figure("catch_up_ns", float64(res.CatchUpNs), "ns")
 
-	o.Progress("timing the single checks again, on the events caught up")
-	after, err := singleChecksOf(ctx, b.Events(), pubs)
+	o.Progress(fmt.Sprintf("round %d: timing the single checks again, on the events caught up", rd.round))
+	after, err := singleChecksOf(ctx, b.Events(), rd.pubs)
 	if err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
 	res.SingleVerifyAfter, res.SingleVerifyAfterNs = after.wall, after.wall.Nanoseconds()
-	o.Figure(Figure{"single_verify_after_ns", float64(res.SingleVerifyAfterNs), "ns"})
+	figure("single_verify_after_ns", float64(res.SingleVerifyAfterNs), "ns")
 	res.SingleVerify = (before.wall + after.wall) / 2
 	res.SingleVerifyCPU = (before.cpu + after.cpu) / 2
 	res.SingleVerifyNs, res.SingleVerifyCPUNs = res.SingleVerify.Nanoseconds(), res.SingleVerifyCPU.Nanoseconds()
 	if res.SingleVerify > 0 {
 		res.CatchUpOverSingleVerify = res.CatchUp.Seconds() / res.SingleVerify.Seconds()
 	}
-	o.Figure(Figure{"single_verify_ns", float64(res.SingleVerifyNs), "ns"})
-	o.Figure(Figure{"catch_up_over_single_verify", res.CatchUpOverSingleVerify, "ratio"})
-	o.Figure(Figure{"single_verify_cpu_ns", float64(res.SingleVerifyCPUNs), "ns"})
-	o.Figure(Figure{"catch_up_cpu_ns", float64(res.CatchUpCPUNs), "ns"})
-	o.Figure(Figure{"events_per_sec", res.EventsPerSec, "events/s"})
-	o.Figure(Figure{"peak_rss_bytes", float64(res.PeakRSSBytes), "bytes"})
-	o.Figure(Figure{"dropped", float64(res.Dropped), "events"})
+	figure("single_verify_ns", float64(res.SingleVerifyNs), "ns")
+	figure("catch_up_over_single_verify", res.CatchUpOverSingleVerify, "ratio")
+	figure("single_verify_cpu_ns", float64(res.SingleVerifyCPUNs), "ns")
+	figure("catch_up_cpu_ns", float64(res.CatchUpCPUNs), "ns")
+	figure("events_per_sec", res.EventsPerSec, "events/s")
+	figure("peak_rss_bytes", float64(res.PeakRSSBytes), "bytes")
+	figure("dropped", float64(res.Dropped), "events")
+	figure("commits", float64(res.Commits), "batches")
 	if err := b.Close(); err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
 	bClosed = true
 	size, err := dirSize(dst.DBPath())
 	if err != nil {
-		return nil, err
+		return nil, checkTimes{}, err
 	}
 	res.DiskBytesPerEvent = float64(size) / float64(max(n, 1))
-	o.Figure(Figure{"disk_bytes_per_event", res.DiskBytesPerEvent, "bytes/event"})
-	return res, nil
+	figure("disk_bytes_per_event", res.DiskBytesPerEvent, "bytes/event")
+	return res, after, nil
 }
 
 // checkTimes is the time the single checks of a set of signatures took,
