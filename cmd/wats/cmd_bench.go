@@ -94,7 +94,7 @@ catch_up_over_single_verify_min and _max. Progress goes to stderr (not with
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the repos (default: a temp dir, removed after)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print each figure as a JSON line (NDJSON) as it is measured")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the first catch-up to this file")
-	cmd.Flags().StringVar(&traceFile, "trace", "", "write an execution trace (go tool trace) of the first catch-up to this file")
+	cmd.Flags().StringVar(&traceFile, "trace", "", "write an execution trace of the first catch-up to this file")
 	return cmd
 }
 

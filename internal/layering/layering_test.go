@@ -48,6 +48,9 @@ var allowed = map[string][]string{
 	// sync runs two nodes in its process through node's exported API,
 	// filling the log (eventlog) of one before it starts.
 	"internal/bench": {"internal/devnet", "internal/attack", "internal/humanize", "node", "node/api", "repo", "config", "eventlog"},
+	// A developer's command (go run) that reads the execution traces
+	// bench sync writes; it imports no wats package.
+	"internal/bench/tracestat": {},
 	// Small helpers that cmd/wats and its harnesses share: whole files
 	// written atomically and read with a cap; byte counts and plurals as
 	// the CLI prints them.
