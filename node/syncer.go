@@ -117,14 +117,13 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	// verify -> store.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := make(chan page, pipelineDepth)
+	stage := newVerifyStage(n.now, n.has, cancel)
 	var fetchErr error
 	go func() {
-		defer close(pages)
-		fetchErr = n.fetchPages(ctx, p, start, pages)
+		defer close(stage.pages)
+		fetchErr = n.fetchPages(ctx, p, start, func(pg page) error { return stage.deliver(ctx, pg) })
 	}()
-	stage := newVerifyStage(n.now, n.has, cancel)
-	verified := stage.verify(ctx, pages)
+	verified := stage.verify(ctx, stage.pages)
 
 	var err error
 	group := make([]verifiedPage, 0, storeGroupPages)
@@ -196,7 +195,7 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 // unread, asked again with the right cursor, and no more guesses are made
 // in this run: a peer whose positions are not dense pays at most one
 // request for them.
-func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, out chan<- page) error {
+func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, deliver func(page) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: no request outlives the run
@@ -257,10 +256,8 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ou
 		}
 		dense := len(r.Events) == proto.MaxPageEvents && r.More && r.Next-cursor == core.Cursor(len(r.Events))
 		if len(r.Events) > 0 {
-			select {
-			case out <- page{events: r.Events, next: r.Next, more: r.More}:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := deliver(page{events: r.Events, next: r.Next, more: r.More}); err != nil {
+				return err
 			}
 			cursor = r.Next
 		}
@@ -321,33 +318,49 @@ type verifyStage struct {
 	// at that page.
 	stop context.CancelFunc
 
-	// in is verify's input, whose pages are on their way (onTheWay).
-	in <-chan page
-	// taken counts the pages taken from in and not yet handed on.
-	taken atomic.Int64
-	// full holds a value once a verified page found ahead full: gather
-	// then writes what it holds rather than wait for that page.
-	full chan struct{}
+	// pages takes the fetched pages (deliver), up to pipelineDepth
+	// waiting for a verifier; the fetch closes it.
+	pages chan page
+	// onTheWay counts the pages delivered and not yet handed on to the
+	// store stage: counted before they enter pages, and until they are in
+	// verify's output.
+	onTheWay atomic.Int64
+	// moved holds a value once onTheWay went down; full once a verified
+	// page found ahead full, gather then writing what it holds rather
+	// than wait for that page.
+	moved, full chan struct{}
 }
 
 // newVerifyStage returns a verify stage with the ahead budget
 // verifiedAheadBytes.
 func newVerifyStage(now func() time.Time, known func(string) bool, stop context.CancelFunc) *verifyStage {
-	return &verifyStage{now: now, known: known, ahead: semaphore.NewWeighted(verifiedAheadBytes), stop: stop, full: make(chan struct{}, 1)}
+	return &verifyStage{now: now, known: known, ahead: semaphore.NewWeighted(verifiedAheadBytes), stop: stop,
+		pages: make(chan page, pipelineDepth), moved: make(chan struct{}, 1), full: make(chan struct{}, 1)}
 }
 
-// verify runs the stage on the pages of in. The returned channel is
-// closed once in is closed, ctx ends or stop was called, and every
-// verifier has returned. It is called once.
+// deliver queues a fetched page for verification (on pages), counted on
+// its way; ctx.Err() if the run ends first.
+func (v *verifyStage) deliver(ctx context.Context, pg page) error {
+	v.onTheWay.Add(1)
+	select {
+	case v.pages <- pg:
+		return nil
+	case <-ctx.Done():
+		v.onTheWay.Add(-1)
+		return ctx.Err()
+	}
+}
+
+// verify runs the stage on the pages of in (pages, for those that come
+// through deliver). The returned channel is closed once in is closed, ctx
+// ends or stop was called, and every verifier has returned.
 func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifiedPage {
-	v.in = in
 	workers := runtime.GOMAXPROCS(0)
 	results := make(chan chan verifiedPage, workers)
 	busy := make(chan struct{}, workers)
 	go func() {
 		defer close(results)
 		for pg := range in {
-			v.taken.Add(1)
 			res := make(chan verifiedPage, 1)
 			select {
 			case results <- res:
@@ -386,11 +399,14 @@ func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifie
 					break
 				}
 			}
-			// No longer counted before it is handed on: at worst a group
-			// is written without a page that was about to come.
-			v.taken.Add(-1)
 			select {
 			case out <- vp:
+				// In out, where gather finds it: no longer on its way.
+				v.onTheWay.Add(-1)
+				select {
+				case v.moved <- struct{}{}:
+				default:
+				}
 			case <-ctx.Done():
 			}
 			// The store stage ends the run at this page (maxInvalidPerRun);
@@ -407,33 +423,24 @@ func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan verifie
 	return out
 }
 
-// onTheWay reports whether a page is on its way to the store stage:
-// fetched and waiting for a verifier, or taken by the stage and not yet
-// handed on.
-func (v *verifyStage) onTheWay() bool { return len(v.in) > 0 || v.taken.Load() > 0 }
-
 // gather returns group, which holds the first page of the store stage's
 // next write, with the verified pages that follow it on verified, up to
 // storeGroupPages pages (ADR 0039). It takes the pages already verified,
-// and waits for the next one while a page is on its way (onTheWay), the
-// verifiers being faster than the disk; it stops at once when none is (a
-// peer's next page is a round trip away, or the run is over) and when a
-// verified page found the ahead budget full (the group holds the bytes
-// it waits for), so that it never waits on a page that cannot come.
-// Every fsync then writes up to 16 pages, where one a page or two held a
-// core in the syscall (docs/performance.md).
+// and waits for the next one while a page is on its way (delivered and
+// not yet handed on), the verifiers being faster than the disk; it stops
+// once none is (a peer's next page is a round trip away, or the run is
+// over) and when a verified page found the ahead budget full (the group
+// holds the bytes it waits for), so that it never waits on a page that
+// cannot come. Every fsync then writes up to 16 pages, where one a page
+// or two held a core in the syscall (docs/performance.md).
 func (v *verifyStage) gather(group []verifiedPage, verified <-chan verifiedPage) []verifiedPage {
 	for len(group) < storeGroupPages {
-		select {
-		case vp, ok := <-verified:
-			if !ok {
-				return group
-			}
-			group = append(group, vp)
-			continue
-		default:
-		}
-		if !v.onTheWay() {
+		// Read before the pages are taken: a page no longer on its way is
+		// already in verified.
+		none := v.onTheWay.Load() <= 0
+		var closed bool
+		group, closed = takeVerified(group, verified)
+		if closed || none || len(group) == storeGroupPages {
 			return group
 		}
 		select {
@@ -442,11 +449,30 @@ func (v *verifyStage) gather(group []verifiedPage, verified <-chan verifiedPage)
 				return group
 			}
 			group = append(group, vp)
+		case <-v.moved: // look again
 		case <-v.full:
+			group, _ = takeVerified(group, verified) // those handed on before the full one
 			return group
 		}
 	}
 	return group
+}
+
+// takeVerified appends to group the pages waiting in verified, up to
+// storeGroupPages; closed reports that verified is closed.
+func takeVerified(group []verifiedPage, verified <-chan verifiedPage) (_ []verifiedPage, closed bool) {
+	for len(group) < storeGroupPages {
+		select {
+		case vp, ok := <-verified:
+			if !ok {
+				return group, true
+			}
+			group = append(group, vp)
+		default:
+			return group, false
+		}
+	}
+	return group, false
 }
 
 // verifiedAheadBytes bounds the pages verified and not yet stored, in bytes

@@ -137,13 +137,15 @@ func TestGatherTakesThePagesOnTheirWay(t *testing.T) {
 		defer cancel()
 		v := newVerifyStage(func() time.Time { return now }, func(string) bool { return false }, cancel)
 		v.ahead = semaphore.NewWeighted(int64(len(pages)) * pageBytes(pages[0]))
-		in := make(chan page, len(pages))
-		out := v.verify(ctx, in)
+		v.pages = make(chan page, len(pages)) // room for all, so the test never waits to deliver
+		out := v.verify(ctx, v.pages)
 		// gather returns the group it makes; the test fails if it waits
 		// for a page that never comes (synctest reports the deadlock).
 		gather := func(send []page) []verifiedPage {
 			for _, pg := range send {
-				in <- pg
+				if err := v.deliver(ctx, pg); err != nil {
+					t.Fatal(err)
+				}
 			}
 			group := v.gather([]verifiedPage{<-out}, out)
 			for _, vp := range group {
@@ -179,9 +181,12 @@ func TestGatherTakesThePagesOnTheirWay(t *testing.T) {
 		if g := gather(nil); len(g) != 1 || next(g) != pages[23].next {
 			t.Fatalf("after the budget was given back: a group of %d to %d, want 1 to %d", len(g), next(g), pages[23].next)
 		}
-		close(in)
+		close(v.pages)
 		if _, open := <-out; open {
 			t.Fatal("a page more than came")
+		}
+		if got := v.onTheWay.Load(); got != 0 {
+			t.Fatalf("%d pages still counted on their way", got)
 		}
 	})
 }
@@ -278,7 +283,7 @@ func fetchAll(t *testing.T, n *testNode, h host.Host) []core.Cursor {
 		t.Fatal(err)
 	}
 	out := make(chan page, 64)
-	if err := n.fetchPages(ctx, h.ID(), 0, out); err != nil {
+	if err := n.fetchPages(ctx, h.ID(), 0, func(pg page) error { out <- pg; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	close(out)
@@ -381,8 +386,7 @@ func BenchmarkFetchPagesRoundTrip(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				out := make(chan page, 64)
-				if err := n.fetchPages(ctx, h.ID(), 0, out); err != nil {
+				if err := n.fetchPages(ctx, h.ID(), 0, func(page) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
