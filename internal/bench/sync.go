@@ -297,8 +297,10 @@ func (rd *syncRound) run(ctx context.Context, before checkTimes) (*SyncRound, ch
 	if err := b.Start(ctx); err != nil {
 		return nil, checkTimes{}, err
 	}
-	// What the rounds before left (a closed node's heap) goes back to the
-	// OS first, so that each round's peak RSS is its own.
+	// The heap the rounds before freed (a closed node's) goes back to
+	// the OS first, so that it does not count in this round's peak RSS.
+	// The peak still grows from round to round (docs/performance.md):
+	// round 1's is the one to compare with a single-round run.
 	debug.FreeOSMemory()
 	resetPeakRSS()
 	profile := rd.round == 1 && o.CPUProfile != nil
