@@ -299,8 +299,9 @@ func (rd *syncRound) run(ctx context.Context, before checkTimes) (*SyncRound, ch
 	}
 	// The heap the rounds before freed (a closed node's) goes back to
 	// the OS first, so that it does not count in this round's peak RSS.
-	// The peak still grows from round to round (docs/performance.md):
-	// round 1's is the one to compare with a single-round run.
+	// The peak still grows from round to round, glibc's malloc keeping
+	// what a closed node's pebble freed (docs/performance.md): round 1's
+	// is the one to compare with a single-round run.
 	debug.FreeOSMemory()
 	resetPeakRSS()
 	profile := rd.round == 1 && o.CPUProfile != nil
