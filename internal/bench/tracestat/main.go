@@ -66,9 +66,8 @@ type syscallTotal struct {
 
 // goroutine is what summarize keeps of one goroutine.
 type goroutine struct {
-	state trace.GoState
 	entry string     // the function it started in, once a stack showed it
-	since trace.Time // when it entered state
+	since trace.Time // when it entered its state
 }
 
 // summarize reads a trace from r.
@@ -79,10 +78,10 @@ func summarize(r io.Reader) (*summary, error) {
 	}
 	gs := map[trace.GoID]*goroutine{}
 	procs := 1
-	running, busyProcs := 0, 0
+	running, ready, busyProcs := 0, 0, 0
 	var first, last trace.Time
 	var byRunning []time.Duration
-	var ready time.Duration
+	var readyTime time.Duration
 	sys := map[string]*syscallTotal{}
 	for {
 		ev, err := rd.ReadEvent()
@@ -102,8 +101,8 @@ func summarize(r io.Reader) (*summary, error) {
 				byRunning = append(byRunning, 0)
 			}
 			byRunning[running] += dt
-			if running < procs && busyProcs >= procs && runnable(gs) {
-				ready += dt
+			if running < procs && busyProcs >= procs && ready > 0 {
+				readyTime += dt
 			}
 		}
 		last = max(last, t)
@@ -142,6 +141,8 @@ func summarize(r io.Reader) (*summary, error) {
 			g.entry = e
 		}
 		switch from {
+		case trace.GoRunnable:
+			ready--
 		case trace.GoRunning:
 			running--
 		case trace.GoSyscall:
@@ -155,30 +156,23 @@ func summarize(r io.Reader) (*summary, error) {
 				s.time += time.Duration(t - g.since)
 			}
 		}
-		if to == trace.GoRunning {
+		switch to {
+		case trace.GoRunnable:
+			ready++
+		case trace.GoRunning:
 			running++
 		}
-		g.state, g.since = to, t
+		g.since = t
 		if to == trace.GoNotExist {
 			delete(gs, id)
 		}
 	}
-	s := &summary{total: time.Duration(last - first), running: byRunning, readyWhileSyscall: ready}
+	s := &summary{total: time.Duration(last - first), running: byRunning, readyWhileSyscall: readyTime}
 	for _, v := range sys {
 		s.syscalls = append(s.syscalls, *v)
 	}
 	slices.SortFunc(s.syscalls, func(a, b syscallTotal) int { return cmp.Compare(b.time, a.time) })
 	return s, nil
-}
-
-// runnable reports whether a goroutine of gs is ready to run.
-func runnable(gs map[trace.GoID]*goroutine) bool {
-	for _, g := range gs {
-		if g.state == trace.GoRunnable {
-			return true
-		}
-	}
-	return false
 }
 
 // entryOf is the function at the bottom of stack, where its goroutine
