@@ -57,3 +57,9 @@ var (
 	// ErrFetchTimeout: FetchTimeout since the plan began has passed.
 	ErrFetchTimeout = errors.New("blobs: fetch time spent")
 )
+
+// ErrRelayedOnly is an attempt's error when its provider could be reached
+// only through a circuit relay and no direct connection came within
+// DirectWait: blobs are never sent over a relay (docs/adr/0040). It is a
+// provider fault like a failed dial: the provider is backed off.
+var ErrRelayedOnly = errors.New("reachable only through a relay, and blobs are not sent over relays")

@@ -18,6 +18,7 @@ import (
 	"github.com/ipfs/boxo/bitswap/server"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
+	p2pevent "github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -533,17 +534,65 @@ func sendCancels(ctx context.Context, ms bsnetwork.MessageSender, cs []cid.Cid) 
 	_ = ms.SendMsg(ctx, msg)
 }
 
-// connect makes sure there is a connection to p, dialling the addresses
-// the peerstore holds for it.
+// connect makes sure there is a direct connection to p, dialling the
+// addresses the peerstore holds for it (or, through a routed host, the
+// ones the DHT has). A provider reached only through a relay is given
+// DirectWait to be reached directly, by the hole punch the relayed
+// connection starts: blobs never go over a relay (docs/adr/0040), whose
+// circuits carry a few hundred KiB at most.
 func (x *Exchange) connect(ctx context.Context, p peer.ID) error {
 	if x.net.IsConnectedToPeer(ctx, p) {
 		return nil
 	}
 	h := x.net.Host()
-	if err := x.net.Connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
-		return fmt.Errorf("blobs: connect to provider %s: %w", p, err)
+	if !relayedOnly(h.Network(), p) {
+		if err := x.net.Connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
+			return fmt.Errorf("blobs: connect to provider %s: %w", p, err)
+		}
+	}
+	return awaitDirect(ctx, h, p)
+}
+
+// DirectWait is how long a fetch waits for a direct connection to a
+// provider connected only through a relay: hole punching starts when the
+// relayed connection opens and takes a few round trips.
+const DirectWait = 15 * time.Second
+
+// awaitDirect returns once p has a direct connection (or none, for the
+// dial to say why), at most DirectWait: ErrRelayedOnly if none came.
+func awaitDirect(ctx context.Context, h host.Host, p peer.ID) error {
+	if !relayedOnly(h.Network(), p) {
+		return nil
+	}
+	sub, err := h.EventBus().Subscribe(new(p2pevent.EvtPeerConnectednessChanged))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	t := time.NewTimer(DirectWait)
+	defer t.Stop()
+	for relayedOnly(h.Network(), p) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return fmt.Errorf("blobs: provider %s: %w", p, ErrRelayedOnly)
+		case <-sub.Out():
+		}
 	}
 	return nil
+}
+
+// relayedOnly reports whether every connection to p is limited (relayed),
+// and there is one.
+func relayedOnly(nw network.Network, p peer.ID) bool {
+	conns := nw.ConnsToPeer(p)
+	for _, c := range conns {
+		if !c.Stat().Limited {
+			return false
+		}
+	}
+	return len(conns) > 0
 }
 
 // sendTimeout bounds writing one message of wants; cancelTimeout bounds

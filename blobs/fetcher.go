@@ -28,6 +28,8 @@ type Fetcher struct {
 	st      *Store
 	backoff *Backoff
 	now     func() time.Time
+	// find is FetcherOptions.FindProviders; nil for none.
+	find func(ctx context.Context, c cid.Cid) []peer.AddrInfo
 
 	mu struct {
 		sync.Mutex
@@ -58,6 +60,12 @@ type FetcherOptions struct {
 	Backoff *Backoff
 	// Now is the clock of the plans; nil means time.Now.
 	Now func() time.Time
+	// FindProviders, if set, asks content routing (the node's DHT) for
+	// providers of a blob: once per fetch, when its plan has no candidate
+	// left and attempts and time remain (Plan.Route keeps at most 16 of
+	// them, docs/adr/0040). It returns what it found by the time ctx ends
+	// (the fetch's FetchTimeout at most), nil for nothing.
+	FindProviders func(ctx context.Context, c cid.Cid) []peer.AddrInfo
 }
 
 // EnsureDefaults sets each nil field of o to its default and returns o; on
@@ -83,7 +91,7 @@ func NewFetcher(x *Exchange, st *Store, opts *FetcherOptions) *Fetcher {
 		o = *opts
 	}
 	o.EnsureDefaults()
-	f := &Fetcher{x: x, st: st, backoff: o.Backoff, now: o.Now}
+	f := &Fetcher{x: x, st: st, backoff: o.Backoff, now: o.Now, find: o.FindProviders}
 	f.mu.calls = make(map[callKey]*call)
 	return f
 }
@@ -184,8 +192,15 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
 	var written []cid.Cid
+	routed := false
 	for {
 		p, deadline, ok := pl.Next(f.now())
+		if !ok && !routed && f.find != nil && errors.Is(pl.Err(), ErrNoProvider) && ctx.Err() == nil {
+			routed = true
+			if f.route(ctx, pl, r.CID) {
+				continue
+			}
+		}
 		if !ok {
 			break
 		}
@@ -206,6 +221,21 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return fmt.Errorf("blobs: fetch %s (%d bytes): %w", r.CID, r.Size, err)
 	}
 	return nil
+}
+
+// route asks content routing for providers of c (FetcherOptions.
+// FindProviders) within pl's FetchTimeout, adds them to pl (Plan.Route)
+// with their addresses in the peerstore, and reports whether pl goes on.
+func (f *Fetcher) route(ctx context.Context, pl *Plan, c cid.Cid) bool {
+	fctx, cancel := context.WithDeadline(ctx, pl.Start().Add(FetchTimeout))
+	found := f.find(fctx, c)
+	cancel()
+	added := pl.Route(found, f.x.Host().ID())
+	ps := f.x.Host().Peerstore()
+	for _, ai := range added {
+		ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
+	}
+	return len(added) > 0
 }
 
 // learn puts the addresses of pl's providers in the peerstore for

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Bounds of one blob fetch (ADR 0014 "Providers" and "Backoff"; docs/design.md §9).
@@ -71,6 +74,38 @@ type Plan struct {
 // Nothing is set after construction.
 func NewPlan(src Sources, self peer.ID, b *Backoff, now time.Time) *Plan {
 	return &Plan{b: b, cands: src.candidates(self), named: src.Named, start: now, pending: -1}
+}
+
+// Route adds found, the providers content routing (the DHT) found for the
+// blob, after every other candidate: each one that is neither a candidate
+// already nor self, at most core.MaxHintsPerBlob of them (ADR 0014: "a node
+// keeps at most 16 hints per blob"), tried in found's order and backed off
+// on failure as a named provider is. A plan that Next ended for want of a
+// provider (ErrNoProvider) goes on if Route added any; one that ended for
+// another reason stays over, and so do MaxAttempts and FetchTimeout, which
+// count from the plan's start. Route returns the providers it added, for
+// their addresses.
+func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
+	if pl.done && !errors.Is(pl.err, ErrNoProvider) {
+		return nil
+	}
+	var added []peer.AddrInfo
+	for _, ai := range found {
+		if len(added) == core.MaxHintsPerBlob {
+			break
+		}
+		if ai.ID == "" || ai.ID == self || slices.ContainsFunc(pl.cands, func(c candidate) bool { return c.id == ai.ID }) {
+			continue
+		}
+		// Clipped: the caller's Sources.Named is never written past its length.
+		pl.named = append(slices.Clip(pl.named), ai)
+		pl.cands = append(pl.cands, candidate{id: ai.ID, named: int32(len(pl.named) - 1)})
+		added = append(added, ai)
+	}
+	if len(added) > 0 && pl.done {
+		pl.done, pl.err = false, nil
+	}
+	return added
 }
 
 // Next returns the next provider to try at now and the deadline of that

@@ -263,3 +263,51 @@ func failAll(pl *Plan, now time.Time) []peer.ID {
 		pl.Report(p, errors.New("failed"), now)
 	}
 }
+
+// TestPlanRoute: providers content routing found are tried after every
+// other candidate once the plan ran out of them, at most
+// core.MaxHintsPerBlob kept (at the bound and just past it), without the
+// candidates already tried or self; MaxAttempts counts across both, and a
+// plan over for another reason than ErrNoProvider stays over.
+func TestPlanRoute(t *testing.T) {
+	b := NewBackoff()
+	pl := NewPlan(Sources{First: "r", Named: infos(ids(1, "h"))}, "self", b, base)
+	if got := failAll(pl, base); fmt.Sprint(got) != fmt.Sprint([]peer.ID{"r", "h0"}) || !errors.Is(pl.Err(), ErrNoProvider) {
+		t.Fatalf("tried %q, Err %v; want r, h0 and ErrNoProvider", got, pl.Err())
+	}
+	found := append([]peer.AddrInfo{{ID: "h0"}, {ID: "self"}, {ID: ""}, {ID: "r"}}, infos(ids(core.MaxHintsPerBlob+1, "d"))...)
+	added := pl.Route(found, "self")
+	if fmt.Sprint(infoIDs(added)) != fmt.Sprint(ids(core.MaxHintsPerBlob, "d")) {
+		t.Fatalf("Route added %q, want the first %d of the DHT's, none tried already", infoIDs(added), core.MaxHintsPerBlob)
+	}
+	if pl.Done() || pl.Err() != nil {
+		t.Fatalf("after Route: Done %v Err %v, want the plan going on", pl.Done(), pl.Err())
+	}
+	// Two attempts were spent on r and h0: two of the found are tried.
+	if got := failAll(pl, base); fmt.Sprint(got) != fmt.Sprint(ids(2, "d")) || !errors.Is(pl.Err(), ErrAttempts) {
+		t.Fatalf("tried %q, Err %v; want d0, d1 and ErrAttempts", got, pl.Err())
+	}
+	if skipped, _ := b.Skipped("d0", base); !skipped {
+		t.Error("a found provider that failed is not backed off")
+	}
+	if added := pl.Route(infos(ids(2, "e")), "self"); added != nil || !pl.Done() {
+		t.Errorf("Route after ErrAttempts added %q (Done %v), want nothing", infoIDs(added), pl.Done())
+	}
+	// The caller's Named is not written past its length.
+	named := make([]peer.AddrInfo, 1, 4)
+	named[0] = peer.AddrInfo{ID: "h0"}
+	pl = NewPlan(Sources{Named: named}, "", nil, base)
+	failAll(pl, base)
+	pl.Route(infos(ids(3, "d")), "")
+	if full := named[:4]; full[1].ID != "" || full[2].ID != "" || full[3].ID != "" {
+		t.Errorf("Route wrote into the caller's Named: %q", infoIDs(full))
+	}
+}
+
+func infoIDs(infos []peer.AddrInfo) []peer.ID {
+	out := make([]peer.ID, len(infos))
+	for i, ai := range infos {
+		out[i] = ai.ID
+	}
+	return out
+}

@@ -83,6 +83,12 @@ type StoreOptions struct {
 	// left), which the next writable open does, and nothing can be
 	// imported or fetched.
 	ReadOnly bool
+	// Pinned, if set, is told the root of each blob that becomes complete
+	// (imported, or fetched to the end), once it is listed: the node
+	// provides it on the DHT (docs/adr/0040). It is called with the
+	// store's locks held, so it must return soon and must call none of
+	// the Store's methods.
+	Pinned func(cid.Cid)
 }
 
 // MaxQuotaBytes bounds StoreOptions.QuotaBytes, 2^62 bytes: far beyond
@@ -585,6 +591,9 @@ func (s *Store) addPinned(ctx context.Context, c cid.Cid, size, num uint64, r *R
 	s.mu.used += size
 	for _, h := range bl {
 		s.mu.refs[h]++
+	}
+	if s.opts.Pinned != nil {
+		s.opts.Pinned(c)
 	}
 	return nil
 }

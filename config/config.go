@@ -33,6 +33,11 @@ const (
 	// burst.
 	MaxBootstrapPeers = 64
 
+	// MaxRelays is the most entries of p2p.relays: AutoRelay keeps a few
+	// reservations at once (docs/adr/0040), so a handful of candidates is
+	// plenty; 16 bounds what the node dials for them.
+	MaxRelays = 16
+
 	// MaxConnsHigh is the largest p2p.conns_high: the connection manager's
 	// high water mark. A node of this design is not built to keep more than
 	// 10,000 connections.
@@ -139,6 +144,29 @@ type P2PConfig struct {
 	// Default false.
 	MDNS bool `toml:"mdns"`
 
+	// DHT (key `p2p.dht`) is the mode of the network's Kademlia DHT
+	// (docs/adr/0040): DHTAuto (server when AutoNAT finds the node
+	// publicly reachable, client otherwise), DHTServer, DHTClient or DHTOff
+	// (no peer routing, discovery or content routing beyond gossip's
+	// hints). Default DHTAuto.
+	DHT string `toml:"dht"`
+
+	// Relays (key `p2p.relays`) lists circuit relay v2 relays, each a full
+	// multiaddr, that AutoRelay tries before the relays it finds through
+	// the DHT, when the node is not publicly reachable: 0..MaxRelays
+	// entries. Default: none.
+	Relays []string `toml:"relays"`
+
+	// RelayService (key `p2p.relay_service`) serves as a circuit relay v2
+	// relay for other peers of the network, within the limits of
+	// docs/adr/0040, once AutoNAT finds the node publicly reachable.
+	// Default false.
+	RelayService bool `toml:"relay_service"`
+
+	// NATPortMap (key `p2p.nat_port_map`) asks the home router for a port
+	// mapping with UPnP or NAT-PMP. Default false.
+	NATPortMap bool `toml:"nat_port_map"`
+
 	// ConnsLow (key `p2p.conns_low`) is the connection manager's low water
 	// mark, in connections: trimming stops there. Default 32;
 	// 1 <= ConnsLow < ConnsHigh.
@@ -171,6 +199,25 @@ type P2PConfig struct {
 	// MinMemoryMiB..MaxMemoryMiB.
 	MaxMemoryMiB int `toml:"max_memory_mib"`
 }
+
+// Modes of p2p.dht (docs/adr/0040).
+const (
+	// DHTAuto: a DHT server once AutoNAT finds the node publicly
+	// reachable, a client before and otherwise.
+	DHTAuto = "auto"
+	// DHTServer: always a DHT server (bootstrap nodes, nodes on public
+	// addresses, and nodes of a network on one machine or LAN, which
+	// AutoNAT never finds public).
+	DHTServer = "server"
+	// DHTClient: queries the DHT, never answers: never in other nodes'
+	// routing tables.
+	DHTClient = "client"
+	// DHTOff: no DHT at all.
+	DHTOff = "off"
+)
+
+// DHTModes are the values of p2p.dht, in the order help lists them.
+var DHTModes = []string{DHTAuto, DHTServer, DHTClient, DHTOff}
 
 // SyncConfig is the table [sync]: how the node keeps up with the event logs
 // of its peers (docs/design.md §4 `sync`, §6 gossip).
@@ -273,6 +320,8 @@ func Default() *Config {
 			Listen:       []string{fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultPort), fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultPort)},
 			Bootstrap:    []string{},
 			MDNS:         false,
+			DHT:          DHTAuto,
+			Relays:       []string{},
 			ConnsLow:     32,
 			ConnsHigh:    96,
 			ConnsGrace:   Duration{30 * time.Second},

@@ -82,6 +82,35 @@ var keyDocs = map[string]keyDoc{
 		allowed: "true or false",
 		example: `mdns = true`,
 	},
+	"p2p.dht": {
+		what: "Mode of the network's Kademlia DHT, which finds peers by peer ID, finds the nodes of the " +
+			"network from one bootstrap address, and finds the providers of a blob by CID (docs/adr/0040). " +
+			"It is the network's own (protocol /wats/<network>/kad/1.0.0), never the IPFS DHT. " +
+			"auto: a DHT server once AutoNAT finds the node publicly reachable, a client until then; " +
+			"server: always a server (bootstrap nodes, and networks on one machine or LAN, which AutoNAT " +
+			"never finds public); client: queries only; off: none.",
+		allowed: "one of " + strings.Join(DHTModes, ", "),
+		example: `dht = "auto"`,
+	},
+	"p2p.relays": {
+		what: "Circuit relay v2 relays AutoRelay reserves a slot on before the relays it finds through " +
+			"the DHT, when the node is not publicly reachable: others then reach it through the relay and " +
+			"hole-punch a direct connection. Blobs never go over a relay (docs/adr/0040).",
+		allowed: fmt.Sprintf("0..%d multiaddrs, each ending in /p2p/<peer id>", MaxRelays),
+		example: `relays = ["` + exampleBootstrap + `"]`,
+	},
+	"p2p.relay_service": {
+		what: "Serve as a circuit relay v2 relay for peers behind NATs, once AutoNAT finds this node " +
+			"publicly reachable, within fixed limits: 128 reservations, 16 circuits per peer, 2 minutes " +
+			"and 1 MiB each way per circuit (docs/adr/0040).",
+		allowed: "true or false",
+		example: `relay_service = true`,
+	},
+	"p2p.nat_port_map": {
+		what:    "Ask the home router for a port mapping with UPnP or NAT-PMP, so that peers can dial in.",
+		allowed: "true or false",
+		example: `nat_port_map = true`,
+	},
 	"p2p.conns_low": {
 		what:    "Connection manager low water mark: when it trims connections, it stops at this many.",
 		allowed: "connections, an integer with 1 <= conns_low < conns_high",

@@ -28,10 +28,12 @@ var Profiles = []Profile{
 		Keys: []string{
 			`p2p.listen = ["/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"]`,
 			`p2p.mdns = true`,
+			`p2p.dht = "server"`,
 		},
 		Apply: func(c *Config) {
 			c.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
 			c.P2P.MDNS = true
+			c.P2P.DHT = DHTServer
 		},
 	},
 	{
@@ -39,6 +41,7 @@ var Profiles = []Profile{
 		Doc:  "a node on a public address among strangers: stricter limits, JSON logs",
 		Keys: []string{
 			`p2p.mdns = false`,
+			`p2p.dht = "server"`,
 			`limits.stranger_report_per_min = 300`,
 			`limits.stranger_gossip_per_min = 600`,
 			`limits.stranger_author_per_min = 300`,
@@ -49,6 +52,7 @@ var Profiles = []Profile{
 		},
 		Apply: func(c *Config) {
 			c.P2P.MDNS = false
+			c.P2P.DHT = DHTServer
 			c.Limits.StrangerReportPerMin = 300
 			c.Limits.StrangerGossipPerMin = 600
 			c.Limits.StrangerAuthorPerMin = 300

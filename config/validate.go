@@ -145,6 +145,22 @@ func isNetworkByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
+// checkFullAddr reports s, the value of key, unless it is a multiaddr with
+// an address and a final /p2p/<peer id> (p2p.bootstrap, p2p.relays).
+func checkFullAddr(ch *checker, key, s string) {
+	if _, err := ma.NewMultiaddr(s); err != nil {
+		ch.bad(key, s, "not a multiaddr: "+err.Error())
+		return
+	}
+	ai, err := peer.AddrInfoFromString(s)
+	switch {
+	case err != nil:
+		ch.bad(key, s, "does not end in /p2p/<peer id>")
+	case len(ai.Addrs) == 0:
+		ch.bad(key, s, "has no address before /p2p/<peer id>")
+	}
+}
+
 func (p *P2PConfig) validate(ch *checker) {
 	switch n := len(p.Listen); {
 	case n == 0:
@@ -164,18 +180,18 @@ func (p *P2PConfig) validate(ch *checker) {
 			fmt.Sprintf("more than %d", MaxBootstrapPeers), nil)
 	}
 	for i, s := range p.Bootstrap {
-		key := fmt.Sprintf("p2p.bootstrap[%d]", i)
-		if _, err := ma.NewMultiaddr(s); err != nil {
-			ch.bad(key, s, "not a multiaddr: "+err.Error())
-			continue
-		}
-		ai, err := peer.AddrInfoFromString(s)
-		switch {
-		case err != nil:
-			ch.bad(key, s, "does not end in /p2p/<peer id>")
-		case len(ai.Addrs) == 0:
-			ch.bad(key, s, "has no address before /p2p/<peer id>")
-		}
+		checkFullAddr(ch, fmt.Sprintf("p2p.bootstrap[%d]", i), s)
+	}
+
+	if !slices.Contains(DHTModes, p.DHT) {
+		ch.bad("p2p.dht", p.DHT, "not one of "+strings.Join(DHTModes, ", "))
+	}
+	if n := len(p.Relays); n > MaxRelays {
+		ch.report("p2p.relays", fmt.Sprintf("p2p.relays has %d entries", n),
+			fmt.Sprintf("more than %d", MaxRelays), nil)
+	}
+	for i, s := range p.Relays {
+		checkFullAddr(ch, fmt.Sprintf("p2p.relays[%d]", i), s)
 	}
 
 	if p.ConnsLow < 1 {

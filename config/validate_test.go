@@ -61,6 +61,14 @@ func TestValidateBounds(t *testing.T) {
 		{"bootstrap bad peer id", func(c *Config) { c.P2P.Bootstrap = []string{"/ip4/203.0.113.7/tcp/4001/p2p/nope"} },
 			"p2p.bootstrap[0]", "not a multiaddr"},
 
+		{"relays 16", func(c *Config) { c.P2P.Relays = addrs(16, bootstrapFmt) }, "", ""},
+		{"relays 17", func(c *Config) { c.P2P.Relays = addrs(17, bootstrapFmt) }, "p2p.relays", "17 entries"},
+		{"relay without /p2p/", func(c *Config) { c.P2P.Relays = []string{"/ip4/203.0.113.7/tcp/4001"} },
+			"p2p.relays[0]", "does not end in /p2p/<peer id>"},
+		{"dht server", func(c *Config) { c.P2P.DHT = DHTServer }, "", ""},
+		{"dht off", func(c *Config) { c.P2P.DHT = DHTOff }, "", ""},
+		{"dht unknown", func(c *Config) { c.P2P.DHT = "Server" }, "p2p.dht", "not one of auto, server, client, off"},
+
 		{"conns_low 1", func(c *Config) { c.P2P.ConnsLow = 1 }, "", ""},
 		{"conns_low 0", func(c *Config) { c.P2P.ConnsLow = 0 }, "p2p.conns_low", "p2p.conns_low = 0: below the minimum 1"},
 		{"conns_low high-1", func(c *Config) { c.P2P.ConnsLow = 95 }, "", ""},

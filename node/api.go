@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wats-network/wats/blobs"
@@ -49,7 +51,39 @@ func (n *Node) Status() api.Status {
 		BlobBytes:      n.blobs.QuotaUsed(),
 		BlobQuotaBytes: uint64(n.cfg.Blobs.QuotaBytes),
 		Log:            n.logUsage(),
+
+		Reachability: reachabilityName(network.Reachability(n.reachability.Load())),
+		RelayAddrs:   n.relayAddrs(),
+		HolePunches:  n.holePunches(),
+		DHT:          n.dhtStatus(),
 	}
+}
+
+// relayAddrs are the node's relayed addresses, with /p2p/<id>.
+func (n *Node) relayAddrs() []string {
+	out := []string{}
+	for _, a := range n.FullAddrs() {
+		if ma, err := multiaddr.NewMultiaddr(a); err == nil && isRelayed(ma) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (n *Node) holePunches() api.HolePunches {
+	ok, failed := n.punches.counts()
+	return api.HolePunches{Succeeded: ok, Failed: failed}
+}
+
+// dhtStatus is the state of the DHT, as status shows it.
+func (n *Node) dhtStatus() api.DHTStatus {
+	s := api.DHTStatus{Mode: n.cfg.P2P.DHT}
+	if r := n.routing.Load(); r != nil {
+		s.Server = r.dht.Mode() == dht.ModeServer
+		s.RoutingTable = r.dht.RoutingTable().Size()
+		s.ProviderRecords, s.MaxProviderRecords = r.records.Len(), r.records.max
+	}
+	return s
 }
 
 // logUsage is what the event log holds against its quotas.
@@ -87,6 +121,7 @@ func (n *Node) Peers() []api.Peer {
 		if n.gossip != nil {
 			ap.Score, ap.HasScore = n.gossip.Score(p)
 		}
+		ap.Conn = n.connKind(p)
 		out = append(out, ap)
 	}
 	return out

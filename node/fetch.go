@@ -51,7 +51,7 @@ func (f *fetchState) poke() {
 // workers.
 func (n *Node) startBlobs() {
 	f := &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
-	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{
+	f.x = blobs.NewExchange(n.dialHost(), n.blobs, &blobs.ExchangeOptions{
 		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream,
 		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },
 		Held: func(p peer.ID) {
@@ -61,7 +61,11 @@ func (n *Node) startBlobs() {
 		Unheld: n.unheldWant,
 		Served: func(p peer.ID, size uint64) { n.gave(p, 0, size) },
 	})
-	f.fetcher = blobs.NewFetcher(f.x, n.blobs, &blobs.FetcherOptions{Now: n.now})
+	fo := &blobs.FetcherOptions{Now: n.now}
+	if n.routing.Load() != nil {
+		fo.FindProviders = n.findProviders
+	}
+	f.fetcher = blobs.NewFetcher(f.x, n.blobs, fo)
 	n.fetch = f
 	for range autoFetchWorkers {
 		n.go_(n.fetchWorker)

@@ -34,8 +34,8 @@ const wrongNetworkBan = 10 * time.Minute
 // Noise and TLS, yamux, the resource manager with explicit limits for every
 // scope (resources.go; known reports the peers with a peer-cache record,
 // which get the larger per-peer limits), the connection manager, and the
-// gater.
-func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, known func(peer.ID) bool) (host.Host, error) {
+// gater; extra are more options (NAT traversal, nat.go).
+func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, known func(peer.ID) bool, extra ...libp2p.Option) (host.Host, error) {
 	cm, err := connmgr.NewConnManager(cfg.P2P.ConnsLow, cfg.P2P.ConnsHigh,
 		connmgr.WithGracePeriod(cfg.P2P.ConnsGrace.Duration))
 	if err != nil {
@@ -66,6 +66,7 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 		// node does not serve: they would cost every connection and stream
 		// for nothing.
 		libp2p.DisableMetrics(),
+		libp2p.ChainOptions(extra...),
 	)
 	if err != nil {
 		rm.Close()

@@ -42,6 +42,7 @@ type metrics struct {
 
 	misses         *prometheus.CounterVec // requests that asked for what never existed, by type
 	streamsRefused *prometheus.CounterVec // streams reset over a per-peer cap, by kind
+	dhtRefusals    prometheus.Counter     // DHT requests refused over the peer's budget
 	streamTimeouts *prometheus.CounterVec // streams reset past a deadline, by kind
 	tierChanges    *prometheus.CounterVec // peers that moved to a tier, by tier
 	persisted      *prometheus.CounterVec // peers given a peer-cache record, by the value they showed
@@ -167,6 +168,9 @@ func newMetrics(n *Node) *metrics {
 	m.streamsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_streams_refused_total", Help: "Inbound streams reset because the peer held its cap of them, by kind (unnegotiated, wats, bitswap, protocol).",
 	}, []string{"kind"})
+	m.dhtRefusals = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_dht_requests_refused_total", Help: "DHT requests refused because the peer was over its budget of them (docs/adr/0040).",
+	})
 	m.streamTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_stream_timeouts_total", Help: "Inbound streams reset because they were held past a deadline (negotiation, wats: the request's first bytes, bitswap: the first message).",
 	}, []string{"kind"})
@@ -238,7 +242,7 @@ func newMetrics(n *Node) *metrics {
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps)
-	m.reg.MustRegister(m.misses, m.streamsRefused, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
+	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
@@ -276,6 +280,7 @@ func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
 func (m *metrics) miss(k core.Request)           { m.missesByKind[k].Inc() }
 func (m *metrics) bitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
 func (m *metrics) streamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
+func (m *metrics) dhtRefused()                   { m.dhtRefusals.Inc() }
 func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }
 func (m *metrics) tierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
 func (m *metrics) peerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,15 @@ type Node struct {
 	// gossipBudget is the forwarding peers' budget of envelopes, and
 	// authorBudget the authors' budget of new events (gossip.go; ADR 0031).
 	gossipBudget, authorBudget *limits.Budget
+	// dhtBudget is each peer's budget of DHT requests (routing.go).
+	dhtBudget *limits.Budget
+	// routing is the DHT and what uses it, once Start built it; nil
+	// with p2p.dht off (routing.go).
+	routing atomic.Pointer[routing]
+	// punches remembers the hole punches (nat.go); reachability is the
+	// network.Reachability AutoNAT last reported.
+	punches      *punchTracer
+	reachability atomic.Int32
 	// establishedAuthors remembers authors established by time
 	// (authorStanding).
 	establishedAuthors *lru.Cache[string, struct{}]
@@ -185,6 +195,9 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.authorBudget, err = limits.NewBudget(cfg.Limits.AuthorBudget()); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
+	if n.dhtBudget, err = newDHTBudget(cfg.Limits); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
 	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -233,7 +246,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		DataDir: dataDir(dbDir), FS: dbOpts.FS,
+		DataDir: dataDir(dbDir), FS: dbOpts.FS, Pinned: n.blobPinned,
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
@@ -242,7 +255,12 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	n.gater = newGater(now)
 	n.gater.secured = n.admitStranger
-	if n.host, err = newHost(n.cfg, key, n.agent, n.gater, n.peers.Has); err != nil {
+	n.punches = newPunchTracer()
+	nat, err := n.natOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if n.host, err = newHost(n.cfg, key, n.agent, n.gater, n.peers.Has, nat...); err != nil {
 		return nil, err
 	}
 	var ok2 bool
@@ -287,6 +305,9 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
+	if err := n.startRouting(); err != nil {
+		return err
+	}
 	n.dialed = make(chan struct{})
 	n.startBlobs()
 	n.peers.Start(peercache.DefaultFlushInterval)
@@ -301,8 +322,9 @@ func (n *Node) Start(ctx context.Context) error {
 	n.go_(n.peerLogSummaries)
 	n.go_(n.foldLoop)
 	n.go_(n.releaseLoop)
+	n.go_(n.watchReachability)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
-		"addrs", n.FullAddrs(), "gossip", n.gossip != nil)
+		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
 	return nil
 }
 
@@ -321,6 +343,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.gossip.Close())
 	}
 	n.cancel()
+	if r := n.routing.Load(); r != nil {
+		errs = append(errs, r.close())
+	}
 	if n.fetch != nil {
 		n.fetch.x.Close()
 	}
@@ -390,9 +415,18 @@ func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.R
 	return proto.CallSolving(ctx, n.host, p, req, n.solverFor(p))
 }
 
-// Connect dials the peer at a full multiaddr (ending in /p2p/<id>) and
-// waits until hello with it has completed or failed.
+// Connect dials the peer at addr and waits until hello with it has
+// completed or failed. addr is a full multiaddr (ending in /p2p/<id>), or
+// a bare peer ID, whose addresses come from the peerstore or, when it has
+// none that answer, from the DHT (peer routing, docs/adr/0040).
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
+	if !strings.HasPrefix(addr, "/") {
+		id, err := peer.Decode(addr)
+		if err != nil {
+			return "", fmt.Errorf("node: %q is neither a peer ID nor a full multiaddr with /p2p/<peer id>: %w", addr, err)
+		}
+		return n.connectInfo(ctx, peer.AddrInfo{ID: id})
+	}
 	ai, err := peer.AddrInfoFromString(addr)
 	if err != nil {
 		return "", fmt.Errorf("node: %q is not a full multiaddr with /p2p/<peer id>: %w", addr, err)
@@ -433,7 +467,11 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 			return "", fmt.Errorf("node: connect %s: %w", ai, err)
 		}
 	}
-	if err := n.host.Connect(ctx, ai); err != nil {
+	if len(ai.Addrs) == 0 {
+		if err := n.connectByID(ctx, ai.ID); err != nil {
+			return "", fmt.Errorf("node: connect %s: %w", ai.ID, err)
+		}
+	} else if err := n.host.Connect(ctx, ai); err != nil {
 		forget()
 		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
@@ -444,6 +482,29 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 		return ai.ID, nil
 	}
 	return ai.ID, err
+}
+
+// connectByID connects to p given by its peer ID alone: at the addresses
+// the peerstore holds for it, else at those the DHT finds (peer routing,
+// docs/adr/0040).
+func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
+	var known error
+	if len(n.host.Peerstore().Addrs(p)) > 0 {
+		if known = n.host.Connect(ctx, peer.AddrInfo{ID: p}); known == nil {
+			return nil
+		}
+	}
+	if n.routing.Load() == nil {
+		if known != nil {
+			return known
+		}
+		return errors.New("no address known for it, and p2p.dht is off: pass a full multiaddr")
+	}
+	ai, err := n.findPeer(ctx, p)
+	if err != nil {
+		return errors.Join(known, err)
+	}
+	return n.host.Connect(ctx, ai)
 }
 
 // probe dials ai.ID at each of ai.Addrs through its transport (a full
@@ -587,8 +648,11 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 // (dropGonePeerState: what it showed goes to its record, or is remembered
 // a while). The notice of a closed connection can come late, after the
 // peer connected again: the state is then kept.
-func (n *Node) disconnected(_ network.Network, c network.Conn) {
+func (n *Node) disconnected(nw network.Network, c network.Conn) {
 	n.dropGonePeerState(c.RemotePeer())
+	if nw.Connectedness(c.RemotePeer()) == network.NotConnected {
+		n.punches.forget(c.RemotePeer())
+	}
 }
 
 // helloPeerIDs returns at most max of the connected peers that completed

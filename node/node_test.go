@@ -31,11 +31,13 @@ type testNode struct {
 }
 
 // testConfig returns a config for a node on 127.0.0.1 (TCP only, a random
-// port) on network "test", gossip on or off, syncing every interval.
+// port) on network "test", gossip on or off, syncing every interval, and
+// no DHT: the tests of the DHT start from dhtConfig (routing_test.go).
 func testConfig(gossip bool, interval time.Duration) *config.Config {
 	cfg := config.Default()
 	cfg.Network = "test"
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.P2P.DHT = config.DHTOff
 	cfg.Sync.Gossip = gossip
 	cfg.Sync.Interval = config.Duration{Duration: interval}
 	return cfg

@@ -64,6 +64,10 @@ const (
 	bitswapPeerMemory = 16 << 20
 )
 
+// dhtStreamsPerPeer bounds one peer's DHT streams each way: kad-dht
+// keeps one to a peer, and a lookup of a new peer may open one more.
+const dhtStreamsPerPeer = 4
+
 // pagePoolBytes is the memory of the sync pages being served (limits.Pool,
 // outside the resource manager): a sixteenth of p2p.max_memory_mib.
 func pagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 16 }
@@ -128,6 +132,13 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 			StreamsOutbound: lv(strangerStreamsOutbound), Memory: lv64(strangerMemory),
 		},
 	}
+	// The network's DHT (docs/adr/0040): kad-dht keeps one stream to
+	// each peer it queries and handles a peer's requests one at a time
+	// on it, each message at most 4 MiB (most a few KiB). An eighth of
+	// the streams in all, a few per peer.
+	dhtID := proto.DHTProtocol(cfg.Network)
+	p.Protocol[dhtID] = limit(streams/8, streams/8, 32<<20)
+	p.ProtocolPeer[dhtID] = limit(dhtStreamsPerPeer, dhtStreamsPerPeer, 4<<20)
 	for _, id := range blobs.Protocols {
 		p.Protocol[id] = limit(bitswapIn, bitswapIn, 128<<20)
 		p.ProtocolPeer[id] = limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory)

@@ -60,7 +60,10 @@ func Call(ctx context.Context, h host.Host, p peer.ID, req Message) (*Response, 
 func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout())
 	defer cancel()
-	s, err := h.NewStream(ctx, p, ID)
+	// Requests may go over a relayed (limited) connection: hello and sync
+	// are small and resumable, and a relay's circuit is what reaches a peer
+	// behind a NAT until a hole punch (docs/adr/0040). Blobs never do.
+	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "wats"), p, ID)
 	if err != nil {
 		return nil, callError(ctx, t, p, err)
 	}

@@ -92,6 +92,16 @@ const ID protocol.ID = "/wats/1"
 //     challenge). GREASE fields (_grease…) in any message.
 const Version = 1
 
+// DHTProtocol returns the protocol ID of the Kademlia DHT of a network
+// (docs/adr/0040): /wats/<network>/kad/1.0.0, kad-dht's protocol under the
+// prefix /wats/<network>, so that a wats DHT is never the IPFS one
+// (/ipfs/kad/1.0.0) and two networks never share a routing table.
+func DHTProtocol(network string) protocol.ID { return DHTPrefix(network) + "/kad/1.0.0" }
+
+// DHTPrefix returns the protocol prefix of the DHT of a network,
+// /wats/<network> (kad-dht's ProtocolPrefix option).
+func DHTPrefix(network string) protocol.ID { return protocol.ID("/wats/" + network) }
+
 // ServiceName is the libp2p resource-manager service that /wats/1 streams are
 // attached to (Call does; the node's stream handler should too), so that
 // operators can give the protocol its own memory and stream limits.

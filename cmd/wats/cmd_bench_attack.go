@@ -46,6 +46,10 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
                           each and leave
   value-sybils            100 fresh ids a second give one self-signed event
                           each by sync, and leave
+  dht-flood               one id floods the DHT with FIND_NODE requests and
+                          provider records (docs/adr/0040)
+  dht-sybil               200 fresh ids a second put 32 provider records
+                          each on the DHT, and leave
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills
                           times: acknowledged events against those present

@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/humanize"
@@ -73,7 +74,14 @@ func (c *cli) statusCmd() *cobra.Command {
   in flight   /wats requests being handled now; above 64 the node is
               overloaded and challenges new peers (ADR 0014)
   challenges  the b3 challenge's current effort (8 to 24 bits) and how many
-              challenges were issued, solved and failed`,
+              challenges were issued, solved and failed
+  reach       what AutoNAT found: public (peers can dial this node), private
+              (behind a NAT: reached through its relay addresses, then hole
+              punching) or unknown; the hole punches that succeeded and failed
+  relay addrs the node's addresses through circuit relays, when private
+  dht         the DHT's mode (p2p.dht), whether it answers queries now, the
+              peers of its routing table and the provider records held for
+              other peers (docs/adr/0040)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := ask(c, cmd, (*api.Client).Status)
@@ -109,6 +117,20 @@ func (c *cli) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
 				st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
 			fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
+			fmt.Fprintf(tw, "reach:\t%s; hole punches %d succeeded, %d failed\n", st.Reachability, st.HolePunches.Succeeded, st.HolePunches.Failed)
+			for _, a := range st.RelayAddrs {
+				fmt.Fprintf(tw, "relay addr:\t%s\n", printable(a))
+			}
+			if d := st.DHT; d.Mode == config.DHTOff {
+				fmt.Fprintf(tw, "dht:\toff\n")
+			} else {
+				role := "client"
+				if d.Server {
+					role = "server"
+				}
+				fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d of %d provider records\n",
+					d.Mode, role, d.RoutingTable, d.ProviderRecords, d.MaxProviderRecords)
+			}
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()
 		},
@@ -133,7 +155,9 @@ func (c *cli) peersCmd() *cobra.Command {
 log head as it said in its hello; CURSOR: how far this node has synced the
 peer's log (it can pass HEAD when the peer grew since its hello); SCORE: its
 gossipsub score (below -100 no gossip is exchanged with it, below -1000 it is
-ignored; docs/adr/0031).`,
+ignored; docs/adr/0031); CONN: direct, hole-punched (a direct connection a
+hole punch opened) or relayed (only through a circuit relay: hello and sync,
+never blobs; docs/adr/0040).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			peers, err := ask(c, cmd, (*api.Client).Peers)
@@ -144,7 +168,7 @@ ignored; docs/adr/0031).`,
 				return c.printJSON(peers)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
+			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
 			for _, p := range peers {
 				addr := "-"
 				if len(p.Addrs) > 0 {
@@ -158,8 +182,8 @@ ignored; docs/adr/0031).`,
 				if p.NotWats {
 					hello = "no (not wats)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+					p.PeerID, p.Direction, dash(p.Conn), hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 			}
 			return tw.Flush()
 		},
@@ -168,17 +192,23 @@ ignored; docs/adr/0031).`,
 
 	var connectJSON bool
 	connect := &cobra.Command{
-		Use:   "connect ADDR [--json]",
-		Short: "Connect to a peer by its full multiaddr and greet it",
+		Use:   "connect ADDR|PEERID [--json]",
+		Short: "Connect to a peer by its multiaddr or peer ID and greet it",
 		Long: `Dial ADDR, a full multiaddr ending in /p2p/<peer id> (as printed by
 'wats id' on the other node), and wait until hello completes. A peer already
-connected is dialled at ADDR all the same: a wrong address is an error. A
-peer that does not speak /wats/1 (an IPFS node such as kubo) is connected
+connected is dialled at ADDR all the same: a wrong address is an error.
+
+Given a bare PEERID, the node dials the addresses it knows for the peer or,
+when none answers, finds them on the network's DHT (p2p.dht; peer routing,
+docs/adr/0040): behind a NAT, that may be a relay address, upgraded to a
+direct connection by hole punching.
+
+A peer that does not speak /wats/1 (an IPFS node such as kubo) is connected
 too, and said to be one: it takes part in nothing but bitswap, where it can
 serve blobs ('blob get CID --from ADDR').`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := c.checkFullAddr(args[0]); err != nil {
+			if err := c.checkSyncPeer(args[0]); err != nil {
 				return err
 			}
 			cl, err := c.client()
@@ -298,7 +328,8 @@ func (c *cli) checkFullAddr(addr string) error {
 	return nil
 }
 
-// checkSyncPeer checks the PEER of `sync`: a peer ID or a full multiaddr.
+// checkSyncPeer checks the PEER of `sync` and `peers connect`: a peer ID
+// or a full multiaddr.
 func (c *cli) checkSyncPeer(s string) error {
 	if strings.HasPrefix(s, "/") {
 		return c.checkFullAddr(s)

@@ -50,7 +50,7 @@ func extraAttack(ctx context.Context, name string, t Target, o Options, st *stat
 	case ValueSybils:
 		atRate(ctx, o.Rate, 1024, func() { valueSybil(ctx, t, st) })
 	default:
-		return false
+		return dhtAttack(ctx, name, t, o, st)
 	}
 	return true
 }

@@ -51,6 +51,8 @@ var AttackScenarios = []AttackScenario{
 	{Name: "unread-pages-8", Attack: attack.UnreadPages, IDs: 8},
 	{Name: "crash-flood", Attack: attack.CrashFlood, Rate: 200},
 	{Name: "value-sybils", Attack: attack.ValueSybils, Rate: 100},
+	{Name: "dht-flood", Attack: attack.DHTFlood},
+	{Name: "dht-sybil", Attack: attack.DHTSybil, Rate: 200},
 }
 
 // AttackResult is one scenario's figures.

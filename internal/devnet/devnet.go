@@ -164,6 +164,9 @@ func Start(ctx context.Context, o Options) (_ *Network, err error) {
 		cfg.P2P.Listen = append([]string(nil), listen...)
 		cfg.P2P.Bootstrap = bootstrap
 		cfg.Sync.Interval = config.Duration{Duration: syncInterval}
+		// On 127.0.0.1 AutoNAT never finds a node public: every node is a
+		// DHT server, or none would answer (docs/adr/0040).
+		cfg.P2P.DHT = config.DHTServer
 		if o.Config != nil {
 			o.Config(cfg)
 		}

@@ -131,6 +131,37 @@ type Status struct {
 	StrangerSlotsUsed int `json:"stranger_slots_used"`
 	// Log is what the event log holds against its quotas ([events], docs/adr/0031).
 	Log LogUsage `json:"log"`
+	// Reachability is what AutoNAT last found: "public" (peers can dial
+	// this node), "private" (behind a NAT or firewall: reached through
+	// RelayAddrs) or "unknown" (not yet found out, or no peer to ask).
+	Reachability string `json:"reachability"`
+	// RelayAddrs are the node's relayed addresses (/p2p-circuit), one per
+	// relay it holds a reservation on; none when public.
+	RelayAddrs []string `json:"relay_addrs"`
+	// HolePunches counts the hole punches (DCUtR) that ended, by outcome.
+	HolePunches HolePunches `json:"hole_punches"`
+	// DHT is the state of the network's DHT (docs/adr/0040).
+	DHT DHTStatus `json:"dht"`
+}
+
+// HolePunches counts the hole punches that ended since the node started.
+type HolePunches struct {
+	Succeeded uint64 `json:"succeeded"`
+	Failed    uint64 `json:"failed"`
+}
+
+// DHTStatus is the state of the node's DHT (p2p.dht, docs/adr/0040).
+type DHTStatus struct {
+	// Mode is p2p.dht ("auto", "server", "client" or "off"); Server
+	// whether the node answers DHT queries now (auto: once public).
+	Mode   string `json:"mode"`
+	Server bool   `json:"server"`
+	// RoutingTable counts the peers of the routing table.
+	RoutingTable int `json:"routing_table"`
+	// ProviderRecords counts the provider records other peers put here,
+	// and MaxProviderRecords is their bound.
+	ProviderRecords    int `json:"provider_records"`
+	MaxProviderRecords int `json:"max_provider_records"`
 }
 
 // LogUsage is the event log's use and its quotas (the [events] keys; 0 is
@@ -182,7 +213,18 @@ type Peer struct {
 	// is exchanged with it, below -1000 it is ignored (docs/adr/0031).
 	Score    float64 `json:"score"`
 	HasScore bool    `json:"has_score"`
+	// Conn is how the peer is connected: "direct", "hole-punched" (a
+	// direct connection a hole punch opened) or "relayed" (only through
+	// a circuit relay: hello and sync, never blobs; docs/adr/0040).
+	Conn string `json:"conn"`
 }
+
+// Connection kinds of a Peer.
+const (
+	ConnDirect      = "direct"
+	ConnHolePunched = "hole-punched"
+	ConnRelayed     = "relayed"
+)
 
 // Directions of a Peer.
 const (
@@ -192,7 +234,9 @@ const (
 
 // ConnectRequest is the body of POST PathConnect.
 type ConnectRequest struct {
-	// Addr is a full multiaddr ending in /p2p/<peer id>.
+	// Addr is a full multiaddr ending in /p2p/<peer id>, or a bare peer
+	// ID, whose addresses the node finds itself (its peerstore, then the
+	// DHT: docs/adr/0040).
 	Addr string `json:"addr"`
 }
 

@@ -524,9 +524,13 @@ func TestWireNames(t *testing.T) {
 			`{"peer_id":"p","addrs":["a"],"network":"n","agent":"g"}`},
 		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10, Blobs: 11, BlobBytes: 12, BlobQuotaBytes: 13,
 			PeerTiers: map[string]int{"new": 1}, StrangerSlots: 14, StrangerSlotsUsed: 15,
-			Log: LogUsage{Events: 16, Bytes: 17, Authors: 18, MaxEvents: 19, MaxBytes: 20, MaxEventsPerAuthor: 21, MaxBytesPerAuthor: 22, Commits: 23}},
+			Log:          LogUsage{Events: 16, Bytes: 17, Authors: 18, MaxEvents: 19, MaxBytes: 20, MaxEventsPerAuthor: 21, MaxBytesPerAuthor: 22, Commits: 23},
+			Reachability: "private", RelayAddrs: []string{"r"}, HolePunches: HolePunches{Succeeded: 24, Failed: 25},
+			DHT: DHTStatus{Mode: "auto", Server: true, RoutingTable: 26, ProviderRecords: 27, MaxProviderRecords: 28}},
 			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15,` +
-				`"log":{"events":16,"bytes":17,"authors":18,"max_events":19,"max_bytes":20,"max_events_per_author":21,"max_bytes_per_author":22,"commits":23}}`},
+				`"log":{"events":16,"bytes":17,"authors":18,"max_events":19,"max_bytes":20,"max_events_per_author":21,"max_bytes_per_author":22,"commits":23},` +
+				`"reachability":"private","relay_addrs":["r"],"hole_punches":{"succeeded":24,"failed":25},` +
+				`"dht":{"mode":"auto","server":true,"routing_table":26,"provider_records":27,"max_provider_records":28}}`},
 		{FetchRequest{CID: "c", Size: 1, From: "p"}, `{"cid":"c","size":1,"from":"p"}`},
 		{FetchProgress{Bytes: 1, Size: 2, Done: true}, `{"bytes":1,"size":2,"done":true}`},
 		{ReplicateRequest{Peer: "p", Blobs: []BlobInfo{{CID: "c", Size: 1}}}, `{"peer":"p","blobs":[{"cid":"c","size":1}]}`},
@@ -534,8 +538,8 @@ func TestWireNames(t *testing.T) {
 			`{"stored":["a"],"skipped":[],"failed":[{"cid":"c","reason":"r"}]}`},
 		{AddEventRequest{Kind: "file", Body: jsontext.Value(`{}`), Blobs: []BlobRef{{CID: "c", Size: 1, Name: "n"}}},
 			`{"kind":"file","body":{},"blobs":[{"cid":"c","size":1,"name":"n"}]}`},
-		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true, Score: -1.5, HasScore: true},
-			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"not_wats":false,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true}`},
+		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true, Score: -1.5, HasScore: true, Conn: "relayed"},
+			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"not_wats":false,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true,"conn":"relayed"}`},
 		{EventPage{Events: []jsontext.Value{jsontext.Value(`{}`)}, Next: 1, More: true, Head: 2},
 			`{"events":[{}],"next":1,"more":true,"head":2}`},
 		{SyncProgress{Peer: "p", Received: 1, Stored: 2, Dropped: 3, Cursor: 4, PeerHead: 5, Done: true},

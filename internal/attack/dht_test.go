@@ -1,0 +1,139 @@
+package attack_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/repo"
+)
+
+// startDHTNode starts a node on 127.0.0.1 whose DHT answers queries
+// (server mode), bootstrapped to boot.
+func startDHTNode(t *testing.T, boot ...*node.Node) *node.Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Network = "attack-test"
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.P2P.DHT = config.DHTServer
+	cfg.Sync.Gossip = false
+	for _, b := range boot {
+		cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, b.FullAddrs()[0])
+	}
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.New(r.Config, r.Key, &node.Options{Dir: r.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// TestDHTAttacksHonestFetchServed: while one id floods the DHT of a node
+// and fresh ids put provider records by the hundred, an honest node still
+// fetches a blob by its CID alone through that node's DHT; the flood is
+// refused past its budget, and the records other peers put stay within
+// their bound.
+func TestDHTAttacksHonestFetchServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs DHT attacks for a few seconds")
+	}
+	victim := startDHTNode(t)
+	holder := startDHTNode(t, victim)
+	data := make([]byte, 2<<20)
+	_, _ = rand.Read(data)
+	c, size, err := holder.ImportBlob(context.Background(), bytes.NewReader(data), int64(len(data)), node.ImportUpload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the attacks: a first honest node finds the holder's record
+	// through the victim (the DHT server both know) and fetches the blob.
+	before := startDHTNode(t, victim)
+	fetch := func(n *node.Node) error {
+		ctx, cancel := context.WithTimeout(context.Background(), blobs.FetchTimeout)
+		defer cancel()
+		return n.FetchBlob(ctx, blobs.Request{CID: c, Size: size})
+	}
+	// The holder provides in the background: until its record is on the
+	// victim, a fetch finds no provider.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := fetch(before)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, blobs.ErrNoProvider) || time.Now().After(deadline) {
+			t.Fatalf("honest fetch by CID before the attacks: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	tg, err := attack.ParseTarget(victim.FullAddrs()[0], "attack-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer acancel()
+	type result struct {
+		name string
+		st   attack.Stats
+		err  error
+	}
+	results := make(chan result, 2)
+	for _, name := range []string{attack.DHTFlood, attack.DHTSybil} {
+		go func() {
+			st, err := attack.Attack(actx, name, tg, attack.Options{Rate: 50})
+			results <- result{name, st, err}
+		}()
+	}
+	time.Sleep(time.Second) // the attacks are under way
+	getter := startDHTNode(t, victim)
+	if err := fetch(getter); err != nil {
+		t.Errorf("honest fetch by CID during the DHT attacks: %v", err)
+	}
+	if actx.Err() != nil {
+		t.Error("the honest fetch ended after the attacks: it did not run under them")
+	}
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.name, r.err)
+		}
+		t.Logf("%s: %+v", r.name, r.st)
+		switch r.name {
+		case attack.DHTFlood:
+			// One id's budget: a burst of 150 requests, then 10 a second,
+			// over the attack's 4 s: at most some 190 answered of
+			// thousands sent.
+			if r.st.Answered == 0 || r.st.Answered > 250 || r.st.Requests < 10*r.st.Answered {
+				t.Errorf("%s: %+v: want at most some 190 requests answered and the rest refused", r.name, r.st)
+			}
+		case attack.DHTSybil:
+			if r.st.Conns == 0 || r.st.Requests == 0 {
+				t.Errorf("%s: %+v: the sybils put no records", r.name, r.st)
+			}
+		}
+	}
+	// The strangers' shared budget: a burst of 3,000 requests, then 200 a
+	// second, over 4 s: some 3,800 records of the sybils and the flood
+	// together, whatever the number of ids.
+	st := victim.Status().DHT
+	if st.ProviderRecords > 4500 || st.ProviderRecords > st.MaxProviderRecords {
+		t.Errorf("the victim holds %d provider records: past what the strangers' budget lets in", st.ProviderRecords)
+	}
+	t.Logf("victim: %+v", st)
+}

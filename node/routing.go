@@ -1,0 +1,467 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ipfs/boxo/provider"
+	"github.com/ipfs/go-cid"
+	ds "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/namespace"
+	pebbleds "github.com/ipfs/go-ds-pebble"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	corerouting "github.com/libp2p/go-libp2p/core/routing"
+	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	dutil "github.com/libp2p/go-libp2p/p2p/discovery/util"
+	routedhost "github.com/libp2p/go-libp2p/p2p/host/routed"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+)
+
+// The DHT of the network and its bounds (docs/adr/0040). Its own traffic
+// is bounded by kad-dht's query parameters, by the resource manager's
+// scope of its protocol (resources.go), and by a budget of requests per
+// peer (dhtRequest); the provider records other peers store here, by
+// maxProviderRecords.
+const (
+	// dhtBucketSize is k, the peers of each bucket of the routing table
+	// and the closest peers a lookup ends with (kad-dht's default, 20):
+	// a table holds at most k peers per shared-prefix length, so at most
+	// some 20*log2(N) peers for a network of N nodes.
+	dhtBucketSize = 20
+	// dhtConcurrency is alpha, the requests one lookup has in flight at
+	// once (kad-dht's default, 10).
+	dhtConcurrency = 10
+	// dhtMaxPerCpl and dhtMaxPerTable bound the peers of one IP group (a
+	// /16 of IPv4, an ASN of IPv6) in the routing table: per bucket and in
+	// all, as kubo's do. Peers at non-public addresses (loopback, private
+	// and test ranges) are exempt: a network on one machine or one LAN
+	// would otherwise keep 3 peers in its table.
+	dhtMaxPerCpl   = 2
+	dhtMaxPerTable = 3
+
+	// dhtRequestsPerMin is each peer's budget of DHT requests a minute,
+	// before its tier's percentage (limits.Budget): an honest lookup
+	// sends one request to each peer it asks, and an honest provider a
+	// record a blob a day (22 h) to the 20 peers closest to its CID.
+	dhtRequestsPerMin = 600
+	// dhtStrangerRequestsPerMin is what all peers without a record share
+	// a minute: fresh ids, which cost nothing, buy no more than this
+	// together.
+	dhtStrangerRequestsPerMin = 12_000
+
+	// maxProviderRecords bounds the provider records other peers store
+	// here (about 150 bytes each on disk, so some 40 MB); past it a new
+	// record is refused until records expire (48 h after their last
+	// provide, amino.DefaultProvideValidity).
+	maxProviderRecords = 1 << 18
+
+	// reprovideInterval is how often every complete blob is provided
+	// again, within the records' 48 h validity (boxo's and kubo's 22 h).
+	reprovideInterval = 22 * time.Hour
+	// provideWorkers bounds the provides running at once, each a lookup
+	// and 20 ADD_PROVIDER messages.
+	provideWorkers = 8
+
+	// findProvidersTimeout bounds the search for a blob's providers.
+	findProvidersTimeout = 30 * time.Second
+	// routingTableWait bounds how long a search for providers waits for
+	// a first peer in the routing table (a node just started, before its
+	// bootstrap dials): a node whose table stays empty (no DHT server
+	// around) fails its fetches that soon, not after findProvidersTimeout.
+	routingTableWait = 5 * time.Second
+	// findPeerTimeout bounds the search for a peer's addresses.
+	findPeerTimeout = 30 * time.Second
+
+	// discoverLimit bounds the peers one look returns, and discoverDials
+	// the peers it dials at once.
+	discoverLimit = 64
+	discoverDials = 8
+	// advertiseTTL is how long the node's rendezvous record lives; the
+	// advertiser renews it before it ends.
+	advertiseTTL = 3 * time.Hour
+)
+
+// discoverEvery is how often the node looks for peers of its network
+// under the rendezvous key while it has fewer than p2p.conns_low;
+// discoverFirst is the first look, after the bootstrap dials. Variables so
+// that tests can shorten them.
+var (
+	discoverEvery = time.Minute
+	discoverFirst = 5 * time.Second
+)
+
+// rendezvous is the key under which the nodes of a network advertise
+// themselves on its DHT (docs/adr/0040).
+func rendezvous(network string) string { return "/wats/" + network + "/nodes" }
+
+// routing is the node's DHT and what uses it: a routed host for dials by
+// peer ID, the discovery of the network's nodes, and the providing of
+// complete blobs. Built by startRouting when p2p.dht is not off.
+type routing struct {
+	dht    *dht.IpfsDHT
+	routed *routedhost.RoutedHost
+	disc   *drouting.RoutingDiscovery
+	prov   provider.System
+	// records is the store of the provider records other peers put here.
+	records *recordStore
+}
+
+// dhtMode maps p2p.dht to kad-dht's mode.
+func dhtMode(mode string) dht.ModeOpt {
+	switch mode {
+	case config.DHTServer:
+		return dht.ModeServer
+	case config.DHTClient:
+		return dht.ModeClient
+	default:
+		return dht.ModeAuto
+	}
+}
+
+// startRouting builds and starts the DHT (unless p2p.dht is off): its
+// records in the node's database under /dht/, bootstrapped from
+// p2p.bootstrap and the peer cache, and the provider system that provides
+// each complete blob and provides them all again every reprovideInterval.
+func (n *Node) startRouting() error {
+	if n.cfg.P2P.DHT == config.DHTOff {
+		return nil
+	}
+	pds, err := pebbleds.NewDatastore("", pebbleds.WithPebbleDB(n.db))
+	if err != nil {
+		return fmt.Errorf("node: DHT datastore: %w", err)
+	}
+	// The datastore shares the node's database; its Close would close it,
+	// so it is never called.
+	dstore := namespace.Wrap(pds, ds.NewKey(dhtKeyPrefix))
+	records, err := newRecordStore(namespace.Wrap(dstore, ds.NewKey("records")), maxProviderRecords)
+	if err != nil {
+		return fmt.Errorf("node: DHT provider records: %w", err)
+	}
+	r := &routing{records: records}
+	r.dht, err = dht.New(n.host,
+		dht.ProtocolPrefix(proto.DHTPrefix(n.cfg.Network)),
+		dht.Mode(dhtMode(n.cfg.P2P.DHT)),
+		dht.BootstrapPeersFunc(n.dhtBootstrapPeers),
+		dht.Datastore(dstore),
+		dht.ProviderDatastore(records),
+		// The network stores no values (public keys, IPNS): nothing a
+		// peer can write beyond provider records.
+		dht.DisableValues(),
+		dht.BucketSize(dhtBucketSize),
+		dht.Concurrency(dhtConcurrency),
+		dht.RoutingTablePeerDiversityFilter(newDiversityFilter(n.host)),
+		dht.OnRequestHook(n.dhtRequest),
+	)
+	if err != nil {
+		return fmt.Errorf("node: start the DHT: %w", err)
+	}
+	r.routed = routedhost.Wrap(n.host, r.dht)
+	r.disc = drouting.NewRoutingDiscovery(r.dht)
+	r.prov, err = provider.New(dstore,
+		provider.Online(readyProvider{r.dht, n.log}),
+		provider.KeyProvider(n.completeBlobs),
+		provider.ReproviderInterval(reprovideInterval),
+		provider.ProvideWorkerCount(provideWorkers),
+	)
+	if err != nil {
+		r.dht.Close()
+		return fmt.Errorf("node: start providing: %w", err)
+	}
+	n.routing.Store(r)
+	n.go_(n.discoverLoop)
+	return nil
+}
+
+// readyProvider provides on the DHT once its routing table has a peer: a
+// blob imported in the first seconds after start, before the bootstrap
+// dials, is provided when they succeed, rather than failing for want of
+// a peer and waiting for the next reprovide (a day later). A provide that
+// fails is logged here, at info, and not returned: boxo's provider would
+// only log it again, at error level, on the daemon's stderr.
+type readyProvider struct {
+	d   *dht.IpfsDHT
+	log *slog.Logger
+}
+
+// readyPoll is how often waitRoutingTable looks at the routing table
+// while it is empty.
+const readyPoll = 250 * time.Millisecond
+
+func (p readyProvider) Provide(ctx context.Context, c cid.Cid, announce bool) error {
+	err := waitRoutingTable(ctx, p.d)
+	if err == nil {
+		err = p.d.Provide(ctx, c, announce)
+	}
+	if err != nil && ctx.Err() == nil {
+		p.log.Info("cannot provide a blob on the DHT; it is provided again at the next reprovide", "cid", c, "err", err)
+	}
+	return nil
+}
+
+// waitRoutingTable returns once d's routing table has a peer, or ctx's
+// error: a lookup with an empty table fails at once.
+func waitRoutingTable(ctx context.Context, d *dht.IpfsDHT) error {
+	for d.RoutingTable().Size() == 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(readyPoll):
+		}
+	}
+	return nil
+}
+
+// dhtKeyPrefix is the prefix of the DHT's keys in the node's database:
+// the provider records peers put here (/dht/records/), the queue of
+// CIDs to provide (/dht/provider/).
+const dhtKeyPrefix = "/dht"
+
+// closeRouting stops providing and closes the DHT.
+func (r *routing) close() error {
+	return errors.Join(r.prov.Close(), r.dht.Close())
+}
+
+// dhtBootstrapPeers are the peers the DHT bootstraps from when its
+// routing table is empty: p2p.bootstrap, then the peer cache's (most
+// recently seen first).
+func (n *Node) dhtBootstrapPeers() []peer.AddrInfo {
+	var out []peer.AddrInfo
+	for _, s := range n.cfg.P2P.Bootstrap {
+		if ai, err := peer.AddrInfoFromString(s); err == nil {
+			out = append(out, *ai)
+		}
+	}
+	for _, ai := range n.peers.Known() {
+		if len(out) == 2*dhtBucketSize {
+			break
+		}
+		if ai.ID != n.host.ID() {
+			out = append(out, ai)
+		}
+	}
+	return out
+}
+
+// completeBlobs lists the roots of the complete blobs, for the reprovider:
+// a removed blob is no longer provided, and its records expire.
+func (n *Node) completeBlobs(ctx context.Context) (<-chan cid.Cid, error) {
+	list := n.blobs.List()
+	ch := make(chan cid.Cid)
+	go func() {
+		defer close(ch)
+		for _, b := range list {
+			select {
+			case ch <- b.CID:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// blobPinned provides a blob that became complete here
+// (blobs.StoreOptions.Pinned): it is queued, on disk, for the provider's
+// workers.
+func (n *Node) blobPinned(c cid.Cid) {
+	if r := n.routing.Load(); r != nil {
+		if err := r.prov.Provide(n.ctx, c, true); err != nil {
+			n.log.Warn("cannot queue a blob to provide", "cid", c, "err", err)
+		}
+	}
+}
+
+// findProviders asks the DHT for at most core.MaxHintsPerBlob providers
+// of c, within findProvidersTimeout (blobs.FetcherOptions.FindProviders).
+func (n *Node) findProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo {
+	r := n.routing.Load()
+	if r == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, findProvidersTimeout)
+	defer cancel()
+	wctx, wcancel := context.WithTimeout(ctx, routingTableWait)
+	err := waitRoutingTable(wctx, r.dht)
+	wcancel()
+	if err != nil {
+		return nil
+	}
+	var out []peer.AddrInfo
+	for ai := range r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob) {
+		if ai.ID != n.host.ID() {
+			out = append(out, ai)
+		}
+	}
+	n.log.Debug("providers found on the DHT", "cid", c, "count", len(out))
+	return out
+}
+
+// findPeer asks the DHT for the addresses of p.
+func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
+	r := n.routing.Load()
+	if r == nil {
+		return peer.AddrInfo{}, fmt.Errorf("no address known for %s, and the DHT is off (p2p.dht)", p)
+	}
+	ctx, cancel := context.WithTimeout(ctx, findPeerTimeout)
+	defer cancel()
+	ai, err := r.dht.FindPeer(ctx, p)
+	if errors.Is(err, corerouting.ErrNotFound) && ctx.Err() == nil {
+		// A lookup that reached p in its routing table before any peer
+		// told it p's addresses gave p up as unreachable; the second
+		// starts with the addresses the first learned.
+		ai, err = r.dht.FindPeer(ctx, p)
+	}
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("find %s on the DHT: %w", p, err)
+	}
+	return ai, nil
+}
+
+// dialHost is the host the blob exchange dials providers with: the routed
+// host, which finds a provider's addresses on the DHT when the peerstore
+// has none, or the node's host with the DHT off.
+func (n *Node) dialHost() host.Host {
+	if r := n.routing.Load(); r != nil {
+		return r.routed
+	}
+	return n.host
+}
+
+// discoverLoop advertises the node under its network's rendezvous key and,
+// while it has fewer than p2p.conns_low connected peers, dials the nodes
+// found under it: so that nodes find each other from a single bootstrap
+// address (docs/adr/0040).
+func (n *Node) discoverLoop() {
+	r := n.routing.Load()
+	ns := rendezvous(n.cfg.Network)
+	t := time.NewTimer(discoverFirst)
+	defer t.Stop()
+	advertising := false
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(discoverEvery)
+		if r.dht.RoutingTable().Size() == 0 {
+			continue
+		}
+		if !advertising {
+			advertising = true
+			dutil.Advertise(n.ctx, r.disc, ns, discovery.TTL(advertiseTTL))
+		}
+		if len(n.host.Network().Peers()) >= n.cfg.P2P.ConnsLow {
+			continue
+		}
+		n.discover(r, ns)
+	}
+}
+
+// discover dials the nodes found under the rendezvous key ns that are not
+// connected, at most discoverDials at once.
+func (n *Node) discover(r *routing, ns string) {
+	ctx, cancel := context.WithTimeout(n.ctx, findProvidersTimeout)
+	defer cancel()
+	found, err := r.disc.FindPeers(ctx, ns, discovery.Limit(discoverLimit))
+	if err != nil {
+		n.log.Debug("discovery", "err", err)
+		return
+	}
+	sem := make(chan struct{}, discoverDials)
+	var wg sync.WaitGroup
+	for ai := range found {
+		if ai.ID == n.host.ID() || len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
+			defer cancel()
+			if err := n.host.Connect(dctx, ai); err != nil {
+				n.log.Debug("discovered peer unreachable", "peer", ai.ID, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// dhtRequest is the DHT's hook on every request a peer sends
+// (dht.OnRequestHook): the request takes a token from the peer's budget
+// (dhtRequestsPerMin by its tier, strangers sharing
+// dhtStrangerRequestsPerMin); past it, the request is made one the DHT has
+// no handler for, so the DHT answers nothing and closes the stream.
+func (n *Node) dhtRequest(_ context.Context, s network.Stream, req *pb.Message) {
+	p := s.Conn().RemotePeer()
+	if n.dhtBudget.Allow(string(p), n.tierOfPeer(p), int64(n.mono(n.now()))) {
+		return
+	}
+	n.m.dhtRefused()
+	n.plog.Info(p, "dht", "DHT request refused: over the peer's budget", "peer", p, "type", req.GetType().String())
+	req.Type = refusedDHTRequest
+}
+
+// refusedDHTRequest is the type a refused DHT request is given: one no
+// version of the protocol defines, which kad-dht answers by closing the
+// stream.
+const refusedDHTRequest pb.Message_MessageType = -1
+
+// newDHTBudget is the budget of DHT requests per peer (dhtRequest).
+func newDHTBudget(l limits.Config) (*limits.Budget, error) {
+	return limits.NewBudget(limits.BudgetRate{PerMin: dhtRequestsPerMin, StrangersPerMin: dhtStrangerRequestsPerMin,
+		SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent})
+}
+
+// diversityFilter is kad-dht's routing-table diversity filter (at most
+// dhtMaxPerCpl peers of one IP group per bucket, dhtMaxPerTable in all),
+// with the groups of non-public addresses exempt.
+type diversityFilter struct {
+	peerdiversity.PeerIPGroupFilter
+}
+
+func newDiversityFilter(h host.Host) *diversityFilter {
+	return &diversityFilter{dht.NewRTPeerDiversityFilter(h, dhtMaxPerCpl, dhtMaxPerTable)}
+}
+
+// Allow lets in a peer of a non-public IP group, and asks kad-dht's
+// filter for any other.
+func (f *diversityFilter) Allow(g peerdiversity.PeerGroupInfo) bool {
+	return !publicGroup(g.IPGroupKey) || f.PeerIPGroupFilter.Allow(g)
+}
+
+// publicGroup reports whether an IP group is of public addresses. An IPv4
+// group is its network's address (a /16 or a legacy /8), public when that
+// address is: the private, loopback and test ranges are all /16-aligned
+// or wider. An IPv6 group is an ASN: public.
+func publicGroup(k peerdiversity.PeerIPGroupKey) bool {
+	ip := net.ParseIP(string(k))
+	if ip == nil || ip.To4() == nil {
+		return true
+	}
+	a, err := manet.FromIP(ip)
+	return err == nil && manet.IsPublicAddr(a)
+}
+
+// isRelayed reports whether a is a relayed (circuit) address.
+func isRelayed(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
+}

@@ -1,0 +1,195 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/config"
+)
+
+// dhtConfig is a node of network "test" on 127.0.0.1 with the DHT in
+// server mode (AutoNAT never finds a loopback node public), bootstrapped
+// to boot.
+func dhtConfig(boot ...*testNode) *config.Config {
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.DHT = config.DHTServer
+	for _, b := range boot {
+		cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, b.FullAddrs()[0])
+	}
+	return cfg
+}
+
+// waitRoutingTable waits until each node's routing table holds at least
+// want peers.
+func waitRoutingTables(t *testing.T, want int, nodes ...*testNode) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "routing tables", func() bool {
+		for _, n := range nodes {
+			if n.routing.Load().dht.RoutingTable().Size() < want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// forget makes n forget every address of p and drops its connections, so
+// that only the DHT can tell n where p is.
+func forget(n *testNode, p peer.ID) {
+	_ = n.host.Network().ClosePeer(p)
+	n.host.Peerstore().ClearAddrs(p)
+}
+
+// TestConnectByPeerIDFindsTheAddressesOnTheDHT: a node that knows nothing
+// of a peer but its ID connects to it (hello included) with the addresses
+// the DHT gives; with p2p.dht off the same connect fails, saying why.
+func TestConnectByPeerIDFindsTheAddressesOnTheDHT(t *testing.T) {
+	boot := startNode(t, dhtConfig())
+	a := startNode(t, dhtConfig(boot))
+	b := startNode(t, dhtConfig(boot))
+	waitRoutingTables(t, 1, boot, a, b)
+	forget(a, b.ID())
+	if addrs := a.host.Peerstore().Addrs(b.ID()); len(addrs) != 0 {
+		t.Fatalf("a still knows b's addresses %v", addrs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Connect(ctx, b.ID().String()); err != nil {
+		t.Fatalf("connect by peer ID: %v", err)
+	}
+	if !a.helloed(b.ID()) {
+		t.Error("connected by peer ID, but hello did not complete")
+	}
+
+	off := testConfig(false, time.Hour)
+	off.P2P.DHT = config.DHTOff
+	c := startNode(t, off)
+	connect(t, c, boot)
+	_, err := c.Connect(ctx, b.ID().String())
+	if err == nil || !strings.Contains(err.Error(), "p2p.dht is off") {
+		t.Errorf("connect by peer ID with the DHT off: %v, want an error naming p2p.dht", err)
+	}
+	if _, err := c.Connect(ctx, "12D3KooWnot-a-peer-id"); err == nil || !strings.Contains(err.Error(), "neither a peer ID") {
+		t.Errorf("connect to garbage: %v, want an error saying what to pass", err)
+	}
+}
+
+// TestNodesFindEachOtherUnderTheRendezvousKey: nodes that know only one
+// bootstrap node each find every other node of the network under its
+// rendezvous key, and nodes of another network do not share their DHT.
+func TestNodesFindEachOtherUnderTheRendezvousKey(t *testing.T) {
+	defer shortenDiscovery(t)()
+	boot := startNode(t, dhtConfig())
+	var nodes []*testNode
+	for range 4 {
+		nodes = append(nodes, startNode(t, dhtConfig(boot)))
+	}
+	other := dhtConfig(boot)
+	other.Network = "other"
+	stranger := startNode(t, other)
+	all := append([]*testNode{boot}, nodes...)
+	ns := rendezvous("test")
+	waitFor(t, 60*time.Second, "every node found under the rendezvous key", func() bool {
+		for _, n := range all {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			found, err := n.routing.Load().disc.FindPeers(ctx, ns, discovery.Limit(discoverLimit))
+			if err != nil {
+				cancel()
+				return false
+			}
+			var ids []peer.ID
+			for ai := range found {
+				ids = append(ids, ai.ID)
+			}
+			cancel()
+			for _, m := range all {
+				if m != n && !slices.Contains(ids, m.ID()) {
+					return false
+				}
+			}
+			if slices.Contains(ids, stranger.ID()) {
+				t.Fatalf("a node of another network is found under %s", ns)
+			}
+		}
+		return true
+	})
+	if got := stranger.routing.Load().dht.RoutingTable().Size(); got != 0 {
+		t.Errorf("the node of another network has %d peers of network test in its routing table", got)
+	}
+	for _, n := range all {
+		if slices.Contains(n.routing.Load().dht.RoutingTable().ListPeers(), stranger.ID()) {
+			t.Errorf("%s has the node of another network in its routing table", n.ID())
+		}
+	}
+}
+
+// shortenDiscovery makes the discovery loop look every 2 s from 1 s after
+// start, and returns what restores it.
+func shortenDiscovery(t *testing.T) func() {
+	first, every := discoverFirst, discoverEvery
+	discoverFirst, discoverEvery = time.Second, 2*time.Second
+	return func() { discoverFirst, discoverEvery = first, every }
+}
+
+// TestFetchByCIDFromADHTProvider: a blob complete on one node is provided
+// on the DHT; another node that was never told who holds it fetches it by
+// CID and size alone, and still does when the only provider named for it
+// is stopped.
+func TestFetchByCIDFromADHTProvider(t *testing.T) {
+	boot := startNode(t, dhtConfig())
+	holder := startNode(t, dhtConfig(boot))
+	getter := startNode(t, dhtConfig(boot))
+	gone := startNode(t, dhtConfig(boot))
+	waitRoutingTables(t, 2, boot, holder, getter)
+	ref := addBlob(t, holder, randData(3<<20, 7))
+	c, _ := cid.Decode(ref.CID)
+	waitFor(t, 30*time.Second, "the holder's provider record", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return slices.ContainsFunc(boot.findProviders(ctx, c), func(ai peer.AddrInfo) bool { return ai.ID == holder.ID() })
+	})
+	goneID := gone.ID()
+	gone.close(t)
+	forget(getter, holder.ID())
+
+	ctx, cancel := context.WithTimeout(context.Background(), blobs.FetchTimeout)
+	defer cancel()
+	// Named: only the stopped node, as a gossip hint whose provider left.
+	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{Named: []peer.AddrInfo{{ID: goneID}}}})
+	if err != nil {
+		t.Fatalf("fetch with a stopped named provider: %v", err)
+	}
+	if !holds(getter, ref) {
+		t.Fatal("fetch returned nil, but the blob is not complete")
+	}
+	if getter.host.Network().Connectedness(holder.ID()) != network.Connected {
+		t.Error("the blob came, but not over a direct connection to the DHT's provider")
+	}
+}
+
+// TestFetchWithTheDHTOffFindsNoProvider: the same fetch with p2p.dht off
+// ends with ErrNoProvider: the DHT is what found the provider above.
+func TestFetchWithTheDHTOffFindsNoProvider(t *testing.T) {
+	holder := startNode(t, dhtConfig())
+	off := dhtConfig(holder)
+	off.P2P.DHT = config.DHTOff
+	getter := startNode(t, off)
+	ref := addBlob(t, holder, randData(1<<20, 8))
+	c, _ := cid.Decode(ref.CID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size})
+	if !errors.Is(err, blobs.ErrNoProvider) {
+		t.Fatalf("fetch with the DHT off and no provider named: %v, want ErrNoProvider", err)
+	}
+}
