@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 100000x
 N        ?= 1000000
 
-.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack bench-kubo devnet lint tidy clean
+.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack bench-kubo devnet sim lint tidy clean
 
 all: build
 
@@ -64,6 +64,11 @@ bench-kubo: build
 ## devnet: build, then run a 3-node devnet with a demo in the foreground (Ctrl-C stops it)
 devnet: build
 	$(BIN) devnet run -n 3 --demo
+
+## sim: the simulated internet of docs/scale.md (as root, with ip and nft): 2 public nodes, NATS nodes behind home routers (s: symmetric NAT)
+NATS ?= 7,7,7,7s
+sim: build
+	$(GO) run ./internal/netsim/simrun -bin $(BIN) -public 2 -nats $(NATS)
 
 ## lint: gofmt, go vet, go mod tidy check
 lint:

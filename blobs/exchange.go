@@ -555,8 +555,9 @@ func (x *Exchange) connect(ctx context.Context, p peer.ID) error {
 
 // DirectWait is how long a fetch waits for a direct connection to a
 // provider connected only through a relay: hole punching starts when the
-// relayed connection opens and takes a few round trips.
-const DirectWait = 15 * time.Second
+// relayed connection opens and takes a few round trips. A variable so that
+// tests can shorten it.
+var DirectWait = 15 * time.Second
 
 // awaitDirect returns once p has a direct connection (or none, for the
 // dial to say why), at most DirectWait: ErrRelayedOnly if none came.

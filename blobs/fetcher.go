@@ -61,10 +61,12 @@ type FetcherOptions struct {
 	// Now is the clock of the plans; nil means time.Now.
 	Now func() time.Time
 	// FindProviders, if set, asks content routing (the node's DHT) for
-	// providers of a blob: once per fetch, when its plan has no candidate
-	// left and attempts and time remain (Plan.Route keeps at most 16 of
-	// them, docs/adr/0040). It returns what it found by the time ctx ends
-	// (the fetch's FetchTimeout at most), nil for nothing.
+	// providers of a blob: once per fetch, when its plan has tried or
+	// skipped every provider but the guesses, with attempts and time left
+	// (Plan.Routable; Plan.Route keeps at most 16 of them and tries them
+	// before the guesses, docs/adr/0040). It returns what it found by the
+	// time ctx ends (RouteWithGuesses, or the fetch's FetchTimeout), nil
+	// for nothing.
 	FindProviders func(ctx context.Context, c cid.Cid) []peer.AddrInfo
 }
 
@@ -194,13 +196,11 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 	var written []cid.Cid
 	routed := false
 	for {
-		p, deadline, ok := pl.Next(f.now())
-		if !ok && !routed && f.find != nil && errors.Is(pl.Err(), ErrNoProvider) && ctx.Err() == nil {
+		if !routed && f.find != nil && ctx.Err() == nil && pl.Routable(f.now()) {
 			routed = true
-			if f.route(ctx, pl, r.CID) {
-				continue
-			}
+			f.route(ctx, pl, r.CID)
 		}
+		p, deadline, ok := pl.Next(f.now())
 		if !ok {
 			break
 		}
@@ -223,11 +223,22 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 	return nil
 }
 
+// RouteWithGuesses bounds the search for providers by content routing
+// when guesses are left to try after it: a search that finds nothing must
+// not keep them waiting long. Without guesses left, the plan's
+// FetchTimeout (and the node's own bound) is the search's.
+const RouteWithGuesses = 10 * time.Second
+
 // route asks content routing for providers of c (FetcherOptions.
-// FindProviders) within pl's FetchTimeout, adds them to pl (Plan.Route)
-// with their addresses in the peerstore, and reports whether pl goes on.
-func (f *Fetcher) route(ctx context.Context, pl *Plan, c cid.Cid) bool {
-	fctx, cancel := context.WithDeadline(ctx, pl.Start().Add(FetchTimeout))
+// FindProviders) and adds them to pl (Plan.Route) with their addresses in
+// the peerstore: within pl's FetchTimeout, and RouteWithGuesses when
+// guesses are left.
+func (f *Fetcher) route(ctx context.Context, pl *Plan, c cid.Cid) {
+	end := pl.Start().Add(FetchTimeout)
+	if soon := f.now().Add(RouteWithGuesses); pl.GuessesLeft() && soon.Before(end) {
+		end = soon
+	}
+	fctx, cancel := context.WithDeadline(ctx, end)
 	found := f.find(fctx, c)
 	cancel()
 	added := pl.Route(found, f.x.Host().ID())
@@ -235,7 +246,6 @@ func (f *Fetcher) route(ctx context.Context, pl *Plan, c cid.Cid) bool {
 	for _, ai := range added {
 		ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
 	}
-	return len(added) > 0
 }
 
 // learn puts the addresses of pl's providers in the peerstore for

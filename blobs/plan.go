@@ -76,32 +76,68 @@ func NewPlan(src Sources, self peer.ID, b *Backoff, now time.Time) *Plan {
 	return &Plan{b: b, cands: src.candidates(self), named: src.Named, start: now, pending: -1}
 }
 
+// Routable reports whether the plan would take providers from content
+// routing now (Route): attempts and time are left at now, and every
+// candidate before the guesses has been given its attempt or skipped,
+// so that what a peer claims to hold (First, Named, the DHT's) is tried
+// before what is only guessed.
+func (pl *Plan) Routable(now time.Time) bool {
+	if pl.done && !errors.Is(pl.err, ErrNoProvider) {
+		return false
+	}
+	if pl.tried >= MaxAttempts || !now.Before(pl.start.Add(FetchTimeout)) {
+		return false
+	}
+	return pl.next >= len(pl.cands) || pl.cands[pl.next].guess
+}
+
+// GuessesLeft reports whether guesses remain to be tried.
+func (pl *Plan) GuessesLeft() bool {
+	for _, c := range pl.cands[pl.next:] {
+		if c.guess {
+			return true
+		}
+	}
+	return false
+}
+
 // Route adds found, the providers content routing (the DHT) found for the
-// blob, after every other candidate: each one that is neither a candidate
-// already nor self, at most core.MaxHintsPerBlob of them (ADR 0014: "a node
-// keeps at most 16 hints per blob"), tried in found's order and backed off
-// on failure as a named provider is. A plan that Next ended for want of a
-// provider (ErrNoProvider) goes on if Route added any; one that ended for
-// another reason stays over, and so do MaxAttempts and FetchTimeout, which
-// count from the plan's start. Route returns the providers it added, for
-// their addresses.
+// blob, after the candidates considered so far and before the guesses
+// left: each one that is neither a candidate already nor self, at most
+// core.MaxHintsPerBlob of them (ADR 0014: "a node keeps at most 16 hints
+// per blob"), tried in found's order and backed off on failure as a named
+// provider is. A plan that Next ended for want of a provider
+// (ErrNoProvider) goes on if Route added any; one that ended for another
+// reason stays over, and so do MaxAttempts and FetchTimeout, which count
+// from the plan's start. Route returns the providers it added, for their
+// addresses.
 func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 	if pl.done && !errors.Is(pl.err, ErrNoProvider) {
 		return nil
 	}
 	var added []peer.AddrInfo
+	var cands []candidate
 	for _, ai := range found {
 		if len(added) == core.MaxHintsPerBlob {
 			break
 		}
-		if ai.ID == "" || ai.ID == self || slices.ContainsFunc(pl.cands, func(c candidate) bool { return c.id == ai.ID }) {
+		if ai.ID == "" || ai.ID == self || slices.ContainsFunc(cands, func(c candidate) bool { return c.id == ai.ID }) {
 			continue
+		}
+		if i := slices.IndexFunc(pl.cands, func(c candidate) bool { return c.id == ai.ID }); i >= 0 {
+			if i < pl.next || !pl.cands[i].guess {
+				continue // considered already, or claimed before
+			}
+			// A guess left that the DHT names claims the blob now: it is
+			// tried among the found, and backed off on failure.
+			pl.cands = slices.Delete(pl.cands, i, i+1)
 		}
 		// Clipped: the caller's Sources.Named is never written past its length.
 		pl.named = append(slices.Clip(pl.named), ai)
-		pl.cands = append(pl.cands, candidate{id: ai.ID, named: int32(len(pl.named) - 1)})
+		cands = append(cands, candidate{id: ai.ID, named: int32(len(pl.named) - 1)})
 		added = append(added, ai)
 	}
+	pl.cands = slices.Insert(pl.cands, pl.next, cands...)
 	if len(added) > 0 && pl.done {
 		pl.done, pl.err = false, nil
 	}

@@ -311,3 +311,36 @@ func infoIDs(infos []peer.AddrInfo) []peer.ID {
 	}
 	return out
 }
+
+// TestPlanRouteBeforeGuesses: content routing is asked once every claimed
+// provider was tried, before the guesses: the providers it finds are tried
+// first, and a guess it names is tried among them and backed off on
+// failure, as a provider that claimed the blob.
+func TestPlanRouteBeforeGuesses(t *testing.T) {
+	b := NewBackoff()
+	pl := NewPlan(Sources{Named: infos([]peer.ID{"h0"}), Guesses: []peer.ID{"g0", "g1"}}, "self", b, base)
+	if pl.Routable(base) {
+		t.Fatal("routable before the named provider was tried")
+	}
+	p, _, _ := pl.Next(base)
+	pl.Report(p, errors.New("failed"), base)
+	if !pl.Routable(base) || !pl.GuessesLeft() {
+		t.Fatalf("after the named provider: Routable %v GuessesLeft %v, want both", pl.Routable(base), pl.GuessesLeft())
+	}
+	if pl.Routable(base.Add(FetchTimeout)) {
+		t.Error("routable with the fetch's time spent")
+	}
+	added := pl.Route(infos([]peer.ID{"d0", "g1", "h0"}), "self")
+	if fmt.Sprint(infoIDs(added)) != fmt.Sprint([]peer.ID{"d0", "g1"}) {
+		t.Fatalf("Route added %q, want d0 and the guess g1", infoIDs(added))
+	}
+	if got := failAll(pl, base); fmt.Sprint(got) != fmt.Sprint([]peer.ID{"d0", "g1", "g0"}) {
+		t.Fatalf("tried %q after h0, want d0, g1, then the guess g0", got)
+	}
+	if skipped, _ := b.Skipped("g1", base); !skipped {
+		t.Error("g1, named by the DHT, was not backed off after failing")
+	}
+	if skipped, _ := b.Skipped("g0", base); skipped {
+		t.Error("g0, only a guess, was backed off")
+	}
+}

@@ -13,8 +13,10 @@ import (
 // provider is a peer.AddrInfo where addresses may come with it, a peer.ID
 // where only the id is known.
 //
-// The plan tries them in this order: First, then Named, then Guesses, each
-// provider once, at its first place in that order (NewPlan removes the
+// The plan tries them in this order: First, then Named, then the
+// providers content routing finds (the DHT's, when the fetcher has
+// FetcherOptions.FindProviders; Plan.Route), then Guesses, each provider
+// once, at its first place in that order (NewPlan removes the
 // duplicates, the empty ids and the node itself, in one place:
 // Sources.candidates). Within the bounds of every fetch (ADR 0014,
 // "Backoff"): at most MaxAttempts (4) providers tried, one after the

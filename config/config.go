@@ -159,8 +159,8 @@ type P2PConfig struct {
 
 	// RelayService (key `p2p.relay_service`) serves as a circuit relay v2
 	// relay for other peers of the network, within the limits of
-	// docs/adr/0040, once AutoNAT finds the node publicly reachable.
-	// Default false.
+	// docs/adr/0040, from the start: the operator declares the node
+	// publicly reachable. Default false.
 	RelayService bool `toml:"relay_service"`
 
 	// NATPortMap (key `p2p.nat_port_map`) asks the home router for a port

@@ -100,9 +100,10 @@ var keyDocs = map[string]keyDoc{
 		example: `relays = ["` + exampleBootstrap + `"]`,
 	},
 	"p2p.relay_service": {
-		what: "Serve as a circuit relay v2 relay for peers behind NATs, once AutoNAT finds this node " +
-			"publicly reachable, within fixed limits: 128 reservations, 16 circuits per peer, 2 minutes " +
-			"and 1 MiB each way per circuit (docs/adr/0040).",
+		what: "Serve as a circuit relay v2 relay for peers behind NATs, within fixed limits: 128 " +
+			"reservations, 16 circuits per peer, 2 minutes and 1 MiB each way per circuit " +
+			"(docs/adr/0040). Turn it on only on a node with a public address: it serves from the start, " +
+			"whatever AutoNAT finds.",
 		allowed: "true or false",
 		example: `relay_service = true`,
 	},

@@ -82,6 +82,7 @@ func (n *Node) dhtStatus() api.DHTStatus {
 		s.Server = r.dht.Mode() == dht.ModeServer
 		s.RoutingTable = r.dht.RoutingTable().Size()
 		s.ProviderRecords, s.MaxProviderRecords = r.records.Len(), r.records.max
+		s.Discovered = int(r.discovered.Load())
 	}
 	return s
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 
@@ -130,7 +129,7 @@ func (n *Node) setHelloIfLive(st *peerState, h *proto.Hello, mono time.Duration)
 	mu := n.run.stripe(st.id)
 	mu.Lock()
 	defer mu.Unlock()
-	if n.run.get(st.id) != st && n.host.Network().Connectedness(st.id) == network.Connected {
+	if n.run.get(st.id) != st && n.linked(st.id) {
 		return false, false
 	}
 	return st.setHello(h, peerSyncRate(h), mono), true

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/wats-network/wats/config"
 )
@@ -50,9 +52,12 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 		// The host starts without listeners; listen below opens them, so
 		// that a failure to listen is told apart from any other.
 		libp2p.NoListenAddrs,
-		// Without SO_REUSEPORT a second daemon on the same port fails to
-		// start instead of silently sharing the port with the first.
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		// With SO_REUSEPORT, outbound TCP connections leave from the
+		// listening port, so that peers observe the port a NAT maps for
+		// it and hole punching works over TCP as over QUIC (docs/adr/0040).
+		// listen first checks that no other process holds a port, so a
+		// second daemon on the same port still fails to start.
+		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
@@ -104,7 +109,9 @@ func (e *ListenError) Unwrap() []error { return []error{ErrListen, e.Err} }
 // listen opens a listener on every address of addrs (p2p.listen), one by
 // one. libp2p's own Listen succeeds as long as one address works; the node
 // insists on all, so that a port already in use is an error at start
-// rather than a transport silently missing. It returns a *ListenError
+// rather than a transport silently missing. A TCP port is first bound
+// without SO_REUSEPORT (portFree), since libp2p's listener, which sets it,
+// would share the port with another daemon. It returns a *ListenError
 // naming the addresses that have none.
 func listen(nw network.Network, addrs []string) error {
 	l, ok := nw.(interface{ AddListenAddr(ma.Multiaddr) error })
@@ -116,7 +123,9 @@ func listen(nw network.Network, addrs []string) error {
 	for _, s := range addrs {
 		err := errors.New("not a multiaddr")
 		if a, perr := ma.NewMultiaddr(s); perr == nil {
-			err = l.AddListenAddr(a)
+			if err = portFree(a); err == nil {
+				err = l.AddListenAddr(a)
+			}
 		}
 		if err != nil {
 			failed = append(failed, s)
@@ -129,6 +138,24 @@ func listen(nw network.Network, addrs []string) error {
 		return &ListenError{Failed: failed, Err: first}
 	}
 	return nil
+}
+
+// portFree checks that a plain TCP address (not port 0) can be bound
+// without SO_REUSEPORT, that is, that no other socket holds its port; nil
+// for any other address.
+func portFree(a ma.Multiaddr) error {
+	if port, err := a.ValueForProtocol(ma.P_TCP); err != nil || port == "0" || !isTCP(a) {
+		return nil
+	}
+	network, host, err := manet.DialArgs(a)
+	if err != nil {
+		return nil
+	}
+	l, err := net.Listen(network, host)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 // quicHeadStart is how long a dial waits for TCP before it also tries

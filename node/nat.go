@@ -60,10 +60,10 @@ const (
 // DHT's routing table (autorelay.PeerSource's num bounds it further).
 const relayCandidates = 32
 
-// natOptions are the host's options of NAT traversal for cfg: the AutoNAT
-// service and client v2, hole punching (traced into punches), a port
-// mapping with p2p.nat_port_map, the relay service with
-// p2p.relay_service, and AutoRelay over p2p.relays and the DHT's peers.
+// natOptions are the host's options of NAT traversal for cfg: the relay
+// transport, the AutoNAT service and client v2, hole punching (traced into
+// punches), a port mapping with p2p.nat_port_map, and AutoRelay over
+// p2p.relays and the DHT's peers. The relay service is startRelayService's.
 func (n *Node) natOptions(cfg *config.Config) ([]libp2p.Option, error) {
 	opts := []libp2p.Option{
 		// The circuit relay v2 client transport: dial and be dialled
@@ -77,9 +77,7 @@ func (n *Node) natOptions(cfg *config.Config) ([]libp2p.Option, error) {
 	if cfg.P2P.NATPortMap {
 		opts = append(opts, libp2p.NATPortMap())
 	}
-	if cfg.P2P.RelayService {
-		opts = append(opts, libp2p.EnableRelayService(relay.WithResources(relayResources)))
-	}
+
 	var static []peer.AddrInfo
 	for _, s := range cfg.P2P.Relays {
 		ai, err := peer.AddrInfoFromString(s)
@@ -89,10 +87,30 @@ func (n *Node) natOptions(cfg *config.Config) ([]libp2p.Option, error) {
 		static = append(static, *ai)
 	}
 	if len(static) > 0 || cfg.P2P.DHT != config.DHTOff {
+		// One candidate is enough to reserve a slot at once: AutoRelay's
+		// default waits up to 3 minutes for 4 of them, and a network has
+		// few relays (p2p.relay_service is opt-in).
 		opts = append(opts, libp2p.EnableAutoRelayWithPeerSource(n.relaySource(static),
-			autorelay.WithMinInterval(10*time.Second)))
+			autorelay.WithMinInterval(10*time.Second), autorelay.WithMinCandidates(1)))
 	}
 	return opts, nil
+}
+
+// startRelayService serves as a circuit relay v2 relay when
+// p2p.relay_service is on: from the start, not once AutoNAT finds the node
+// public as libp2p's own option does, since the operator who turns it on
+// declares the node public, and AutoNAT's answer can flap (a peer's
+// dial-back refused by a per-address limit reads as "private").
+func (n *Node) startRelayService() error {
+	if !n.cfg.P2P.RelayService {
+		return nil
+	}
+	r, err := relay.New(n.host, relay.WithResources(relayResources))
+	if err != nil {
+		return fmt.Errorf("node: relay service: %w", err)
+	}
+	n.relay = r
+	return nil
 }
 
 // relaySource hands AutoRelay its relay candidates: the configured ones
@@ -171,6 +189,14 @@ func (t *punchTracer) counts() (succeeded, failed uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.succeeded, t.failed
+}
+
+// linked reports whether p has a connection, direct or relayed (network.
+// Limited): a peer reached through a relay is a peer like another for
+// hello, sync and its run state.
+func (n *Node) linked(p peer.ID) bool {
+	c := n.host.Network().Connectedness(p)
+	return c == network.Connected || c == network.Limited
 }
 
 // connKind says how p is connected (api.Peer.Conn): relayed when every connection goes

@@ -22,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 
@@ -128,6 +129,8 @@ type Node struct {
 	// network.Reachability AutoNAT last reported.
 	punches      *punchTracer
 	reachability atomic.Int32
+	// relay is the circuit relay service (p2p.relay_service); nil when off.
+	relay *relay.Relay
 	// establishedAuthors remembers authors established by time
 	// (authorStanding).
 	establishedAuthors *lru.Cache[string, struct{}]
@@ -305,6 +308,9 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
+	if err := n.startRelayService(); err != nil {
+		return err
+	}
 	if err := n.startRouting(); err != nil {
 		return err
 	}
@@ -345,6 +351,9 @@ func (n *Node) Close() error {
 	n.cancel()
 	if r := n.routing.Load(); r != nil {
 		errs = append(errs, r.close())
+	}
+	if n.relay != nil {
+		errs = append(errs, n.relay.Close())
 	}
 	if n.fetch != nil {
 		n.fetch.x.Close()
@@ -578,9 +587,20 @@ func (n *Node) redial() {
 	wg.Wait()
 }
 
+// Retries of a bootstrap peer that could not be dialled at start (not
+// up yet, a network not yet there): after bootstrapRetryFirst, then twice
+// as long each time, up to bootstrapRetryMax, until it connects once or
+// the node has p2p.conns_low peers.
+const (
+	bootstrapRetryFirst = 5 * time.Second
+	bootstrapRetryMax   = 5 * time.Minute
+)
+
 // bootstrap dials the config's bootstrap peers, each in its own goroutine:
 // one dial per peer with all of its addresses, so that the dial ranker
-// chooses among them (rather than one connection per address).
+// chooses among them (rather than one connection per address). It
+// returns after the first dial of each; a peer whose dial failed is
+// dialled again in the background (bootstrapRetryFirst).
 func (n *Node) bootstrap() {
 	var addrs []ma.Multiaddr
 	for _, s := range n.cfg.P2P.Bootstrap {
@@ -598,14 +618,48 @@ func (n *Node) bootstrap() {
 	var wg sync.WaitGroup
 	for _, ai := range infos {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
-			defer cancel()
-			if _, err := n.connectInfo(ctx, ai); err != nil && n.ctx.Err() == nil {
-				n.log.Warn("bootstrap peer unreachable", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
+			if err := n.dialBootstrap(ai); err != nil && n.ctx.Err() == nil {
+				n.log.Warn("bootstrap peer unreachable; will retry", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
+				n.go_(func() { n.retryBootstrap(ai) })
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// dialBootstrap dials a bootstrap peer and greets it, within 30 s.
+func (n *Node) dialBootstrap(ai peer.AddrInfo) error {
+	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+	defer cancel()
+	_, err := n.connectInfo(ctx, ai)
+	return err
+}
+
+// retryBootstrap dials ai again, bootstrapRetryFirst later and then twice
+// as long each time up to bootstrapRetryMax, until it connects, the node
+// has p2p.conns_low peers, or the node closes.
+func (n *Node) retryBootstrap(ai peer.AddrInfo) {
+	wait := bootstrapRetryFirst
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.host.Network().Connectedness(ai.ID) == network.Connected || len(n.host.Network().Peers()) >= n.cfg.P2P.ConnsLow {
+			return
+		}
+		err := n.dialBootstrap(ai)
+		if err == nil {
+			n.log.Info("bootstrap peer reached", "peer", ai.ID)
+			return
+		}
+		n.log.Debug("bootstrap peer still unreachable", "peer", ai.ID, "err", err, "next", wait)
+		wait = min(2*wait, bootstrapRetryMax)
+		t.Reset(wait)
+	}
 }
 
 // mdnsServiceName is the mDNS service name of a network's nodes, so that

@@ -64,6 +64,14 @@ const (
 	bitswapPeerMemory = 16 << 20
 )
 
+// connsPerIPv4 bounds the connections of one IPv4 address at once
+// (libp2p's per-subnet limit, 8 by default): the nodes behind one home
+// router or carrier-grade NAT share its address, and each may hold a
+// connection of each transport, and the dial-backs of AutoNAT come from
+// it too (docs/adr/0040). Strangers are bounded by their slots first
+// (a quarter of p2p.max_conns, ADR 0030); loopback stays unlimited.
+const connsPerIPv4 = 16
+
 // dhtStreamsPerPeer bounds one peer's DHT streams each way: kad-dht
 // keeps one to a peer, and a lookup of a new peer may open one more.
 const dhtStreamsPerPeer = 4
@@ -155,7 +163,8 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 // to p2p.max_memory_mib for what resourceLimits leaves out (file
 // descriptors, libp2p's other services), then resourceLimits on top, and a
 // limiter that gives the peers with a record (known) their larger per-peer
-// limit. libp2p's per-IP limits stay on (loopback exempt).
+// limit. libp2p's per-IP limits stay on, at connsPerIPv4 for an IPv4
+// address (loopback exempt).
 func newResourceManager(cfg *config.Config, known func(peer.ID) bool) (network.ResourceManager, error) {
 	scaling := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&scaling)
@@ -166,7 +175,8 @@ func newResourceManager(cfg *config.Config, known func(peer.ID) bool) (network.R
 	// manager takes a global lock and formats a timestamp for every scope
 	// event (13% of the daemon's CPU under a stream flood), into a registry
 	// the node does not serve; the node's metrics are its own.
-	rm, err := rcmgr.NewResourceManager(lim, rcmgr.WithMetricsDisabled())
+	rm, err := rcmgr.NewResourceManager(lim, rcmgr.WithMetricsDisabled(),
+		rcmgr.WithLimitPerSubnet([]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: connsPerIPv4}}, nil))
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)
 	}

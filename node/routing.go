@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/boxo/provider"
@@ -86,6 +87,9 @@ const (
 	// bootstrap dials): a node whose table stays empty (no DHT server
 	// around) fails its fetches that soon, not after findProvidersTimeout.
 	routingTableWait = 5 * time.Second
+	// providersGrace is how long a search for providers goes on after
+	// the first one came, for others that come close behind.
+	providersGrace = time.Second
 	// findPeerTimeout bounds the search for a peer's addresses.
 	findPeerTimeout = 30 * time.Second
 
@@ -100,8 +104,10 @@ const (
 
 // discoverEvery is how often the node looks for peers of its network
 // under the rendezvous key while it has fewer than p2p.conns_low;
-// discoverFirst is the first look, after the bootstrap dials. Variables so
-// that tests can shorten them.
+// discoverFirst is the first look, after the bootstrap dials, and the
+// looks between are twice as far apart each time (5 s, 10 s, 20 s, 40 s,
+// then every minute): the nodes that start together advertise within
+// those first seconds. Variables so that tests can shorten them.
 var (
 	discoverEvery = time.Minute
 	discoverFirst = 5 * time.Second
@@ -121,6 +127,9 @@ type routing struct {
 	prov   provider.System
 	// records is the store of the provider records other peers put here.
 	records *recordStore
+	// discovered is how many other nodes the last look under the
+	// rendezvous key found (at most discoverLimit).
+	discovered atomic.Int64
 }
 
 // dhtMode maps p2p.dht to kad-dht's mode.
@@ -304,13 +313,31 @@ func (n *Node) findProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo {
 		return nil
 	}
 	var out []peer.AddrInfo
-	for ai := range r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob) {
-		if ai.ID != n.host.ID() {
+	found := r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob)
+	var grace <-chan time.Time
+	for {
+		select {
+		case ai, ok := <-found:
+			if !ok {
+				n.log.Debug("providers found on the DHT", "cid", c, "count", len(out))
+				return out
+			}
+			if ai.ID == n.host.ID() {
+				continue
+			}
 			out = append(out, ai)
+			if grace == nil {
+				t := time.NewTimer(providersGrace)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			// The first providers are tried now; a lookup can go on for
+			// seconds asking peers that do not answer.
+			n.log.Debug("providers found on the DHT", "cid", c, "count", len(out))
+			return out
 		}
 	}
-	n.log.Debug("providers found on the DHT", "cid", c, "count", len(out))
-	return out
 }
 
 // findPeer asks the DHT for the addresses of p.
@@ -351,7 +378,8 @@ func (n *Node) dialHost() host.Host {
 func (n *Node) discoverLoop() {
 	r := n.routing.Load()
 	ns := rendezvous(n.cfg.Network)
-	t := time.NewTimer(discoverFirst)
+	wait := discoverFirst
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	advertising := false
 	for {
@@ -360,7 +388,8 @@ func (n *Node) discoverLoop() {
 			return
 		case <-t.C:
 		}
-		t.Reset(discoverEvery)
+		wait = min(2*wait, discoverEvery)
+		t.Reset(wait)
 		if r.dht.RoutingTable().Size() == 0 {
 			continue
 		}
@@ -387,8 +416,14 @@ func (n *Node) discover(r *routing, ns string) {
 	}
 	sem := make(chan struct{}, discoverDials)
 	var wg sync.WaitGroup
+	count := 0
+	defer func() { r.discovered.Store(int64(count)) }()
 	for ai := range found {
-		if ai.ID == n.host.ID() || len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
+		if ai.ID == n.host.ID() {
+			continue
+		}
+		count++
+		if len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
 			continue
 		}
 		sem <- struct{}{}

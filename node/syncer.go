@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/semaphore"
 
@@ -599,7 +598,7 @@ type SyncProgress struct {
 // SyncPeer syncs from p now (waiting for a running sync from p to end
 // first) and reports progress after every write of pages.
 func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgress)) (SyncProgress, error) {
-	if n.host.Network().Connectedness(p) != network.Connected {
+	if !n.linked(p) {
 		return SyncProgress{Peer: p}, fmt.Errorf("node: not connected to %s; connect first (wats peers connect ADDR)", p)
 	}
 	if _, ok := n.helloPeers()[p]; !ok {

@@ -92,7 +92,7 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		n.takeStrangerSlot(st)
 	}
 	n.tagTier(st, st.Tier())
-	if n.host.Network().Connectedness(p) != network.Connected {
+	if !n.linked(p) {
 		// A stream's handler ran after the peer's last connection closed
 		// (and its notice went by): the state would never be dropped.
 		// dropGonePeerState checks again under the stripe lock.
@@ -172,7 +172,7 @@ func (n *Node) forgetPeerState(p peer.ID, ifGone bool) *peerState {
 	mu := n.run.stripe(p)
 	mu.Lock()
 	defer mu.Unlock()
-	if ifGone && n.host.Network().Connectedness(p) == network.Connected {
+	if ifGone && n.linked(p) {
 		return nil
 	}
 	v, ok := n.run.live.LoadAndDelete(p)

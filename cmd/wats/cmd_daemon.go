@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/netsim"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/daemon"
 )
@@ -41,6 +42,10 @@ running as it was); a config.toml that is not valid is logged and ignored.`,
 				return err
 			}
 			routeLibp2pLogs(logger.Handler())
+			if netsim.UseSimAddrs() {
+				logger.Warn("simulated internet: 198.18.0.0/16 taken for public addresses and 198.19.0.0/16 for private ones (" +
+					netsim.EnvAddrs + "=1, set by the netsim harness only)")
+			}
 			stopHUP := reloadOnHUP(r.ConfigPath(), r.Config, level, logger)
 			defer stopHUP()
 			// ctx is cancelled on SIGINT and SIGTERM (main's

@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
-	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize"},
+	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.
@@ -51,6 +51,12 @@ var allowed = map[string][]string{
 	// A developer's command (go run) that reads the execution traces
 	// bench sync writes; it imports no wats package.
 	"internal/bench/tracestat": {},
+	// The simulated internet (network namespaces, NATs) and the daemons
+	// it runs, a harness as the devnet is; cmd/wats takes its address
+	// classes when the harness runs it.
+	"internal/netsim": {"internal/devnet", "node/api", "repo", "config"},
+	// The developer's command behind `make sim`.
+	"internal/netsim/simrun": {"internal/netsim"},
 	// Small helpers that cmd/wats and its harnesses share: whole files
 	// written atomically and read with a cap; byte counts and plurals as
 	// the CLI prints them.

@@ -162,6 +162,10 @@ type DHTStatus struct {
 	// and MaxProviderRecords is their bound.
 	ProviderRecords    int `json:"provider_records"`
 	MaxProviderRecords int `json:"max_provider_records"`
+	// Discovered counts the other nodes the last look under the network's
+	// rendezvous key found (at most 64); the node looks while it has
+	// fewer peers than p2p.conns_low.
+	Discovered int `json:"discovered"`
 }
 
 // LogUsage is the event log's use and its quotas (the [events] keys; 0 is
