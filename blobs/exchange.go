@@ -94,6 +94,11 @@ type ExchangeOptions struct {
 	// peers that did (blobs.serve). An error fails the attempt (a provider
 	// fault, backed off unless p is a guess); nil asks p.
 	Prepare func(ctx context.Context, p peer.ID) error
+	// Connect, if set, dials a provider for a fetch, in place of the
+	// host's Connect: the node's routed host, which asks the DHT for the
+	// addresses of a provider it has none of (docs/adr/0040). Only
+	// fetches dial with it; serving never does.
+	Connect func(ctx context.Context, ai peer.AddrInfo) error
 	// Streams, if set, admits each inbound bitswap stream of p: false
 	// resets it (p holds as many as it may), else release is called when
 	// the stream ends. Nil admits every stream.
@@ -546,7 +551,11 @@ func (x *Exchange) connect(ctx context.Context, p peer.ID) error {
 	}
 	h := x.net.Host()
 	if !relayedOnly(h.Network(), p) {
-		if err := x.net.Connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
+		connect := x.net.Connect
+		if x.opts.Connect != nil {
+			connect = x.opts.Connect
+		}
+		if err := connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
 			return fmt.Errorf("blobs: connect to provider %s: %w", p, err)
 		}
 	}
@@ -578,7 +587,10 @@ func awaitDirect(ctx context.Context, h host.Host, p peer.ID) error {
 			return ctx.Err()
 		case <-t.C:
 			return fmt.Errorf("blobs: provider %s: %w", p, ErrRelayedOnly)
-		case <-sub.Out():
+		case _, ok := <-sub.Out():
+			if !ok { // the event bus closed: the host is closing
+				return fmt.Errorf("blobs: provider %s: %w", p, ErrRelayedOnly)
+			}
 		}
 	}
 	return nil

@@ -196,9 +196,12 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 	var written []cid.Cid
 	routed := false
 	for {
-		if !routed && f.find != nil && ctx.Err() == nil && pl.Routable(f.now()) {
-			routed = true
-			f.route(ctx, pl, r.CID)
+		if !routed && f.find != nil && ctx.Err() == nil {
+			pl.SkipBackedOff(f.now())
+			if pl.Routable(f.now()) {
+				routed = true
+				f.route(ctx, pl, r.CID)
+			}
 		}
 		p, deadline, ok := pl.Next(f.now())
 		if !ok {

@@ -29,7 +29,8 @@ const (
 
 // Plan is the order and the time budget of one blob fetch (ADR 0014):
 // the providers of its Sources in their order (First, then Named newest
-// first, then Guesses; see Sources); providers under backoff are skipped
+// first, then those content routing found, Route, then Guesses; see
+// Sources); providers under backoff are skipped
 // (an exempt First is not); at most MaxAttempts are tried, one after the
 // other, each until min(its start+AttemptTimeout, plan start+FetchTimeout).
 //
@@ -89,6 +90,33 @@ func (pl *Plan) Routable(now time.Time) bool {
 		return false
 	}
 	return pl.next >= len(pl.cands) || pl.cands[pl.next].guess
+}
+
+// SkipBackedOff passes over the candidates before the guesses that are
+// under backoff at now (an exempt First is not), as Next would, so that
+// Routable sees whether every claimed provider is spent before Next goes
+// on to a guess.
+func (pl *Plan) SkipBackedOff(now time.Time) {
+	for pl.next < len(pl.cands) && !pl.cands[pl.next].guess && pl.skip(pl.next, now) {
+		pl.next++
+	}
+}
+
+// skip reports whether candidate i is under backoff at now (never for an
+// exempt First), counting it among the skipped when it is.
+func (pl *Plan) skip(i int, now time.Time) bool {
+	if pl.b == nil || pl.cands[i].exempt {
+		return false
+	}
+	skipped, until := pl.b.Skipped(pl.cands[i].id, now)
+	if !skipped {
+		return false
+	}
+	pl.skipped++
+	if pl.until.IsZero() || until.Before(pl.until) {
+		pl.until = until
+	}
+	return true
 }
 
 // GuessesLeft reports whether guesses remain to be tried.
@@ -171,14 +199,8 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 		i := pl.next
 		c := pl.cands[i].id
 		pl.next++
-		if pl.b != nil && !pl.cands[i].exempt {
-			if skipped, until := pl.b.Skipped(c, now); skipped {
-				pl.skipped++
-				if pl.until.IsZero() || until.Before(pl.until) {
-					pl.until = until
-				}
-				continue
-			}
+		if pl.skip(i, now) {
+			continue
 		}
 		pl.tried++
 		pl.pending = i

@@ -344,3 +344,38 @@ func TestPlanRouteBeforeGuesses(t *testing.T) {
 		t.Error("g0, only a guess, was backed off")
 	}
 }
+
+// TestPlanRoutableAfterBackedOff: a named provider under backoff is passed
+// over (SkipBackedOff) so that content routing is asked before the guesses,
+// and a plan whose only candidate is backed off is still routable, and
+// goes on with what Route adds.
+func TestPlanRoutableAfterBackedOff(t *testing.T) {
+	b := NewBackoff()
+	b.Failed("h0", base)
+	pl := NewPlan(Sources{Named: infos([]peer.ID{"h0"}), Guesses: []peer.ID{"g0"}}, "", b, base)
+	if pl.Routable(base) {
+		t.Fatal("routable before the named provider was considered")
+	}
+	pl.SkipBackedOff(base)
+	if !pl.Routable(base) {
+		t.Fatal("not routable with the only named provider under backoff")
+	}
+	pl.Route(infos([]peer.ID{"d0"}), "")
+	if p, _, ok := pl.Next(base); !ok || p != "d0" {
+		t.Fatalf("Next = %q, %v; want the DHT's d0 before the guess", p, ok)
+	}
+
+	pl = NewPlan(Sources{Named: infos([]peer.ID{"h0"})}, "", b, base)
+	if _, _, ok := pl.Next(base); ok || !errors.Is(pl.Err(), ErrNoProvider) {
+		t.Fatalf("Next with h0 backed off: ok %v, Err %v; want ErrNoProvider", ok, pl.Err())
+	}
+	if !pl.Routable(base) {
+		t.Fatal("a plan over for want of a provider is not routable")
+	}
+	if added := pl.Route(infos([]peer.ID{"d0"}), ""); len(added) != 1 || pl.Done() {
+		t.Fatalf("Route added %q, Done %v; want d0 and the plan going on", infoIDs(added), pl.Done())
+	}
+	if p, _, ok := pl.Next(base); !ok || p != "d0" {
+		t.Fatalf("Next = %q, %v; want d0", p, ok)
+	}
+}

@@ -83,6 +83,7 @@ func (n *Node) dhtStatus() api.DHTStatus {
 		s.RoutingTable = r.dht.RoutingTable().Size()
 		s.ProviderRecords, s.MaxProviderRecords = r.records.Len(), r.records.max
 		s.Discovered = int(r.discovered.Load())
+		s.ProviderRecordsRefused = r.records.Refused()
 	}
 	return s
 }

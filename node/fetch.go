@@ -51,8 +51,8 @@ func (f *fetchState) poke() {
 // workers.
 func (n *Node) startBlobs() {
 	f := &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
-	f.x = blobs.NewExchange(n.dialHost(), n.blobs, &blobs.ExchangeOptions{
-		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream,
+	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{
+		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream, Connect: n.dialHost().Connect,
 		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },
 		Held: func(p peer.ID) {
 			n.m.streamTimeout("bitswap")

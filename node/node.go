@@ -349,9 +349,6 @@ func (n *Node) Close() error {
 		errs = append(errs, n.gossip.Close())
 	}
 	n.cancel()
-	if r := n.routing.Load(); r != nil {
-		errs = append(errs, r.close())
-	}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}
@@ -362,6 +359,12 @@ func (n *Node) Close() error {
 		errs = append(errs, n.host.Close())
 	}
 	n.wg.Wait()
+	// After the node's goroutines (a fetch that completed a blob queued a
+	// provide) and before the database closes (the provide queue is
+	// written to it).
+	if r := n.routing.Load(); r != nil {
+		errs = append(errs, r.close())
+	}
 	n.log.Info("admission counters at shutdown", "limits", n.adm.table.Snapshot())
 	n.run.each(func(st *peerState) { n.dropPeerState(st.id) })
 	errs = append(errs, n.closeStores())
@@ -656,8 +659,8 @@ func (n *Node) retryBootstrap(ai peer.AddrInfo) {
 			n.log.Info("bootstrap peer reached", "peer", ai.ID)
 			return
 		}
-		n.log.Debug("bootstrap peer still unreachable", "peer", ai.ID, "err", err, "next", wait)
 		wait = min(2*wait, bootstrapRetryMax)
+		n.log.Debug("bootstrap peer still unreachable", "peer", ai.ID, "err", err, "next", wait)
 		t.Reset(wait)
 	}
 }

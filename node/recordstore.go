@@ -28,8 +28,9 @@ type recordStore struct {
 	ds.Batching
 	max int
 
-	mu    sync.Mutex
-	count int
+	mu      sync.Mutex
+	count   int
+	refused uint64
 }
 
 // newRecordStore counts the keys of d and returns the store over it.
@@ -65,6 +66,7 @@ func (s *recordStore) Put(ctx context.Context, k ds.Key, v []byte) error {
 		return err
 	}
 	if !had && s.count >= s.max {
+		s.refused++
 		return fmt.Errorf("%w (%d records)", errRecordsFull, s.max)
 	}
 	if err := s.Batching.Put(ctx, k, v); err != nil {
@@ -94,8 +96,10 @@ func (s *recordStore) Delete(ctx context.Context, k ds.Key) error {
 }
 
 // Batch returns a batch whose writes are counted and bounded as the
-// store's, at Commit: the puts of new keys past the bound are dropped and
-// Commit returns errRecordsFull after writing the rest.
+// store's, at Commit: the puts of new keys past the bound are dropped
+// (counted in Refused), the rest written, and Commit returns nil. Not an
+// error: kad-dht keeps a batch that failed to retry it, and would rewrite
+// its whole buffer at each new record while the store is full.
 func (s *recordStore) Batch(ctx context.Context) (ds.Batch, error) {
 	return &recordBatch{s: s}, nil
 }
@@ -143,7 +147,7 @@ func (b *recordBatch) Commit(ctx context.Context) error {
 		return s.Batching.Has(ctx, k)
 	}
 	count := s.count
-	var full error
+	refused := 0
 	for _, op := range b.ops {
 		had, err := has(op.k)
 		if err != nil {
@@ -159,7 +163,7 @@ func (b *recordBatch) Commit(ctx context.Context) error {
 				count--
 			}
 		case !had && count >= s.max:
-			full = fmt.Errorf("%w (%d records)", errRecordsFull, s.max)
+			refused++
 		default:
 			if err := inner.Put(ctx, op.k, op.v); err != nil {
 				return err
@@ -174,6 +178,14 @@ func (b *recordBatch) Commit(ctx context.Context) error {
 		return err
 	}
 	s.count = count
+	s.refused += uint64(refused)
 	b.ops = nil
-	return full
+	return nil
+}
+
+// Refused returns how many new records the store refused, full.
+func (s *recordStore) Refused() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }

@@ -13,7 +13,7 @@ import (
 func recordKey(i int) ds.Key { return ds.NewKey(fmt.Sprintf("/providers/k%d/p", i)) }
 
 // TestRecordStoreBound: the store takes new keys up to its bound and
-// refuses the next, by Put and by a batch; overwrites and deletes always
+// refuses the next, by Put (an error) and by a batch (dropped, counted); overwrites and deletes always
 // pass, and a delete makes room; the count survives a reopen.
 func TestRecordStoreBound(t *testing.T) {
 	ctx := context.Background()
@@ -45,8 +45,11 @@ func TestRecordStoreBound(t *testing.T) {
 	_ = b.Put(ctx, recordKey(10), []byte("v"))
 	_ = b.Put(ctx, recordKey(11), []byte("v"))
 	_ = b.Put(ctx, recordKey(10), []byte("again")) // an overwrite within the batch
-	if err := b.Commit(ctx); !errors.Is(err, errRecordsFull) {
-		t.Fatalf("batch past the bound: %v, want errRecordsFull", err)
+	if err := b.Commit(ctx); err != nil {
+		t.Fatalf("batch past the bound: %v, want nil (the new key dropped, not an error kad-dht retries)", err)
+	}
+	if got := s.Refused(); got != 2 {
+		t.Errorf("Refused %d, want 2 (one Put, one in the batch)", got)
 	}
 	for k, want := range map[ds.Key]bool{recordKey(1): false, recordKey(10): true, recordKey(11): false, recordKey(0): true} {
 		if has, _ := under.Has(ctx, k); has != want {

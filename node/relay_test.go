@@ -17,8 +17,8 @@ import (
 
 // TestRelayedConnectionCarriesHelloNotBlobs: a node reached only through a
 // relay (p2p.relay_service on a third node, a reservation on it) completes
-// hello over the relayed connection, is shown as relayed, and does not
-// serve a blob over it: the fetch waits blobs.DirectWait for a direct
+// hello over the relayed connection, is shown as relayed, is synced from
+// over it, and does not serve a blob over it: the fetch waits blobs.DirectWait for a direct
 // connection, then fails with blobs.ErrRelayedOnly.
 func TestRelayedConnectionCarriesHelloNotBlobs(t *testing.T) {
 	old := blobs.DirectWait
@@ -35,6 +35,7 @@ func TestRelayedConnectionCarriesHelloNotBlobs(t *testing.T) {
 		t.Fatalf("reserve a slot on the relay: %v", err)
 	}
 	ref := addBlob(t, holder, randData(1<<20, 9))
+	publish(t, holder, 5)
 	// Only the relayed address: the getter never learns the holder's own.
 	circuit := relay.FullAddrs()[0] + "/p2p-circuit/p2p/" + holder.ID().String()
 	if _, err := ma.NewMultiaddr(circuit); err != nil {
@@ -49,6 +50,9 @@ func TestRelayedConnectionCarriesHelloNotBlobs(t *testing.T) {
 	if kind := getter.connKind(holder.ID()); kind != api.ConnRelayed {
 		t.Fatalf("the connection is %q, want %q", kind, api.ConnRelayed)
 	}
+	// The sync hello starts goes over the relayed connection (gossip is
+	// off, and it is the only connection).
+	waitHead(t, 10*time.Second, 5, getter)
 	c, _ := cid.Decode(ref.CID)
 	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{First: holder.ID(), FirstExempt: true}})
 	if !errors.Is(err, blobs.ErrRelayedOnly) {

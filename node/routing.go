@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +24,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	corerouting "github.com/libp2p/go-libp2p/core/routing"
 	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
-	dutil "github.com/libp2p/go-libp2p/p2p/discovery/util"
 	routedhost "github.com/libp2p/go-libp2p/p2p/host/routed"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
@@ -73,6 +72,11 @@ const (
 	// provide, amino.DefaultProvideValidity).
 	maxProviderRecords = 1 << 18
 
+	// strangersRecordShare is the strangers' share of maxProviderRecords,
+	// in quarters: three quarters, the last quarter kept for the records
+	// of peers that showed value (ADR 0030's tiers).
+	strangersRecordShare = 3
+
 	// reprovideInterval is how often every complete blob is provided
 	// again, within the records' 48 h validity (boxo's and kubo's 22 h).
 	reprovideInterval = 22 * time.Hour
@@ -97,8 +101,10 @@ const (
 	// the peers it dials at once.
 	discoverLimit = 64
 	discoverDials = 8
-	// advertiseTTL is how long the node's rendezvous record lives; the
-	// advertiser renews it before it ends.
+	// advertiseTTL is how long the node's rendezvous record is asked to
+	// live; it is put again at 7/8 of it (discoverLoop). The DHT servers
+	// keep a record 48 h whatever it says, so a node that left is found
+	// there for up to 2 days (a dial then fails).
 	advertiseTTL = 3 * time.Hour
 )
 
@@ -247,23 +253,33 @@ func (r *routing) close() error {
 	return errors.Join(r.prov.Close(), r.dht.Close())
 }
 
-// dhtBootstrapPeers are the peers the DHT bootstraps from when its
-// routing table is empty: p2p.bootstrap, then the peer cache's (most
-// recently seen first).
+// maxDHTBootstrapPeers bounds the peers handed to the DHT to bootstrap
+// from: kad-dht dials them in a random order and stops after two
+// answered, so more would only be a longer list to shuffle.
+const maxDHTBootstrapPeers = 2 * dhtBucketSize
+
+// dhtBootstrapPeers are the peers the DHT may bootstrap from when its
+// routing table is empty, at most maxDHTBootstrapPeers, each once:
+// p2p.bootstrap, then the peer cache's, most recently seen first (kad-dht
+// picks among them at random).
 func (n *Node) dhtBootstrapPeers() []peer.AddrInfo {
 	var out []peer.AddrInfo
+	add := func(ai peer.AddrInfo) {
+		if len(out) < maxDHTBootstrapPeers && ai.ID != n.host.ID() &&
+			!slices.ContainsFunc(out, func(o peer.AddrInfo) bool { return o.ID == ai.ID }) {
+			out = append(out, ai)
+		}
+	}
 	for _, s := range n.cfg.P2P.Bootstrap {
 		if ai, err := peer.AddrInfoFromString(s); err == nil {
-			out = append(out, *ai)
+			add(*ai)
 		}
 	}
 	for _, ai := range n.peers.Known() {
-		if len(out) == 2*dhtBucketSize {
+		if len(out) == maxDHTBootstrapPeers {
 			break
 		}
-		if ai.ID != n.host.ID() {
-			out = append(out, ai)
-		}
+		add(ai)
 	}
 	return out
 }
@@ -279,6 +295,8 @@ func (n *Node) completeBlobs(ctx context.Context) (<-chan cid.Cid, error) {
 			select {
 			case ch <- b.CID:
 			case <-ctx.Done():
+				return
+			case <-n.ctx.Done(): // boxo's reprovide runs on a context of its own
 				return
 			}
 		}
@@ -313,7 +331,8 @@ func (n *Node) findProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo {
 		return nil
 	}
 	var out []peer.AddrInfo
-	found := r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob)
+	// One more than kept: the node itself may be among them.
+	found := r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob+1)
 	var grace <-chan time.Time
 	for {
 		select {
@@ -361,9 +380,9 @@ func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
 	return ai, nil
 }
 
-// dialHost is the host the blob exchange dials providers with: the routed
-// host, which finds a provider's addresses on the DHT when the peerstore
-// has none, or the node's host with the DHT off.
+// dialHost is the host a fetch dials providers with (blobs.ExchangeOptions.
+// Connect): the routed host, which finds a provider's addresses on the DHT
+// when the peerstore has none, or the node's host with the DHT off.
 func (n *Node) dialHost() host.Host {
 	if r := n.routing.Load(); r != nil {
 		return r.routed
@@ -381,7 +400,7 @@ func (n *Node) discoverLoop() {
 	wait := discoverFirst
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	advertising := false
+	var readvertise time.Time // zero: not advertised yet
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -393,15 +412,28 @@ func (n *Node) discoverLoop() {
 		if r.dht.RoutingTable().Size() == 0 {
 			continue
 		}
-		if !advertising {
-			advertising = true
-			dutil.Advertise(n.ctx, r.disc, ns, discovery.TTL(advertiseTTL))
+		if now := time.Now(); !now.Before(readvertise) {
+			readvertise = now.Add(n.advertise(r, ns))
 		}
 		if len(n.host.Network().Peers()) >= n.cfg.P2P.ConnsLow {
 			continue
 		}
 		n.discover(r, ns)
 	}
+}
+
+// advertise puts the node's record under the rendezvous key ns, and
+// returns when to put it again: at 7/8 of its TTL, or after discoverEvery
+// if it failed.
+func (n *Node) advertise(r *routing, ns string) time.Duration {
+	ctx, cancel := context.WithTimeout(n.ctx, findProvidersTimeout)
+	defer cancel()
+	ttl, err := r.disc.Advertise(ctx, ns, discovery.TTL(advertiseTTL))
+	if err != nil {
+		n.log.Debug("advertise under the rendezvous key", "err", err)
+		return discoverEvery
+	}
+	return ttl * 7 / 8
 }
 
 // discover dials the nodes found under the rendezvous key ns that are not
@@ -442,16 +474,35 @@ func (n *Node) discover(r *routing, ns string) {
 // dhtRequest is the DHT's hook on every request a peer sends
 // (dht.OnRequestHook): the request takes a token from the peer's budget
 // (dhtRequestsPerMin by its tier, strangers sharing
-// dhtStrangerRequestsPerMin); past it, the request is made one the DHT has
-// no handler for, so the DHT answers nothing and closes the stream.
+// dhtStrangerRequestsPerMin), and a stranger's provider record needs the
+// strangers' share of the store not full (strangersRecordsFull). A
+// request refused is made one the DHT has no handler for, so the DHT
+// answers nothing and closes the stream.
 func (n *Node) dhtRequest(_ context.Context, s network.Stream, req *pb.Message) {
 	p := s.Conn().RemotePeer()
-	if n.dhtBudget.Allow(string(p), n.tierOfPeer(p), int64(n.mono(n.now()))) {
+	t := n.tierOfPeer(p)
+	why := ""
+	switch {
+	case !n.dhtBudget.Allow(string(p), t, int64(n.mono(n.now()))):
+		why = "over the peer's budget"
+	case req.GetType() == pb.Message_ADD_PROVIDER && t.Stranger() && n.strangersRecordsFull():
+		why = "the strangers' share of the provider records is full"
+	default:
 		return
 	}
 	n.m.dhtRefused()
-	n.plog.Info(p, "dht", "DHT request refused: over the peer's budget", "peer", p, "type", req.GetType().String())
+	n.plog.Info(p, "dht", "DHT request refused: "+why, "peer", p, "type", req.GetType().String())
 	req.Type = refusedDHTRequest
+}
+
+// strangersRecordsFull reports whether the provider records held reach
+// the strangers' share of their bound (strangersRecordShare): past it, a
+// peer of a stranger tier puts no record, not even a renewal, so that
+// strangers can neither fill the store nor keep it full by renewing
+// (docs/adr/0040); peers that showed value put theirs up to the bound.
+func (n *Node) strangersRecordsFull() bool {
+	r := n.routing.Load()
+	return r != nil && r.records.Len() >= r.records.max*strangersRecordShare/4
 }
 
 // refusedDHTRequest is the type a refused DHT request is given: one no
@@ -467,32 +518,40 @@ func newDHTBudget(l limits.Config) (*limits.Budget, error) {
 
 // diversityFilter is kad-dht's routing-table diversity filter (at most
 // dhtMaxPerCpl peers of one IP group per bucket, dhtMaxPerTable in all),
-// with the groups of non-public addresses exempt.
+// with the peers that have no public address exempt: a network on one
+// machine or one LAN (loopback, private, IPv6 ULA or link-local, test
+// ranges) would otherwise keep 3 peers in its table. The exemption is
+// decided from the peer's addresses, not its group's key: kbucket gives
+// every IPv6 address of no known ASN one key.
+//
+// kad-dht applies its own filter type to the responses of lookups too
+// (at most as many peers of one group per response); wrapped, it does
+// not: the routing table is bounded, a lookup's responses are not
+// (docs/adr/0040).
 type diversityFilter struct {
 	peerdiversity.PeerIPGroupFilter
+	h host.Host
 }
 
 func newDiversityFilter(h host.Host) *diversityFilter {
-	return &diversityFilter{dht.NewRTPeerDiversityFilter(h, dhtMaxPerCpl, dhtMaxPerTable)}
+	return &diversityFilter{PeerIPGroupFilter: dht.NewRTPeerDiversityFilter(h, dhtMaxPerCpl, dhtMaxPerTable), h: h}
 }
 
-// Allow lets in a peer of a non-public IP group, and asks kad-dht's
-// filter for any other.
+// Allow lets in a peer with no public address, and asks kad-dht's filter
+// for any other.
 func (f *diversityFilter) Allow(g peerdiversity.PeerGroupInfo) bool {
-	return !publicGroup(g.IPGroupKey) || f.PeerIPGroupFilter.Allow(g)
+	return !publicPeer(f.h, g.Id) || f.PeerIPGroupFilter.Allow(g)
 }
 
-// publicGroup reports whether an IP group is of public addresses. An IPv4
-// group is its network's address (a /16 or a legacy /8), public when that
-// address is: the private, loopback and test ranges are all /16-aligned
-// or wider. An IPv6 group is an ASN: public.
-func publicGroup(k peerdiversity.PeerIPGroupKey) bool {
-	ip := net.ParseIP(string(k))
-	if ip == nil || ip.To4() == nil {
-		return true
+// publicPeer reports whether p has a public address: the remote address
+// of a connection to it, or one the peerstore holds.
+func publicPeer(h host.Host, p peer.ID) bool {
+	for _, c := range h.Network().ConnsToPeer(p) {
+		if manet.IsPublicAddr(c.RemoteMultiaddr()) {
+			return true
+		}
 	}
-	a, err := manet.FromIP(ip)
-	return err == nil && manet.IsPublicAddr(a)
+	return slices.ContainsFunc(h.Peerstore().Addrs(p), manet.IsPublicAddr)
 }
 
 // isRelayed reports whether a is a relayed (circuit) address.

@@ -138,7 +138,9 @@ func (c *cli) blobGetCmd() *cobra.Command {
 		Use:   "get CID [--size N] -o FILE [--from PEER] [--json]",
 		Short: "Fetch a blob, writing it to FILE as it arrives; FILE only if complete and of size N",
 		Long: `Write the blob CID to FILE. A blob the node does not hold is fetched from its
-providers: PEER (--from) first, then those gossip named for it, by the fetch
+providers: PEER (--from) first, then those gossip named for it, then those
+the network's DHT names (docs/adr/0040: with no --from and no gossip hint,
+the CID and --size are enough), then the connected peers, by the fetch
 rules of ADR 0014 (at most 4 providers, 60 s each, 120 s in all; the size
 checked against blobs.max_blob_bytes and the quota before any request). The
 bytes are written while the fetch runs, in order, each as soon as it is

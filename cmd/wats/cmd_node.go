@@ -128,8 +128,8 @@ func (c *cli) statusCmd() *cobra.Command {
 				if d.Server {
 					role = "server"
 				}
-				fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records\n",
-					d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords)
+				fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
+					d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
 			}
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()

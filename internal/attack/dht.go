@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"sync"
 	"time"
 
@@ -157,4 +158,21 @@ func writeDHT(s network.MuxedStream, m *pb.Message) error {
 		return err
 	}
 	return msgio.NewVarintWriter(s).WriteMsg(b)
+}
+
+// PutProviderRecord connects a fresh id to t and puts one provider record
+// of a random CID on its DHT, as a stranger would, and returns once the
+// node is done with it (took it or refused it: the wire does not say).
+func PutProviderRecord(ctx context.Context, t Target) error {
+	st := &stats{}
+	c, id := freshConn(ctx, t, st)
+	if c == nil {
+		return errors.New("attack: could not connect to the target")
+	}
+	defer c.Close()
+	c.dhtAddProvider(ctx, t, id, st)
+	if st.requests.Load() == 0 {
+		return errors.New("attack: no record sent")
+	}
+	return nil
 }

@@ -93,8 +93,8 @@ func Build(ctx context.Context, topo Topology) (n *Net, err error) {
 	if err := Need(); err != nil {
 		return nil, err
 	}
-	if topo.Public < 1 {
-		return nil, errors.New("netsim: at least one public node")
+	if topo.Public < 1 || topo.Public > 200 {
+		return nil, errors.New("netsim: 1 to 200 public nodes")
 	}
 	if len(topo.NATs) > 200 {
 		return nil, errors.New("netsim: at most 200 NATs")
@@ -235,6 +235,13 @@ table ip filter {
 		return fmt.Errorf("netsim: nft in %s: %v: %s", router, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// namespaces counts the namespaces the Net made.
+func (n *Net) namespaces() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.nss)
 }
 
 // Command returns a command that runs name with args in namespace ns.

@@ -45,7 +45,8 @@ type Result struct {
 	Nodes int `json:"nodes"`
 	NATs  int `json:"nats"`
 	// Discovery is the time from the daemons' start until every node had
-	// found every other under the rendezvous key of the network's DHT.
+	// found every other under the rendezvous key of the network's DHT (64
+	// others, the most one look returns, in a larger run).
 	Discovery time.Duration `json:"discovery_ns"`
 	// Pairs counts the pairs of nodes by their best connection at the
 	// end of the run: direct, hole-punched, relayed, or none.
@@ -57,11 +58,14 @@ type Result struct {
 	// Gossip is the time an event published behind one NAT took to reach
 	// every node.
 	Gossip time.Duration `json:"gossip_ns"`
-	// BlobAcross is the time a node behind one NAT took to fetch, by CID
-	// alone, a blob added behind another.
+	// BlobAcross is the time from the blob's import behind one NAT until
+	// a node behind another held it, fetched by CID alone (fetches that
+	// found no provider yet, before the holder's record was on the DHT,
+	// tried again every half second).
 	BlobAcross time.Duration `json:"blob_across_ns"`
-	// BlobProviderGone is the time a node took to fetch a blob whose
-	// named provider (gossip's hint) was stopped, from a DHT provider.
+	// BlobProviderGone is the time from its named provider's stop until a
+	// node held a blob (gossip's hint naming the stopped node), fetched
+	// from a DHT provider.
 	BlobProviderGone time.Duration `json:"blob_provider_gone_ns"`
 	// BlobSymmetric is what became of a fetch, by CID alone, from behind
 	// the first symmetric NAT of a blob added behind the first NAT: "" when
@@ -92,7 +96,13 @@ type node struct {
 	cl   *api.Client
 	cmd  *exec.Cmd
 	done chan struct{}
+	// halted: halt ran (its process group is gone: never signalled again).
+	halted bool
 }
+
+// maxDiscovered is the most nodes one look under the rendezvous key
+// returns (node's discoverLimit).
+const maxDiscovered = 64
 
 // simPort is the TCP and UDP port of the public nodes.
 const simPort = 9287
@@ -126,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer n.Close()
-	o.Log("built %d namespaces for %d nodes behind %d NATs", len(n.nss), len(n.Hosts), len(o.Topology.NATs))
+	o.Log("built %d namespaces for %d nodes behind %d NATs", n.namespaces(), len(n.Hosts), len(o.Topology.NATs))
 	nodes, err := prepare(n, o)
 	if err != nil {
 		return nil, err
@@ -273,9 +283,10 @@ func (nd *node) waitAPI(ctx context.Context, timeout time.Duration) error {
 // halt stops the node's daemon: SIGTERM, then SIGKILL after
 // devnet.StopGrace.
 func (nd *node) halt() {
-	if nd.cmd == nil {
+	if nd.cmd == nil || nd.halted {
 		return
 	}
+	nd.halted = true
 	_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-nd.done:
@@ -346,7 +357,8 @@ func (m *measure) live() []*node {
 // discovery waits until every node found every other under the
 // rendezvous key.
 func (m *measure) discovery(start time.Time) error {
-	want := len(m.nodes) - 1
+	// A look returns at most 64 nodes (the node's discoverLimit).
+	want := min(len(m.nodes)-1, maxDiscovered)
 	err := m.poll("every node found every other on the DHT", func(ctx context.Context) (bool, error) {
 		for _, nd := range m.nodes {
 			st, err := nd.cl.Status(ctx)
@@ -415,10 +427,10 @@ func addBlob(ctx context.Context, nd *node, size int) (*api.BlobInfo, error) {
 	return nd.cl.AddBlob(ctx, bytes.NewReader(b))
 }
 
-// fetch has nd fetch blob bi by its CID and size alone, and returns the
-// time it took.
-func (m *measure) fetch(nd *node, bi *api.BlobInfo) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(m.ctx, m.o.Timeout)
+// fetch has nd fetch blob bi by its CID and size alone, within ctx and
+// the step's timeout, and returns the time it took.
+func (m *measure) fetch(ctx context.Context, nd *node, bi *api.BlobInfo) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	start := time.Now()
 	err := nd.cl.FetchBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, nil)
@@ -436,11 +448,12 @@ func (m *measure) blobAcross() error {
 	m.across = bi
 	// The holder provides it on the DHT in the background: until its
 	// record is there, a fetch finds no provider and is tried again.
-	err = m.poll("the blob fetched across NATs", func(context.Context) (bool, error) {
-		d, err := m.fetch(getter, bi)
-		m.res.BlobAcross = d
+	start := time.Now()
+	err = m.poll("the blob fetched across NATs", func(ctx context.Context) (bool, error) {
+		_, err := m.fetch(ctx, getter, bi)
 		return err == nil, err
 	})
+	m.res.BlobAcross = time.Since(start)
 	m.o.Log("blob: node%d (NAT 0) -> node%d (NAT 1) by CID in %s", holder.i, getter.i, m.res.BlobAcross.Round(time.Millisecond))
 	return err
 }
@@ -471,19 +484,20 @@ func (m *measure) blobProviderGone() error {
 		api.BlobRef{CID: bi.CID, Size: bi.Size, Name: "sim.bin"}); err != nil {
 		return err
 	}
-	if err := m.poll("the blob on a second node", func(context.Context) (bool, error) {
-		_, err := m.fetch(second, bi)
+	if err := m.poll("the blob on a second node", func(ctx context.Context) (bool, error) {
+		_, err := m.fetch(ctx, second, bi)
 		return err == nil, err
 	}); err != nil {
 		return err
 	}
 	holder.halt()
 	m.o.Log("stopped node%d, the blob's named provider", holder.i)
-	err = m.poll("the blob fetched with its named provider gone", func(context.Context) (bool, error) {
-		d, err := m.fetch(last, bi)
-		m.res.BlobProviderGone = d
+	start := time.Now()
+	err = m.poll("the blob fetched with its named provider gone", func(ctx context.Context) (bool, error) {
+		_, err := m.fetch(ctx, last, bi)
 		return err == nil, err
 	})
+	m.res.BlobProviderGone = time.Since(start)
 	m.o.Log("blob: node%d fetched it with its provider gone in %s", last.i, m.res.BlobProviderGone.Round(time.Millisecond))
 	return err
 }
@@ -500,7 +514,7 @@ func (m *measure) blobSymmetric() error {
 		if !nat.Symmetric {
 			continue
 		}
-		d, err := m.fetch(m.natNode(r, 0), m.across)
+		d, err := m.fetch(m.ctx, m.natNode(r, 0), m.across)
 		if err != nil {
 			m.res.BlobSymmetric = err.Error()
 		} else {

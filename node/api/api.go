@@ -162,6 +162,9 @@ type DHTStatus struct {
 	// and MaxProviderRecords is their bound.
 	ProviderRecords    int `json:"provider_records"`
 	MaxProviderRecords int `json:"max_provider_records"`
+	// ProviderRecordsRefused counts the new records refused, the store
+	// full, since the node started.
+	ProviderRecordsRefused uint64 `json:"provider_records_refused"`
 	// Discovered counts the other nodes the last look under the network's
 	// rendezvous key found (at most 64); the node looks while it has
 	// fewer peers than p2p.conns_low.
