@@ -16,10 +16,26 @@ import (
 // startNode starts a node on 127.0.0.1 and returns it as a target.
 func startNode(t *testing.T) attack.Target {
 	t.Helper()
+	n := startNodeWith(t, nil)
+	tg, err := attack.ParseTarget(n.FullAddrs()[0], "attack-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// startNodeWith starts a node on 127.0.0.1 of network attack-test, without
+// gossip, its config changed by edit (nil: none); it closes at the end of
+// the test.
+func startNodeWith(t *testing.T, edit func(*config.Config)) *node.Node {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Network = "attack-test"
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Sync.Gossip = false
+	if edit != nil {
+		edit(cfg)
+	}
 	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -32,11 +48,7 @@ func startNode(t *testing.T) attack.Target {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	tg, err := attack.ParseTarget(n.FullAddrs()[0], cfg.Network)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return n
 }
 
 // TestSuiteSmoke runs the honest load and each attack briefly against a

@@ -210,6 +210,21 @@ func atRate(ctx context.Context, rate, inFlight int, f func()) {
 }
 
 func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *stats) {
+	withFresh(ctx, t, st, func(dctx context.Context, c *Conn) {
+		if hello {
+			st.requests.Add(1)
+			if resp, err := c.Request(dctx, c.Hello(true), nil); err == nil && resp.Hello != nil {
+				st.answered.Add(1)
+			}
+		}
+		Pause(ctx, hold)
+	})
+}
+
+// withFresh runs f with a fresh id's connection to t (freshConn), within
+// requestTimeout (f's ctx), and closes it after; nothing when the dial
+// fails.
+func withFresh(ctx context.Context, t Target, st *stats, f func(ctx context.Context, c *Conn)) {
 	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	c, _ := freshConn(dctx, t, st)
@@ -217,13 +232,7 @@ func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *st
 		return
 	}
 	defer c.Close()
-	if hello {
-		st.requests.Add(1)
-		if resp, err := c.Request(dctx, c.Hello(true), nil); err == nil && resp.Hello != nil {
-			st.answered.Add(1)
-		}
-	}
-	Pause(ctx, hold)
+	f(dctx, c)
 }
 
 // freshConn makes a fresh id and connects it to t, counting both; nil

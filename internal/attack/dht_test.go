@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,34 +12,18 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/repo"
 )
 
 // startDHTNode starts a node on 127.0.0.1 whose DHT answers queries
 // (server mode), bootstrapped to boot.
 func startDHTNode(t *testing.T, boot ...*node.Node) *node.Node {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Network = "attack-test"
-	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.P2P.DHT = config.DHTServer
-	cfg.Sync.Gossip = false
-	for _, b := range boot {
-		cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, b.FullAddrs()[0])
-	}
-	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.New(r.Config, r.Key, &node.Options{Dir: r.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
+	return startNodeWith(t, func(cfg *config.Config) {
+		cfg.P2P.DHT = config.DHTServer
+		for _, b := range boot {
+			cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, b.FullAddrs()[0])
+		}
+	})
 }
 
 // TestDHTAttacksHonestFetchServed: while one id floods the DHT of a node

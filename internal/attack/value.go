@@ -152,13 +152,12 @@ func holdPages(ctx context.Context, c *Conn, after core.Cursor, st *stats) {
 
 // crashReporter is one id of CrashFlood.
 func crashReporter(ctx context.Context, t Target, st *stats) {
-	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	c, id := freshConn(dctx, t, st)
-	if c == nil {
-		return
-	}
-	defer c.Close()
+	withFresh(ctx, t, st, func(dctx context.Context, c *Conn) { reportCrashes(dctx, c, st) })
+}
+
+// reportCrashes submits two crash reports on c.
+func reportCrashes(dctx context.Context, c *Conn, st *stats) {
+	id := c.id
 	stack := strings.Repeat("s", 8<<10)
 	for i := range 2 {
 		crash := eventlog.Crash{Program: "flood", Version: "1", OS: "linux", Arch: "amd64",
