@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"os"
 	"slices"
@@ -562,32 +563,39 @@ const redialConcurrency = 8
 const redialTimeout = 10 * time.Second
 
 // redial dials the peers of the peer cache at start, most recently seen
-// first, at most redialConcurrency at once, so that a node restarted without
-// bootstrap addresses finds its network again (ADR 0026).
+// first (dialEach), so that a node restarted without bootstrap addresses
+// finds its network again (ADR 0026).
 func (n *Node) redial() {
+	n.dialEach(slices.Values(n.peers.Known()), "known peer unreachable")
+}
+
+// dialEach dials each peer of infos that is not this node, has an
+// address and is not connected, at most redialConcurrency at once and each
+// within redialTimeout, and returns once they are done or the node
+// closes; a dial that fails is logged at debug with msg. Used by the
+// redial of the peer cache and by discovery (routing.go).
+func (n *Node) dialEach(infos iter.Seq[peer.AddrInfo], msg string) {
 	sem := make(chan struct{}, redialConcurrency)
 	var wg sync.WaitGroup
-	for _, ai := range n.peers.Known() {
-		if ai.ID == n.host.ID() || n.host.Network().Connectedness(ai.ID) == network.Connected {
+	defer wg.Wait()
+	for ai := range infos {
+		if ai.ID == n.host.ID() || len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
 			continue
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-n.ctx.Done():
-			wg.Wait()
 			return
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
 			defer cancel()
 			if err := n.host.Connect(ctx, ai); err != nil {
-				n.log.Debug("known peer unreachable", "peer", ai.ID, "err", err)
+				n.log.Debug(msg, "peer", ai.ID, "err", err)
 			}
-		}()
+		})
 	}
-	wg.Wait()
 }
 
 // Retries of a bootstrap peer that could not be dialled at start (not

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,10 +96,9 @@ const (
 	// findPeerTimeout bounds the search for a peer's addresses.
 	findPeerTimeout = 30 * time.Second
 
-	// discoverLimit bounds the peers one look returns, and discoverDials
-	// the peers it dials at once.
+	// discoverLimit bounds the peers one look returns (dialled
+	// redialConcurrency at once, dialEach).
 	discoverLimit = 64
-	discoverDials = 8
 	// advertiseTTL is how long the node's rendezvous record is asked to
 	// live; it is put again at 7/8 of it (discoverLoop). The DHT servers
 	// keep a record 48 h whatever it says, so a node that left is found
@@ -248,7 +246,7 @@ func waitRoutingTable(ctx context.Context, d *dht.IpfsDHT) error {
 // CIDs to provide (/dht/provider/).
 const dhtKeyPrefix = "/dht"
 
-// closeRouting stops providing and closes the DHT.
+// close stops providing and closes the DHT.
 func (r *routing) close() error {
 	return errors.Join(r.prov.Close(), r.dht.Close())
 }
@@ -305,8 +303,8 @@ func (n *Node) completeBlobs(ctx context.Context) (<-chan cid.Cid, error) {
 }
 
 // blobPinned provides a blob that became complete here
-// (blobs.StoreOptions.Pinned): it is queued, on disk, for the provider's
-// workers.
+// (blobs.StoreOptions.Pinned): it is queued for the provider's workers
+// (in memory, written to the database after a minute idle or at Close).
 func (n *Node) blobPinned(c cid.Cid) {
 	if r := n.routing.Load(); r != nil {
 		if err := r.prov.Provide(n.ctx, c, true); err != nil {
@@ -437,7 +435,7 @@ func (n *Node) advertise(r *routing, ns string) time.Duration {
 }
 
 // discover dials the nodes found under the rendezvous key ns that are not
-// connected, at most discoverDials at once.
+// connected (dialEach), and records how many other nodes it found.
 func (n *Node) discover(r *routing, ns string) {
 	ctx, cancel := context.WithTimeout(n.ctx, findProvidersTimeout)
 	defer cancel()
@@ -446,29 +444,19 @@ func (n *Node) discover(r *routing, ns string) {
 		n.log.Debug("discovery", "err", err)
 		return
 	}
-	sem := make(chan struct{}, discoverDials)
-	var wg sync.WaitGroup
 	count := 0
 	defer func() { r.discovered.Store(int64(count)) }()
-	for ai := range found {
-		if ai.ID == n.host.ID() {
-			continue
-		}
-		count++
-		if len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			dctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
-			defer cancel()
-			if err := n.host.Connect(dctx, ai); err != nil {
-				n.log.Debug("discovered peer unreachable", "peer", ai.ID, "err", err)
+	n.dialEach(func(yield func(peer.AddrInfo) bool) {
+		for ai := range found {
+			if ai.ID == n.host.ID() {
+				continue
 			}
-		})
-	}
-	wg.Wait()
+			count++
+			if !yield(ai) {
+				return
+			}
+		}
+	}, "discovered peer unreachable")
 }
 
 // dhtRequest is the DHT's hook on every request a peer sends

@@ -62,12 +62,24 @@ func (d *Daemon) Err() error { return d.err }
 // process dies (on Linux), so `devnet run` leaves nothing behind even if
 // it is killed. The daemon is reaped in the background (Exited).
 func StartDaemon(exe, repoDir, logPath string, index int, foreground bool) (*Daemon, error) {
+	return StartDaemonIn(nil, nil, exe, repoDir, logPath, index, foreground)
+}
+
+// StartDaemonIn is StartDaemon with the daemon run through prefix (a
+// command and its arguments before exe, such as `ip netns exec NS`, which
+// must exec exe in its place, so that the pid is the daemon's) and env
+// added to this process's environment; nil for neither.
+func StartDaemonIn(prefix, env []string, exe, repoDir, logPath string, index int, foreground bool) (*Daemon, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(exe, "daemon", "--repo", repoDir)
+	args := append(append(append([]string{}, prefix...), exe), "daemon", "--repo", repoDir)
+	cmd := exec.Command(args[0], args[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = ProcAttr(foreground)
 	if err := cmd.Start(); err != nil {
@@ -141,10 +153,10 @@ func SignalGroup(pid int, sig syscall.Signal) {
 	}
 }
 
-// processAlive reports whether pid is a live process: it exists and is not
+// ProcessAlive reports whether pid is a live process: it exists and is not
 // a zombie (a zombie has exited; only its parent's wait is missing, and a
 // daemon orphaned by `devnet up` may have a parent that never waits).
-func processAlive(pid int) bool {
+func ProcessAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -199,7 +211,7 @@ func stopRecorded(ctx context.Context, st *State, log func(format string, args .
 	var pids []int
 	for _, n := range st.Nodes {
 		switch {
-		case !processAlive(n.PID):
+		case !ProcessAlive(n.PID):
 			log("node%d (pid %d) is not running", n.Index, n.PID)
 		case !isDevnetDaemon(n.PID, n.Repo):
 			log("node%d: pid %d is now another program; leaving it alone", n.Index, n.PID)
@@ -229,7 +241,7 @@ func waitGone(ctx context.Context, pids []int, d time.Duration) []int {
 	for {
 		var left []int
 		for _, pid := range pids {
-			if processAlive(pid) {
+			if ProcessAlive(pid) {
 				left = append(left, pid)
 			}
 		}

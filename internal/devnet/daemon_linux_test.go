@@ -32,10 +32,10 @@ func waitExitedNoReap(t *testing.T, pid int) {
 }
 
 func TestProcessAlive(t *testing.T) {
-	if !processAlive(os.Getpid()) {
+	if !ProcessAlive(os.Getpid()) {
 		t.Error("this process is not alive")
 	}
-	if processAlive(0) || processAlive(-1) {
+	if ProcessAlive(0) || ProcessAlive(-1) {
 		t.Error("pid 0 or -1 alive")
 	}
 	cmd := exec.Command("sleep", "60")
@@ -44,7 +44,7 @@ func TestProcessAlive(t *testing.T) {
 		t.Skip("no sleep binary:", err)
 	}
 	pid := cmd.Process.Pid
-	if !processAlive(pid) || isZombie(pid) {
+	if !ProcessAlive(pid) || isZombie(pid) {
 		t.Error("a running child is not alive")
 	}
 	SignalGroup(pid, syscall.SIGTERM)
@@ -52,14 +52,14 @@ func TestProcessAlive(t *testing.T) {
 	if !isZombie(pid) {
 		t.Error("an exited, unreaped child is not a zombie")
 	}
-	if processAlive(pid) {
+	if ProcessAlive(pid) {
 		t.Error("a zombie counts as alive")
 	}
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if processAlive(pid) || isZombie(pid) {
+	if ProcessAlive(pid) || isZombie(pid) {
 		t.Error("a reaped process is alive")
 	}
 }

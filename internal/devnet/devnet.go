@@ -241,7 +241,7 @@ func refuseRunning(dir, downHint string) error {
 	}
 	var pids []string
 	for _, n := range st.Nodes {
-		if processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo) {
+		if ProcessAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo) {
 			pids = append(pids, strconv.Itoa(n.PID))
 		}
 	}
@@ -365,7 +365,7 @@ func Status(ctx context.Context, st *State) []NodeStatus {
 	var wg sync.WaitGroup
 	for i, n := range st.Nodes {
 		rows[i] = NodeStatus{Index: n.Index, PeerID: n.PeerID, PID: n.PID, Repo: n.Repo,
-			Alive: processAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo)}
+			Alive: ProcessAlive(n.PID) && isDevnetDaemon(n.PID, n.Repo)}
 		if !rows[i].Alive {
 			rows[i].Error = "not running"
 			continue

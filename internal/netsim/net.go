@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/wats-network/wats/internal/devnet"
 )
 
 // Topology is the shape of a simulated internet: public nodes on the
@@ -244,11 +245,6 @@ func (n *Net) namespaces() int {
 	return len(n.nss)
 }
 
-// Command returns a command that runs name with args in namespace ns.
-func (n *Net) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
-}
-
 // Close deletes every namespace the Net made, the last first; deleting a
 // namespace deletes its links and stops nothing else (the caller stops
 // the processes it ran in them first).
@@ -281,7 +277,7 @@ func ReapLeftovers(ctx context.Context) error {
 			continue
 		}
 		pid, _ := strconv.Atoi(m[1])
-		if pid == os.Getpid() || alive(pid) {
+		if pid == os.Getpid() || devnet.ProcessAlive(pid) {
 			continue
 		}
 		if err := run(ctx, "", "ip", "netns", "del", name); err != nil {
@@ -289,12 +285,6 @@ func ReapLeftovers(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// alive reports whether process pid exists.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // run runs name with args, in namespace ns unless ns is "", and returns an

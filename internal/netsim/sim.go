@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -94,8 +91,8 @@ type node struct {
 	repo *repo.Repo
 	id   peer.ID
 	cl   *api.Client
-	cmd  *exec.Cmd
-	done chan struct{}
+	// d is the daemon once started.
+	d *devnet.Daemon
 	// halted: halt ran (its process group is gone: never signalled again).
 	halted bool
 }
@@ -144,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer stop(nodes)
 	start := time.Now()
 	for _, nd := range nodes {
-		if err := nd.start(ctx, n, o.Bin); err != nil {
+		if err := nd.start(o.Bin); err != nil {
 			return nil, err
 		}
 	}
@@ -236,25 +233,13 @@ func prepare(n *Net, o Options) ([]*node, error) {
 
 // start runs the node's daemon in its namespace, with the simulated
 // internet's address classes (EnvAddrs), its output in daemon.log.
-func (nd *node) start(ctx context.Context, n *Net, bin string) error {
-	logf, err := os.OpenFile(filepath.Join(nd.repo.Dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+func (nd *node) start(bin string) error {
+	d, err := devnet.StartDaemonIn([]string{"ip", "netns", "exec", nd.host.NS}, []string{EnvAddrs + "=1"},
+		bin, nd.repo.Dir, filepath.Join(nd.repo.Dir, "daemon.log"), nd.i, true)
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	// Not CommandContext: stop ends the daemons, with SIGTERM first.
-	cmd := n.Command(context.WithoutCancel(ctx), nd.host.NS, bin, "daemon", "--repo", nd.repo.Dir)
-	cmd.Env = append(os.Environ(), EnvAddrs+"=1")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = devnet.ProcAttr(true)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start node%d: %w", nd.i, err)
-	}
-	nd.cmd, nd.done = cmd, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(nd.done)
-	}()
+	nd.d = d
 	return nil
 }
 
@@ -262,48 +247,32 @@ func (nd *node) start(ctx context.Context, n *Net, bin string) error {
 func (nd *node) waitAPI(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for {
-		cctx, ccancel := context.WithTimeout(ctx, devnet.CallTimeout)
-		_, err := nd.cl.ID(cctx)
-		ccancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-nd.done:
-			return fmt.Errorf("node%d exited while starting; the end of its log:\n%s", nd.i,
-				devnet.LogTail(filepath.Join(nd.repo.Dir, "daemon.log"), 15))
-		case <-ctx.Done():
-			return fmt.Errorf("node%d's API did not answer: %v", nd.i, err)
-		case <-time.After(devnet.PollInterval):
-		}
-	}
+	_, err := nd.d.WaitAPI(ctx, nd.cl)
+	return err
 }
 
-// halt stops the node's daemon: SIGTERM, then SIGKILL after
-// devnet.StopGrace.
+// halt stops the node's daemon (devnet.StopDaemons: SIGTERM, then SIGKILL
+// after devnet.StopGrace), once.
 func (nd *node) halt() {
-	if nd.cmd == nil || nd.halted {
+	if nd.d == nil || nd.halted {
 		return
 	}
 	nd.halted = true
-	_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-nd.done:
-	case <-time.After(devnet.StopGrace):
-		_ = syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
-		<-nd.done
-	}
+	devnet.StopDaemons([]*devnet.Daemon{nd.d})
 	nd.cl.Close()
 }
 
-// stop halts every daemon, at once.
+// stop halts every daemon not halted yet, at once.
 func stop(nodes []*node) {
-	var wg sync.WaitGroup
+	var live []*devnet.Daemon
 	for _, nd := range nodes {
-		wg.Go(nd.halt)
+		if nd.d != nil && !nd.halted {
+			nd.halted = true
+			live = append(live, nd.d)
+			defer nd.cl.Close()
+		}
 	}
-	wg.Wait()
+	devnet.StopDaemons(live)
 }
 
 // measure runs the steps of a simulation.
@@ -346,7 +315,7 @@ func (m *measure) live() []*node {
 	var out []*node
 	for _, nd := range m.nodes {
 		select {
-		case <-nd.done:
+		case <-nd.d.Exited():
 		default:
 			out = append(out, nd)
 		}
