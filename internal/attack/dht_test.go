@@ -68,7 +68,10 @@ func TestDHTAttacksHonestFetchServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, acancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// The attacks run from a second before the honest fetch until it ends,
+	// however long a loaded machine makes it take; the bounds below follow
+	// from how long they ran.
+	actx, acancel := context.WithTimeout(context.Background(), blobs.FetchTimeout)
 	defer acancel()
 	type result struct {
 		name string
@@ -76,6 +79,7 @@ func TestDHTAttacksHonestFetchServed(t *testing.T) {
 		err  error
 	}
 	results := make(chan result, 2)
+	start := time.Now()
 	for _, name := range []string{attack.DHTFlood, attack.DHTSybil} {
 		go func() {
 			st, err := attack.Attack(actx, name, tg, attack.Options{Rate: 50})
@@ -87,35 +91,31 @@ func TestDHTAttacksHonestFetchServed(t *testing.T) {
 	if err := fetch(getter); err != nil {
 		t.Errorf("honest fetch by CID during the DHT attacks: %v", err)
 	}
-	if actx.Err() != nil {
-		t.Error("the honest fetch ended after the attacks: it did not run under them")
-	}
+	acancel()
+	stats := map[string]attack.Stats{}
 	for range 2 {
 		r := <-results
 		if r.err != nil {
 			t.Fatalf("%s: %v", r.name, r.err)
 		}
 		t.Logf("%s: %+v", r.name, r.st)
-		switch r.name {
-		case attack.DHTFlood:
-			// One id's budget: a burst of 150 requests, then 10 a second,
-			// over the attack's 4 s: at most some 190 answered of
-			// thousands sent.
-			if r.st.Answered == 0 || r.st.Answered > 250 || r.st.Requests < 10*r.st.Answered {
-				t.Errorf("%s: %+v: want at most some 190 requests answered and the rest refused", r.name, r.st)
-			}
-		case attack.DHTSybil:
-			if r.st.Conns == 0 || r.st.Requests == 0 {
-				t.Errorf("%s: %+v: the sybils put no records", r.name, r.st)
-			}
-		}
+		stats[r.name] = r.st
+	}
+	secs := int64(time.Since(start)/time.Second) + 1
+	// One id's budget: a burst of 150 requests, then 10 a second.
+	flood := stats[attack.DHTFlood]
+	if most := 150 + 10*secs + 20; flood.Answered == 0 || flood.Answered > most || flood.Requests <= flood.Answered {
+		t.Errorf("dht-flood over %d s: %+v: want some answered, at most %d, and the rest refused", secs, flood, most)
+	}
+	if sy := stats[attack.DHTSybil]; sy.Conns == 0 || sy.Requests == 0 {
+		t.Errorf("dht-sybil: %+v: the sybils put no records", sy)
 	}
 	// The strangers' shared budget: a burst of 3,000 requests, then 200 a
-	// second, over 4 s: some 3,800 records of the sybils and the flood
-	// together, whatever the number of ids.
+	// second, for the sybils and the flood together, whatever the number
+	// of ids (and the honest records, a few).
 	st := victim.Status().DHT
-	if st.ProviderRecords > 4500 || st.ProviderRecords > st.MaxProviderRecords {
-		t.Errorf("the victim holds %d provider records: past what the strangers' budget lets in", st.ProviderRecords)
+	if most := 3000 + 200*int(secs) + 100; st.ProviderRecords > most || st.ProviderRecords > st.MaxProviderRecords {
+		t.Errorf("the victim holds %d provider records after %d s: past the %d the strangers' budget lets in", st.ProviderRecords, secs, most)
 	}
 	t.Logf("victim: %+v", st)
 }
