@@ -91,3 +91,30 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestShortID: exactly 16 lowercase hex digits, both ways; one digit more
+// or less, an uppercase or a non-hex digit is an error.
+func TestShortID(t *testing.T) {
+	for _, s := range []string{"0123456789abcdef", "0000000000000000", "ffffffffffffffff"} {
+		id, err := ParseShortID(s)
+		if err != nil || id.String() != s {
+			t.Errorf("ParseShortID(%q) = %v, %v; String %q", s, id, err, id.String())
+		}
+	}
+	id, _ := ParseShortID("0123456789abcdef")
+	if id != (ShortID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}) {
+		t.Errorf("ParseShortID bytes %x", id)
+	}
+	for _, s := range []string{"", "0123456789abcde", "0123456789abcdef0", "0123456789ABCDEF", "0123456789abcdeg", " 123456789abcdef"} {
+		if _, err := ParseShortID(s); !errors.Is(err, ErrShortID) {
+			t.Errorf("ParseShortID(%q) = %v, want ErrShortID", s, err)
+		}
+	}
+	before := id
+	if err := id.UnmarshalText([]byte("nope")); err == nil || id != before {
+		t.Errorf("a failed UnmarshalText: %v, id %v", err, id)
+	}
+	if b, _ := id.MarshalText(); string(b) != "0123456789abcdef" {
+		t.Errorf("MarshalText %q", b)
+	}
+}

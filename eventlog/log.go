@@ -152,6 +152,14 @@ type Log struct {
 		queue []*appendReq
 		busy  bool
 	}
+	// recent holds the short ids of the newest events (recentIDs of
+	// them) by position modulo recentIDs, for ShortIDs; only commit
+	// writes it, before it moves head.
+	recent struct {
+		sync.RWMutex
+		ids [recentIDs]core.ShortID
+		pos [recentIDs]core.Cursor // the position each slot holds; 0 for none
+	}
 	// seen filters the ids Append and Has look up (seen.go). Only Append
 	// (holding mu) changes it, under the write lock; Has reads it under the
 	// read lock, so lookups never wait for an Append's fsync.
@@ -580,6 +588,12 @@ func (l *Log) commit(group []*appendReq) {
 		return
 	}
 	l.groups.Add(1)
+	l.recent.Lock()
+	for _, st := range kept {
+		i := st.pos % recentIDs
+		l.recent.ids[i], l.recent.pos[i] = core.ShortID(st.id[:core.ShortIDBytes]), st.pos
+	}
+	l.recent.Unlock()
 	l.head.Store(pos)
 	l.bytes.Store(logBytes)
 	l.authors.Store(authors)

@@ -88,6 +88,13 @@ type Options struct {
 	AppScore func(p peer.ID) float64
 	// Now is the clock for event validation; nil means time.Now.
 	Now func() time.Time
+	// TracePath, if set, is a file that gossipsub's JSON tracer writes
+	// every event of the router to, one JSON object a line (pubsub's
+	// TraceEvent: each message published, received in an RPC, validated,
+	// delivered, rejected or dropped, with its message id and peers):
+	// what follows one message through the nodes (docs/reliability.md).
+	// It grows by some hundred bytes an RPC; for diagnosis only.
+	TracePath string
 }
 
 // ErrOverPeerBudget and ErrOverAuthorBudget are the reasons Options.Ignored
@@ -130,6 +137,16 @@ const (
 	subscriptionBuffer  = 1024
 )
 
+// outboundQueue is the RPCs gossipsub queues for one peer before it drops
+// what it sends that peer (pubsub's default is 32; ADR 0041). At the start
+// of a flood the budgets let a burst through (a stranger share's burst of
+// 150, each accepted envelope forwarded and, past 1 KiB, answered with an
+// IDONTWANT to every mesh peer), and 32 entries dropped forwards within
+// milliseconds. Queued RPCs point at messages shared by every peer's
+// queue, so a full queue costs some tens of KiB of its own; a peer that
+// does not read fills only its own.
+const outboundQueue = 512
+
 // seenTTL is how long gossipsub remembers a message id it has seen (and
 // the deliveries its scoring counts), against its default of two minutes
 // (ADR 0031). An event spreads within seconds and is announced by IHAVE
@@ -165,7 +182,15 @@ func Join(ctx context.Context, h host.Host, network string, opts *Options) (*Gos
 	g := &Gossip{self: h.ID(), opts: o, topicName: name}
 	mesh.dropped = g.dropped
 	params, thresholds := scoreParams(name, o.AppScore)
-	ps, err := pubsub.NewGossipSub(ctx, h,
+	var extra []pubsub.Option
+	if o.TracePath != "" {
+		tr, err := pubsub.NewJSONTracer(o.TracePath)
+		if err != nil {
+			return nil, fmt.Errorf("gossip: trace: %w", err)
+		}
+		extra = append(extra, pubsub.WithEventTracer(tr))
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h, append(extra,
 		pubsub.WithRawTracer(mesh),
 		pubsub.WithPeerScore(params, thresholds),
 		pubsub.WithPeerScoreInspect(g.setScores, scoreInspectInterval),
@@ -181,7 +206,13 @@ func Join(ctx context.Context, h host.Host, network string, opts *Options) (*Gos
 		pubsub.WithPeerExchange(false),
 		pubsub.WithAppSpecificRpcInspector(g.inspect),
 		pubsub.WithValidateQueueSize(validateQueue),
-	)
+		pubsub.WithPeerOutboundQueueSize(outboundQueue),
+		// This node's own events go to every peer of the topic whose
+		// score is above publishThreshold, not only to its mesh (ADR
+		// 0041): a neighbour pruned from the mesh, or not yet grafted,
+		// still hears them at once.
+		pubsub.WithFloodPublish(true),
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start gossipsub: %w", err)
 	}

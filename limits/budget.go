@@ -137,6 +137,12 @@ func (b *Budget) AllowOwn(k string, t Tier, now int64) bool { return b.decide(k,
 // an author's name cannot spend its budget).
 func (b *Budget) Has(k string, t Tier, now int64) bool { return b.decide(k, t, now, false, true) }
 
+// HasOwn is Has from k's own bucket only, even for a stranger: whether k
+// itself is within its rate, whatever the strangers' shared bucket holds
+// (ADR 0041: a new author publishing within its own budget is not a
+// spammer because other strangers emptied the share).
+func (b *Budget) HasOwn(k string, t Tier, now int64) bool { return b.decide(k, t, now, false, false) }
+
 func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {
 	if !t.Valid() {
 		return false

@@ -257,3 +257,27 @@ func TestBudgetAllowOwn(t *testing.T) {
 		t.Error("the shared bucket was spent by AllowOwn")
 	}
 }
+
+// TestBudgetHasOwn: HasOwn looks at the key's own bucket only: true for a
+// stranger within its rate while the shared bucket is spent, false once
+// its own burst is spent, and it takes nothing.
+func TestBudgetHasOwn(t *testing.T) {
+	b := newTestBudget(t, BudgetRate{PerMin: 8, StrangersPerMin: 4}) // bursts 2 and 1
+	if !b.Allow("a", TierNew, 0) {
+		t.Fatal("the shared burst of 1")
+	}
+	if b.Has("b", TierNew, 0) || !b.HasOwn("b", TierNew, 0) {
+		t.Error("b: want Has false (the share is spent) and HasOwn true (its own burst is whole)")
+	}
+	for range 2 {
+		if !b.AllowOwn("b", TierNew, 0) {
+			t.Fatal("b's own burst of 2")
+		}
+	}
+	if b.HasOwn("b", TierNew, 0) {
+		t.Error("HasOwn true with b's own burst spent")
+	}
+	if !b.HasOwn("c", TierNew, 0) || b.Len() != 2 {
+		t.Errorf("HasOwn of a new key: want true and no state kept, tracking %d keys", b.Len())
+	}
+}

@@ -276,18 +276,17 @@ func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.H
 }
 
 // TestSyncRunBounds: a peer whose pages always say "more" gets at most
-// maxPagesPerRun requests in a run, and one serving invalid events ends the
+// Node.runPages requests in a run, and one serving invalid events ends the
 // run once more than maxInvalidPerRun were dropped.
 func TestSyncRunBounds(t *testing.T) {
-	old := maxPagesPerRun
-	maxPagesPerRun = 20
-	defer func() { maxPagesPerRun = old }()
+	const runPages = 20
 	key, _, _ := crypto.GenerateEd25519Key(nil)
 	now := time.Now()
 	ctx := context.Background()
 
 	t.Run("pages", func(t *testing.T) {
 		n := startNode(t, testConfig(false, time.Hour))
+		n.runPages = runPages // before the node syncs from anyone
 		known := signed(t, key, now, "known")
 		if _, err := n.events.Append([]*eventlog.Event{known}); err != nil {
 			t.Fatal(err)
@@ -303,8 +302,8 @@ func TestSyncRunBounds(t *testing.T) {
 		}
 		// The hello-triggered run and this one: each at most the bound, and
 		// the background one is not continued since it stored nothing.
-		if got := served.Load(); got > 2*int64(maxPagesPerRun) {
-			t.Fatalf("served %d pages, want at most %d", got, 2*maxPagesPerRun)
+		if got := served.Load(); got > 2*runPages {
+			t.Fatalf("served %d pages, want at most %d", got, 2*runPages)
 		}
 		if n.events.Head() != 1 {
 			t.Fatalf("head %d, want 1: replayed events are not stored again", n.events.Head())
@@ -313,6 +312,7 @@ func TestSyncRunBounds(t *testing.T) {
 
 	t.Run("invalid", func(t *testing.T) {
 		n := startNode(t, testConfig(false, time.Hour))
+		n.runPages = runPages // before the node syncs from anyone
 		var page []jsontext.Value
 		for i := range 100 {
 			ev := signed(t, key, now, fmt.Sprint("bad ", i))

@@ -32,10 +32,11 @@ func (n *Node) gossipOptions() *gossip.Options {
 				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
 			}
 		},
-		Ignored:  func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
-		Missed:   n.syncGap,
-		AppScore: n.appScore,
-		Now:      n.now,
+		Ignored:   func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
+		Missed:    n.syncGap,
+		AppScore:  n.appScore,
+		Now:       n.now,
+		TracePath: n.gossipTrace,
 	}
 }
 
@@ -66,7 +67,11 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 		return nil
 	}
 	if author != "" && !n.authorBudget.Has(author, at, now) {
-		n.spammed(p, author)
+		if !n.authorBudget.HasOwn(author, at, now) {
+			// Over its own rate: a spammer. One within it found the
+			// share spent by others and is not at fault (ADR 0041).
+			n.spammed(p, author)
+		}
 		return gossip.ErrOverAuthorBudget
 	}
 	if !n.gossipBudget.Allow(string(p), ft, now) {
@@ -125,11 +130,14 @@ func (n *Node) admitAuthor(author string, take bool) bool {
 	return n.authorBudget.Has(author, t, now)
 }
 
-// spammed counts an envelope over the new authors' budget that its
-// forwarder wrote itself (author == forwarder): a peer publishing fresh
-// events faster than the budget of all new authors together. It lowers the
-// peer's gossipsub score (appScore), so that the mesh keeps the peers that
-// relay over those that spam.
+// spammed counts an envelope of a new author over its own budget
+// (limits.author_per_min) that its forwarder wrote itself (author ==
+// forwarder): a peer publishing fresh events faster than one author may.
+// It lowers the peer's gossipsub score (appScore), so that the mesh keeps
+// the peers that relay over those that spam. An author within its own rate
+// whose envelope found the new authors' share spent by others is not
+// counted (ADR 0041): that is a flood of strangers, and the honest new
+// author's events come by the pull of its heads instead.
 func (n *Node) spammed(p peer.ID, author string) {
 	if author != p.String() {
 		return // a relay of someone else's events: the relay is not at fault
@@ -191,7 +199,7 @@ func (n *Node) syncGap(p peer.ID) {
 	}
 	n.go_(func() {
 		for st.gap.Swap(false) {
-			if _, err := n.syncFrom(n.ctx, p, false, nil); err != nil && n.ctx.Err() == nil {
+			if _, err := n.syncFrom(n.ctx, p, syncRun{}); err != nil && n.ctx.Err() == nil {
 				n.log.Debug("gap sync failed", "peer", p, "err", err)
 			}
 		}
@@ -213,7 +221,7 @@ var appScores = [limits.NumTiers]float64{
 	limits.TierValued:  10,
 }
 
-// spamScore is what each envelope of its own over the new authors' budget
+// spamScore is what each envelope of its own over its own author budget
 // (spammed) takes from a peer's application score, down to
 // -maxSpamPenalty; the count halves at every fold (5 s). A peer publishing
 // a few events past the budget drops out of the mesh for a while; one

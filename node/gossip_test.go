@@ -232,7 +232,7 @@ func TestGapIsSyncedAtOnce(t *testing.T) {
 }
 
 // TestAppScore: a peer's application score is its tier's only once it is
-// reputed; each envelope of its own over the new authors' budget takes 10
+// reputed; each envelope of its own over its own author budget takes 10
 // from it, down to -2,000, and the count halves at each fold.
 func TestAppScore(t *testing.T) {
 	var mono atomic.Int64

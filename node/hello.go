@@ -98,6 +98,7 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	if head := h.Head; head > n.cursorOf(p) {
 		n.triggerSync(p)
 	}
+	n.announceHeads(st, h)
 }
 
 // setLiveHello records h (peerState.setHello) in the live state of st's

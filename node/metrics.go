@@ -37,6 +37,9 @@ type metrics struct {
 	gossipRejects    prometheus.Counter
 	gossipIgnores    *prometheus.CounterVec // envelopes ignored, by reason
 	syncGaps         prometheus.Counter     // envelopes gossip dropped for want of room
+	headsStreams     prometheus.Counter     // heads streams this node opened
+	headsFrames      *prometheus.CounterVec // heads announcements, by direction
+	headsPulls       *prometheus.CounterVec // pulls on announcements, by outcome
 	blobFetches      *prometheus.CounterVec // by source and outcome
 	blobImports      *prometheus.CounterVec // by via and outcome
 
@@ -204,6 +207,21 @@ func newMetrics(n *Node) *metrics {
 	m.syncGaps = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_gossip_gaps_total", Help: "Envelopes gossipsub dropped before validation for want of room (or could not store) from a peer after hello: each asks for a sync from that peer at once (ADR 0031).",
 	})
+	m.headsStreams = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_heads_streams_total", Help: "Heads streams this node opened to peers, each announcing its head as its log grows (docs/adr/0041).",
+	})
+	m.headsFrames = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_heads_announcements_total", Help: "Heads announcements, by direction: out (written to peers), in (read from peers). docs/adr/0041.",
+	}, []string{"direction"})
+	m.headsPulls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_heads_pulls_total", Help: "Sync pages pulled because a peer's announcement named an event this node lacked, by outcome: stored (the cursor moved), busy (a sync from the peer was running), empty (the peer had nothing after the cursor), failed. docs/adr/0041.",
+	}, []string{"outcome"})
+	for _, d := range []string{"in", "out"} {
+		m.headsFrames.WithLabelValues(d)
+	}
+	for _, o := range []string{"stored", "busy", "empty", "failed"} {
+		m.headsPulls.WithLabelValues(o)
+	}
 	scoreBands := prometheus.NewDesc("wats_gossip_peers_by_score", "Peers of the gossip topic by gossipsub score band: positive, zero, negative (not grafted), no_gossip (below -100), no_publish (below -500), graylisted (below -1000). ADR 0031.", []string{"band"}, nil)
 	logUse := prometheus.NewDesc("wats_log_usage", "What the event log holds against its quotas ([events]): events, bytes and authors.", []string{"what"}, nil)
 	commits := prometheus.NewDesc("wats_log_commits_total", "Synced batches the event log committed; events stored over this is the group-commit factor (ADR 0031).", nil, nil)
@@ -241,7 +259,7 @@ func newMetrics(n *Node) *metrics {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
-	m.reg.MustRegister(m.gossipIgnores, m.syncGaps)
+	m.reg.MustRegister(m.gossipIgnores, m.syncGaps, m.headsStreams, m.headsFrames, m.headsPulls)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
@@ -288,6 +306,8 @@ func (m *metrics) recordDeferred()               { m.deferred.Inc() }
 func (m *metrics) strangerReportRefused()        { m.reportsShared.Inc() }
 func (m *metrics) strangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
 func (m *metrics) peerBanned(reason string)      { m.bans.WithLabelValues(reason).Inc() }
+func (m *metrics) headsAnnounced(dir string)     { m.headsFrames.WithLabelValues(dir).Inc() }
+func (m *metrics) headsPulled(outcome string)    { m.headsPulls.WithLabelValues(outcome).Inc() }
 func (m *metrics) strangerRefused()              { m.strangersBusy.Inc() }
 func (m *metrics) gossipRejected(error) {
 	m.gossipRejects.Inc()

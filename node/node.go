@@ -34,6 +34,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/heads"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
@@ -42,8 +43,8 @@ import (
 )
 
 // Features are the hello features this node advertises: it solves the b3
-// challenge (ADR 0014 addendum).
-var Features = []string{proto.FeatureChallenge}
+// challenge (ADR 0014 addendum) and announces and reads heads (docs/adr/0041).
+var Features = []string{proto.FeatureChallenge, proto.FeatureHeads}
 
 // memTableBytes is pebble's memtable size (docs/design.md §10; ADR 0029):
 // sync catch-up ran as fast with 16 MiB as with 64 MiB (docs/performance.md);
@@ -123,6 +124,10 @@ type Node struct {
 	gossipBudget, authorBudget *limits.Budget
 	// dhtBudget is each peer's budget of DHT requests (routing.go).
 	dhtBudget *limits.Budget
+	// heads follows the peers' heads announcements, and pullBudget is
+	// each peer's budget of the pulls they start (heads.go).
+	heads      *heads.Tracker
+	pullBudget *limits.Budget
 	// routing is the DHT and what uses it, once Start built it; nil
 	// with p2p.dht off (routing.go).
 	routing atomic.Pointer[routing]
@@ -142,7 +147,12 @@ type Node struct {
 	pages *limits.Pool
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
-	m        *metrics
+	// runPages bounds the pages of a sync run: maxPagesPerRun, smaller in
+	// tests (set before the node syncs from anyone).
+	runPages int
+	// gossipTrace is Options.GossipTrace.
+	gossipTrace string
+	m           *metrics
 
 	// epoch is the base of the node's monotonic readings (mono), and
 	// monoClock is Options.Mono.
@@ -176,7 +186,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	o.EnsureDefaults()
 	now := o.Now
 	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(),
-		records: newRecordBudget()}
+		records: newRecordBudget(), runPages: maxPagesPerRun, gossipTrace: o.GossipTrace}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	adm, err := newAdmission(cfg.Limits)
@@ -200,6 +210,9 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.dhtBudget, err = newDHTBudget(cfg.Limits); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	if n.pullBudget, err = newPullBudget(cfg.Limits); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
@@ -279,7 +292,11 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node: challenge: %w", err)
 	}
+	if n.heads, err = n.newHeadsTracker(); err != nil {
+		return nil, err
+	}
 	n.host.SetStreamHandler(proto.ID, n.handleStream)
+	n.host.SetStreamHandler(proto.HeadsID, n.handleHeads)
 	// Every inbound stream is negotiated by acceptStream: the per-peer cap
 	// and the short deadline of ADR 0030, in place of the basic host's.
 	n.host.Network().SetStreamHandler(n.acceptStream)
@@ -350,6 +367,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.gossip.Close())
 	}
 	n.cancel()
+	if n.heads != nil {
+		n.heads.Close() // its pulls end with its context
+	}
 	if n.relay != nil {
 		errs = append(errs, n.relay.Close())
 	}

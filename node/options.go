@@ -27,6 +27,10 @@ type Options struct {
 	// that a step of the wall clock moves no duration. Tests set it to
 	// step the two clocks apart.
 	Mono func() time.Duration
+	// GossipTrace, if set, is a file that gossipsub's JSON tracer writes
+	// every event of the router to (gossip.Options.TracePath): for
+	// diagnosis only, some hundred bytes an RPC.
+	GossipTrace string
 }
 
 // EnsureDefaults sets each zero field of o to its default (see each field)

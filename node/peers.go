@@ -198,8 +198,16 @@ type peerState struct {
 	// gap is set when gossip may have missed an event the peer forwarded
 	// and a sync from it is due at once (syncGap).
 	gap atomic.Bool
-	// spam counts the envelopes of its own the peer forwarded over the new
-	// authors' budget (gossip.go: spammed); it lowers its gossipsub score.
+	// announcing: this node's announcer of its heads to the peer runs;
+	// headsIn is the peer's Heads stream being read, nil for none; gone is
+	// closed (once, goneOnce) when the state is dropped, which ends the
+	// announcer (heads.go).
+	announcing atomic.Bool
+	headsIn    atomic.Pointer[network.Stream]
+	gone       chan struct{}
+	goneOnce   sync.Once
+	// spam counts the envelopes of its own the peer forwarded over its own
+	// author budget (gossip.go: spammed); it lowers its gossipsub score.
 	spam atomic.Uint64
 }
 

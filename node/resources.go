@@ -72,6 +72,10 @@ const (
 // (a quarter of p2p.max_conns, ADR 0030); loopback stays unlimited.
 const connsPerIPv4 = 16
 
+// headsStreamsPerPeer bounds one peer's Heads streams each way: one, and
+// the one it replaces while that closes.
+const headsStreamsPerPeer = 2
+
 // dhtStreamsPerPeer bounds one peer's DHT streams each way: kad-dht
 // keeps one to a peer, and a lookup of a new peer may open one more.
 const dhtStreamsPerPeer = 4
@@ -147,6 +151,11 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	dhtID := proto.DHTProtocol(cfg.Network)
 	p.Protocol[dhtID] = limit(streams/8, streams/8, 32<<20)
 	p.ProtocolPeer[dhtID] = limit(dhtStreamsPerPeer, dhtStreamsPerPeer, 4<<20)
+	// Heads announcements (docs/adr/0041): one long-lived stream each
+	// way to each peer (two while one replaces the other), a frame of at
+	// most 2 KiB at a time.
+	p.Protocol[proto.HeadsID] = limit(streams/8, streams/8, 16<<20)
+	p.ProtocolPeer[proto.HeadsID] = limit(headsStreamsPerPeer, headsStreamsPerPeer, 1<<20)
 	for _, id := range blobs.Protocols {
 		p.Protocol[id] = limit(bitswapIn, bitswapIn, 128<<20)
 		p.ProtocolPeer[id] = limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory)

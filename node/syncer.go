@@ -39,9 +39,13 @@ const (
 // maxPagesPerRun is the most pages one run fetches: 4,096 pages of 256
 // events, a million events. A run that ends there having stored new events
 // is followed at once by the next; one that stored nothing (a peer replaying
-// what the node has) waits for the next sync.interval. A variable so that
-// tests can make it small.
-var maxPagesPerRun = 4096
+// what the node has) waits for the next sync.interval. Node.runPages holds
+// it, so that tests can make it small.
+const maxPagesPerRun = 4096
+
+// errSyncRunning is syncFrom's answer, with skipIfBusy, when a sync from
+// the peer is running already.
+var errSyncRunning = errors.New("node: a sync from the peer is running")
 
 // maxRefusalsInARow is how many refusals in a row the sync client waits
 // out before it ends the run.
@@ -66,11 +70,11 @@ type page struct {
 func (n *Node) triggerSync(p peer.ID) {
 	n.go_(func() {
 		for {
-			st, err := n.syncFrom(n.ctx, p, true, nil)
+			st, err := n.syncFrom(n.ctx, p, syncRun{skipIfBusy: true})
 			if errors.Is(err, errRunBound) && st.Stored > 0 && st.Dropped <= maxInvalidPerRun {
 				continue
 			}
-			if err != nil && n.ctx.Err() == nil {
+			if err != nil && !errors.Is(err, errSyncRunning) && n.ctx.Err() == nil {
 				n.log.Debug("sync failed", "peer", p, "err", err)
 			}
 			return
@@ -87,24 +91,39 @@ func (n *Node) syncLoop() {
 	})
 }
 
+// syncRun shapes one run of syncFrom.
+type syncRun struct {
+	// skipIfBusy: return errSyncRunning at once if a sync from the peer
+	// is running, rather than wait for it to end.
+	skipIfBusy bool
+	// maxPages bounds the pages of the run (0: Node.runPages); past it
+	// the run ends with errRunBound.
+	maxPages int
+	// progress, if not nil, is called after every write.
+	progress func(SyncProgress)
+}
+
 // syncFrom pages through p's log from the persisted cursor until the peer
 // says there is no more, storing the valid events and dropping (and
-// counting) the invalid ones. With skipIfBusy, it returns at once if a sync
-// from p is already running; otherwise it waits for that one to end. The
-// cursor is saved after every write (a page, or the pages that waited for
-// it, storePages) and synced to disk at the end, so a restarted node
-// resumes where it stopped. progress, if not nil, is called after every
-// write.
-func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progress func(SyncProgress)) (SyncProgress, error) {
+// counting) the invalid ones, within the bounds of run. The cursor is
+// saved after every write (a page, or the pages that waited for it,
+// storePages) and synced to disk at the end, so a restarted node resumes
+// where it stopped.
+func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgress, error) {
 	mu := n.syncLock(p)
-	if skipIfBusy {
+	if run.skipIfBusy {
 		if !mu.TryLock() {
-			return SyncProgress{Peer: p}, nil
+			return SyncProgress{Peer: p}, errSyncRunning
 		}
 	} else {
 		mu.Lock()
 	}
 	defer mu.Unlock()
+	maxPages := run.maxPages
+	if maxPages <= 0 {
+		maxPages = n.runPages
+	}
+	progress := run.progress
 
 	start := n.cursorOf(p)
 	st := SyncProgress{Peer: p, Cursor: start}
@@ -120,7 +139,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, skipIfBusy bool, progres
 	var fetchErr error
 	go func() {
 		defer close(stage.pages)
-		fetchErr = n.fetchPages(ctx, p, start, func(pg page) error { return stage.deliver(ctx, pg) })
+		fetchErr = n.fetchPages(ctx, p, start, maxPages, func(pg page) error { return stage.deliver(ctx, pg) })
 	}()
 	verified := stage.verify(ctx, stage.pages)
 
@@ -194,7 +213,7 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 // unread, asked again with the right cursor, and no more guesses are made
 // in this run: a peer whose positions are not dense pays at most one
 // request for them.
-func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, deliver func(page) error) error {
+func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, maxPages int, deliver func(page) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: no request outlives the run
@@ -263,7 +282,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, de
 		if !r.More {
 			return nil
 		}
-		if pages+1 == maxPagesPerRun {
+		if pages+1 == maxPages {
 			return fmt.Errorf("%w: %d pages from %s", errRunBound, pages+1, p)
 		}
 		switch {
@@ -277,7 +296,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, de
 				return err
 			}
 		}
-		if guess && dense && pages+2 < maxPagesPerRun {
+		if guess && dense && pages+2 < maxPages {
 			if ahead, err = ask(cursor + proto.MaxPageEvents); err != nil {
 				return err
 			}
@@ -606,5 +625,5 @@ func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgre
 			return SyncProgress{Peer: p}, err
 		}
 	}
-	return n.syncFrom(ctx, p, false, progress)
+	return n.syncFrom(ctx, p, syncRun{progress: progress})
 }

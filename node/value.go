@@ -111,7 +111,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 		return st, false
 	}
 	// Built before it is published: st.mu needs no lock until Store.
-	st = &peerState{id: p}
+	st = &peerState{id: p, gone: make(chan struct{})}
 	st.raw, st.rawOK = rawID(p)
 	mono := n.mono(n.now())
 	st.connectedAt = int64(mono)
@@ -150,6 +150,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 func (n *Node) dropPeerState(p peer.ID) {
 	if st := n.forgetPeerState(p, false); st != nil {
 		n.dropStranger(st, true)
+		n.stopHeads(st)
 	}
 }
 
@@ -162,6 +163,7 @@ func (n *Node) dropPeerState(p peer.ID) {
 func (n *Node) dropGonePeerState(p peer.ID) {
 	if st := n.forgetPeerState(p, true); st != nil {
 		n.dropStranger(st, true)
+		n.stopHeads(st)
 	}
 }
 

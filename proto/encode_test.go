@@ -17,7 +17,7 @@ import (
 // _grease member, at every position.
 func TestRoundTripGreased(t *testing.T) {
 	for _, g := range goldens() {
-		if g.kind == "envelope" {
+		if g.kind == "envelope" || g.kind == "heads" { // sent without GREASE
 			continue
 		}
 		positions := map[int]bool{}

@@ -130,6 +130,30 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	})
 }
 
+func FuzzDecodeHeads(f *testing.F) {
+	addGoldenSeeds(f, false)
+	f.Add([]byte(`{"head":"3","ids":["0123456789abcdef","0123456789abcdee"],"_grease":[1]}`))
+	f.Add([]byte(`{"head":"0","ids":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := DecodeHeads(b)
+		if err != nil {
+			checkDecodeError(t, err)
+			return
+		}
+		enc, err := MarshalHeads(h)
+		if err != nil {
+			t.Fatalf("accepted %q but cannot encode it: %v", b, err)
+		}
+		h2, err := DecodeHeads(enc)
+		if err != nil {
+			t.Fatalf("re-encoded %q does not decode: %v", enc, err)
+		}
+		if h.Head != h2.Head || len(h.IDs) != len(h2.IDs) || (len(h.IDs) > 0 && !reflect.DeepEqual(h.IDs, h2.IDs)) {
+			t.Fatalf("round trip differs:\n%#v\n%#v", h, h2)
+		}
+	})
+}
+
 func FuzzReadFrame(f *testing.F) {
 	addGoldenSeeds(f, true)
 	for _, s := range [][]byte{nil, {0}, {0x80}, {0x81, 0}, {5, 'a'}, uvarint(1 << 20), bytes.Repeat([]byte{0xff}, 12)} {

@@ -30,10 +30,11 @@ const (
 // encoding.
 type golden struct {
 	name string // file name without ".json"
-	kind string // "request", "response" or "envelope"
+	kind string // "request", "response", "envelope" or "heads"
 	msg  Message
 	sol  *Solution // request only
 	env  *Envelope // envelope only
+	hd   *Heads    // heads only
 }
 
 func goldens() []golden {
@@ -76,14 +77,19 @@ func goldens() []golden {
 		{name: "refused", kind: "response", msg: &Refused{Reason: "rate limited (sync): retry later", RetryAfterMs: 1500}},
 		{name: "challenge", kind: "response", msg: &Challenge{Alg: "b3", Seed: testSeed, Effort: 8, Expires: 1764422332}},
 		{name: "envelope", kind: "envelope", env: &Envelope{Event: jsontext.Value(vectorCrash), Providers: []Provider{provider}}},
+		{name: "heads", kind: "heads", hd: &Heads{Head: 42, IDs: []core.ShortID{
+			{0x32, 0xea, 0xcf, 0x57, 0x4f, 0x51, 0x1c, 0xbd}, {0x4d, 0xe7, 0xbb, 0xcd, 0x60, 0xd0, 0xe0, 0x77}}}},
 	}
 }
 
 func (g golden) path() string { return filepath.Join("testdata", "golden", g.name+".json") }
 
 func (g golden) encode() ([]byte, error) {
-	if g.kind == "envelope" {
+	switch g.kind {
+	case "envelope":
 		return MarshalEnvelope(g.env)
+	case "heads":
+		return MarshalHeads(g.hd)
 	}
 	return marshal(g.msg, g.sol, nil)
 }
@@ -103,13 +109,18 @@ func (g golden) decode(b []byte) (any, error) {
 			return nil, err
 		}
 		return [2]any{r.Message(), (*Solution)(nil)}, nil
+	case "heads":
+		return DecodeHeads(b)
 	}
 	return DecodeEnvelope(b)
 }
 
 func (g golden) want() any {
-	if g.kind == "envelope" {
+	switch g.kind {
+	case "envelope":
 		return g.env
+	case "heads":
+		return g.hd
 	}
 	return [2]any{g.msg, g.sol}
 }
@@ -157,7 +168,7 @@ func TestGoldenCoversEveryMessage(t *testing.T) {
 	all := []any{
 		&Hello{}, &SyncRequest{}, &SyncResponse{}, &ReplicateRequest{}, &ReplicateResponse{},
 		&CrashReportRequest{}, &CrashReportResponse{}, &Error{}, &Refused{}, &Challenge{},
-		&Envelope{}, &Solution{},
+		&Envelope{}, &Solution{}, &Heads{},
 	}
 	have := map[reflect.Type]bool{}
 	names := map[string]bool{}
@@ -165,6 +176,9 @@ func TestGoldenCoversEveryMessage(t *testing.T) {
 		names[g.name+".json"] = true
 		if g.env != nil {
 			have[reflect.TypeOf(g.env)] = true
+		}
+		if g.hd != nil {
+			have[reflect.TypeOf(g.hd)] = true
 		}
 		if g.msg != nil {
 			have[reflect.TypeOf(g.msg)] = true

@@ -50,6 +50,7 @@ func (st *decoder) unmarshalers() *json.Unmarshalers {
 		json.UnmarshalFromFunc(unmarshalList[BlobRef]),
 		json.UnmarshalFromFunc(unmarshalList[Provider]),
 		json.UnmarshalFromFunc(unmarshalList[FailedBlob]),
+		json.UnmarshalFromFunc(unmarshalList[core.ShortID]),
 	)
 }
 

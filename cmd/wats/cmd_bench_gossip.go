@@ -19,7 +19,7 @@ func (c *cli) benchGossipCmd() *cobra.Command {
 	var (
 		scenario        string
 		duration, after time.Duration
-		ids             int
+		ids, rate       int
 		warmup          time.Duration
 		keep            string
 		jsonOut         bool
@@ -91,6 +91,9 @@ records them with the command.`,
 				if ids > 0 && s.Attack != "" {
 					s.IDs = ids
 				}
+				if s.Attack != "" {
+					s.Rate = rate
+				}
 				s.Netns = netns && s.Attack != ""
 				c.progress("scenario %s: %v, then %v after", s.Name, duration, after)
 				r, err := bench.RunGossip(cmd.Context(), s, bench.GossipOptions{
@@ -118,6 +121,7 @@ records them with the command.`,
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long each attack runs (A publishes meanwhile)")
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
+	cmd.Flags().IntVar(&rate, "rate", 0, "envelopes a second per id, open loop (default: as fast as the nodes read)")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print one JSON object a line, as each scenario ends: {"scenario": …}`)
 	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
@@ -221,6 +225,7 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Network, "network", "", "the daemons' network")
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long to attack once the ids are connected")
 	cmd.Flags().IntVar(&o.IDs, "ids", 0, "attacker ids (0: the attack's default)")
+	cmd.Flags().IntVar(&o.Rate, "rate", 0, "envelopes a second per id, open loop (0: as fast as the targets read)")
 	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, id i from the i-th (cycled)")
 	return cmd
 }

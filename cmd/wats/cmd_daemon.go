@@ -19,6 +19,9 @@ import (
 	"github.com/wats-network/wats/node/daemon"
 )
 
+// envGossipTrace names the file of gossipsub's trace (node.Options.GossipTrace).
+const envGossipTrace = "WATS_GOSSIP_TRACE"
+
 func (c *cli) daemonCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "daemon",
@@ -29,7 +32,13 @@ cleanly. Logs go to stderr, as text or JSON per the config's [log] table.
 
 SIGHUP reads config.toml again: a new log.level takes effect at once; the
 other keys it changed are logged as needing a restart (the node keeps
-running as it was); a config.toml that is not valid is logged and ignored.`,
+running as it was); a config.toml that is not valid is logged and ignored.
+
+For diagnosis, WATS_GOSSIP_TRACE=FILE makes gossipsub write every event of
+its router to FILE, one JSON object a line (each message published,
+received, validated, delivered, rejected or dropped, with its id and
+peers; docs/reliability.md follows lost events with it). It grows by some
+hundred bytes a message.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := c.openRepo()
@@ -51,7 +60,8 @@ running as it was); a config.toml that is not valid is logged and ignored.`,
 			// ctx is cancelled on SIGINT and SIGTERM (main's
 			// signal.NotifyContext): Run then shuts down and returns.
 			ctx := cmd.Context()
-			err = daemon.Run(ctx, r, &node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level})
+			err = daemon.Run(ctx, r, &node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level,
+				GossipTrace: os.Getenv(envGossipTrace)})
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
 			}

@@ -98,6 +98,11 @@ type GossipOptions struct {
 	// PublishEvery is how often each MeshSybil id publishes (0:
 	// DefaultPublishEvery).
 	PublishEvery time.Duration
+	// Rate, if above 0, is the envelopes a second each InvalidFlood or
+	// ValidSpam id publishes, open loop: it never waits for the targets,
+	// and what its own connection cannot take is dropped (counted in
+	// Dropped). 0: closed loop, as fast as the targets read.
+	Rate int
 	// Window is the span of GossipStats.IWantPerWindow (0:
 	// DefaultIWantWindow).
 	Window time.Duration
@@ -477,6 +482,7 @@ func (id *gossipID) keepConnected(ctx context.Context, t peer.AddrInfo, st *goss
 func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st *gossipCounters) {
 	var salt [8]byte
 	_, _ = rand.Read(salt[:])
+	start := time.Now()
 	for i := 0; ctx.Err() == nil; i++ {
 		var b []byte
 		var err error
@@ -487,6 +493,17 @@ func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st 
 		}
 		if err != nil {
 			return
+		}
+		if o.Rate > 0 {
+			// Open loop: the i-th envelope at its time, whatever the
+			// targets did with the ones before.
+			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(o.Rate))); wait > 0 {
+				Pause(ctx, wait)
+			}
+			if id.topic.Publish(ctx, b) == nil {
+				st.published.Add(1)
+			}
+			continue
 		}
 		drops := id.drops.Load()
 		if err := id.topic.Publish(ctx, b); err != nil {

@@ -40,6 +40,9 @@ type GossipScenario struct {
 	// Netns: the attacker ran in a network namespace, an address per id
 	// (--netns).
 	Netns bool `json:"netns,omitempty"`
+	// Rate, if above 0, is the envelopes a second each id publishes, open
+	// loop (attack.GossipOptions.Rate).
+	Rate int `json:"rate,omitempty"`
 }
 
 // GossipScenarios are the scenarios of `bench gossip`, in order.
@@ -760,7 +763,8 @@ func startGossipWorker(ctx context.Context, s GossipScenario, l *gossipLine, dir
 		targets, sources = l.netAddrs, []string{"--source", strings.Join(l.an.sources, ",")}
 	}
 	args := append([]string{"bench", "gossip-worker", "--attack", s.Attack, "--network", gossipBenchNetwork,
-		"--target", targets[0], "--target", targets[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs)},
+		"--target", targets[0], "--target", targets[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs),
+		"--rate", strconv.Itoa(s.Rate)},
 		sources...)
 	w.cmd = exec.Command(exe, args...)
 	if l.an != nil {

@@ -4,7 +4,7 @@
 // it; proto, eventlog, limits, challenge, peercache, blobs and node/api
 // import no other but core; config takes the defaults and bounds of
 // limits, blobs and peercache from them; repo imports config; gossip
-// imports proto and eventlog; node is the only package that knows all the
+// imports proto and eventlog, heads proto; node is the only package that knows all the
 // others; cmd/wats reaches a running daemon through node's control API
 // client.
 package layering
@@ -31,8 +31,9 @@ var allowed = map[string][]string{
 	"blobs":     {},
 	"repo":      {"config"},
 	"gossip":    {"proto", "eventlog"},
+	"heads":     {"proto"},
 	"node/api":  {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "limits", "challenge", "blobs", "node/api"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
 	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},

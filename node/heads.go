@@ -1,0 +1,269 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
+
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/heads"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+)
+
+// Heads announcements (docs/adr/0041): this node announces its head to
+// every peer that completed hello and advertised proto.FeatureHeads, and
+// pulls from each peer, a page at a time within the pull budget, what its
+// announcements name and this node lacks. No event then depends on the
+// periodic sync: one that any queue dropped on the way arrives in
+// seconds.
+
+// The pull budget: pages of a peer's log the node pulls on its
+// announcements (a token bucket per peer, limits.Budget), on top of the
+// pacer of the peer's advertised sync rate that every sync request waits
+// for (ADR 0024). A peer with standing (standing) has its own bucket; the
+// others, however many, also share one bucket, so that a flood of fresh
+// ids announcing heads buys no more pulls than that together.
+const (
+	// pullPerMin is one peer's pulls a minute: one every 250 ms, a burst
+	// of 60. A page is up to 256 events: 61,440 events a minute from one
+	// peer, far past what gossip drops from an honest one.
+	pullPerMin = 240
+	// strangerPullPerMin is what the peers without standing pull
+	// together.
+	strangerPullPerMin = 240
+	// pullRetry is how long a check waits for a token it did not get:
+	// the emission interval of pullPerMin.
+	pullRetry = time.Minute / pullPerMin
+)
+
+// Retries of an announcer whose stream failed (the peer reset it, or did
+// not read it for heads.WriteTimeout): after announceRetryFirst, then
+// twice as long each time up to announceRetryMax, while the peer stays
+// connected; a stream that lasted announceStable starts the count over.
+const (
+	announceRetryFirst = 5 * time.Second
+	announceRetryMax   = 5 * time.Minute
+	announceStable     = time.Minute
+)
+
+// newPullBudget returns the pull budget of the tier percentages of l.
+func newPullBudget(l limits.Config) (*limits.Budget, error) {
+	return limits.NewBudget(limits.BudgetRate{PerMin: pullPerMin, StrangersPerMin: strangerPullPerMin,
+		SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent})
+}
+
+// newHeadsTracker returns the tracker of the peers' announcements, wired
+// to this node.
+func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
+	return heads.NewTracker(heads.Options{
+		Cursor:  n.cursorOf,
+		Advance: n.advanceCursor,
+		Has:     n.events.HasShort,
+		Allow:   n.allowPull,
+		Pull:    n.pull,
+		Pulled:  func(_ peer.ID, outcome string) { n.m.headsPulled(outcome) },
+	})
+}
+
+// standing reports whether p has standing for what it announces (docs/adr/0041):
+// it is reputed (ADR 0014: met in an earlier run, or first hello ten
+// minutes ago), valued, or an established author (ADR 0031: this node
+// stored its first event at least limits.new_author_minutes ago). Fresh
+// ids have none of these, whatever they did in their first minutes.
+func (n *Node) standing(st *peerState) bool {
+	if st.Tier() == limits.TierValued || st.reputed(n.mono(n.now())) {
+		return true
+	}
+	_, established := n.authorStanding(st.id.String())
+	return established
+}
+
+// pullTier is the tier whose pull budget p's announcements take from: a
+// suspect's or a valued peer's own; normal (its own bucket only) for a
+// peer with standing; new, sharing strangerPullPerMin, for the others.
+func (n *Node) pullTier(st *peerState) limits.Tier {
+	switch t := st.Tier(); {
+	case t == limits.TierSuspect || t == limits.TierValued:
+		return t
+	case n.standing(st):
+		return limits.TierNormal
+	}
+	return limits.TierNew
+}
+
+// allowPull takes a token of p's pull budget (heads.Options.Allow). A peer
+// that has not completed hello is not pulled from yet.
+func (n *Node) allowPull(p peer.ID) (bool, time.Duration) {
+	st := n.run.get(p)
+	if st == nil || !st.helloed() {
+		return false, pullRetry
+	}
+	if !n.pullBudget.Allow(string(p), n.pullTier(st), int64(n.mono(n.now()))) {
+		return false, pullRetry
+	}
+	return true, 0
+}
+
+// pull syncs one page of p's log after the cursor (heads.Options.Pull).
+func (n *Node) pull(ctx context.Context, p peer.ID) (busy bool, err error) {
+	_, err = n.syncFrom(ctx, p, syncRun{skipIfBusy: true, maxPages: 1})
+	switch {
+	case errors.Is(err, errSyncRunning):
+		return true, nil
+	case errors.Is(err, errRunBound):
+		return false, nil // one page, and the peer has more: the next check pulls it
+	}
+	return false, err
+}
+
+// advanceCursor moves the sync cursor into p's log forward to c
+// (heads.Options.Advance): every event up to c is held here. It does so
+// under the peer's sync lock, so that it never races a run's own cursor;
+// while a run holds it, the run moves the cursor and this does nothing.
+func (n *Node) advanceCursor(p peer.ID, c core.Cursor) {
+	mu := n.syncLock(p)
+	if !mu.TryLock() {
+		return
+	}
+	defer mu.Unlock()
+	if c > n.cursorOf(p) {
+		if err := n.saveCursor(p, c, false); err != nil {
+			n.log.Debug("heads: cursor not saved", "peer", p, "err", err)
+		}
+	}
+}
+
+// announceHeads starts this node's announcer to st's peer, unless one
+// runs or the peer does not read announcements: it opens a Heads stream
+// and announces on it (heads.Announce) until the peer disconnects, and
+// opens another after a failure, later each time (announceRetryFirst).
+func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
+	if !slices.Contains(h.Features, proto.FeatureHeads) || !st.announcing.CompareAndSwap(false, true) {
+		return
+	}
+	n.go_(func() {
+		defer st.announcing.Store(false)
+		ctx, cancel := context.WithCancel(n.ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-st.gone:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		wait := announceRetryFirst
+		for ctx.Err() == nil {
+			started := time.Now()
+			err := n.announceOnce(ctx, st.id)
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.As(err, new(msmux.ErrNotSupported[protocol.ID])) || errors.Is(err, errNoHeadsProtocol) {
+				return // it advertised the feature but does not speak it
+			}
+			if time.Since(started) >= announceStable {
+				wait = announceRetryFirst
+			}
+			n.log.Debug("heads: announcer stopped; will retry", "peer", st.id, "err", err, "in", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(2*wait, announceRetryMax)
+		}
+	})
+}
+
+// errNoHeadsProtocol: the peer did not agree to proto.HeadsID.
+var errNoHeadsProtocol = errors.New("node: peer does not speak " + string(proto.HeadsID))
+
+// announceOnce opens one Heads stream to p and announces on it until ctx
+// ends or the stream fails.
+func (n *Node) announceOnce(ctx context.Context, p peer.ID) error {
+	sctx, cancel := context.WithTimeout(ctx, proto.ResponseTimeout)
+	s, err := n.host.NewStream(network.WithNoDial(sctx, "heads"), p, proto.HeadsID)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if s.Protocol() != proto.HeadsID {
+		s.Reset()
+		return errNoHeadsProtocol
+	}
+	if err := s.Scope().SetService(proto.ServiceName); err != nil {
+		s.Reset()
+		return err
+	}
+	n.m.headsStreams.Inc()
+	err = heads.Announce(ctx, announceCounter{s, n.m}, n.events)
+	if err != nil || ctx.Err() != nil {
+		s.Reset()
+	}
+	return err
+}
+
+// announceCounter counts each announcement written (heads.Stream).
+type announceCounter struct {
+	network.Stream
+	m *metrics
+}
+
+func (a announceCounter) Write(b []byte) (int, error) {
+	a.m.headsAnnounced("out")
+	return a.Stream.Write(b)
+}
+
+// handleHeads reads a peer's Heads stream (proto.HeadsID) into the
+// tracker until it ends: one stream per peer (a new one replaces the
+// last), read at most one announcement every heads.MinReadInterval. A bad
+// announcement resets the stream and counts as an invalid message in the
+// peer's history (ADR 0030).
+func (n *Node) handleHeads(s network.Stream) {
+	p := s.Conn().RemotePeer()
+	st := n.run.get(p)
+	if st == nil {
+		s.Reset()
+		return
+	}
+	if err := s.Scope().SetService(proto.ServiceName); err != nil {
+		s.Reset()
+		return
+	}
+	if old := st.headsIn.Swap(&s); old != nil {
+		(*old).Reset()
+	}
+	defer st.headsIn.CompareAndSwap(&s, nil)
+	err := heads.Read(s, func(h *proto.Heads) {
+		n.m.headsAnnounced("in")
+		n.heads.Announced(p, h)
+	})
+	var perr *proto.Error
+	if errors.As(err, &perr) || errors.Is(err, proto.ErrFrameTooLarge) {
+		n.m.badRequest("heads")
+		n.count(st, &st.hist.invalid, 1)
+		n.plog.Info(p, "bad heads", "peer sent a bad heads announcement; stream reset", "peer", p, "err", err)
+	}
+	s.Reset()
+}
+
+// stopHeads ends what st's peer had of heads at its disconnection: the
+// announcer (through st.gone) and the tracker's state.
+func (n *Node) stopHeads(st *peerState) {
+	if st.gone != nil {
+		st.goneOnce.Do(func() { close(st.gone) })
+	}
+	if n.heads != nil {
+		n.heads.Forget(st.id)
+	}
+}
