@@ -271,6 +271,13 @@ var keyDocs = map[string]keyDoc{
 		allowed: fmt.Sprintf("%d..%d minutes", limits.MinNewAuthorMinutes, limits.MaxNewAuthorMinutes),
 		example: "new_author_minutes = 10",
 	},
+	"limits.stranger_sync_per_min": {
+		what: "Events of new authors stored a minute from the sync pages of peers without standing (peers " +
+			"this node did not dial, neither reputed nor valued nor established authors), all together: " +
+			"ids that complete hello make the node store no more of their own events (docs/adr/0041).",
+		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "stranger_sync_per_min = 6000",
+	},
 	"peercache.max_peers": {
 		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +
 			"gave events or blobs, solved a challenge); past the bound the least valuable go first, " +

@@ -262,3 +262,102 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRefusedNotAskedFor: an envelope the inspector dropped over a budget
+// is never asked for again when another peer announces it (IHAVE): its
+// copy would be dropped too, and gossipsub would count it as a promise
+// that honest peer broke. An id the node never saw is asked for.
+func TestRefusedNotAskedFor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newHost(t)
+	spammers := map[peer.ID]bool{}
+	var mu sync.Mutex
+	g, err := Join(ctx, a, "test", &Options{Admit: func(from peer.ID, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if spammers[from] {
+			return ErrOverAuthorBudget
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	spammer, honest := newRawPeer(ctx, t, a), newRawPeer(ctx, t, a)
+	mu.Lock()
+	spammers[spammer.h.ID()] = true
+	mu.Unlock()
+	waitTopicPeer(t, g, honest.h.ID())
+
+	topic := proto.Topic("test")
+	m := &pb.Message{Data: []byte(`{"event":{"spam":1}}`), Topic: &topic}
+	spammer.send(t, &pb.RPC{Publish: []*pb.Message{m}})
+	waitFor(t, 5*time.Second, "the spam dropped", func() bool {
+		g.refused.mu.Lock()
+		defer g.refused.mu.Unlock()
+		_, ok := g.refused.cur[messageID(m)]
+		return ok
+	})
+	fresh := "never-seen-00000000000000000001"
+	honest.send(t, &pb.RPC{Control: &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{messageID(m)}}}}})
+	honest.send(t, &pb.RPC{Control: &pb.ControlMessage{Ihave: []*pb.ControlIHave{{TopicID: &topic, MessageIDs: []string{fresh}}}}})
+	waitFor(t, 5*time.Second, "an IWANT for the id never seen", func() bool { return honest.iwantIDs.Load() > 0 })
+	honest.mu.Lock()
+	defer honest.mu.Unlock()
+	for _, rpc := range honest.recv {
+		for _, w := range rpc.GetControl().GetIwant() {
+			for _, id := range w.GetMessageIDs() {
+				if id == messageID(m) {
+					t.Error("the node asked for an envelope it had dropped over a budget")
+				}
+			}
+		}
+	}
+}
+
+// TestRefusedBounds: an id is forgotten after two generations (at least
+// refusedFor), a clock stepping back starts a new one, a generation holds
+// at most refusedPerGen ids, and strip leaves the other ids and drops the
+// IHAVEs it empties.
+func TestRefusedBounds(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newRefused(func() time.Time { return now })
+	msg := func(i int) *pb.Message { return &pb.Message{Data: []byte(fmt.Sprint(i))} }
+	has := func(i int) bool {
+		ctl := &pb.ControlMessage{Ihave: []*pb.ControlIHave{{MessageIDs: []string{messageID(msg(i)), "other"}}}}
+		r.strip(ctl)
+		return len(ctl.Ihave[0].MessageIDs) == 1
+	}
+	r.add(msg(1))
+	if !has(1) || has(2) {
+		t.Fatal("strip: want 1 taken out, 2 kept")
+	}
+	now = now.Add(refusedFor) // a new generation: 1 is in prev
+	r.add(msg(2))
+	if !has(1) || !has(2) {
+		t.Error("an id forgotten before two generations")
+	}
+	now = now.Add(refusedFor)
+	r.add(msg(3))
+	if has(1) || !has(2) {
+		t.Error("after two generations: want 1 forgotten, 2 kept")
+	}
+	now = now.Add(-time.Hour) // the clock steps back: a new generation
+	r.add(msg(4))
+	if has(2) || !has(3) || !has(4) {
+		t.Error("a clock stepping back: want a new generation")
+	}
+	for i := range refusedPerGen + 1 {
+		r.add(msg(10 + i))
+	}
+	if len(r.cur) > refusedPerGen || len(r.prev) > refusedPerGen {
+		t.Errorf("generations of %d and %d ids, want at most %d", len(r.cur), len(r.prev), refusedPerGen)
+	}
+	ctl := &pb.ControlMessage{Ihave: []*pb.ControlIHave{{MessageIDs: []string{messageID(msg(10 + refusedPerGen))}}, {MessageIDs: []string{"x"}}}}
+	r.strip(ctl)
+	if len(ctl.Ihave) != 1 || ctl.Ihave[0].MessageIDs[0] != "x" {
+		t.Errorf("an emptied IHAVE kept, or the other one lost: %v", ctl.Ihave)
+	}
+}

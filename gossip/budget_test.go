@@ -24,7 +24,7 @@ func TestInspectTakesOutWhatIsOverBudget(t *testing.T) {
 	topic, other := proto.Topic("test"), "other"
 	admits := 0
 	var ignored []error
-	g := &Gossip{topicName: topic, opts: Options{
+	g := &Gossip{topicName: topic, refused: newRefused(time.Now), opts: Options{
 		Admit: func(_ peer.ID, author string) error {
 			admits++
 			if author != "" {

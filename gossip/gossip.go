@@ -120,6 +120,11 @@ type Gossip struct {
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+	// trace is the file of Options.TracePath, nil without.
+	trace *fileTracer
+	// refused remembers what the inspector dropped, to take it out of
+	// IHAVEs (refused.go).
+	refused *refused
 }
 
 // Validation capacity (ADR 0031). Gossipsub validates in two steps: a few
@@ -179,15 +184,16 @@ func Join(ctx context.Context, h host.Host, network string, opts *Options) (*Gos
 	o.EnsureDefaults()
 	name := proto.Topic(network)
 	mesh := newMeshTracer(name)
-	g := &Gossip{self: h.ID(), opts: o, topicName: name}
+	g := &Gossip{self: h.ID(), opts: o, topicName: name, refused: newRefused(o.Now)}
 	mesh.dropped = g.dropped
 	params, thresholds := scoreParams(name, o.AppScore)
 	var extra []pubsub.Option
 	if o.TracePath != "" {
-		tr, err := pubsub.NewJSONTracer(o.TracePath)
+		tr, err := newFileTracer(o.TracePath)
 		if err != nil {
 			return nil, fmt.Errorf("gossip: trace: %w", err)
 		}
+		g.trace = tr
 		extra = append(extra, pubsub.WithEventTracer(tr))
 	}
 	ps, err := pubsub.NewGossipSub(ctx, h, append(extra,
@@ -261,7 +267,11 @@ func (g *Gossip) Close() error {
 	g.sub.Cancel()
 	g.cancel()
 	g.done.Wait()
-	return g.topic.Close()
+	err := g.topic.Close()
+	if g.trace != nil {
+		err = errors.Join(err, g.trace.Close())
+	}
+	return err
 }
 
 // ErrEnvelope is wrapped by every validation error of an envelope.
@@ -360,14 +370,20 @@ func (g *Gossip) ignored(from peer.ID, reason error) {
 // inspect is gossipsub's RPC inspector: the forwarding peer's budget
 // (Options.Admit) for each message of the topic, before gossipsub checks
 // or queues anything; the envelope is decoded (not verified) for its
-// author, about 4 µs. Messages over the budget are taken out of the RPC;
-// the rest of it (other messages, control) is handled as usual.
+// author, about 4 µs. Messages over the budget are taken out of the RPC,
+// and their ids out of the IHAVEs of this RPC and the next ones for
+// refusedFor (refused.go); the rest of it (other messages, control) is
+// handled as usual.
 func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
-	if g.opts.Admit == nil || len(rpc.Publish) == 0 {
+	if g.opts.Admit == nil {
 		return nil
 	}
 	if s, ok := g.Score(from); ok && s < graylistThreshold {
 		return errGraylisted // gossipsub drops it next; no need to decode it first
+	}
+	defer g.refused.strip(rpc.Control) // after this RPC's own drops
+	if len(rpc.Publish) == 0 {
+		return nil
 	}
 	kept := rpc.Publish[:0]
 	for _, m := range rpc.Publish {
@@ -381,6 +397,7 @@ func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
 		}
 		if err := g.opts.Admit(from, author); err != nil {
 			g.ignored(from, err)
+			g.refused.add(m)
 			continue
 		}
 		kept = append(kept, m)

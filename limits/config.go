@@ -192,6 +192,19 @@ type Config struct {
 	// envelopes it is in take from the forwarders' strangers' share; an
 	// established one has its own budget. ADR 0031.
 	NewAuthorMinutes int `toml:"new_author_minutes" json:"new_author_minutes"`
+
+	// StrangerSyncPerMin (key limits.stranger_sync_per_min) is the rate of
+	// events of new authors (NewAuthorMinutes) this node stores from the
+	// sync pages of peers without standing (peers it did not dial that are
+	// neither reputed nor valued nor established authors), all such peers
+	// together, in events a minute: 0..MaxPerMin, 0 means unlimited.
+	// Default 6000 (a burst of 1,500, then 100 a second): a peer that joins
+	// with a history of a few thousand events of its own is synced at
+	// once, and ids that complete hello make the node store no more than
+	// this of their own events whatever their number. A page from such a
+	// peer waits for a token and is charged the events it brought. ADR
+	// 0041.
+	StrangerSyncPerMin int `toml:"stranger_sync_per_min" json:"stranger_sync_per_min"`
 }
 
 // GossipBudget returns the BudgetRate of the gossip envelopes peers forward
@@ -215,7 +228,9 @@ func (c Config) AuthorBudget() BudgetRate {
 // per peer, suspects at 10% of the rates, valued peers at most 200%,
 // strangers' crash reports 600 a minute together. And ADR 0031's: gossip
 // envelopes 6,000 a minute per peer and 1,200 from all strangers, new
-// events 600 a minute per author and 600 from all new authors.
+// events 600 a minute per author and 600 from all new authors. And ADR
+// 0041's: 6,000 events of new authors a minute from the sync pages of
+// peers without standing.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -239,6 +254,7 @@ func DefaultConfig() Config {
 		AuthorPerMin:         600,
 		StrangerAuthorPerMin: 600,
 		NewAuthorMinutes:     10,
+		StrangerSyncPerMin:   6000,
 	}
 }
 
@@ -355,5 +371,7 @@ func (c Config) Validate() error {
 		fmt.Sprintf("0..%d events a minute of all new authors together, 0 means unlimited", MaxPerMin))
 	check("limits.new_author_minutes", c.NewAuthorMinutes, MinNewAuthorMinutes, MaxNewAuthorMinutes,
 		fmt.Sprintf("%d..%d minutes", MinNewAuthorMinutes, MaxNewAuthorMinutes))
+	check("limits.stranger_sync_per_min", c.StrangerSyncPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d events a minute of new authors from the sync pages of all peers without standing, 0 means unlimited", MaxPerMin))
 	return errors.Join(errs...)
 }

@@ -14,7 +14,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10}
+	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v", c)
 	}
@@ -169,7 +169,7 @@ challenge_max_bits = 7
 	if err := toml.NewDecoder(strings.NewReader(doc)).DisallowUnknownFields().Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10}
+	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000}
 	if c != want {
 		t.Fatalf("decoded %+v", c)
 	}
@@ -200,7 +200,7 @@ func TestConfigJSON(t *testing.T) {
 		`"blob_fetches_per_peer":4,"challenge":true,"challenge_base_bits":8,"challenge_max_bits":24,` +
 		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200,` +
 		`"stranger_report_per_min":600,"gossip_per_min":6000,"stranger_gossip_per_min":1200,` +
-		`"author_per_min":600,"stranger_author_per_min":600,"new_author_minutes":10}`
+		`"author_per_min":600,"stranger_author_per_min":600,"new_author_minutes":10,"stranger_sync_per_min":6000}`
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}

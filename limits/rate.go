@@ -120,7 +120,7 @@ const (
 // (below perMin) fits in a uint16, and burst·T <= 60 s fits in the margin.
 const (
 	_ uint16 = MaxPerMin
-	_ uint64 = tickMargin - 2*nsPerMin
+	_ uint64 = tickMargin - 2*nsPerMin - maxDebt
 )
 
 // tick maps the caller's now (ns from a base of its choice) to a tick.
@@ -170,6 +170,35 @@ func (r *Rate) allow(ns *uint64, rem *uint16, t uint64) (bool, time.Duration) {
 		w++
 	}
 	return false, duration(w)
+}
+
+// maxDebt bounds how far charge takes a bucket past empty: a minute of
+// ticks beyond its burst, within tickMargin with room (see the checks
+// below), so that a bucket in debt is refusing for at most a minute more
+// than a full burst takes to earn.
+const maxDebt = nsPerMin
+
+// charge takes k tokens at tick t whether or not the bucket holds them:
+// TAT becomes max(TAT, t) + k·T, at most t + τ + maxDebt. For a cost known
+// only once the work is done (the events of new authors a sync page
+// brought): the bucket then refuses, and wait reports the time, until the
+// tokens taken past empty are earned back. k <= 0 changes nothing.
+// REQUIRES: as allow.
+func (r *Rate) charge(ns *uint64, rem *uint16, t uint64, k int) {
+	if k <= 0 {
+		return
+	}
+	tat, tr := *ns, uint64(*rem)
+	if tat < t {
+		tat, tr = t, 0
+	}
+	tr += uint64(k) * r.r
+	tat += uint64(k)*r.q + tr/r.perMin
+	tr %= r.perMin
+	if limit := t + r.tauQ + maxDebt; tat > limit {
+		tat, tr = limit, 0
+	}
+	*ns, *rem = tat, uint16(tr)
 }
 
 // has reports whether allow would allow a request at tick t, changing
@@ -236,6 +265,34 @@ func NewShared(r Rate) *Shared { return &Shared{b: Bucket{rate: r}} }
 
 // Rate returns the bucket's rate.
 func (s *Shared) Rate() Rate { return s.b.rate }
+
+// Charge takes k tokens at now whether or not the bucket holds them, into
+// debt when it holds fewer (at most a minute past empty): for a cost known
+// only once the work is done, as the events of new authors a sync page
+// brought (ADR 0041). Nothing for an unlimited bucket or k <= 0.
+func (s *Shared) Charge(k int, now int64) {
+	if s.b.rate.perMin == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.rate.charge(&s.b.ns, &s.b.rem, tick(now), k)
+}
+
+// Wait returns 0 when the bucket has a token at now (an unlimited one
+// always has), else how long until it has one. It takes nothing.
+func (s *Shared) Wait(now int64) time.Duration {
+	if s.b.rate.perMin == 0 {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns, rem := s.b.ns, s.b.rem
+	if ok, wait := s.b.rate.allow(&ns, &rem, tick(now)); !ok { // on a copy: nothing taken
+		return max(wait, 1)
+	}
+	return 0
+}
 
 // Allow is Bucket.Allow, safe for concurrent use.
 func (s *Shared) Allow(now int64) (ok bool, retryAfter time.Duration) {

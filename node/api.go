@@ -140,7 +140,8 @@ func (n *Node) Limits() api.Limits {
 		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
 		StrangerReportPerMin: l.StrangerReportPerMin,
 		Gossip: api.GossipLimits{PerPeer: l.GossipPerMin, Strangers: l.StrangerGossipPerMin,
-			PerAuthor: l.AuthorPerMin, NewAuthors: l.StrangerAuthorPerMin, NewAuthorMinutes: l.NewAuthorMinutes},
+			PerAuthor: l.AuthorPerMin, NewAuthors: l.StrangerAuthorPerMin, NewAuthorMinutes: l.NewAuthorMinutes,
+			NewAuthorsBySync: l.StrangerSyncPerMin},
 	}
 	pl := n.adm.table.Policy()
 	for t := range limits.Tier(limits.NumTiers) {

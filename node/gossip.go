@@ -25,7 +25,7 @@ func (n *Node) gossipOptions() *gossip.Options {
 		Admit:  n.admitForward,
 		Author: n.admitAuthor,
 		Store:  n.storeGossiped,
-		Has:    n.has,
+		Has:    n.gossipHas,
 		Reject: func(from peer.ID, err error) {
 			n.m.gossipRejected(err)
 			if !errors.Is(err, eventlog.ErrFuture) { // a clock ahead of ours is no abuse
@@ -38,6 +38,15 @@ func (n *Node) gossipOptions() *gossip.Options {
 		Now:       n.now,
 		TracePath: n.gossipTrace,
 	}
+}
+
+// gossipHas is gossip's duplicate check (gossip.Options.Has): whether the
+// log holds the event, or a test's dropGossip says to drop it unseen.
+func (n *Node) gossipHas(id string) bool {
+	if drop := n.dropGossip.Load(); drop != nil && (*drop)(id) {
+		return true // ignored as held: not stored, not forwarded, no gap
+	}
+	return n.has(id)
 }
 
 // tierOfPeer is p's tier while connected (TierNew otherwise): an atomic

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/heads"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
@@ -72,18 +74,91 @@ func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
 	})
 }
 
-// standing reports whether p has standing for what it announces (docs/adr/0041):
-// it is reputed (ADR 0014: met in an earlier run, or first hello ten
-// minutes ago), valued, or an established author (ADR 0031: this node
+// standing reports whether st's peer has standing for what it brings
+// (docs/adr/0041): this node dialled it (an outbound connection: a
+// bootstrap peer, a peer of its cache, one it found, one the operator
+// connected to: peers that chose to be dialled are not peers this node
+// chose), it is reputed (ADR 0014: met in an earlier run, or first hello
+// ten minutes ago), valued, or an established author (ADR 0031: this node
 // stored its first event at least limits.new_author_minutes ago). Fresh
-// ids have none of these, whatever they did in their first minutes.
+// ids that connect to the node have none of these, whatever they did in
+// their first minutes.
 func (n *Node) standing(st *peerState) bool {
+	if st.Tier() == limits.TierSuspect {
+		return false
+	}
+	if _, dir := st.helloAndDirection(); dir == network.DirOutbound {
+		return true
+	}
 	if st.Tier() == limits.TierValued || st.reputed(n.mono(n.now())) {
 		return true
 	}
 	_, established := n.authorStanding(st.id.String())
 	return established
 }
+
+// newAuthorShare holds one sync run from a peer without standing to the
+// share of new authors' events such peers bring by sync
+// (limits.stranger_sync_per_min, ADR 0041): each page waits for a token
+// (wait) and is charged, as it comes, the events of new authors in it
+// (charge), so that ids which complete hello cannot make the node store
+// their own events past the share, however many they are.
+type newAuthorShare struct {
+	n *Node
+	p peer.ID
+}
+
+// wait waits until the share has a token, or the peer is gone
+// (errPeerGone: the run ends rather than wait for a peer that left).
+func (s *newAuthorShare) wait(ctx context.Context) error {
+	for {
+		wait := s.n.strangerSync.Wait(int64(s.n.mono(s.n.now())))
+		if wait <= 0 {
+			return nil
+		}
+		if !s.n.linked(s.p) {
+			return errPeerGone
+		}
+		t := time.NewTimer(min(wait, shareRecheck))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// charge charges the share for the events of page whose author is new
+// here (authorStanding), stored or not: what the page made the node
+// decode and verify. Events that do not decode count as new.
+func (s *newAuthorShare) charge(page []jsontext.Value) {
+	k := 0
+	established := make(map[string]bool)
+	for _, raw := range page {
+		ev, err := eventlog.Decode(raw)
+		if err != nil {
+			k++
+			continue
+		}
+		est, ok := established[ev.Author]
+		if !ok {
+			_, est = s.n.authorStanding(ev.Author)
+			established[ev.Author] = est
+		}
+		if !est {
+			k++
+		}
+	}
+	s.n.strangerSync.Charge(k, int64(s.n.mono(s.n.now())))
+}
+
+// shareRecheck bounds one wait of newAuthorShare.wait, so that a run
+// whose peer left ends within it.
+const shareRecheck = time.Second
+
+// errPeerGone ends a sync run that waited for a peer that disconnected.
+var errPeerGone = errors.New("node: the peer disconnected")
 
 // pullTier is the tier whose pull budget p's announcements take from: a
 // suspect's or a valued peer's own; normal (its own bucket only) for a

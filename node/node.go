@@ -128,6 +128,9 @@ type Node struct {
 	// each peer's budget of the pulls they start (heads.go).
 	heads      *heads.Tracker
 	pullBudget *limits.Budget
+	// strangerSync is the share of new authors' events that peers
+	// without standing bring by sync (limits.stranger_sync_per_min).
+	strangerSync *limits.Shared
 	// routing is the DHT and what uses it, once Start built it; nil
 	// with p2p.dht off (routing.go).
 	routing atomic.Pointer[routing]
@@ -152,7 +155,11 @@ type Node struct {
 	runPages int
 	// gossipTrace is Options.GossipTrace.
 	gossipTrace string
-	m           *metrics
+	// dropGossip, when set (tests), names the gossiped events to drop
+	// unseen, as a full queue on the way would: not stored, not
+	// forwarded, no gap reported (gossipHas).
+	dropGossip atomic.Pointer[func(id string) bool]
+	m          *metrics
 
 	// epoch is the base of the node's monotonic readings (mono), and
 	// monoClock is Options.Mono.
@@ -215,6 +222,11 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.pullBudget, err = newPullBudget(cfg.Limits); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
+	syncShare, err := limits.NewRate(cfg.Limits.StrangerSyncPerMin)
+	if err != nil {
+		return nil, fmt.Errorf("node: limits.stranger_sync_per_min: %w", err)
+	}
+	n.strangerSync = limits.NewShared(syncShare)
 	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -124,6 +124,13 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 		maxPages = n.runPages
 	}
 	progress := run.progress
+	// A peer without standing brings the events of new authors within the
+	// share they all have (ADR 0041): its pages wait for the share, and
+	// each one is charged what it brought as it comes.
+	var share *newAuthorShare
+	if ps := n.run.get(p); ps != nil && !n.standing(ps) {
+		share = &newAuthorShare{n: n, p: p}
+	}
 
 	start := n.cursorOf(p)
 	st := SyncProgress{Peer: p, Cursor: start}
@@ -139,7 +146,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 	var fetchErr error
 	go func() {
 		defer close(stage.pages)
-		fetchErr = n.fetchPages(ctx, p, start, maxPages, func(pg page) error { return stage.deliver(ctx, pg) })
+		fetchErr = n.fetchPages(ctx, p, start, maxPages, share, func(pg page) error { return stage.deliver(ctx, pg) })
 	}()
 	verified := stage.verify(ctx, stage.pages)
 
@@ -213,13 +220,18 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 // unread, asked again with the right cursor, and no more guesses are made
 // in this run: a peer whose positions are not dense pays at most one
 // request for them.
-func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, maxPages int, deliver func(page) error) error {
+func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, maxPages int, share *newAuthorShare, deliver func(page) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: no request outlives the run
 	defer cancel()
 	pacer := n.pacerFor(p)
 	ask := func(after core.Cursor) (*syncCall, error) {
+		if share != nil {
+			if err := share.wait(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if err := pacer.Wait(ctx); err != nil {
 			return nil, err
 		}
@@ -235,7 +247,10 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ma
 		return err
 	}
 	var ahead *syncCall // the guessed request after next, or nil
-	guess := fetchAhead // the peer's pages have been dense so far
+	// The peer's pages have been dense so far; a peer held to the new
+	// authors' share gets one request at a time, each after the share
+	// was charged for the page before.
+	guess := fetchAhead && share == nil
 	refusals := 0
 	for pages := 0; ; pages++ {
 		select {
@@ -273,6 +288,9 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ma
 			return fmt.Errorf("%w: empty page with more", errBadPage)
 		}
 		dense := len(r.Events) == proto.MaxPageEvents && r.More && r.Next-cursor == core.Cursor(len(r.Events))
+		if share != nil {
+			share.charge(r.Events)
+		}
 		if len(r.Events) > 0 {
 			if err := deliver(page{events: r.Events, next: r.Next, more: r.More}); err != nil {
 				return err

@@ -283,7 +283,7 @@ func fetchAll(t *testing.T, n *testNode, h host.Host) []core.Cursor {
 		t.Fatal(err)
 	}
 	out := make(chan page, 64)
-	if err := n.fetchPages(ctx, h.ID(), 0, maxPagesPerRun, func(pg page) error { out <- pg; return nil }); err != nil {
+	if err := n.fetchPages(ctx, h.ID(), 0, maxPagesPerRun, nil, func(pg page) error { out <- pg; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	close(out)
@@ -386,7 +386,7 @@ func BenchmarkFetchPagesRoundTrip(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if err := n.fetchPages(ctx, h.ID(), 0, maxPagesPerRun, func(page) error { return nil }); err != nil {
+				if err := n.fetchPages(ctx, h.ID(), 0, maxPagesPerRun, nil, func(page) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -90,9 +90,11 @@ machine under this load; docs/reliability.md records them with the command.`,
 				}
 				results = append(results, *r)
 				if jsonOut {
-					_ = c.printJSONLine(struct {
+					if err := c.printJSONLine(struct {
 						Scenario *bench.AttackResult `json:"scenario"`
-					}{r})
+					}{r}); err != nil {
+						return fmt.Errorf("scenario %s: print --json: %w", s.Name, err)
+					}
 				} else {
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)

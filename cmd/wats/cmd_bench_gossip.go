@@ -15,7 +15,7 @@ import (
 )
 
 func (c *cli) benchGossipCmd() *cobra.Command {
-	var netns bool
+	var netns, trace bool
 	var (
 		scenario        string
 		duration, after time.Duration
@@ -91,24 +91,32 @@ records them with the command.`,
 				if ids > 0 && s.Attack != "" {
 					s.IDs = ids
 				}
-				if s.Attack != "" {
+				if rate > 0 && s.Attack == attack.ValidSpam {
 					s.Rate = rate
 				}
 				s.Netns = netns && s.Attack != ""
 				c.progress("scenario %s: %v, then %v after", s.Name, duration, after)
 				r, err := bench.RunGossip(cmd.Context(), s, bench.GossipOptions{
-					Warmup: warmup, Duration: duration, After: after, Keep: keep, Log: c.progress})
+					Warmup: warmup, Duration: duration, After: after, Keep: keep, Trace: trace, Log: c.progress})
 				if err != nil {
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
 				}
 				results = append(results, *r)
 				if jsonOut {
-					_ = c.printJSONLine(struct {
+					if err := c.printJSONLine(struct {
 						Scenario *bench.GossipResult `json:"scenario"`
-					}{r})
+					}{r}); err != nil {
+						return fmt.Errorf("scenario %s: print --json: %w", s.Name, err)
+					}
 				}
-				c.progress("  A→C within 1 s: %.1f%% (%d of %d), delivered %.1f%%, p99 %.0f ms; attacker events A/B/C %s",
-					r.Honest.WithinPct, r.Honest.Within, r.Honest.Published, r.Honest.DeliveredPct, r.Honest.P99ms, attackerEvents(r))
+				h := r.Honest
+				c.progress("  A→B within 1 s: %.1f%%, never %d, p99 %.0f ms; A→C within 1 s: %.1f%% (%d of %d), late %d, never %d, p99 %.0f ms; attacker events A/B/C %s",
+					h.WithinBPct, h.NeverDeliveredB, h.P99BMs, h.WithinPct, h.Within, h.Published, h.Late, h.NeverDelivered, h.P99ms, attackerEvents(r))
+				if r.Trace != nil {
+					for _, f := range r.Trace.SortedFates() {
+						c.progress("    %3d × %s", r.Trace.Fates[f], f)
+					}
+				}
 			}
 			if jsonOut {
 				return nil
@@ -121,10 +129,11 @@ records them with the command.`,
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long each attack runs (A publishes meanwhile)")
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
-	cmd.Flags().IntVar(&rate, "rate", 0, "envelopes a second per id, open loop (default: as fast as the nodes read)")
+	cmd.Flags().IntVar(&rate, "rate", 0, "valid-spam's envelopes a second per id, open loop (0: as the nodes read)")
 	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print one JSON object a line, as each scenario ends: {"scenario": …}`)
 	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
+	cmd.Flags().BoolVar(&trace, "trace", false, "trace gossipsub (WATS_GOSSIP_TRACE): where each late or lost event went")
 	return cmd
 }
 
@@ -140,7 +149,7 @@ func attackerEvents(r *bench.GossipResult) string {
 
 func (c *cli) printGossipTable(results []bench.GossipResult) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tA→C ≤1s\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
+	fmt.Fprintln(tw, "SCENARIO\tA→B ≤1s\tNEVER B\tA→C ≤1s\tLATE C\tNEVER C\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
 	for _, r := range results {
 		var disk, rss, cpu, fsyncs []string
 		for _, d := range r.Daemons {
@@ -157,8 +166,9 @@ func (c *cli) printGossipTable(results []bench.GossipResult) error {
 		if r.CConnectedToA {
 			ca = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%% (%d/%d)\t%.0f ms\t%.0f ms\t%s\t%s MiB\t%s MiB\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Scenario.Name, r.Honest.WithinPct, r.Honest.Within, r.Honest.Published, r.Honest.P50ms, r.Honest.P99ms,
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t%.1f%% (%d/%d)\t%d\t%d\t%.0f ms\t%.0f ms\t%s\t%s MiB\t%s MiB\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Scenario.Name, r.Honest.WithinBPct, r.Honest.NeverDeliveredB, r.Honest.WithinPct, r.Honest.Within, r.Honest.Published,
+			r.Honest.Late, r.Honest.NeverDelivered, r.Honest.P50ms, r.Honest.P99ms,
 			attackerEvents(&r), strings.Join(disk, "/"), rss[0], rss[1], rss[2], strings.Join(cpu, "/"), strings.Join(fsyncs, " / "), ca,
 			gossipAttackerSummary(r))
 	}
@@ -183,8 +193,15 @@ func gossipAttackerSummary(r bench.GossipResult) string {
 	case attack.MeshSybil:
 		return fmt.Sprintf("%s; %d published; %d grafts, %d prunes", conn, s.Published, s.Grafts, s.Prunes)
 	}
-	return fmt.Sprintf("%s; %d published, %d sent (%.0f MiB), %d dropped", conn, s.Published, s.Sent,
-		float64(s.SentBytes)/(1<<20), s.Dropped)
+	out := fmt.Sprintf("%s; %d published (%.0f a second), %d sent (%.0f MiB), %d dropped", conn, s.Published,
+		float64(s.Published)/r.Seconds, s.Sent, float64(s.SentBytes)/(1<<20), s.Dropped)
+	if r.Scenario.Hello {
+		out += fmt.Sprintf("; %d hellos, %d sync pages, %d requests failed, %d heads announced", s.Hellos, s.Syncs, s.WatsFailed, s.Announced)
+	}
+	if a := s.Also; a != nil {
+		out += fmt.Sprintf("; with %s: %d IHAVE ids in %d RPCs, IWANT ids %d", r.Scenario.Also, a.IHaveIDs, a.IHaveRPCs, a.IWantIDs)
+	}
+	return out
 }
 
 // benchGossipWorkerCmd is the attacker process of `bench gossip`, which
@@ -195,10 +212,10 @@ func gossipAttackerSummary(r bench.GossipResult) string {
 func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	var sources []string
 	var (
-		name     string
-		targets  []string
-		duration time.Duration
-		o        attack.GossipOptions
+		name, also string
+		targets    []string
+		duration   time.Duration
+		o, alsoO   attack.GossipOptions
 	)
 	cmd := &cobra.Command{
 		Use:    "gossip-worker",
@@ -217,7 +234,13 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 				}
 				o.Sources = append(o.Sources, ip)
 			}
-			return bench.GossipWorker(cmd.Context(), name, ts, o, duration, c.stdout)
+			// The second attack's ids dial from the addresses after the
+			// first's, when there are enough for both (--netns).
+			alsoO.Network, alsoO.Sources = o.Network, o.Sources
+			if len(o.Sources) > o.IDs {
+				alsoO.Sources = o.Sources[o.IDs:]
+			}
+			return bench.GossipWorker(cmd.Context(), name, ts, o, also, alsoO, duration, c.stdout)
 		},
 	}
 	cmd.Flags().StringVar(&name, "attack", "", "the attack: "+strings.Join(attack.GossipAttacks, ", "))
@@ -226,6 +249,10 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long to attack once the ids are connected")
 	cmd.Flags().IntVar(&o.IDs, "ids", 0, "attacker ids (0: the attack's default)")
 	cmd.Flags().IntVar(&o.Rate, "rate", 0, "envelopes a second per id, open loop (0: as fast as the targets read)")
+	cmd.Flags().BoolVar(&o.Large, "large", false, "open loop: envelopes of about 50 KiB")
+	cmd.Flags().BoolVar(&o.Hello, "hello", false, "open loop: the ids complete hello, sync and announce heads too")
+	cmd.Flags().StringVar(&also, "also", "", "a second gossip attack to run at the same time, with ids of its own")
+	cmd.Flags().IntVar(&alsoO.IDs, "also-ids", 0, "the second attack's ids (0: its default)")
 	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, id i from the i-th (cycled)")
 	return cmd
 }

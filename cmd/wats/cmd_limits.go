@@ -58,6 +58,8 @@ of config.toml.`,
 			fmt.Fprintf(c.stdout, "  new events per author %s (limits.author_per_min), of all new authors together %s "+
 				"(limits.stranger_author_per_min); an author is new for %d minutes (limits.new_author_minutes)\n",
 				perMin(g.PerAuthor), perMin(g.NewAuthors), g.NewAuthorMinutes)
+			fmt.Fprintf(c.stdout, "sync (docs/adr/0041): events of new authors from peers without standing, all together, %s "+
+				"(limits.stranger_sync_per_min)\n", perMin(g.NewAuthorsBySync))
 			fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
 				l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
 			tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

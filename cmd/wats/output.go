@@ -152,9 +152,11 @@ func (c *cli) printJSONLine(v any) error {
 // as a line {"figure": …}, as soon as it is measured.
 func printFigure[T any](c *cli) func(T) {
 	return func(f T) {
-		_ = c.printJSONLine(struct {
+		if err := c.printJSONLine(struct {
 			Figure T `json:"figure"`
-		}{f})
+		}{f}); err != nil {
+			c.progress("warning: a figure not printed as JSON: %v", err)
+		}
 	}
 }
 

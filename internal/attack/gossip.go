@@ -98,11 +98,21 @@ type GossipOptions struct {
 	// PublishEvery is how often each MeshSybil id publishes (0:
 	// DefaultPublishEvery).
 	PublishEvery time.Duration
-	// Rate, if above 0, is the envelopes a second each InvalidFlood or
-	// ValidSpam id publishes, open loop: it never waits for the targets,
-	// and what its own connection cannot take is dropped (counted in
-	// Dropped). 0: closed loop, as fast as the targets read.
+	// Rate, if above 0, is the envelopes a second each ValidSpam id
+	// publishes, open loop (spam.go): it never waits for the targets, and
+	// what its own queue to a target cannot take is dropped (counted in
+	// Dropped). 0: closed loop, as fast as the targets read, through
+	// gossipsub.
 	Rate int
+	// Large makes each open-loop envelope about 50 KiB (the largest body
+	// and proto.MaxProviders providers of long addresses): the most an
+	// envelope without blobs holds. Open loop only.
+	Large bool
+	// Hello makes each open-loop id a peer as well: it completes hello
+	// with each target, answers its sync from its own log, asks it for a
+	// sync page every second and announces its head on a Heads stream
+	// (spam.go). Open loop only.
+	Hello bool
 	// Window is the span of GossipStats.IWantPerWindow (0:
 	// DefaultIWantWindow).
 	Window time.Duration
@@ -152,12 +162,23 @@ type GossipStats struct {
 	// id's own).
 	Grafts int64 `json:"grafts"`
 	Prunes int64 `json:"prunes"`
+	// With Hello: the hellos completed, the sync pages the targets
+	// answered, the /wats/1 requests that failed (refused, challenged,
+	// reset), and the heads announcements written.
+	Hellos     int64 `json:"hellos,omitempty"`
+	Syncs      int64 `json:"syncs,omitempty"`
+	WatsFailed int64 `json:"wats_failed,omitempty"`
+	Announced  int64 `json:"announced,omitempty"`
+	// Also holds the figures of a second attack run at the same time
+	// (`bench gossip-worker --also`), nil when there was none.
+	Also *GossipStats `json:"also,omitempty"`
 }
 
 type gossipCounters struct {
 	ids, connected, dials, dialsFailed, disconnects                    atomic.Int64
 	published, sent, sentBytes, dropped, ihaveRPCs, ihaveIDs, iwantIDs atomic.Int64
 	grafts, prunes                                                     atomic.Int64
+	hellos, syncs, watsFailed, announced                               atomic.Int64
 	mu                                                                 sync.Mutex
 	windows                                                            []int64
 }
@@ -170,7 +191,8 @@ func (c *gossipCounters) snapshot(window time.Duration) GossipStats {
 		DialsFailed: c.dialsFailed.Load(), Disconnects: c.disconnects.Load(), Published: c.published.Load(),
 		Sent: c.sent.Load(), SentBytes: c.sentBytes.Load(), Dropped: c.dropped.Load(),
 		IHaveRPCs: c.ihaveRPCs.Load(), IHaveIDs: c.ihaveIDs.Load(), IWantIDs: c.iwantIDs.Load(),
-		IWantPerWindow: w, WindowSeconds: window.Seconds(), Grafts: c.grafts.Load(), Prunes: c.prunes.Load()}
+		IWantPerWindow: w, WindowSeconds: window.Seconds(), Grafts: c.grafts.Load(), Prunes: c.prunes.Load(),
+		Hellos: c.hellos.Load(), Syncs: c.syncs.Load(), WatsFailed: c.watsFailed.Load(), Announced: c.announced.Load()}
 }
 
 // ParseTargets parses full multiaddrs (each ending in /p2p/<id>).
@@ -198,6 +220,9 @@ func GossipAttack(ctx context.Context, name string, targets []peer.AddrInfo, o G
 	if len(targets) == 0 {
 		return GossipStats{}, errors.New("attack: no target")
 	}
+	if (o.Large || o.Hello) && (name != ValidSpam || o.Rate <= 0) {
+		return GossipStats{}, errors.New("attack: large envelopes and hello are for valid-spam open loop (a rate)")
+	}
 	o.defaults(name)
 	st := &gossipCounters{}
 	topic := proto.Topic(o.Network)
@@ -219,7 +244,7 @@ func GossipAttack(ctx context.Context, name string, targets []peer.AddrInfo, o G
 			if len(o.Sources) > 0 {
 				src = o.Sources[i%len(o.Sources)]
 			}
-			id, err := newGossipID(idctx, name, topic, targets, src, st)
+			id, err := newGossipID(idctx, name, topic, targets, src, o, st)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -278,6 +303,17 @@ func GossipAttack(ctx context.Context, name string, targets []peer.AddrInfo, o G
 	for _, id := range ids {
 		for _, t := range targets {
 			awg.Go(func() { id.keepConnected(ctx, t, st) })
+		}
+		switch {
+		case name == ValidSpam && o.Rate > 0:
+			awg.Go(func() { id.openLoop(ctx, targets, topic, o, st) })
+			if o.Hello {
+				for _, t := range targets {
+					awg.Go(func() { id.greetAndSync(ctx, t, o.Network, st) })
+					awg.Go(func() { id.announceHeads(ctx, t, st) })
+				}
+			}
+			continue
 		}
 		switch name {
 		case InvalidFlood, ValidSpam:
@@ -360,6 +396,9 @@ type gossipID struct {
 	// tag starts every fake message id of IHaveFlood (the ids the nodes
 	// ask for are told apart by it).
 	tag atomic.Value
+	// log is what the id serves sync from when it completes hello
+	// (GossipOptions.Hello); nil otherwise.
+	log *idLog
 }
 
 // The gossipsub protocols an IHaveFlood id speaks (v1.3's extensions
@@ -369,7 +408,7 @@ var meshsubIDs = []protocol.ID{pubsub.GossipSubID_v12, pubsub.GossipSubID_v11}
 // maxNodeRPC bounds an RPC a node sends an IHaveFlood id.
 const maxNodeRPC = 4 << 20
 
-func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInfo, src net.IP, st *gossipCounters) (*gossipID, error) {
+func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInfo, src net.IP, o GossipOptions, st *gossipCounters) (*gossipID, error) {
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -401,6 +440,16 @@ func newGossipID(ctx context.Context, name, topic string, targets []peer.AddrInf
 	if name == IHaveFlood {
 		for _, p := range meshsubIDs {
 			h.SetStreamHandler(p, func(s network.Stream) { id.readRPCs(s, st) })
+		}
+		return id, nil
+	}
+	if name == ValidSpam && o.Rate > 0 { // open loop: raw RPCs (spam.go)
+		for _, p := range meshsubIDs {
+			h.SetStreamHandler(p, discardRPCs)
+		}
+		if o.Hello {
+			id.log = &idLog{}
+			h.SetStreamHandler(proto.ID, func(s network.Stream) { id.serveWats(s, o.Network) })
 		}
 		return id, nil
 	}
@@ -482,7 +531,6 @@ func (id *gossipID) keepConnected(ctx context.Context, t peer.AddrInfo, st *goss
 func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st *gossipCounters) {
 	var salt [8]byte
 	_, _ = rand.Read(salt[:])
-	start := time.Now()
 	for i := 0; ctx.Err() == nil; i++ {
 		var b []byte
 		var err error
@@ -493,17 +541,6 @@ func (id *gossipID) flood(ctx context.Context, name string, o GossipOptions, st 
 		}
 		if err != nil {
 			return
-		}
-		if o.Rate > 0 {
-			// Open loop: the i-th envelope at its time, whatever the
-			// targets did with the ones before.
-			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(o.Rate))); wait > 0 {
-				Pause(ctx, wait)
-			}
-			if id.topic.Publish(ctx, b) == nil {
-				st.published.Add(1)
-			}
-			continue
 		}
 		drops := id.drops.Load()
 		if err := id.topic.Publish(ctx, b); err != nil {
@@ -627,17 +664,21 @@ func gossipMessageID(m *pb.Message) string {
 // SpamEnvelope is the i-th valid envelope of an id with key: a note event
 // signed by the key, its body padded with bodyBytes bytes.
 func SpamEnvelope(key crypto.PrivKey, i, bodyBytes int) ([]byte, error) {
-	bodyBytes = min(max(bodyBytes, 0), eventlog.MaxBodyBytes-64)
-	body := fmt.Sprintf(`{"spam":%d,"p":%q}`, i, strings.Repeat("s", bodyBytes))
-	ev, err := eventlog.New(key, time.Now(), "note", jsontext.Value(body), nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := ev.Marshal()
+	raw, err := spamEvent(key, i, bodyBytes)
 	if err != nil {
 		return nil, err
 	}
 	return proto.MarshalEnvelope(&proto.Envelope{Event: raw})
+}
+
+// spamEvent is the i-th spam event of key, as stored: a note whose body is
+// padded with bodyBytes bytes.
+func spamEvent(key crypto.PrivKey, i, bodyBytes int) (jsontext.Value, error) {
+	ev, err := eventlog.New(key, time.Now(), "note", spamBody(i, bodyBytes), nil)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Marshal()
 }
 
 // InvalidEnvelope is the i-th envelope of InvalidFlood, of size bytes (at

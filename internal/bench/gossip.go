@@ -41,17 +41,47 @@ type GossipScenario struct {
 	// (--netns).
 	Netns bool `json:"netns,omitempty"`
 	// Rate, if above 0, is the envelopes a second each id publishes, open
-	// loop (attack.GossipOptions.Rate).
-	Rate int `json:"rate,omitempty"`
+	// loop (attack.GossipOptions.Rate); Large and Hello shape them
+	// (attack.GossipOptions.Large, .Hello).
+	Rate  int  `json:"rate,omitempty"`
+	Large bool `json:"large,omitempty"`
+	Hello bool `json:"hello,omitempty"`
+	// Also, if set, is a second gossip attack the same attacker process
+	// runs at once, with AlsoIDs ids of its own.
+	Also    string `json:"also,omitempty"`
+	AlsoIDs int    `json:"also_ids,omitempty"`
+	// HonestRate is the events A publishes a second (0: 2, one every
+	// honestEvery).
+	HonestRate int `json:"honest_rate,omitempty"`
+	// Cold: no warm-up; A is a new author at B and C when the attack
+	// starts, as in a network whose nodes all just started.
+	Cold bool `json:"cold,omitempty"`
+	// AuthorPerMin, if above 0, is limits.author_per_min of the daemons:
+	// a publisher faster than the default (600 a minute) needs it raised
+	// to go by gossip rather than by pull.
+	AuthorPerMin int `json:"author_per_min,omitempty"`
 }
 
-// GossipScenarios are the scenarios of `bench gossip`, in order.
+// GossipScenarios are the scenarios of `bench gossip`, in order: the
+// closed-loop attacks of ADR 0031, then the open-loop shapes of ADR 0041.
 var GossipScenarios = []GossipScenario{
 	{Name: "none"},
 	{Name: "invalid-flood", Attack: attack.InvalidFlood, IDs: attack.DefaultGossipIDs},
 	{Name: "valid-spam", Attack: attack.ValidSpam, IDs: attack.DefaultGossipIDs},
 	{Name: "ihave-flood", Attack: attack.IHaveFlood, IDs: attack.DefaultGossipIDs},
 	{Name: "mesh-sybil", Attack: attack.MeshSybil, IDs: attack.DefaultSybilIDs},
+	{Name: "spam-50x20", Attack: attack.ValidSpam, IDs: 20, Rate: 50},
+	{Name: "spam-200x20", Attack: attack.ValidSpam, IDs: 20, Rate: 200},
+	{Name: "spam-1000x20", Attack: attack.ValidSpam, IDs: 20, Rate: 1000},
+	{Name: "spam-50x100", Attack: attack.ValidSpam, IDs: 100, Rate: 50},
+	{Name: "spam-200x100", Attack: attack.ValidSpam, IDs: 100, Rate: 200},
+	{Name: "spam-1000x100", Attack: attack.ValidSpam, IDs: 100, Rate: 1000},
+	{Name: "spam-large", Attack: attack.ValidSpam, IDs: 20, Rate: 50, Large: true},
+	{Name: "spam-ihave", Attack: attack.ValidSpam, IDs: 20, Rate: 200, Also: attack.IHaveFlood, AlsoIDs: attack.DefaultGossipIDs},
+	{Name: "spam-hello", Attack: attack.ValidSpam, IDs: 20, Rate: 200, Hello: true},
+	{Name: "spam-honest50", Attack: attack.ValidSpam, IDs: 20, Rate: 200, HonestRate: 50},
+	{Name: "spam-honest50-budget", Attack: attack.ValidSpam, IDs: 20, Rate: 200, HonestRate: 50, AuthorPerMin: 6000},
+	{Name: "spam-cold", Attack: attack.ValidSpam, IDs: 20, Rate: 200, Cold: true},
 }
 
 const (
@@ -141,13 +171,21 @@ type GossipHonest struct {
 	// Published counts the events A's API stored (PublishFailed the calls
 	// that failed); Delivered those that reached C at all (before the end
 	// of the wait after the attack), Within those within deliveredWithin
-	// of the call that published them.
-	Published     int     `json:"published"`
-	PublishFailed int     `json:"publish_failed"`
-	Delivered     int     `json:"delivered"`
-	Within        int     `json:"within_1s"`
-	WithinPct     float64 `json:"within_1s_pct"`
-	DeliveredPct  float64 `json:"delivered_pct"`
+	// of the call that published them, Late the others delivered, and
+	// NeverDelivered those that did not reach C by the end of the wait.
+	Published      int     `json:"published"`
+	PublishFailed  int     `json:"publish_failed"`
+	Delivered      int     `json:"delivered"`
+	Within         int     `json:"within_1s"`
+	Late           int     `json:"late"`
+	NeverDelivered int     `json:"never_delivered"`
+	WithinPct      float64 `json:"within_1s_pct"`
+	DeliveredPct   float64 `json:"delivered_pct"`
+	// The same at B, A's direct neighbour.
+	WithinB         int     `json:"within_1s_b"`
+	NeverDeliveredB int     `json:"never_delivered_b"`
+	WithinBPct      float64 `json:"within_1s_b_pct"`
+	P99BMs          float64 `json:"p99_b_ms"`
 	// P50ms and P99ms are the latencies of the delivered events, from the
 	// call to A's API to the event's arrival on C's tail, in ms; AddP99ms
 	// the p99 of the API call itself.
@@ -173,10 +211,13 @@ type SlowEvent struct {
 
 // GossipResult is one scenario's figures.
 type GossipResult struct {
-	Scenario     GossipScenario `json:"scenario"`
-	Seconds      float64        `json:"seconds"`       // the attack, from the attacker's start to its end
-	AfterSeconds float64        `json:"after_seconds"` // the wait after it
-	Honest       GossipHonest   `json:"honest"`
+	Scenario GossipScenario `json:"scenario"`
+	Seconds  float64        `json:"seconds"` // the attack, from the attacker's start to its end
+	// Trace is what became of the honest events late or never delivered
+	// (GossipOptions.Trace), nil without.
+	Trace        *TraceReport `json:"trace,omitempty"`
+	AfterSeconds float64      `json:"after_seconds"` // the wait after it
+	Honest       GossipHonest `json:"honest"`
 	// Daemons are A, B and C.
 	Daemons []GossipDaemonResult `json:"daemons"`
 	// CConnectedToA reports whether C was seen connected to A (it is
@@ -188,6 +229,11 @@ type GossipResult struct {
 	AttackerNiced   int                 `json:"attacker_threads_niced,omitempty"`
 	AttackerThreads int                 `json:"attacker_threads,omitempty"`
 	Attacker        *attack.GossipStats `json:"attacker,omitempty"`
+}
+
+// traceFile is the gossipsub trace of the i-th daemon of a line in dir.
+func traceFile(dir string, i int) string {
+	return filepath.Join(dir, "trace-"+lineNames[i]+".json")
 }
 
 // gossipLine is the bench's three daemons: A, B bootstrapped to A, C to B.
@@ -228,7 +274,7 @@ func (l *gossipLine) exited() error {
 // startGossipLine starts the three daemons in dir and waits until A and B,
 // and B and C, have completed hello, and checks that C is not connected
 // to A.
-func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipLine, err error) {
+func startGossipLine(ctx context.Context, dir string, an *attackNet, traces bool, authorPerMin int) (_ *gossipLine, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the wats binary: %w", err)
@@ -254,13 +300,20 @@ func startGossipLine(ctx context.Context, dir string, an *attackNet) (_ *gossipL
 		cfg.Sync.Gossip = true
 		cfg.Sync.Interval = config.Duration{Duration: time.Hour}
 		cfg.Limits.NewAuthorMinutes = 1 // the least limits.new_author_minutes allows; see the warm-up
+		if authorPerMin > 0 {
+			cfg.Limits.AuthorPerMin = authorPerMin
+		}
 		rdir := filepath.Join(dir, name)
 		r, err := devnet.PrepareRepo(rdir, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		logPath := filepath.Join(rdir, devnet.LogFileName)
-		p, err := devnet.StartDaemon(exe, rdir, logPath, i, true)
+		var env []string
+		if traces {
+			env = []string{"WATS_GOSSIP_TRACE=" + traceFile(dir, i)}
+		}
+		p, err := devnet.StartDaemonIn(nil, env, exe, rdir, logPath, i, true)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -424,6 +477,10 @@ type GossipOptions struct {
 	// (replacing what is there); else they are in a temporary directory
 	// removed after.
 	Keep string
+	// Trace runs the daemons with gossipsub's trace (WATS_GOSSIP_TRACE,
+	// one file each beside its repo) and reports, in GossipResult.Trace,
+	// what became of each honest event not delivered within 1 s.
+	Trace bool
 	// Log gets a line for what the figures alone would not say (the
 	// attacker's threads not all at nice 19). Required.
 	Log func(format string, args ...any)
@@ -464,12 +521,15 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 			}
 		}
 		var err error
+		if s.Also != "" {
+			n += s.AlsoIDs
+		}
 		if an, err = newAttackNet(n); err != nil {
 			return nil, err
 		}
 		defer an.close()
 	}
-	l, err := startGossipLine(ctx, dir, an)
+	l, err := startGossipLine(ctx, dir, an, o.Trace, s.AuthorPerMin)
 	if err != nil {
 		return nil, err
 	}
@@ -493,13 +553,20 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	// daemon has a record of the peer that gave it events, as in a network
 	// that was up before it was attacked (ADR 0031; limits.new_author_minutes
 	// is 1 in this bench, where a network would wait 10).
+	if s.Cold {
+		warmup = 0
+	}
+	every := honestEvery
+	if s.HonestRate > 0 {
+		every = time.Second / time.Duration(s.HonestRate)
+	}
 	for tick := time.Now(); time.Since(tick) < warmup && ctx.Err() == nil; {
 		hs, err := publishHonest(ctx, l.clients[0], -1000-len(probes))
 		if err != nil {
 			return nil, fmt.Errorf("A: events add: %w", err)
 		}
 		probes = append(probes, hs.id)
-		attack.Pause(ctx, honestEvery)
+		attack.Pause(ctx, every)
 	}
 
 	res := &GossipResult{Scenario: s}
@@ -581,7 +648,7 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	var sent []honestSent
 	failed := 0
 	var pwg sync.WaitGroup
-	tick := time.NewTicker(honestEvery)
+	tick := time.NewTicker(every)
 	for i := 0; time.Since(start) < duration && ctx.Err() == nil; i++ {
 		pwg.Go(func() {
 			hs, err := publishHonest(ctx, l.clients[0], i)
@@ -663,6 +730,20 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 		return nil, err
 	}
 	res.Honest = honestFigures(sent, failed, arr, atB)
+	if o.Trace {
+		l.stop() // the traces flushed
+		var paths [3]string
+		var ids [3]peer.ID
+		for i := range paths {
+			paths[i] = traceFile(dir, i)
+			if ids[i], err = peer.Decode(l.ids[i]); err != nil {
+				return nil, err
+			}
+		}
+		if res.Trace, err = traceReport(paths, ids, sent, atB, arr); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -678,10 +759,21 @@ func honestFigures(sent []honestSent, failed int, arr, atB *arrivals) GossipHone
 			first = s.at
 		}
 	}
+	var latB []time.Duration
 	for _, s := range sent {
 		add = append(add, s.add)
+		if tb, ok := atB.at(s.id); ok {
+			d := max(tb.Sub(s.at), 0)
+			latB = append(latB, d)
+			if d <= deliveredWithin {
+				h.WithinB++
+			}
+		} else {
+			h.NeverDeliveredB++
+		}
 		t, ok := arr.at(s.id)
 		if !ok {
+			h.NeverDelivered++
 			continue
 		}
 		d := max(t.Sub(s.at), 0)
@@ -698,7 +790,9 @@ func honestFigures(sent []honestSent, failed int, arr, atB *arrivals) GossipHone
 	}
 	slices.SortFunc(slow, func(a, b SlowEvent) int { return cmp.Compare(b.Ms, a.Ms) })
 	h.Slowest = slow[:min(3, len(slow))]
+	h.Late = h.Delivered - h.Within
 	h.WithinPct, h.DeliveredPct = pctOf(h.Within, h.Published), pctOf(h.Delivered, h.Published)
+	h.WithinBPct, h.P99BMs = pctOf(h.WithinB, h.Published), quantileMs(latB, 0.99)
 	h.P50ms, h.P99ms = quantileMs(lat, 0.50), quantileMs(lat, 0.99)
 	h.AddP99ms = quantileMs(add, 0.99)
 	return h
@@ -764,8 +858,11 @@ func startGossipWorker(ctx context.Context, s GossipScenario, l *gossipLine, dir
 	}
 	args := append([]string{"bench", "gossip-worker", "--attack", s.Attack, "--network", gossipBenchNetwork,
 		"--target", targets[0], "--target", targets[1], "--duration", d.String(), "--ids", strconv.Itoa(s.IDs),
-		"--rate", strconv.Itoa(s.Rate)},
+		"--rate", strconv.Itoa(s.Rate), "--large=" + strconv.FormatBool(s.Large), "--hello=" + strconv.FormatBool(s.Hello)},
 		sources...)
+	if s.Also != "" {
+		args = append(args, "--also", s.Also, "--also-ids", strconv.Itoa(s.AlsoIDs))
+	}
 	w.cmd = exec.Command(exe, args...)
 	if l.an != nil {
 		w.cmd = l.an.command(exe, args...)
@@ -859,24 +956,61 @@ func (w *gossipWorker) kill() {
 }
 
 // GossipWorker is the attacker process of RunGossip (`wats bench
-// gossip-worker`): it runs gossip attack name against targets with o,
-// writes "ready N" to w once its ids have connected (N of them to every
-// target), attacks for duration from then, and writes its figures
-// (attack.GossipStats) as one line of JSON. It sets o.Ready.
-func GossipWorker(ctx context.Context, name string, targets []peer.AddrInfo, o attack.GossipOptions, duration time.Duration, w io.Writer) error {
+// gossip-worker`): it runs gossip attack name against targets with o and,
+// if also is set, gossip attack also with alsoO at the same time (ids of
+// its own); it writes "ready N" to w once the ids of both have connected
+// (N of them to every target), attacks for duration from then, and writes
+// its figures (attack.GossipStats, with the second attack's in Also) as
+// one line of JSON. It sets the options' Ready.
+func GossipWorker(ctx context.Context, name string, targets []peer.AddrInfo, o attack.GossipOptions,
+	also string, alsoO attack.GossipOptions, duration time.Duration, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var timer *time.Timer
-	o.Ready = func(n int) {
-		fmt.Fprintf(w, "ready %d\n", n)
-		timer = time.AfterFunc(duration, cancel)
+	attacks := 1
+	if also != "" {
+		attacks = 2
+	}
+	var (
+		mu        sync.Mutex
+		ready     int
+		connected int
+		timer     *time.Timer
+	)
+	onReady := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		ready++
+		connected += n
+		if ready == attacks {
+			fmt.Fprintf(w, "ready %d\n", connected)
+			timer = time.AfterFunc(duration, cancel)
+		}
+	}
+	o.Ready, alsoO.Ready = onReady, onReady
+	var alsoSt attack.GossipStats
+	var alsoErr error
+	var wg sync.WaitGroup
+	if also != "" {
+		wg.Go(func() {
+			alsoSt, alsoErr = attack.GossipAttack(ctx, also, targets, alsoO)
+			if alsoErr != nil {
+				cancel()
+			}
+		})
 	}
 	st, err := attack.GossipAttack(ctx, name, targets, o)
+	cancel()
+	wg.Wait()
+	mu.Lock()
 	if timer != nil {
 		timer.Stop()
 	}
-	if err != nil {
+	mu.Unlock()
+	if err = cmp.Or(err, alsoErr); err != nil {
 		return err
+	}
+	if also != "" {
+		st.Also = &alsoSt
 	}
 	return json.NewEncoder(w).Encode(st)
 }

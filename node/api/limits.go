@@ -65,6 +65,10 @@ type GossipLimits struct {
 	PerAuthor        int `json:"author_per_min"`
 	NewAuthors       int `json:"stranger_author_per_min"`
 	NewAuthorMinutes int `json:"new_author_minutes"`
+	// NewAuthorsBySync is limits.stranger_sync_per_min: events of new
+	// authors from the sync pages of peers without standing, all together
+	// (docs/adr/0041).
+	NewAuthorsBySync int `json:"stranger_sync_per_min"`
 }
 
 // TierLimits are the rates a peer of one tier gets.

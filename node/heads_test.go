@@ -1,0 +1,419 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/proto"
+)
+
+func pulls(n *testNode, outcome string) float64 {
+	return testutil.ToFloat64(n.m.headsPulls.WithLabelValues(outcome))
+}
+
+// TestHeadsPullWhatGossipDropped: three nodes in a line A - B - C, sync an
+// hour apart; B's gossip drops A's second event unseen, as a full queue on
+// the way would (no gap is reported, so no sync follows at once). A's
+// announcement names it, and B pulls it within 2 s of its publication;
+// then B's announcement names it to C, which pulls it from B. The other
+// events came by gossip, and nothing else was pulled.
+func TestHeadsPullWhatGossipDropped(t *testing.T) {
+	a := startNode(t, testConfig(true, time.Hour))
+	b := startNode(t, testConfig(true, time.Hour))
+	c := startNode(t, testConfig(true, time.Hour))
+	connect(t, b, a)
+	connect(t, c, b)
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 2, c: 1})
+
+	var dropped atomic.Value // the id to drop
+	dropped.Store("")
+	drop := func(id string) bool { return id == dropped.Load().(string) }
+	b.dropGossip.Store(&drop)
+
+	publish(t, a, 1)
+	waitHead(t, 10*time.Second, 1, b, c)
+	ev, err := a.sign("note", jsontext.Value(`{"dropped":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped.Store(ev.ID)
+	start := time.Now()
+	if err := a.storeAndGossip(context.Background(), ev, "local", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the dropped event at b", func() bool { return b.has(ev.ID) })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the dropped event reached b after %v, want within 2 s", d)
+	}
+	waitFor(t, 10*time.Second, "the dropped event at c", func() bool { return c.has(ev.ID) })
+	publish(t, a, 1)
+	waitHead(t, 10*time.Second, 3, b, c)
+	if got := storedBy(b, "sync"); got != 1 {
+		t.Errorf("b stored %v events by sync, want 1 (the dropped one)", got)
+	}
+	if got := storedBy(c, "sync"); got != 1 {
+		t.Errorf("c stored %v events by sync, want 1", got)
+	}
+	// The events gossip delivered are passed over, not pulled: the cursors
+	// reach the heads.
+	waitFor(t, 5*time.Second, "the cursors b→a and c→b at 3", func() bool {
+		return b.cursorOf(a.ID()) == 3 && c.cursorOf(b.ID()) == 3
+	})
+	if got := pulls(b, "stored") + pulls(c, "stored"); got != 2 {
+		t.Errorf("%v pulls stored, want 2", got)
+	}
+}
+
+// announcer is a raw host that completes hello with the node (advertising
+// heads and sync_per_min syncPerMin, head 0), opens a Heads stream and
+// announces events the node lacks, each announcement one more, and serves
+// them one a page, counting the sync requests and when each came.
+type announcer struct {
+	h     host.Host
+	mu    sync.Mutex
+	at    []time.Time
+	head  atomic.Int64
+	stop  chan struct{}
+	evs   []jsontext.Value
+	short []core.ShortID
+}
+
+func newAnnouncer(t *testing.T, syncPerMin int64, events int) *announcer {
+	t.Helper()
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &announcer{stop: make(chan struct{})}
+	for i := range events {
+		ev := signed(t, key, time.Now(), fmt.Sprint("announced ", i))
+		a.evs = append(a.evs, marshal(t, ev))
+		id, err := core.ParseShortID(ev.ID[:2*core.ShortIDBytes])
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.short = append(a.short, id)
+	}
+	a.h = respondingPeer(t, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: "test", Agent: "announcer", Features: []string{proto.FeatureHeads},
+				Limits: &proto.HelloLimits{SyncPerMin: syncPerMin}}
+		}
+		a.mu.Lock()
+		a.at = append(a.at, time.Now())
+		a.mu.Unlock()
+		after := req.Sync.After
+		page := &proto.SyncResponse{Next: after}
+		if after < core.Cursor(len(a.evs)) {
+			page.Events, page.Next = a.evs[after:after+1], after+1
+			page.More = page.Next < core.Cursor(a.head.Load())
+		}
+		return page
+	})
+	t.Cleanup(func() { close(a.stop) })
+	return a
+}
+
+// announce opens a Heads stream to n and announces one more event every
+// every, until the test ends or the events run out.
+func (a *announcer) announce(t *testing.T, n *testNode, every time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := a.h.NewStream(ctx, n.ID(), proto.HeadsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer func() {
+			<-a.stop // reset only at the end of the test: unread frames would go with it
+			s.Reset()
+		}()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for i := range a.evs {
+			a.head.Store(int64(i + 1))
+			b, err := proto.MarshalHeads(&proto.Heads{Head: core.Cursor(i + 1), IDs: a.short[i : i+1]})
+			if err != nil || proto.WriteFrame(s, b) != nil {
+				return
+			}
+			select {
+			case <-a.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// requests returns when each sync request came.
+func (a *announcer) requests() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.at...)
+}
+
+// TestHeadsPullsKeepToThePeersLimits: a stranger that announces an event
+// the node lacks every 20 ms makes the node pull, but never faster than
+// the sync rate it advertised (120 a minute: a burst of 29 with the
+// pacer's reserve, then one every 500 ms), however fast it announces: the
+// k-th request comes no sooner than (k - 29) × 500 ms after the first.
+func TestHeadsPullsKeepToThePeersLimits(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	a := newAnnouncer(t, 120, 200)
+	dialRaw(t, a.h, n)
+	waitFor(t, 10*time.Second, "hello", func() bool { return n.helloed(a.h.ID()) })
+	a.announce(t, n, 20*time.Millisecond)
+	const k = 36
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d sync requests", k), func() bool { return len(a.requests()) >= k })
+	at := a.requests()
+	for i := 29; i < len(at); i++ {
+		if min := time.Duration(i-28) * 500 * time.Millisecond; at[i].Sub(at[0]) < min-50*time.Millisecond {
+			t.Fatalf("request %d came %v after the first, sooner than the advertised rate allows (%v)", i+1, at[i].Sub(at[0]), min)
+		}
+	}
+	if got := n.events.Head(); got < k-1 {
+		t.Errorf("the node holds %d of the events pulled, want at least %d", got, k-1)
+	}
+}
+
+// TestHeadsPullBudgetOfStrangers: peers without standing that advertise
+// no limit share the strangers' pull budget (strangerPullPerMin, a burst of
+// 60): two of them announcing fast get no more pulls together than that
+// burst and its rate allow.
+func TestHeadsPullBudgetOfStrangers(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	var ans []*announcer
+	for range 2 {
+		a := newAnnouncer(t, 0, 400)
+		dialRaw(t, a.h, n)
+		waitFor(t, 10*time.Second, "hello", func() bool { return n.helloed(a.h.ID()) })
+		ans = append(ans, a)
+	}
+	start := time.Now()
+	for _, a := range ans {
+		a.announce(t, n, 5*time.Millisecond)
+	}
+	waitFor(t, 20*time.Second, "80 pulls", func() bool { return len(ans[0].requests())+len(ans[1].requests()) >= 80 })
+	var all []time.Time
+	for _, a := range ans {
+		all = append(all, a.requests()...)
+	}
+	// The 80th request needs the burst of 60 and 20 tokens at 4 a second.
+	if d := time.Since(start); d < 5*time.Second-100*time.Millisecond {
+		t.Errorf("80 pulls from two strangers in %v, faster than their shared budget allows (5 s)", d)
+	}
+	if len(all) < 80 {
+		t.Fatalf("%d requests", len(all))
+	}
+}
+
+// TestHeadsBadAnnouncement: an announcement that does not decode resets
+// the stream and counts as an invalid message of its peer; the node goes
+// on reading a new stream of the same peer.
+func TestHeadsBadAnnouncement(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	a := newAnnouncer(t, 0, 3)
+	dialRaw(t, a.h, n)
+	waitFor(t, 10*time.Second, "hello", func() bool { return n.helloed(a.h.ID()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := a.h.NewStream(ctx, n.ID(), proto.HeadsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.WriteFrame(s, []byte(`{"head":"2","ids":["x"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the stream of a bad announcement was not reset")
+	}
+	waitFor(t, 5*time.Second, "the invalid message counted", func() bool {
+		st := n.run.get(a.h.ID())
+		return st != nil && st.hist.invalid.Load() == 1
+	})
+	a.announce(t, n, 10*time.Millisecond)
+	waitHead(t, 10*time.Second, 3, n)
+}
+
+// TestHeadsAnnouncerIdle: a node announces nothing while its log does not
+// grow, one announcement when it does, and stops when the peer leaves.
+func TestHeadsAnnouncerIdle(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, b, a)
+	waitFor(t, 10*time.Second, "the heads streams", func() bool {
+		return testutil.ToFloat64(a.m.headsStreams) == 1 && testutil.ToFloat64(b.m.headsStreams) == 1
+	})
+	out := func(n *testNode) float64 { return testutil.ToFloat64(n.m.headsFrames.WithLabelValues("out")) }
+	publish(t, a, 1)
+	waitHead(t, 10*time.Second, 1, b)
+	waitFor(t, 5*time.Second, "b's cursor at a's head", func() bool { return b.cursorOf(a.ID()) == 1 })
+	if out(a) != 1 || out(b) != 1 {
+		t.Errorf("announcements out: a %v, b %v; want 1 each (one event each in their logs)", out(a), out(b))
+	}
+	st := a.run.get(b.ID())
+	if st == nil || !st.announcing.Load() {
+		t.Fatal("a has no announcer to b")
+	}
+	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the announcer stopped", func() bool { return !st.announcing.Load() })
+}
+
+// spamOpenLoop publishes valid events of s's own key at rate a second,
+// open loop (never waiting for the targets: what its queues cannot take,
+// its gossipsub drops), until ctx ends; it returns how many it published.
+func (s *spammer) spamOpenLoop(ctx context.Context, rate int, published *atomic.Int64) int {
+	key := s.h.Peerstore().PrivKey(s.h.ID())
+	start := time.Now()
+	i := 0
+	for ; ctx.Err() == nil; i++ {
+		published.Store(int64(i))
+		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return i
+			case <-time.After(wait):
+			}
+		}
+		ev, err := eventlog.New(key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"spam":%d}`, i)), nil)
+		if err != nil {
+			return i
+		}
+		raw, _ := ev.Marshal()
+		env, err := proto.MarshalEnvelope(&proto.Envelope{Event: raw})
+		if err != nil {
+			return i
+		}
+		_ = s.topic.Publish(ctx, env)
+	}
+	return i
+}
+
+// TestHonestEventsArriveUnderOpenLoopSpam: three nodes in a line A - B - C
+// (sync an hour apart: only gossip and heads move events) while a
+// stranger floods A and B with valid events of its own, open loop; A is a
+// new author, as in a network whose nodes all just started, so the
+// flood spends the new authors' share its events need at B. Every event
+// A publishes during the flood reaches B, its direct neighbour, and C
+// after it: those gossip dropped, by the pull of A's heads.
+func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := startNode(t, testConfig(true, time.Hour))
+	b := startNode(t, testConfig(true, time.Hour))
+	c := startNode(t, testConfig(true, time.Hour))
+	connect(t, b, a)
+	connect(t, c, b)
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 2, c: 1})
+	s := newSpammer(t, ctx, a)
+	dialRaw(t, s.h, b)
+
+	sctx, stop := context.WithCancel(ctx)
+	spammed := make(chan int, 1)
+	var progress atomic.Int64
+	go func() { spammed <- s.spamOpenLoop(sctx, 400, &progress) }()
+	const honest = 12
+	var ids []string
+	for i := range honest {
+		// One honest event for every 60 of the flood's: A's events spread
+		// over it, as a publisher's would be.
+		waitFor(t, 10*time.Second, "the flood", func() bool { return progress.Load() >= int64(60*i) })
+		ev, err := a.AddEvent(ctx, "note", jsontext.Value(fmt.Sprintf(`{"honest":%d}`, i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	stop()
+	t.Logf("the spammer published %d events", <-spammed)
+	for _, n := range []*testNode{b, c} {
+		waitFor(t, 15*time.Second, "A's events at "+n.ID().String(), func() bool {
+			for _, id := range ids {
+				if !n.has(id) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if ignoredBy(b, "author_budget")+ignoredBy(b, "peer_budget") == 0 {
+		t.Error("no spam was held to a budget at b: the flood did not press")
+	}
+}
+
+// pagingPeer is a raw host that answers hello (head len(events)) and sync
+// with pages of at most proto.MaxPageEvents of events.
+func pagingPeer(t *testing.T, events []jsontext.Value) host.Host {
+	return respondingPeer(t, func(req *proto.Request) proto.Message {
+		if req.Type == proto.TypeHello {
+			return &proto.Hello{Version: 1, Network: "test", Agent: "pager", Head: core.Cursor(len(events))}
+		}
+		after := min(req.Sync.After, core.Cursor(len(events)))
+		end := min(after+proto.MaxPageEvents, core.Cursor(len(events)))
+		return &proto.SyncResponse{Events: events[after:end], Next: end, More: end < core.Cursor(len(events))}
+	})
+}
+
+// ownEvents signs k events of a fresh key: a new author's history.
+func ownEvents(t *testing.T, k int) []jsontext.Value {
+	t.Helper()
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]jsontext.Value, k)
+	for i := range out {
+		out[i] = marshal(t, signed(t, key, time.Now(), fmt.Sprint("own ", i)))
+	}
+	return out
+}
+
+// TestStrangersSyncShare: the events of new authors that a peer without
+// standing brings by sync are held to limits.stranger_sync_per_min (120
+// here: a burst of 30, then 2 a second): a stranger that connected to the
+// node and serves 600 events of its own gets its first page stored (a page
+// is charged once stored, into debt) and no more for a minute, while a
+// peer the node dialled itself, with as many, is synced whole.
+func TestStrangersSyncShare(t *testing.T) {
+	cfg := testConfig(false, time.Hour)
+	cfg.Limits.StrangerSyncPerMin = 120
+	n := startNode(t, cfg)
+	strangerEvents, dialledEvents := ownEvents(t, 600), ownEvents(t, 600)
+	stranger, dialled := pagingPeer(t, strangerEvents), pagingPeer(t, dialledEvents)
+	dialRaw(t, stranger, n) // it connected to the node: no standing
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Connect(ctx, dialled.Addrs()[0].String()+"/p2p/"+dialled.ID().String()); err != nil {
+		t.Fatal(err)
+	}
+	authorOf := func(events []jsontext.Value) string {
+		ev, err := eventlog.Decode(events[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Author
+	}
+	held := func(events []jsontext.Value) uint64 {
+		u, _ := n.events.AuthorUsage(authorOf(events))
+		return u.Events
+	}
+	waitFor(t, 20*time.Second, "the dialled peer's 600 events", func() bool { return held(dialledEvents) == 600 })
+	waitFor(t, 10*time.Second, "the stranger's first page", func() bool { return held(strangerEvents) >= proto.MaxPageEvents })
+	if got := held(strangerEvents); got != proto.MaxPageEvents {
+		t.Errorf("the stranger has %d events stored, want one page (%d): the share is in debt for a minute", got, proto.MaxPageEvents)
+	}
+}
