@@ -46,17 +46,19 @@ type Stream interface {
 }
 
 // Announce writes the announcements of src on s until ctx ends (nil is
-// returned) or a write fails: first the head now with the short ids of the
-// newest events (none for an empty log: nothing is written until it has
-// one), then, each time the log grows, the new head with the ids of the
-// events since the last announcement (the newest proto.MaxHeadIDs), at most
-// one every MinAnnounceInterval. Each write has WriteTimeout.
+// returned) or a write fails: first, at once, the head now with the short
+// ids of the newest events (head 0 and none for an empty log: the first
+// write also names the protocol, which the reader's side wants within
+// seconds of the stream's opening), then, each time the log grows, the
+// new head with the ids of the events since the last announcement (the
+// newest proto.MaxHeadIDs), at most one every MinAnnounceInterval. Each
+// write has WriteTimeout.
 func Announce(ctx context.Context, s Stream, src Source) error {
 	var sent core.Cursor // the head announced last
 	var last time.Time
-	for {
+	for first := true; ; first = false {
 		changed := src.Changed()
-		if head := src.Head(); head > sent {
+		if head := src.Head(); head > sent || first {
 			if wait := MinAnnounceInterval - time.Since(last); !last.IsZero() && wait > 0 {
 				t := time.NewTimer(wait)
 				select {

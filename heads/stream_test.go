@@ -66,9 +66,10 @@ func readAll(c net.Conn) (<-chan arrival, <-chan error) {
 	return out, done
 }
 
-// TestAnnounce: nothing for an empty log; then the head and the ids of
-// what was stored since the last announcement, batched at most one every
-// MinAnnounceInterval; past MaxHeadIDs at once, the newest.
+// TestAnnounce: head 0 at once for an empty log, then nothing while it
+// does not grow; then the head and the ids of what was stored since the
+// last announcement, batched at most one every MinAnnounceInterval; past
+// MaxHeadIDs at once, the newest.
 func TestAnnounce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, r := net.Pipe()
@@ -79,10 +80,14 @@ func TestAnnounce(t *testing.T) {
 		go func() { ended = Announce(ctx, w, src); w.Close() }()
 		got, _ := readAll(r)
 		start := time.Now()
+		synctest.Wait()
+		if a := <-got; a.h.Head != 0 || len(a.h.IDs) != 0 || a.at != start {
+			t.Fatalf("the first announcement of an empty log: %+v at %v, want head 0 at once", a.h, a.at.Sub(start))
+		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if len(got) != 0 {
-			t.Fatal("an empty log was announced")
+			t.Fatal("an idle log was announced again")
 		}
 		src.add(3)
 		synctest.Wait()

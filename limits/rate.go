@@ -279,21 +279,6 @@ func (s *Shared) Charge(k int, now int64) {
 	s.b.rate.charge(&s.b.ns, &s.b.rem, tick(now), k)
 }
 
-// Wait returns 0 when the bucket has a token at now (an unlimited one
-// always has), else how long until it has one. It takes nothing.
-func (s *Shared) Wait(now int64) time.Duration {
-	if s.b.rate.perMin == 0 {
-		return 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ns, rem := s.b.ns, s.b.rem
-	if ok, wait := s.b.rate.allow(&ns, &rem, tick(now)); !ok { // on a copy: nothing taken
-		return max(wait, 1)
-	}
-	return 0
-}
-
 // Allow is Bucket.Allow, safe for concurrent use.
 func (s *Shared) Allow(now int64) (ok bool, retryAfter time.Duration) {
 	if s.b.rate.perMin == 0 {

@@ -291,43 +291,38 @@ func TestUnlimitedBucket(t *testing.T) {
 	}
 }
 
-// TestSharedCharge: a charge takes the bucket past empty; Wait says how
-// long until it has a token again, exactly, and Allow agrees meanwhile;
-// the debt stops a minute past empty; an unlimited bucket never waits.
+// TestSharedCharge: a charge takes the bucket past empty; Allow refuses
+// until the tokens taken past empty are earned back, and says exactly how
+// long; the debt stops a minute past empty; an unlimited bucket is never
+// charged.
 func TestSharedCharge(t *testing.T) {
 	r, err := NewRate(600) // a burst of 150, one every 100 ms
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := NewShared(r)
-	if w := s.Wait(0); w != 0 {
-		t.Fatalf("a full bucket waits %v", w)
-	}
 	s.Charge(160, 0) // the burst and 10 more
-	if w := s.Wait(0); w != 1100*time.Millisecond {
-		t.Errorf("10 past empty: wait %v, want 1.1 s (the 11th interval brings the next token)", w)
+	if ok, w := s.Allow(0); ok || w != 1100*time.Millisecond {
+		t.Errorf("10 past empty: %v, wait %v; want refused for 1.1 s (the 11th interval brings the next token)", ok, w)
 	}
-	if ok, _ := s.Allow(int64(time.Second)); ok {
-		t.Error("a token taken from a bucket in debt")
-	}
-	if w := s.Wait(int64(1100 * time.Millisecond)); w != 0 {
-		t.Errorf("the debt paid: wait %v", w)
+	if ok, w := s.Allow(int64(1099 * time.Millisecond)); ok || w != time.Millisecond {
+		t.Errorf("a ms before the debt is paid: %v, wait %v", ok, w)
 	}
 	if ok, _ := s.Allow(int64(1100 * time.Millisecond)); !ok {
 		t.Error("no token once the debt was paid")
 	}
 	s.Charge(1_000_000, int64(1100*time.Millisecond)) // far past a minute
-	if w := s.Wait(int64(1100 * time.Millisecond)); w != time.Minute {
-		t.Errorf("a huge charge waits %v, want a minute past the burst", w)
+	if ok, w := s.Allow(int64(1100 * time.Millisecond)); ok || w != time.Minute {
+		t.Errorf("a huge charge: %v, wait %v; want a minute past the burst", ok, w)
 	}
 	s.Charge(0, 0)
 	s.Charge(-5, 0) // nothing
-	if w := s.Wait(int64(time.Minute + 1100*time.Millisecond)); w != 0 {
-		t.Errorf("a minute later: wait %v", w)
+	if ok, _ := s.Allow(int64(time.Minute + 1100*time.Millisecond)); !ok {
+		t.Error("no token a minute later")
 	}
 	u := NewShared(Rate{})
 	u.Charge(100, 0)
-	if w := u.Wait(0); w != 0 {
-		t.Errorf("an unlimited bucket waits %v", w)
+	if ok, _ := u.Allow(0); !ok {
+		t.Error("an unlimited bucket refused")
 	}
 }

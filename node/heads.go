@@ -106,20 +106,26 @@ func (n *Node) standing(st *peerState) bool {
 type newAuthorShare struct {
 	n *Node
 	p peer.ID
+	// taken: wait took a token for the page on its way, which charge
+	// counts as one of its events.
+	taken bool
 }
 
-// wait waits until the share has a token, or the peer is gone
-// (errPeerGone: the run ends rather than wait for a peer that left).
+// wait takes a token of the share, waiting until it has one, or until
+// the peer is gone (errPeerGone: the run ends rather than wait for a peer
+// that left). The token is the page's first event's, so that runs asking
+// at once get a token each, not a page each for one token.
 func (s *newAuthorShare) wait(ctx context.Context) error {
 	for {
-		wait := s.n.strangerSync.Wait(int64(s.n.mono(s.n.now())))
-		if wait <= 0 {
+		ok, wait := s.n.strangerSync.Allow(int64(s.n.mono(s.n.now())))
+		if ok {
+			s.taken = true
 			return nil
 		}
 		if !s.n.linked(s.p) {
 			return errPeerGone
 		}
-		t := time.NewTimer(min(wait, shareRecheck))
+		t := time.NewTimer(min(max(wait, time.Millisecond), shareRecheck))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -150,6 +156,10 @@ func (s *newAuthorShare) charge(page []jsontext.Value) {
 			k++
 		}
 	}
+	if s.taken && k > 0 {
+		k-- // the token wait took
+	}
+	s.taken = false
 	s.n.strangerSync.Charge(k, int64(s.n.mono(s.n.now())))
 }
 

@@ -247,8 +247,9 @@ func TestHeadsBadAnnouncement(t *testing.T) {
 	waitHead(t, 10*time.Second, 3, n)
 }
 
-// TestHeadsAnnouncerIdle: a node announces nothing while its log does not
-// grow, one announcement when it does, and stops when the peer leaves.
+// TestHeadsAnnouncerIdle: a node announces its head once when its stream
+// opens (0 for an empty log), nothing more while its log does not grow,
+// one announcement when it does, and stops when the peer leaves.
 func TestHeadsAnnouncerIdle(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
 	b := startNode(t, testConfig(false, time.Hour))
@@ -257,11 +258,13 @@ func TestHeadsAnnouncerIdle(t *testing.T) {
 		return testutil.ToFloat64(a.m.headsStreams) == 1 && testutil.ToFloat64(b.m.headsStreams) == 1
 	})
 	out := func(n *testNode) float64 { return testutil.ToFloat64(n.m.headsFrames.WithLabelValues("out")) }
+	waitFor(t, 5*time.Second, "the first announcements (head 0)", func() bool { return out(a) == 1 && out(b) == 1 })
 	publish(t, a, 1)
 	waitHead(t, 10*time.Second, 1, b)
 	waitFor(t, 5*time.Second, "b's cursor at a's head", func() bool { return b.cursorOf(a.ID()) == 1 })
-	if out(a) != 1 || out(b) != 1 {
-		t.Errorf("announcements out: a %v, b %v; want 1 each (one event each in their logs)", out(a), out(b))
+	waitFor(t, 5*time.Second, "b's announcement of the event it stored", func() bool { return out(b) == 2 })
+	if out(a) != 2 {
+		t.Errorf("announcements out of a: %v; want 2 (head 0, then the event)", out(a))
 	}
 	st := a.run.get(b.ID())
 	if st == nil || !st.announcing.Load() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ func (c *cli) benchAttackCmd() *cobra.Command {
 		duration time.Duration
 		kills    int
 		jsonOut  bool
+		netns    bool
 	)
 	names := []string{"all", "kill9"}
 	for _, s := range bench.AttackScenarios {
@@ -37,6 +39,8 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
   one-id-flood            one id floods sync and hello requests
   sybil, sybil-hello      550 fresh ids a second connect (and say hello), each
                           holding its connection 1 s
+  sybil-sync              330 fresh ids a second say hello and ask for a sync
+                          page each, as newcomers do
   hoard-unnegotiated-N    N ids hold streams that never name a protocol
   hoard-prefix-N          N ids hold /wats/1 streams stalled in a length prefix
   bad-solutions           ids flood requests and answer challenges wrongly
@@ -53,6 +57,13 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills
                           times: acknowledged events against those present
+
+With --netns (root and the ip command) the attacker runs in a network
+namespace of its own, its ids dialling from addresses of their own in
+198.18.0.0/15 (a Sybil attack's new ids cycle through 4 a second of its rate,
+up to 4,096), as attackers on the internet do: libp2p's per-IP connection
+limits, which exempt loopback, then apply to them. The honest load stays on
+127.0.0.1.
 
 Each scenario gets a fresh daemon. Reports, per scenario, the honest requests
 served and their p50/p99 latency, the newcomers served, the daemon's RSS at the
@@ -84,6 +95,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 			var results []bench.AttackResult
 			for _, s := range run {
 				c.progress("scenario %s: %v", s.Name, duration)
+				s.Netns = netns && s.Attack != ""
 				r, err := bench.RunAttack(cmd.Context(), s, duration)
 				if err != nil {
 					return fmt.Errorf("scenario %s: %w", s.Name, err)
@@ -137,6 +149,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "how long each scenario runs")
 	cmd.Flags().IntVar(&kills, "kills", 50, "how many times the kill9 scenario kills the daemon")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print a JSON object a line as each ends: {"scenario": …}, {"kill9": …}`)
+	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
 	return cmd
 }
 
@@ -155,6 +168,7 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 		name, target, network string
 		duration              time.Duration
 		o                     attack.Options
+		sources               []string
 	)
 	cmd := &cobra.Command{
 		Use:    "attack-worker",
@@ -166,6 +180,13 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			for _, s := range sources {
+				ip := net.ParseIP(s)
+				if ip == nil {
+					return usageErrorf("--source %q is not an IP address", s)
+				}
+				o.Sources = append(o.Sources, ip)
+			}
 			return bench.AttackWorker(cmd.Context(), name, t, o, duration, c.stdout)
 		},
 	}
@@ -175,5 +196,6 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "how long to attack")
 	cmd.Flags().IntVar(&o.IDs, "ids", 1, "ids of a hoarding attack")
 	cmd.Flags().IntVar(&o.Rate, "rate", 550, "fresh ids a second of a Sybil attack")
+	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, each new id from the next (cycled)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package attack
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ const (
 	Sybil = "sybil"
 	// SybilHello: the same, each saying hello first.
 	SybilHello = "sybil-hello"
+	// SybilSync: the same, each saying hello and then asking for a sync
+	// page, as a newcomer does: a handshake and a stranger's first
+	// requests, all of them served.
+	SybilSync = "sybil-sync"
 	// HoardUnnegotiated: IDs ids each keep as many streams open as the
 	// node lets them, never naming a protocol; a stream the node resets is
 	// opened again, a connection it closes dialled again.
@@ -36,7 +41,7 @@ const (
 )
 
 // Attacks lists the attack names Attack knows.
-var Attacks = []string{OneIDFlood, Sybil, SybilHello, HoardUnnegotiated, HoardPrefix, BadSolutions}
+var Attacks = []string{OneIDFlood, Sybil, SybilHello, SybilSync, HoardUnnegotiated, HoardPrefix, BadSolutions}
 
 // Options tune an attack.
 type Options struct {
@@ -48,6 +53,11 @@ type Options struct {
 	Hold time.Duration
 	// PerID is how many streams each hoarding id tries to hold.
 	PerID int
+	// Sources, if set, are the local IP addresses the attacker's ids dial
+	// from, each new id from the next (cycled): an address per id, as on
+	// the internet, where libp2p's per-IP connection limits apply (they
+	// exempt loopback). Nil: the system's choice.
+	Sources []net.IP
 }
 
 // Stats count what an attacker did.
@@ -63,6 +73,23 @@ type Stats struct {
 
 type stats struct {
 	ids, conns, failed, requests, answered, streams, reset atomic.Int64
+	// sources are Options.Sources; next picks the next one.
+	sources []net.IP
+	next    atomic.Uint64
+}
+
+// newIdentity makes a fresh identity of the attacker's, dialling from the
+// next of its sources (Options.Sources), and counts it.
+func (s *stats) newIdentity() (*Identity, error) {
+	var src net.IP
+	if len(s.sources) > 0 {
+		src = s.sources[(s.next.Add(1)-1)%uint64(len(s.sources))]
+	}
+	id, err := NewIdentityFrom(src)
+	if err == nil {
+		s.ids.Add(1)
+	}
+	return id, err
 }
 
 func (s *stats) snapshot() Stats {
@@ -73,7 +100,7 @@ func (s *stats) snapshot() Stats {
 // Attack runs the named attack on t until ctx ends, and returns what the
 // attacker did.
 func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error) {
-	st := &stats{}
+	st := &stats{sources: o.Sources}
 	o.IDs = max(o.IDs, 1)
 	o.Rate = max(o.Rate, 1)
 	if o.PerID <= 0 {
@@ -84,8 +111,8 @@ func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error
 		flood(ctx, t, st, 1, 64, false)
 	case BadSolutions:
 		flood(ctx, t, st, 4, 16, true)
-	case Sybil, SybilHello:
-		sybils(ctx, t, o, name == SybilHello, st)
+	case Sybil, SybilHello, SybilSync:
+		sybils(ctx, t, o, name, st)
 	case HoardUnnegotiated, HoardPrefix:
 		hoard(ctx, t, o, name == HoardPrefix, st)
 	default:
@@ -103,11 +130,10 @@ func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool)
 	var wg sync.WaitGroup
 	for range ids {
 		wg.Go(func() {
-			id, err := NewIdentity()
+			id, err := st.newIdentity()
 			if err != nil {
 				return
 			}
-			st.ids.Add(1)
 			var mu sync.Mutex
 			var c *Conn
 			conn := func() *Conn {
@@ -169,11 +195,11 @@ func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool)
 	wg.Wait()
 }
 
-// sybils makes o.Rate fresh ids a second; each connects, says hello when
-// hello is set, keeps its connection o.Hold, and leaves. At most 8,192 are
-// in flight.
-func sybils(ctx context.Context, t Target, o Options, hello bool, st *stats) {
-	atRate(ctx, o.Rate, 8192, func() { sybil(ctx, t, o.Hold, hello, st) })
+// sybils makes o.Rate fresh ids a second; each connects, says hello
+// (SybilHello, SybilSync) and asks for a sync page (SybilSync), keeps its
+// connection o.Hold, and leaves. At most 8,192 are in flight.
+func sybils(ctx context.Context, t Target, o Options, name string, st *stats) {
+	atRate(ctx, o.Rate, 8192, func() { sybil(ctx, t, o.Hold, name != Sybil, name == SybilSync, st) })
 }
 
 // atRate runs f rate times a second, each in a goroutine of its own, at
@@ -209,11 +235,19 @@ func atRate(ctx context.Context, rate, inFlight int, f func()) {
 	}
 }
 
-func sybil(ctx context.Context, t Target, hold time.Duration, hello bool, st *stats) {
+func sybil(ctx context.Context, t Target, hold time.Duration, hello, sync bool, st *stats) {
 	withFresh(ctx, t, st, func(dctx context.Context, c *Conn) {
 		if hello {
 			st.requests.Add(1)
 			if resp, err := c.Request(dctx, c.Hello(true), nil); err == nil && resp.Hello != nil {
+				st.answered.Add(1)
+			} else {
+				sync = false
+			}
+		}
+		if sync {
+			st.requests.Add(1)
+			if resp, err := c.Request(dctx, &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}, nil); err == nil && resp.Sync != nil {
 				st.answered.Add(1)
 			}
 		}
@@ -238,11 +272,10 @@ func withFresh(ctx context.Context, t Target, st *stats, f func(ctx context.Cont
 // freshConn makes a fresh id and connects it to t, counting both; nil
 // (counted as failed) when the dial fails.
 func freshConn(ctx context.Context, t Target, st *stats) (*Conn, *Identity) {
-	id, err := NewIdentity()
+	id, err := st.newIdentity()
 	if err != nil {
 		return nil, nil
 	}
-	st.ids.Add(1)
 	c, err := id.Dial(ctx, t, nil)
 	if err != nil {
 		st.failed.Add(1)
@@ -268,11 +301,10 @@ func holders(ctx context.Context, t Target, ids, perID int, retry time.Duration,
 	defer wg.Wait()
 	for range ids {
 		wg.Go(func() {
-			id, err := NewIdentity()
+			id, err := st.newIdentity()
 			if err != nil {
 				return
 			}
-			st.ids.Add(1)
 			for ctx.Err() == nil {
 				c, err := id.Dial(ctx, t, nil)
 				if err != nil {

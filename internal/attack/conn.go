@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -64,8 +65,15 @@ type Identity struct {
 	tpt transport.Transport
 }
 
-// NewIdentity makes a fresh identity.
-func NewIdentity() (*Identity, error) {
+// NewIdentity makes a fresh identity that dials from the address the
+// system chooses.
+func NewIdentity() (*Identity, error) { return NewIdentityFrom(nil) }
+
+// NewIdentityFrom makes a fresh identity that dials from the local
+// address src (the system's choice when nil): an attacker with an
+// address per id, as on the internet, where libp2p's per-IP connection
+// limits apply (they exempt loopback).
+func NewIdentityFrom(src net.IP) (*Identity, error) {
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return nil, err
@@ -87,7 +95,7 @@ func NewIdentity() (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := tcp.NewTCPTransport(up, &network.NullResourceManager{}, nil, tcp.DisableReuseport())
+	t, err := tcp.NewTCPTransport(up, &network.NullResourceManager{}, nil, tcp.DisableReuseport(), tcp.WithDialerForAddr(fromSource(src)))
 	if err != nil {
 		return nil, err
 	}

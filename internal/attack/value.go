@@ -99,11 +99,10 @@ func give(ctx context.Context, t Target, id *Identity, events []jsontext.Value, 
 
 // unreadPages is UnreadPages.
 func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
-	id, err := NewIdentity()
+	id, err := st.newIdentity()
 	if err != nil {
 		return
 	}
-	st.ids.Add(1)
 	events, err := id.largeEvents(100)
 	if err != nil {
 		return
@@ -183,11 +182,10 @@ func reportCrashes(dctx context.Context, c *Conn, st *stats) {
 
 // valueSybil is one id of ValueSybils.
 func valueSybil(ctx context.Context, t Target, st *stats) {
-	id, err := NewIdentity()
+	id, err := st.newIdentity()
 	if err != nil {
 		return
 	}
-	st.ids.Add(1)
 	events, err := id.Events(1)
 	if err != nil {
 		return

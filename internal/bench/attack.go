@@ -33,6 +33,9 @@ type AttackScenario struct {
 	// a Sybil attack (0: 1, as the attacker takes at least one).
 	IDs  int `json:"ids,omitempty"`
 	Rate int `json:"rate,omitempty"`
+	// Netns: the attacker ran in a network namespace, its ids dialling
+	// from addresses of their own (--netns).
+	Netns bool `json:"netns,omitempty"`
 }
 
 // AttackScenarios are the scenarios of ADR 0030's attack suite, in order.
@@ -41,6 +44,7 @@ var AttackScenarios = []AttackScenario{
 	{Name: "one-id-flood", Attack: attack.OneIDFlood},
 	{Name: "sybil", Attack: attack.Sybil, Rate: 550},
 	{Name: "sybil-hello", Attack: attack.SybilHello, Rate: 550},
+	{Name: "sybil-sync", Attack: attack.SybilSync, Rate: 330},
 	{Name: "hoard-unnegotiated-1", Attack: attack.HoardUnnegotiated, IDs: 1},
 	{Name: "hoard-unnegotiated-50", Attack: attack.HoardUnnegotiated, IDs: 50},
 	{Name: "hoard-unnegotiated-500", Attack: attack.HoardUnnegotiated, IDs: 500},
@@ -95,12 +99,15 @@ type KillResult struct {
 
 // attackDaemon starts one daemon for an attack scenario, with events to
 // sync, and returns it with its target address.
-func attackDaemon(ctx context.Context, dir string) (*devnet.Network, attack.Target, error) {
+func attackDaemon(ctx context.Context, dir string, an *attackNet) (*devnet.Network, attack.Target, error) {
 	d, err := devnet.Start(ctx, devnet.Options{
 		Dir: dir, Nodes: 1, Network: "wats-attack", Timeout: devnet.DefaultUpTimeout, Foreground: true,
 		Log: func(string, ...any) {},
 		Config: func(cfg *config.Config) {
 			cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			if an != nil { // the attacker's side of the namespace's veth
+				cfg.P2P.Listen = append(cfg.P2P.Listen, "/ip4/"+an.hostIP+"/tcp/0")
+			}
 			cfg.Sync.Gossip = false
 		},
 	})
@@ -114,9 +121,12 @@ func attackDaemon(ctx context.Context, dir string) (*devnet.Network, attack.Targ
 			return nil, attack.Target{}, err
 		}
 	}
-	addr := ""
+	addr, prefix := "", "/ip4/127.0.0.1/tcp/"
+	if an != nil {
+		prefix = "/ip4/" + an.hostIP + "/tcp/"
+	}
 	for _, a := range d.State().Nodes[0].Addrs {
-		if strings.Contains(a, "/tcp/") {
+		if strings.HasPrefix(a, prefix) {
 			addr = a
 			break
 		}
@@ -140,11 +150,25 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, t, err := attackDaemon(ctx, dir)
+	var an *attackNet
+	if s.Netns && s.Attack != "" {
+		if an, err = newAttackNet(attackSources(s)); err != nil {
+			return nil, err
+		}
+		defer an.close()
+	}
+	d, t, err := attackDaemon(ctx, dir, an)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Stop()
+	// The honest load stays on 127.0.0.1, where the rest of the bench runs.
+	honestT := t
+	if an != nil {
+		if honestT, err = loopbackTarget(d, t); err != nil {
+			return nil, err
+		}
+	}
 	pid := d.Daemon(0).PID()
 	logPath := d.State().Nodes[0].Log
 	res := &AttackResult{Scenario: s}
@@ -153,7 +177,7 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 	defer cancel()
 	warm := make(chan struct{})
 	honest := make(chan attack.HonestResult, 1)
-	go func() { honest <- attack.RunHonest(actx, t, h, warm) }()
+	go func() { honest <- attack.RunHonest(actx, honestT, h, warm) }()
 	<-warm // the honest peers have their records: the attack starts
 
 	res.RSSStart = currentRSS(pid)
@@ -169,9 +193,13 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 		addr := t.Addr.String() + "/p2p/" + t.ID.String()
 		// The flags of cmd/wats's `bench attack-worker`, which calls
 		// AttackWorker.
-		worker = exec.Command(exe, "bench", "attack-worker", "--attack", s.Attack, "--target", addr,
+		args := []string{"bench", "attack-worker", "--attack", s.Attack, "--target", addr,
 			"--network", t.Network, "--duration", duration.String(),
-			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1)))
+			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1))}
+		worker = exec.Command(exe, args...)
+		if an != nil {
+			worker = an.command(exe, append(args, "--source", strings.Join(an.sources, ","))...)
+		}
 		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
 		// The attacker runs at the lowest priority, every thread of it:
 		// the figures describe the node, not two processes sharing the
@@ -214,6 +242,27 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 	return res, nil
 }
 
+// attackSources is how many addresses the namespace of a scenario gives its
+// attacker (--netns): one an id for an attack of long-lived ids, and for
+// a Sybil attack, whose ids are new each, enough that an address comes
+// round again only after some seconds (each id holds its connection 1 s).
+func attackSources(s AttackScenario) int {
+	if s.Rate > 1 {
+		return min(4*s.Rate, 4096)
+	}
+	return max(s.IDs, 16)
+}
+
+// loopbackTarget is t at the daemon's 127.0.0.1 address.
+func loopbackTarget(d *devnet.Network, t attack.Target) (attack.Target, error) {
+	for _, a := range d.State().Nodes[0].Addrs {
+		if strings.HasPrefix(a, "/ip4/127.0.0.1/tcp/") {
+			return attack.ParseTarget(a, t.Network)
+		}
+	}
+	return attack.Target{}, fmt.Errorf("the daemon has no 127.0.0.1 address: %v", d.State().Nodes[0].Addrs)
+}
+
 // RunKill is the kill9 scenario: it writes events through the control API
 // of a daemon (4 writers) that it kills with SIGKILL 100 to 500 ms into
 // each round and restarts, kills times, and counts the events whose write
@@ -225,7 +274,7 @@ func RunKill(ctx context.Context, kills int, log func(format string, args ...any
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, _, err := attackDaemon(ctx, dir)
+	d, _, err := attackDaemon(ctx, dir, nil)
 	if err != nil {
 		return nil, err
 	}

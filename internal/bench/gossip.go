@@ -136,6 +136,56 @@ type GossipDaemonResult struct {
 	// event in the group.
 	Fsyncs     uint64 `json:"fsyncs"`
 	FsyncsSlow uint64 `json:"fsyncs_over_100ms"`
+	// Counters are the daemon's counters of what became of events during
+	// the attack (counterNames; each series by its labels, as
+	// /metrics writes it), what changed from the attack's start to its end.
+	Counters map[string]float64 `json:"counters,omitempty"`
+}
+
+// counterNames are the metrics GossipDaemonResult.Counters follows: where
+// events went at a daemon (docs/adr/0041).
+var counterNames = []string{
+	"wats_events_stored_total", "wats_gossip_ignored_total", "wats_gossip_gaps_total",
+	"wats_heads_announcements_total", "wats_heads_pulls_total", "wats_sync_client_refused_total",
+	"wats_challenges_issued_total",
+}
+
+// counters reads the series of counterNames from a daemon's /metrics (none
+// if it cannot).
+func counters(ctx context.Context, cl *api.Client) map[string]float64 {
+	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
+	defer cancel()
+	text, err := cl.Metrics(cctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(text) {
+		series, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || strings.HasPrefix(series, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(series, "{")
+		if !slices.Contains(counterNames, name) {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[series] = f
+		}
+	}
+	return out
+}
+
+// counterDelta is end - start, series by series, leaving out those that
+// did not change.
+func counterDelta(start, end map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range end {
+		if d := v - start[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // fsyncCounts reads a daemon's WAL fsync count and the count at or below
@@ -638,9 +688,11 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	start := time.Now()
 	cpu0 := make([]time.Duration, n)
 	fsync0, fast0 := make([]uint64, n), make([]uint64, n)
+	counts0 := make([]map[string]float64, n)
 	for i, pid := range pids {
 		cpu0[i] = cpuTime(pid)
 		fsync0[i], fast0[i] = fsyncCounts(ctx, l.clients[i])
+		counts0[i] = counters(ctx, l.clients[i])
 	}
 
 	// A's honest events, every 500 ms while the attack runs.
@@ -697,6 +749,7 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 		d.RSSPeak = max(d.RSSPeak, d.RSSEnd)
 		d.DiskEnd, d.FilesEnd = duBytes(l.repos[i])
 		all, fast := fsyncCounts(ctx, l.clients[i])
+		d.Counters = counterDelta(counts0[i], counters(ctx, l.clients[i]))
 		d.Fsyncs = all - min(fsync0[i], all)
 		d.FsyncsSlow = d.Fsyncs - min(fast-min(fast0[i], fast), d.Fsyncs)
 	}
