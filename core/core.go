@@ -7,9 +7,11 @@ package core
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 const (
@@ -207,39 +209,17 @@ var ErrShortID = errors.New("short id is not 16 lowercase hex digits")
 // most 24 bytes of s.
 func ParseShortID(s string) (ShortID, error) {
 	var id ShortID
-	if len(s) != 2*ShortIDBytes {
+	if len(s) != 2*ShortIDBytes || strings.ContainsAny(s, "ABCDEF") {
 		return id, fmt.Errorf("%w: %.24q", ErrShortID, s)
 	}
-	for i := range id {
-		hi, ok1 := lowerHexDigit(s[2*i])
-		lo, ok2 := lowerHexDigit(s[2*i+1])
-		if !ok1 || !ok2 {
-			return ShortID{}, fmt.Errorf("%w: %.24q", ErrShortID, s)
-		}
-		id[i] = hi<<4 | lo
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return ShortID{}, fmt.Errorf("%w: %.24q", ErrShortID, s)
 	}
 	return id, nil
 }
 
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
-}
-
 // String is the wire form of id: 16 lowercase hex digits.
-func (id ShortID) String() string {
-	const digits = "0123456789abcdef"
-	var b [2 * ShortIDBytes]byte
-	for i, v := range id {
-		b[2*i], b[2*i+1] = digits[v>>4], digits[v&0x0f]
-	}
-	return string(b[:])
-}
+func (id ShortID) String() string { return hex.EncodeToString(id[:]) }
 
 // MarshalText returns the wire form of id (encoding.TextMarshaler).
 func (id ShortID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }

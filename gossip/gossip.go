@@ -50,13 +50,13 @@ type Options struct {
 	// the message: not validated, not forwarded, no change to the peer's
 	// score. It must be cheap and must not block. Nil admits every message.
 	Admit func(from peer.ID, author string) error
-	// Author is the budget of an author's new events (ADR 0031): called
-	// with take false before the event's signature is checked (false
-	// ignores the envelope at no cost), and with take true once the event
-	// verified (false ignores it; true has taken the token), so that
-	// forgeries in an author's name never spend its budget. Nil admits
-	// every author.
-	Author func(author string, take bool) bool
+	// Author is the budget of an author's new events (ADR 0031), for an
+	// envelope that peer from forwarded: called with take false before the
+	// event's signature is checked (false ignores the envelope at no
+	// cost), and with take true once the event verified (false ignores
+	// it; true has taken the token), so that forgeries in an author's
+	// name never spend its budget. Nil admits every author.
+	Author func(from peer.ID, author string, take bool) bool
 	// Store is called, from the validator and concurrently, for each valid
 	// envelope that another peer forwarded and the node did not hold: it
 	// stores the event durably (and records the hints of its providers).
@@ -319,7 +319,7 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 		switch {
 		case g.opts.Has != nil && g.opts.Has(ev.ID):
 			return pubsub.ValidationIgnore
-		case g.opts.Author != nil && !g.opts.Author(ev.Author, false):
+		case g.opts.Author != nil && !g.opts.Author(from, ev.Author, false):
 			g.ignored(from, ErrOverAuthorBudget)
 			return pubsub.ValidationIgnore
 		}
@@ -344,7 +344,7 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 	if from == g.self {
 		return pubsub.ValidationAccept // our own publication, stored before
 	}
-	if g.opts.Author != nil && !g.opts.Author(ev.Author, true) {
+	if g.opts.Author != nil && !g.opts.Author(from, ev.Author, true) {
 		g.ignored(from, ErrOverAuthorBudget)
 		return pubsub.ValidationIgnore
 	}

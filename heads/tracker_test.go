@@ -90,6 +90,17 @@ func (f *fakeNode) state(p peer.ID) (core.Cursor, int) {
 	return f.cursor[p], len(f.pulls)
 }
 
+// atEdge, in a synctest bubble, runs before a millisecond short of d from
+// now and at at d, each once every goroutine is blocked.
+func atEdge(d time.Duration, before, at func()) {
+	time.Sleep(d - time.Millisecond)
+	synctest.Wait()
+	before()
+	time.Sleep(time.Millisecond)
+	synctest.Wait()
+	at()
+}
+
 func newTestTracker(t *testing.T, f *fakeNode) *Tracker {
 	tr, err := NewTracker(f.options())
 	if err != nil {
@@ -110,16 +121,15 @@ func TestTrackerHeldNoPull(t *testing.T) {
 			f.held[id] = true
 		}
 		tr.Announced("a", h)
-		time.Sleep(DefaultGrace - time.Millisecond)
-		synctest.Wait()
-		if c, _ := f.state("a"); c != 0 {
-			t.Fatalf("the cursor moved before the grace: %d", c)
-		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if c, pulls := f.state("a"); c != 3 || pulls != 0 {
-			t.Errorf("cursor %d after %d pulls, want 3 after none", c, pulls)
-		}
+		atEdge(DefaultGrace, func() {
+			if c, _ := f.state("a"); c != 0 {
+				t.Fatalf("the cursor moved before the grace: %d", c)
+			}
+		}, func() {
+			if c, pulls := f.state("a"); c != 3 || pulls != 0 {
+				t.Errorf("cursor %d after %d pulls, want 3 after none", c, pulls)
+			}
+		})
 	})
 }
 
@@ -158,16 +168,15 @@ func TestTrackerBudget(t *testing.T) {
 		f.refuse = 2
 		tr := newTestTracker(t, f)
 		tr.Announced("a", f.grow("a", "e1"))
-		time.Sleep(DefaultGrace + 500*time.Millisecond - time.Millisecond)
-		synctest.Wait()
-		if _, pulls := f.state("a"); pulls != 0 {
-			t.Fatalf("%d pulls before the budget's second token", pulls)
-		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if c, pulls := f.state("a"); c != 1 || pulls != 1 {
-			t.Errorf("cursor %d after %d pulls, want 1 after 1", c, pulls)
-		}
+		atEdge(DefaultGrace+500*time.Millisecond, func() {
+			if _, pulls := f.state("a"); pulls != 0 {
+				t.Fatalf("%d pulls before the budget's second token", pulls)
+			}
+		}, func() {
+			if c, pulls := f.state("a"); c != 1 || pulls != 1 {
+				t.Errorf("cursor %d after %d pulls, want 1 after 1", c, pulls)
+			}
+		})
 	})
 }
 

@@ -65,13 +65,25 @@ func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
 // (limits.stranger_gossip_per_min) when the forwarder is a stranger, and
 // only while the new authors' shared budget has a token at all, so that
 // spam of fresh keys costs gossipsub no signature check.
+//
+// A forwarder with standing (ADR 0041: this node dialled it, or it is
+// reputed, valued or an established author) takes from its own buckets
+// only, for new authors too: what it forwards is bounded by its own
+// budget and each author's, not held to the strangers' shares that a
+// flood of fresh ids spends, so that its own events and those it admitted
+// reach this node whatever strangers do.
 func (n *Node) admitForward(p peer.ID, author string) error {
 	now := int64(n.mono(n.now()))
 	ft := n.tierOfPeer(p)
 	at, established := n.authorStanding(author)
-	if established {
+	standing := n.forwarderStanding(p)
+	if established || standing {
 		if !n.gossipBudget.AllowOwn(string(p), ft, now) {
 			return gossip.ErrOverPeerBudget
+		}
+		if !established && author != "" && !n.authorBudget.HasOwn(author, at, now) {
+			n.spammed(p, author)
+			return gossip.ErrOverAuthorBudget
 		}
 		return nil
 	}
@@ -87,6 +99,13 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 		return gossip.ErrOverPeerBudget
 	}
 	return nil
+}
+
+// forwarderStanding reports whether p, connected, has standing (ADR
+// 0041; node.standing).
+func (n *Node) forwarderStanding(p peer.ID) bool {
+	st := n.run.get(p)
+	return st != nil && n.standing(st)
 }
 
 // authorStanding is the tier whose budget an author's events take from,
@@ -129,12 +148,20 @@ func (n *Node) authorStanding(author string) (limits.Tier, bool) {
 const establishedAuthorsCached = 4096
 
 // admitAuthor is the author's budget of new events (limits.author_per_min
-// by its standing): looked at before the signature check, taken after.
-func (n *Node) admitAuthor(author string, take bool) bool {
+// by its standing) for an envelope from forwarded: looked at before the
+// signature check, taken after. A new author's event forwarded by a peer
+// with standing takes from the author's own bucket only (admitForward).
+func (n *Node) admitAuthor(from peer.ID, author string, take bool) bool {
 	t, _ := n.authorStanding(author)
 	now := int64(n.mono(n.now()))
-	if take {
+	own := n.forwarderStanding(from)
+	switch {
+	case take && own:
+		return n.authorBudget.AllowOwn(author, t, now)
+	case take:
 		return n.authorBudget.Allow(author, t, now)
+	case own:
+		return n.authorBudget.HasOwn(author, t, now)
 	}
 	return n.authorBudget.Has(author, t, now)
 }

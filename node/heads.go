@@ -87,7 +87,7 @@ func (n *Node) standing(st *peerState) bool {
 	if st.Tier() == limits.TierSuspect {
 		return false
 	}
-	if _, dir := st.helloAndDirection(); dir == network.DirOutbound {
+	if st.outbound.Load() {
 		return true
 	}
 	if st.Tier() == limits.TierValued || st.reputed(n.mono(n.now())) {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/core"
@@ -157,6 +158,21 @@ func (a *announcer) announce(t *testing.T, n *testNode, every time.Duration) {
 	}()
 }
 
+// helloed connects a to n, waits for hello, and opens a Heads stream of
+// a's to n (a.announce opens another).
+func (a *announcer) helloed(t *testing.T, n *testNode) network.Stream {
+	t.Helper()
+	dialRaw(t, a.h, n)
+	waitFor(t, 10*time.Second, "hello", func() bool { return n.helloed(a.h.ID()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := a.h.NewStream(ctx, n.ID(), proto.HeadsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // requests returns when each sync request came.
 func (a *announcer) requests() []time.Time {
 	a.mu.Lock()
@@ -225,14 +241,7 @@ func TestHeadsPullBudgetOfStrangers(t *testing.T) {
 func TestHeadsBadAnnouncement(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	a := newAnnouncer(t, 0, 3)
-	dialRaw(t, a.h, n)
-	waitFor(t, 10*time.Second, "hello", func() bool { return n.helloed(a.h.ID()) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := a.h.NewStream(ctx, n.ID(), proto.HeadsID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := a.helloed(t, n)
 	if err := proto.WriteFrame(s, []byte(`{"head":"2","ids":["x"]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -309,52 +318,66 @@ func (s *spammer) spamOpenLoop(ctx context.Context, rate int, published *atomic.
 // TestHonestEventsArriveUnderOpenLoopSpam: three nodes in a line A - B - C
 // (sync an hour apart: only gossip and heads move events) while a
 // stranger floods A and B with valid events of its own, open loop; A is a
-// new author, as in a network whose nodes all just started, so the
-// flood spends the new authors' share its events need at B. Every event
-// A publishes during the flood reaches B, its direct neighbour, and C
-// after it: those gossip dropped, by the pull of A's heads.
+// new author, as in a network whose nodes all just started, so the flood
+// spends the new authors' share. Every event A publishes during the flood
+// reaches B, its direct neighbour, and C after it: when B dialled A (A
+// has standing at B: its events take from its own budgets only) by
+// gossip; when A dialled B (A is a stranger at B, its events held to the
+// share the flood spends), by the pull of A's heads.
 func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := startNode(t, testConfig(true, time.Hour))
-	b := startNode(t, testConfig(true, time.Hour))
-	c := startNode(t, testConfig(true, time.Hour))
-	connect(t, b, a)
-	connect(t, c, b)
-	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 2, c: 1})
-	s := newSpammer(t, ctx, a)
-	dialRaw(t, s.h, b)
-
-	sctx, stop := context.WithCancel(ctx)
-	spammed := make(chan int, 1)
-	var progress atomic.Int64
-	go func() { spammed <- s.spamOpenLoop(sctx, 400, &progress) }()
-	const honest = 12
-	var ids []string
-	for i := range honest {
-		// One honest event for every 60 of the flood's: A's events spread
-		// over it, as a publisher's would be.
-		waitFor(t, 10*time.Second, "the flood", func() bool { return progress.Load() >= int64(60*i) })
-		ev, err := a.AddEvent(ctx, "note", jsontext.Value(fmt.Sprintf(`{"honest":%d}`, i)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, ev.ID)
-	}
-	stop()
-	t.Logf("the spammer published %d events", <-spammed)
-	for _, n := range []*testNode{b, c} {
-		waitFor(t, 15*time.Second, "A's events at "+n.ID().String(), func() bool {
-			for _, id := range ids {
-				if !n.has(id) {
-					return false
-				}
+	for _, bDialsA := range []bool{true, false} {
+		name := map[bool]string{true: "B dialled A", false: "A dialled B"}[bDialsA]
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			a := startNode(t, testConfig(true, time.Hour))
+			b := startNode(t, testConfig(true, time.Hour))
+			c := startNode(t, testConfig(true, time.Hour))
+			if bDialsA {
+				connect(t, b, a)
+			} else {
+				connect(t, a, b)
 			}
-			return true
+			connect(t, c, b)
+			waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 2, c: 1})
+			s := newSpammer(t, ctx, a)
+			dialRaw(t, s.h, b)
+
+			sctx, stop := context.WithCancel(ctx)
+			spammed := make(chan int, 1)
+			var progress atomic.Int64
+			go func() { spammed <- s.spamOpenLoop(sctx, 400, &progress) }()
+			const honest = 12
+			var ids []string
+			for i := range honest {
+				// One honest event for every 60 of the flood's: A's
+				// events spread over it, as a publisher's would be.
+				waitFor(t, 10*time.Second, "the flood", func() bool { return progress.Load() >= int64(60*i) })
+				ev, err := a.AddEvent(ctx, "note", jsontext.Value(fmt.Sprintf(`{"honest":%d}`, i)), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, ev.ID)
+			}
+			stop()
+			t.Logf("the spammer published %d events", <-spammed)
+			for _, n := range []*testNode{b, c} {
+				waitFor(t, 15*time.Second, "A's events at "+n.ID().String(), func() bool {
+					for _, id := range ids {
+						if !n.has(id) {
+							return false
+						}
+					}
+					return true
+				})
+			}
+			if ignoredBy(b, "author_budget")+ignoredBy(b, "peer_budget") == 0 {
+				t.Error("no spam was held to a budget at b: the flood did not press")
+			}
+			if pulled := pulls(b, "stored"); !bDialsA && pulled == 0 {
+				t.Error("A is a stranger at B, yet nothing was pulled: the share did not hold A's events")
+			}
 		})
-	}
-	if ignoredBy(b, "author_budget")+ignoredBy(b, "peer_budget") == 0 {
-		t.Error("no spam was held to a budget at b: the flood did not press")
 	}
 }
 
@@ -418,5 +441,54 @@ func TestStrangersSyncShare(t *testing.T) {
 	waitFor(t, 10*time.Second, "the stranger's first page", func() bool { return held(strangerEvents) >= proto.MaxPageEvents })
 	if got := held(strangerEvents); got != proto.MaxPageEvents {
 		t.Errorf("the stranger has %d events stored, want one page (%d): the share is in debt for a minute", got, proto.MaxPageEvents)
+	}
+}
+
+// TestHeadsOneStreamPerPeer: a peer's second Heads stream replaces its
+// first, which the node resets; announcements on the second are read.
+func TestHeadsOneStreamPerPeer(t *testing.T) {
+	n := startNode(t, testConfig(false, time.Hour))
+	a := newAnnouncer(t, 0, 3)
+	first := a.helloed(t, n)
+	b, _ := proto.MarshalHeads(&proto.Heads{Head: 0})
+	if err := proto.WriteFrame(first, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the first stream read", func() bool {
+		st := n.run.get(a.h.ID())
+		return st != nil && st.headsIn.Load() != nil
+	})
+	a.announce(t, n, 10*time.Millisecond) // a second stream
+	if _, err := first.Read(make([]byte, 1)); err == nil {
+		t.Error("the first stream was not reset when the second came")
+	}
+	waitHead(t, 10*time.Second, 3, n)
+}
+
+// TestStandingForwarderNotHeldToTheShare: a peer this node dialled has
+// standing (ADR 0041): the events of a new author it forwards take from
+// that author's own budget and the forwarder's, not from the new authors'
+// share a stranger's flood spends. A, a new author that B dialled, gets
+// 40 events through B's gossip (past the share's burst of 30) while a
+// stranger floods B, and none needs a pull.
+func TestStandingForwarderNotHeldToTheShare(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := testConfig(true, time.Hour)
+	cfg.Limits.StrangerAuthorPerMin, cfg.Limits.StrangerGossipPerMin = 120, 120
+	b := startNode(t, cfg)
+	a := startNode(t, testConfig(true, time.Hour))
+	connect(t, b, a) // b dials a: a has standing at b
+	waitGossipMesh(t, 10*time.Second, map[*testNode]int{a: 1, b: 1})
+	s := newSpammer(t, ctx, b)
+	s.spam(t, ctx, 200) // the share's burst spent, and more
+	waitFor(t, 10*time.Second, "the share spent", func() bool { return ignoredBy(b, "author_budget") > 0 })
+	publish(t, a, 40)
+	waitFor(t, 10*time.Second, "a's 40 events at b", func() bool {
+		u, _ := b.events.AuthorUsage(a.ID().String())
+		return u.Events == 40
+	})
+	if got := pulls(b, "stored"); got != 0 {
+		t.Errorf("%v pulls: a's events did not all come by gossip", got)
 	}
 }

@@ -123,6 +123,9 @@ type peerState struct {
 	// metEarlier: it was in the peer cache when the node started (ADR
 	// 0014: "met in an earlier run").
 	metEarlier atomic.Bool
+	// outbound: this node dialled it (its first connection was outbound),
+	// which gives it standing (heads.go: standing, ADR 0041).
+	outbound atomic.Bool
 	// persisted: it has a peer-cache record, which a peer earns by
 	// showing value (ADR 0030).
 	persisted atomic.Bool

@@ -117,6 +117,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 	st.connectedAt = int64(mono)
 	st.lastActive.Store(int64(mono))
 	st.mu.dir = dir
+	st.outbound.Store(dir == network.DirOutbound)
 	if conns := n.host.Network().ConnsToPeer(p); len(conns) > 0 {
 		st.mu.remote = conns[0].RemoteMultiaddr().String()
 	}

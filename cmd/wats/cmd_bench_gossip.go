@@ -51,21 +51,42 @@ hosts speaking gossipsub on the network's topic:
   mesh-sybil      many fresh ids (200) subscribe, graft into A's and B's
                   mesh and publish a valid event every 5 s each
 
+and the open-loop shapes of docs/adr/0041, whose ids publish valid events
+of their own at a fixed rate whatever the nodes do, dropping what their
+own queue to a node cannot take:
+
+  spam-RxN        N ids (20, 100) at R envelopes a second each (50, 200,
+                  1000); an id that cannot sign that fast falls behind
+  spam-large      20 ids at 50 a second, envelopes of about 50 KiB
+  spam-ihave      spam-200x20 while 20 more ids run ihave-flood
+  spam-hello      spam-200x20 from ids that also complete hello, ask for a
+                  sync page every second, serve their own logs and
+                  announce their heads
+  spam-honest50   spam-200x20 while A publishes 50 events a second (past
+                  the default limits.author_per_min: what is over it comes
+                  by pull); -budget: with limits.author_per_min 6000
+  spam-cold       spam-200x20 with no warm-up: A is a new author at B and
+                  C, as in a network whose nodes all just started
+
 With --netns (root and the ip command) the attacker runs in a network
 namespace of its own, each id dialling from its own address in
 198.18.0.0/15, as attackers on the internet do: libp2p's per-IP connection
 rate limit, which exempts loopback, then applies to them.
 
 Each scenario gets fresh daemons. Reports, per scenario: A's honest events
-that reached C within 1 s (watched on C's event tail) and the p50/p99 latency
-of those delivered; the attacker's events stored at A, B and C; each repo's
+that reached B and C within 1 s (watched on their event tails), those late
+and those never delivered by the end of --after, and the p50/p99 latency of
+those delivered; the attacker's events stored at A, B and C; each repo's
 disk growth; each daemon's RSS before the attack, at its peak, at its end and
 --after it, its CPU, and its WAL fsyncs over 100 ms during the attack. Every
 event is synced before it is forwarded, so a disk's fsync stalls add to the
 latency whatever the attack (time a disk with 'wats bench disk'); with
 --keep /dev/shm/DIR the repos are on tmpfs and the figures leave the disk out.
-The figures describe this machine under this load; docs/reliability.md
-records them with the command.`,
+--json adds each daemon's counters of where events went (gossip ignored by
+reason, pulls by outcome, announcements). --trace runs the daemons with
+gossipsub's trace (WATS_GOSSIP_TRACE) and says, for each honest event late or
+never delivered, what happened to it on each hop. The figures describe this
+machine under this load; docs/reliability.md records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var run []bench.GossipScenario

@@ -3,11 +3,20 @@ package attack
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/wats-network/wats/eventlog"
@@ -42,6 +51,10 @@ const pagesPerID = 4
 
 // extraAttack runs the attacks of this file; false for another name.
 func extraAttack(ctx context.Context, name string, t Target, o Options, st *stats) bool {
+	if name == SybilHostSync {
+		atRate(ctx, o.Rate, 8192, func() { sybilHost(ctx, t, o.Hold, st) })
+		return true
+	}
 	switch name {
 	case UnreadPages:
 		unreadPages(ctx, t, o, st)
@@ -195,4 +208,56 @@ func valueSybil(ctx context.Context, t Target, st *stats) {
 	if c, _, err := give(dctx, t, id, events, st); err == nil {
 		c.Close()
 	}
+}
+
+// SybilHostSync: Rate fresh ids a second, each a whole libp2p host (its
+// own identify, the gossip and heads protocols it advertises), as a wats
+// node is: each connects, says hello advertising "heads", asks for a sync
+// page, keeps its connection Hold, and leaves. What the node does for a
+// newcomer that looks like a node (identify both ways, a heads stream to
+// it) is part of the cost.
+const SybilHostSync = "sybil-host-sync"
+
+func init() { Attacks = append(Attacks, SybilHostSync) }
+
+// sybilHost is one id of SybilHostSync.
+func sybilHost(ctx context.Context, t Target, hold time.Duration, st *stats) {
+	var src net.IP
+	if len(st.sources) > 0 {
+		src = st.sources[(st.next.Add(1)-1)%uint64(len(st.sources))]
+	}
+	h, err := libp2p.New(
+		libp2p.NoListenAddrs,
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport(), tcp.WithDialerForAddr(fromSource(src))),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(&network.NullResourceManager{}),
+		libp2p.DisableRelay(),
+		libp2p.DisableMetrics(),
+	)
+	if err != nil {
+		return
+	}
+	defer h.Close()
+	st.ids.Add(1)
+	// It reads the heads the node announces, as a node would, and drops them.
+	h.SetStreamHandler(proto.HeadsID, func(s network.Stream) { _, _ = io.Copy(io.Discard, s); s.Reset() })
+	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if err := h.Connect(dctx, peer.AddrInfo{ID: t.ID, Addrs: []ma.Multiaddr{t.Addr}}); err != nil {
+		st.failed.Add(1)
+		return
+	}
+	st.conns.Add(1)
+	hello := &proto.Hello{Version: proto.Version, Network: t.Network, Agent: "wats-attack",
+		Features: []string{proto.FeatureChallenge, proto.FeatureHeads}, Listen: []string{}}
+	for _, req := range []proto.Message{hello, &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}} {
+		st.requests.Add(1)
+		resp, err := proto.Call(dctx, h, t.ID, req)
+		if err != nil || resp.Hello == nil && resp.Sync == nil {
+			return
+		}
+		st.answered.Add(1)
+	}
+	Pause(ctx, hold)
 }

@@ -45,6 +45,7 @@ var AttackScenarios = []AttackScenario{
 	{Name: "sybil", Attack: attack.Sybil, Rate: 550},
 	{Name: "sybil-hello", Attack: attack.SybilHello, Rate: 550},
 	{Name: "sybil-sync", Attack: attack.SybilSync, Rate: 330},
+	{Name: "sybil-host-sync", Attack: attack.SybilHostSync, Rate: 330},
 	{Name: "hoard-unnegotiated-1", Attack: attack.HoardUnnegotiated, IDs: 1},
 	{Name: "hoard-unnegotiated-50", Attack: attack.HoardUnnegotiated, IDs: 50},
 	{Name: "hoard-unnegotiated-500", Attack: attack.HoardUnnegotiated, IDs: 500},
