@@ -77,6 +77,10 @@ type Options struct {
 	// ignored by a budget (ErrOverPeerBudget, ErrOverAuthorBudget) or by
 	// Store's error, for counters.
 	Ignored func(from peer.ID, reason error)
+	// Graylisted is called with a peer below the graylist threshold and
+	// the count of envelopes in an RPC of its that the inspector dropped
+	// whole, undecoded. Nil: nothing.
+	Graylisted func(from peer.ID, envelopes int)
 	// Missed is called with the forwarder of an envelope gossipsub dropped
 	// before validation for want of room (its validation queue full, its
 	// validators all busy), or that Store failed to write: an event that
@@ -379,6 +383,9 @@ func (g *Gossip) inspect(from peer.ID, rpc *pubsub.RPC) error {
 		return nil
 	}
 	if s, ok := g.Score(from); ok && s < graylistThreshold {
+		if g.opts.Graylisted != nil && len(rpc.Publish) > 0 {
+			g.opts.Graylisted(from, len(rpc.Publish))
+		}
 		return errGraylisted // gossipsub drops it next; no need to decode it first
 	}
 	defer g.refused.strip(rpc.Control) // after this RPC's own drops

@@ -139,8 +139,8 @@ func (b *Budget) Has(k string, t Tier, now int64) bool { return b.decide(k, t, n
 
 // HasOwn is Has from k's own bucket only, even for a stranger: whether k
 // itself is within its rate, whatever the strangers' shared bucket holds
-// (ADR 0041: a new author publishing within its own budget is not a
-// spammer because other strangers emptied the share).
+// (ADR 0041: the events of a new author forwarded by a peer with standing
+// take from the author's own bucket, not from the share a flood spends).
 func (b *Budget) HasOwn(k string, t Tier, now int64) bool { return b.decide(k, t, now, false, false) }
 
 func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {

@@ -44,6 +44,11 @@
 //   - hello.go: greeting peers on connect, the network check.
 //   - syncer.go: the sync client (pipelined pages, persisted cursors).
 //   - publish.go: local events and gossip delivery.
+//   - gossip.go: gossip's budgets, the store of gossiped events, the
+//     application's score (ADR 0031).
+//   - heads.go: heads announcements (docs/adr/0041): the announcer to
+//     each peer, the reader of each peer's, the pulls and their budget,
+//     standing, the strangers' share of what sync brings.
 //   - challenge.go: the load challenge: issuing, checking solutions,
 //     solving the challenges of the peers this node calls.
 //   - fetch.go: the blob exchange and fetcher, the auto-fetch workers on

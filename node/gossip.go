@@ -32,11 +32,12 @@ func (n *Node) gossipOptions() *gossip.Options {
 				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
 			}
 		},
-		Ignored:   func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
-		Missed:    n.syncGap,
-		AppScore:  n.appScore,
-		Now:       n.now,
-		TracePath: n.gossipTrace,
+		Ignored:    func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
+		Graylisted: n.graylisted,
+		Missed:     n.syncGap,
+		AppScore:   n.appScore,
+		Now:        n.now,
+		TracePath:  n.gossipTrace,
 	}
 }
 
@@ -76,23 +77,23 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 	now := int64(n.mono(n.now()))
 	ft := n.tierOfPeer(p)
 	at, established := n.authorStanding(author)
-	standing := n.forwarderStanding(p)
-	if established || standing {
+	if !established && author != "" && author == p.String() && !n.offered.AllowOwn(author, at, now) {
+		// A new author publishing its own envelopes faster than one
+		// author may, counted on what it sends: a spammer. One within it
+		// whose envelopes found the new authors' share spent by others is
+		// not at fault (ADR 0041).
+		n.spammed(p, author)
+	}
+	if established || n.forwarderStanding(p) {
 		if !n.gossipBudget.AllowOwn(string(p), ft, now) {
 			return gossip.ErrOverPeerBudget
 		}
 		if !established && author != "" && !n.authorBudget.HasOwn(author, at, now) {
-			n.spammed(p, author)
 			return gossip.ErrOverAuthorBudget
 		}
 		return nil
 	}
 	if author != "" && !n.authorBudget.Has(author, at, now) {
-		if !n.authorBudget.HasOwn(author, at, now) {
-			// Over its own rate: a spammer. One within it found the
-			// share spent by others and is not at fault (ADR 0041).
-			n.spammed(p, author)
-		}
 		return gossip.ErrOverAuthorBudget
 	}
 	if !n.gossipBudget.Allow(string(p), ft, now) {
@@ -166,28 +167,47 @@ func (n *Node) admitAuthor(from peer.ID, author string, take bool) bool {
 	return n.authorBudget.Has(author, t, now)
 }
 
-// spammed counts an envelope of a new author over its own budget
-// (limits.author_per_min) that its forwarder wrote itself (author ==
-// forwarder): a peer publishing fresh events faster than one author may.
-// It lowers the peer's gossipsub score (appScore), so that the mesh keeps
-// the peers that relay over those that spam. An author within its own rate
-// whose envelope found the new authors' share spent by others is not
-// counted (ADR 0041): that is a flood of strangers, and the honest new
-// author's events come by the pull of its heads instead.
+// spammed counts an envelope of a new author that its forwarder wrote
+// itself (author == forwarder) past the rate one author may publish
+// (limits.author_per_min, counted on what it sends: Node.offered): a peer
+// publishing fresh events faster than one author may. It lowers the
+// peer's gossipsub score (appScore), so that the mesh keeps the peers that
+// relay over those that spam. An author within that rate whose envelopes
+// found the new authors' share spent by others is not counted (ADR 0041):
+// that is a flood of strangers, and the honest new author's events come
+// by the pull of its heads instead.
 func (n *Node) spammed(p peer.ID, author string) {
 	if author != p.String() {
 		return // a relay of someone else's events: the relay is not at fault
 	}
+	n.addSpam(p, 1)
+}
+
+// graylisted counts the envelopes of an RPC that gossip dropped whole, its
+// sender being graylisted (gossip.Options.Graylisted), as spam: a peer
+// whose score fell below the graylist threshold and goes on publishing
+// is flooding, and at the floor it is disconnected as spammed says.
+// Without it, a flood graylisted before the floor (its first envelopes
+// within its own budget, ADR 0041) would be read and dropped for as long
+// as it lasts.
+func (n *Node) graylisted(p peer.ID, envelopes int) { n.addSpam(p, uint64(envelopes)) }
+
+// addSpam adds k to p's spam count; at spamBan, the score's floor, p is
+// disconnected and refused for spamBanFor.
+func (n *Node) addSpam(p peer.ID, k uint64) {
 	st := n.run.get(p)
-	if st == nil || st.spam.Add(1) != spamBan {
+	if st == nil || k == 0 {
 		return
+	}
+	if after := st.spam.Add(k); after < spamBan || after-k >= spamBan {
+		return // below the floor, or past it already (banned once)
 	}
 	// At the score's floor: a flood, not a burst. Gossipsub would go on
 	// reading (and ignoring) its RPCs; the connection is closed and the
 	// peer refused for a while, as for a stream flood (ADR 0030).
 	n.m.peerBanned("gossip spam")
 	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
-	n.plog.Info(st.id, "gossip spam", "peer disconnected: it kept publishing events of its own past the new authors' budget",
+	n.plog.Info(st.id, "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
 		"peer", st.id, "ban", spamBanFor)
 	n.gater.ban(st.id, spamBanFor)
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })

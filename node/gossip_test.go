@@ -278,6 +278,21 @@ func TestAppScore(t *testing.T) {
 	if !n.gater.banned(st.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
 		t.Fatal("not banned at the floor")
 	}
+
+	// A graylisted peer's envelopes, dropped whole, count as its spam: a
+	// batch that crosses the floor bans it once, and one past it no more.
+	other := &peerState{id: peer.ID("peer-b")}
+	n.run.live.Store(other.id, other)
+	n.graylisted(other.id, int(spamBan)-1)
+	if n.gater.banned(other.id) {
+		t.Fatal("a graylisted peer banned one envelope short of the floor")
+	}
+	n.graylisted(other.id, 5)
+	n.graylisted(other.id, 5)
+	if !n.gater.banned(other.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
+		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.banned(other.id),
+			testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")))
+	}
 }
 
 // TestAuthorStandingRemembered: an author established by time is

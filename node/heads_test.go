@@ -377,6 +377,14 @@ func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
 			if pulled := pulls(b, "stored"); !bDialsA && pulled == 0 {
 				t.Error("A is a stranger at B, yet nothing was pulled: the share did not hold A's events")
 			}
+			// A published within one author's rate: no spam of its own,
+			// whatever the flood did to the share; the flood is spam.
+			if st := b.run.get(a.ID()); st == nil || st.spam.Load() != 0 {
+				t.Errorf("A counted as a spammer at B (%v)", st)
+			}
+			if sst := b.run.get(s.h.ID()); testutil.ToFloat64(b.m.bans.WithLabelValues("gossip spam")) == 0 && (sst == nil || sst.spam.Load() == 0) {
+				t.Error("the flood was not counted as spam at B")
+			}
 		})
 	}
 }

@@ -120,8 +120,12 @@ type Node struct {
 	// records is the budget of new peer-cache records (value.go).
 	records *limits.Shared
 	// gossipBudget is the forwarding peers' budget of envelopes, and
-	// authorBudget the authors' budget of new events (gossip.go; ADR 0031).
-	gossipBudget, authorBudget *limits.Budget
+	// authorBudget the authors' budget of new events (gossip.go; ADR 0031);
+	// offered is the authors' rate counted on the envelopes of their own
+	// that new authors send, admitted or not, which tells a spammer from a
+	// new author whose envelopes a flood crowded out (gossip.go: spammed;
+	// ADR 0041).
+	gossipBudget, authorBudget, offered *limits.Budget
 	// dhtBudget is each peer's budget of DHT requests (routing.go).
 	dhtBudget *limits.Budget
 	// heads follows the peers' heads announcements, and pullBudget is
@@ -214,6 +218,11 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.authorBudget, err = limits.NewBudget(cfg.Limits.AuthorBudget()); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	offered := cfg.Limits.AuthorBudget()
+	offered.StrangersPerMin = 0 // each author's own rate only
+	if n.offered, err = limits.NewBudget(offered); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.dhtBudget, err = newDHTBudget(cfg.Limits); err != nil {
