@@ -193,7 +193,7 @@ func (n *Node) spammed(p peer.ID, author string) {
 func (n *Node) graylisted(p peer.ID, envelopes int) { n.addSpam(p, uint64(envelopes)) }
 
 // addSpam adds k to p's spam count; at spamBan, the score's floor, p is
-// disconnected and refused for spamBanFor.
+// disconnected and refused for spamBanFor, unless it has standing.
 func (n *Node) addSpam(p peer.ID, k uint64) {
 	st := n.run.get(p)
 	if st == nil || k == 0 {
@@ -201,6 +201,12 @@ func (n *Node) addSpam(p peer.ID, k uint64) {
 	}
 	if after := st.spam.Add(k); after < spamBan || after-k >= spamBan {
 		return // below the floor, or past it already (banned once)
+	}
+	if n.standing(st) {
+		// A peer this node dialled, or has known for a while, is descored
+		// (its envelopes dropped while it is graylisted) but not cut off:
+		// its heads and its sync still carry what it holds (ADR 0041).
+		return
 	}
 	// At the score's floor: a flood, not a burst. Gossipsub would go on
 	// reading (and ignoring) its RPCs; the connection is closed and the

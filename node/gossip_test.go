@@ -266,8 +266,10 @@ func TestAppScore(t *testing.T) {
 	if got := n.appScore("unknown"); got != 0 {
 		t.Errorf("an unknown peer: %v", got)
 	}
-	// At the floor, a ban: one spam short of it, none.
+	// At the floor, a ban: one spam short of it, none. (A stranger: a
+	// peer with standing is never banned, below.)
 	st.spam.Store(0)
+	st.firstHello.Store(0)
 	for range spamBan - 1 {
 		n.spammed(st.id, st.id.String())
 	}
@@ -292,6 +294,17 @@ func TestAppScore(t *testing.T) {
 	if !n.gater.banned(other.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
 		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.banned(other.id),
 			testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")))
+	}
+
+	// A peer with standing (this node dialled it) is descored at the
+	// floor, not cut off (ADR 0041).
+	dialled := &peerState{id: peer.ID("peer-c")}
+	dialled.outbound.Store(true)
+	n.run.live.Store(dialled.id, dialled)
+	n.graylisted(dialled.id, int(spamBan)+1)
+	if n.gater.banned(dialled.id) || n.appScore(dialled.id) != -maxSpamPenalty {
+		t.Errorf("a peer with standing at the floor: banned %v, score %v; want not banned, score %v",
+			n.gater.banned(dialled.id), n.appScore(dialled.id), -maxSpamPenalty)
 	}
 }
 
