@@ -114,6 +114,51 @@ func TestConnectWrongAddressOfConnectedPeer(t *testing.T) {
 	}
 }
 
+// TestConnectElsewhereClosesTheOldConnection: connecting to a connected
+// peer at an address where it answers, none of this node's connections
+// being there, closes those connections (one from before the peer moved
+// or restarted would take the node's streams and answer nothing), and
+// hello and requests go over a new one.
+func TestConnectElsewhereClosesTheOldConnection(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/tcp/0"}
+	b := startNode(t, cfg)
+	addrs := b.FullAddrs()
+	if len(addrs) != 2 {
+		t.Fatalf("b listens at %v; want two addresses", addrs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Connect(ctx, addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	old := a.Host().Network().ConnsToPeer(b.ID())
+	if len(old) != 1 {
+		t.Fatalf("%d connections after the first connect; want 1", len(old))
+	}
+	if _, err := a.Connect(ctx, addrs[1]); err != nil {
+		t.Fatalf("connect at b's other address: %v", err)
+	}
+	if !old[0].IsClosed() {
+		t.Error("the connection elsewhere is still open")
+	}
+	// libp2p dials every address it knows for b, so the new connection
+	// may be at either.
+	conns := a.Host().Network().ConnsToPeer(b.ID())
+	if len(conns) != 1 || conns[0] == old[0] {
+		t.Fatalf("connections after connecting at b's other address: %v; want one new one", conns)
+	}
+	if _, err := a.call(ctx, b.ID(), a.ownHello()); err != nil {
+		t.Errorf("a request over the new connection: %v", err)
+	}
+	// Connecting where it is connected now closes nothing.
+	now := conns[0].RemoteMultiaddr().String() + "/p2p/" + b.ID().String()
+	if _, err := a.Connect(ctx, now); err != nil || conns[0].IsClosed() {
+		t.Errorf("connect again at the same address: %v, connection closed %v", err, conns[0].IsClosed())
+	}
+}
+
 func mustCID(t *testing.T, s string) cid.Cid {
 	t.Helper()
 	c, err := cid.Decode(s)

@@ -492,10 +492,11 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 // ranker: TCP first) and waits until hello has completed or failed. A peer
 // already connected is dialled again at the addresses given when none of
 // its connections is to one of them, so that a wrong address is an error
-// rather than "connected"; addresses that fail are dropped from the
-// peerstore. A peer that does not speak /wats/1 (an IPFS node) is
-// connected all the same, marked as not wats: it can serve blobs over
-// bitswap (ADR 0032).
+// rather than "connected"; when it answers there, its connections
+// elsewhere are closed (closeConnsNotAt) and hello goes over a new one.
+// Addresses that fail are dropped from the peerstore. A peer that does
+// not speak /wats/1 (an IPFS node) is connected all the same, marked as
+// not wats: it can serve blobs over bitswap (ADR 0032).
 func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, error) {
 	if ai.ID == n.host.ID() {
 		return "", errors.New("node: cannot connect to itself")
@@ -520,6 +521,13 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 			forget()
 			return "", fmt.Errorf("node: connect %s: %w", ai, err)
 		}
+		// The peer answers where the operator says and none of this
+		// node's connections is there: they are from before it moved or
+		// restarted. A QUIC connection to a process that is gone answers
+		// nothing until its idle timeout, and libp2p opens streams on the
+		// connection with the most of them, so they are closed and the
+		// peer dialled afresh.
+		n.closeConnsNotAt(ai)
 	}
 	if len(ai.Addrs) == 0 {
 		if err := n.connectByID(ctx, ai.ID); err != nil {
@@ -584,6 +592,17 @@ func (n *Node) probe(ctx context.Context, ai peer.AddrInfo) error {
 		errs = append(errs, fmt.Errorf("%s: %w", a, err))
 	}
 	return errors.Join(errs...)
+}
+
+// closeConnsNotAt closes this node's connections to ai.ID that are not to
+// one of ai.Addrs.
+func (n *Node) closeConnsNotAt(ai peer.AddrInfo) {
+	for _, c := range n.host.Network().ConnsToPeer(ai.ID) {
+		if !slices.ContainsFunc(ai.Addrs, c.RemoteMultiaddr().Equal) {
+			n.log.Debug("closing a connection elsewhere than the peer answers now", "peer", ai.ID, "addr", c.RemoteMultiaddr())
+			_ = c.Close()
+		}
+	}
 }
 
 // connectedAt reports whether one of nw's connections to ai.ID is to one of

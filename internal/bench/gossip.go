@@ -140,7 +140,16 @@ type GossipDaemonResult struct {
 	// the attack (counterNames; each series by its labels, as
 	// /metrics writes it), what changed from the attack's start to its end.
 	Counters map[string]float64 `json:"counters,omitempty"`
+	// MemoryAfter is where its memory was after the wait (memoryNames: the
+	// Go heap in use and idle, pebble's memtables and block cache), in
+	// bytes, beside RSSAfter: what stayed is the flood's state or the data
+	// it stored.
+	MemoryAfter map[string]float64 `json:"memory_after,omitempty"`
 }
+
+// memoryNames are the gauges of GossipDaemonResult.MemoryAfter.
+var memoryNames = []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+	"go_memstats_heap_released_bytes", "wats_db_memory_bytes"}
 
 // counterNames are the metrics GossipDaemonResult.Counters follows: where
 // events went at a daemon (docs/adr/0041).
@@ -153,6 +162,12 @@ var counterNames = []string{
 // counters reads the series of counterNames from a daemon's /metrics (none
 // if it cannot).
 func counters(ctx context.Context, cl *api.Client) map[string]float64 {
+	return series(ctx, cl, counterNames)
+}
+
+// series reads the series of the metrics names from a daemon's /metrics
+// (none if it cannot), each by its labels as /metrics writes it.
+func series(ctx context.Context, cl *api.Client, names []string) map[string]float64 {
 	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
 	defer cancel()
 	text, err := cl.Metrics(cctx)
@@ -166,7 +181,7 @@ func counters(ctx context.Context, cl *api.Client) map[string]float64 {
 			continue
 		}
 		name, _, _ := strings.Cut(series, "{")
-		if !slices.Contains(counterNames, name) {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		if f, err := strconv.ParseFloat(v, 64); err == nil {
@@ -774,6 +789,7 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	for i, pid := range pids {
 		d := &res.Daemons[i]
 		d.RSSAfter = currentRSS(pid)
+		d.MemoryAfter = series(ctx, l.clients[i], memoryNames)
 		d.DiskAfter, _ = duBytes(l.repos[i])
 		if res.AfterSeconds > 0 {
 			d.CPUAfterPct = 100 * (cpuTime(pid) - cpu1[i]).Seconds() / res.AfterSeconds
