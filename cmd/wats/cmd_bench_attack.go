@@ -41,6 +41,7 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
                           holding its connection 1 s
   sybil-sync              330 fresh ids a second say hello and ask for a sync
                           page each, as newcomers do
+  sybil-host-sync         the same from whole libp2p hosts (identify, heads)
   hoard-unnegotiated-N    N ids hold streams that never name a protocol
   hoard-prefix-N          N ids hold /wats/1 streams stalled in a length prefix
   bad-solutions           ids flood requests and answer challenges wrongly

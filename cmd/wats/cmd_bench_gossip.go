@@ -57,7 +57,8 @@ own queue to a node cannot take:
 
   spam-RxN        N ids (20, 100) at R envelopes a second each (50, 200,
                   1000); an id that cannot sign that fast falls behind
-  spam-large      20 ids at 50 a second, envelopes of about 50 KiB
+  spam-large      20 ids at 50 a second, envelopes of about 59 KiB (the
+                  largest valid: just under the 64 KiB cap)
   spam-ihave      spam-200x20 while 20 more ids run ihave-flood
   spam-hello      spam-200x20 from ids that also complete hello, ask for a
                   sync page every second, serve their own logs and
@@ -270,7 +271,7 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", 60*time.Second, "how long to attack once the ids are connected")
 	cmd.Flags().IntVar(&o.IDs, "ids", 0, "attacker ids (0: the attack's default)")
 	cmd.Flags().IntVar(&o.Rate, "rate", 0, "envelopes a second per id, open loop (0: as fast as the targets read)")
-	cmd.Flags().BoolVar(&o.Large, "large", false, "open loop: envelopes of about 50 KiB")
+	cmd.Flags().BoolVar(&o.Large, "large", false, "open loop: envelopes of about 59 KiB, just under the cap")
 	cmd.Flags().BoolVar(&o.Hello, "hello", false, "open loop: the ids complete hello, sync and announce heads too")
 	cmd.Flags().StringVar(&also, "also", "", "a second gossip attack to run at the same time, with ids of its own")
 	cmd.Flags().IntVar(&alsoO.IDs, "also-ids", 0, "the second attack's ids (0: its default)")

@@ -104,9 +104,8 @@ type GossipOptions struct {
 	// Dropped). 0: closed loop, as fast as the targets read, through
 	// gossipsub.
 	Rate int
-	// Large makes each open-loop envelope about 50 KiB (the largest body
-	// and proto.MaxProviders providers of long addresses): the most an
-	// envelope without blobs holds. Open loop only.
+	// Large makes each open-loop envelope LargeEnvelope: just under
+	// proto.MaxEnvelopeBytes. Open loop only.
 	Large bool
 	// Hello makes each open-loop id a peer as well: it completes hello
 	// with each target, answers its sync from its own log, asks it for a

@@ -1,6 +1,7 @@
 package attack_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -244,8 +245,9 @@ func TestGossipAttackers(t *testing.T) {
 	})
 }
 
-// TestGossipEnvelopes checks the two envelopes of the floods directly:
-// exactly the size asked for, and what gossip.Validate says of them.
+// TestGossipEnvelopes checks the envelopes of the floods directly: exactly
+// the size asked for, the large one just under the cap, and what
+// gossip.Validate says of them.
 func TestGossipEnvelopes(t *testing.T) {
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -273,5 +275,26 @@ func TestGossipEnvelopes(t *testing.T) {
 	}
 	if id, _ := peer.IDFromPrivateKey(key); ev.Author != id.String() {
 		t.Fatalf("author %s, want the key's %s", ev.Author, id)
+	}
+	large, raw, err := attack.LargeEnvelope(key, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As large as a valid envelope gets: every cap of its event and its
+	// providers reached, within proto.MaxEnvelopeBytes.
+	if len(large) > proto.MaxEnvelopeBytes || len(large) < 58<<10 {
+		t.Errorf("large envelope of %d bytes; want 58 KiB to the cap, %d", len(large), proto.MaxEnvelopeBytes)
+	}
+	env, ev, err := gossip.Validate(large, time.Now())
+	if err != nil {
+		t.Fatalf("large envelope: %v", err)
+	}
+	if len(ev.Blobs) != eventlog.MaxBlobs || len(env.Providers) != proto.MaxProviders || !bytes.Equal(env.Event, raw) {
+		t.Errorf("large envelope: %d blobs, %d providers; want %d, %d and its event", len(ev.Blobs), len(env.Providers), eventlog.MaxBlobs, proto.MaxProviders)
+	}
+	for _, p := range env.Providers {
+		if len(p.Addrs) != proto.MaxProviderAddrs || len(p.Addrs[0]) != proto.MaxAddrBytes {
+			t.Fatalf("a provider of the large envelope: %d addresses of %d bytes; want %d of %d", len(p.Addrs), len(p.Addrs[0]), proto.MaxProviderAddrs, proto.MaxAddrBytes)
+		}
 	}
 }

@@ -5,17 +5,21 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/ipfs/go-cid"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-msgio/pbio"
+	"github.com/multiformats/go-multihash"
+	_ "github.com/multiformats/go-multihash/register/blake3" // BLAKE3 for the blobs' CIDs
 	pbproto "google.golang.org/protobuf/proto"
 
 	"github.com/wats-network/wats/core"
@@ -84,14 +88,13 @@ func (id *gossipID) openLoop(ctx context.Context, targets []peer.AddrInfo, topic
 // envelope is the i-th envelope of a flood: SpamEnvelope, or with
 // o.Large LargeEnvelope; raw is its event.
 func (id *gossipID) envelope(i int, o GossipOptions) (env []byte, raw jsontext.Value, err error) {
+	if o.Large {
+		return LargeEnvelope(id.key, i)
+	}
 	if raw, err = spamEvent(id.key, i, o.BodyBytes); err != nil {
 		return nil, nil, err
 	}
-	e := &proto.Envelope{Event: raw}
-	if o.Large {
-		e.Providers = largeProviders(id.h.ID())
-	}
-	env, err = proto.MarshalEnvelope(e)
+	env, err = proto.MarshalEnvelope(&proto.Envelope{Event: raw})
 	return env, raw, err
 }
 
@@ -102,17 +105,51 @@ func spamBody(i, bodyBytes int) jsontext.Value {
 	return jsontext.Value(fmt.Sprintf(`{"spam":%d,"p":%q}`, i, strings.Repeat("s", bodyBytes)))
 }
 
-// largeProviders are the providers of a large envelope (GossipOptions.Large):
-// proto.MaxProviders of them with proto.MaxProviderAddrs addresses each,
-// every one near the cap of a multiaddr, so that with the largest body an
-// envelope is about 50 KiB, the most one without blobs holds.
-func largeProviders(self peer.ID) []proto.Provider {
-	long := "/dns4/" + strings.Repeat("a", proto.MaxAddrBytes-40) + "/tcp/1"
-	out := make([]proto.Provider, proto.MaxProviders)
-	for i := range out {
-		out[i] = proto.Provider{ID: self.String(), Addrs: []string{long, long, long, long}[:proto.MaxProviderAddrs]}
+// LargeEnvelope is the i-th envelope of a large flood (GossipOptions.Large),
+// signed by key, and its event: the largest body, eventlog.MaxBlobs blob
+// references whose names of eventlog.MaxBlobNameBytes are escaped to twice
+// that, and as many providers (up to proto.MaxProviders) of
+// proto.MaxProviderAddrs addresses of proto.MaxAddrBytes as keep the
+// envelope within proto.MaxEnvelopeBytes: about 59 KiB, as large as a
+// valid envelope gets, just under the 64 KiB cap. The blobs exist nowhere;
+// a node only records the providers as hints for them.
+func LargeEnvelope(key crypto.PrivKey, i int) (env []byte, raw jsontext.Value, err error) {
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out
+	refs := make([]eventlog.BlobRef, eventlog.MaxBlobs)
+	for j := range refs {
+		h, err := multihash.Sum(fmt.Appendf(nil, "%s/%d/%d", self, i, j), multihash.BLAKE3, 32)
+		if err != nil {
+			return nil, nil, err
+		}
+		refs[j] = eventlog.BlobRef{CID: cid.NewCidV1(cid.Raw, h).String(), Size: 1 << 20,
+			Name: fmt.Sprintf("%02d", j) + strings.Repeat(`\"`, (eventlog.MaxBlobNameBytes-2)/2)}
+	}
+	ev, err := eventlog.New(key, time.Now(), "note", spamBody(i, eventlog.MaxBodyBytes), refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw, err = ev.Marshal(); err != nil {
+		return nil, nil, err
+	}
+	long := "/dns4/" + strings.Repeat("a", proto.MaxAddrBytes-len("/dns4//tcp/1")) + "/tcp/1"
+	e := &proto.Envelope{Event: raw}
+	for len(e.Providers) < proto.MaxProviders {
+		e.Providers = append(e.Providers, proto.Provider{ID: self.String(),
+			Addrs: slices.Repeat([]string{long}, proto.MaxProviderAddrs)})
+		b, err := proto.MarshalEnvelope(e)
+		if err != nil || len(b) > proto.MaxEnvelopeBytes {
+			e.Providers = e.Providers[:len(e.Providers)-1]
+			break
+		}
+		env = b
+	}
+	if env == nil {
+		env, err = proto.MarshalEnvelope(e)
+	}
+	return env, raw, err
 }
 
 // signedMessage is a gossipsub message of data on topic from the id of
