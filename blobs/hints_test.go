@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ipfs/go-cid"
@@ -26,7 +27,7 @@ func blobCID(t *testing.T, i int) cid.Cid {
 // one hinted again moves to the front with its new addresses, without a
 // duplicate.
 func TestHintsKeepNewest16(t *testing.T) {
-	h := NewHints(10)
+	h := NewHints(10, DefaultMaxHintBytes)
 	c := blobCID(t, 0)
 	ps := infos(ids(20, "p"))
 	for _, p := range ps {
@@ -70,7 +71,7 @@ func TestHintsKeepNewest16(t *testing.T) {
 // forgets the blob least recently hinted; reading hints does not make a
 // blob recent.
 func TestHintsForgetLeastRecentBlob(t *testing.T) {
-	h := NewHints(3)
+	h := NewHints(3, DefaultMaxHintBytes)
 	p := infos(ids(1, "p"))
 	for i := range 3 {
 		h.Add(blobCID(t, i), p)
@@ -89,5 +90,42 @@ func TestHintsForgetLeastRecentBlob(t *testing.T) {
 	h.Add(blobCID(t, 9), nil)
 	if h.Len() != 3 || h.Get(blobCID(t, 9)) != nil {
 		t.Fatal("an empty hint was recorded")
+	}
+}
+
+// TestHintsByteBound: the table holds at most its bytes of hints
+// (hintBytes), the least recently hinted blobs forgotten past it, at the
+// bound and one byte under it; a blob hinted again is counted once; the
+// newest blob's hints stay even when they alone are over.
+func TestHintsByteBound(t *testing.T) {
+	long := ma.StringCast("/dns4/" + strings.Repeat("a", 1000) + "/tcp/1")
+	hint := []peer.AddrInfo{{ID: "p", Addrs: []ma.Multiaddr{long, long}}}
+	one := hintBytes(hint)
+	if one < 2000 {
+		t.Fatalf("hintBytes of two addresses of 1 KiB = %d", one)
+	}
+	for _, tc := range []struct {
+		maxBytes, kept int
+	}{{3 * one, 3}, {3*one - 1, 2}, {one - 1, 1}} {
+		h := NewHints(100, tc.maxBytes)
+		for i := range 3 {
+			h.Add(blobCID(t, i), hint)
+			h.Add(blobCID(t, i), hint) // counted once
+		}
+		if h.Len() != tc.kept || h.bytes != tc.kept*one || h.Get(blobCID(t, 2)) == nil {
+			t.Errorf("bound %d: %d blobs of %d bytes, the newest kept %v; want %d of %d", tc.maxBytes, h.Len(), h.bytes,
+				h.Get(blobCID(t, 2)) != nil, tc.kept, tc.kept*one)
+		}
+		if tc.kept < 3 && h.Get(blobCID(t, 0)) != nil {
+			t.Errorf("bound %d: the least recently hinted blob kept", tc.maxBytes)
+		}
+	}
+	// Evicted by count, its bytes leave too.
+	h := NewHints(2, DefaultMaxHintBytes)
+	for i := range 5 {
+		h.Add(blobCID(t, i), hint)
+	}
+	if h.Len() != 2 || h.bytes != 2*one {
+		t.Errorf("bound of 2 blobs: %d blobs of %d bytes; want 2 of %d", h.Len(), h.bytes, 2*one)
 	}
 }

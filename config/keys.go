@@ -261,7 +261,8 @@ var keyDocs = map[string]keyDoc{
 	},
 	"limits.stranger_author_per_min": {
 		what: "Gossiped events of new authors (first stored here less than new_author_minutes ago, and " +
-			"no peer-cache record), all together, a minute: fresh keys cost nothing (docs/adr/0031).",
+			"no peer-cache record), all together, a minute: fresh keys cost nothing (docs/adr/0031). " +
+			"An event over 4 KiB counts as one per 4 KiB started (docs/adr/0041).",
 		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_author_per_min = 600",
 	},
@@ -274,7 +275,8 @@ var keyDocs = map[string]keyDoc{
 	"limits.stranger_sync_per_min": {
 		what: "Events of new authors stored a minute from the sync pages of peers without standing (peers " +
 			"this node did not dial, neither reputed nor valued nor established authors), all together: " +
-			"ids that complete hello make the node store no more of their own events (docs/adr/0041).",
+			"ids that complete hello make the node store no more of their own events. An event over " +
+			"4 KiB counts as one per 4 KiB started (docs/adr/0041).",
 		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_sync_per_min = 6000",
 	},

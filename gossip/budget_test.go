@@ -72,7 +72,7 @@ func TestAuthorBudgetTakenOnlyForVerifiedEvents(t *testing.T) {
 	storeErr := error(nil)
 	g := &Gossip{self: "self", opts: Options{
 		Now: func() time.Time { return now },
-		Author: func(_ peer.ID, _ string, take bool) bool {
+		Author: func(_ peer.ID, _ string, _ int, take bool) bool {
 			if !take {
 				peeks++
 				return tokens > 0
@@ -178,7 +178,7 @@ func TestHeldEventIgnoredBeforeVerification(t *testing.T) {
 	g := &Gossip{self: "self", opts: Options{
 		Now:    func() time.Time { return now },
 		Has:    func(id string) bool { return held[id] },
-		Author: func(peer.ID, string, bool) bool { authorCalls++; return true },
+		Author: func(peer.ID, string, int, bool) bool { authorCalls++; return true },
 		Store:  func(Delivery) error { stored++; held[ev.ID] = true; return nil },
 	}}
 	msg := func(data []byte) *pubsub.Message { return &pubsub.Message{Message: &pubsubpb.Message{Data: data}} }

@@ -51,12 +51,13 @@ type Options struct {
 	// score. It must be cheap and must not block. Nil admits every message.
 	Admit func(from peer.ID, author string) error
 	// Author is the budget of an author's new events (ADR 0031), for an
-	// envelope that peer from forwarded: called with take false before the
-	// event's signature is checked (false ignores the envelope at no
-	// cost), and with take true once the event verified (false ignores
-	// it; true has taken the token), so that forgeries in an author's
-	// name never spend its budget. Nil admits every author.
-	Author func(from peer.ID, author string, take bool) bool
+	// envelope that peer from forwarded, its event of size bytes: called
+	// with take false before the event's signature is checked (false
+	// ignores the envelope at no cost), and with take true once the event
+	// verified (false ignores it; true has taken what it costs), so that
+	// forgeries in an author's name never spend its budget. Nil admits
+	// every author.
+	Author func(from peer.ID, author string, size int, take bool) bool
 	// Store is called, from the validator and concurrently, for each valid
 	// envelope that another peer forwarded and the node did not hold: it
 	// stores the event durably (and records the hints of its providers).
@@ -323,7 +324,7 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 		switch {
 		case g.opts.Has != nil && g.opts.Has(ev.ID):
 			return pubsub.ValidationIgnore
-		case g.opts.Author != nil && !g.opts.Author(from, ev.Author, false):
+		case g.opts.Author != nil && !g.opts.Author(from, ev.Author, len(env.Event), false):
 			g.ignored(from, ErrOverAuthorBudget)
 			return pubsub.ValidationIgnore
 		}
@@ -348,7 +349,7 @@ func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message
 	if from == g.self {
 		return pubsub.ValidationAccept // our own publication, stored before
 	}
-	if g.opts.Author != nil && !g.opts.Author(from, ev.Author, true) {
+	if g.opts.Author != nil && !g.opts.Author(from, ev.Author, len(env.Event), true) {
 		g.ignored(from, ErrOverAuthorBudget)
 		return pubsub.ValidationIgnore
 	}

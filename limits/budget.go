@@ -143,6 +143,26 @@ func (b *Budget) Has(k string, t Tier, now int64) bool { return b.decide(k, t, n
 // take from the author's own bucket, not from the share a flood spends).
 func (b *Budget) HasOwn(k string, t Tier, now int64) bool { return b.decide(k, t, now, false, false) }
 
+// ChargeStrangers takes k more tokens from the strangers' shared bucket at
+// now, whether or not it holds them (Shared.Charge: at most a minute into
+// debt): the rest of the cost of an event larger than one token
+// (EventTokens) whose first token Allow took. Nothing when the share is
+// unlimited or k <= 0.
+func (b *Budget) ChargeStrangers(k int, now int64) { b.strangers.Charge(k, now) }
+
+// EventTokenBytes is the size of event one token of the strangers' shares
+// pays for (ADR 0041): limits.stranger_author_per_min and
+// limits.stranger_sync_per_min count events of up to 4 KiB, and a larger
+// one as one per 4 KiB started, so that what strangers make a node store
+// is bounded in bytes as well as in events.
+const EventTokenBytes = 4 << 10
+
+// EventTokens is the tokens of the strangers' shares an event of size
+// bytes (its encoded form) costs: one per EventTokenBytes started, at
+// least one. A 1 KiB note costs 1; the largest event (eventlog's 32 KiB
+// cap) 8.
+func EventTokens(size int) int { return max(1, (size+EventTokenBytes-1)/EventTokenBytes) }
+
 func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {
 	if !t.Valid() {
 		return false

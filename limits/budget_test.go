@@ -281,3 +281,47 @@ func TestBudgetHasOwn(t *testing.T) {
 		t.Errorf("HasOwn of a new key: want true and no state kept, tracking %d keys", b.Len())
 	}
 }
+
+// TestEventTokens: one token per EventTokenBytes started, at least one, at
+// and past each step.
+func TestEventTokens(t *testing.T) {
+	for _, c := range []struct{ size, want int }{
+		{0, 1}, {1, 1}, {EventTokenBytes, 1}, {EventTokenBytes + 1, 2},
+		{2 * EventTokenBytes, 2}, {2*EventTokenBytes + 1, 3}, {32 << 10, 8}, {32<<10 + 1, 9},
+	} {
+		if got := EventTokens(c.size); got != c.want {
+			t.Errorf("EventTokens(%d) = %d, want %d", c.size, got, c.want)
+		}
+	}
+}
+
+// TestBudgetChargeStrangers: the rest of a large event's cost is charged
+// to the strangers' share only, into debt, so that its next tokens wait;
+// an unlimited share is not charged.
+func TestBudgetChargeStrangers(t *testing.T) {
+	b := newTestBudget(t, BudgetRate{PerMin: 600, StrangersPerMin: 120}) // shared burst 30, one every 500 ms
+	for i := range 4 {                                                   // 4 events of 7 tokens: 28
+		if !b.Allow("fresh-"+strconv.Itoa(i), TierNew, 0) {
+			t.Fatalf("event %d refused", i)
+		}
+		b.ChargeStrangers(6, 0)
+	}
+	if !b.Allow("fresh-4", TierNew, 0) { // 29: a token is left
+		t.Fatal("the 29th token refused")
+	}
+	b.ChargeStrangers(6, 0) // 35: 5 past empty
+	if b.Has("fresh-5", TierNew, 0) || b.Has("fresh-5", TierNew, int64(3*time.Second-1)) {
+		t.Error("a token while the share is in debt")
+	}
+	if !b.Has("fresh-5", TierNew, int64(3*time.Second)) {
+		t.Error("no token once the debt of 5 and the next token are earned (3 s)")
+	}
+	if !b.HasOwn("fresh-5", TierNew, 0) || !b.Allow("known", TierNormal, 0) {
+		t.Error("the charge reached a key's own bucket or another tier")
+	}
+	u := newTestBudget(t, BudgetRate{PerMin: 600})
+	u.ChargeStrangers(1000, 0)
+	if !u.Allow("fresh", TierNew, 0) {
+		t.Error("a budget without a strangers' share was charged")
+	}
+}

@@ -149,10 +149,14 @@ func (n *Node) authorStanding(author string) (limits.Tier, bool) {
 const establishedAuthorsCached = 4096
 
 // admitAuthor is the author's budget of new events (limits.author_per_min
-// by its standing) for an envelope from forwarded: looked at before the
-// signature check, taken after. A new author's event forwarded by a peer
-// with standing takes from the author's own bucket only (admitForward).
-func (n *Node) admitAuthor(from peer.ID, author string, take bool) bool {
+// by its standing) for an envelope from forwarded, its event of size
+// bytes: looked at before the signature check, taken after. A new
+// author's event forwarded by a peer with standing takes from the
+// author's own bucket only (admitForward); one forwarded by a stranger
+// takes from the new authors' share too, a token per
+// limits.EventTokenBytes started (ADR 0041), the first when it is taken
+// and the rest charged.
+func (n *Node) admitAuthor(from peer.ID, author string, size int, take bool) bool {
 	t, _ := n.authorStanding(author)
 	now := int64(n.mono(n.now()))
 	own := n.forwarderStanding(from)
@@ -160,7 +164,13 @@ func (n *Node) admitAuthor(from peer.ID, author string, take bool) bool {
 	case take && own:
 		return n.authorBudget.AllowOwn(author, t, now)
 	case take:
-		return n.authorBudget.Allow(author, t, now)
+		if !n.authorBudget.Allow(author, t, now) {
+			return false
+		}
+		if t.Stranger() {
+			n.authorBudget.ChargeStrangers(limits.EventTokens(size)-1, now)
+		}
+		return true
 	case own:
 		return n.authorBudget.HasOwn(author, t, now)
 	}

@@ -335,3 +335,43 @@ func TestAuthorStandingRemembered(t *testing.T) {
 		t.Error("a step back of the wall clock made o a new author again")
 	}
 }
+
+// TestStrangersShareCountsBytes (ADR 0041): an event of a new author
+// forwarded by a stranger costs the new authors' share a token per
+// limits.EventTokenBytes started, so that events near the cap buy a
+// seventh of what 1 KiB ones do; a forwarder with standing is not
+// charged by the share.
+func TestStrangersShareCountsBytes(t *testing.T) {
+	clock := &fakeClock{}
+	cfg := testConfig(false, time.Hour)
+	cfg.Limits.StrangerAuthorPerMin = 600 // a burst of 150
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Now: clock.Now})
+	stranger := peer.ID("a stranger")
+	admitted := func(size, authors int) int {
+		got := 0
+		for i := range authors {
+			author := fmt.Sprintf("author-%d-%d", size, i)
+			if n.admitAuthor(stranger, author, size, false) && n.admitAuthor(stranger, author, size, true) {
+				got++
+			}
+		}
+		return got
+	}
+	// 28 KiB: 7 tokens; the 22nd takes the 148th token and the share is
+	// then in debt.
+	if got := admitted(28<<10, 200); got != 22 {
+		t.Errorf("events of 28 KiB admitted: %d, want 22 of a share of 150 tokens", got)
+	}
+	clock.Advance(time.Minute) // the debt of 4 and a full burst again
+	if got := admitted(limits.EventTokenBytes, 200); got != 150 {
+		t.Errorf("events of 4 KiB admitted: %d, want 150", got)
+	}
+	clock.Advance(time.Minute)
+	if got := admitted(limits.EventTokenBytes+1, 200); got != 75 {
+		t.Errorf("events of 4 KiB and a byte admitted: %d, want 75", got)
+	}
+}

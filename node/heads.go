@@ -137,14 +137,15 @@ func (s *newAuthorShare) wait(ctx context.Context) error {
 
 // charge charges the share for the events of page whose author is new
 // here (authorStanding), stored or not: what the page made the node
-// decode and verify. Events that do not decode count as new.
+// decode and verify, each a token per limits.EventTokenBytes started
+// (limits.EventTokens). Events that do not decode count as new.
 func (s *newAuthorShare) charge(page []jsontext.Value) {
 	k := 0
 	established := make(map[string]bool)
 	for _, raw := range page {
 		ev, err := eventlog.Decode(raw)
 		if err != nil {
-			k++
+			k += limits.EventTokens(len(raw))
 			continue
 		}
 		est, ok := established[ev.Author]
@@ -153,7 +154,7 @@ func (s *newAuthorShare) charge(page []jsontext.Value) {
 			established[ev.Author] = est
 		}
 		if !est {
-			k++
+			k += limits.EventTokens(len(raw))
 		}
 	}
 	if s.taken && k > 0 {

@@ -240,7 +240,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.m = newMetrics(n)
-	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs)
+	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs, blobs.DefaultMaxHintBytes)
 
 	ok := false
 	defer func() {
