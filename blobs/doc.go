@@ -31,7 +31,8 @@
 //     other, AttemptTimeout (60 s) each and FetchTimeout (120 s) in all,
 //     in the order of its Sources; providers under backoff are skipped.
 //   - Hints (ADR 0014, docs/design.md §6): at most core.MaxHintsPerBlob
-//     providers kept per blob, the newest, for DefaultMaxHintBlobs blobs.
+//     providers kept per blob, the newest, for DefaultMaxHintBlobs blobs
+//     and DefaultMaxHintBytes of hints.
 //   - Scheduler (ADR 0029, auto-fetch): at most QueueLen (1024) blobs
 //     waiting, PeerShare (256) of one peer's events, a blob once; a fetch
 //     that found no provider that served it retried after 30 s, 1, 2 and
