@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,10 +145,10 @@ func TestConnectElsewhereClosesTheOldConnection(t *testing.T) {
 		t.Error("the connection elsewhere is still open")
 	}
 	// libp2p dials every address it knows for b, so the new connection
-	// may be at either.
+	// may be at either; b may have dialled a meanwhile too.
 	conns := a.Host().Network().ConnsToPeer(b.ID())
-	if len(conns) != 1 || conns[0] == old[0] {
-		t.Fatalf("connections after connecting at b's other address: %v; want one new one", conns)
+	if len(conns) == 0 || slices.Contains(conns, old[0]) {
+		t.Fatalf("connections after connecting at b's other address: %v; want new ones only", conns)
 	}
 	if _, err := a.call(ctx, b.ID(), a.ownHello()); err != nil {
 		t.Errorf("a request over the new connection: %v", err)
