@@ -466,3 +466,26 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 		t.Fatal("not stored")
 	}
 }
+
+// TestHelloFirstUntilThePeerHeardUs: a provider's hello to this node does
+// not make it hold this node's (the answer may be on its way, and a want
+// sent then is answered DONT_HAVE): helloFirst says hello until this
+// node's own hello to the provider was answered.
+func TestHelloFirstUntilThePeerHeardUs(t *testing.T) {
+	a := startNode(t, testConfig(false, time.Hour))
+	b := startNode(t, testConfig(false, time.Hour))
+	connect(t, a, b)
+	st := b.run.get(a.ID())
+	if st == nil || !st.helloed() {
+		t.Fatal("a's hello not recorded at b")
+	}
+	st.heardUs.Store(false) // as if b's own hello to a were still on its way
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.helloFirst(ctx, a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if !st.heardUs.Load() {
+		t.Error("helloFirst returned before b's hello to a was answered")
+	}
+}

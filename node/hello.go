@@ -67,6 +67,7 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 			ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)
 	}
 	n.recordHello(p, resp.Hello)
+	n.peerOf(p).heardUs.Store(true)
 	return nil
 }
 

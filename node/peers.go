@@ -113,6 +113,12 @@ type peerState struct {
 	// helloed, the one rule of "hello done" (blobs.serve =
 	// "peers" serves only such peers; the sync loop syncs only from them).
 	helloDone atomic.Bool
+	// heardUs: this node's own hello to it was answered on this
+	// connection, so it holds this node's hello (a peer records a hello
+	// before it answers). Its hello to this node alone does not say so:
+	// this node's answer may still be on its way, and a want sent then
+	// is answered DONT_HAVE (helloFirst).
+	heardUs atomic.Bool
 	// notWats: an explicit connect found that it does not speak /wats/1
 	// (an IPFS node, say): a blob provider over bitswap and nothing more.
 	notWats atomic.Bool
