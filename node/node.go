@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -533,7 +534,7 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 		if err := n.connectByID(ctx, ai.ID); err != nil {
 			return "", fmt.Errorf("node: connect %s: %w", ai.ID, err)
 		}
-	} else if err := n.host.Connect(ctx, ai); err != nil {
+	} else if err := n.dial(ctx, ai); err != nil {
 		forget()
 		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
@@ -544,6 +545,36 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 		return ai.ID, nil
 	}
 	return ai.ID, err
+}
+
+// dial connects to ai, once more after a short, random wait when the
+// security handshake failed (errHandshake): two nodes that dial each other
+// at once from their listen ports (libp2p's TCP reuses them) make one TCP
+// connection with two initiators, and both handshakes fail; a node that
+// restarts redials its known peers (redial) while they may be dialling it.
+func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
+	err := n.host.Connect(ctx, ai)
+	if err == nil || !errHandshake(err) {
+		return err
+	}
+	t := time.NewTimer(50*time.Millisecond + rand.N(200*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return err
+	}
+	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(ai.ID) // the failed dial's backoff
+	}
+	return n.host.Connect(ctx, ai)
+}
+
+// errHandshake reports whether err is a dial that reached the peer's
+// address and failed in the security handshake (libp2p's upgrader gives
+// no sentinel for it).
+func errHandshake(err error) bool {
+	return strings.Contains(err.Error(), "failed to negotiate security protocol")
 }
 
 // connectByID connects to p given by its peer ID alone: at the addresses

@@ -143,10 +143,10 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stage := newVerifyStage(n.now, n.has, cancel)
-	var fetchErr error
+	fetched := make(chan error, 1) // fetchPages' outcome, once it returned
 	go func() {
 		defer close(stage.pages)
-		fetchErr = n.fetchPages(ctx, p, start, maxPages, share, func(pg page) error { return stage.deliver(ctx, pg) })
+		fetched <- n.fetchPages(ctx, p, start, maxPages, share, func(pg page) error { return stage.deliver(ctx, pg) })
 	}()
 	verified := stage.verify(ctx, stage.pages)
 
@@ -171,8 +171,10 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 	}
 	for range verified { // drain, so every stage has ended when syncFrom returns
 	}
-	if err == nil {
-		err = fetchErr
+	// Received, not read from a variable: the verify stage may end on the
+	// cancel before the fetch does.
+	if ferr := <-fetched; err == nil {
+		err = ferr
 	}
 	// Make the cursor durable (docs/design.md §10) whatever happened.
 	if derr := n.saveCursor(p, st.Cursor, true); derr != nil && err == nil {
