@@ -552,6 +552,8 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 // at once from their listen ports (libp2p's TCP reuses them) make one TCP
 // connection with two initiators, and both handshakes fail; a node that
 // restarts redials its known peers (redial) while they may be dialling it.
+// Every dial of this node to a chosen peer goes through it: an operator's
+// connect, the redial of the peer cache, discovery (dialEach).
 func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
 	err := n.host.Connect(ctx, ai)
 	if err == nil || !errHandshake(err) {
@@ -682,7 +684,7 @@ func (n *Node) dialEach(infos iter.Seq[peer.AddrInfo], msg string) {
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
 			defer cancel()
-			if err := n.host.Connect(ctx, ai); err != nil {
+			if err := n.dial(ctx, ai); err != nil {
 				n.log.Debug(msg, "peer", ai.ID, "err", err)
 			}
 		})
