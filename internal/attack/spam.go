@@ -11,15 +11,17 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/ipfs/go-cid"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-msgio/pbio"
+	"github.com/multiformats/go-multihash"
+	_ "github.com/multiformats/go-multihash/register/blake3" // BLAKE3 for the blobs' CIDs
 	pbproto "google.golang.org/protobuf/proto"
 
-	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
@@ -118,11 +120,11 @@ func LargeEnvelope(key crypto.PrivKey, i int) (env []byte, raw jsontext.Value, e
 	}
 	refs := make([]eventlog.BlobRef, eventlog.MaxBlobs)
 	for j := range refs {
-		c, err := blobs.CIDBuilder.Sum(fmt.Appendf(nil, "%s/%d/%d", self, i, j))
+		h, err := multihash.Sum(fmt.Appendf(nil, "%s/%d/%d", self, i, j), multihash.BLAKE3, 32)
 		if err != nil {
 			return nil, nil, err
 		}
-		refs[j] = eventlog.BlobRef{CID: c.String(), Size: 1 << 20,
+		refs[j] = eventlog.BlobRef{CID: cid.NewCidV1(cid.Raw, h).String(), Size: 1 << 20,
 			Name: fmt.Sprintf("%02d", j) + strings.Repeat(`\"`, (eventlog.MaxBlobNameBytes-2)/2)}
 	}
 	ev, err := eventlog.New(key, time.Now(), "note", spamBody(i, eventlog.MaxBodyBytes), refs)
