@@ -64,7 +64,8 @@ func TestConnectByPeerIDFindsTheAddressesOnTheDHT(t *testing.T) {
 	boot := startNode(t, dhtConfig())
 	a := startNode(t, dhtConfig(boot))
 	b := startNode(t, dhtConfig(boot))
-	waitRoutingTables(t, 1, boot, a, b)
+	waitRoutingTables(t, 1, a, b)
+	waitRoutingTables(t, 2, boot) // boot knows b: a's lookup asks boot
 	forget(a, b.ID())
 	if addrs := a.host.Peerstore().Addrs(b.ID()); len(addrs) != 0 {
 		t.Fatalf("a still knows b's addresses %v", addrs)
