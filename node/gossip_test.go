@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -373,5 +374,29 @@ func TestStrangersShareCountsBytes(t *testing.T) {
 	clock.Advance(time.Minute)
 	if got := admitted(limits.EventTokenBytes+1, 200); got != 75 {
 		t.Errorf("events of 4 KiB and a byte admitted: %d, want 75", got)
+	}
+}
+
+// TestStrangersSyncShareCountsBytes (ADR 0041): a sync page from a peer
+// without standing is charged a token of limits.stranger_sync_per_min per
+// limits.EventTokenBytes started of each event: ten events of 28 KiB
+// spend a share of 30 tokens and more, ten of 1 KiB do not.
+func TestStrangersSyncShareCountsBytes(t *testing.T) {
+	for _, c := range []struct {
+		size    int
+		refused bool
+	}{{1 << 10, false}, {28 << 10, true}} {
+		cfg := testConfig(false, time.Hour)
+		cfg.Limits.StrangerSyncPerMin = 120 // a burst of 30, a token every 500 ms
+		n := startNode(t, cfg)
+		page := make([]jsontext.Value, 10)
+		for i := range page {
+			page[i] = jsontext.Value(strings.Repeat("x", c.size)) // undecodable: counted as a new author's
+		}
+		s := &newAuthorShare{n: n.Node, p: "a stranger"}
+		s.charge(page)
+		if ok, _ := n.strangerSync.Allow(int64(n.mono(n.now()))); ok == c.refused {
+			t.Errorf("after ten events of %d bytes: a token %v; want %v", c.size, ok, !c.refused)
+		}
 	}
 }
