@@ -152,7 +152,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
 	cmd.Flags().IntVar(&rate, "rate", 0, "valid-spam's envelopes a second per id, open loop (0: as the nodes read)")
-	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos and logs under DIR")
+	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos, logs and the daemons' heap profiles at the start and after the wait (heap-start-A.pb.gz, heap-after-A.pb.gz …) under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print one JSON object a line, as each scenario ends: {"scenario": …}`)
 	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
 	cmd.Flags().BoolVar(&trace, "trace", false, "trace gossipsub (WATS_GOSSIP_TRACE): where each late or lost event went")
@@ -171,14 +171,15 @@ func attackerEvents(r *bench.GossipResult) string {
 
 func (c *cli) printGossipTable(results []bench.GossipResult) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tA→B ≤1s\tNEVER B\tA→C ≤1s\tLATE C\tNEVER C\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
+	fmt.Fprintln(tw, "SCENARIO\tA→B ≤1s\tNEVER B\tA→C ≤1s\tLATE C\tNEVER C\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after (of the growth, memtables)\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
 	for _, r := range results {
 		var disk, rss, cpu, fsyncs []string
 		for _, d := range r.Daemons {
 			fsyncs = append(fsyncs, fmt.Sprintf("%d of %d", d.FsyncsSlow, d.Fsyncs))
 			disk = append(disk, fmt.Sprintf("%+.1f (%+.1f)", (float64(d.DiskEnd)-float64(d.DiskStart))/(1<<20),
 				(float64(d.FilesEnd)-float64(d.FilesStart))/(1<<20)))
-			rss = append(rss, fmt.Sprintf("%d/%d/%d/%d", d.RSSStart>>20, d.RSSPeak>>20, d.RSSEnd>>20, d.RSSAfter>>20))
+			rss = append(rss, fmt.Sprintf("%d/%d/%d/%d (memtables %.1f)", d.RSSStart>>20, d.RSSPeak>>20, d.RSSEnd>>20, d.RSSAfter>>20,
+				float64(d.RSSAfterMemtables)/(1<<20)))
 			cpu = append(cpu, fmt.Sprintf("%.0f%%", d.CPUPct))
 		}
 		for len(rss) < 3 {

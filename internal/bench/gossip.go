@@ -123,6 +123,12 @@ type GossipDaemonResult struct {
 	RSSPeak  uint64 `json:"rss_peak_bytes"`
 	RSSEnd   uint64 `json:"rss_end_bytes"`
 	RSSAfter uint64 `json:"rss_after_bytes"`
+	// RSSAfterMemtables is the part of RSSAfter - RSSStart that pebble's
+	// memtables account for (docs/adr/0042: events the node stored, held
+	// in a cache of a bounded size), in bytes: their growth in
+	// wats_db_memory_bytes, but no more than the anonymous memory that grew
+	// beyond what the Go runtime's did (memtableGrowth).
+	RSSAfterMemtables uint64 `json:"rss_after_memtables_bytes"`
 	// CPUPct is its CPU time during the attack, in percent of one core;
 	// CPUAfterPct the same during the wait after it.
 	CPUPct      float64 `json:"cpu_pct"`
@@ -140,16 +146,51 @@ type GossipDaemonResult struct {
 	// the attack (counterNames; each series by its labels, as
 	// /metrics writes it), what changed from the attack's start to its end.
 	Counters map[string]float64 `json:"counters,omitempty"`
-	// MemoryAfter is where its memory was after the wait (memoryNames: the
-	// Go heap in use and idle, pebble's memtables and block cache), in
-	// bytes, beside RSSAfter: what stayed is the flood's state or the data
+	// MemoryStart and MemoryAfter are where its memory was before the
+	// attack and after the wait (memoryNames: the Go heap in use, its
+	// objects, idle and the goal of its next collection, the goroutines and
+	// their stacks, all the runtime holds from the OS; pebble's memtables
+	// and block cache; rss_anon and rss_file, the
+	// process's anonymous and file-backed resident pages), in bytes, beside
+	// RSSStart and RSSAfter: what stayed is the flood's state or the data
 	// it stored.
+	MemoryStart map[string]float64 `json:"memory_start,omitempty"`
 	MemoryAfter map[string]float64 `json:"memory_after,omitempty"`
 }
 
-// memoryNames are the gauges of GossipDaemonResult.MemoryAfter.
-var memoryNames = []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
-	"go_memstats_heap_released_bytes", "wats_db_memory_bytes"}
+// memtableGrowth is the part of the growth of anonymous memory from
+// start to after that pebble's memtables account for, in bytes: the
+// growth of what they hold (wats_db_memory_bytes{what="memtables"}, the
+// arenas' sizes, of which only the part written to is resident), but no
+// more than the anonymous memory that grew beyond the Go runtime's own
+// (heap spans in use and idle not returned, goroutine stacks), so that
+// whatever Go holds counts against the attack.
+func memtableGrowth(start, after map[string]float64) uint64 {
+	const memtables = `wats_db_memory_bytes{what="memtables"}`
+	goHeld := func(m map[string]float64) float64 {
+		return m["go_memstats_heap_inuse_bytes"] + m["go_memstats_heap_idle_bytes"] -
+			m["go_memstats_heap_released_bytes"] + m["go_memstats_stack_inuse_bytes"]
+	}
+	notGo := (after["rss_anon"] - start["rss_anon"]) - (goHeld(after) - goHeld(start))
+	return uint64(max(0, min(after[memtables]-start[memtables], notGo)))
+}
+
+// memory reads the daemon's memoryNames and its RssAnon and RssFile.
+func memory(ctx context.Context, cl *api.Client, pid int) map[string]float64 {
+	m := series(ctx, cl, memoryNames)
+	if m == nil {
+		m = map[string]float64{}
+	}
+	m["rss_anon"] = float64(procStatusKB(pid, "RssAnon:"))
+	m["rss_file"] = float64(procStatusKB(pid, "RssFile:"))
+	return m
+}
+
+// memoryNames are the gauges of GossipDaemonResult.MemoryStart and
+// MemoryAfter.
+var memoryNames = []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes",
+	"go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes",
+	"go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes", "go_goroutines", "wats_db_memory_bytes"}
 
 // counterNames are the metrics GossipDaemonResult.Counters follows: where
 // events went at a daemon (docs/adr/0041).
@@ -189,6 +230,22 @@ func series(ctx context.Context, cl *api.Client, names []string) map[string]floa
 		}
 	}
 	return out
+}
+
+// keepHeapProfile writes the daemon's heap profile to path (go tool pprof
+// reads it: where the memory left after an attack is held).
+func keepHeapProfile(ctx context.Context, cl *api.Client, path string) error {
+	cctx, cancel := context.WithTimeout(ctx, devnet.CallTimeout)
+	defer cancel()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := cl.Profile(cctx, "heap", f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // counterDelta is end - start, series by series, leaving out those that
@@ -538,7 +595,9 @@ type GossipOptions struct {
 	// here); Duration how long the attack runs, A publishing meanwhile;
 	// After the wait after the attack before the last readings.
 	Warmup, Duration, After time.Duration
-	// Keep, if not "", keeps the scenario's repos and logs in Keep/NAME
+	// Keep, if not "", keeps the scenario's repos, logs and the daemons'
+	// heap profiles at the start and after the wait (heap-start-A.pb.gz,
+	// heap-after-A.pb.gz, …) in Keep/NAME
 	// (replacing what is there); else they are in a temporary directory
 	// removed after.
 	Keep string
@@ -641,8 +700,13 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	for i := range n {
 		pids[i] = l.procs[i].PID()
 		res.Daemons[i] = GossipDaemonResult{Name: lineNames[i], PeerID: l.ids[i],
-			RSSStart: currentRSS(pids[i])}
+			RSSStart: currentRSS(pids[i]), MemoryStart: memory(ctx, l.clients[i], pids[i])}
 		res.Daemons[i].DiskStart, res.Daemons[i].FilesStart = duBytes(l.repos[i])
+		if keep != "" {
+			if err := keepHeapProfile(ctx, l.clients[i], filepath.Join(dir, "heap-start-"+lineNames[i]+".pb.gz")); err != nil {
+				o.Log("%s: heap profile: %v", lineNames[i], err)
+			}
+		}
 	}
 
 	// The sampler: RSS peaks, the peers of each daemon and C's link to A,
@@ -789,7 +853,13 @@ func RunGossip(ctx context.Context, s GossipScenario, o GossipOptions) (*GossipR
 	for i, pid := range pids {
 		d := &res.Daemons[i]
 		d.RSSAfter = currentRSS(pid)
-		d.MemoryAfter = series(ctx, l.clients[i], memoryNames)
+		d.MemoryAfter = memory(ctx, l.clients[i], pid)
+		d.RSSAfterMemtables = memtableGrowth(d.MemoryStart, d.MemoryAfter)
+		if keep != "" {
+			if err := keepHeapProfile(ctx, l.clients[i], filepath.Join(dir, "heap-after-"+lineNames[i]+".pb.gz")); err != nil {
+				o.Log("%s: heap profile: %v", lineNames[i], err)
+			}
+		}
 		d.DiskAfter, _ = duBytes(l.repos[i])
 		if res.AfterSeconds > 0 {
 			d.CPUAfterPct = 100 * (cpuTime(pid) - cpu1[i]).Seconds() / res.AfterSeconds

@@ -328,6 +328,25 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 	return string(b), nil
 }
 
+// Profile writes the daemon's runtime profile name ("heap", "goroutine",
+// "allocs", … as net/http/pprof names them; GET /debug/pprof/NAME) to w,
+// in pprof's protobuf format. It fails on a name the runtime does not
+// know (an *Error, 404), if the daemon is not running, or if w fails.
+func (c *Client) Profile(ctx context.Context, name string, w io.Writer) error {
+	if name == "" || strings.ContainsAny(name, "/?#") {
+		return fmt.Errorf("api: profile %q: not a profile name", name)
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/debug/pprof/"+name, nil, nil, "application/octet-stream")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("api: profile %s: %w", name, err)
+	}
+	return nil
+}
+
 // readLines calls fn with each non-empty line of r (without its "\n")
 // until r ends (nil), a line is longer than c.maxLine (ErrTooLarge), r
 // fails, or fn returns an error (that error). The line is only valid
