@@ -157,8 +157,11 @@ const (
 // does not read fills only its own.
 const outboundQueue = 512
 
-// seenTTL is how long gossipsub remembers a message id it has seen (and
-// the deliveries its scoring counts), against its default of two minutes
+// seenTTL is how long gossipsub remembers a message id it has seen and
+// the deliveries its scoring counts (a record, with the set of peers that
+// sent it, for every message validated, the refused ones too; set in both
+// places, WithSeenMessagesTTL and PeerScoreParams.SeenMsgTTL), against its
+// default of two minutes
 // (ADR 0031). An event spreads within seconds and is announced by IHAVE
 // for gossipsub's history of 5 heartbeats (5 s); one that comes again
 // later is in the log, and the validator ignores it (Options.Has) without

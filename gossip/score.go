@@ -112,6 +112,7 @@ func scoreParams(topic string, app func(peer.ID) float64) (*pubsub.PeerScorePara
 		DecayInterval:               decayInterval,
 		DecayToZero:                 scoreDecayToZero,
 		RetainScore:                 scoreRetention,
+		SeenMsgTTL:                  seenTTL,
 	}
 	thresholds := &pubsub.PeerScoreThresholds{
 		GossipThreshold:             gossipThreshold,

@@ -102,3 +102,14 @@ func TestColocationExempt(t *testing.T) {
 		t.Error("colocation or behaviour not penalized")
 	}
 }
+
+// TestScoreForgetsDeliveriesWithTheSeenCache: the scoring's memory of
+// deliveries lasts as long as the seen cache's (seenTTL), not pubsub's
+// default of two minutes: a record is kept for every message a flood
+// makes the node validate.
+func TestScoreForgetsDeliveriesWithTheSeenCache(t *testing.T) {
+	params, _ := scoreParams("t", nil)
+	if params.SeenMsgTTL != seenTTL {
+		t.Errorf("deliveries remembered %v, the seen cache %v", params.SeenMsgTTL, seenTTL)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strconv"
 	"testing"
@@ -36,11 +37,15 @@ func garbage(mib int) {
 // releases again.
 func TestReleaseMemory(t *testing.T) {
 	var r releaser
-	r.release(readHeap()) // the first look: the floor
+	r.release(readHeap())
 	burst := func() heapSample {
+		// The collector is off during the burst, so that it leaves its
+		// garbage as a flood's end leaves it on an idle node: dead objects
+		// no collection has freed yet.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 		garbage(64)
 		h := readHeap()
-		r.cycles = h.cycles // the burst's own collections ran before this look
+		r.cycles = h.cycles
 		return h
 	}
 	h := burst()
@@ -51,63 +56,47 @@ func TestReleaseMemory(t *testing.T) {
 	if got := heapReleased() - before; got < 32<<20 {
 		t.Errorf("released %d MiB, want at least 32", got>>20)
 	}
-	if h := readHeap(); h.free <= releaseFree && r.release(h) {
+	if h := readHeap(); h.slack() > releaseSlack || h.free > releaseFree {
+		t.Errorf("right after a release: %d MiB beyond the live heap, %d MiB free", h.slack()>>20, h.free>>20)
+	}
+	if r.release(readHeap()) {
 		t.Error("nothing new since the last release: released again")
 	}
-	if !r.release(burst()) {
-		t.Error("a second burst of 64 MiB: nothing released")
+	if h := burst(); !r.release(h) {
+		t.Errorf("a second burst of 64 MiB: nothing released (%+v)", h)
 	}
 }
 
-// TestReleaseBounds: release looks only at the sample it is given, at and
-// just past releaseAbove, releaseSlack over the floor, releaseStep over the
-// last release and releaseFree; never while collections run, but for free
-// spans.
+// TestReleaseBounds: release looks only at the sample it is given: at and
+// just past releaseSlack beyond the live heap, never while collections run;
+// at and just past releaseFree, whether they run or not.
 func TestReleaseBounds(t *testing.T) {
 	const mib = 1 << 20
 	var r releaser
-	look := func(objects, free uint64, gc bool) bool {
+	look := func(objects, live, free uint64, gc bool) bool {
 		c := r.cycles
 		if gc {
 			c++
 		}
-		return r.release(heapSample{objects: objects, free: free, cycles: c})
+		return r.release(heapSample{objects: objects, live: live, free: free, cycles: c})
 	}
-	if look(10*mib, 0, true) {
-		t.Fatal("the first look, 10 MiB: released")
-	}
-	if look(10*mib+releaseSlack, 0, false) {
-		t.Error("floor+releaseSlack: released")
-	}
-	if look(10*mib+releaseSlack+1, 0, true) {
-		t.Error("floor+releaseSlack+1 with a collection since: released")
-	}
-	if !look(10*mib+releaseSlack+1, 0, false) {
-		t.Error("floor+releaseSlack+1, idle: not released")
-	}
-	r.after = 20 * mib
-	if look(20*mib+releaseStep, 0, false) {
-		t.Error("after+releaseStep: released")
-	}
-	if !look(20*mib+releaseStep+1, 0, false) {
-		t.Error("after+releaseStep+1, idle: not released")
-	}
-	// releaseAbove bounds it from below, whatever the floor.
-	r = releaser{}
-	look(1*mib, 0, true)
-	if look(releaseAbove, 0, false) {
-		t.Error("held releaseAbove: released")
-	}
-	if !look(releaseAbove+1, 0, false) {
-		t.Error("held releaseAbove+1, idle, over the floor: not released")
-	}
-	// Free spans alone, collections running or not.
-	r.after = 1 << 30
-	if look(8*mib, releaseFree, true) {
-		t.Error("free = releaseFree: released")
-	}
-	if !look(8*mib, releaseFree+1, true) {
-		t.Error("free = releaseFree+1: not released")
+	const live = 10 * mib
+	for _, c := range []struct {
+		name          string
+		objects, free uint64
+		gc, want      bool
+	}{
+		{"slack at the bound, idle", live + releaseSlack - mib, mib, false, false},
+		{"slack past the bound, idle", live + releaseSlack - mib, mib + 1, false, true},
+		{"objects alone past the bound, idle", live + releaseSlack + 1, 0, false, true},
+		{"slack past the bound, a collection since", live + releaseSlack + 1, 0, true, false},
+		{"free at its bound, a collection since", live, releaseFree, true, false},
+		{"free past its bound, a collection since", live, releaseFree + 1, true, true},
+		{"fewer objects than the last collection found live", live / 2, 0, false, false},
+	} {
+		if got := look(c.objects, live, c.free, c.gc); got != c.want {
+			t.Errorf("%s: released %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
