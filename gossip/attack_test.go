@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -360,4 +361,55 @@ func TestRefusedBounds(t *testing.T) {
 	if len(ctl.Ihave) != 1 || ctl.Ihave[0].MessageIDs[0] != "x" {
 		t.Errorf("an emptied IHAVE kept, or the other one lost: %v", ctl.Ihave)
 	}
+}
+
+// TestRefusedForgetsWithoutCalls: ids a flood left are forgotten once
+// stale, at the first look 2×refusedFor after their generation began (not
+// a nanosecond before), and, with no call at all, by the expiry timer.
+func TestRefusedForgetsWithoutCalls(t *testing.T) {
+	msg := func(i int) *pb.Message { return &pb.Message{Data: []byte(fmt.Sprint(i))} }
+	t.Run("at a look", func(t *testing.T) {
+		start := time.Unix(1000, 0)
+		now := start
+		r := newRefused(func() time.Time { return now })
+		defer r.close()
+		r.add(msg(1))
+		now = start.Add(2*refusedFor - 1)
+		r.strip(&pb.ControlMessage{Ihave: []*pb.ControlIHave{{MessageIDs: []string{"x"}}}})
+		if r.len() != 1 {
+			t.Fatalf("2×refusedFor-1 after: %d ids, want 1", r.len())
+		}
+		r = newRefused(func() time.Time { return now })
+		defer r.close()
+		now = start
+		r.since = start
+		r.add(msg(1))
+		now = start.Add(2 * refusedFor)
+		r.strip(&pb.ControlMessage{Ihave: []*pb.ControlIHave{{MessageIDs: []string{"x"}}}})
+		if r.len() != 0 || r.prev != nil {
+			t.Fatalf("2×refusedFor after: %d ids, want none", r.len())
+		}
+	})
+	t.Run("by the timer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newRefused(time.Now)
+			defer r.close()
+			for i := range 1000 {
+				r.add(msg(i))
+			}
+			time.Sleep(refusedFor)
+			synctest.Wait()
+			if r.len() != 1000 {
+				t.Fatalf("refusedFor after: %d ids, want 1000", r.len())
+			}
+			time.Sleep(3 * refusedFor)
+			synctest.Wait()
+			r.mu.Lock()
+			n, timer := len(r.cur)+len(r.prev), r.expiry
+			r.mu.Unlock()
+			if n != 0 || timer != nil {
+				t.Fatalf("3×refusedFor after the last add: %d ids, timer %v; want none", n, timer != nil)
+			}
+		})
+	})
 }

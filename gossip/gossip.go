@@ -275,6 +275,7 @@ func (g *Gossip) Close() error {
 	g.sub.Cancel()
 	g.cancel()
 	g.done.Wait()
+	g.refused.close()
 	err := g.topic.Close()
 	if g.trace != nil {
 		err = errors.Join(err, g.trace.Close())

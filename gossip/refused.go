@@ -20,19 +20,26 @@ type refused struct {
 	prev  map[string]struct{}
 	since time.Time // when cur was started
 	now   func() time.Time
+	// expiry, while ids are remembered, forgets them once they are stale
+	// though no call comes: a flood's last ids, and the maps the size of
+	// its generations, go when it ends (ADR 0042).
+	expiry *time.Timer
+	closed bool
 }
 
 // Bounds of refused: an id is remembered at least refusedFor (gossipsub
 // announces a message for 3 heartbeats, 3 s; the margin covers an IHAVE
 // on its way), and at most refusedPerGen ids are kept per generation, two
 // generations in all: past that under a flood, the oldest go sooner.
+// Without calls, both generations go 2×refusedFor after the last was
+// started, looked at every refusedFor.
 const (
 	refusedFor    = 5 * time.Second
 	refusedPerGen = 1 << 16
 )
 
 func newRefused(now func() time.Time) *refused {
-	return &refused{cur: make(map[string]struct{}), prev: make(map[string]struct{}), since: now(), now: now}
+	return &refused{cur: map[string]struct{}{}, since: now(), now: now}
 }
 
 // add remembers the message id of m.
@@ -40,10 +47,57 @@ func (r *refused) add(m *pb.Message) {
 	id := messageID(m)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if now := r.now(); len(r.cur) >= refusedPerGen || now.Sub(r.since) >= refusedFor || now.Before(r.since) {
-		r.prev, r.cur, r.since = r.cur, make(map[string]struct{}, len(r.cur)), now
-	}
+	r.rotate(r.now(), len(r.cur) >= refusedPerGen)
 	r.cur[id] = struct{}{}
+	if r.expiry == nil && !r.closed {
+		r.expiry = time.AfterFunc(refusedFor, r.expire)
+	}
+}
+
+// rotate starts a new generation when cur is full, refusedFor old, or the
+// clock stepped back to before it began; when both generations are stale
+// (cur began 2×refusedFor ago: every id in it was added refusedFor ago
+// or more), it forgets them both. A new generation's map starts small:
+// a flood's size does not outlive it. REQUIRES: r.mu held.
+func (r *refused) rotate(now time.Time, full bool) {
+	age := now.Sub(r.since)
+	switch {
+	case age >= 2*refusedFor:
+		r.prev, r.cur, r.since = nil, map[string]struct{}{}, now
+	case full || age >= refusedFor || now.Before(r.since):
+		r.prev, r.cur, r.since = r.cur, map[string]struct{}{}, now
+	}
+}
+
+// expire is expiry's call: it rotates, and looks again in refusedFor
+// while any id is remembered.
+func (r *refused) expire() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rotate(r.now(), false)
+	if len(r.cur)+len(r.prev) == 0 || r.closed {
+		r.expiry = nil
+		return
+	}
+	r.expiry.Reset(refusedFor)
+}
+
+// close stops expiry.
+func (r *refused) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+}
+
+// len is how many ids it remembers.
+func (r *refused) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.cur) + len(r.prev)
 }
 
 // strip takes the ids it remembers out of the IHAVEs of ctl, and drops
@@ -54,6 +108,7 @@ func (r *refused) strip(ctl *pb.ControlMessage) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.rotate(r.now(), false)
 	if len(r.cur)+len(r.prev) == 0 {
 		return
 	}
