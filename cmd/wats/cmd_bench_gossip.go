@@ -68,6 +68,9 @@ own queue to a node cannot take:
                   by pull); -budget: with limits.author_per_min 6000
   spam-cold       spam-200x20 with no warm-up: A is a new author at B and
                   C, as in a network whose nodes all just started
+  cold            no attack and no warm-up: spam-cold's control (what a
+                  node's first minutes of work cost in memory, attack or
+                  not)
 
 With --netns (root and the ip command) the attacker runs in a network
 namespace of its own, each id dialling from its own address in

@@ -4,7 +4,7 @@ import "testing"
 
 // TestMemtableGrowth: the memtables' share of an RSS growth is their own
 // growth, no more than the anonymous memory that grew beyond the Go
-// runtime's, and never below zero.
+// runtime's and the block cache's, and never below zero.
 func TestMemtableGrowth(t *testing.T) {
 	const mib = 1 << 20
 	const memt = `wats_db_memory_bytes{what="memtables"}`
@@ -25,6 +25,11 @@ func TestMemtableGrowth(t *testing.T) {
 		{"less anonymous memory than at the start", mem(10, 7, 8), 0},
 		{"memtables smaller than at the start", mem(24, 7, 0), 0},
 		{"no readings", nil, 0},
+		{"the block cache grew too", func() map[string]float64 {
+			m := mem(24, 10, 16)
+			m[`wats_db_memory_bytes{what="block_cache"}`] = 2 * mib
+			return m
+		}(), 7 * mib},
 	} {
 		if got := memtableGrowth(start, c.after); got != c.want {
 			t.Errorf("%s: %.2f MiB, want %.2f", c.name, float64(got)/mib, float64(c.want)/mib)

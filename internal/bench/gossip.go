@@ -82,6 +82,7 @@ var GossipScenarios = []GossipScenario{
 	{Name: "spam-honest50", Attack: attack.ValidSpam, IDs: 20, Rate: 200, HonestRate: 50},
 	{Name: "spam-honest50-budget", Attack: attack.ValidSpam, IDs: 20, Rate: 200, HonestRate: 50, AuthorPerMin: 6000},
 	{Name: "spam-cold", Attack: attack.ValidSpam, IDs: 20, Rate: 200, Cold: true},
+	{Name: "cold", Cold: true},
 }
 
 const (
@@ -127,7 +128,8 @@ type GossipDaemonResult struct {
 	// memtables account for (docs/adr/0042: events the node stored, held
 	// in a cache of a bounded size), in bytes: their growth in
 	// wats_db_memory_bytes, but no more than the anonymous memory that grew
-	// beyond what the Go runtime's did (memtableGrowth).
+	// beyond what the Go runtime's and the block cache did
+	// (memtableGrowth).
 	RSSAfterMemtables uint64 `json:"rss_after_memtables_bytes"`
 	// CPUPct is its CPU time during the attack, in percent of one core;
 	// CPUAfterPct the same during the wait after it.
@@ -163,15 +165,17 @@ type GossipDaemonResult struct {
 // growth of what they hold (wats_db_memory_bytes{what="memtables"}, the
 // arenas' sizes, of which only the part written to is resident), but no
 // more than the anonymous memory that grew beyond the Go runtime's own
-// (heap spans in use and idle not returned, goroutine stacks), so that
-// whatever Go holds counts against the attack.
+// (heap spans in use and idle not returned, goroutine stacks) and
+// pebble's block cache, so that whatever Go and the block cache hold
+// counts against the attack.
 func memtableGrowth(start, after map[string]float64) uint64 {
-	const memtables = `wats_db_memory_bytes{what="memtables"}`
+	const memtables, cache = `wats_db_memory_bytes{what="memtables"}`, `wats_db_memory_bytes{what="block_cache"}`
 	goHeld := func(m map[string]float64) float64 {
 		return m["go_memstats_heap_inuse_bytes"] + m["go_memstats_heap_idle_bytes"] -
 			m["go_memstats_heap_released_bytes"] + m["go_memstats_stack_inuse_bytes"]
 	}
-	notGo := (after["rss_anon"] - start["rss_anon"]) - (goHeld(after) - goHeld(start))
+	notGo := (after["rss_anon"] - start["rss_anon"]) - (goHeld(after) - goHeld(start)) -
+		max(0, after[cache]-start[cache])
 	return uint64(max(0, min(after[memtables]-start[memtables], notGo)))
 }
 
