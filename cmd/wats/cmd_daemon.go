@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -98,10 +96,14 @@ func newLogger(lc config.LogConfig, w io.Writer, level *slog.LevelVar) (*slog.Lo
 // returned stop is called. It applies log.level to level at once and logs
 // the other keys that differ from running (the config the node started
 // with) as needing a restart; a file that is not valid is logged, and
-// nothing changes.
+// nothing changes. It reads main's SIGHUP channel (processHangups), so a
+// SIGHUP that came before it ran is a reload now; after stop, SIGHUPs are
+// still caught, and dropped: none ends the daemon while it shuts down.
 func reloadOnHUP(path string, running *config.Config, level *slog.LevelVar, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	hup := processHangups
+	if hup == nil {
+		hup = catchHangups()
+	}
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -113,10 +115,7 @@ func reloadOnHUP(path string, running *config.Config, level *slog.LevelVar, log 
 			}
 		}
 	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-	}
+	return func() { close(done) }
 }
 
 // reloadConfig is one SIGHUP of reloadOnHUP.

@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 	// name the binary in hints as a user who has it there would see it.
 	// TestHintsNameTheBinary and the end-to-end tests check the other case.
 	commandName = func() string { return defaultName }
+	// The test binary is package main: its C constructor ignored SIGHUP
+	// (hangup.go), and the processes it starts would inherit that as if run
+	// under nohup. Catching it, as the binary's main does, lets them start
+	// with SIGHUP's default.
+	catchHangups()
 	code := m.Run()
 	if binBuild.dir != "" {
 		os.RemoveAll(binBuild.dir)

@@ -23,7 +23,13 @@ const (
 var version = "dev"
 
 func main() {
+	hup := catchHangups() // first of all (hangup.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if isDaemonCommand(os.Args[1:]) {
+		processHangups = hup
+	} else {
+		ctx = endOnHangup(ctx, hup, hangupIgnoredAtExec())
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHangupAtAnyMoment: a SIGHUP at any moment from the process's first
+// instruction of its own on (its C constructor: hangup.go), 0 to 50 ms
+// after it in 2 ms steps, never ends the daemon: each start comes up,
+// serves `status`, and stops cleanly on SIGTERM. (Before that, in execve
+// and the dynamic loader, no program runs to catch it: the kernel ends
+// the process, as it would any other.) The repo is of the local profile
+// (its ports are chosen by the system, its traffic stays on 127.0.0.1):
+// what is tested is the process, not the profile.
+func TestHangupAtAnyMoment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and starts a daemon 26 times")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	repo := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	for ms := 0; ms <= 50; ms += 2 {
+		cmd := exec.Command(bin, "daemon", "--repo", repo)
+		cmd.Env = env
+		stderr := new(lockedBuffer)
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for !hangupHeld(cmd.Process.Pid) {
+			select {
+			case err := <-exited:
+				t.Fatalf("%d ms: the daemon exited before its constructor ran: %v\n%s", ms, err, stderr.String())
+			default:
+			}
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond) // the moment of the fault, not a wait for a condition
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatalf("%d ms: SIGHUP: %v", ms, err)
+		}
+		up := false
+		for deadline := time.Now().Add(20 * time.Second); !up && time.Now().Before(deadline); {
+			select {
+			case err := <-exited:
+				t.Fatalf("a SIGHUP %d ms after its constructor ended the daemon: %v\n%s", ms, err, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			code, _, _ := runBin(t, env, bin, "status", "--repo", repo)
+			up = code == 0
+		}
+		if !up {
+			cmd.Process.Kill()
+			t.Fatalf("%d ms: the daemon did not come up in 20 s\n%s", ms, stderr.String())
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("a SIGHUP %d ms after its constructor: the daemon stopped with %v\n%s", ms, err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%d ms: the daemon did not stop on SIGTERM in 20 s", ms)
+		}
+	}
+}
+
+// TestHangupEndsACommand: a SIGHUP ends a command other than the daemon
+// as SIGTERM does (a terminal hung up: events tail stops cleanly), and is
+// ignored under nohup, where it was ignored at exec.
+func TestHangupEndsACommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and runs a daemon")
+	}
+	nohup, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("needs nohup")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	repo := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	daemon := exec.Command(bin, "daemon", "--repo", repo)
+	daemon.Env = env
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Process.Signal(syscall.SIGTERM); daemon.Wait() })
+	waitCLI(t, 20*time.Second, "the daemon is up", func() bool {
+		code, _, _ := runBin(t, env, bin, "status", "--repo", repo)
+		return code == 0
+	})
+	// tail runs until it is stopped; ready once it has printed the first
+	// event (the log from its start, as JSON).
+	if code, _, stderr := runBin(t, env, bin, "events", "add", "--repo", repo, "--kind", "note", "--body", `{"n":1}`); code != 0 {
+		t.Fatalf("events add: exit %d: %s", code, stderr)
+	}
+	tail := func(name string, args ...string) (*exec.Cmd, *lockedBuffer, <-chan error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = env
+		out := new(lockedBuffer)
+		cmd.Stdout = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		waitCLI(t, 20*time.Second, name+" prints the event", func() bool { return strings.Contains(out.String(), `"n":1`) })
+		return cmd, out, done
+	}
+	cmd, _, done := tail(bin, "events", "tail", "--after", "0", "--json", "--repo", repo)
+	cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-done:
+		if err != nil { // tail ends cleanly when stopped, as on SIGTERM
+			t.Errorf("events tail on SIGHUP: %v, want a clean exit", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("events tail still runs 20 s after a SIGHUP")
+	}
+	// Under nohup: after the SIGHUP, tail still prints the next event.
+	cmd, out, done := tail(nohup, bin, "events", "tail", "--after", "0", "--json", "--repo", repo)
+	cmd.Process.Signal(syscall.SIGHUP)
+	if code, _, stderr := runBin(t, env, bin, "events", "add", "--repo", repo, "--kind", "note", "--body", `{"n":2}`); code != 0 {
+		t.Fatalf("events add: exit %d: %s", code, stderr)
+	}
+	waitCLI(t, 20*time.Second, "tail under nohup prints the event after the SIGHUP", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("under nohup, events tail ended on a SIGHUP: %v", err)
+		default:
+		}
+		return strings.Contains(out.String(), `"n":2`)
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Errorf("under nohup, events tail on SIGTERM after a SIGHUP: %v, want a clean exit", err)
+	}
+}
+
+// hangupHeld reports whether process pid ignores or catches SIGHUP (bit 0
+// of SigIgn or SigCgt in /proc/PID/status): its constructor has run.
+func hangupHeld(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		for _, field := range []string{"SigIgn:", "SigCgt:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(syscall.SIGHUP-1)) != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
