@@ -155,7 +155,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 	cmd.Flags().DurationVar(&after, "after", 60*time.Second, "the wait after the attack before the last RSS reading")
 	cmd.Flags().IntVar(&ids, "ids", 0, "attacker ids (default: 20, mesh-sybil 200)")
 	cmd.Flags().IntVar(&rate, "rate", 0, "valid-spam's envelopes a second per id, open loop (0: as the nodes read)")
-	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos, logs and the daemons' heap profiles at the start and after the wait (heap-start-A.pb.gz, heap-after-A.pb.gz …) under DIR")
+	cmd.Flags().StringVar(&keep, "keep", "", "keep each scenario's repos, logs and heap profiles under DIR")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print one JSON object a line, as each scenario ends: {"scenario": …}`)
 	cmd.Flags().BoolVar(&netns, "netns", false, "run the attacker in a network namespace, an address per id (needs root)")
 	cmd.Flags().BoolVar(&trace, "trace", false, "trace gossipsub (WATS_GOSSIP_TRACE): where each late or lost event went")
