@@ -111,7 +111,9 @@ func reloadOnHUP(path string, running *config.Config, level *slog.LevelVar, log 
 			case <-done:
 				return
 			case <-hup:
+				daemon.NotifyReloading(log)
 				reloadConfig(path, running, level, log)
+				daemon.NotifyReloaded(log)
 			}
 		}
 	}()

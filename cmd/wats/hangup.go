@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// SIGHUP from the first instant. Go's runtime ends a process on a SIGHUP
-// until the program asks for it with signal.Notify, and main runs only
-// after every package's init, some 30 ms after exec for this binary: a
-// SIGHUP then (systemd's ExecReload right after the start, a script's
+// SIGHUP from the first instant (docs/adr/0043). Go's runtime ends a
+// process on a SIGHUP until the program asks for it with signal.Notify,
+// and main runs only after every package's init, some 30 ms after exec
+// for this binary: a SIGHUP then (systemd's ExecReload right after the start, a script's
 // kill -HUP) killed the daemon with status 129. So:
 //
 //   - a C constructor (hangup_cgo.go) sets SIGHUP to be ignored before the
@@ -28,8 +28,9 @@ import (
 // A SIGHUP before the constructor runs, in execve or the dynamic loader
 // (up to 2–3 ms after the parent sees the exec on a busy machine of 2
 // cores), ends the process as it would any other: no code of the program
-// runs yet to ask otherwise. TestHangupAtAnyMoment starts its moments at
-// the constructor.
+// runs yet to ask otherwise. Under systemd, Type=notify closes that
+// window: ExecReload waits for the daemon's READY=1 (node/daemon/notify.go).
+// TestHangupAtAnyMoment starts its moments at the constructor.
 
 // processHangups is main's SIGHUP channel when the command is the daemon
 // (nil in tests that call run in-process: reloadOnHUP then asks for its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,4 +175,68 @@ func hangupHeld(pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestDaemonTellsTheServiceManager: under systemd (NOTIFY_SOCKET), the
+// daemon says READY=1 once its control API answers, RELOADING=1 (with
+// MONOTONIC_USEC) and READY=1 around a SIGHUP's reload, and STOPPING=1 on
+// SIGTERM (node/daemon/notify.go).
+func TestDaemonTellsTheServiceManager(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and runs a daemon")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	repo := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	sockDir, err := os.MkdirTemp("", "wats-notify-") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	addr := &net.UnixAddr{Name: filepath.Join(sockDir, "notify"), Net: "unixgram"}
+	conn, err := net.ListenUnixgram("unixgram", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	next := func(what string) string {
+		t.Helper()
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		buf := make([]byte, 4096)
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return string(buf[:n])
+	}
+	cmd := exec.Command(bin, "daemon", "--repo", repo)
+	cmd.Env = append(env, "NOTIFY_SOCKET="+addr.Name)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if got := next("READY=1"); got != "READY=1" {
+		t.Fatalf("first notification %q, want READY=1", got)
+	}
+	if code, _, stderr := runBin(t, env, bin, "status", "--repo", repo); code != 0 {
+		t.Fatalf("READY=1 said, but status fails: exit %d: %s", code, stderr)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	if got := next("RELOADING=1"); !strings.HasPrefix(got, "RELOADING=1\nMONOTONIC_USEC=") {
+		t.Fatalf("on SIGHUP %q, want RELOADING=1 and MONOTONIC_USEC", got)
+	}
+	if got := next("READY=1 after the reload"); got != "READY=1" {
+		t.Fatalf("after the reload %q, want READY=1", got)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if got := next("STOPPING=1"); got != "STOPPING=1" {
+		t.Fatalf("on SIGTERM %q, want STOPPING=1", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the daemon stopped with %v", err)
+	}
 }

@@ -39,10 +39,15 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
 		n.Close()
 		return err
 	}
+	cl, err := listenControl(sock)
+	if err != nil {
+		n.Close()
+		return err
+	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 2)
-	go func() { errc <- Serve(sctx, n, sock) }()
+	go func() { errc <- serveControl(sctx, n, cl, sock) }()
 	servers := 1
 	if addr := r.Config.API.MetricsAddr; addr != "" {
 		l, err := net.Listen("tcp", addr)
@@ -56,6 +61,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
 		go func() { errc <- serveHTTP(sctx, l, n.MetricsHandler(), nil) }()
 	}
 	log.Info("control API listening", "socket", sock)
+	notifyStarted(log)
 
 	var first error
 	select {
@@ -63,6 +69,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
 	case first = <-errc:
 		servers--
 	}
+	NotifyStopping(log)
 	stop()
 	for ; servers > 0; servers-- {
 		if err := <-errc; err != nil && first == nil {

@@ -62,14 +62,29 @@ func Handler(n *node.Node) http.Handler {
 //
 // REQUIRES: nothing exists at path (repo.Repo.PrepareSocket sees to it).
 func Serve(ctx context.Context, n *node.Node, path string) error {
+	l, err := listenControl(path)
+	if err != nil {
+		return err
+	}
+	return serveControl(ctx, n, l, path)
+}
+
+// listenControl listens on the control socket at path, mode 0600.
+func listenControl(path string) (net.Listener, error) {
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		return fmt.Errorf("daemon: listen on control socket %s: %w", path, err)
+		return nil, fmt.Errorf("daemon: listen on control socket %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		l.Close()
-		return fmt.Errorf("daemon: control socket %s: %w", path, err)
+		return nil, fmt.Errorf("daemon: control socket %s: %w", path, err)
 	}
+	return l, nil
+}
+
+// serveControl serves the control API on l, the socket at path, until ctx
+// ends, and removes the socket file then.
+func serveControl(ctx context.Context, n *node.Node, l net.Listener, path string) error {
 	return serveHTTP(ctx, wrapListener(l), Handler(n), func() { os.Remove(path) })
 }
 
