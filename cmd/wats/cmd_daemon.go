@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/netsim"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/node/daemon"
@@ -49,6 +50,9 @@ hundred bytes a message.`,
 				return err
 			}
 			routeLibp2pLogs(logger.Handler())
+			if n := fileio.RemoveLeftovers(r.ConfigPath()); n > 0 {
+				logger.Info("removed the temporary files of a config set that was killed", "files", n)
+			}
 			if netsim.UseSimAddrs() {
 				logger.Warn("simulated internet: 198.18.0.0/16 taken for public addresses and 198.19.0.0/16 for private ones (" +
 					netsim.EnvAddrs + "=1, set by the netsim harness only)")

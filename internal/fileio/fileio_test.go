@@ -46,3 +46,44 @@ func TestReadCapped(t *testing.T) {
 		t.Fatalf("stdin: %q, %v", b, err)
 	}
 }
+
+// TestWriteAtomicRemovesLeftovers: the temporary files of a writer that
+// was killed (held by nobody) are removed by the next write, and by
+// RemoveLeftovers; one a live writer holds stays, as do other files.
+func TestWriteAtomicRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.toml")
+	mk := func(name string) string {
+		name = filepath.Join(dir, name)
+		if err := os.WriteFile(name, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	dead1, dead2 := mk(".config.toml.tmp123"), mk(".config.toml.tmp456")
+	other := mk(".other.toml.tmp789")
+	live := mk(".config.toml.tmp999")
+	f, err := os.Open(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lock(f, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAtomic(p, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{dead1: false, dead2: false, other: true, live: true, p: true} {
+		if _, err := os.Stat(name); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(name), err == nil, want)
+		}
+	}
+	f.Close() // the live writer dies
+	if n := RemoveLeftovers(p); n != 1 {
+		t.Errorf("RemoveLeftovers removed %d, want the one its writer no longer holds", n)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d entries left, want config.toml and the other file's", len(entries))
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestConfigSetKilledLeavesNoFiles: `config set` killed at moments from
+// 0 to 10 ms after its start leaves config.toml old or new, never part,
+// and the next set removes whatever temporary files the killed ones left
+// (fileio.WriteAtomic).
+func TestConfigSetKilledLeavesNoFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	repo := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	for i := range 40 {
+		cmd := exec.Command(bin, "config", "set", "--repo", repo, "limits.sync_per_min", strconv.Itoa(1000+i))
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%11) * time.Millisecond) // the moment of the kill
+		cmd.Process.Kill()
+		cmd.Wait()
+		if code, _, stderr := runBin(t, env, bin, "config", "validate", "--repo", repo); code != 0 {
+			t.Fatalf("after a kill %d ms in, config.toml is not valid: %s", i%11, stderr)
+		}
+	}
+	// What a kill in the write leaves, for certain: a temporary file nobody
+	// holds (the kills above land in the write now and then).
+	if err := os.WriteFile(filepath.Join(repo, ".config.toml.tmp4242"), []byte("[limits"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "config", "set", "--repo", repo, "limits.sync_per_min", "1234"); code != 0 {
+		t.Fatalf("config set: exit %d: %s", code, stderr)
+	}
+	left, _ := filepath.Glob(filepath.Join(repo, ".config.toml.tmp*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left after the next set: %v", left)
+	}
+}
