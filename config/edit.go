@@ -36,11 +36,11 @@ var ErrNoKey = errors.New("no such key")
 func lookup(key string) (field, error) {
 	f, ok := fields[key]
 	if !ok {
-		msg := fmt.Sprintf("%q: %v", key, ErrNoKey)
-		if near := nearestKey(key, key[strings.LastIndex(key, ".")+1:]); near != "" {
-			msg += fmt.Sprintf("; did you mean %s?", near)
+		var near string
+		if k := nearestKey(key, key[strings.LastIndex(key, ".")+1:]); k != "" {
+			near = fmt.Sprintf("; did you mean %s?", k)
 		}
-		return field{}, fmt.Errorf("config: %s: %w", msg, ErrNoKey)
+		return field{}, fmt.Errorf("config: %q: %w%s", key, ErrNoKey, near)
 	}
 	return f, nil
 }
@@ -84,7 +84,11 @@ func Set(data []byte, key, val string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	text := valueText(f, val)
+	text, ok := valueText(f, val)
+	if !ok {
+		return nil, fmt.Errorf("config: %s = %s: not %s; example%s: %s: %w",
+			key, val, typeName(f.typ), tableNote(f), keyDocs[f.key].example, ErrType)
+	}
 	d, err := scan(data)
 	if err != nil {
 		return nil, fmt.Errorf("config: the file does not parse, so it is not edited: %w", err)
@@ -104,11 +108,12 @@ func Set(data []byte, key, val string) ([]byte, error) {
 
 // valueText returns value as TOML text for the field f: as it is when it
 // reads as a TOML value, else quoted (strings, durations) or as a list of
-// quoted strings (lists).
-func valueText(f field, value string) string {
+// quoted strings (lists); ok is false for a value that is none of these (a
+// number or a bool that does not read as one).
+func valueText(f field, value string) (text string, ok bool) {
 	v := strings.TrimSpace(value)
 	if isTOMLValue(v) {
-		return v
+		return v, true
 	}
 	switch {
 	case f.typ.Kind() == reflect.Slice:
@@ -118,11 +123,11 @@ func valueText(f field, value string) string {
 				parts = append(parts, strconv.Quote(p))
 			}
 		}
-		return "[" + strings.Join(parts, ", ") + "]"
+		return "[" + strings.Join(parts, ", ") + "]", true
 	case f.typ.Kind() == reflect.String || isLeaf(f.typ) && f.typ.Kind() == reflect.Struct:
-		return strconv.Quote(v)
+		return strconv.Quote(v), true
 	}
-	return v // a bad number or bool: Parse says what is wrong
+	return "", false
 }
 
 // isTOMLValue reports whether v parses as one TOML value.

@@ -100,7 +100,9 @@ func TestSet(t *testing.T) {
 }
 
 // TestSetRefuses: a bad value, a bound, an unknown key and a broken file
-// are errors that name the key, and nothing is returned to write.
+// are errors that name the key (a value of the wrong type with the type
+// expected and an example; an unknown key once, with the nearest), and
+// nothing is returned to write.
 func TestSetRefuses(t *testing.T) {
 	file := Template(nil)
 	for _, tc := range []struct {
@@ -109,10 +111,12 @@ func TestSetRefuses(t *testing.T) {
 		want       string
 	}{
 		{file, "log.level", "loud", "log.level"},
-		{file, "limits.sync_per_min", "lots", "limits.sync_per_min"},
-		{file, "p2p.conns_low", "1000", "p2p.conns_low"},                  // a rule between keys: low < high
-		{file, "events.new_author_minutes", "1", "no such key"},           // the key is limits'
-		{file, "limits.new_author_minutes", "1441", "new_author_minutes"}, // just past the bound
+		{file, "limits.sync_per_min", "lots", "limits.sync_per_min = lots: not an integer; example (in [limits]): sync_per_min = "},
+		{file, "p2p.mdns", "maybe", "p2p.mdns = maybe: not true or false; example (in [p2p]): mdns = "},
+		{file, "limits.sync_per_min", "-5", "below the minimum 0"},                                                                    // a negative number is a value
+		{file, "p2p.conns_low", "1000", "p2p.conns_low"},                                                                              // a rule between keys: low < high
+		{file, "events.new_author_minutes", "1", `"events.new_author_minutes": no such key; did you mean limits.new_author_minutes?`}, // the key is limits'
+		{file, "limits.new_author_minutes", "1441", "new_author_minutes"},                                                             // just past the bound
 		{[]byte("[log\n"), "log.level", "info", "does not parse"},
 	} {
 		out, err := Set(tc.data, tc.key, tc.value)

@@ -101,14 +101,27 @@ the others at the next start).`,
 		Long: `Set KEY (dotted, as in config.toml) to VALUE in the repo's config.toml,
 keeping every comment and other line. VALUE is TOML ("debug", 30, true,
 ["a", "b"]); strings may be given unquoted (debug) and lists of strings as
-a,b. The new file is checked as the daemon checks it (exact names, types,
-bounds, the rules between keys) and written only if it passes. A running
-daemon applies log.level at a SIGHUP and the other keys at its next start.`,
+a,b; a negative number is a VALUE, not a flag (-5). The new file is
+checked as the daemon checks it (exact names, types, bounds, the rules
+between keys) and written only if it passes. A running daemon applies
+log.level at a SIGHUP and the other keys at its next start.`,
 		Example: `  wats config set log.level debug
   wats config set p2p.listen /ip4/0.0.0.0/tcp/9287,/ip4/0.0.0.0/udp/9287/quic-v1
   wats config set limits.sync_per_min 1200`,
-		Args: usageArgs(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		// Its flags are parsed here (setArgs), so that a negative number is
+		// a VALUE, not a flag.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, raw []string) error {
+			args, repoDir, help, err := setArgs(raw)
+			if help {
+				return cmd.Help()
+			}
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			if repoDir != "" {
+				c.repoDir = repoDir
+			}
 			if err := c.checkRepoFlag(); err != nil {
 				return err
 			}
@@ -271,4 +284,39 @@ func applyHint(keys []string) string {
 		}
 	}
 	return "send the daemon SIGHUP (kill -HUP PID; the pid is in repo.lock) to apply"
+}
+
+// setArgs parses the command line of `config set` (DisableFlagParsing):
+// --repo DIR or --repo=DIR, -h or --help, "--" (what follows is
+// positional), and exactly two positional args, KEY and VALUE, of which
+// VALUE may begin with "-" (a negative number). Any other flag is an
+// error.
+func setArgs(raw []string) (args []string, repoDir string, help bool, err error) {
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "--":
+			args = append(args, raw[i+1:]...)
+			i = len(raw)
+		case a == "-h" || a == "--help":
+			return nil, "", true, nil
+		case a == "--repo":
+			if i+1 == len(raw) {
+				return nil, "", false, errors.New("flag needs an argument: --repo")
+			}
+			i++
+			repoDir = raw[i]
+		case strings.HasPrefix(a, "--repo="):
+			repoDir = strings.TrimPrefix(a, "--repo=")
+		case strings.HasPrefix(a, "--") || (strings.HasPrefix(a, "-") && len(args) != 1):
+			// Only VALUE, the second positional, may begin with "-".
+			return nil, "", false, fmt.Errorf("unknown flag: %s", a)
+		default:
+			args = append(args, a)
+		}
+	}
+	if len(args) != 2 {
+		return nil, "", false, fmt.Errorf("accepts 2 args, KEY and VALUE, received %d", len(args))
+	}
+	return args, repoDir, false, nil
 }

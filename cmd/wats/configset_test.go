@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +49,34 @@ func TestConfigSetKilledLeavesNoFiles(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(repo, ".config.toml.tmp*"))
 	if len(left) > 0 {
 		t.Errorf("temporary files left after the next set: %v", left)
+	}
+}
+
+// TestSetArgs: config set's own flag parsing takes --repo anywhere, a
+// negative number as VALUE, "--" before positionals, -h; and refuses
+// other flags and a count of positionals other than two.
+func TestSetArgs(t *testing.T) {
+	for _, tc := range []struct {
+		raw        []string
+		args       []string
+		repo       string
+		help, fail bool
+	}{
+		{raw: []string{"limits.sync_per_min", "-5"}, args: []string{"limits.sync_per_min", "-5"}},
+		{raw: []string{"k", "-1.5", "--repo", "/r"}, args: []string{"k", "-1.5"}, repo: "/r"},
+		{raw: []string{"--repo=/r", "k", "v"}, args: []string{"k", "v"}, repo: "/r"},
+		{raw: []string{"--", "k", "--v"}, args: []string{"k", "--v"}},
+		{raw: []string{"k", "--help"}, help: true},
+		{raw: []string{"-5", "k"}, fail: true}, // KEY does not begin with "-"
+		{raw: []string{"k", "v", "--bogus"}, fail: true},
+		{raw: []string{"k", "--bogus"}, fail: true},
+		{raw: []string{"k"}, fail: true},
+		{raw: []string{"k", "v", "w"}, fail: true},
+		{raw: []string{"k", "v", "--repo"}, fail: true},
+	} {
+		args, repo, help, err := setArgs(tc.raw)
+		if (err != nil) != tc.fail || help != tc.help || repo != tc.repo || strings.Join(args, " ") != strings.Join(tc.args, " ") {
+			t.Errorf("setArgs(%q) = %q, %q, %v, %v", tc.raw, args, repo, help, err)
+		}
 	}
 }
