@@ -60,16 +60,21 @@ func OpenOffline(r *repo.Repo) (*Offline, error) {
 // Close closes the database.
 func (o *Offline) Close() error { return o.stores.close() }
 
-// ID is the answer of GET api.PathID without a daemon: the peer ID from
-// the key, and as addresses the configured p2p.listen ones (ports 0 and
-// unspecified IPs are resolved only by a running daemon).
-func (o *Offline) ID(agent string) (api.ID, error) {
-	id, err := peer.IDFromPrivateKey(o.r.Key)
+// ID is the answer of GET api.PathID without a daemon (OfflineID).
+func (o *Offline) ID(agent string) (api.ID, error) { return OfflineID(o.r, agent) }
+
+// OfflineID is the answer of GET api.PathID without a daemon, from r's key
+// and config alone, with no database opened (a daemon starting meanwhile
+// finds it free): the peer ID from the key, and as addresses the
+// configured p2p.listen ones (ports 0 and unspecified IPs are resolved
+// only by a running daemon).
+func OfflineID(r *repo.Repo, agent string) (api.ID, error) {
+	id, err := peer.IDFromPrivateKey(r.Key)
 	if err != nil {
 		return api.ID{}, err
 	}
-	out := api.ID{PeerID: id.String(), Network: o.r.Config.Network, Agent: agent, Addrs: []string{}}
-	for _, a := range o.r.Config.P2P.Listen {
+	out := api.ID{PeerID: id.String(), Network: r.Config.Network, Agent: agent, Addrs: []string{}}
+	for _, a := range r.Config.P2P.Listen {
 		out.Addrs = append(out.Addrs, a+"/p2p/"+id.String())
 	}
 	return out, nil

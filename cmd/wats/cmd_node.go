@@ -38,13 +38,28 @@ running daemon it reads the repo: the peer ID, and the configured p2p.listen
 addresses (a daemon resolves port 0 and 0.0.0.0 to what it listens on).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			id, err := askOrRead(c, cmd, (*api.Client).ID, func(o *node.Offline) (*api.ID, error) {
-				oid, err := o.ID("wats/" + version)
-				fmt.Fprintln(c.stderr, "the addresses are config.toml's p2p.listen; a running daemon prints the ones it listens on")
-				return &oid, err
-			})
+			cl, err := c.client()
 			if err != nil {
 				return err
+			}
+			id, err := cl.ID(cmd.Context())
+			if errors.Is(err, api.ErrNoDaemon) {
+				// The key and config say it all: no database is opened, so
+				// a daemon starting meanwhile finds the repo free.
+				r, rerr := c.openRepo()
+				if rerr != nil {
+					return rerr
+				}
+				oid, rerr := node.OfflineID(r, "wats/"+version)
+				if rerr != nil {
+					return rerr
+				}
+				fmt.Fprintf(c.stderr, "no daemon runs: read from %s on disk\n", r.Dir)
+				fmt.Fprintln(c.stderr, "the addresses are config.toml's p2p.listen; a running daemon prints the ones it listens on")
+				id, err = &oid, nil
+			}
+			if err != nil {
+				return c.apiError(err)
 			}
 			if asJSON {
 				return c.printJSON(id)

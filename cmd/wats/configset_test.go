@@ -80,3 +80,24 @@ func TestSetArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestIDReadsNoDatabase: without a daemon, id answers from the key and
+// config alone: a database it could not open (here a file where its
+// directory should be) does not stop it, so it never holds the database a
+// starting daemon needs.
+func TestIDReadsNoDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	if code, _, stderr := runCLI(t, "", "init", "--profile", "local", "--repo", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "db"), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, "", "id", "--repo", dir)
+	if code != 0 || !strings.HasPrefix(out, "12D3KooW") {
+		t.Fatalf("id: exit %d, %q, %s", code, out, stderr)
+	}
+	if code, _, _ := runCLI(t, "", "events", "ls", "--repo", dir); code == 0 {
+		t.Error("events ls read a database that is a file: the test's premise is wrong")
+	}
+}
