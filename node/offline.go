@@ -21,13 +21,15 @@ import (
 )
 
 // Offline reads a repo's database while no daemon runs, as `ipfs id` reads
-// kubo's: what `wats id`, `events ls`, `blob ls` and `peers cache` show
-// then. It opens the database read-only (nothing is written, not even the
-// upgrades of an older version, which the daemon's next start makes), and
-// pebble's lock on it is held until Close: a daemon starting meanwhile
-// fails to open it, so the CLI closes an Offline as soon as it has read.
+// kubo's: what `events ls`, `blob ls` and `peers cache` show then. It
+// opens the database read-only (nothing is written, not even the upgrades
+// of an older version, which the daemon's next start makes) and holds the
+// repo lock shared until Close (repo.RLock): a daemon starting meanwhile
+// waits for it (repo.Lock), so the CLI closes an Offline as soon as it has
+// read.
 type Offline struct {
-	r *repo.Repo
+	r       *repo.Repo
+	release func() error
 	stores
 }
 
@@ -36,8 +38,21 @@ type Offline struct {
 // Offline says so (no events, blobs or peers). Damage pebble finds while
 // reading ends the process with what to do (pebbleLogger), as it does the
 // daemon.
-func OpenOffline(r *repo.Repo) (*Offline, error) {
-	o := &Offline{r: r}
+//
+// If a daemon holds the repo (running, starting or stopping), it returns
+// the *repo.LockedError of repo.RLock (errors.Is repo.ErrLocked), with the
+// daemon's pid: ask the daemon.
+func OpenOffline(r *repo.Repo) (_ *Offline, err error) {
+	release, err := r.RLock()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	o := &Offline{r: r, release: release}
 	if _, err := os.Stat(r.DBPath()); errors.Is(err, fs.ErrNotExist) {
 		return o, nil
 	}
@@ -57,8 +72,8 @@ func OpenOffline(r *repo.Repo) (*Offline, error) {
 	return o, nil
 }
 
-// Close closes the database.
-func (o *Offline) Close() error { return o.stores.close() }
+// Close closes the database and releases the repo lock.
+func (o *Offline) Close() error { return errors.Join(o.stores.close(), o.release()) }
 
 // ID is the answer of GET api.PathID without a daemon (OfflineID).
 func (o *Offline) ID(agent string) (api.ID, error) { return OfflineID(o.r, agent) }

@@ -9,3 +9,8 @@ import "errors"
 func (r *Repo) Lock() (release func() error, err error) {
 	return nil, errors.New("repo: lock: not supported on this platform")
 }
+
+// RLock is not supported on this platform (Lock).
+func (r *Repo) RLock() (release func() error, err error) {
+	return nil, errors.New("repo: lock: not supported on this platform")
+}

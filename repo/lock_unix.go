@@ -10,15 +10,20 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
-// Lock takes the repo lock: an exclusive, non-blocking flock(2) on
-// <Dir>/repo.lock, which it creates (mode 0600) if needed, and writes the
-// process id into the file. A daemon holds it for its lifetime, so one repo
-// has at most one daemon; Init holds it while it writes.
+// Lock takes the repo lock: an exclusive flock(2) on <Dir>/repo.lock,
+// which it creates (mode 0600) if needed, and writes the process id into
+// the file. A daemon holds it for its lifetime, so one repo has at most one
+// daemon; Init holds it while it writes.
 //
-// If another open file holds the lock (another process, or another Lock in
-// this one), Lock returns a *LockedError (errors.Is ErrLocked) with the pid
+// Readers that read the repo's database without a daemon (RLock) hold the
+// same file shared for the few milliseconds of a read: Lock waits for
+// them, up to LockWait, so that a daemon starting while a monitoring
+// script runs `wats events ls` in a loop starts. If another daemon holds
+// it (a live process whose id is in the file), or readers still do after
+// LockWait, Lock returns a *LockedError (errors.Is ErrLocked) with the pid
 // read from the file: "repo: DIR is in use by another wats daemon (pid N)".
 //
 // release unlocks and closes the file; it is safe to call more than once.
@@ -29,16 +34,19 @@ func (r *Repo) Lock() (release func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("repo: lock: %w", err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
+	pause := time.Millisecond
+	for deadline := time.Now().Add(LockWait); ; {
+		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			break
 		}
-	}
-	if errors.Is(err, syscall.EWOULDBLOCK) {
 		pid := readPID(f)
-		f.Close()
-		return nil, &LockedError{Dir: r.Dir, PID: pid}
+		if pid > 0 && alive(pid) || time.Now().After(deadline) {
+			f.Close()
+			return nil, &LockedError{Dir: r.Dir, PID: pid}
+		}
+		time.Sleep(pause) // readers hold it for milliseconds
+		pause = min(2*pause, 10*time.Millisecond)
 	}
 	if err != nil {
 		f.Close()
@@ -48,22 +56,70 @@ func (r *Repo) Lock() (release func() error, err error) {
 		f.Close() // closing drops the lock
 		return nil, fmt.Errorf("repo: lock %s: write pid: %w", r.LockPath(), err)
 	}
+	return releaser(f, true), nil
+}
+
+// LockWait bounds how long Lock waits for readers (RLock) to finish.
+const LockWait = 10 * time.Second
+
+// RLock takes the repo lock shared, for a reader of the database while no
+// daemon runs (node.OpenOffline): readers do not exclude each other, and a
+// starting daemon waits for them (Lock). If a daemon holds it (running, or
+// starting), RLock returns a *LockedError with its pid at once.
+func (r *Repo) RLock() (release func() error, err error) {
+	f, err := os.OpenFile(r.LockPath(), os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return nil, fmt.Errorf("repo: lock: %w", err)
+	}
+	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		pid := readPID(f)
+		f.Close()
+		return nil, &LockedError{Dir: r.Dir, PID: pid}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("repo: lock %s: %w", r.LockPath(), err)
+	}
+	return releaser(f, false), nil
+}
+
+// flock is flock(2) on f, again on EINTR.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// alive reports whether a process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// releaser unlocks and closes f once; an exclusive holder clears the pid
+// it wrote first, while still holding the lock.
+func releaser(f *os.File, exclusive bool) func() error {
 	var once sync.Once
 	var relErr error
 	return func() error {
 		once.Do(func() {
-			// Clear the pid while still holding the lock, then unlock.
-			f.Truncate(0)
+			if exclusive {
+				f.Truncate(0)
+			}
 			relErr = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 			if err := f.Close(); relErr == nil {
 				relErr = err
 			}
 			if relErr != nil {
-				relErr = fmt.Errorf("repo: unlock %s: %w", r.LockPath(), relErr)
+				relErr = fmt.Errorf("repo: unlock %s: %w", f.Name(), relErr)
 			}
 		})
 		return relErr
-	}, nil
+	}
 }
 
 // maxPIDBytes bounds what is read from a lock file: a pid and a newline.

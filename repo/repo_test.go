@@ -541,3 +541,41 @@ func TestImports(t *testing.T) {
 		t.Fatal("no source files found")
 	}
 }
+
+// TestLockWaitsForReaders: readers (RLock) share the lock; a daemon's Lock
+// waits for the last of them, then takes it; while it holds it, RLock
+// fails at once and names it.
+func TestLockWaitsForReaders(t *testing.T) {
+	r := mustInit(t, t.TempDir(), &InitOptions{})
+	rel1, err := r.RLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel2, err := r.RLock()
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	locked := make(chan error, 1)
+	var release func() error
+	go func() {
+		var err error
+		release, err = r.Lock()
+		locked <- err
+	}()
+	rel1()
+	select {
+	case err := <-locked:
+		t.Fatalf("Lock returned (%v) while a reader still held the repo", err)
+	default:
+	}
+	rel2()
+	if err := <-locked; err != nil {
+		t.Fatalf("Lock after the readers: %v", err)
+	}
+	defer release()
+	_, err = r.RLock()
+	var le *LockedError
+	if !errors.As(err, &le) || le.PID != os.Getpid() {
+		t.Fatalf("RLock while the daemon holds the repo = %v, want a LockedError with its pid", err)
+	}
+}

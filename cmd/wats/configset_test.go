@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,4 +101,91 @@ func TestIDReadsNoDatabase(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "events", "ls", "--repo", dir); code == 0 {
 		t.Error("events ls read a database that is a file: the test's premise is wrong")
 	}
+}
+
+// TestReadersRaceTheDaemonStart: while `events ls` runs in a loop (each
+// run reading the database, offline or through the daemon), the daemon
+// starts and stops 8 times: every start comes up, every read succeeds
+// (repo.Lock waits for readers; a reader that finds the daemon holding the
+// repo asks it once it answers, or reads once it is gone).
+func TestReadersRaceTheDaemonStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and starts a daemon 8 times")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	repo := filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	start := func() (*exec.Cmd, <-chan error) {
+		cmd := exec.Command(bin, "daemon", "--repo", repo)
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd, exited
+	}
+	// A database with events in it.
+	d, exited := start()
+	waitCLI(t, 20*time.Second, "the daemon is up", func() bool {
+		code, _, _ := runBin(t, env, bin, "status", "--repo", repo)
+		return code == 0
+	})
+	for i := range 20 {
+		if code, _, stderr := runBin(t, env, bin, "events", "add", "--repo", repo, "--kind", "note", "--body", `{"n":`+strconv.Itoa(i)+`}`); code != 0 {
+			t.Fatalf("events add: exit %d: %s", code, stderr)
+		}
+	}
+	d.Process.Signal(syscall.SIGTERM)
+	<-exited
+
+	stop := make(chan struct{})
+	failures := make(chan string, 100)
+	reads := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { reads <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			code, out, stderr := runBinWithin(t, 30*time.Second, env, bin, "events", "ls", "--repo", repo)
+			n++
+			if code != 0 || strings.Count(out, "note") != 20 { // the 20 events, each of kind note
+				select {
+				case failures <- "exit " + strconv.Itoa(code) + ": " + stderr:
+				default:
+				}
+			}
+		}
+	}()
+	for i := range 8 {
+		d, exited := start()
+		waitCLI(t, 30*time.Second, "the daemon is up", func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("start %d: the daemon exited while readers ran: %v", i, err)
+			default:
+			}
+			code, _, _ := runBin(t, env, bin, "status", "--repo", repo)
+			return code == 0
+		})
+		d.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			t.Fatalf("start %d: the daemon stopped with %v", i, err)
+		}
+	}
+	close(stop)
+	n := <-reads
+	close(failures)
+	for f := range failures {
+		t.Errorf("a read failed: %s", f)
+	}
+	t.Logf("%d reads while the daemon started and stopped 8 times", n)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -147,16 +149,58 @@ func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context
 		var zero T
 		return zero, err
 	}
-	v, err := call(cl, cmd.Context())
-	if errors.Is(err, api.ErrNoDaemon) {
-		err = c.offline(func(o *node.Offline) error {
+	ctx := cmd.Context()
+	v, err := call(cl, ctx)
+	if !daemonGone(err) {
+		return v, c.apiError(err)
+	}
+	// No daemon answers: read the repo on disk, unless a daemon holds it
+	// (starting or stopping): then ask it once it answers, or read once it
+	// is gone, for up to daemonAnswerWait.
+	offline := func() error {
+		return c.offline(func(o *node.Offline) error {
 			var rerr error
 			v, rerr = read(o)
 			return rerr
 		})
-		return v, err
 	}
-	return v, c.apiError(err)
+	err = offline()
+	var le *repo.LockedError
+	for deadline := time.Now().Add(daemonAnswerWait); errors.As(err, &le) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if v, err = call(cl, ctx); !daemonGone(err) {
+			return v, c.apiError(err)
+		}
+		err = offline()
+	}
+	if errors.As(err, &le) {
+		return v, fmt.Errorf("%s is held by a daemon (%s) whose control API did not answer in %v: it is starting or stopping; try again",
+			c.repoDir, pidText(le.PID), daemonAnswerWait)
+	}
+	return v, err
+}
+
+// daemonGone reports whether err says no daemon answers: none runs, or
+// the one that did closed the connection midway (it is stopping).
+func daemonGone(err error) bool {
+	return errors.Is(err, api.ErrNoDaemon) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// daemonAnswerWait bounds how long a command that reads the repo waits for
+// a daemon that holds it, starting or stopping, to answer or be gone.
+const daemonAnswerWait = 15 * time.Second
+
+// pidText names a process id, or says it is unknown (0).
+func pidText(pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	return "pid unknown"
 }
 
 // apiError turns an error of the control API client into what the CLI
