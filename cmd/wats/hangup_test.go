@@ -240,3 +240,16 @@ func TestDaemonTellsTheServiceManager(t *testing.T) {
 		t.Errorf("the daemon stopped with %v", err)
 	}
 }
+
+// TestIsDaemonCommand: main tells the daemon from other commands before
+// cobra runs, whatever the place of --repo.
+func TestIsDaemonCommand(t *testing.T) {
+	for args, want := range map[string]bool{
+		"daemon": true, "daemon --repo x": true, "--repo x daemon": true, "--repo=x daemon": true,
+		"events ls": false, "help daemon": false, "": false, "daemon --help": true, "devnet up": false,
+	} {
+		if got := isDaemonCommand(strings.Fields(args)); got != want {
+			t.Errorf("isDaemonCommand(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
