@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -868,12 +869,34 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 // Fatalf logs pebble's fatal error and ends the process (pebble does not
 // go on after one); for the node's own database, it first says on stderr
 // what the operator can do (damageAdvice).
+//
+// A full disk is not damage: pebble ends on ENOSPC too (a WAL write or a
+// flush that found no room), and then the node says the disk is full and
+// that nothing is damaged.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.log.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
-	if l.repo != "" {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error("pebble: fatal: " + msg)
+	switch {
+	case l.repo == "":
+	case diskFull(msg, args):
+		fmt.Fprintf(fatalOut, "Error: the disk of repo %s is full%s, and the node stops. Nothing is damaged: "+
+			"free space on that filesystem and start the daemon again; every event acknowledged before is kept.\n",
+			l.repo, freeSpace(l.repo))
+	default:
 		fmt.Fprintf(fatalOut, "Error: the database of repo %s is damaged, and the node stops.\n%s\n", l.repo, damageAdvice(l.repo))
 	}
 	exitProcess(1)
+}
+
+// diskFull reports whether a fatal error of pebble's (its message and
+// arguments) is a full disk: ENOSPC, or its text.
+func diskFull(msg string, args []any) bool {
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, syscall.ENOSPC) {
+			return true
+		}
+	}
+	return strings.Contains(msg, syscall.ENOSPC.Error())
 }
 
 // fatalOut and exitProcess are where pebbleLogger.Fatalf writes and how it
