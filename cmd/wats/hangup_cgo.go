@@ -21,6 +21,9 @@ static int wats_hup_was_ignored(void) { return wats_hup_ignored_at_exec; }
 */
 import "C"
 
+// heldFromExec: this build holds SIGHUP from its constructor on.
+const heldFromExec = true
+
 // hangupIgnoredAtExec reports whether SIGHUP was ignored when the process
 // started (nohup), before the constructor ignored it.
 func hangupIgnoredAtExec() bool { return C.wats_hup_was_ignored() != 0 }

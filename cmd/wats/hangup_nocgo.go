@@ -7,6 +7,9 @@ import (
 	"syscall"
 )
 
+// heldFromExec: without cgo, SIGHUP is held from main on only.
+const heldFromExec = false
+
 // hangupIgnoredAtExec reports whether SIGHUP was ignored when the process
 // started (nohup). Without cgo there is no constructor: a SIGHUP before
 // main's signal.Notify ends the process, as Go's runtime does by default.
