@@ -39,7 +39,8 @@
 // # Files
 //
 //   - repo.go: Repo, the layout constants, DefaultPath, Init and Open.
-//   - key.go: reading and checking identity.key, atomic file writes.
+//   - key.go: reading and checking identity.key (written with
+//     fileio.WriteAtomic).
 //   - lock_unix.go: Lock, with flock(2).
 //   - socket.go, socket_unix.go: SocketPath and PrepareSocket.
 //   - locate.go: SocketPathOf, a repo's socket without opening the repo.

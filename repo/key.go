@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/crypto/pb"
@@ -57,47 +56,4 @@ func readKey(path, dir string) (crypto.PrivKey, error) {
 		return nil, newError(dir, ErrBadKey, nil, "%s holds a %s key; a wats identity is Ed25519; %s", path, t, reinit)
 	}
 	return key, nil
-}
-
-// writeFileAtomic writes data to dir/name with mode perm: to a temporary
-// file first, synced, then renamed over name, and the directory synced, so
-// that name is never seen half written.
-func writeFileAtomic(dir, name string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

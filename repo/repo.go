@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/fileio"
 )
 
 // EnvPath is the environment variable that names the repo directory; without
@@ -34,10 +35,6 @@ const (
 	KeyMode  fs.FileMode = 0o600
 	FileMode fs.FileMode = 0o600 // config.toml and repo.lock
 )
-
-// tmpPrefix starts the names of the temporary files Init writes and renames
-// into place; a crash may leave one behind, and it counts as the repo's own.
-const tmpPrefix = ".tmp-"
 
 // Repo is an opened repo: its directory, its configuration and its identity
 // key. Open and Init return it; it holds no open file, so there is nothing
@@ -165,7 +162,8 @@ func Init(dir string, opts *InitOptions) (*Repo, error) {
 		switch name := e.Name(); {
 		case name == ConfigFile || name == KeyFile || name == DBDir:
 			held = append(held, name)
-		case name == SocketFile || name == LockFile || strings.HasPrefix(name, tmpPrefix):
+		case name == SocketFile || name == LockFile || fileio.IsTemp(name):
+			// a temporary file of Init's writes, which a crash may leave
 		default:
 			foreign = append(foreign, name)
 		}
@@ -204,10 +202,10 @@ func Init(dir string, opts *InitOptions) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repo: init: marshal key: %w", err)
 	}
-	if err := writeFileAtomic(abs, KeyFile, keyBytes, KeyMode); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(abs, KeyFile), keyBytes, KeyMode); err != nil {
 		return nil, fmt.Errorf("repo: init: write %s: %w", r.KeyPath(), err)
 	}
-	if err := writeFileAtomic(abs, ConfigFile, data, FileMode); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(abs, ConfigFile), data, FileMode); err != nil {
 		return nil, fmt.Errorf("repo: init: write %s: %w", r.ConfigPath(), err)
 	}
 	r.Key = key

@@ -19,13 +19,7 @@ func TestConfigSetKilledLeavesNoFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary")
 	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
-	repo := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	bin, env, repo := localRepo(t)
 	for i := range 40 {
 		cmd := exec.Command(bin, "config", "set", "--repo", repo, "limits.sync_per_min", strconv.Itoa(1000+i))
 		cmd.Env = env
@@ -112,13 +106,7 @@ func TestReadersRaceTheDaemonStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and starts a daemon 8 times")
 	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
-	repo := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	bin, env, repo := localRepo(t)
 	start := func() (*exec.Cmd, <-chan error) {
 		cmd := exec.Command(bin, "daemon", "--repo", repo)
 		cmd.Env = env

@@ -28,13 +28,7 @@ func TestHangupAtAnyMoment(t *testing.T) {
 	if !heldFromExec {
 		t.Skip("built without cgo (no C compiler): no constructor holds SIGHUP before main")
 	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
-	repo := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	bin, env, repo := localRepo(t)
 	for ms := 0; ms <= 50; ms += 2 {
 		cmd := exec.Command(bin, "daemon", "--repo", repo)
 		cmd.Env = env
@@ -94,13 +88,7 @@ func TestHangupEndsACommand(t *testing.T) {
 	if err != nil {
 		t.Skip("needs nohup")
 	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
-	repo := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	bin, env, repo := localRepo(t)
 	daemon := exec.Command(bin, "daemon", "--repo", repo)
 	daemon.Env = env
 	if err := daemon.Start(); err != nil {
@@ -188,13 +176,7 @@ func TestDaemonTellsTheServiceManager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs a daemon")
 	}
-	bin := watsBinary(t)
-	tmp := t.TempDir()
-	env := e2eEnv(tmp)
-	repo := filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	bin, env, repo := localRepo(t)
 	sockDir, err := os.MkdirTemp("", "wats-notify-") // short: a socket path has at most 107 bytes
 	if err != nil {
 		t.Fatal(err)
@@ -255,4 +237,19 @@ func TestIsDaemonCommand(t *testing.T) {
 			t.Errorf("isDaemonCommand(%q) = %v, want %v", args, got, want)
 		}
 	}
+}
+
+// localRepo builds the binary and makes a repo of the local profile in a
+// temporary directory (its ports chosen by the system, its traffic on
+// 127.0.0.1): the tests of the process, not of the profile, use it.
+func localRepo(t *testing.T) (bin string, env []string, repo string) {
+	t.Helper()
+	bin = watsBinary(t)
+	tmp := t.TempDir()
+	env = e2eEnv(tmp)
+	repo = filepath.Join(tmp, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	return bin, env, repo
 }

@@ -1,5 +1,5 @@
-// Package fileio holds the two whole-file helpers that the CLI (cmd/wats)
-// and its harnesses (internal/devnet) share: WriteAtomic, which replaces a
+// Package fileio holds the two whole-file helpers that the repo, the CLI
+// (cmd/wats) and its harnesses (internal/devnet) share: WriteAtomic, which replaces a
 // file so that a reader sees the old content or the new, never part, and
 // ReadCapped, which reads a file whole but refuses one over a bound.
 //
@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteAtomic writes data to path through a temporary file in the same
@@ -55,6 +56,12 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 
 // tempPattern is the os.CreateTemp pattern of path's temporary files.
 func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
+
+// IsTemp reports whether a file name is that of a temporary file
+// WriteAtomic writes (".<name>.tmp…"): one a killed writer may leave.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp")
+}
 
 // RemoveLeftovers removes the temporary files of path that WriteAtomic
 // left when it was killed: those no writer holds locked. It reports how

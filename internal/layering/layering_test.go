@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"limits":    {},
 	"challenge": {},
 	"blobs":     {},
-	"repo":      {"config"},
+	"repo":      {"config", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"node/api":  {},
