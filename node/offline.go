@@ -24,7 +24,7 @@ import (
 // kubo's: what `events ls`, `blob ls` and `peers cache` show then. It
 // opens the database read-only (nothing is written, not even the upgrades
 // of an older version, which the daemon's next start makes) and holds the
-// repo lock shared until Close (repo.RLock): a daemon starting meanwhile
+// repo lock until Close (repo.RLock): a daemon or reader starting meanwhile
 // waits for it (repo.Lock), so the CLI closes an Offline as soon as it has
 // read.
 type Offline struct {

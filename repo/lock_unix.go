@@ -18,18 +18,50 @@ import (
 // the file. A daemon holds it for its lifetime, so one repo has at most one
 // daemon; Init holds it while it writes.
 //
-// Readers that read the repo's database without a daemon (RLock) hold the
-// same file shared for the few milliseconds of a read: Lock waits for
-// them, up to LockWait, so that a daemon starting while a monitoring
-// script runs `wats events ls` in a loop starts. If another daemon holds
-// it (a live process whose id is in the file), or readers still do after
-// LockWait, Lock returns a *LockedError (errors.Is ErrLocked) with the pid
-// read from the file: "repo: DIR is in use by another wats daemon (pid N)".
+// Readers of the database without a daemon (RLock) hold the same lock for
+// the milliseconds of a read: Lock waits for them, up to LockWait, so that
+// a daemon starting while a monitoring script runs `wats events ls` in a
+// loop starts. If another daemon holds it (a live process whose id is in
+// the file), or readers still do after LockWait, Lock returns a
+// *LockedError (errors.Is ErrLocked) with the pid read from the file:
+// "repo: DIR is in use by another wats daemon (pid N)".
 //
 // release unlocks and closes the file; it is safe to call more than once.
 // The file stays (removing a flock'ed file races with the next locker); the
 // lock dies with the process, so a crash leaves no stale lock.
 func (r *Repo) Lock() (release func() error, err error) {
+	f, err := r.lockWaiting()
+	if err != nil {
+		return nil, err
+	}
+	if err := writePID(f); err != nil {
+		f.Close() // closing drops the lock
+		return nil, fmt.Errorf("repo: lock %s: write pid: %w", r.LockPath(), err)
+	}
+	return releaser(f, true), nil
+}
+
+// LockWait bounds how long Lock and RLock wait for readers to finish.
+const LockWait = 10 * time.Second
+
+// RLock takes the repo lock for a reader of the database while no daemon
+// runs (node.OpenOffline), writing no pid. Readers take it one at a time,
+// as pebble admits one opener of a database, read-only or not: RLock waits
+// for another reader, up to LockWait, as a starting daemon does (Lock). If
+// a daemon holds it (running, or starting), RLock returns a *LockedError
+// with its pid at once.
+func (r *Repo) RLock() (release func() error, err error) {
+	f, err := r.lockWaiting()
+	if err != nil {
+		return nil, err
+	}
+	return releaser(f, false), nil
+}
+
+// lockWaiting takes repo.lock exclusive, waiting up to LockWait while
+// readers hold it (no live pid in the file); a holder whose pid is alive is
+// a daemon, and a *LockedError at once.
+func (r *Repo) lockWaiting() (*os.File, error) {
 	f, err := os.OpenFile(r.LockPath(), os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("repo: lock: %w", err)
@@ -52,36 +84,7 @@ func (r *Repo) Lock() (release func() error, err error) {
 		f.Close()
 		return nil, fmt.Errorf("repo: lock %s: %w", r.LockPath(), err)
 	}
-	if err := writePID(f); err != nil {
-		f.Close() // closing drops the lock
-		return nil, fmt.Errorf("repo: lock %s: write pid: %w", r.LockPath(), err)
-	}
-	return releaser(f, true), nil
-}
-
-// LockWait bounds how long Lock waits for readers (RLock) to finish.
-const LockWait = 10 * time.Second
-
-// RLock takes the repo lock shared, for a reader of the database while no
-// daemon runs (node.OpenOffline): readers do not exclude each other, and a
-// starting daemon waits for them (Lock). If a daemon holds it (running, or
-// starting), RLock returns a *LockedError with its pid at once.
-func (r *Repo) RLock() (release func() error, err error) {
-	f, err := os.OpenFile(r.LockPath(), os.O_RDWR|os.O_CREATE, FileMode)
-	if err != nil {
-		return nil, fmt.Errorf("repo: lock: %w", err)
-	}
-	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		pid := readPID(f)
-		f.Close()
-		return nil, &LockedError{Dir: r.Dir, PID: pid}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("repo: lock %s: %w", r.LockPath(), err)
-	}
-	return releaser(f, false), nil
+	return f, nil
 }
 
 // flock is flock(2) on f, again on EINTR.

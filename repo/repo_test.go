@@ -543,19 +543,30 @@ func TestImports(t *testing.T) {
 	}
 }
 
-// TestLockWaitsForReaders: readers (RLock) share the lock; a daemon's Lock
-// waits for the last of them, then takes it; while it holds it, RLock
-// fails at once and names it.
+// TestLockWaitsForReaders: readers (RLock) take the lock one at a time,
+// each waiting for the other; a daemon's Lock waits for the reader, then
+// takes it; while it holds it, RLock fails at once and names it.
 func TestLockWaitsForReaders(t *testing.T) {
 	r := mustInit(t, t.TempDir(), &InitOptions{})
 	rel1, err := r.RLock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel2, err := r.RLock()
-	if err != nil {
-		t.Fatalf("a second reader: %v", err)
+	read2 := make(chan func() error, 1)
+	go func() {
+		rel, err := r.RLock()
+		if err != nil {
+			t.Errorf("a second reader: %v", err)
+		}
+		read2 <- rel
+	}()
+	select {
+	case <-read2:
+		t.Fatal("a second reader took the lock while the first held it")
+	default:
 	}
+	rel1()
+	rel2 := <-read2
 	locked := make(chan error, 1)
 	var release func() error
 	go func() {
@@ -563,7 +574,6 @@ func TestLockWaitsForReaders(t *testing.T) {
 		release, err = r.Lock()
 		locked <- err
 	}()
-	rel1()
 	select {
 	case err := <-locked:
 		t.Fatalf("Lock returned (%v) while a reader still held the repo", err)

@@ -97,11 +97,12 @@ func TestIDReadsNoDatabase(t *testing.T) {
 	}
 }
 
-// TestReadersRaceTheDaemonStart: while `events ls` runs in a loop (each
-// run reading the database, offline or through the daemon), the daemon
-// starts and stops 8 times: every start comes up, every read succeeds
-// (repo.Lock waits for readers; a reader that finds the daemon holding the
-// repo asks it once it answers, or reads once it is gone).
+// TestReadersRaceTheDaemonStart: while `events ls` runs in 3 loops at
+// once (each run reading the database, offline or through the daemon),
+// the daemon starts and stops 8 times: every start comes up, every read
+// succeeds (repo.Lock waits for readers, readers for each other; a reader
+// that finds the daemon holding the repo asks it once it answers, or reads
+// once it is gone).
 func TestReadersRaceTheDaemonStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and starts a daemon 8 times")
@@ -133,8 +134,9 @@ func TestReadersRaceTheDaemonStart(t *testing.T) {
 
 	stop := make(chan struct{})
 	failures := make(chan string, 100)
-	reads := make(chan int, 1)
-	go func() {
+	const readers = 3 // at once: readers wait for each other too
+	reads := make(chan int, readers)
+	readLoop := func() {
 		n := 0
 		defer func() { reads <- n }()
 		for {
@@ -152,7 +154,10 @@ func TestReadersRaceTheDaemonStart(t *testing.T) {
 				}
 			}
 		}
-	}()
+	}
+	for range readers {
+		go readLoop()
+	}
 	for i := range 8 {
 		d, exited := start()
 		waitCLI(t, 30*time.Second, "the daemon is up", func() bool {
@@ -170,7 +175,10 @@ func TestReadersRaceTheDaemonStart(t *testing.T) {
 		}
 	}
 	close(stop)
-	n := <-reads
+	n := 0
+	for range readers {
+		n += <-reads
+	}
 	close(failures)
 	for f := range failures {
 		t.Errorf("a read failed: %s", f)
