@@ -253,6 +253,11 @@ func (d *dataFile) put(c cid.Cid, data []byte) error {
 	if d.f == nil {
 		return fmt.Errorf("blobs: data file %d closed", d.num)
 	}
+	if room := d.s.opts.Room; room != nil {
+		if err := room(len(data)); err != nil {
+			return fmt.Errorf("blobs: data file %d: %w", d.num, err)
+		}
+	}
 	l := location{file: d.num, off: d.size, n: int64(len(data))}
 	// vfs.File.Write may change its argument in general; the files of
 	// vfs.Default (the operating system's) and of vfs.NewMem do not, and

@@ -563,3 +563,38 @@ func TestDamagedCopyOfASharedLeaf(t *testing.T) {
 		t.Fatalf("check of the whole blob: %v", err)
 	}
 }
+
+// TestRoomRefusesAnImport: an import whose leaf Room refuses (a full disk)
+// fails with its error and leaves no data file or record; once room is
+// back the same import succeeds.
+func TestRoomRefusesAnImport(t *testing.T) {
+	full := errors.New("disk full")
+	var budget int // bytes Room allows before it refuses
+	var asked int
+	s, db, _ := newStore(t, StoreOptions{MaxBlobBytes: 4 * ChunkSize, Room: func(n int) error {
+		asked += n
+		if asked > budget {
+			return full
+		}
+		return nil
+	}})
+	ctx := context.Background()
+	data := randBytes(2*ChunkSize+5, 44)
+	budget = ChunkSize // the first leaf goes, the second is refused
+	if _, _, err := s.Import(ctx, bytes.NewReader(data)); !errors.Is(err, full) {
+		t.Fatalf("import on a full disk: %v, want %v", err, full)
+	}
+	if files := dataFiles(t, s); len(files) != 0 {
+		t.Fatalf("data files %v left by a refused import", files)
+	}
+	if n := locRecords(t, db); n != 0 {
+		t.Fatalf("%d location records left by a refused import", n)
+	}
+	asked, budget = 0, len(data)+1<<20
+	if _, size, err := s.Import(ctx, bytes.NewReader(data)); err != nil || size != uint64(len(data)) {
+		t.Fatalf("import once room is back: %d bytes, %v", size, err)
+	}
+	if asked < len(data) {
+		t.Fatalf("Room was asked for %d bytes of a %d-byte blob", asked, len(data))
+	}
+}

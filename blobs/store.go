@@ -89,6 +89,11 @@ type StoreOptions struct {
 	// store's locks held, so it must return soon and must call none of
 	// the Store's methods.
 	Pinned func(cid.Cid)
+	// Room, if set, is asked before each leaf is written to a data file,
+	// with its size; its error (the node's: a full disk, ADR 0044) fails
+	// the import or fetch, which keeps nothing of the blob. Removals are
+	// not asked: they are how room is made.
+	Room func(n int) error
 }
 
 // MaxQuotaBytes bounds StoreOptions.QuotaBytes, 2^62 bytes: far beyond

@@ -144,6 +144,8 @@ type Log struct {
 		quota QuotaFunc
 		// now is SetClock's; nil is time.Now.
 		now func() time.Time
+		// room is SetRoom's; nil writes without asking.
+		room func(n int) error
 	}
 	// gc is the group-commit queue of Append (ADR 0031): the calls
 	// waiting for the commit running now, and whether one runs.
@@ -582,6 +584,12 @@ func (l *Log) commit(group []*appendReq) {
 	if err := b.Set([]byte(usageKey), encodeTotals(logBytes, authors), nil); err != nil {
 		fail(err)
 		return
+	}
+	if l.mu.room != nil {
+		if err := l.mu.room(b.Len()); err != nil {
+			fail(err)
+			return
+		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		fail(err)

@@ -51,6 +51,16 @@ func (l *Log) SetQuota(f QuotaFunc) {
 	l.mu.quota = f
 }
 
+// SetRoom installs the check every later Append makes before it writes a
+// batch of n bytes: an error from room (the node's: a full disk, ADR 0044)
+// fails every call of the batch with it, and nothing is written. nil (the
+// default) writes without asking.
+func (l *Log) SetRoom(room func(n int) error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.room = room
+}
+
 // Usage returns what the whole log holds and how many authors it holds
 // events of.
 func (l *Log) Usage() (total Usage, authors uint64) {

@@ -219,3 +219,47 @@ func TestUsageFirst(t *testing.T) {
 		t.Fatalf("usage %+v, want 3 events first stored at 1000000", u)
 	}
 }
+
+// TestRoomRefusesAWrite: while SetRoom's check refuses, Append fails with
+// its error and writes nothing (head, usage and lookups as before); once
+// it allows, the same events are stored.
+func TestRoomRefusesAWrite(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 3, 0)
+	if _, err := l.Append(evs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("disk full")
+	var asked []int
+	refuse := true
+	l.SetRoom(func(n int) error {
+		asked = append(asked, n)
+		if refuse {
+			return full
+		}
+		return nil
+	})
+	added, err := l.Append(evs[1:])
+	if !errors.Is(err, full) || len(added) != 0 {
+		t.Fatalf("Append while full = %d added, %v; want none, %v", len(added), err, full)
+	}
+	if len(asked) != 1 || asked[0] <= len(evs[1].mustMarshal(t))+len(evs[2].mustMarshal(t)) {
+		t.Fatalf("room asked for %v bytes; want one batch larger than the two events", asked)
+	}
+	if h := l.Head(); h != 1 {
+		t.Fatalf("head %d after a refused write, want 1", h)
+	}
+	if u, _ := l.Usage(); u.Events != 1 {
+		t.Fatalf("usage %+v after a refused write", u)
+	}
+	if ok, err := l.Has(evs[1].ID); ok || err != nil {
+		t.Fatalf("Has(refused event) = %v, %v", ok, err)
+	}
+	refuse = false
+	if added, err := l.Append(evs[1:]); err != nil || len(added) != 2 {
+		t.Fatalf("Append once room is back = %d added, %v; want 2", len(added), err)
+	}
+	if h := l.Head(); h != 3 {
+		t.Fatalf("head %d, want 3", h)
+	}
+}

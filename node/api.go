@@ -56,6 +56,7 @@ func (n *Node) Status() api.Status {
 		RelayAddrs:   n.relayAddrs(),
 		HolePunches:  n.holePunches(),
 		DHT:          n.dhtStatus(),
+		Disk:         n.diskStatus(),
 	}
 }
 

@@ -45,7 +45,11 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}
 	}
 	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{n.providerOf(p)}); err != nil {
-		return &proto.Error{Code: proto.CodeInternal, Message: "could not store the report"}
+		msg := "could not store the report"
+		if errors.Is(err, ErrDiskFull) {
+			msg += ": the node's disk is full; try again later"
+		}
+		return &proto.Error{Code: proto.CodeInternal, Message: msg}
 	}
 	// The dump is fetched within the bounds of every fetch, the submitter
 	// first and holding one of its fetch slots (ADR 0029).

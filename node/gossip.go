@@ -11,6 +11,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/limits"
 )
 
@@ -236,7 +237,9 @@ func (n *Node) addSpam(p peer.ID, k uint64) {
 func (n *Node) storeGossiped(d gossip.Delivery) error {
 	added, err := n.events.Add(d.Event)
 	if err != nil {
-		if !errors.Is(err, eventlog.ErrQuota) {
+		// Over a quota, or on a full disk (the guard says so once, and sync
+		// brings the event once there is room): nothing to log.
+		if !errors.Is(err, eventlog.ErrQuota) && !errors.Is(err, diskspace.ErrFull) {
 			n.log.Error("store gossiped event", "event", d.Event.ID, "err", err)
 		}
 		return err

@@ -259,6 +259,23 @@ func newMetrics(n *Node) *metrics {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
 	}
+	diskFree := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_disk_free_bytes", Help: "Free bytes of the repo's disk at the disk guard's last look (docs/adr/0044).",
+	}, func() float64 {
+		if d := n.diskStatus(); d != nil {
+			return float64(d.FreeBytes)
+		}
+		return 0
+	})
+	diskFull := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wats_disk_full", Help: "1 while writes are refused because the repo's disk is at its reserve (docs/adr/0044).",
+	}, func() float64 {
+		if d := n.diskStatus(); d != nil && d.Full {
+			return 1
+		}
+		return 0
+	})
+	m.reg.MustRegister(diskFree, diskFull)
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps, m.headsStreams, m.headsFrames, m.headsPulls)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)

@@ -37,6 +37,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/heads"
+	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
@@ -91,7 +92,10 @@ type Node struct {
 	agent    string
 	now      func() time.Time
 
-	db     *pebble.DB
+	db *pebble.DB
+	// disk refuses writes before the repo's disk is full (ADR 0044); nil
+	// for an in-memory database, or where statfs fails.
+	disk   *diskspace.Guard
 	events *eventlog.Log
 	peers  *peercache.Cache
 	blobs  *blobs.Store
@@ -254,8 +258,22 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
 	dbOpts.Logger = pebbleLogger{log: n.log, repo: o.Dir}
 	dbDir := filepath.Join(o.Dir, repo.DBDir)
+	// The blobs' data files are written past the disk guard's ballast:
+	// only the database's own writes get its room back (ADR 0044).
+	filesFS := vfs.Default
 	if o.Dir == "" {
 		dbOpts.FS, dbDir = vfs.NewMem(), repo.DBDir
+		filesFS = dbOpts.FS
+	} else {
+		n.disk, err = diskspace.New(o.Dir, filepath.Join(o.Dir, repo.BallastFile), &diskspace.Options{
+			Statfs: o.Statfs, Changed: n.diskChanged,
+		})
+		if err != nil {
+			n.log.Warn("the free space of the repo's disk cannot be read; writes are not checked against it", "err", err)
+			n.disk = nil
+		} else {
+			dbOpts.FS = vfs.OnDiskFull(vfs.Default, n.disk.OnDiskFull)
+		}
 	}
 	n.db, err = pebble.Open(dbDir, dbOpts)
 	dbOpts.Cache.Unref() // the database holds its own reference
@@ -270,10 +288,16 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
+	n.events.SetRoom(n.room)
 	var damaged []peercache.DamagedRecord
 	n.peers, damaged, err = peercache.Open(n.db, &peercache.Options{
-		MaxPeers:    cfg.PeerCache.MaxPeers,
-		FlushErrors: func(err error) { n.log.Warn("peer cache flush failed; will retry", "err", err) },
+		MaxPeers: cfg.PeerCache.MaxPeers,
+		FlushErrors: func(err error) {
+			if !errors.Is(err, diskspace.ErrFull) { // the guard says so once
+				n.log.Warn("peer cache flush failed; will retry", "err", err)
+			}
+		},
+		Room: n.room,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: open peer cache: %w", err)
@@ -286,7 +310,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		DataDir: dataDir(dbDir), FS: dbOpts.FS, Pinned: n.blobPinned,
+		DataDir: dataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}

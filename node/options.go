@@ -31,6 +31,10 @@ type Options struct {
 	// every event of the router to (gossip.Options.TracePath): for
 	// diagnosis only, some hundred bytes an RPC.
 	GossipTrace string
+	// Statfs, if set, reads the free bytes and the total bytes of Dir's
+	// filesystem, for the guard that refuses writes before the disk is
+	// full (ADR 0044); nil means statfs(2). Tests pass a fake disk.
+	Statfs func(dir string) (free, total uint64, err error)
 }
 
 // EnsureDefaults sets each zero field of o to its default (see each field)

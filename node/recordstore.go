@@ -27,6 +27,9 @@ var errRecordsFull = errors.New("node: the DHT's provider record store is full")
 type recordStore struct {
 	ds.Batching
 	max int
+	// room, if set, is asked before a write of n bytes (ADR 0044: a full
+	// disk refuses new records as a full store does).
+	room func(n int) error
 
 	mu      sync.Mutex
 	count   int
@@ -69,6 +72,10 @@ func (s *recordStore) Put(ctx context.Context, k ds.Key, v []byte) error {
 		s.refused++
 		return fmt.Errorf("%w (%d records)", errRecordsFull, s.max)
 	}
+	if err := s.hasRoom(len(k.String()) + len(v)); err != nil {
+		s.refused++
+		return err
+	}
 	if err := s.Batching.Put(ctx, k, v); err != nil {
 		return err
 	}
@@ -76,6 +83,14 @@ func (s *recordStore) Put(ctx context.Context, k ds.Key, v []byte) error {
 		s.count++
 	}
 	return nil
+}
+
+// hasRoom asks room, if set, for n bytes.
+func (s *recordStore) hasRoom(n int) error {
+	if s.room == nil {
+		return nil
+	}
+	return s.room(n)
 }
 
 // Delete deletes k.
@@ -97,7 +112,8 @@ func (s *recordStore) Delete(ctx context.Context, k ds.Key) error {
 
 // Batch returns a batch whose writes are counted and bounded as the
 // store's, at Commit: the puts of new keys past the bound are dropped
-// (counted in Refused), the rest written, and Commit returns nil. Not an
+// (counted in Refused), and so are all of its puts when the disk has no
+// room for them, the rest written, and Commit returns nil. Not an
 // error: kad-dht keeps a batch that failed to retry it, and would rewrite
 // its whole buffer at each new record while the store is full.
 func (s *recordStore) Batch(ctx context.Context) (ds.Batch, error) {
@@ -148,6 +164,11 @@ func (b *recordBatch) Commit(ctx context.Context) error {
 	}
 	count := s.count
 	refused := 0
+	size := 0
+	for _, op := range b.ops {
+		size += len(op.k.String()) + len(op.v)
+	}
+	noRoom := s.hasRoom(size) != nil
 	for _, op := range b.ops {
 		had, err := has(op.k)
 		if err != nil {
@@ -162,7 +183,7 @@ func (b *recordBatch) Commit(ctx context.Context) error {
 			if had {
 				count--
 			}
-		case !had && count >= s.max:
+		case noRoom || !had && count >= s.max:
 			refused++
 		default:
 			if err := inner.Put(ctx, op.k, op.v); err != nil {

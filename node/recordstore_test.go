@@ -85,3 +85,46 @@ func TestRecordStoreBound(t *testing.T) {
 		t.Errorf("put past the bound after reopening: %v", err)
 	}
 }
+
+// TestRecordStoreFullDisk: while the disk has no room, a Put is refused
+// with room's error and a batch's puts are dropped (its deletes applied),
+// each counted in Refused; once room is back, puts are written.
+func TestRecordStoreFullDisk(t *testing.T) {
+	ctx := context.Background()
+	under := dssync.MutexWrap(ds.NewMapDatastore())
+	s, err := newRecordStore(under, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, recordKey(0), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("disk full")
+	s.room = func(n int) error {
+		if n <= 0 {
+			t.Errorf("room asked for %d bytes", n)
+		}
+		return full
+	}
+	if err := s.Put(ctx, recordKey(1), []byte("v")); !errors.Is(err, full) {
+		t.Fatalf("put on a full disk: %v, want %v", err, full)
+	}
+	b, _ := s.Batch(ctx)
+	_ = b.Delete(ctx, recordKey(0))
+	_ = b.Put(ctx, recordKey(2), []byte("v"))
+	if err := b.Commit(ctx); err != nil {
+		t.Fatalf("batch on a full disk: %v, want nil", err)
+	}
+	for k, want := range map[ds.Key]bool{recordKey(0): false, recordKey(1): false, recordKey(2): false} {
+		if has, _ := under.Has(ctx, k); has != want {
+			t.Errorf("on a full disk: %s held %v, want %v", k, has, want)
+		}
+	}
+	if s.Refused() != 2 || s.Len() != 0 {
+		t.Errorf("Refused %d, Len %d; want 2 and 0", s.Refused(), s.Len())
+	}
+	s.room = func(int) error { return nil }
+	if err := s.Put(ctx, recordKey(1), []byte("v")); err != nil {
+		t.Fatalf("put once room is back: %v", err)
+	}
+}

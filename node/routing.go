@@ -167,6 +167,7 @@ func (n *Node) startRouting() error {
 	if err != nil {
 		return fmt.Errorf("node: DHT provider records: %w", err)
 	}
+	records.room = n.room
 	r := &routing{records: records}
 	r.dht, err = dht.New(n.host,
 		dht.ProtocolPrefix(proto.DHTPrefix(n.cfg.Network)),

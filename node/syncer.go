@@ -134,6 +134,11 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 
 	start := n.cursorOf(p)
 	st := SyncProgress{Peer: p, Cursor: start}
+	// On a full disk no page could be stored: none is asked for, and the
+	// cursor stays where it is until the disk has room (ADR 0044).
+	if err := n.room(0); err != nil {
+		return st, fmt.Errorf("node: sync from %s: %w", p, err)
+	}
 	if h, ok := n.helloPeers()[p]; ok {
 		st.PeerHead = h.Head
 	}

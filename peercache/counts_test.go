@@ -671,3 +671,45 @@ func BenchmarkUpdateNewAtCapacity(b *testing.B) {
 		i++
 	}
 }
+
+// TestRoomRefusesAWrite: while Options.Room refuses (a full disk), Update
+// and Flush fail with its error and write nothing; the counts stay dirty,
+// and the first Flush once room is back writes them.
+func TestRoomRefusesAWrite(t *testing.T) {
+	db := openDB(t, vfs.NewMem())
+	defer db.Close()
+	full := errors.New("disk full")
+	refuse := false
+	c, _, err := Open(db, &Options{Room: func(n int) error {
+		if n <= 0 {
+			t.Errorf("Room asked for %d bytes", n)
+		}
+		if refuse {
+			return full
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newID(t)
+	hello(t, c, p, t0)
+	refuse = true
+	c.Count(p, CountServed)
+	if err := c.Flush(); !errors.Is(err, full) {
+		t.Fatalf("Flush while full: %v, want %v", err, full)
+	}
+	if r, _ := stored(t, db, p); r.Served != 0 {
+		t.Fatalf("a refused Flush wrote %d served", r.Served)
+	}
+	if err := c.Update(p, true, func(r *Record) { r.Refused++ }); !errors.Is(err, full) {
+		t.Fatalf("Update while full: %v, want %v", err, full)
+	}
+	refuse = false
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := stored(t, db, p); r.Served != 1 || r.Refused != 1 {
+		t.Fatalf("after room came back: served %d refused %d, want 1 and 1", r.Served, r.Refused)
+	}
+}

@@ -188,6 +188,18 @@ type Options struct {
 	// FlushErrors, if set, is called with each error of a background flush
 	// (Start). The records stay dirty and the next flush retries them.
 	FlushErrors func(error)
+	// Room, if set, is asked before each write of n bytes to the database;
+	// its error (the node's: a full disk, ADR 0044) fails the write, and
+	// the records stay dirty for the next flush.
+	Room func(n int) error
+}
+
+// room asks Options.Room whether b may be written.
+func (c *Cache) room(b *pebble.Batch) error {
+	if c.opts.Room == nil {
+		return nil
+	}
+	return c.opts.Room(b.Len())
 }
 
 // Validate reports options out of range, wrapping ErrInvalidOptions. A nil
@@ -430,6 +442,9 @@ func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
 
 	err := c.setRecord(b, id, &snap)
 	if err == nil {
+		err = c.room(b)
+	}
+	if err == nil {
 		opt := pebble.NoSync
 		if durable {
 			opt = pebble.Sync
@@ -537,6 +552,9 @@ func (c *Cache) flush(opt *pebble.WriteOptions, closing bool) error {
 			if err = c.setRecord(b, ids[i], &snaps[i]); err != nil {
 				break
 			}
+		}
+		if err == nil {
+			err = c.room(b)
 		}
 		if err == nil {
 			err = b.Commit(opt)

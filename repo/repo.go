@@ -27,6 +27,10 @@ const (
 	DBDir      = "db"           // the pebble database, created by the node
 	SocketFile = "api.sock"     // the control socket, created by the daemon
 	LockFile   = "repo.lock"    // flock'ed by a running daemon, holds its pid
+	// BallastFile holds room on the repo's disk that the daemon gives
+	// back to its database when the disk fills (docs/adr/0044); any
+	// process may delete it to make room.
+	BallastFile = "ballast"
 )
 
 // File modes of a repo (docs/design.md §12: repo dir 0700, socket 0600).

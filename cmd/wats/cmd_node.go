@@ -146,6 +146,14 @@ func (c *cli) statusCmd() *cobra.Command {
 				fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
 					d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
 			}
+			if d := st.Disk; d != nil {
+				state := "writes accepted"
+				if d.Full {
+					state = "FULL: events, blobs and records refused until space is freed"
+				}
+				fmt.Fprintf(tw, "disk:\t%s free, %s kept in reserve; %s\n",
+					humanize.Bytes(d.FreeBytes), humanize.Bytes(d.ReserveBytes), state)
+			}
 			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 			return tw.Flush()
 		},

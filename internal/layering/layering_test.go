@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"node/api":  {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api", "internal/diskspace"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
 	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
@@ -61,8 +61,9 @@ var allowed = map[string][]string{
 	// Small helpers that cmd/wats and its harnesses share: whole files
 	// written atomically and read with a cap; byte counts and plurals as
 	// the CLI prints them.
-	"internal/fileio":   {},
-	"internal/humanize": {},
+	"internal/fileio":    {},
+	"internal/diskspace": {},
+	"internal/humanize":  {},
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
 	"internal/scripttest": {},

@@ -142,6 +142,25 @@ type Status struct {
 	HolePunches HolePunches `json:"hole_punches"`
 	// DHT is the state of the network's DHT (docs/adr/0040).
 	DHT DHTStatus `json:"dht"`
+	// Disk is the free space of the repo's disk against the reserve the
+	// node keeps (docs/adr/0044); nil for an in-memory node, or where the
+	// free space cannot be read.
+	Disk *DiskStatus `json:"disk,omitempty"`
+}
+
+// DiskStatus is the repo's disk as the node's guard saw it last.
+type DiskStatus struct {
+	// FreeBytes is the free space, in bytes.
+	FreeBytes uint64 `json:"free_bytes"`
+	// ReserveBytes is what the node keeps free: writes that would leave
+	// less are refused. BallastBytes is the size of the ballast file it
+	// keeps for its database, and Ballast whether it is there.
+	ReserveBytes uint64 `json:"reserve_bytes"`
+	BallastBytes uint64 `json:"ballast_bytes"`
+	Ballast      bool   `json:"ballast"`
+	// Full is whether writes (events, blobs, records) are refused for want
+	// of room; reads and peers are served meanwhile.
+	Full bool `json:"full"`
 }
 
 // HolePunches counts the hole punches that ended since the node started.

@@ -112,7 +112,13 @@ func writeDone(w http.ResponseWriter, err, notFound, notFoundErr error) {
 	}
 }
 
+// writeError answers err with status, or 507 Insufficient Storage for a
+// write refused on a full disk (node.ErrDiskFull), whatever the handler
+// expected.
 func writeError(w http.ResponseWriter, status int, err error) {
+	if errors.Is(err, node.ErrDiskFull) {
+		status = http.StatusInsufficientStorage
+	}
 	writeJSON(w, status, api.ErrorBody{Error: err.Error()})
 }
 

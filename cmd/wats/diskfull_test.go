@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/repo"
+)
+
+// TestFullDiskEndToEnd fills the 64 MiB filesystem of a real daemon's
+// repo (a tmpfs; mounting needs root) with events: the write that would
+// go past the reserve is refused with "disk full" and the repo's path,
+// not EOF; the daemon stays up and serves reads; once space is freed it
+// accepts writes again; after a restart every acknowledged event is there.
+func TestFullDiskEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and starts a daemon")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a 64 MiB tmpfs: needs root (CI runs as root)")
+	}
+	bin := watsBinary(t)
+	tmp := t.TempDir()
+	env := e2eEnv(tmp)
+	mnt := filepath.Join(tmp, "small")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	dir := filepath.Join(mnt, "repo")
+	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	start := func() (*exec.Cmd, <-chan error) {
+		cmd := exec.Command(bin, "daemon", "--repo", dir)
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd, exited
+	}
+	up := func(exited <-chan error) {
+		waitCLI(t, 30*time.Second, "the daemon is up", func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("the daemon exited: %v", err)
+			default:
+			}
+			code, _, _ := runBin(t, env, bin, "status", "--repo", dir)
+			return code == 0
+		})
+	}
+	d, exited := start()
+	up(exited)
+	if _, err := os.Stat(filepath.Join(dir, repo.BallastFile)); err != nil {
+		t.Fatalf("no ballast: %v", err)
+	}
+
+	// Leave 3 MiB above the reserve (4 MiB) and the ballast's room.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	filler := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(filler, make([]byte, max(free-7<<20, 0)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := api.NewClient(filepath.Join(dir, repo.SocketFile))
+	ctx := context.Background()
+	pad := strings.Repeat("x", 15_000)
+	acked := 0
+	var refused error
+	for i := range 1000 {
+		_, err := c.AddEvent(ctx, "note", jsontext.Value(fmt.Sprintf(`{"n":%d,"pad":%q}`, i, pad)))
+		if err != nil {
+			refused = err
+			break
+		}
+		acked++
+	}
+	var apiErr *api.Error
+	if !errors.As(refused, &apiErr) || apiErr.Status != 507 || !strings.Contains(apiErr.Message, "disk full") || !strings.Contains(apiErr.Message, dir) {
+		t.Fatalf("after %d events: %v; want 507 disk full naming %s", acked, refused, dir)
+	}
+	if acked == 0 {
+		t.Fatal("no event was accepted before the disk was full")
+	}
+	code, out, stderr := runBin(t, env, bin, "status", "--repo", dir)
+	if code != 0 || !strings.Contains(out, "FULL") {
+		t.Fatalf("status on a full disk: exit %d: %s%s", code, out, stderr)
+	}
+	events := func(when string) {
+		t.Helper()
+		s, err := c.Status(ctx)
+		if err != nil || s.Events != uint64(acked) {
+			t.Fatalf("%s: %v, want %d events (%+v)", when, err, acked, s)
+		}
+		if code, out, stderr := runBin(t, env, bin, "events", "ls", "--repo", dir); code != 0 || !strings.Contains(out, "note") {
+			t.Fatalf("events ls %s: exit %d: %s", when, code, stderr)
+		}
+	}
+	events("on a full disk")
+	blob := filepath.Join(tmp, "blob")
+	if err := os.WriteFile(blob, make([]byte, 8<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "blob", "add", "--repo", dir, blob); code == 0 || !strings.Contains(stderr, "disk full") {
+		t.Fatalf("blob add on a full disk: exit %d: %s", code, stderr)
+	}
+
+	// Space freed: writes are accepted again.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runBin(t, env, bin, "events", "add", "--repo", dir, "--kind", "note", "--body", `{"after":1}`); code != 0 {
+		t.Fatalf("events add once space is freed: exit %d: %s", code, stderr)
+	}
+	acked++
+	d.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		t.Fatalf("the daemon's stop: %v", err)
+	}
+	_, exited = start()
+	up(exited)
+	events("after a restart")
+}
