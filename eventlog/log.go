@@ -146,6 +146,8 @@ type Log struct {
 		now func() time.Time
 		// room is SetRoom's; nil writes without asking.
 		room func(n int) error
+		// committed is SetCommitted's; nil: no one is told.
+		committed func(first core.Cursor, ids []core.ShortID)
 	}
 	// gc is the group-commit queue of Append (ADR 0031): the calls
 	// waiting for the commit running now, and whether one runs.
@@ -603,6 +605,13 @@ func (l *Log) commit(group []*appendReq) {
 	}
 	l.recent.Unlock()
 	l.head.Store(pos)
+	if l.mu.committed != nil {
+		ids := make([]core.ShortID, len(kept))
+		for i, st := range kept {
+			ids[i] = core.ShortID(st.id[:core.ShortIDBytes])
+		}
+		l.mu.committed(kept[0].pos, ids)
+	}
 	l.bytes.Store(logBytes)
 	l.authors.Store(authors)
 	l.seen.Lock()

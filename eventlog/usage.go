@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Usage is what the log, or one author's part of it, holds: events and the
@@ -59,6 +61,17 @@ func (l *Log) SetRoom(room func(n int) error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.room = room
+}
+
+// SetCommitted installs the function every later Append tells, once a
+// batch is durable, of the events it added: at positions first, first+1,
+// … with the short ids ids (the node's acknowledged mark, ADR 0045). It
+// is called with the log's lock held, from one goroutine at a time, and
+// must not call the Log; ids is its own.
+func (l *Log) SetCommitted(f func(first core.Cursor, ids []core.ShortID)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.committed = f
 }
 
 // Usage returns what the whole log holds and how many authors it holds

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/wats-network/wats/core"
 )
 
 // TestGroupCommit: Appends that arrive while a commit runs wait for it and
@@ -261,5 +263,35 @@ func TestRoomRefusesAWrite(t *testing.T) {
 	}
 	if h := l.Head(); h != 3 {
 		t.Fatalf("head %d, want 3", h)
+	}
+}
+
+// TestCommittedTellsWhatWasAdded: SetCommitted's function hears, after
+// each durable batch, the first position and the short ids of the events
+// it added, not of those it left out (duplicates), nor of a refused batch.
+func TestCommittedTellsWhatWasAdded(t *testing.T) {
+	l := openLog(t, memDB(t))
+	evs := makeEvents(t, testKey(t, 1), testNow, 5, 0)
+	type call struct {
+		first core.Cursor
+		ids   []core.ShortID
+	}
+	var calls []call
+	l.SetCommitted(func(first core.Cursor, ids []core.ShortID) { calls = append(calls, call{first, ids}) })
+	if _, err := l.Append(evs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(evs[1:4]); err != nil { // evs[1] is held: two added
+		t.Fatal(err)
+	}
+	l.SetRoom(func(int) error { return errors.New("full") })
+	l.Append(evs[4:])
+	short := func(e *Event) core.ShortID {
+		raw, _ := parseID(e.ID)
+		return core.ShortID(raw[:core.ShortIDBytes])
+	}
+	want := []call{{1, []core.ShortID{short(evs[0]), short(evs[1])}}, {3, []core.ShortID{short(evs[2]), short(evs[3])}}}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Fatalf("committed calls %v, want %v", calls, want)
 	}
 }

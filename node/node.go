@@ -37,6 +37,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/heads"
+	"github.com/wats-network/wats/internal/ackmark"
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
@@ -97,8 +98,15 @@ type Node struct {
 	// for an in-memory database, or where statfs fails.
 	disk   *diskspace.Guard
 	events *eventlog.Log
-	peers  *peercache.Cache
-	blobs  *blobs.Store
+	// mark is the event log's acknowledged mark (ADR 0045), nil for an
+	// in-memory node; markFailed, set once its write failed (under the
+	// log's lock), keeps the warning to one. lost is what a start found
+	// missing, nil if nothing; only checkLost changes it, after Start.
+	mark       *ackmark.Mark
+	markFailed bool
+	lost       *LostEvents
+	peers      *peercache.Cache
+	blobs      *blobs.Store
 	// fetch is the blob exchange and fetcher; nil before Start.
 	fetch *fetchState
 	// dialed is closed once the dials of Start (bootstrap peers, known
@@ -289,6 +297,11 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
 	n.events.SetRoom(n.room)
+	if o.Dir != "" {
+		if err := n.openMark(o.Dir); err != nil {
+			return nil, err
+		}
+	}
 	var damaged []peercache.DamagedRecord
 	n.peers, damaged, err = peercache.Open(n.db, &peercache.Options{
 		MaxPeers: cfg.PeerCache.MaxPeers,
@@ -394,6 +407,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.go_(n.foldLoop)
 	n.go_(n.releaseLoop)
 	n.go_(n.watchReachability)
+	n.go_(n.lostLoop)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
 	return nil
@@ -450,6 +464,10 @@ func (n *Node) closeStores() error {
 	if n.db != nil {
 		errs = append(errs, n.db.Flush(), n.db.Close())
 		n.db = nil
+	}
+	if n.mark != nil {
+		errs = append(errs, n.mark.Close())
+		n.mark = nil
 	}
 	return errors.Join(errs...)
 }

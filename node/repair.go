@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/internal/ackmark"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
@@ -110,6 +112,11 @@ type CheckReport struct {
 	Scanned   uint64   `json:"scanned"`
 	ScanError string   `json:"scan_error,omitempty"`
 	Errors    []string `json:"errors,omitempty"`
+	// Lost is what is known of acknowledged events the database no
+	// longer holds (ADR 0045): the record of the losses daemon starts
+	// found, with the loss the acknowledged mark shows now, if no start
+	// found it yet (then in Lost and Unnamed or Missing). Nil if none.
+	Lost *LostEvents `json:"lost,omitempty"`
 }
 
 // maxReportErrors bounds CheckReport.Errors.
@@ -118,6 +125,15 @@ const maxReportErrors = 20
 // Damaged reports whether the check found anything damaged.
 func (c *CheckReport) Damaged() bool {
 	return !c.Opened || c.EventsBad+c.EventsUnreadable > 0 || c.BlobsDamaged > 0 || c.PeersDamaged > 0 || c.ScanError != ""
+}
+
+// Missing is how many acknowledged events the database lost are not known
+// to be back (Lost): a repair brings none of them, the daemon's syncs do.
+func (c *CheckReport) Missing() uint64 {
+	if c.Lost == nil {
+		return 0
+	}
+	return c.Lost.Gone()
 }
 
 func (c *CheckReport) addError(format string, args ...any) {
@@ -362,7 +378,34 @@ func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
 		safely(rep, func() { _ = readBlobs(s.blobs, rep, nil) })
 	}
 	safely(rep, func() { scanAll(s.db, rep) })
+	if err := checkLost(r.Dir, s, rep); err != nil {
+		rep.addError("%v", err)
+	}
 	return rep, nil
+}
+
+// checkLost fills rep.Lost from the database's record and the repo's
+// acknowledged mark.
+func checkLost(dir string, s *stores, rep *CheckReport) error {
+	rec, err := readLost(s.db)
+	if err != nil {
+		return err
+	}
+	if s.events != nil {
+		lost, err := ackmark.Read(markPath(dir), s.events.Head())
+		if err != nil {
+			return err
+		}
+		rec.Lost += lost.Count()
+		for _, id := range lost.IDs {
+			rec.Missing = append(rec.Missing, hex.EncodeToString(id[:]))
+		}
+		rec.Unnamed += lost.Count() - uint64(len(lost.IDs))
+	}
+	if rec.Lost > 0 {
+		rep.Lost = rec
+	}
+	return nil
 }
 
 // RepairReport is what RepairRepo did.

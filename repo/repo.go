@@ -31,6 +31,11 @@ const (
 	// back to its database when the disk fills (docs/adr/0044); any
 	// process may delete it to make room.
 	BallastFile = "ballast"
+	// AckedFile is the event log's acknowledged mark: its head and the
+	// short ids of its newest events, written after each durable commit,
+	// by which a start finds acknowledged events the database lost
+	// (docs/adr/0045).
+	AckedFile = "acked"
 )
 
 // File modes of a repo (docs/design.md §12: repo dir 0700, socket 0600).

@@ -39,7 +39,7 @@ events 'repo repair' would keep.`,
 			} else {
 				printCheck(c.stdout, rep)
 			}
-			if rep.Damaged() {
+			if rep.Damaged() || rep.Missing() > 0 {
 				return &exitCodeError{code: exitError}
 			}
 			return nil
@@ -98,14 +98,30 @@ func printCheck(w io.Writer, rep *node.CheckReport) {
 			fmt.Fprintf(w, "a scan of every key read %d keys\n", rep.Scanned)
 		}
 	}
+	if l := rep.Lost; l != nil {
+		fmt.Fprintf(w, "lost: %d acknowledged events, dropped by the database with the damaged tail of its WAL (%s); "+
+			"%d came back from peers, %d still missing\n", l.Lost, lostWhen(l), l.Back, l.Gone())
+	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "  %s\n", firstLine(e))
 	}
-	if rep.Damaged() {
+	switch {
+	case rep.Damaged():
 		fmt.Fprintln(w, "damaged: 'wats repo repair' moves the database aside and keeps what can be read")
-	} else {
+	case rep.Missing() > 0:
+		fmt.Fprintln(w, "events lost: start the daemon; it fetches them back from the peers that hold them")
+	default:
 		fmt.Fprintln(w, "ok: nothing damaged")
 	}
+}
+
+// lostWhen says when a loss was found: by this check (only the
+// acknowledged mark shows it: no daemon started since), or at a start.
+func lostWhen(l *node.LostEvents) string {
+	if l.At.IsZero() {
+		return "found by this check"
+	}
+	return "the latest found at the start of " + l.At.Format(time.RFC3339)
 }
 
 // firstLine is s up to its first newline (pebble's errors carry stacks).

@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"node/api":  {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api", "internal/diskspace"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api", "internal/diskspace", "internal/ackmark"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
 	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
@@ -63,6 +63,7 @@ var allowed = map[string][]string{
 	// the CLI prints them.
 	"internal/fileio":    {},
 	"internal/diskspace": {},
+	"internal/ackmark":   {},
 	"internal/humanize":  {},
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
