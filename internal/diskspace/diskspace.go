@@ -145,7 +145,9 @@ func New(dir, ballastPath string, o *Options) (*Guard, error) {
 // Room reports whether n more bytes may be written: nil, or a *FullError
 // (matching ErrFull) while the free space less n is below the reserve,
 // or below the reserve and the ballast when the ballast was given up (it
-// is made again first). A statfs that fails lets the write go ahead.
+// is made again first). Once it refused, it goes on refusing until the
+// free space is a quarter of the reserve above that. A statfs that fails
+// lets the write go ahead.
 func (g *Guard) Room(n int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -157,11 +159,18 @@ func (g *Guard) Room(n int) error {
 	return g.decide(uint64(n))
 }
 
-// need is what must be free for n bytes to be written.
+// need is what must be free for n bytes to be written: n, the reserve,
+// the ballast if it is to be made again, and, while the disk is full, a
+// quarter of the reserve more, so that a disk at the edge does not take
+// and refuse writes in turn (and status does not say it has room for a
+// write it refused).
 func (g *Guard) need(n uint64) uint64 {
 	need := n + g.reserve
 	if !g.mu.hasBallast {
 		need += g.ballast
+	}
+	if g.mu.full {
+		need += g.reserve / 4
 	}
 	return need
 }
