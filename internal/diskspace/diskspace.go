@@ -58,7 +58,7 @@ func (e *FullError) Error() string {
 // Is reports whether target is ErrFull.
 func (e *FullError) Is(target error) bool { return target == ErrFull }
 
-func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
 // ReserveFor is the reserve on a filesystem of total bytes: a sixteenth
 // of it, within [MinReserveBytes, MaxReserveBytes].
