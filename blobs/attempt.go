@@ -115,7 +115,7 @@ func (w *walk) writer(ctx context.Context) {
 			continue // drain after a failure
 		}
 		if err := w.x.store.putBlocks(ctx, w.root, batch); err != nil {
-			w.werr = fmt.Errorf("blobs: store block: %w", err)
+			w.werr = fmt.Errorf("%w: %w", ErrStore, err)
 		}
 	}
 }
@@ -524,7 +524,7 @@ func emptyBlob(ctx context.Context, st *Store, root cid.Cid) ([]cid.Cid, error) 
 		return nil, fmt.Errorf("blobs: empty block: %w", err)
 	}
 	if err := st.PutBlock(ctx, root, b); err != nil {
-		return nil, fmt.Errorf("blobs: store block: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	return []cid.Cid{root}, nil
 }

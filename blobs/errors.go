@@ -40,6 +40,12 @@ var (
 	ErrBadBlob = errors.New("blobs: not a well-formed blob")
 )
 
+// ErrStore wraps the error of this node's own store while it writes what
+// a fetch received (a full disk, ADR 0044): not the provider's fault, so
+// Plan.Report ends the plan on it without backing the provider off, as
+// every other provider would meet the same store.
+var ErrStore = errors.New("blobs: the local store could not write the blob")
+
 // cidFault reports whether err is a fault of the content (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob), which ends a plan without backing off.
 func ContentFault(err error) bool {

@@ -242,7 +242,7 @@ func (pl *Plan) Report(p peer.ID, err error, now time.Time) {
 			pl.b.Succeeded(p)
 		}
 		pl.done, pl.err = true, nil
-	case ContentFault(err):
+	case ContentFault(err), errors.Is(err, ErrStore):
 		pl.done, pl.err = true, err
 	case errors.Is(err, context.Canceled):
 		pl.last = err

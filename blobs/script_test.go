@@ -58,6 +58,8 @@ func reason(err error) string {
 		return "success"
 	case errors.Is(err, ErrSizeMismatch):
 		return "size mismatch"
+	case errors.Is(err, ErrStore):
+		return "local store"
 	case errors.Is(err, ErrAttempts):
 		return "attempts used"
 	case errors.Is(err, ErrFetchTimeout):
@@ -158,10 +160,12 @@ func (s *script) run(f []string) (string, error) {
 			outcome = fmt.Errorf("fetch: %w", context.DeadlineExceeded)
 		case "mismatch":
 			outcome = fmt.Errorf("cid X: got 5 bytes, declared 4: %w", ErrSizeMismatch)
+		case "store":
+			outcome = fmt.Errorf("%w: disk full", ErrStore)
 		case "canceled":
 			outcome = fmt.Errorf("fetch: %w", context.Canceled)
 		default:
-			return "", fmt.Errorf("outcome %q: want ok, fail, timeout, mismatch or canceled", f[2])
+			return "", fmt.Errorf("outcome %q: want ok, fail, timeout, mismatch, store or canceled", f[2])
 		}
 		p := peer.ID(f[1])
 		s.pl.Report(p, outcome, now)

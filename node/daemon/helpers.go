@@ -169,6 +169,10 @@ func fetchFailure(c cid.Cid, err error, from bool) string {
 		why = "it is a directory or another collection, not a file; collections are not fetched (ADR 0014)"
 	case errors.Is(err, blobs.ErrBadBlob):
 		why = "what its provider sent is not a well-formed blob"
+	case errors.Is(err, node.ErrDiskFull):
+		// The guard's sentence alone, without the packages it came through.
+		why = err.Error()
+		why = why[max(strings.Index(why, node.ErrDiskFull.Error()), 0):]
 	default:
 		why = err.Error()
 	}
