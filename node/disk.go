@@ -21,6 +21,15 @@ func (n *Node) room(bytes int) error {
 	return n.disk.Room(bytes)
 }
 
+// memtableBytes is what the database will write on its own when it
+// flushes its memtables: their capacity (diskspace.Options.Pending).
+func (n *Node) memtableBytes() uint64 {
+	if db := n.guarded.Load(); db != nil {
+		return db.Metrics().MemTable.Size
+	}
+	return 0
+}
+
 // diskChanged logs the guard's changes of state, once each.
 func (n *Node) diskChanged(full bool, err error) {
 	if full {
@@ -39,7 +48,7 @@ func (n *Node) diskStatus() *api.DiskStatus {
 	}
 	st := n.disk.Look()
 	return &api.DiskStatus{
-		FreeBytes: st.Free, ReserveBytes: st.Reserve, BallastBytes: st.Ballast,
+		FreeBytes: st.Free, ReserveBytes: st.Reserve + st.Pending, BallastBytes: st.Ballast,
 		Ballast: st.HasBallast, Full: st.Full,
 	}
 }

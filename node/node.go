@@ -96,8 +96,11 @@ type Node struct {
 	db *pebble.DB
 	// disk refuses writes before the repo's disk is full (ADR 0044); nil
 	// for an in-memory database, or where statfs fails.
-	disk   *diskspace.Guard
-	events *eventlog.Log
+	disk *diskspace.Guard
+	// guarded is db for the guard's look at its memtables (memtableBytes),
+	// from any goroutine; nil before it opens and once it closes.
+	guarded atomic.Pointer[pebble.DB]
+	events  *eventlog.Log
 	// mark is the event log's acknowledged mark (ADR 0045), nil for an
 	// in-memory node; markFailed, set once its write failed (under the
 	// log's lock), keeps the warning to one. lost is what a start found
@@ -274,17 +277,20 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		filesFS = dbOpts.FS
 	} else {
 		n.disk, err = diskspace.New(o.Dir, filepath.Join(o.Dir, repo.BallastFile), &diskspace.Options{
-			Statfs: o.Statfs, Changed: n.diskChanged,
+			Statfs: o.Statfs, Changed: n.diskChanged, Pending: n.memtableBytes,
 		})
 		if err != nil {
 			n.log.Warn("the free space of the repo's disk cannot be read; writes are not checked against it", "err", err)
 			n.disk = nil
 		} else {
-			dbOpts.FS = vfs.OnDiskFull(vfs.Default, n.disk.OnDiskFull)
+			dbOpts.FS = vfs.OnDiskFull(n.disk.FS(vfs.Default), n.disk.OnDiskFull)
 		}
 	}
 	n.db, err = pebble.Open(dbDir, dbOpts)
 	dbOpts.Cache.Unref() // the database holds its own reference
+	if err == nil {
+		n.guarded.Store(n.db)
+	}
 	if isDamage(err) {
 		return nil, &DamagedError{Repo: o.Dir, Err: err}
 	}
@@ -462,6 +468,7 @@ func (n *Node) closeStores() error {
 		errs = append(errs, n.blobs.Close()) // its data files synced
 	}
 	if n.db != nil {
+		n.guarded.Store(nil)
 		errs = append(errs, n.db.Flush(), n.db.Close())
 		n.db = nil
 	}

@@ -80,6 +80,11 @@ type Options struct {
 	// with fallocate(2) where the filesystem has it.
 	Ballast   func(size uint64) error
 	Unballast func() error
+	// Pending, if set, says how many bytes the database may write on its
+	// own soon, without asking Room: the memtables it will flush (their
+	// capacity). They are kept free on top of the reserve. It is called
+	// at each look at the disk, not at each Room.
+	Pending func() uint64
 	// Now is the clock; nil means time.Now. It may step backwards: the
 	// guard then reads the free space again.
 	Now func() time.Time
@@ -100,6 +105,7 @@ type Guard struct {
 	mu struct {
 		sync.Mutex
 		free       uint64    // the last statfs, less what Room let write since
+		pending    uint64    // Options.Pending at the last look
 		at         time.Time // of the last statfs
 		full       bool
 		hasBallast bool // the ballast file is there
@@ -135,6 +141,9 @@ func New(dir, ballastPath string, o *Options) (*Guard, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.mu.free, g.mu.at = free, g.opts.Now()
+	if g.opts.Pending != nil {
+		g.mu.pending = g.opts.Pending()
+	}
 	if g.ballast > 0 && ballastPath != "" && hasBallast(ballastPath, g.ballast) {
 		g.mu.hasBallast = true
 	}
@@ -159,13 +168,32 @@ func (g *Guard) Room(n int) error {
 	return g.decide(uint64(n))
 }
 
+// Spare reports whether n bytes the database may do without (a
+// preallocation) fit above what Room keeps free, and counts them as
+// written if so. Unlike Room it changes nothing else: a refusal is not the
+// disk being full.
+func (g *Guard) Spare(n int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.opts.Now()
+	if need := g.need(uint64(n)); g.mu.free < need+g.reserve || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
+		g.refresh(now)
+	}
+	if g.mu.free < g.need(uint64(n)) {
+		return false
+	}
+	g.mu.free -= uint64(n)
+	return true
+}
+
 // need is what must be free for n bytes to be written: n, the reserve,
-// the ballast if it is to be made again, and, while the disk is full, a
+// what the database has pending, the ballast if it is to be made again,
+// and, while the disk is full, a
 // quarter of the reserve more, so that a disk at the edge does not take
 // and refuse writes in turn (and status does not say it has room for a
 // write it refused).
 func (g *Guard) need(n uint64) uint64 {
-	need := n + g.reserve
+	need := n + g.reserve + g.mu.pending
 	if !g.mu.hasBallast {
 		need += g.ballast
 	}
@@ -177,6 +205,9 @@ func (g *Guard) need(n uint64) uint64 {
 
 // refresh reads the free space; on failure it keeps the estimate.
 func (g *Guard) refresh(now time.Time) {
+	if g.opts.Pending != nil {
+		g.mu.pending = g.opts.Pending()
+	}
 	free, _, err := g.opts.Statfs(g.dir)
 	if err != nil {
 		return
@@ -237,10 +268,12 @@ func (g *Guard) OnDiskFull() {
 type State struct {
 	// Free is the free space, in bytes, at the last look.
 	Free uint64
-	// Reserve is what the guard keeps free, in bytes; Ballast the size of
-	// the ballast file, in bytes, and HasBallast whether it is there.
-	Reserve, Ballast uint64
-	HasBallast       bool
+	// Reserve is what the guard keeps free, in bytes, and Pending what it
+	// keeps free on top for the database's own writes (Options.Pending);
+	// Ballast the size of the ballast file, in bytes, and HasBallast
+	// whether it is there.
+	Reserve, Pending, Ballast uint64
+	HasBallast                bool
 	// Full is whether writes are refused.
 	Full bool
 }
@@ -263,5 +296,5 @@ func (g *Guard) State() State {
 }
 
 func (g *Guard) stateLocked() State {
-	return State{Free: g.mu.free, Reserve: g.reserve, Ballast: g.ballast, HasBallast: g.mu.hasBallast, Full: g.mu.full}
+	return State{Free: g.mu.free, Reserve: g.reserve, Pending: g.mu.pending, Ballast: g.ballast, HasBallast: g.mu.hasBallast, Full: g.mu.full}
 }

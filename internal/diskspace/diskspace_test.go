@@ -43,6 +43,7 @@ func TestGuardScript(t *testing.T) {
 		now     = time.Unix(1_700_000_000, 0)
 		g       *Guard
 		changes []string
+		pending uint64
 	)
 	opts := &Options{
 		Statfs: func(string) (uint64, uint64, error) {
@@ -64,7 +65,8 @@ func TestGuardScript(t *testing.T) {
 			disk.ballast = 0
 			return nil
 		},
-		Now: func() time.Time { return now },
+		Now:     func() time.Time { return now },
+		Pending: func() uint64 { return pending },
 		Changed: func(full bool, err error) {
 			if full {
 				changes = append(changes, "full")
@@ -134,6 +136,10 @@ func TestGuardScript(t *testing.T) {
 				return "full", nil
 			}
 			return "room", nil
+		case "pending": // the database's own writes to come
+			n, err := size(1)
+			pending = n
+			return "", err
 		case "enospc":
 			g.OnDiskFull()
 			return "", nil

@@ -85,3 +85,56 @@ func TestPebbleGetsTheBallast(t *testing.T) {
 		t.Fatalf("once space is freed: %v, ballast %v; want room and the ballast made again", err, ballast)
 	}
 }
+
+// recordPrealloc is a filesystem whose files record their preallocations.
+// Its preallocations take the room of free.
+type recordPrealloc struct {
+	vfs.FS
+	got  *[]int64
+	free *uint64
+}
+
+func (fs recordPrealloc) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return preallocFile{File: f, fs: fs}, err
+}
+
+type preallocFile struct {
+	vfs.File
+	fs recordPrealloc
+}
+
+func (f preallocFile) Preallocate(_, n int64) error {
+	*f.fs.got = append(*f.fs.got, n)
+	*f.fs.free -= uint64(n)
+	return nil
+}
+
+// TestPreallocationAsksTheGuard: a file of the guarded filesystem
+// preallocates what the guard has room for, and skips (without an error)
+// what it has not, counting what it allowed as written.
+func TestPreallocationAsksTheGuard(t *testing.T) {
+	free := uint64(100 << 20)
+	g, err := New("/repo", "", &Options{Statfs: func(string) (uint64, uint64, error) { return free, 1 << 30, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	fs := g.FS(recordPrealloc{FS: vfs.NewMem(), got: &got, free: &free})
+	f, err := fs.Create("000002.log", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Preallocate(0, 30<<20); err != nil { // 100 − 30 ≥ 64: allowed
+		t.Fatal(err)
+	}
+	if err := f.Preallocate(30<<20, 30<<20); err != nil { // 70 − 30 < 64: skipped
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != 30<<20 {
+		t.Fatalf("preallocated %v; want the first 30 MiB only", got)
+	}
+	if st := g.State(); st.Free != 70<<20 || st.Full {
+		t.Fatalf("the guard counts %d bytes free (full %v), want 70 MiB and not full: a skipped preallocation is no full disk", st.Free, st.Full)
+	}
+}

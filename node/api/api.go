@@ -153,7 +153,9 @@ type DiskStatus struct {
 	// FreeBytes is the free space, in bytes.
 	FreeBytes uint64 `json:"free_bytes"`
 	// ReserveBytes is what the node keeps free: writes that would leave
-	// less are refused. BallastBytes is the size of the ballast file it
+	// less are refused. It is a reserve (a sixteenth of the filesystem,
+	// 4 to 64 MiB) and the capacity of the database's memtables, which
+	// it writes out on its own when it flushes them. BallastBytes is the size of the ballast file it
 	// keeps for its database, and Ballast whether it is there.
 	ReserveBytes uint64 `json:"reserve_bytes"`
 	BallastBytes uint64 `json:"ballast_bytes"`
