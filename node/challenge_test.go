@@ -96,6 +96,13 @@ func TestOverloadChallengesOnlyFreshCapablePeers(t *testing.T) {
 	// hello.
 	a.close(t)
 	a = startNodeWith(t, r, Options{Now: clock.Now})
+	// a redials b, a peer of its cache, as it starts: b's dial must not
+	// cross it. Two TCP dials between the listen ports of two peers (both
+	// bind them, SO_REUSEPORT) that cross on the wire are one connection
+	// that both ends take for their own dial, and its Noise handshake
+	// fails on both ("noise: message is too short": each end reads the
+	// other's first message where it waits for the second).
+	<-a.dialed
 	overload(t, a, int64(a.cfg.Limits.OverloadInFlight)+10)
 	connect(t, b, a)
 	if _, err := proto.Call(ctx, b.Host(), a.ID(), &proto.SyncRequest{After: 0, Limit: 1}); err != nil {

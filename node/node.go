@@ -597,15 +597,29 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 	return ai.ID, err
 }
 
-// dial connects to ai, once more after a short, random wait when the
-// security handshake failed (errHandshake): two nodes that dial each other
-// at once from their listen ports (libp2p's TCP reuses them) make one TCP
-// connection with two initiators, and both handshakes fail; a node that
-// restarts redials its known peers (redial) while they may be dialling it.
-// Every dial of this node to a chosen peer goes through it: an operator's
-// connect, the redial of the peer cache, discovery (dialEach).
+// dial connects to ai, once more when the security handshake failed
+// (againAfterHandshake): a node that restarts redials its known peers
+// (redial) while they may be dialling it. Every dial of this node to a
+// chosen peer goes through it: an operator's connect, the redial of the
+// peer cache, discovery (dialEach); so does connect's probe of an
+// address (probe).
 func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
-	err := n.host.Connect(ctx, ai)
+	return againAfterHandshake(ctx, func(again bool) error {
+		if sw, ok := n.host.Network().(*swarm.Swarm); ok && again {
+			sw.Backoff().Clear(ai.ID) // the failed dial's backoff
+		}
+		return n.host.Connect(ctx, ai)
+	})
+}
+
+// againAfterHandshake runs dial, and once more after 50 to 250 ms when it
+// failed in the security handshake: two peers that dial each other's
+// listen port at once (each binds its own, SO_REUSEPORT) may make one TCP
+// connection of the two dials, which both ends take for their own, and
+// whose handshake fails on both ("noise: message is too short"); the
+// random pause uncrosses them. again tells dial it is the second try.
+func againAfterHandshake(ctx context.Context, dial func(again bool) error) error {
+	err := dial(false)
 	if err == nil || !errHandshake(err) {
 		return err
 	}
@@ -616,10 +630,7 @@ func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
 	case <-ctx.Done():
 		return err
 	}
-	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(ai.ID) // the failed dial's backoff
-	}
-	return n.host.Connect(ctx, ai)
+	return dial(true)
 }
 
 // errHandshake reports whether err is a dial that reached the peer's
@@ -667,9 +678,14 @@ func (n *Node) probe(ctx context.Context, ai peer.AddrInfo) error {
 			errs = append(errs, fmt.Errorf("%s: no transport dials it", a))
 			continue
 		}
-		c, err := tr.Dial(ctx, a, ai.ID)
+		err := againAfterHandshake(ctx, func(bool) error {
+			c, err := tr.Dial(ctx, a, ai.ID)
+			if err == nil {
+				_ = c.Close()
+			}
+			return err
+		})
 		if err == nil {
-			_ = c.Close()
 			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", a, err))
