@@ -160,12 +160,18 @@ func New(dir, ballastPath string, o *Options) (*Guard, error) {
 func (g *Guard) Room(n int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.lookBefore(uint64(n))
+	return g.decide(uint64(n))
+}
+
+// lookBefore reads the disk before a write of n bytes unless the estimate
+// is fresh (under refreshEvery old, by a clock that did not step back)
+// and far from the line (a reserve more than the write needs).
+func (g *Guard) lookBefore(n uint64) {
 	now := g.opts.Now()
-	need := g.need(uint64(n))
-	if g.mu.free < need+g.reserve || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
+	if g.mu.free < g.need(n)+g.reserve || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
 		g.refresh(now)
 	}
-	return g.decide(uint64(n))
 }
 
 // Spare reports whether n bytes the database may do without (a
@@ -175,10 +181,7 @@ func (g *Guard) Room(n int) error {
 func (g *Guard) Spare(n int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := g.opts.Now()
-	if need := g.need(uint64(n)); g.mu.free < need+g.reserve || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
-		g.refresh(now)
-	}
+	g.lookBefore(uint64(n))
 	if g.mu.free < g.need(uint64(n)) {
 		return false
 	}
