@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/node/api"
 )
@@ -22,13 +24,28 @@ func (n *Node) room(bytes int) error {
 }
 
 // memtableBytes is what the database will write on its own when it
-// flushes its memtables: their capacity (diskspace.Options.Pending).
-func (n *Node) memtableBytes() uint64 {
-	if db := n.guarded.Load(); db != nil {
-		return db.Metrics().MemTable.Size
+// flushes its memtables: their capacity (diskspace.Options.Pending), as
+// watchMemtables last read it. It reads no metrics itself: the guard asks
+// it from inside pebble's own writes (a WAL's preallocation), where a
+// call back into pebble could wait on a lock the caller holds.
+func (n *Node) memtableBytes() uint64 { return n.memtables.Load() }
+
+// watchMemtables reads the memtables' capacity every memtablesEvery, for
+// memtableBytes.
+func (n *Node) watchMemtables() {
+	read := func() {
+		if db := n.guarded.Load(); db != nil {
+			n.memtables.Store(db.Metrics().MemTable.Size)
+		}
 	}
-	return 0
+	read()
+	n.every(memtablesEvery, read)
 }
+
+// memtablesEvery is how often watchMemtables reads the memtables'
+// capacity; pebble grows it at each rotation, from 256 KiB to the
+// memtable's size.
+const memtablesEvery = time.Second
 
 // diskChanged logs the guard's changes of state, once each.
 func (n *Node) diskChanged(full bool, err error) {

@@ -97,10 +97,11 @@ type Node struct {
 	// disk refuses writes before the repo's disk is full (ADR 0044); nil
 	// for an in-memory database, or where statfs fails.
 	disk *diskspace.Guard
-	// guarded is db for the guard's look at its memtables (memtableBytes),
-	// from any goroutine; nil before it opens and once it closes.
-	guarded atomic.Pointer[pebble.DB]
-	events  *eventlog.Log
+	// guarded is db for watchMemtables, from any goroutine; nil before it
+	// opens and once it closes. memtables is what it read last.
+	guarded   atomic.Pointer[pebble.DB]
+	memtables atomic.Uint64
+	events    *eventlog.Log
 	// mark is the event log's acknowledged mark (ADR 0045), nil for an
 	// in-memory node; markFailed, set once its write failed (under the
 	// log's lock), keeps the warning to one. lost is what a start found
@@ -414,6 +415,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.go_(n.releaseLoop)
 	n.go_(n.watchReachability)
 	n.go_(n.lostLoop)
+	n.go_(n.watchMemtables)
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
 	return nil

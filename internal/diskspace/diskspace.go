@@ -165,11 +165,14 @@ func (g *Guard) Room(n int) error {
 }
 
 // lookBefore reads the disk before a write of n bytes unless the estimate
-// is fresh (under refreshEvery old, by a clock that did not step back)
-// and far from the line (a reserve more than the write needs).
+// is fresh (under refreshEvery old, by a clock that did not step back),
+// far from the line (a reserve more than the write needs) and the write
+// small (under a quarter of the reserve): a large one, such as a WAL's
+// preallocation, is never let through on an estimate another process may
+// have made stale.
 func (g *Guard) lookBefore(n uint64) {
 	now := g.opts.Now()
-	if g.mu.free < g.need(n)+g.reserve || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
+	if g.mu.free < g.need(n)+g.reserve || n >= g.reserve/4 || now.Sub(g.mu.at) >= refreshEvery || now.Before(g.mu.at) {
 		g.refresh(now)
 	}
 }
