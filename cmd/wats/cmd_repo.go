@@ -19,9 +19,11 @@ func (c *cli) repoCmd() *cobra.Command {
 		Long: `Read the whole database of the repo, read-only: every event (decoded, its id
 and signature verified), every complete blob whole, every peer record, then
 every key with its value. Prints what it read and what it could not, and
-exits 1 when something is damaged. The daemon must be stopped. A database
-that does not open at all is read one table file at a time, to say how many
-events 'repo repair' would keep.`,
+exits 1 when something is damaged. It also tells of acknowledged events the
+database lost with a damaged WAL tail (the repo's acked mark, ADR 0045) and
+how many came back from peers since; it exits 1 while some are missing. The
+daemon must be stopped. A database that does not open at all is read one
+table file at a time, to say how many events 'repo repair' would keep.`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			r, err := c.openRepo()
