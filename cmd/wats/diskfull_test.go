@@ -61,9 +61,7 @@ func fillDisk(t *testing.T, fs string) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", dir); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, dir) // a network of its own: no other test's daemon syncs into it
 	logs := new(lockedBuffer) // the daemons' logs, printed if the test fails
 	t.Cleanup(func() {
 		if t.Failed() {

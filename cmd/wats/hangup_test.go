@@ -248,8 +248,6 @@ func localRepo(t *testing.T) (bin string, env []string, repo string) {
 	tmp := t.TempDir()
 	env = e2eEnv(tmp)
 	repo = filepath.Join(tmp, "repo")
-	if code, _, stderr := runBin(t, env, bin, "init", "--profile", "local", "--repo", repo); code != 0 {
-		t.Fatalf("init: exit %d: %s", code, stderr)
-	}
+	initLocal(t, env, bin, repo) // a network of its own: no other test's daemon syncs into it
 	return bin, env, repo
 }
