@@ -62,7 +62,7 @@ func fillDisk(t *testing.T, fs string) {
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "repo")
 	initLocal(t, env, bin, dir) // a network of its own: no other test's daemon syncs into it
-	logs := new(lockedBuffer) // the daemons' logs, printed if the test fails
+	logs := new(lockedBuffer)   // the daemons' logs, printed if the test fails
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the daemon's log:\n%s", logs)
