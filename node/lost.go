@@ -42,6 +42,16 @@ type LostEvents struct {
 	Unnamed uint64   `json:"unnamed,omitempty"`
 }
 
+// add counts the loss a mark shows: its events, the short ids it names
+// as missing, the rest as unnamed.
+func (l *LostEvents) add(lost ackmark.Lost) {
+	l.Lost += lost.Count()
+	for _, id := range lost.IDs {
+		l.Missing = append(l.Missing, hex.EncodeToString(id[:]))
+	}
+	l.Unnamed += lost.Count() - uint64(len(lost.IDs))
+}
+
 // Gone is how many lost events are not known to be back.
 func (l *LostEvents) Gone() uint64 { return uint64(len(l.Missing)) + l.Unnamed }
 
@@ -86,11 +96,7 @@ func (n *Node) openMark(dir string) error {
 // writes it durably, and says so.
 func (n *Node) noteLost(rec *LostEvents, lost ackmark.Lost) error {
 	rec.At = n.now().UTC()
-	rec.Lost += lost.Count()
-	for _, id := range lost.IDs {
-		rec.Missing = append(rec.Missing, hex.EncodeToString(id[:]))
-	}
-	rec.Unnamed += lost.Count() - uint64(len(lost.IDs))
+	rec.add(lost)
 	if err := writeLost(n.db, rec); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -378,15 +377,15 @@ func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
 		safely(rep, func() { _ = readBlobs(s.blobs, rep, nil) })
 	}
 	safely(rep, func() { scanAll(s.db, rep) })
-	if err := checkLost(r.Dir, s, rep); err != nil {
+	if err := reportLost(r.Dir, s, rep); err != nil {
 		rep.addError("%v", err)
 	}
 	return rep, nil
 }
 
-// checkLost fills rep.Lost from the database's record and the repo's
+// reportLost fills rep.Lost from the database's record and the repo's
 // acknowledged mark.
-func checkLost(dir string, s *stores, rep *CheckReport) error {
+func reportLost(dir string, s *stores, rep *CheckReport) error {
 	rec, err := readLost(s.db)
 	if err != nil {
 		return err
@@ -396,11 +395,7 @@ func checkLost(dir string, s *stores, rep *CheckReport) error {
 		if err != nil {
 			return err
 		}
-		rec.Lost += lost.Count()
-		for _, id := range lost.IDs {
-			rec.Missing = append(rec.Missing, hex.EncodeToString(id[:]))
-		}
-		rec.Unnamed += lost.Count() - uint64(len(lost.IDs))
+		rec.add(lost)
 	}
 	if rec.Lost > 0 {
 		rep.Lost = rec

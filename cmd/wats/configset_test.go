@@ -108,16 +108,7 @@ func TestReadersRaceTheDaemonStart(t *testing.T) {
 		t.Skip("end-to-end: builds the binary and starts a daemon 8 times")
 	}
 	bin, env, repo := localRepo(t)
-	start := func() (*exec.Cmd, <-chan error) {
-		cmd := exec.Command(bin, "daemon", "--repo", repo)
-		cmd.Env = env
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		return cmd, exited
-	}
+	start := func() (*exec.Cmd, <-chan error) { return startDaemon(t, env, bin, repo, nil) }
 	// A database with events in it.
 	d, exited := start()
 	waitCLI(t, 20*time.Second, "the daemon is up", func() bool {

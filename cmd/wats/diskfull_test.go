@@ -68,18 +68,7 @@ func fillDisk(t *testing.T, fs string) {
 			t.Logf("the daemon's log:\n%s", logs)
 		}
 	})
-	start := func() (*exec.Cmd, <-chan error) {
-		cmd := exec.Command(bin, "daemon", "--repo", dir)
-		cmd.Env = env
-		cmd.Stderr = logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() { cmd.Process.Kill() })
-		return cmd, exited
-	}
+	start := func() (*exec.Cmd, <-chan error) { return startDaemon(t, env, bin, dir, logs) }
 	up := func(exited <-chan error) {
 		waitCLI(t, 30*time.Second, "the daemon is up", func() bool {
 			select {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -30,15 +31,8 @@ func TestHangupAtAnyMoment(t *testing.T) {
 	}
 	bin, env, repo := localRepo(t)
 	for ms := 0; ms <= 50; ms += 2 {
-		cmd := exec.Command(bin, "daemon", "--repo", repo)
-		cmd.Env = env
 		stderr := new(lockedBuffer)
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		cmd, exited := startDaemon(t, env, bin, repo, stderr)
 		for !hangupHeld(cmd.Process.Pid) {
 			select {
 			case err := <-exited:
@@ -237,6 +231,23 @@ func TestIsDaemonCommand(t *testing.T) {
 			t.Errorf("isDaemonCommand(%q) = %v, want %v", args, got, want)
 		}
 	}
+}
+
+// startDaemon starts `wats daemon` on the repo dir, its stderr to stderr
+// (nil: discarded), and returns it with the channel of its exit; the test's
+// end kills it if it still runs.
+func startDaemon(t *testing.T, env []string, bin, dir string, stderr io.Writer) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(bin, "daemon", "--repo", dir)
+	cmd.Env = env
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, exited
 }
 
 // localRepo builds the binary and makes a repo of the local profile in a
