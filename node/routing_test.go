@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/discovery"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	corerouting "github.com/libp2p/go-libp2p/core/routing"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -57,6 +59,41 @@ func forget(n *testNode, p peer.ID) {
 	n.host.Peerstore().ClearAddrs(p)
 }
 
+// traceLookup returns a context that records the DHT's query events of
+// the lookups run with it, and a function that returns them as text, one
+// a line (for the message of a failing test).
+func traceLookup(ctx context.Context) (context.Context, func() string) {
+	ctx, events := corerouting.RegisterForQueryEvents(ctx)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	go func() {
+		for e := range events {
+			var peers []string
+			for _, ai := range e.Responses {
+				peers = append(peers, fmt.Sprintf("%s %v", ai.ID, ai.Addrs))
+			}
+			mu.Lock()
+			lines = append(lines, fmt.Sprintf("%s %v %s %v", queryEventNames[e.Type], e.ID, e.Extra, peers))
+			mu.Unlock()
+		}
+	}()
+	return ctx, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+}
+
+// queryEventNames names the types of corerouting.QueryEvent.
+var queryEventNames = map[corerouting.QueryEventType]string{
+	corerouting.SendingQuery: "sending query", corerouting.PeerResponse: "response",
+	corerouting.FinalPeer: "final peer", corerouting.QueryError: "error",
+	corerouting.Provider: "provider", corerouting.Value: "value",
+	corerouting.AddingPeer: "adding peer", corerouting.DialingPeer: "dialing",
+}
+
 // TestConnectByPeerIDFindsTheAddressesOnTheDHT: a node that knows nothing
 // of a peer but its ID connects to it (hello included) with the addresses
 // the DHT gives; with p2p.dht off the same connect fails, saying why.
@@ -72,8 +109,9 @@ func TestConnectByPeerIDFindsTheAddressesOnTheDHT(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := a.Connect(ctx, b.ID().String()); err != nil {
-		t.Fatalf("connect by peer ID: %v", err)
+	lookup, trace := traceLookup(ctx)
+	if _, err := a.Connect(lookup, b.ID().String()); err != nil {
+		t.Fatalf("connect by peer ID: %v\nthe lookup:\n%s", err, trace())
 	}
 	if !a.helloed(b.ID()) {
 		t.Error("connected by peer ID, but hello did not complete")

@@ -47,11 +47,19 @@ func startBinDaemonProc(t *testing.T, env []string, bin, dir string) (*exec.Cmd,
 		_ = d.Process.Signal(syscall.SIGTERM)
 		_ = d.Wait()
 	})
-	waitCLI(t, 20*time.Second, "the daemon of "+dir+" answers", func() bool {
-		code, _, _ := runBin(t, env, bin, "status", "--repo", dir)
-		return code == 0
-	})
-	return d, stderr
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, stdout, errOut := runBin(t, env, bin, "status", "--repo", dir)
+		if code == 0 {
+			return d, stderr
+		}
+		if exited(d.Process.Pid) {
+			t.Fatalf("the daemon of %s exited before it answered; its stderr:\n%s", dir, stderr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon of %s did not answer in 20 s; the last status: exit %d: %s%s\nthe daemon's stderr:\n%s",
+				dir, code, stdout, errOut, stderr)
+		}
+	}
 }
 
 // lockedBuffer is a bytes.Buffer that a process writes to while a test
