@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // TestLimitsAndDiag: Limits shows the effective limits with burst and

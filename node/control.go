@@ -15,8 +15,8 @@ import (
 	"github.com/wats-network/wats/config"
 )
 
-// What the control server (package node/daemon) reads and drives of a
-// running node, beside the methods that answer in node/api's types
+// What the control server (package daemon) reads and drives of a
+// running node, beside the methods that answer in api's types
 // (Status, Peers, Limits, Diag, PeerCache, CrashGroups).
 
 // Blobs returns the node's blob store.

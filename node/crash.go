@@ -13,7 +13,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/proto"
 )
 

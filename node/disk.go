@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/internal/diskspace"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // ErrDiskFull matches the error of a write refused because the repo's

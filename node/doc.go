@@ -3,7 +3,7 @@
 // handlers with their admission point, the sync client and the blob
 // fetcher (docs/design.md §2). It is the only package that knows all the
 // others. The control API's HTTP server, and Run for `wats daemon`, are
-// package node/daemon's; node answers them through exported methods.
+// package daemon's; node answers them through exported methods.
 //
 // Lifecycle: New takes a config and an identity key, opens the database
 // (Options.Dir's, or one in memory) and builds the host; Start joins
@@ -62,9 +62,9 @@
 //     records peers put here.
 //   - nat.go: NAT traversal: AutoNAT, AutoRelay's relay candidates, the
 //     relay service, hole punches, how each peer is connected.
-//   - api.go: the answers in node/api's types (Status, Peers, Limits,
+//   - api.go: the answers in api's types (Status, Peers, Limits,
 //     Diag, PeerCache); control.go: what else the control server
-//     (node/daemon) reads and drives; offline.go: reading a stopped
+//     (daemon) reads and drives; offline.go: reading a stopped
 //     node's repo.
 //   - repair.go: checking and repairing a damaged database.
 //   - memory.go: returning freed memory to the OS after a flood.

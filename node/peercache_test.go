@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )

@@ -12,7 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/blobs"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // TestRelayedConnectionCarriesHelloNotBlobs: a node reached only through a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -95,7 +95,7 @@ func TestBlobAddByDescriptor(t *testing.T) {
 
 	t.Run("unreadable", func(t *testing.T) {
 		if os.Geteuid() == 0 {
-			t.Skip("root reads a file of any mode (CAP_DAC_OVERRIDE); the daemon's side of it is node/daemon's TestImportRefusesPathOnlyDescriptor")
+			t.Skip("root reads a file of any mode (CAP_DAC_OVERRIDE); the daemon's side of it is daemon's TestImportRefusesPathOnlyDescriptor")
 		}
 		secret := write("secret.bin", 10)
 		if err := os.Chmod(secret, 0); err != nil {

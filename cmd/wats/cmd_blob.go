@@ -15,7 +15,7 @@ import (
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 func (c *cli) blobCmd() *cobra.Command {

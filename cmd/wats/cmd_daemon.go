@@ -15,7 +15,7 @@ import (
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/netsim"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/daemon"
+	"github.com/wats-network/wats/daemon"
 )
 
 // envGossipTrace names the file of gossipsub's trace (node.Options.GossipTrace).

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // TestLimitsAndDiag: `wats limits` and `wats diag` print what the daemon

@@ -21,7 +21,7 @@ import (
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // Commands that call a running daemon through the control API.

@@ -5,7 +5,7 @@
 //
 // Every command takes --repo DIR (default $WATS_PATH, else ~/.wats). The
 // commands that need a running daemon talk to it only through the client of
-// package node/api, never through the node's internals (docs/design.md §2); they
+// package api, never through the node's internals (docs/design.md §2); they
 // need only the repo's socket path, so they do not parse its config.toml
 // (a config broken while the daemon runs does not stop them). Errors go to
 // stderr, without Go package prefixes; the exit code is 0 on success, 1 on

@@ -29,7 +29,7 @@ import (
 // (up to 2–3 ms after the parent sees the exec on a busy machine of 2
 // cores), ends the process as it would any other: no code of the program
 // runs yet to ask otherwise. Under systemd, Type=notify closes that
-// window: ExecReload waits for the daemon's READY=1 (node/daemon/notify.go).
+// window: ExecReload waits for the daemon's READY=1 (daemon/notify.go).
 // TestHangupAtAnyMoment starts its moments at the constructor.
 
 // processHangups is main's SIGHUP channel when the command is the daemon

@@ -165,7 +165,7 @@ func hangupHeld(pid int) bool {
 // TestDaemonTellsTheServiceManager: under systemd (NOTIFY_SOCKET), the
 // daemon says READY=1 once its control API answers, RELOADING=1 (with
 // MONOTONIC_USEC) and READY=1 around a SIGHUP's reload, and STOPPING=1 on
-// SIGTERM (node/daemon/notify.go).
+// SIGTERM (daemon/notify.go).
 func TestDaemonTellsTheServiceManager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs a daemon")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

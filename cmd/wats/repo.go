@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

@@ -26,7 +26,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
 	"github.com/wats-network/wats/internal/devnet"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // GossipScenario is one row of `bench gossip`.

@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/internal/humanize"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // The blob part of `devnet run --demo` (ADR 0029): node0 publishes a file

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // Timing of starting, calling and stopping daemons.

@@ -16,7 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/internal/humanize"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // Timing of `devnet run`.

@@ -9,7 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // spread measures how fast the demo's events reach every node of `devnet

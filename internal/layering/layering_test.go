@@ -1,7 +1,7 @@
 // Package layering holds the test that keeps the imports between wats
 // packages pointing downward (docs/design.md §2): core, the shared
 // vocabulary, imports no other wats package and every package may import
-// it; proto, eventlog, limits, challenge, peercache, blobs and node/api
+// it; proto, eventlog, limits, challenge, peercache, blobs and api
 // import no other but core; config takes the defaults and bounds of
 // limits, blobs and peercache from them; repo imports config; gossip
 // imports proto and eventlog, heads proto; node is the only package that knows all the
@@ -32,30 +32,30 @@ var allowed = map[string][]string{
 	"repo":      {"config", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
-	"node/api":  {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "node/api", "internal/diskspace", "internal/ackmark"},
+	"api":       {},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "internal/diskspace", "internal/ackmark"},
 	// The control server of a running node, and Run for `wats daemon`.
-	"node/daemon":       {"node", "node/api", "repo", "proto", "eventlog", "blobs", "peercache"},
-	"cmd/wats":          {"node", "node/api", "node/daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
+	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache"},
+	"cmd/wats":          {"node", "api", "daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.
 	"internal/attack": {"proto", "challenge", "eventlog"},
 	// The devnet is a harness of cmd/wats: a client of the daemons it
 	// starts, through their repos and control API, as the CLI is.
-	"internal/devnet": {"node/api", "repo", "config", "internal/fileio", "internal/humanize"},
+	"internal/devnet": {"api", "repo", "config", "internal/fileio", "internal/humanize"},
 	// The benches are a harness of cmd/wats: daemons of the devnet driven
 	// through their control API and attacked with internal/attack; bench
 	// sync runs two nodes in its process through node's exported API,
 	// filling the log (eventlog) of one before it starts.
-	"internal/bench": {"internal/devnet", "internal/attack", "internal/humanize", "node", "node/api", "repo", "config", "eventlog"},
+	"internal/bench": {"internal/devnet", "internal/attack", "internal/humanize", "node", "api", "repo", "config", "eventlog"},
 	// A developer's command (go run) that reads the execution traces
 	// bench sync writes; it imports no wats package.
 	"internal/bench/tracestat": {},
 	// The simulated internet (network namespaces, NATs) and the daemons
 	// it runs, a harness as the devnet is; cmd/wats takes its address
 	// classes when the harness runs it.
-	"internal/netsim": {"internal/devnet", "node/api", "repo", "config"},
+	"internal/netsim": {"internal/devnet", "api", "repo", "config"},
 	// The developer's command behind `make sim`.
 	"internal/netsim/simrun": {"internal/netsim"},
 	// Small helpers that cmd/wats and its harnesses share: whole files

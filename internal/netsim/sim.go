@@ -16,7 +16,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/devnet"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

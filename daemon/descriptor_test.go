@@ -21,7 +21,7 @@ import (
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // randFile writes n pseudo-random bytes to a new file and returns its path

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // importBlob stores as a blob the file whose descriptor came with the

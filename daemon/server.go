@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // handlers answers the control API's paths from the node it embeds.
 type handlers struct{ *node.Node }
 
 // Handler returns the control API of n (docs/design.md §12) as an
-// http.Handler. See package node/api for the paths and shapes.
+// http.Handler. See package api for the paths and shapes.
 func Handler(n *node.Node) http.Handler {
 	h := handlers{n}
 	mux := http.NewServeMux()

@@ -5,7 +5,7 @@
 // (mode 0600, repo directory 0700); nothing of it listens on the network.
 // The socket path comes from repo.Repo.SocketPath. The server side lives in
 // package node; this package holds only what both sides share, so that
-// cmd/wats depends on node/api and never on the daemon's internals
+// cmd/wats depends on api and never on the daemon's internals
 // (docs/design.md §2).
 //
 // Endpoints (all paths under one socket, JSON field names in snake_case):

@@ -22,7 +22,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

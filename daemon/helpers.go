@@ -16,7 +16,7 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // apiSyncProgress is st as the control API reports it.

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wats-network/wats/node/api"
+	"github.com/wats-network/wats/api"
 )
 
 // maxPassedFiles is how many descriptors a read of a control connection
