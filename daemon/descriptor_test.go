@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/api"
 )
 
 // randFile writes n pseudo-random bytes to a new file and returns its path

@@ -13,11 +13,11 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )

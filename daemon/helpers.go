@@ -14,9 +14,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/ipfs/go-cid"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/api"
 )
 
 // apiSyncProgress is st as the control API reports it.

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/api"
 )
 
 // importBlob stores as a blob the file whose descriptor came with the

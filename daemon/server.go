@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/node"
 )
 
 // handlers answers the control API's paths from the node it embeds.

@@ -10,11 +10,11 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
-	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/store"
 )
 
 // MetricsHandler serves the node's Prometheus metrics.
@@ -187,6 +187,14 @@ func (n *Node) PeerCache() []api.CachedPeer {
 	})
 }
 
+// CachedPeers is the answer of GET api.PathPeerCache for the records of a
+// stopped node's cache (store.Offline.Peers) at now.
+func CachedPeers(entries []peercache.Entry, now time.Time) []api.CachedPeer {
+	return cachedPeers(entries, now, func(peer.ID) (limits.History, bool, bool) {
+		return limits.History{}, false, false
+	})
+}
+
 // cachedPeers is the answer of GET api.PathPeerCache for entries at now;
 // live, if it knows the peer (connected in this run), gives its history
 // and whether it is reputed instead of those of its record.
@@ -214,14 +222,4 @@ func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (l
 }
 
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).
-func (n *Node) BlobList() []api.BlobInfo { return blobList(n.blobs) }
-
-// blobList is the answer of GET api.PathBlobs for the store s.
-func blobList(s *blobs.Store) []api.BlobInfo {
-	list := s.List()
-	out := make([]api.BlobInfo, 0, len(list))
-	for _, b := range list {
-		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
-	}
-	return out
-}
+func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs) }

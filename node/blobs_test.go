@@ -23,6 +23,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 )
 
 func randData(n int, seed uint64) []byte {
@@ -276,12 +277,12 @@ func TestBlocksServedOnlyToHelloPeers(t *testing.T) {
 func scratchStore(t *testing.T) *blobs.Store {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{log: quietLogger()}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: store.Logger{Log: quietLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: dataDir(dir)})
+	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: store.DataDir(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}

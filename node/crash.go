@@ -12,8 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"lukechampine.com/blake3"
 
-	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 )
 

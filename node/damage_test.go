@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/store"
 
 	"github.com/wats-network/wats/repo"
 
@@ -47,7 +47,7 @@ func damagedRepo(t *testing.T, damage func(t *testing.T, dbDir string)) *repo.Re
 		t.Fatal(err)
 	}
 	n.Close()
-	opts := dbOptions(quietLogger())
+	opts := store.PebbleOptions(quietLogger(), "")
 	opts.DisableAutomaticCompactions = true // keep the two tables apart
 	db, err := pebble.Open(r.DBPath(), opts)
 	if err != nil {
@@ -104,7 +104,7 @@ var damages = map[string]struct {
 	minKept, maxKept int
 	blobKept         bool
 	// opens: the database opens, and pebble finds the damage when it
-	// reads it (pebbleLogger.Fatalf then stops the node: tested apart).
+	// reads it (store.Logger.Fatalf then stops the node: tested apart).
 	opens bool
 }{
 	// The larger table (300 events and the blob's keys) is lost whole.
@@ -139,13 +139,13 @@ var damages = map[string]struct {
 
 // TestDamagedDatabase: for each damage kind, on a stopped node's repo:
 // New refuses with an error naming the repo and what to do, or (damage
-// that opening does not read) CheckRepo finds it; CheckRepo reports it;
-// RepairRepo moves the database aside, keeps what can be read (events
+// that opening does not read) store.Check finds it; store.Check reports it;
+// store.Repair moves the database aside, keeps what can be read (events
 // verified, the blob whole), and the node then starts on the new one.
 // The undamaged repo checks clean.
 func TestDamagedDatabase(t *testing.T) {
 	clean := damagedRepo(t, func(*testing.T, string) {})
-	if rep, err := CheckRepo(clean, time.Now()); err != nil || rep.Damaged() || rep.EventsGood != 400 || rep.Blobs != 1 || rep.Scanned == 0 {
+	if rep, err := store.Check(clean, time.Now()); err != nil || rep.Damaged() || rep.EventsGood != 400 || rep.Blobs != 1 || rep.Scanned == 0 {
 		t.Fatalf("an undamaged repo: %+v, %v", rep, err)
 	}
 	for name, d := range damages {
@@ -153,8 +153,8 @@ func TestDamagedDatabase(t *testing.T) {
 			r := damagedRepo(t, d.apply)
 			if !d.opens {
 				_, err := newOnRepo(r, Options{Logger: quietLogger()})
-				var de *DamagedError
-				if !errors.As(err, &de) || !errors.Is(err, ErrDamaged) {
+				var de *store.DamagedError
+				if !errors.As(err, &de) || !errors.Is(err, store.ErrDamaged) {
 					t.Fatalf("New on a damaged repo: %v (%T), want a DamagedError", err, err)
 				}
 				for _, want := range []string{r.Dir, "identity key and config.toml are intact", "wats repo check --repo " + r.Dir, "wats repo repair --repo " + r.Dir} {
@@ -163,19 +163,19 @@ func TestDamagedDatabase(t *testing.T) {
 					}
 				}
 			}
-			rep, err := CheckRepo(r, time.Now())
+			rep, err := store.Check(r, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.Opened != d.opens {
-				t.Errorf("CheckRepo: opened %v, want %v", rep.Opened, d.opens)
+				t.Errorf("store.Check: opened %v, want %v", rep.Opened, d.opens)
 			}
 			if !rep.Damaged() {
-				t.Fatalf("CheckRepo found nothing damaged: %+v", rep)
+				t.Fatalf("store.Check found nothing damaged: %+v", rep)
 			}
 			t.Logf("check: %+v", rep)
 
-			fixed, err := RepairRepo(r, time.Now())
+			fixed, err := store.Repair(r, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestDamagedDatabase(t *testing.T) {
 			if _, err := os.Stat(fixed.MovedTo); err != nil {
 				t.Errorf("the damaged database is not at %s: %v", fixed.MovedTo, err)
 			}
-			if rep2, err := CheckRepo(r, time.Now()); err != nil || rep2.Damaged() || rep2.EventsGood != uint64(fixed.EventsKept) || rep2.Blobs != fixed.BlobsKept {
+			if rep2, err := store.Check(r, time.Now()); err != nil || rep2.Damaged() || rep2.EventsGood != uint64(fixed.EventsKept) || rep2.Blobs != fixed.BlobsKept {
 				t.Errorf("after repair: %+v, %v; want clean, %d events, %d blobs", rep2, err, fixed.EventsKept, fixed.BlobsKept)
 			}
 			n, err := newOnRepo(r, Options{Logger: quietLogger()})
@@ -230,14 +230,14 @@ func TestDamagedBlockAnywhere(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			rep, err := CheckRepo(r, time.Now())
+			rep, err := store.Check(r, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !rep.Damaged() {
-				t.Fatalf("CheckRepo found nothing damaged: %+v", rep)
+				t.Fatalf("store.Check found nothing damaged: %+v", rep)
 			}
-			fixed, err := RepairRepo(r, time.Now())
+			fixed, err := store.Repair(r, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,47 +283,4 @@ func dataBlocks(t *testing.T, f string) []block.Handle {
 		hs[i] = d.Handle
 	}
 	return hs
-}
-
-// TestFatalSaysWhatToDo: when pebble finds damage in a running node's
-// database (a fatal error: pebble does not go on), the node says on stderr
-// what the operator can do before it exits 1.
-func TestFatalSaysWhatToDo(t *testing.T) {
-	var out bytes.Buffer
-	code := -1
-	fatalOut, exitProcess = &out, func(c int) { code = c }
-	t.Cleanup(func() { fatalOut, exitProcess = os.Stderr, os.Exit })
-	pebbleLogger{log: quietLogger(), repo: "/srv/wats"}.Fatalf("on-disk corruption: %s", "000006.sst")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	for _, want := range []string{"the database of repo /srv/wats is damaged", "wats repo check --repo /srv/wats", "wats repo repair --repo /srv/wats", "intact"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("stderr does not say %q:\n%s", want, out.String())
-		}
-	}
-}
-
-// TestFatalSaysDiskFull: a fatal error of pebble's that is a full disk
-// (ENOSPC, as an error or in its text) says the disk is full and that
-// nothing is damaged, not the damage advice.
-func TestFatalSaysDiskFull(t *testing.T) {
-	var out bytes.Buffer
-	code := -1
-	fatalOut, exitProcess = &out, func(c int) { code = c }
-	t.Cleanup(func() { fatalOut, exitProcess = os.Stderr, os.Exit })
-	dir := t.TempDir()
-	for _, args := range [][]any{
-		{fmt.Errorf("write 000012.log: %w", syscall.ENOSPC)},
-		{"write 000012.log: no space left on device"},
-	} {
-		out.Reset()
-		pebbleLogger{log: quietLogger(), repo: dir}.Fatalf("pebble: could not write to the WAL: %v", args...)
-		if code != 1 {
-			t.Errorf("exit code %d, want 1", code)
-		}
-		if s := out.String(); !strings.Contains(s, "the disk of repo "+dir+" is full (") || !strings.Contains(s, "Nothing is damaged") || strings.Contains(s, "repair") {
-			t.Errorf("%v: stderr says:\n%s", args, s)
-		}
-	}
 }

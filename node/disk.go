@@ -3,8 +3,8 @@ package node
 import (
 	"time"
 
-	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/diskspace"
 )
 
 // ErrDiskFull matches the error of a write refused because the repo's

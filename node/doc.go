@@ -3,7 +3,9 @@
 // handlers with their admission point, the sync client and the blob
 // fetcher (docs/design.md §2). It is the only package that knows all the
 // others. The control API's HTTP server, and Run for `wats daemon`, are
-// package daemon's; node answers them through exported methods.
+// package daemon's; node answers them through exported methods. What a
+// database is apart from a running node (its pebble options, reading a
+// stopped repo, checking and repairing one) is package store's.
 //
 // Lifecycle: New takes a config and an identity key, opens the database
 // (Options.Dir's, or one in memory) and builds the host; Start joins
@@ -64,9 +66,9 @@
 //     relay service, hole punches, how each peer is connected.
 //   - api.go: the answers in api's types (Status, Peers, Limits,
 //     Diag, PeerCache); control.go: what else the control server
-//     (daemon) reads and drives; offline.go: reading a stopped
-//     node's repo.
-//   - repair.go: checking and repairing a damaged database.
+//     (daemon) reads and drives.
+//   - lost.go: acknowledged events lost with a WAL's tail, looked for
+//     until they are back (ADR 0045); disk.go: the disk guard (ADR 0044).
 //   - memory.go: returning freed memory to the OS after a flood.
 //   - options.go: Options and their defaults.
 //   - metrics.go: Prometheus counters, without peer labels.

@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/store"
 )
 
 // bitswapOnly is a libp2p host that speaks bitswap and not /wats/1, as an
@@ -36,7 +37,7 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: dataDir(dir)})
+	st, err := blobs.OpenStore(db, &blobs.StoreOptions{DataDir: store.DataDir(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,62 +1,17 @@
 package node
 
 import (
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/go-json-experiment/json"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/ackmark"
-	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 )
-
-// lostKey holds the LostEvents record of the node's database (ADR 0045).
-const lostKey = "node/lost"
 
 // lostCheckEvery is how often a node that lost acknowledged events looks
 // whether sync brought them back.
 const lostCheckEvery = 5 * time.Second
-
-// LostEvents is what the node knows of acknowledged events its database
-// no longer held at a start: pebble dropped the damaged tail of its WAL
-// with them (ADR 0045). It is kept in the database until every named one
-// came back.
-type LostEvents struct {
-	// At is when the latest loss was found.
-	At time.Time `json:"at"`
-	// Lost counts the acknowledged events found missing, at every start
-	// that found some.
-	Lost uint64 `json:"lost"`
-	// Back counts those that came back since, from peers (by sync or
-	// gossip), among the named ones.
-	Back uint64 `json:"back"`
-	// Missing are the short ids (16 hex digits) of the named events not
-	// back yet; Unnamed counts the lost events the mark could not name
-	// (more than its 4,096 slots), which cannot be followed.
-	Missing []string `json:"missing,omitempty"`
-	Unnamed uint64   `json:"unnamed,omitempty"`
-}
-
-// add counts the loss a mark shows: its events, the short ids it names
-// as missing, the rest as unnamed.
-func (l *LostEvents) add(lost ackmark.Lost) {
-	l.Lost += lost.Count()
-	for _, id := range lost.IDs {
-		l.Missing = append(l.Missing, hex.EncodeToString(id[:]))
-	}
-	l.Unnamed += lost.Count() - uint64(len(lost.IDs))
-}
-
-// Gone is how many lost events are not known to be back.
-func (l *LostEvents) Gone() uint64 { return uint64(len(l.Missing)) + l.Unnamed }
-
-// markPath is the acknowledged mark of the repo at dir.
-func markPath(dir string) string { return filepath.Join(dir, repo.AckedFile) }
 
 // openMark compares the log's head with the repo's acknowledged mark,
 // records and logs what was lost, and opens the mark for the log's
@@ -64,11 +19,11 @@ func markPath(dir string) string { return filepath.Join(dir, repo.AckedFile) }
 // are looked for by lostLoop.
 func (n *Node) openMark(dir string) error {
 	head := n.events.Head()
-	lost, err := ackmark.Read(markPath(dir), head)
+	lost, err := ackmark.Read(store.MarkPath(dir), head)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	rec, err := readLost(n.db)
+	rec, err := store.ReadLost(n.db)
 	if err != nil {
 		return err
 	}
@@ -80,7 +35,7 @@ func (n *Node) openMark(dir string) error {
 	if len(rec.Missing) > 0 {
 		n.lost = rec
 	}
-	if n.mark, err = ackmark.Open(markPath(dir), head); err != nil {
+	if n.mark, err = ackmark.Open(store.MarkPath(dir), head); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.events.SetCommitted(func(first core.Cursor, ids []core.ShortID) {
@@ -94,10 +49,10 @@ func (n *Node) openMark(dir string) error {
 
 // noteLost adds a loss found at this start to rec, the database's record,
 // writes it durably, and says so.
-func (n *Node) noteLost(rec *LostEvents, lost ackmark.Lost) error {
+func (n *Node) noteLost(rec *store.LostEvents, lost ackmark.Lost) error {
 	rec.At = n.now().UTC()
-	rec.add(lost)
-	if err := writeLost(n.db, rec); err != nil {
+	rec.Add(lost)
+	if err := store.WriteLost(n.db, rec); err != nil {
 		return err
 	}
 	n.log.Error("the database lost acknowledged events: pebble dropped the damaged tail of its WAL; "+
@@ -129,7 +84,7 @@ func (n *Node) checkLost() {
 	}
 	next := *rec
 	next.Missing, next.Back = still, rec.Back+uint64(back)
-	if err := writeLost(n.db, &next); err != nil {
+	if err := store.WriteLost(n.db, &next); err != nil {
 		n.log.Warn("could not record the lost events that came back", "err", err)
 		return
 	}
@@ -143,33 +98,4 @@ func (n *Node) lostLoop() {
 		return
 	}
 	n.every(lostCheckEvery, n.checkLost)
-}
-
-// readLost reads the database's LostEvents record; an empty one if none.
-func readLost(db *pebble.DB) (*LostEvents, error) {
-	v, closer, err := db.Get([]byte(lostKey))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return &LostEvents{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node: read the lost events: %w", err)
-	}
-	defer closer.Close()
-	var rec LostEvents
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, fmt.Errorf("node: read the lost events: %w", err)
-	}
-	return &rec, nil
-}
-
-// writeLost writes the database's LostEvents record, durably.
-func writeLost(db *pebble.DB, rec *LostEvents) error {
-	v, err := json.Marshal(rec)
-	if err == nil {
-		err = db.Set([]byte(lostKey), v, pebble.Sync)
-	}
-	if err != nil {
-		return fmt.Errorf("node: record the lost events: %w", err)
-	}
-	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/config"
 )
 
 // NAT traversal (docs/adr/0040): AutoNAT v1 and v2 tell the node whether

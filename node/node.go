@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -43,40 +39,13 @@ import (
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 	"path/filepath"
 )
 
 // Features are the hello features this node advertises: it solves the b3
 // challenge (ADR 0014 addendum) and announces and reads heads (docs/adr/0041).
 var Features = []string{proto.FeatureChallenge, proto.FeatureHeads}
-
-// memTableBytes is pebble's memtable size (docs/design.md §10; ADR 0029):
-// sync catch-up ran as fast with 16 MiB as with 64 MiB (docs/performance.md);
-// since ADR 0037 it holds no blob bytes, only events, records and the
-// leaves' locations.
-const memTableBytes = 16 << 20
-
-// dbOptions are the pebble options of the node's database: the memtable
-// (memTableBytes), the blob store's settings (blobs.TunePebble),
-// Bloom filters on every level so that the dedupe lookup of a new
-// event id (a miss, the common case during sync) rarely reads a block,
-// and the log's events in sstables of their own (eventlog.SpanPolicy,
-// ADR 0039).
-func dbOptions(log *slog.Logger) *pebble.Options {
-	opts := &pebble.Options{
-		MemTableSize: memTableBytes,
-		Logger:       pebbleLogger{log: log},
-	}
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	opts.Experimental.SpanPolicyFunc = eventlog.SpanPolicy
-	blobs.TunePebble(opts)
-	return opts
-}
-
-// dataDir is the directory of the blob store's data files (ADR 0037)
-// for the database at dbDir: inside it, so that whatever moves or copies
-// the database (repo repair) takes the bytes its records index.
-func dataDir(dbDir string) string { return filepath.Join(dbDir, blobs.DataDirName) }
 
 // blockCacheBytes is pebble's block cache: big enough to keep the index and
 // Bloom filter blocks of a log of millions of events in memory, so that the
@@ -108,7 +77,7 @@ type Node struct {
 	// missing, nil if nothing; only checkLost changes it, after Start.
 	mark       *ackmark.Mark
 	markFailed bool
-	lost       *LostEvents
+	lost       *store.LostEvents
 	peers      *peercache.Cache
 	blobs      *blobs.Store
 	// fetch is the blob exchange and fetcher; nil before Start.
@@ -203,7 +172,7 @@ type Node struct {
 // (Ed25519, docs/design.md §3): it opens the database (opts.Dir's, or one in
 // memory) and builds the host. opts may be nil, for the defaults. Nothing
 // is served or dialled before Start. Close releases what New opened. A
-// database that pebble finds damaged is a *DamagedError.
+// database that pebble finds damaged is a *store.DamagedError.
 func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if cfg == nil || key == nil {
 		return nil, errors.New("node: New needs a config and a key")
@@ -266,9 +235,8 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 			n.closeStores()
 		}
 	}()
-	dbOpts := dbOptions(n.log)
+	dbOpts := store.PebbleOptions(n.log, o.Dir)
 	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
-	dbOpts.Logger = pebbleLogger{log: n.log, repo: o.Dir}
 	dbDir := filepath.Join(o.Dir, repo.DBDir)
 	// The blobs' data files are written past the disk guard's ballast:
 	// only the database's own writes get its room back (ADR 0044).
@@ -292,14 +260,14 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if err == nil {
 		n.guarded.Store(n.db)
 	}
-	if isDamage(err) {
-		return nil, &DamagedError{Repo: o.Dir, Err: err}
+	if store.IsDamage(err) {
+		return nil, &store.DamagedError{Repo: o.Dir, Err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node: open database %s: %w", dbDir, err)
 	}
-	if n.events, err = eventlog.Open(n.db); isDamage(err) {
-		return nil, &DamagedError{Repo: o.Dir, Err: err}
+	if n.events, err = eventlog.Open(n.db); store.IsDamage(err) {
+		return nil, &store.DamagedError{Repo: o.Dir, Err: err}
 	} else if err != nil {
 		return nil, fmt.Errorf("node: open event log: %w", err)
 	}
@@ -330,7 +298,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		DataDir: dataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
+		DataDir: store.DataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
@@ -915,60 +883,3 @@ func parseAddrs(ss []string) []ma.Multiaddr {
 	}
 	return out
 }
-
-// pebbleLogger sends pebble's log lines to the node's logger: information
-// at debug level, errors at error level.
-type pebbleLogger struct {
-	log *slog.Logger
-	// repo, when set, is the repo whose database this is: a fatal error
-	// then says what the operator can do (damageAdvice).
-	repo string
-}
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-
-// Fatalf logs pebble's fatal error and ends the process (pebble does not
-// go on after one); for the node's own database, it first says on stderr
-// what the operator can do (damageAdvice).
-//
-// A full disk is not damage: pebble ends on ENOSPC too (a WAL write or a
-// flush that found no room), and then the node says the disk is full and
-// that nothing is damaged.
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble: fatal: " + msg)
-	switch {
-	case l.repo == "":
-	case diskFull(msg, args):
-		fmt.Fprintf(fatalOut, "Error: the disk of repo %s is full%s, and the node stops. Nothing is damaged: "+
-			"free space on that filesystem and start the daemon again; every event acknowledged before is kept.\n",
-			l.repo, freeSpace(l.repo))
-	default:
-		fmt.Fprintf(fatalOut, "Error: the database of repo %s is damaged, and the node stops.\n%s\n", l.repo, damageAdvice(l.repo))
-	}
-	exitProcess(1)
-}
-
-// diskFull reports whether a fatal error of pebble's (its message and
-// arguments) is a full disk: ENOSPC, or its text.
-func diskFull(msg string, args []any) bool {
-	for _, a := range args {
-		if err, ok := a.(error); ok && errors.Is(err, syscall.ENOSPC) {
-			return true
-		}
-	}
-	return strings.Contains(msg, syscall.ENOSPC.Error())
-}
-
-// fatalOut and exitProcess are where pebbleLogger.Fatalf writes and how it
-// ends the process; tests replace them.
-var (
-	fatalOut    io.Writer = os.Stderr
-	exitProcess           = os.Exit
-)

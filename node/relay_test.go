@@ -11,8 +11,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/blobs"
 )
 
 // TestRelayedConnectionCarriesHelloNotBlobs: a node reached only through a

@@ -45,7 +45,7 @@ func (r *Repo) Lock() (release func() error, err error) {
 const LockWait = 10 * time.Second
 
 // RLock takes the repo lock for a reader of the database while no daemon
-// runs (node.OpenOffline), writing no pid. Readers take it one at a time,
+// runs (store.OpenOffline), writing no pid. Readers take it one at a time,
 // as pebble admits one opener of a database, read-only or not: RLock waits
 // for another reader, up to LockWait, as a starting daemon does (Lock). If
 // a daemon holds it (running, or starting), RLock returns a *LockedError

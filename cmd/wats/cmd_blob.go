@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/core"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/store"
 )
 
 func (c *cli) blobCmd() *cobra.Command {
@@ -108,7 +108,7 @@ func (c *cli) blobLsCmd() *cobra.Command {
 		Short: "List the blobs stored here: CID and size",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *node.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
+			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *store.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
 			if err != nil {
 				return err
 			}

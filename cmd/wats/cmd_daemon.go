@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/daemon"
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/netsim"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/daemon"
 )
 
 // envGossipTrace names the file of gossipsub's trace (node.Options.GossipTrace).

@@ -16,12 +16,13 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/node"
-	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/store"
 )
 
 // Commands that call a running daemon through the control API.
@@ -50,7 +51,7 @@ addresses (a daemon resolves port 0 and 0.0.0.0 to what it listens on).`,
 				if rerr != nil {
 					return rerr
 				}
-				oid, rerr := node.OfflineID(r, "wats/"+version)
+				oid, rerr := store.OfflineID(r, "wats/"+version)
 				if rerr != nil {
 					return rerr
 				}
@@ -271,7 +272,7 @@ history: requests served and missed (for what never existed here), and the
 events and blob bytes it gave. --json has every count.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			peers, err := askOrRead(c, cmd, (*api.Client).PeerCache, func(o *node.Offline) ([]api.CachedPeer, error) { return o.PeerCache(), nil })
+			peers, err := askOrRead(c, cmd, (*api.Client).PeerCache, func(o *store.Offline) ([]api.CachedPeer, error) { return node.CachedPeers(o.Peers(), time.Now()), nil })
 			if err != nil {
 				return err
 			}
@@ -511,7 +512,7 @@ that lists the next page; when none does, the page reached the head.`,
 					limit, core.MaxPageEvents, core.MaxPageEvents)
 			}
 			page, err := askOrRead(c, cmd, func(cl *api.Client, ctx context.Context) (*api.EventPage, error) { return cl.Events(ctx, after, limit) },
-				func(o *node.Offline) (*api.EventPage, error) {
+				func(o *store.Offline) (*api.EventPage, error) {
 					p, err := o.Events(after, limit)
 					return &p, err
 				})

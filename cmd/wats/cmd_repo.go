@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/store"
 )
 
 func (c *cli) repoCmd() *cobra.Command {
@@ -30,7 +30,7 @@ table file at a time, to say how many events 'repo repair' would keep.`,
 			if err != nil {
 				return err
 			}
-			rep, err := node.CheckRepo(r, time.Now())
+			rep, err := store.Check(r, time.Now())
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ node is back.`,
 			if err != nil {
 				return err
 			}
-			rep, err := node.RepairRepo(r, time.Now())
+			rep, err := store.Repair(r, time.Now())
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ node is back.`,
 }
 
 // printCheck prints a CheckReport for people.
-func printCheck(w io.Writer, rep *node.CheckReport) {
+func printCheck(w io.Writer, rep *store.CheckReport) {
 	if !rep.Opened {
 		fmt.Fprintf(w, "the database does not open: %s\n", rep.OpenError)
 		fmt.Fprintf(w, "its tables, read one by one, hold %d readable events (%d bad)\n", rep.EventsGood, rep.EventsBad)
@@ -119,7 +119,7 @@ func printCheck(w io.Writer, rep *node.CheckReport) {
 
 // lostWhen says when a loss was found: by this check (only the
 // acknowledged mark shows it: no daemon started since), or at a start.
-func lostWhen(l *node.LostEvents) string {
+func lostWhen(l *store.LostEvents) string {
 	if l.At.IsZero() {
 		return "found by this check"
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/repo"
 
 	"github.com/wats-network/wats/core"

@@ -17,10 +17,10 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/internal/devnet"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 )
 
 // startBinDaemon runs `wats daemon --repo dir` from bin in the background
@@ -553,13 +553,13 @@ func TestDamagedRepoCLI(t *testing.T) {
 	if code, out, _ := runBin(t, env, bin, "repo", "check", "--repo", dir); code != 0 || !strings.Contains(out, "ok: nothing damaged") {
 		t.Errorf("repo check after repair: exit %d:\n%s", code, out)
 	}
-	var check node.CheckReport
+	var check store.CheckReport
 	code, out, _ = runBin(t, env, bin, "repo", "check", "--json", "--repo", dir)
 	if err := json.Unmarshal([]byte(out), &check); err != nil || code != 0 || !check.Opened || check.EventsGood != 5 || check.Damaged() {
 		t.Errorf("repo check --json after repair: exit %d, %v: %+v", code, err, check)
 	}
 	// A repair of a sound database keeps it all.
-	var again node.RepairReport
+	var again store.RepairReport
 	code, out, _ = runBin(t, env, bin, "repo", "repair", "--json", "--repo", dir)
 	if err := json.Unmarshal([]byte(out), &again); err != nil || code != 0 || again.EventsKept != 5 || !strings.Contains(again.MovedTo, "db.corrupt-") {
 		t.Errorf("repo repair --json: exit %d, %v: %+v", code, err, again)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 )
 
 // configFile is the name of the config file in a repo (docs/design.md §11:
@@ -143,7 +143,7 @@ func ask[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Conte
 // askOrRead is ask, or, when no daemon runs, read on the stopped node's
 // repo (c.offline): the commands that show what a node holds work with the
 // daemon stopped too.
-func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Context) (T, error), read func(*node.Offline) (T, error)) (T, error) {
+func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context.Context) (T, error), read func(*store.Offline) (T, error)) (T, error) {
 	cl, err := c.client()
 	if err != nil {
 		var zero T
@@ -158,7 +158,7 @@ func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context
 	// (starting or stopping): then ask it once it answers, or read once it
 	// is gone, for up to daemonAnswerWait.
 	offline := func() error {
-		return c.offline(func(o *node.Offline) error {
+		return c.offline(func(o *store.Offline) error {
 			var rerr error
 			v, rerr = read(o)
 			return rerr
@@ -240,12 +240,12 @@ func (c *cli) initError(err error) error {
 // commands that can answer without a daemon (id, events ls, blob ls, peers
 // cache) when none runs: it says so on stderr, so that a script reading
 // stdout gets the same output as with a daemon.
-func (c *cli) offline(read func(*node.Offline) error) error {
+func (c *cli) offline(read func(*store.Offline) error) error {
 	r, err := c.openRepo()
 	if err != nil {
 		return err
 	}
-	o, err := node.OpenOffline(r)
+	o, err := store.OpenOffline(r)
 	if err != nil {
 		return fmt.Errorf("no daemon runs for %s, and its database could not be read: %w", r.Dir, err)
 	}

@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/devnet"
 	"github.com/wats-network/wats/internal/humanize"
-	"github.com/wats-network/wats/api"
 )
 
 // FetchVia is how `bench fetch` has node1 fetch the blob.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // The blob part of `devnet run --demo` (ADR 0029): node0 publishes a file

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/humanize"
-	"github.com/wats-network/wats/api"
 )
 
 // Devnet defaults.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/fileio"
-	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

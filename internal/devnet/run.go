@@ -15,8 +15,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // Timing of `devnet run`.

@@ -33,10 +33,13 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "internal/diskspace", "internal/ackmark"},
+	// A database apart from a running node: its options, offline reads,
+	// check and repair, the lost events' record.
+	"store": {"eventlog", "blobs", "peercache", "repo", "api", "proto", "internal/ackmark"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache"},
-	"cmd/wats":          {"node", "api", "daemon", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
+	"cmd/wats":          {"node", "api", "daemon", "store", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.

@@ -14,9 +14,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/devnet"
-	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/repo"
 )
 

@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"cmp"
@@ -40,7 +40,7 @@ import (
 // fetcher fill the rest from peers.
 
 // ErrDamaged is matched (errors.Is) by a *DamagedError.
-var ErrDamaged = errors.New("node: the database is damaged")
+var ErrDamaged = errors.New("store: the database is damaged")
 
 // DamagedError is New's error for a database that pebble found damaged.
 type DamagedError struct {
@@ -65,9 +65,9 @@ func damageAdvice(dir string) string {
   or put back db/ from a backup of this repo.`, filepath.Join(dir, "db"), dir, dir)
 }
 
-// isDamage reports whether err, from opening or reading the database,
+// IsDamage reports whether err, from opening or reading the database,
 // says its files are damaged (rather than, say, missing permissions).
-func isDamage(err error) bool {
+func IsDamage(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -83,7 +83,7 @@ func isDamage(err error) bool {
 	return false
 }
 
-// CheckReport is what CheckRepo found. Counts are of records read whole;
+// CheckReport is what Check found. Counts are of records read whole;
 // the Errors say what could not be read, the first maxReportErrors of
 // them.
 type CheckReport struct {
@@ -172,7 +172,7 @@ func (s *stores) close() error {
 // written, not even an upgrade (which a writable open makes), and the
 // blob store skips its sweep.
 func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.Logger) (s *stores, problems []error, err error) {
-	opts := dbOptions(slog.New(slog.DiscardHandler))
+	opts := PebbleOptions(slog.New(slog.DiscardHandler), "")
 	opts.ReadOnly = true
 	opts.Logger = logger
 	db, err := pebble.Open(dir, opts)
@@ -195,7 +195,7 @@ func openStores(dir string, maxPeers int, bo blobs.StoreOptions, logger pebble.L
 		problems = append(problems, fmt.Errorf("the peer cache does not open: %w", err))
 	}
 	bo.ReadOnly = true
-	bo.DataDir = dataDir(dir)
+	bo.DataDir = DataDir(dir)
 	if err := recovered(func() (err error) { s.blobs, err = blobs.OpenStore(db, &bo); return err }); err != nil {
 		s.blobs = nil
 		problems = append(problems, fmt.Errorf("the blob store does not open: %w", err))
@@ -345,12 +345,12 @@ func scanAll(db *pebble.DB, rep *CheckReport) {
 	}
 }
 
-// CheckRepo reads every record of r's database, read-only, as `wats repo
+// Check reads every record of r's database, read-only, as `wats repo
 // check` does: every event (decoded, its id and signature verified),
 // every complete blob whole, every peer record, then every key of the
 // database with its value. The daemon must not run (the database is
 // locked while it does). now verifies events' times.
-func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
+func Check(r *repo.Repo, now time.Time) (*CheckReport, error) {
 	rep := &CheckReport{}
 	if _, err := os.Stat(r.DBPath()); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -386,16 +386,16 @@ func CheckRepo(r *repo.Repo, now time.Time) (*CheckReport, error) {
 // reportLost fills rep.Lost from the database's record and the repo's
 // acknowledged mark.
 func reportLost(dir string, s *stores, rep *CheckReport) error {
-	rec, err := readLost(s.db)
+	rec, err := ReadLost(s.db)
 	if err != nil {
 		return err
 	}
 	if s.events != nil {
-		lost, err := ackmark.Read(markPath(dir), s.events.Head())
+		lost, err := ackmark.Read(MarkPath(dir), s.events.Head())
 		if err != nil {
 			return err
 		}
-		rec.add(lost)
+		rec.Add(lost)
 	}
 	if rec.Lost > 0 {
 		rep.Lost = rec
@@ -403,7 +403,7 @@ func reportLost(dir string, s *stores, rep *CheckReport) error {
 	return nil
 }
 
-// RepairReport is what RepairRepo did.
+// RepairReport is what Repair did.
 type RepairReport struct {
 	// MovedTo is where the damaged database now is.
 	MovedTo string `json:"moved_to"`
@@ -414,20 +414,20 @@ type RepairReport struct {
 	BlobsKept  int `json:"blobs_kept"`
 }
 
-// RepairRepo is `wats repo repair`: with the repo locked (no daemon may
+// Repair is `wats repo repair`: with the repo locked (no daemon may
 // run), it moves r's database aside as db.corrupt-<UTC time> and makes a
 // new one holding what can still be read of the old: its events, each
 // verified again, and its complete blobs, each imported again (so checked
 // against its CID). The peer cache starts empty (peers earn records
 // again); sync and the fetcher bring the rest from peers.
-func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
+func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	release, err := r.Lock()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	if _, err := os.Stat(r.DBPath()); err != nil {
-		return nil, fmt.Errorf("node: repair: %w", err)
+		return nil, fmt.Errorf("store: repair: %w", err)
 	}
 	moved := r.DBPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
 	for i := 2; ; i++ { // a repair of the same second
@@ -437,21 +437,21 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 		moved = fmt.Sprintf("%s.corrupt-%s-%d", r.DBPath(), now.UTC().Format("20060102T150405Z"), i)
 	}
 	if err := os.Rename(r.DBPath(), moved); err != nil {
-		return nil, fmt.Errorf("node: repair: move the database aside: %w", err)
+		return nil, fmt.Errorf("store: repair: move the database aside: %w", err)
 	}
 	rep := &RepairReport{MovedTo: moved}
-	ndb, err := pebble.Open(r.DBPath(), dbOptions(slog.New(slog.DiscardHandler)))
+	ndb, err := pebble.Open(r.DBPath(), PebbleOptions(slog.New(slog.DiscardHandler), ""))
 	if err != nil {
-		return nil, fmt.Errorf("node: repair: a new database: %w", err)
+		return nil, fmt.Errorf("store: repair: a new database: %w", err)
 	}
 	defer ndb.Close()
 	nlog, err := eventlog.Open(ndb)
 	if err != nil {
-		return nil, fmt.Errorf("node: repair: %w", err)
+		return nil, fmt.Errorf("store: repair: %w", err)
 	}
-	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62, DataDir: dataDir(r.DBPath())})
+	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62, DataDir: DataDir(r.DBPath())})
 	if err != nil {
-		return nil, fmt.Errorf("node: repair: %w", err)
+		return nil, fmt.Errorf("store: repair: %w", err)
 	}
 	defer nblobs.Close() // before ndb's: the kept blobs' data files synced
 	old, err := openForCheck(moved, r.Config.PeerCache.MaxPeers, &rep.Found)
@@ -464,7 +464,7 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("node: repair: store events: %w", err)
+			return nil, fmt.Errorf("store: repair: store events: %w", err)
 		}
 		return rep, nil
 	}
@@ -485,7 +485,7 @@ func RepairRepo(r *repo.Repo, now time.Time) (*RepairReport, error) {
 		storeErr = salvageTables(moved, now, &rep.Found, keep)
 	}
 	if storeErr != nil {
-		return nil, fmt.Errorf("node: repair: store events: %w", storeErr)
+		return nil, fmt.Errorf("store: repair: store events: %w", storeErr)
 	}
 	if old.blobs != nil {
 		safely(&rep.Found, func() {

@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"errors"
@@ -6,14 +6,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/blobs"
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 
@@ -36,7 +35,7 @@ type Offline struct {
 // OpenOffline opens r's database read-only for reading. Close it. A repo
 // whose daemon never ran has no database: it holds nothing, and the
 // Offline says so (no events, blobs or peers). Damage pebble finds while
-// reading ends the process with what to do (pebbleLogger), as it does the
+// reading ends the process with what to do (Logger), as it does the
 // daemon.
 //
 // If a daemon holds the repo (running, starting or stopping), it returns
@@ -57,16 +56,16 @@ func OpenOffline(r *repo.Repo) (_ *Offline, err error) {
 		return o, nil
 	}
 	bo := blobs.StoreOptions{MaxBlobBytes: uint64(r.Config.Blobs.MaxBlobBytes), QuotaBytes: uint64(r.Config.Blobs.QuotaBytes)}
-	s, problems, err := openStores(r.DBPath(), r.Config.PeerCache.MaxPeers, bo, pebbleLogger{log: slog.New(slog.DiscardHandler), repo: r.Dir})
-	if isDamage(err) {
+	s, problems, err := openStores(r.DBPath(), r.Config.PeerCache.MaxPeers, bo, Logger{Log: slog.New(slog.DiscardHandler), Repo: r.Dir})
+	if IsDamage(err) {
 		return nil, &DamagedError{Repo: r.Dir, Err: err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("node: open database %s read-only: %w", r.DBPath(), err)
+		return nil, fmt.Errorf("store: open database %s read-only: %w", r.DBPath(), err)
 	}
 	if len(problems) > 0 {
 		s.close()
-		return nil, fmt.Errorf("node: %w", problems[0])
+		return nil, fmt.Errorf("store: %w", problems[0])
 	}
 	o.stores = *s
 	return o, nil
@@ -118,15 +117,24 @@ func (o *Offline) Blobs() []api.BlobInfo {
 	if o.blobs == nil {
 		return []api.BlobInfo{}
 	}
-	return blobList(o.blobs)
+	return BlobList(o.blobs)
 }
 
-// PeerCache is the answer of GET api.PathPeerCache without a daemon.
-func (o *Offline) PeerCache() []api.CachedPeer {
+// Peers are the records of the peer cache without a daemon (what
+// node.CachedPeers answers GET api.PathPeerCache with).
+func (o *Offline) Peers() []peercache.Entry {
 	if o.peers == nil {
-		return []api.CachedPeer{}
+		return nil
 	}
-	return cachedPeers(o.peers.All(), time.Now(), func(peer.ID) (limits.History, bool, bool) {
-		return limits.History{}, false, false
-	})
+	return o.peers.All()
+}
+
+// BlobList is the answer of GET api.PathBlobs for the store s.
+func BlobList(s *blobs.Store) []api.BlobInfo {
+	list := s.List()
+	out := make([]api.BlobInfo, 0, len(list))
+	for _, b := range list {
+		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package node
+package store
 
 // freeSpace says nothing here: no statfs.
 func freeSpace(string) string { return "" }
