@@ -570,7 +570,8 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 // dial connects to ai, once more when the security handshake failed
 // (againAfterHandshake): a node that restarts redials its known peers
 // (redial) while they may be dialling it. Every dial of this node to a
-// chosen peer goes through it: an operator's connect, the redial of the
+// chosen peer goes through it: an operator's connect (by address or by
+// peer ID, at the addresses the DHT gave), the redial of the
 // peer cache, discovery (dialEach); so does connect's probe of an
 // address (probe).
 func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
@@ -616,7 +617,7 @@ func errHandshake(err error) bool {
 func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
 	var known error
 	if len(n.host.Peerstore().Addrs(p)) > 0 {
-		if known = n.host.Connect(ctx, peer.AddrInfo{ID: p}); known == nil {
+		if known = n.dial(ctx, peer.AddrInfo{ID: p}); known == nil {
 			return nil
 		}
 	}
@@ -630,7 +631,12 @@ func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
 	if err != nil {
 		return errors.Join(known, err)
 	}
-	return n.host.Connect(ctx, ai)
+	// The lookup's own dial of p may have failed (crossed: dial) and left
+	// the swarm's backoff on the addresses it found: dial them anyway.
+	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(p)
+	}
+	return n.dial(ctx, ai)
 }
 
 // probe dials ai.ID at each of ai.Addrs through its transport (a full

@@ -368,10 +368,14 @@ func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
 	defer cancel()
 	ai, err := r.dht.FindPeer(ctx, p)
 	if errors.Is(err, corerouting.ErrNotFound) && ctx.Err() == nil {
-		// A lookup that reached p in its routing table before any peer
-		// told it p's addresses gave p up as unreachable; the second
-		// starts with the addresses the first learned.
-		ai, err = r.dht.FindPeer(ctx, p)
+		// The lookup learned addresses of p from the peers it asked but
+		// gave p up: its one dial of them failed (two peers that dial
+		// each other at once cross, Node.dial), or it reached p in its
+		// routing table before any peer told it the addresses. They are
+		// p's addresses all the same; the caller's dial tries them again.
+		if addrs := n.host.Peerstore().Addrs(p); len(addrs) > 0 {
+			return peer.AddrInfo{ID: p, Addrs: addrs}, nil
+		}
 	}
 	if err != nil {
 		return peer.AddrInfo{}, fmt.Errorf("find %s on the DHT: %w", p, err)
