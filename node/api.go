@@ -14,6 +14,7 @@ import (
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
 )
 
@@ -64,7 +65,7 @@ func (n *Node) Status() api.Status {
 func (n *Node) relayAddrs() []string {
 	out := []string{}
 	for _, a := range n.FullAddrs() {
-		if ma, err := multiaddr.NewMultiaddr(a); err == nil && isRelayed(ma) {
+		if ma, err := multiaddr.NewMultiaddr(a); err == nil && routing.IsRelayed(ma) {
 			out = append(out, a)
 		}
 	}
@@ -72,7 +73,7 @@ func (n *Node) relayAddrs() []string {
 }
 
 func (n *Node) holePunches() api.HolePunches {
-	ok, failed := n.punches.counts()
+	ok, failed := n.punches.Counts()
 	return api.HolePunches{Succeeded: ok, Failed: failed}
 }
 
@@ -80,11 +81,10 @@ func (n *Node) holePunches() api.HolePunches {
 func (n *Node) dhtStatus() api.DHTStatus {
 	s := api.DHTStatus{Mode: n.cfg.P2P.DHT}
 	if r := n.routing.Load(); r != nil {
-		s.Server = r.dht.Mode() == dht.ModeServer
-		s.RoutingTable = r.dht.RoutingTable().Size()
-		s.ProviderRecords, s.MaxProviderRecords = r.records.Len(), r.records.max
-		s.Discovered = int(r.discovered.Load())
-		s.ProviderRecordsRefused = r.records.Refused()
+		s.Server = r.DHT().Mode() == dht.ModeServer
+		s.RoutingTable = r.DHT().RoutingTable().Size()
+		s.ProviderRecords, s.MaxProviderRecords, s.ProviderRecordsRefused = r.Records()
+		s.Discovered = r.Discovered()
 	}
 	return s
 }

@@ -57,13 +57,9 @@
 //     blobs.Scheduler (whose are the queue and the retries), the scan at
 //     start, the replicate handler.
 //   - crash.go: crash reports.
-//   - routing.go: the network's DHT (docs/adr/0040): peer routing,
-//     discovery under the rendezvous key, providing blobs and finding
-//     their providers, its request budget and the strangers' share of
-//     its records; recordstore.go: the bounded store of the provider
-//     records peers put here.
-//   - nat.go: NAT traversal: AutoNAT, AutoRelay's relay candidates, the
-//     relay service, hole punches, how each peer is connected.
+//   - routing.go: the wiring of package routing (the network's DHT,
+//     docs/adr/0040): its options, dials by peer ID, providing blobs;
+//     nat.go: how each peer is connected, the node's reachability.
 //   - api.go: the answers in api's types (Status, Peers, Limits,
 //     Diag, PeerCache); control.go: what else the control server
 //     (daemon) reads and drives.

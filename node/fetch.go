@@ -62,8 +62,8 @@ func (n *Node) startBlobs() {
 		Served: func(p peer.ID, size uint64) { n.gave(p, 0, size) },
 	})
 	fo := &blobs.FetcherOptions{Now: n.now}
-	if n.routing.Load() != nil {
-		fo.FindProviders = n.findProviders
+	if r := n.routing.Load(); r != nil {
+		fo.FindProviders = r.FindProviders
 	}
 	f.fetcher = blobs.NewFetcher(f.x, n.blobs, fo)
 	n.fetch = f

@@ -39,6 +39,7 @@ import (
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
 	"path/filepath"
 )
@@ -113,8 +114,6 @@ type Node struct {
 	// new author whose envelopes a flood crowded out (gossip.go: spammed;
 	// ADR 0041).
 	gossipBudget, authorBudget, offered *limits.Budget
-	// dhtBudget is each peer's budget of DHT requests (routing.go).
-	dhtBudget *limits.Budget
 	// heads follows the peers' heads announcements, and pullBudget is
 	// each peer's budget of the pulls they start (heads.go).
 	heads      *heads.Tracker
@@ -124,10 +123,10 @@ type Node struct {
 	strangerSync *limits.Shared
 	// routing is the DHT and what uses it, once Start built it; nil
 	// with p2p.dht off (routing.go).
-	routing atomic.Pointer[routing]
-	// punches remembers the hole punches (nat.go); reachability is the
-	// network.Reachability AutoNAT last reported.
-	punches      *punchTracer
+	routing atomic.Pointer[routing.Routing]
+	// punches remembers the hole punches; reachability is the
+	// network.Reachability AutoNAT last reported (nat.go).
+	punches      *routing.PunchTracer
 	reachability atomic.Int32
 	// relay is the circuit relay service (p2p.relay_service); nil when off.
 	relay *relay.Relay
@@ -210,9 +209,6 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	offered := cfg.Limits.AuthorBudget()
 	offered.StrangersPerMin = 0 // each author's own rate only
 	if n.offered, err = limits.NewBudget(offered); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	if n.dhtBudget, err = newDHTBudget(cfg.Limits); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.pullBudget, err = newPullBudget(cfg.Limits); err != nil {
@@ -307,8 +303,8 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	n.gater = newGater(now)
 	n.gater.secured = n.admitStranger
-	n.punches = newPunchTracer()
-	nat, err := n.natOptions(cfg)
+	n.punches = routing.NewPunchTracer()
+	nat, err := routing.NATOptions(cfg, n.punches, n.routing.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -361,8 +357,12 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: start mDNS: %w", err)
 		}
 	}
-	if err := n.startRelayService(); err != nil {
-		return err
+	if n.cfg.P2P.RelayService {
+		r, err := routing.StartRelayService(n.host)
+		if err != nil {
+			return err
+		}
+		n.relay = r
 	}
 	if err := n.startRouting(); err != nil {
 		return err
@@ -421,7 +421,7 @@ func (n *Node) Close() error {
 	// provide) and before the database closes (the provide queue is
 	// written to it).
 	if r := n.routing.Load(); r != nil {
-		errs = append(errs, r.close())
+		errs = append(errs, r.Close())
 	}
 	n.log.Info("admission counters at shutdown", "limits", n.adm.table.Snapshot())
 	n.run.each(func(st *peerState) { n.dropPeerState(st.id) })
@@ -851,7 +851,7 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 func (n *Node) disconnected(nw network.Network, c network.Conn) {
 	n.dropGonePeerState(c.RemotePeer())
 	if nw.Connectedness(c.RemotePeer()) == network.NotConnected {
-		n.punches.forget(c.RemotePeer())
+		n.punches.Forget(c.RemotePeer())
 	}
 }
 

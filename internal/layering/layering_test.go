@@ -33,7 +33,10 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "internal/diskspace", "internal/ackmark"},
+	// The network's DHT, NAT traversal and the store of provider
+	// records: what a node asks of the network beyond its peers.
+	"routing": {"config", "limits", "proto"},
 	// A database apart from a running node: its options, offline reads,
 	// check and repair, the lost events' record.
 	"store": {"eventlog", "blobs", "peercache", "repo", "api", "proto", "internal/ackmark"},

@@ -1,4 +1,4 @@
-package node
+package routing
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // errRecordsFull is what a write of a new record gets from a full
 // recordStore.
-var errRecordsFull = errors.New("node: the DHT's provider record store is full")
+var errRecordsFull = errors.New("routing: the DHT's provider record store is full")
 
 // recordStore is the datastore of the provider records other peers put
 // here through the DHT (dht.ProviderDatastore): a datastore that holds at

@@ -1,0 +1,599 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipfs/boxo/provider"
+	"github.com/ipfs/go-cid"
+	ds "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/namespace"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	corerouting "github.com/libp2p/go-libp2p/core/routing"
+	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	routedhost "github.com/libp2p/go-libp2p/p2p/host/routed"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+)
+
+// The DHT of the network and its bounds (docs/adr/0040). Its own traffic
+// is bounded by kad-dht's query parameters, by the resource manager's
+// scope of its protocol (resources.go), and by a budget of requests per
+// peer (dhtRequest); the provider records other peers store here, by
+// maxProviderRecords.
+const (
+	// dhtBucketSize is k, the peers of each bucket of the routing table
+	// and the closest peers a lookup ends with (kad-dht's default, 20):
+	// a table holds at most k peers per shared-prefix length, so at most
+	// some 20*log2(N) peers for a network of N nodes.
+	dhtBucketSize = 20
+	// dhtConcurrency is alpha, the requests one lookup has in flight at
+	// once (kad-dht's default, 10).
+	dhtConcurrency = 10
+	// dhtMaxPerCpl and dhtMaxPerTable bound the peers of one IP group (a
+	// /16 of IPv4, an ASN of IPv6) in the routing table: per bucket and in
+	// all, as kubo's do. Peers at non-public addresses (loopback, private
+	// and test ranges) are exempt: a network on one machine or one LAN
+	// would otherwise keep 3 peers in its table.
+	dhtMaxPerCpl   = 2
+	dhtMaxPerTable = 3
+
+	// dhtRequestsPerMin is each peer's budget of DHT requests a minute,
+	// before its tier's percentage (limits.Budget): an honest lookup
+	// sends one request to each peer it asks, and an honest provider a
+	// record a blob a day (22 h) to the 20 peers closest to its CID.
+	dhtRequestsPerMin = 600
+	// dhtStrangerRequestsPerMin is what all peers without a record share
+	// a minute: fresh ids, which cost nothing, buy no more than this
+	// together.
+	dhtStrangerRequestsPerMin = 12_000
+
+	// maxProviderRecords bounds the provider records other peers store
+	// here (about 150 bytes each on disk, so some 40 MB); past it a new
+	// record is refused until records expire (48 h after their last
+	// provide, amino.DefaultProvideValidity).
+	maxProviderRecords = 1 << 18
+
+	// strangersRecordShare is the strangers' share of maxProviderRecords,
+	// in quarters: three quarters, the last quarter kept for the records
+	// of peers that showed value (ADR 0030's tiers).
+	strangersRecordShare = 3
+
+	// reprovideInterval is how often every complete blob is provided
+	// again, within the records' 48 h validity (boxo's and kubo's 22 h).
+	reprovideInterval = 22 * time.Hour
+	// provideWorkers bounds the provides running at once, each a lookup
+	// and 20 ADD_PROVIDER messages.
+	provideWorkers = 8
+
+	// findProvidersTimeout bounds the search for a blob's providers.
+	findProvidersTimeout = 30 * time.Second
+	// routingTableWait bounds how long a search for providers waits for
+	// a first peer in the routing table (a node just started, before its
+	// bootstrap dials): a node whose table stays empty (no DHT server
+	// around) fails its fetches that soon, not after findProvidersTimeout.
+	routingTableWait = 5 * time.Second
+	// providersGrace is how long a search for providers goes on after
+	// the first one came, for others that come close behind.
+	providersGrace = time.Second
+	// findPeerTimeout bounds the search for a peer's addresses.
+	findPeerTimeout = 30 * time.Second
+
+	// discoverLimit bounds the peers one look returns (dialled
+	// redialConcurrency at once, dialEach).
+	discoverLimit = 64
+	// advertiseTTL is how long the node's rendezvous record is asked to
+	// live; it is put again at 7/8 of it (discoverLoop). The DHT servers
+	// keep a record 48 h whatever it says, so a node that left is found
+	// there for up to 2 days (a dial then fails).
+	advertiseTTL = 3 * time.Hour
+)
+
+// discoverEvery is how often the node looks for peers of its network
+// under the rendezvous key while it has fewer than p2p.conns_low;
+// discoverFirst is the first look, after the bootstrap dials, and the
+// looks between are twice as far apart each time (5 s, 10 s, 20 s, 40 s,
+// then every minute): the nodes that start together advertise within
+// those first seconds. Variables so that tests can shorten them.
+var (
+	discoverEvery = time.Minute
+	discoverFirst = 5 * time.Second
+)
+
+// Nodes looks for the nodes of the network under its rendezvous key, at
+// most discoverLimit of them (this node among them, if it advertised).
+func (r *Routing) Nodes(ctx context.Context) (<-chan peer.AddrInfo, error) {
+	return r.disc.FindPeers(ctx, rendezvous(r.opts.Network), discovery.Limit(discoverLimit))
+}
+
+// rendezvous is the key under which the nodes of a network advertise
+// themselves on its DHT (docs/adr/0040).
+func rendezvous(network string) string { return "/wats/" + network + "/nodes" }
+
+// Routing is a node's DHT and what uses it: a routed host for dials by
+// peer ID, the discovery of the network's nodes, the providing of
+// complete blobs, and the bounds on what peers ask of it (a budget of
+// requests per peer, the store of the provider records they put). Built
+// by New when p2p.dht is not off; Close it.
+type Routing struct {
+	opts   Options
+	dht    *dht.IpfsDHT
+	routed *routedhost.RoutedHost
+	disc   *drouting.RoutingDiscovery
+	prov   provider.System
+	// records is the store of the provider records other peers put here.
+	records *recordStore
+	// budget is each peer's budget of DHT requests (request).
+	budget *limits.Budget
+	// discovered is how many other nodes the last look under the
+	// rendezvous key found (at most discoverLimit).
+	discovered atomic.Int64
+	// ctx ends at Close: boxo's reprovides run on a context of their own.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Options are what a Routing takes of its node.
+type Options struct {
+	// Host is the node's host.
+	Host host.Host
+	// Network is the node's network: the DHT's protocol prefix
+	// (proto.DHTPrefix) and the rendezvous key of its nodes.
+	Network string
+	// Mode is p2p.dht: config.DHTServer, DHTClient or DHTAuto.
+	Mode string
+	// Datastore is the node's database; the DHT keeps its keys under
+	// /dht (dhtKeyPrefix).
+	Datastore ds.Batching
+	// Limits gives the tier percentages of the request budget.
+	Limits limits.Config
+	// MaxRecords bounds the provider records peers put here; 0 means
+	// maxProviderRecords.
+	MaxRecords int
+	// Room, if set, is asked before a record of n bytes is written (ADR
+	// 0044: a full disk refuses new records as a full store does).
+	Room func(n int) error
+	// Bootstrap returns the peers the DHT may bootstrap from when its
+	// routing table is empty (kad-dht picks among them at random).
+	Bootstrap func() []peer.AddrInfo
+	// Blobs returns the CIDs of the complete blobs, provided again every
+	// reprovideInterval.
+	Blobs func() []cid.Cid
+	// Tier returns a peer's tier, for its budget of requests.
+	Tier func(peer.ID) limits.Tier
+	// Mono returns the node's monotonic clock, in nanoseconds.
+	Mono func() int64
+	// Refused, if set, is told of each request refused and why.
+	Refused func(p peer.ID, typ pb.Message_MessageType, why string)
+	// Log is the node's logger.
+	Log *slog.Logger
+}
+
+// dhtMode maps p2p.dht to kad-dht's mode.
+func dhtMode(mode string) dht.ModeOpt {
+	switch mode {
+	case config.DHTServer:
+		return dht.ModeServer
+	case config.DHTClient:
+		return dht.ModeClient
+	default:
+		return dht.ModeAuto
+	}
+}
+
+// New builds and starts the DHT of opts.Network: its records in the
+// node's database under /dht/, bootstrapped from opts.Bootstrap, and the
+// provider system that provides each complete blob and provides them all
+// again every reprovideInterval.
+func New(opts Options) (_ *Routing, err error) {
+	r := &Routing{opts: opts}
+	if r.budget, err = newBudget(opts.Limits); err != nil {
+		return nil, err
+	}
+	if opts.MaxRecords == 0 {
+		opts.MaxRecords = maxProviderRecords
+	}
+	dstore := namespace.Wrap(opts.Datastore, ds.NewKey(dhtKeyPrefix))
+	if r.records, err = newRecordStore(namespace.Wrap(dstore, ds.NewKey("records")), opts.MaxRecords); err != nil {
+		return nil, fmt.Errorf("routing: DHT provider records: %w", err)
+	}
+	r.records.room = opts.Room
+	r.dht, err = dht.New(opts.Host,
+		dht.ProtocolPrefix(proto.DHTPrefix(opts.Network)),
+		dht.Mode(dhtMode(opts.Mode)),
+		dht.BootstrapPeersFunc(opts.Bootstrap),
+		dht.Datastore(dstore),
+		dht.ProviderDatastore(r.records),
+		// The network stores no values (public keys, IPNS): nothing a
+		// peer can write beyond provider records.
+		dht.DisableValues(),
+		dht.BucketSize(dhtBucketSize),
+		dht.Concurrency(dhtConcurrency),
+		dht.RoutingTablePeerDiversityFilter(newDiversityFilter(opts.Host)),
+		dht.OnRequestHook(r.request),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("routing: start the DHT: %w", err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.routed = routedhost.Wrap(opts.Host, r.dht)
+	r.disc = drouting.NewRoutingDiscovery(r.dht)
+	r.prov, err = provider.New(dstore,
+		provider.Online(readyProvider{r.dht, opts.Log}),
+		provider.KeyProvider(r.completeBlobs),
+		provider.ReproviderInterval(reprovideInterval),
+		provider.ProvideWorkerCount(provideWorkers),
+	)
+	if err != nil {
+		r.cancel()
+		r.dht.Close()
+		return nil, fmt.Errorf("routing: start providing: %w", err)
+	}
+	return r, nil
+}
+
+// readyProvider provides on the DHT once its routing table has a peer: a
+// blob imported in the first seconds after start, before the bootstrap
+// dials, is provided when they succeed, rather than failing for want of
+// a peer and waiting for the next reprovide (a day later). A provide that
+// fails is logged here, at info, and not returned: boxo's provider would
+// only log it again, at error level, on the daemon's stderr.
+type readyProvider struct {
+	d   *dht.IpfsDHT
+	log *slog.Logger
+}
+
+// readyPoll is how often waitRoutingTable looks at the routing table
+// while it is empty.
+const readyPoll = 250 * time.Millisecond
+
+func (p readyProvider) Provide(ctx context.Context, c cid.Cid, announce bool) error {
+	err := waitRoutingTable(ctx, p.d)
+	if err == nil {
+		err = p.d.Provide(ctx, c, announce)
+	}
+	if err != nil && ctx.Err() == nil {
+		p.log.Info("cannot provide a blob on the DHT; it is provided again at the next reprovide", "cid", c, "err", err)
+	}
+	return nil
+}
+
+// waitRoutingTable returns once d's routing table has a peer, or ctx's
+// error: a lookup with an empty table fails at once.
+func waitRoutingTable(ctx context.Context, d *dht.IpfsDHT) error {
+	for d.RoutingTable().Size() == 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(readyPoll):
+		}
+	}
+	return nil
+}
+
+// dhtKeyPrefix is the prefix of the DHT's keys in the node's database:
+// the provider records peers put here (/dht/records/), the queue of
+// CIDs to provide (/dht/provider/).
+const dhtKeyPrefix = "/dht"
+
+// Close stops providing and closes the DHT.
+func (r *Routing) Close() error {
+	r.cancel()
+	return errors.Join(r.prov.Close(), r.dht.Close())
+}
+
+// DHT is the DHT itself.
+func (r *Routing) DHT() *dht.IpfsDHT { return r.dht }
+
+// Host is the routed host, which finds a peer's addresses on the DHT when
+// the peerstore has none: what a fetch dials providers with.
+func (r *Routing) Host() host.Host { return r.routed }
+
+// Discovered is how many other nodes the last look under the rendezvous
+// key found (at most discoverLimit).
+func (r *Routing) Discovered() int { return int(r.discovered.Load()) }
+
+// Records returns the provider records held, their bound, and how many
+// new records were refused as the store was full.
+func (r *Routing) Records() (held, max int, refused uint64) {
+	return r.records.Len(), r.records.max, r.records.Refused()
+}
+
+// maxDHTBootstrapPeers bounds the peers handed to the DHT to bootstrap
+// from: kad-dht dials them in a random order and stops after two
+// answered, so more would only be a longer list to shuffle.
+const maxDHTBootstrapPeers = 2 * dhtBucketSize
+
+// BootstrapPeers are the peers the DHT may bootstrap from when its
+// routing table is empty, at most maxDHTBootstrapPeers, each once and none
+// of them self: configured (p2p.bootstrap multiaddrs; those that do not
+// parse are skipped, config checks them), then known (the peer cache's,
+// most recently seen first).
+func BootstrapPeers(self peer.ID, configured []string, known []peer.AddrInfo) []peer.AddrInfo {
+	var out []peer.AddrInfo
+	add := func(ai peer.AddrInfo) {
+		if len(out) < maxDHTBootstrapPeers && ai.ID != self &&
+			!slices.ContainsFunc(out, func(o peer.AddrInfo) bool { return o.ID == ai.ID }) {
+			out = append(out, ai)
+		}
+	}
+	for _, s := range configured {
+		if ai, err := peer.AddrInfoFromString(s); err == nil {
+			add(*ai)
+		}
+	}
+	for _, ai := range known {
+		if len(out) == maxDHTBootstrapPeers {
+			break
+		}
+		add(ai)
+	}
+	return out
+}
+
+// completeBlobs lists the roots of the complete blobs, for the reprovider:
+// a removed blob is no longer provided, and its records expire.
+func (r *Routing) completeBlobs(ctx context.Context) (<-chan cid.Cid, error) {
+	list := r.opts.Blobs()
+	ch := make(chan cid.Cid)
+	go func() {
+		defer close(ch)
+		for _, c := range list {
+			select {
+			case ch <- c:
+			case <-ctx.Done():
+				return
+			case <-r.ctx.Done(): // boxo's reprovide runs on a context of its own
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// Provide queues c, a blob that became complete here, for the provider's
+// workers (in memory, written to the database after a minute idle or at
+// Close).
+func (r *Routing) Provide(c cid.Cid) {
+	if err := r.prov.Provide(r.ctx, c, true); err != nil {
+		r.opts.Log.Warn("cannot queue a blob to provide", "cid", c, "err", err)
+	}
+}
+
+// FindProviders asks the DHT for at most core.MaxHintsPerBlob providers
+// of c other than this node, within findProvidersTimeout
+// (blobs.FetcherOptions.FindProviders).
+func (r *Routing) FindProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo {
+	ctx, cancel := context.WithTimeout(ctx, findProvidersTimeout)
+	defer cancel()
+	wctx, wcancel := context.WithTimeout(ctx, routingTableWait)
+	err := waitRoutingTable(wctx, r.dht)
+	wcancel()
+	if err != nil {
+		return nil
+	}
+	var out []peer.AddrInfo
+	// One more than kept: the node itself may be among them.
+	found := r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob+1)
+	var grace <-chan time.Time
+	for {
+		select {
+		case ai, ok := <-found:
+			if !ok {
+				r.opts.Log.Debug("providers found on the DHT", "cid", c, "count", len(out))
+				return out
+			}
+			if ai.ID == r.opts.Host.ID() {
+				continue
+			}
+			out = append(out, ai)
+			if grace == nil {
+				t := time.NewTimer(providersGrace)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			// The first providers are tried now; a lookup can go on for
+			// seconds asking peers that do not answer.
+			r.opts.Log.Debug("providers found on the DHT", "cid", c, "count", len(out))
+			return out
+		}
+	}
+}
+
+// FindPeer asks the DHT for the addresses of p.
+func (r *Routing) FindPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, findPeerTimeout)
+	defer cancel()
+	ai, err := r.dht.FindPeer(ctx, p)
+	if errors.Is(err, corerouting.ErrNotFound) && ctx.Err() == nil {
+		// The lookup learned addresses of p from the peers it asked but
+		// gave p up: its one dial of them failed (two peers that dial
+		// each other at once cross, node.Node's dial), or it reached p in its
+		// routing table before any peer told it the addresses. They are
+		// p's addresses all the same; the caller's dial tries them again.
+		if addrs := r.opts.Host.Peerstore().Addrs(p); len(addrs) > 0 {
+			return peer.AddrInfo{ID: p, Addrs: addrs}, nil
+		}
+	}
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("find %s on the DHT: %w", p, err)
+	}
+	return ai, nil
+}
+
+// Discover advertises the node under its network's rendezvous key and,
+// while it has fewer than connsLow connected peers (p2p.conns_low), dials
+// the nodes found under it with dial: so that nodes find each other from
+// a single bootstrap address (docs/adr/0040). It returns when ctx ends.
+func (r *Routing) Discover(ctx context.Context, connsLow int, dial func(iter.Seq[peer.AddrInfo])) {
+	ns := rendezvous(r.opts.Network)
+	wait := discoverFirst
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var readvertise time.Time // zero: not advertised yet
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, discoverEvery)
+		t.Reset(wait)
+		if r.dht.RoutingTable().Size() == 0 {
+			continue
+		}
+		if now := time.Now(); !now.Before(readvertise) {
+			readvertise = now.Add(r.advertise(ctx, ns))
+		}
+		if len(r.opts.Host.Network().Peers()) >= connsLow {
+			continue
+		}
+		r.discover(ctx, ns, dial)
+	}
+}
+
+// advertise puts the node's record under the rendezvous key ns, and
+// returns when to put it again: at 7/8 of its TTL, or after discoverEvery
+// if it failed.
+func (r *Routing) advertise(ctx context.Context, ns string) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, findProvidersTimeout)
+	defer cancel()
+	ttl, err := r.disc.Advertise(ctx, ns, discovery.TTL(advertiseTTL))
+	if err != nil {
+		r.opts.Log.Debug("advertise under the rendezvous key", "err", err)
+		return discoverEvery
+	}
+	return ttl * 7 / 8
+}
+
+// discover dials the nodes found under the rendezvous key ns (dial), and
+// records how many other nodes it found.
+func (r *Routing) discover(ctx context.Context, ns string, dial func(iter.Seq[peer.AddrInfo])) {
+	ctx, cancel := context.WithTimeout(ctx, findProvidersTimeout)
+	defer cancel()
+	found, err := r.disc.FindPeers(ctx, ns, discovery.Limit(discoverLimit))
+	if err != nil {
+		r.opts.Log.Debug("discovery", "err", err)
+		return
+	}
+	count := 0
+	defer func() { r.discovered.Store(int64(count)) }()
+	dial(func(yield func(peer.AddrInfo) bool) {
+		for ai := range found {
+			if ai.ID == r.opts.Host.ID() {
+				continue
+			}
+			count++
+			if !yield(ai) {
+				return
+			}
+		}
+	})
+}
+
+// request is the DHT's hook on every request a peer sends
+// (dht.OnRequestHook): the request takes a token from the peer's budget
+// (dhtRequestsPerMin by its tier, strangers sharing
+// dhtStrangerRequestsPerMin), and a stranger's provider record needs the
+// strangers' share of the store not full (strangersRecordsFull). A
+// request refused is made one the DHT has no handler for, so the DHT
+// answers nothing and closes the stream.
+func (r *Routing) request(_ context.Context, s network.Stream, req *pb.Message) {
+	p := s.Conn().RemotePeer()
+	t := r.opts.Tier(p)
+	why := ""
+	switch {
+	case !r.budget.Allow(string(p), t, r.opts.Mono()):
+		why = "over the peer's budget"
+	case req.GetType() == pb.Message_ADD_PROVIDER && t.Stranger() && r.strangersRecordsFull():
+		why = "the strangers' share of the provider records is full"
+	default:
+		return
+	}
+	if r.opts.Refused != nil {
+		r.opts.Refused(p, req.GetType(), why)
+	}
+	req.Type = refusedDHTRequest
+}
+
+// strangersRecordsFull reports whether the provider records held reach
+// the strangers' share of their bound (strangersRecordShare): past it, a
+// peer of a stranger tier puts no record, not even a renewal, so that
+// strangers can neither fill the store nor keep it full by renewing
+// (docs/adr/0040); peers that showed value put theirs up to the bound.
+func (r *Routing) strangersRecordsFull() bool {
+	return r.records.Len() >= r.records.max*strangersRecordShare/4
+}
+
+// refusedDHTRequest is the type a refused DHT request is given: one no
+// version of the protocol defines, which kad-dht answers by closing the
+// stream.
+const refusedDHTRequest pb.Message_MessageType = -1
+
+// newBudget is the budget of DHT requests per peer (request).
+func newBudget(l limits.Config) (*limits.Budget, error) {
+	return limits.NewBudget(limits.BudgetRate{PerMin: dhtRequestsPerMin, StrangersPerMin: dhtStrangerRequestsPerMin,
+		SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent})
+}
+
+// diversityFilter is kad-dht's routing-table diversity filter (at most
+// dhtMaxPerCpl peers of one IP group per bucket, dhtMaxPerTable in all),
+// with the peers that have no public address exempt: a network on one
+// machine or one LAN (loopback, private, IPv6 ULA or link-local, test
+// ranges) would otherwise keep 3 peers in its table. The exemption is
+// decided from the peer's addresses, not its group's key: kbucket gives
+// every IPv6 address of no known ASN one key.
+//
+// kad-dht applies its own filter type to the responses of lookups too
+// (at most as many peers of one group per response); wrapped, it does
+// not: the routing table is bounded, a lookup's responses are not
+// (docs/adr/0040).
+type diversityFilter struct {
+	peerdiversity.PeerIPGroupFilter
+	h host.Host
+}
+
+func newDiversityFilter(h host.Host) *diversityFilter {
+	return &diversityFilter{PeerIPGroupFilter: dht.NewRTPeerDiversityFilter(h, dhtMaxPerCpl, dhtMaxPerTable), h: h}
+}
+
+// Allow lets in a peer with no public address, and asks kad-dht's filter
+// for any other.
+func (f *diversityFilter) Allow(g peerdiversity.PeerGroupInfo) bool {
+	return !publicPeer(f.h, g.Id) || f.PeerIPGroupFilter.Allow(g)
+}
+
+// publicPeer reports whether p has a public address: the remote address
+// of a connection to it, or one the peerstore holds.
+func publicPeer(h host.Host, p peer.ID) bool {
+	for _, c := range h.Network().ConnsToPeer(p) {
+		if manet.IsPublicAddr(c.RemoteMultiaddr()) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(h.Peerstore().Addrs(p), manet.IsPublicAddr)
+}
+
+// IsRelayed reports whether a is a relayed (circuit) address.
+func IsRelayed(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
+}

@@ -1,0 +1,306 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	ds "github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
+	"github.com/libp2p/go-libp2p"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/limits"
+)
+
+// testHost is a libp2p host on 127.0.0.1, closed at the test's end.
+func testHost(t *testing.T) host.Host {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// testRouting is a DHT server of network on a host of its own, its
+// datastore in memory, bootstrapped from boot; every peer has tier
+// (limits.TierNormal if zero), and each refusal is sent on refused if set.
+type testRouting struct {
+	*Routing
+	h       host.Host
+	refused chan string
+}
+
+func newTestRouting(t *testing.T, network string, o Options, boot ...*testRouting) *testRouting {
+	t.Helper()
+	h := testHost(t)
+	tr := &testRouting{h: h, refused: make(chan string, 100)}
+	var bootstrap []peer.AddrInfo
+	for _, b := range boot {
+		bootstrap = append(bootstrap, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()})
+	}
+	start := time.Now()
+	o.Host, o.Network, o.Mode = h, network, config.DHTServer
+	o.Datastore = dssync.MutexWrap(ds.NewMapDatastore())
+	o.Limits = limits.DefaultConfig()
+	o.Bootstrap = func() []peer.AddrInfo { return bootstrap }
+	if o.Blobs == nil {
+		o.Blobs = func() []cid.Cid { return nil }
+	}
+	if o.Tier == nil {
+		o.Tier = func(peer.ID) limits.Tier { return limits.TierNormal }
+	}
+	o.Mono = func() int64 { return int64(time.Since(start)) }
+	o.Refused = func(_ peer.ID, typ pb.Message_MessageType, why string) { tr.refused <- typ.String() + ": " + why }
+	o.Log = slog.New(slog.DiscardHandler)
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	tr.Routing = r
+	for _, b := range boot {
+		if err := h.Connect(context.Background(), peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr
+}
+
+// waitFor polls cond every 10 ms until it holds, failing the test after
+// timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) { // waiting on the network
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// TestNodesFindEachOtherUnderTheRendezvousKey: nodes that know only one
+// bootstrap node each find every other node of the network under its
+// rendezvous key, and nodes of another network do not share their DHT.
+func TestNodesFindEachOtherUnderTheRendezvousKey(t *testing.T) {
+	first, every := discoverFirst, discoverEvery
+	discoverFirst, discoverEvery = time.Second, 2*time.Second
+	t.Cleanup(func() { discoverFirst, discoverEvery = first, every }) // after the nodes closed
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	discover := func(r *testRouting) {
+		go r.Discover(ctx, 8, func(found iter.Seq[peer.AddrInfo]) {
+			for ai := range found {
+				_ = r.h.Connect(ctx, ai)
+			}
+		})
+	}
+	boot := newTestRouting(t, "test", Options{})
+	all := []*testRouting{boot}
+	for range 4 {
+		all = append(all, newTestRouting(t, "test", Options{}, boot))
+	}
+	stranger := newTestRouting(t, "other", Options{}, boot)
+	for _, r := range append(all, stranger) {
+		discover(r)
+	}
+	waitFor(t, 60*time.Second, "every node found under the rendezvous key", func() bool {
+		for _, r := range all {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			found, err := r.Nodes(ctx)
+			if err != nil {
+				cancel()
+				return false
+			}
+			var ids []peer.ID
+			for ai := range found {
+				ids = append(ids, ai.ID)
+			}
+			cancel()
+			for _, m := range all {
+				if m != r && !slices.Contains(ids, m.h.ID()) {
+					return false
+				}
+			}
+			if slices.Contains(ids, stranger.h.ID()) {
+				t.Fatalf("a node of another network is found under %s", rendezvous("test"))
+			}
+		}
+		return true
+	})
+	if got := stranger.DHT().RoutingTable().Size(); got != 0 {
+		t.Errorf("the node of another network has %d peers of network test in its routing table", got)
+	}
+	for _, r := range all {
+		if slices.Contains(r.DHT().RoutingTable().ListPeers(), stranger.h.ID()) {
+			t.Errorf("%s has the node of another network in its routing table", r.h.ID())
+		}
+	}
+}
+
+// TestDHTBudgetBounds: a peer's DHT requests are let through up to the
+// burst of its budget (a quarter of dhtRequestsPerMin) and refused past
+// it; fresh ids together get the strangers' burst (a quarter of
+// dhtStrangerRequestsPerMin) and no more.
+func TestDHTBudgetBounds(t *testing.T) {
+	b, err := newBudget(limits.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = int64(time.Hour)
+	burst := dhtRequestsPerMin / 4
+	for i := range burst {
+		if !b.Allow("p", limits.TierNormal, now) {
+			t.Fatalf("request %d of the burst %d refused", i+1, burst)
+		}
+	}
+	if b.Allow("p", limits.TierNormal, now) {
+		t.Fatalf("request %d, past the burst, let through", burst+1)
+	}
+	shared := dhtStrangerRequestsPerMin / 4
+	allowed := 0
+	for i := range shared + 100 {
+		if b.Allow(fmt.Sprint("s", i), limits.TierNew, now) {
+			allowed++
+		}
+	}
+	if allowed != shared {
+		t.Errorf("fresh ids got %d requests through, want the strangers' burst %d", allowed, shared)
+	}
+}
+
+// TestBootstrapPeersBound: the DHT bootstraps from at most
+// maxDHTBootstrapPeers peers (at the bound and just past it), each once,
+// p2p.bootstrap first, never the node itself.
+func TestBootstrapPeersBound(t *testing.T) {
+	newID := func() peer.ID {
+		sk, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(sk)
+		return id
+	}
+	self := newID()
+	for _, k := range []int{maxDHTBootstrapPeers, maxDHTBootstrapPeers + 1} {
+		configured := []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/999/p2p/%s", self)}
+		var known []peer.AddrInfo
+		for i := range k {
+			id := newID()
+			configured = append(configured, fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/p2p/%s", 1000+i, id))
+			known = append(known, peer.AddrInfo{ID: id, Addrs: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/1")}})
+		}
+		configured = append(configured, configured[1]) // once only
+		got := BootstrapPeers(self, configured, known)
+		if len(got) != maxDHTBootstrapPeers {
+			t.Errorf("%d bootstrap peers: %d handed to the DHT, want %d", k, len(got), maxDHTBootstrapPeers)
+		}
+		if first, _ := peer.AddrInfoFromString(configured[1]); got[0].ID != first.ID {
+			t.Errorf("the first peer is %s, want p2p.bootstrap's first but self", got[0].ID)
+		}
+		for _, ai := range got {
+			if ai.ID == self {
+				t.Errorf("the node itself is among its bootstrap peers")
+			}
+		}
+	}
+	if got := BootstrapPeers(self, nil, []peer.AddrInfo{{ID: newID()}}); len(got) != 1 {
+		t.Errorf("no configured peer and one known: %d handed to the DHT, want 1", len(got))
+	}
+}
+
+// TestDiversityFilterBounds: peers of one public IP group take at most
+// dhtMaxPerCpl places of a bucket and dhtMaxPerTable of the table (at the
+// bounds and just past them); a peer with no public address is let in
+// whatever its group holds.
+func TestDiversityFilterBounds(t *testing.T) {
+	h := testHost(t)
+	f := newDiversityFilter(h)
+	mk := func(addr string) peer.ID {
+		sk, _, _ := crypto.GenerateEd25519Key(nil)
+		id, _ := peer.IDFromPrivateKey(sk)
+		h.Peerstore().AddAddr(id, ma.StringCast(addr), time.Hour) // never dialled: the filter reads the peerstore
+		return id
+	}
+	group := peerdiversity.PeerIPGroupKey("1.2.0.0")
+	add := func(cpl int) peerdiversity.PeerGroupInfo {
+		g := peerdiversity.PeerGroupInfo{Id: mk("/ip4/1.2.3.4/tcp/9287"), Cpl: cpl, IPGroupKey: group}
+		if !f.Allow(g) {
+			t.Fatalf("peer of bucket %d refused before its bound", cpl)
+		}
+		f.Increment(g)
+		return g
+	}
+	add(1)
+	add(1) // dhtMaxPerCpl
+	if f.Allow(peerdiversity.PeerGroupInfo{Id: mk("/ip4/1.2.3.5/tcp/9287"), Cpl: 1, IPGroupKey: group}) {
+		t.Errorf("peer %d of one group let into one bucket", dhtMaxPerCpl+1)
+	}
+	add(2) // dhtMaxPerTable
+	if f.Allow(peerdiversity.PeerGroupInfo{Id: mk("/ip4/1.2.3.6/tcp/9287"), Cpl: 3, IPGroupKey: group}) {
+		t.Errorf("peer %d of one group let into the table", dhtMaxPerTable+1)
+	}
+	for _, private := range []string{"/ip4/127.0.0.1/tcp/1", "/ip4/192.168.1.2/tcp/1", "/ip6/fd00::1/tcp/1", "/ip6/::1/tcp/1"} {
+		g := peerdiversity.PeerGroupInfo{Id: mk(private), Cpl: 1, IPGroupKey: group}
+		if !f.Allow(g) {
+			t.Errorf("a peer at %s, no public address, refused", private)
+		}
+	}
+}
+
+// TestStrangersShareOfProviderRecords: with the provider records at the
+// strangers' share of their bound, a stranger's ADD_PROVIDER is refused
+// (renewals too), and below it let through; the refusal is said.
+func TestStrangersShareOfProviderRecords(t *testing.T) {
+	r := newTestRouting(t, "test", Options{
+		MaxRecords: 8, // the share is 6
+		Tier:       func(peer.ID) limits.Tier { return limits.TierNew },
+	})
+	ctx := context.Background()
+	for i := range 5 {
+		if err := r.records.Put(ctx, recordKey(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg, err := attack.ParseTarget(fmt.Sprintf("%s/p2p/%s", r.h.Addrs()[0], r.h.ID()), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func() {
+		t.Helper()
+		if err := attack.PutProviderRecord(ctx, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put() // 5 of a share of 6: let through
+	select {
+	case why := <-r.refused:
+		t.Fatalf("a stranger's record refused below the share: %s", why)
+	default:
+	}
+	if err := r.records.Put(ctx, recordKey(5), []byte("v")); err != nil { // 6: the share reached
+		t.Fatal(err)
+	}
+	put()
+	select {
+	case why := <-r.refused:
+		if why != "ADD_PROVIDER: the strangers' share of the provider records is full" {
+			t.Errorf("refused: %s", why)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stranger's record at the share was not refused")
+	}
+}
