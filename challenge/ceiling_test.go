@@ -2,6 +2,7 @@ package challenge
 
 import (
 	"errors"
+	"github.com/wats-network/wats/core"
 	"testing"
 	"time"
 )
@@ -44,11 +45,11 @@ func TestCeilingWindow(t *testing.T) {
 }
 
 // TestCeilingFlood: a flood of valid solutions from many peers gets at
-// most DefaultSolvedPerMin through in a minute; the refused ones are not
+// most core.DefaultSolvedPerMin through in a minute; the refused ones are not
 // consumed.
 func TestCeilingFlood(t *testing.T) {
 	is := newTestIssuer(t, nil)
-	const flood = DefaultSolvedPerMin + 300
+	const flood = core.DefaultSolvedPerMin + 300
 	type try struct {
 		req [IDLen]byte
 		sol Solution
@@ -72,8 +73,8 @@ func TestCeilingFlood(t *testing.T) {
 			t.Fatalf("solution %d: %v", i, err)
 		}
 	}
-	if ok != DefaultSolvedPerMin || ceil != flood-DefaultSolvedPerMin {
-		t.Errorf("admitted %d, ceiling %d; want %d, %d", ok, ceil, DefaultSolvedPerMin, flood-DefaultSolvedPerMin)
+	if ok != core.DefaultSolvedPerMin || ceil != flood-core.DefaultSolvedPerMin {
+		t.Errorf("admitted %d, ceiling %d; want %d, %d", ok, ceil, core.DefaultSolvedPerMin, flood-core.DefaultSolvedPerMin)
 	}
 	// A minute after the first, room again; the refused seed was not
 	// consumed and is still valid at its expiry.

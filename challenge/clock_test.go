@@ -2,6 +2,7 @@ package challenge
 
 import (
 	"errors"
+	"github.com/wats-network/wats/core"
 	"testing"
 	"time"
 )
@@ -108,10 +109,10 @@ func TestEffortRunsOnMonotonicTime(t *testing.T) {
 		is.Pressure(time.Duration(i) * EffortInterval)
 	}
 	wall := t0.Add(-time.Hour) // stepped back, and stays there
-	if c := is.Issue(req, wall, 3*EffortInterval); c.Effort != DefaultBaseBits+3 {
-		t.Fatalf("after 3 pressured intervals: effort %d, want %d", c.Effort, DefaultBaseBits+3)
+	if c := is.Issue(req, wall, 3*EffortInterval); c.Effort != core.DefaultChallengeBaseBits+3 {
+		t.Fatalf("after 3 pressured intervals: effort %d, want %d", c.Effort, core.DefaultChallengeBaseBits+3)
 	}
-	if c := is.Issue(req, wall, 5*EffortInterval); c.Effort != DefaultBaseBits+1 {
-		t.Errorf("after 2 quiet intervals: effort %d, want %d", c.Effort, DefaultBaseBits+1)
+	if c := is.Issue(req, wall, 5*EffortInterval); c.Effort != core.DefaultChallengeBaseBits+1 {
+		t.Errorf("after 2 quiet intervals: effort %d, want %d", c.Effort, core.DefaultChallengeBaseBits+1)
 	}
 }

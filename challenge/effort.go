@@ -13,13 +13,6 @@ import (
 // it falls by one bit".
 const EffortInterval = 10 * time.Second
 
-// Default effort bounds, ADR 0014: limits.challenge_base_bits (8) and
-// limits.challenge_max_bits (24).
-const (
-	DefaultBaseBits = 8
-	DefaultMaxBits  = 24
-)
-
 // Effort is the adaptive effort of ADR 0014 (after Tor proposal 327), a
 // deterministic state machine driven by the monotonic readings passed in
 // (nanoseconds from a base the caller picks, as time.Since(start) gives):

@@ -86,8 +86,8 @@ func TestEffortSynctest(t *testing.T) {
 				rose = append(rose, c.Effort)
 			}
 		}
-		if want := DefaultMaxBits - DefaultBaseBits + 1; len(rose) != want || rose[0] != DefaultBaseBits || rose[len(rose)-1] != DefaultMaxBits {
-			t.Fatalf("efforts under pressure %v, want %d..%d one bit at a time", rose, DefaultBaseBits, DefaultMaxBits)
+		if want := core.DefaultChallengeMaxBits - core.DefaultChallengeBaseBits + 1; len(rose) != want || rose[0] != core.DefaultChallengeBaseBits || rose[len(rose)-1] != core.DefaultChallengeMaxBits {
+			t.Fatalf("efforts under pressure %v, want %d..%d one bit at a time", rose, core.DefaultChallengeBaseBits, core.DefaultChallengeMaxBits)
 		}
 		for i := 1; i < len(rose); i++ {
 			if rose[i] != rose[i-1]+1 {
@@ -96,7 +96,7 @@ func TestEffortSynctest(t *testing.T) {
 		}
 		// Quiet: one bit down per interval.
 		prev := is.Effort(time.Since(start))
-		for prev > DefaultBaseBits {
+		for prev > core.DefaultChallengeBaseBits {
 			time.Sleep(EffortInterval)
 			got := is.Effort(time.Since(start))
 			if got != prev-1 {
@@ -105,7 +105,7 @@ func TestEffortSynctest(t *testing.T) {
 			prev = got
 		}
 		time.Sleep(time.Hour)
-		if got := is.Effort(time.Since(start)); got != DefaultBaseBits {
+		if got := is.Effort(time.Since(start)); got != core.DefaultChallengeBaseBits {
 			t.Fatalf("after an hour of quiet: %d", got)
 		}
 	})
@@ -121,7 +121,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{8, 24, 1200, true},
 		{1, 1, 1, true},
-		{24, 24, core.MaxSolvedPerMin, true},
+		{24, 24, core.MaxPerMin, true},
 		{0, 0, 0, true},
 		{0, 24, 1200, true},
 		{0, 7, 1200, false},
@@ -131,7 +131,7 @@ func TestOptionsValidate(t *testing.T) {
 		{8, 25, 1200, false},
 		{9, 8, 1200, false},
 		{8, 24, -2, false},
-		{8, 24, core.MaxSolvedPerMin + 1, false},
+		{8, 24, core.MaxPerMin + 1, false},
 	} {
 		opts := Options{BaseBits: tc.base, MaxBits: tc.max, SolvedPerMin: tc.solved}
 		err := opts.Validate()
@@ -149,7 +149,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := none.Validate(); err != nil {
 		t.Errorf("nil Options: %v", err)
 	}
-	if d := none.EnsureDefaults(); d.BaseBits != DefaultBaseBits || d.MaxBits != DefaultMaxBits || d.SolvedPerMin != DefaultSolvedPerMin {
+	if d := none.EnsureDefaults(); d.BaseBits != core.DefaultChallengeBaseBits || d.MaxBits != core.DefaultChallengeMaxBits || d.SolvedPerMin != core.DefaultSolvedPerMin {
 		t.Errorf("defaults %+v", d)
 	}
 }

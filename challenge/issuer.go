@@ -12,11 +12,6 @@ import (
 	"github.com/wats-network/wats/core"
 )
 
-// DefaultSolvedPerMin is the global ceiling of solved requests a minute,
-// all peers together. ADR 0014, "What a solution buys": solved_per_min
-// (1,200), a Limits field without a config key for now.
-const DefaultSolvedPerMin = 1200
-
 // NoCeiling is the Options.SolvedPerMin of an Issuer without a global
 // ceiling of solved requests (tests and benches).
 const NoCeiling = -1
@@ -27,14 +22,14 @@ const NoCeiling = -1
 type Options struct {
 	// BaseBits is the effort the node starts at and falls back to, in
 	// leading zero bits: limits.challenge_base_bits, 1..MaxBits; 0 means
-	// DefaultBaseBits (8).
+	// core.DefaultChallengeBaseBits (8).
 	BaseBits int
 	// MaxBits is the effort the node rises to at most under sustained
 	// pressure: limits.challenge_max_bits, BaseBits..core.MaxChallengeEffort;
-	// 0 means DefaultMaxBits (24).
+	// 0 means core.DefaultChallengeMaxBits (24).
 	MaxBits int
 	// SolvedPerMin is the global ceiling of solved requests in any minute,
-	// 1..core.MaxSolvedPerMin; 0 means DefaultSolvedPerMin (1,200), and
+	// 1..core.MaxPerMin; 0 means core.DefaultSolvedPerMin (1,200), and
 	// NoCeiling none. The node passes limits.Limits.SolvedPerMin.
 	SolvedPerMin int
 	// Key is the MAC key of the seeds. nil (the normal case) means a fresh
@@ -51,13 +46,13 @@ func (o *Options) EnsureDefaults() *Options {
 		o = &Options{}
 	}
 	if o.BaseBits == 0 {
-		o.BaseBits = DefaultBaseBits
+		o.BaseBits = core.DefaultChallengeBaseBits
 	}
 	if o.MaxBits == 0 {
-		o.MaxBits = DefaultMaxBits
+		o.MaxBits = core.DefaultChallengeMaxBits
 	}
 	if o.SolvedPerMin == 0 {
-		o.SolvedPerMin = DefaultSolvedPerMin
+		o.SolvedPerMin = core.DefaultSolvedPerMin
 	}
 	return o
 }
@@ -69,8 +64,8 @@ func (o *Options) Validate() error {
 	if err := validateBits(c.BaseBits, c.MaxBits); err != nil {
 		return err
 	}
-	if c.SolvedPerMin != NoCeiling && (c.SolvedPerMin < 1 || c.SolvedPerMin > core.MaxSolvedPerMin) {
-		return fmt.Errorf("%w: solved_per_min %d not in 1..%d (or NoCeiling)", ErrConfig, c.SolvedPerMin, core.MaxSolvedPerMin)
+	if c.SolvedPerMin != NoCeiling && (c.SolvedPerMin < 1 || c.SolvedPerMin > core.MaxPerMin) {
+		return fmt.Errorf("%w: solved_per_min %d not in 1..%d (or NoCeiling)", ErrConfig, c.SolvedPerMin, core.MaxPerMin)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -34,11 +35,13 @@ const (
 	// above 24 bits".
 	MaxChallengeEffort = 24
 
-	// MaxSolvedPerMin bounds the global ceiling of solved requests a minute
-	// (ADR 0014: solved_per_min, 1,200 by default): at most as many as the
-	// per-peer rates allow (limits.MaxPerMin), which also bounds the
-	// ceiling's memory (8 bytes a request, 480 KB).
-	MaxSolvedPerMin = 60_000
+	// MaxPerMin is the largest rate of any per-minute key of the [limits]
+	// table, 0 being unlimited: 1,000 requests a second from one peer is
+	// far beyond what the /wats/1 handlers serve, and it keeps the exact
+	// GCRA remainders within 16 bits. It bounds solved_per_min too (ADR
+	// 0014: 1,200 by default), the global ceiling of solved requests a
+	// minute, whose memory it also bounds (8 bytes a request, 480 KB).
+	MaxPerMin = 60_000
 
 	// MaxPageEvents is the most events of one sync page (docs/design.md
 	// §4: events ≤ 256, limit 1..256), and the most the control API's
@@ -50,10 +53,29 @@ const (
 	// daemon and the daemon again before it asks a peer.
 	MaxReplicateBlobs = 64
 
+	// DefaultChallengeBaseBits and DefaultChallengeMaxBits are the efforts
+	// of the b3 challenge, in leading zero bits, that a node starts at and
+	// rises to at most under sustained pressure. ADR 0014, "Adaptive
+	// effort": limits.challenge_base_bits (8), limits.challenge_max_bits
+	// (24).
+	DefaultChallengeBaseBits = 8
+	DefaultChallengeMaxBits  = 24
+
+	// DefaultSolvedPerMin is the global ceiling of solved requests a
+	// minute, all peers together. ADR 0014, "What a solution buys":
+	// solved_per_min (1,200), a Limits field without a config key.
+	DefaultSolvedPerMin = 1200
+
 	// MaxKindLen is the longest event kind, in bytes; a kind is 1 to
 	// MaxKindLen characters for which IsKindChar holds (docs/design.md §5).
 	MaxKindLen = 32
 )
+
+// ReputationAge is how long ago a peer must have first completed hello
+// with this node to be reputed without a record of an earlier run. ADR
+// 0014, "Load challenge": "it completed hello with this node at least 10
+// minutes ago".
+const ReputationAge = 10 * time.Minute
 
 // IsKindChar reports whether r may appear in an event's kind: a-z, 0-9,
 // '.', '_' or '-' (docs/design.md §5).

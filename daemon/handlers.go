@@ -58,10 +58,10 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request) {
 	}
 	limit, err := queryUint(r, "limit", api.DefaultPageLimit)
 	if err != nil || limit == 0 {
-		writeError(w, http.StatusBadRequest, errors.New("limit must be a whole number from 1 to 256"))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("limit must be a whole number from 1 to %d", core.MaxPageEvents))
 		return
 	}
-	events, next, more, err := h.Events().Page(core.Cursor(after), int(min(limit, proto.MaxPageEvents)), proto.MaxPageBytes)
+	events, next, more, err := h.Events().Page(core.Cursor(after), int(min(limit, core.MaxPageEvents)), proto.MaxPageBytes)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -117,7 +117,7 @@ func (h handlers) tail(w http.ResponseWriter, r *http.Request) {
 	flusher := startNDJSON(w)
 	for {
 		changed := h.Events().Changed() // before reading, so no append is missed
-		events, next, more, err := h.Events().Page(core.Cursor(after), proto.MaxPageEvents, proto.MaxPageBytes)
+		events, next, more, err := h.Events().Page(core.Cursor(after), core.MaxPageEvents, proto.MaxPageBytes)
 		if err != nil {
 			return
 		}

@@ -849,7 +849,7 @@ func (l *Log) position(id [32]byte) (core.Cursor, bool, error) {
 // sync page (docs/design.md §4), so that a walk of the whole log holds at
 // most about 4 MiB of event JSON at once.
 const (
-	allPageEvents = 256
+	allPageEvents = core.MaxPageEvents
 	allPageBytes  = 4 << 20
 )
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/wats-network/wats/core"
 )
@@ -12,11 +13,9 @@ import (
 // file, not from peers, but a typo must not turn into an unbounded resource
 // or an arithmetic surprise: each bound says why it exists.
 const (
-	// MaxPerMin is the largest per-minute rate (the keys *_per_min): 1,000
-	// requests a second from one peer is far beyond what the /wats/1
-	// handlers serve, and it keeps the exact GCRA remainders within 16 bits.
-	// 0 means unlimited.
-	MaxPerMin = 60_000
+	// MaxPerMin is the largest per-minute rate (the keys *_per_min, and
+	// solved_per_min): core.MaxPerMin.
+	MaxPerMin = core.MaxPerMin
 
 	// MinBlobFetchesPerPeer and MaxBlobFetchesPerPeer bound
 	// limits.blob_fetches_per_peer (ADR 0014: 4 by default). At least one
@@ -24,7 +23,7 @@ const (
 	// most 64, the most blobs one replicate request names (docs/design.md §4), so a
 	// larger value could never be used by one request.
 	MinBlobFetchesPerPeer = 1
-	MaxBlobFetchesPerPeer = 64
+	MaxBlobFetchesPerPeer = core.MaxReplicateBlobs
 
 	// MinChallengeBits and core.MaxChallengeEffort bound
 	// limits.challenge_base_bits and limits.challenge_max_bits: a requester
@@ -39,7 +38,7 @@ const (
 	MinOverloadInFlight = 1
 	MaxOverloadInFlight = 1_000_000
 
-	// MinSolvedPerMin and core.MaxSolvedPerMin bound SolvedPerMin (no key;
+	// MinSolvedPerMin and MaxPerMin bound SolvedPerMin (no key;
 	// ADR 0014: 1,200): the global ceiling of solved requests a minute.
 	// Below 1 a solution would buy nothing (limits.challenge = false is the
 	// way to turn challenges off).
@@ -122,7 +121,7 @@ type Config struct {
 
 	// SolvedPerMin (no key, ADR 0014: "solved_per_min (1,200)"): the most
 	// requests a minute, all peers together, that solutions let through.
-	// MinSolvedPerMin..core.MaxSolvedPerMin. Default 1200.
+	// MinSolvedPerMin..MaxPerMin. Default 1200.
 	SolvedPerMin int `toml:"-" json:"solved_per_min"`
 
 	// MissPerMin (key limits.miss_per_min) is the budget of one peer's
@@ -239,10 +238,10 @@ func DefaultConfig() Config {
 		ReportPerMin:       10,
 		BlobFetchesPerPeer: 4,
 		Challenge:          true,
-		ChallengeBaseBits:  8,
-		ChallengeMaxBits:   24,
+		ChallengeBaseBits:  core.DefaultChallengeBaseBits,
+		ChallengeMaxBits:   core.DefaultChallengeMaxBits,
 		OverloadInFlight:   64,
-		SolvedPerMin:       1200,
+		SolvedPerMin:       core.DefaultSolvedPerMin,
 		MissPerMin:         30,
 		SuspectPercent:     10,
 		ValuedPercent:      200,
@@ -253,7 +252,7 @@ func DefaultConfig() Config {
 		StrangerGossipPerMin: 1200,
 		AuthorPerMin:         600,
 		StrangerAuthorPerMin: 600,
-		NewAuthorMinutes:     10,
+		NewAuthorMinutes:     int(core.ReputationAge / time.Minute),
 		StrangerSyncPerMin:   6000,
 	}
 }
@@ -350,9 +349,9 @@ func (c Config) Validate() error {
 	check("limits.overload_in_flight", c.OverloadInFlight, MinOverloadInFlight, MaxOverloadInFlight,
 		fmt.Sprintf("%d..%d /wats requests in flight (a field without a config key)",
 			MinOverloadInFlight, MaxOverloadInFlight))
-	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, core.MaxSolvedPerMin,
+	check("limits.solved_per_min", c.SolvedPerMin, MinSolvedPerMin, MaxPerMin,
 		fmt.Sprintf("%d..%d solved requests a minute, all peers together (a field without a config key)",
-			MinSolvedPerMin, core.MaxSolvedPerMin))
+			MinSolvedPerMin, MaxPerMin))
 	check("limits.miss_per_min", c.MissPerMin, 0, MaxPerMin,
 		fmt.Sprintf("0..%d misses a minute per peer, 0 means unlimited", MaxPerMin))
 	check("limits.suspect_percent", c.SuspectPercent, MinSuspectPercent, MaxSuspectPercent,

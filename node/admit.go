@@ -130,7 +130,7 @@ func (n *Node) classify(req *proto.Request) limits.Class {
 		switch after := req.Sync.After; {
 		case after <= head:
 			return limits.ClassHit
-		case after-head <= proto.MaxPageEvents:
+		case after-head <= core.MaxPageEvents:
 			return limits.ClassExpected
 		}
 		return limits.ClassMiss

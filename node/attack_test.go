@@ -22,6 +22,7 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
@@ -473,7 +474,7 @@ func TestReputationCountsOnTheMonotonicClock(t *testing.T) {
 	if sb.reputed(n.mono(n.now())) {
 		t.Fatal("reputed after the wall clock jumped an hour")
 	}
-	mono.Add(int64(reputationAge - time.Nanosecond))
+	mono.Add(int64(core.ReputationAge - time.Nanosecond))
 	if sb.reputed(n.mono(n.now())) {
 		t.Fatal("reputed a nanosecond before ten minutes")
 	}
@@ -690,7 +691,7 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 		t.Fatal("a connected peer refused at the gater")
 	}
 
-	mono.Add(int64(reputationAge)) // its first hello is ten minutes old
+	mono.Add(int64(core.ReputationAge)) // its first hello is ten minutes old
 	a, b := rawHost(t), rawHost(t)
 	dialRaw(t, a, n)
 	dialRaw(t, b, n) // the slots are full: known leaves them, no one is evicted

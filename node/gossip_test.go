@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
@@ -245,7 +246,7 @@ func TestAppScore(t *testing.T) {
 	if got := n.appScore(st.id); got != 0 {
 		t.Errorf("a normal peer met just now scores %v, want 0", got)
 	}
-	mono.Store(int64(reputationAge))
+	mono.Store(int64(core.ReputationAge))
 	if got := n.appScore(st.id); got != 5 {
 		t.Errorf("a reputed normal peer scores %v, want 5", got)
 	}

@@ -200,7 +200,7 @@ func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message
 
 // serveSync answers a sync request from a peer of tier t with one page of
 // the local log: events after the cursor, at most the request's limit
-// (≤ proto.MaxPageEvents) and t's pageBudget in all (proto.MaxPageBytes
+// (≤ core.MaxPageEvents) and t's pageBudget in all (proto.MaxPageBytes
 // for a valued peer).
 //
 // The page's memory is reserved first from the node's page pool: twice

@@ -20,7 +20,7 @@ import (
 func TestSyncPageShrinksWhenMemoryIsShort(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 250) // about 80 KB, more than minPageBytes
-	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 	pageBytes := func(m proto.Message) int {
 		total := 0
 		for _, ev := range m.(*proto.SyncResponse).Events {
@@ -89,7 +89,7 @@ func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
 	if !p.Reserve(limits.TierNew, p.Capacity()/4) {
 		t.Fatal("strangers could not take their quarter")
 	}
-	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 	resp, done := n.serveSync(limits.TierNew, req)
 	done()
 	if e, ok := resp.(*proto.Error); !ok || e.Code != proto.CodeInternal {
@@ -110,7 +110,7 @@ func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
 func TestStrangersPagesAreSmaller(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publishLarge(t, n, 80, 15<<10) // about 1.2 MB
-	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 	for _, tc := range []struct {
 		tier limits.Tier
 		most int
@@ -139,7 +139,7 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 func TestPagesPerPeer(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 3)
-	req := &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 	st := &peerState{id: "p"}
 	var dones []func()
 	for i := range maxPagesPerPeer + 1 {
@@ -184,11 +184,11 @@ func TestSyncPageBuffersAreRecycled(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 250)
 	page := func(after core.Cursor) (*proto.SyncRequest, []jsontext.Value) {
-		evs, _, _, err := n.events.Page(after, proto.MaxPageEvents, proto.MaxPageBytes)
+		evs, _, _, err := n.events.Page(after, core.MaxPageEvents, proto.MaxPageBytes)
 		if err != nil || len(evs) == 0 {
 			t.Fatalf("page after %d: %d events, %v", after, len(evs), err)
 		}
-		return &proto.SyncRequest{After: after, Limit: proto.MaxPageEvents}, evs
+		return &proto.SyncRequest{After: after, Limit: core.MaxPageEvents}, evs
 	}
 	check := func(resp proto.Message, want []jsontext.Value, when string) {
 		t.Helper()

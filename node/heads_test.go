@@ -391,14 +391,14 @@ func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
 }
 
 // pagingPeer is a raw host that answers hello (head len(events)) and sync
-// with pages of at most proto.MaxPageEvents of events.
+// with pages of at most core.MaxPageEvents of events.
 func pagingPeer(t *testing.T, events []jsontext.Value) host.Host {
 	return respondingPeer(t, func(req *proto.Request) proto.Message {
 		if req.Type == proto.TypeHello {
 			return &proto.Hello{Version: 1, Network: "test", Agent: "pager", Head: core.Cursor(len(events))}
 		}
 		after := min(req.Sync.After, core.Cursor(len(events)))
-		end := min(after+proto.MaxPageEvents, core.Cursor(len(events)))
+		end := min(after+core.MaxPageEvents, core.Cursor(len(events)))
 		return &proto.SyncResponse{Events: events[after:end], Next: end, More: end < core.Cursor(len(events))}
 	})
 }
@@ -447,9 +447,9 @@ func TestStrangersSyncShare(t *testing.T) {
 		return u.Events
 	}
 	waitFor(t, 20*time.Second, "the dialled peer's 600 events", func() bool { return held(dialledEvents) == 600 })
-	waitFor(t, 10*time.Second, "the stranger's first page", func() bool { return held(strangerEvents) >= proto.MaxPageEvents })
-	if got := held(strangerEvents); got != proto.MaxPageEvents {
-		t.Errorf("the stranger has %d events stored, want one page (%d): the share is in debt for a minute", got, proto.MaxPageEvents)
+	waitFor(t, 10*time.Second, "the stranger's first page", func() bool { return held(strangerEvents) >= core.MaxPageEvents })
+	if got := held(strangerEvents); got != core.MaxPageEvents {
+		t.Errorf("the stranger has %d events stored, want one page (%d): the share is in debt for a minute", got, core.MaxPageEvents)
 	}
 }
 

@@ -29,11 +29,6 @@ const (
 	maxRecentPeers = 16_384
 	// recentFor is how long such a peer is remembered.
 	recentFor = time.Hour
-	// reputationAge is how long ago a peer must have first completed
-	// hello with this node to have an established reputation (ADR 0014:
-	// "it completed hello with this node at least 10 minutes ago"),
-	// counted on the monotonic clock.
-	reputationAge = 10 * time.Minute
 )
 
 // counts is a value history as atomics: each field the same as in
@@ -237,13 +232,13 @@ func (st *peerState) retier() (limits.Tier, bool) {
 
 // reputed reports ADR 0014's established reputation at the monotonic
 // reading mono: in the peer cache from an earlier run, or first completed
-// hello with this node at least reputationAge ago.
+// hello with this node at least core.ReputationAge ago.
 func (st *peerState) reputed(mono time.Duration) bool {
 	if st.metEarlier.Load() {
 		return true
 	}
 	h := st.firstHello.Load()
-	return h != 0 && mono-time.Duration(h-1) >= reputationAge
+	return h != 0 && mono-time.Duration(h-1) >= core.ReputationAge
 }
 
 // facts are what admission knows of the peer at mono.

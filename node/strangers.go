@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 )
 
@@ -175,7 +176,7 @@ func (n *Node) dropStranger(st *peerState, gone bool) {
 }
 
 // reputedAway reports whether p, not connected, is reputed (ADR 0014: met
-// in an earlier run, or first hello here at least reputationAge ago, as
+// in an earlier run, or first hello here at least core.ReputationAge ago, as
 // remembered of its last stay), and so no stranger at the gater.
 func (n *Node) reputedAway(p peer.ID) bool {
 	if n.peers.MetInEarlierRun(p) {
@@ -186,5 +187,5 @@ func (n *Node) reputedAway(p peer.ID) bool {
 		return false
 	}
 	mono := n.mono(n.now())
-	return rp.until > mono && rp.firstHello != 0 && mono-time.Duration(rp.firstHello-1) >= reputationAge
+	return rp.until > mono && rp.firstHello != 0 && mono-time.Duration(rp.firstHello-1) >= core.ReputationAge
 }

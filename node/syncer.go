@@ -33,7 +33,7 @@ const (
 	// ends: one page's worth. An honest peer serves only events it verified,
 	// so invalid ones come from clock skew (events from the future) or a
 	// peer that lies.
-	maxInvalidPerRun = proto.MaxPageEvents
+	maxInvalidPerRun = core.MaxPageEvents
 )
 
 // maxPagesPerRun is the most pages one run fetches: 4,096 pages of 256
@@ -210,7 +210,7 @@ func (n *Node) syncLock(p peer.ID) *sync.Mutex {
 
 // fetchPages requests pages of p's log after cursor and sends them to out,
 // until the peer has no more or ctx ends. It checks what the protocol
-// promises: at most proto.MaxPageEvents events, and a next cursor that moves
+// promises: at most core.MaxPageEvents events, and a next cursor that moves
 // forward exactly when events came.
 //
 // Requests are paced to the peer's advertised sync rate (limits.Pacer), so
@@ -245,7 +245,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ma
 		c := &syncCall{after: after, done: make(chan struct{})}
 		wg.Go(func() {
 			defer close(c.done)
-			c.resp, c.err = n.call(ctx, p, &proto.SyncRequest{After: after, Limit: proto.MaxPageEvents})
+			c.resp, c.err = n.call(ctx, p, &proto.SyncRequest{After: after, Limit: core.MaxPageEvents})
 		})
 		return c, nil
 	}
@@ -287,14 +287,14 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ma
 			return fmt.Errorf("%w: answered %q to sync", errBadPage, resp.Type)
 		}
 		switch {
-		case len(r.Events) > proto.MaxPageEvents:
+		case len(r.Events) > core.MaxPageEvents:
 			return fmt.Errorf("%w: %d events", errBadPage, len(r.Events))
 		case len(r.Events) > 0 && r.Next <= cursor:
 			return fmt.Errorf("%w: next cursor %d not after %d", errBadPage, r.Next, cursor)
 		case len(r.Events) == 0 && r.More:
 			return fmt.Errorf("%w: empty page with more", errBadPage)
 		}
-		dense := len(r.Events) == proto.MaxPageEvents && r.More && r.Next-cursor == core.Cursor(len(r.Events))
+		dense := len(r.Events) == core.MaxPageEvents && r.More && r.Next-cursor == core.Cursor(len(r.Events))
 		if share != nil {
 			share.charge(r.Events)
 		}
@@ -322,7 +322,7 @@ func (n *Node) fetchPages(ctx context.Context, p peer.ID, cursor core.Cursor, ma
 			}
 		}
 		if guess && dense && pages+2 < maxPages {
-			if ahead, err = ask(cursor + proto.MaxPageEvents); err != nil {
+			if ahead, err = ask(cursor + core.MaxPageEvents); err != nil {
 				return err
 			}
 		}

@@ -412,7 +412,7 @@ func delayedLog(tb testing.TB, positions []core.Cursor, delay time.Duration) hos
 func logPage(positions []core.Cursor, after core.Cursor) *proto.SyncResponse {
 	resp := &proto.SyncResponse{Next: after}
 	i, _ := slices.BinarySearch(positions, after+1)
-	for ; i < len(positions) && len(resp.Events) < proto.MaxPageEvents; i++ {
+	for ; i < len(positions) && len(resp.Events) < core.MaxPageEvents; i++ {
 		resp.Events = append(resp.Events, jsontext.Value(fmt.Sprintf(`{"at":%d}`, positions[i])))
 		resp.Next = positions[i]
 	}

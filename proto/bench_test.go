@@ -2,18 +2,19 @@ package proto
 
 import (
 	"bytes"
+	"github.com/wats-network/wats/core"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// benchPage is a full sync page: MaxPageEvents events of 300 bytes.
+// benchPage is a full sync page: core.MaxPageEvents events of 300 bytes.
 func benchPage() *SyncResponse {
-	evs := make([]jsontext.Value, MaxPageEvents)
+	evs := make([]jsontext.Value, core.MaxPageEvents)
 	for i := range evs {
 		evs[i] = testEvent(i, 300)
 	}
-	return &SyncResponse{Events: evs, Next: MaxPageEvents, More: true}
+	return &SyncResponse{Events: evs, Next: core.MaxPageEvents, More: true}
 }
 
 func BenchmarkEncodeSyncPage(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"reflect"
 	"strings"
 	"testing"
@@ -299,7 +300,7 @@ func TestCallPagesOutliveTheFrame(t *testing.T) {
 	client, server := hostPair(t, answer(func(*Request) []byte {
 		calls++
 		page := &SyncResponse{Next: 1, More: true}
-		for i := range MaxPageEvents {
+		for i := range core.MaxPageEvents {
 			page.Events = append(page.Events, event(calls, i))
 		}
 		return mustMarshal(t, page)

@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"io"
 	"reflect"
 	"strconv"
@@ -117,7 +118,7 @@ func decodeRequest(b []byte) (*Request, error) {
 		req.Hello = &Hello{}
 		sol, err = decodeRequestAs(st, b, t, req.Hello)
 	case TypeSync:
-		req.Sync = &SyncRequest{Limit: MaxPageEvents} // the default when absent
+		req.Sync = &SyncRequest{Limit: core.MaxPageEvents} // the default when absent
 		sol, err = decodeRequestAs(st, b, t, req.Sync)
 	case TypeReplicate:
 		req.Replicate = &ReplicateRequest{}

@@ -340,8 +340,8 @@ func TestDecodeSyncResponse(t *testing.T) {
 		n        int
 	}{
 		{"empty page", `"events":[],"next":"0","more":false`, "", 0},
-		{"events at cap", `"events":` + objList(MaxPageEvents, ev) + `,"next":"256","more":true`, "", MaxPageEvents},
-		{"events past cap", `"events":` + objList(MaxPageEvents+1, ev) + `,"next":"257","more":true`, CodeBadRequest, 0},
+		{"events at cap", `"events":` + objList(core.MaxPageEvents, ev) + `,"next":"256","more":true`, "", core.MaxPageEvents},
+		{"events past cap", `"events":` + objList(core.MaxPageEvents+1, ev) + `,"next":"257","more":true`, CodeBadRequest, 0},
 		{"event not object", `"events":[1],"next":"1","more":false`, CodeBadRequest, 0},
 		{"event dup nested", `"events":[{"body":{"a":1,"a":1}}],"next":"1","more":false`, CodeBadRequest, 0},
 		{"event dup", `"events":[{"id":"1","id":"1"}],"next":"1","more":false`, CodeBadRequest, 0},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -150,7 +151,7 @@ func isRequest(m Message) bool {
 func encode(m Message, s *Solution) ([]byte, error) {
 	if r, ok := m.(*SyncRequest); ok && r.Limit == 0 {
 		c := *r
-		c.Limit = MaxPageEvents // Limit 0 means the default, sent as such
+		c.Limit = core.MaxPageEvents // Limit 0 means the default, sent as such
 		m = &c
 	}
 	// jsontext writes into a *bytes.Buffer in place, keeping a quarter of

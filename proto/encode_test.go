@@ -169,7 +169,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 		{"hello bad utf8", hello(func(h *Hello) { h.Agent = "\xff" })},
 		{"sync limit -1", &SyncRequest{Limit: -1}},
 		{"sync limit 257", &SyncRequest{Limit: 257}},
-		{"sync events", &SyncResponse{Events: make([]jsontext.Value, MaxPageEvents+1)}},
+		{"sync events", &SyncResponse{Events: make([]jsontext.Value, core.MaxPageEvents+1)}},
 		{"sync event not object", &SyncResponse{Events: []jsontext.Value{jsontext.Value(`[]`)}}},
 		{"sync event nil", &SyncResponse{Events: []jsontext.Value{nil}}},
 		{"sync event bad JSON", &SyncResponse{Events: []jsontext.Value{jsontext.Value(`{"a":}`)}}},

@@ -14,7 +14,7 @@ import (
 // the general decoder, which this path must agree with:
 // FuzzCanonicalSyncAgrees). It accepts only what the general decoder
 // accepts, to the same value: a canonical cursor, a limit of plain digits
-// from 1 to 2^53 without a leading zero (clamped to MaxPageEvents as
+// from 1 to 2^53 without a leading zero (clamped to core.MaxPageEvents as
 // decoded does), nothing else.
 func decodeCanonicalSync(b []byte) (*Request, bool) {
 	const head = `{"type":"sync","after":"`
@@ -31,7 +31,7 @@ func decodeCanonicalSync(b []byte) (*Request, bool) {
 		return nil, false
 	}
 	rest = rest[q+1:]
-	limit := int64(MaxPageEvents)
+	limit := int64(core.MaxPageEvents)
 	if string(rest) != "}" {
 		digits, ok := bytes.CutPrefix(rest, []byte(`,"limit":`))
 		if !ok {
@@ -44,7 +44,7 @@ func decodeCanonicalSync(b []byte) (*Request, bool) {
 			return nil, false
 		}
 	}
-	sync := &SyncRequest{After: after, Limit: int(min(limit, MaxPageEvents))}
+	sync := &SyncRequest{After: after, Limit: int(min(limit, core.MaxPageEvents))}
 	return &Request{Type: TypeSync, Sync: sync, Raw: b}, true
 }
 

@@ -54,7 +54,7 @@ func goldens() []golden {
 			Limits: &HelloLimits{HelloPerMin: 60, SyncPerMin: 600, ReplicatePerMin: 120, ReportPerMin: 0},
 		}},
 		{name: "sync_request", kind: "request", msg: &SyncRequest{After: 41, Limit: 100}},
-		{name: "sync_request_solution", kind: "request", msg: &SyncRequest{After: 0, Limit: MaxPageEvents},
+		{name: "sync_request_solution", kind: "request", msg: &SyncRequest{After: 0, Limit: core.MaxPageEvents},
 			sol: &Solution{Alg: "b3", Seed: testSeed, Nonce: "18446744073709551615"}},
 		{name: "sync_response", kind: "response", msg: &SyncResponse{
 			Events: []jsontext.Value{jsontext.Value(vectorNote), jsontext.Value(vectorCrash)},

@@ -81,10 +81,10 @@ type HelloLimits struct {
 //	after  cursor (decimal string), required: return events after this
 //	       position; "0" from the start. A cursor comes from the responder's
 //	       own SyncResponse.Next or Hello.Head.
-//	limit  integer 1..core.MaxSafeInt, optional (MaxPageEvents); above
-//	       MaxPageEvents it is treated as MaxPageEvents.
+//	limit  integer 1..core.MaxSafeInt, optional (core.MaxPageEvents); above
+//	       core.MaxPageEvents it is treated as core.MaxPageEvents.
 //
-// In Go, Limit 0 means MaxPageEvents; a decoded SyncRequest always has
+// In Go, Limit 0 means core.MaxPageEvents; a decoded SyncRequest always has
 // Limit in 1..MaxPageEvents.
 type SyncRequest struct {
 	After core.Cursor `json:"after" wire:"required"`
@@ -97,7 +97,7 @@ type SyncRequest struct {
 //
 // Fields:
 //
-//	events ≤ MaxPageEvents JSON objects, ≤ MaxPageBytes in all, required (may be
+//	events ≤ core.MaxPageEvents JSON objects, ≤ MaxPageBytes in all, required (may be
 //	       empty). Each is an event (docs/design.md §5); this package checks only
 //	       that it is an object: the event log validates it. Decoded events are
 //	       compacted copies (no whitespace, strings in their shortest form).

@@ -124,11 +124,6 @@ const (
 	// of MaxPageBytes of events plus its framing, with room to spare.
 	MaxResponseBytes = 8 << 20
 
-	// MaxPageEvents caps the events of one sync page and is the default and
-	// the ceiling of SyncRequest.Limit (docs/design.md §4, ADR 0014: "pages of up to
-	// 256 events", the unit the sync rate limit counts).
-	MaxPageEvents = core.MaxPageEvents
-
 	// MaxPageBytes caps the events of one sync page in all, counted as the
 	// sum of their JSON lengths (docs/design.md §4: 4 MiB), so that a page fits in a
 	// response frame whatever the events hold.

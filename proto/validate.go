@@ -23,12 +23,12 @@ import (
 //
 //   - unmarshalers: no known member may be null; integers are plain digits
 //     up to core.MaxSafeInt (json v2 would take -1 and -0); events are
-//     objects, copied in their shortest form, at most MaxPageEvents and
+//     objects, copied in their shortest form, at most core.MaxPageEvents and
 //     MaxPageBytes a page; other lists stop at maxListEntries; a request's
 //     "solution" may hold anything.
 //   - settle: members tagged wire:"required" are present.
-//   - decoded: a sync request's limit is 1 or more, and above MaxPageEvents
-//     is MaxPageEvents; then the bounds of the message's Go value.
+//   - decoded: a sync request's limit is 1 or more, and above core.MaxPageEvents
+//     is core.MaxPageEvents; then the bounds of the message's Go value.
 //
 // The validate methods check those bounds (string and list caps, integer
 // ranges): the decoders call them on what they decoded, the encoders before
@@ -113,14 +113,14 @@ func unmarshalObject(d *jsontext.Decoder, v *jsontext.Value) error {
 }
 
 // unmarshalEvents reads the events of a sync page, the hot path of a sync:
-// at most MaxPageEvents objects, of at most MaxPageBytes in all as
+// at most core.MaxPageEvents objects, of at most MaxPageBytes in all as
 // received, each compacted as by unmarshalObject into one slab, so that a
 // page costs one allocation for its events.
 func unmarshalEvents(d *jsontext.Decoder, evs *[]jsontext.Value) error {
 	var slab []byte
 	var out []jsontext.Value
 	total := 0
-	err := eachEntry(d, MaxPageEvents, func() error {
+	err := eachEntry(d, core.MaxPageEvents, func() error {
 		raw, err := d.ReadValue()
 		if err != nil {
 			return err
@@ -268,14 +268,14 @@ func wireFieldsOf(t reflect.Type) []wireField {
 }
 
 // decoded finishes a decoded message: a sync request's limit must be 1 or
-// more, and above MaxPageEvents it is MaxPageEvents (docs/design.md §4);
+// more, and above core.MaxPageEvents it is core.MaxPageEvents (docs/design.md §4);
 // then m's bounds.
 func decoded(m Message) error {
 	if r, ok := m.(*SyncRequest); ok {
 		if r.Limit < 1 {
 			return badRequest("sync: \"limit\" must be 1 or more")
 		}
-		r.Limit = min(r.Limit, MaxPageEvents)
+		r.Limit = min(r.Limit, core.MaxPageEvents)
 	}
 	return validate(m)
 }
@@ -364,15 +364,15 @@ func (m *Hello) validate() error {
 }
 
 func (m *SyncRequest) validate() error {
-	if m.Limit < 0 || m.Limit > MaxPageEvents {
-		return badRequest("sync: \"limit\": %d is outside 1..%d", m.Limit, MaxPageEvents)
+	if m.Limit < 0 || m.Limit > core.MaxPageEvents {
+		return badRequest("sync: \"limit\": %d is outside 1..%d", m.Limit, core.MaxPageEvents)
 	}
 	return nil
 }
 
 func (m *SyncResponse) validate() error {
-	if len(m.Events) > MaxPageEvents {
-		return badRequest("sync: \"events\": %d entries, more than %d", len(m.Events), MaxPageEvents)
+	if len(m.Events) > core.MaxPageEvents {
+		return badRequest("sync: \"events\": %d entries, more than %d", len(m.Events), core.MaxPageEvents)
 	}
 	total := 0
 	for i, ev := range m.Events {

@@ -102,7 +102,7 @@ func (o *Offline) Events(after uint64, limit int) (api.EventPage, error) {
 	if limit <= 0 {
 		limit = api.DefaultPageLimit
 	}
-	events, next, more, err := o.events.Page(core.Cursor(after), min(limit, proto.MaxPageEvents), proto.MaxPageBytes)
+	events, next, more, err := o.events.Page(core.Cursor(after), min(limit, core.MaxPageEvents), proto.MaxPageBytes)
 	if err != nil {
 		return api.EventPage{}, err
 	}

@@ -260,7 +260,7 @@ func readEvents(l *eventlog.Log, now time.Time, rep *CheckReport, keep func([]*e
 		return nil
 	}
 	for after := core.Cursor(0); uint64(after) < rep.Events; {
-		page, next, err := pageSafely(l, after, proto.MaxPageEvents, proto.MaxPageBytes)
+		page, next, err := pageSafely(l, after, core.MaxPageEvents, proto.MaxPageBytes)
 		if err == nil && len(page) > 0 {
 			if err := take(page); err != nil {
 				return err
@@ -670,7 +670,7 @@ func salvageTables(dir string, now time.Time, rep *CheckReport, keep func([]*eve
 	}
 	slices.SortFunc(all, func(a, b found) int { return cmp.Compare(a.pos, b.pos) })
 	rep.EventsGood = uint64(len(all))
-	for chunk := range slices.Chunk(all, proto.MaxPageEvents) {
+	for chunk := range slices.Chunk(all, core.MaxPageEvents) {
 		evs := make([]*eventlog.Event, len(chunk))
 		for i, f := range chunk {
 			evs[i] = f.e

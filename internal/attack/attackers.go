@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -167,7 +168,7 @@ func flood(ctx context.Context, t Target, st *stats, ids, workers int, bad bool)
 							Pause(ctx, 10*time.Millisecond)
 							continue
 						}
-						var m proto.Message = &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}
+						var m proto.Message = &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 						if (i+w)%16 == 0 {
 							m = c.Hello(bad)
 						}
@@ -247,7 +248,7 @@ func sybil(ctx context.Context, t Target, hold time.Duration, hello, sync bool, 
 		}
 		if sync {
 			st.requests.Add(1)
-			if resp, err := c.Request(dctx, &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}, nil); err == nil && resp.Sync != nil {
+			if resp, err := c.Request(dctx, &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}, nil); err == nil && resp.Sync != nil {
 				st.answered.Add(1)
 			}
 		}

@@ -241,7 +241,7 @@ func (id *gossipID) keep(raw jsontext.Value) {
 }
 
 // page returns the events after `after` that the log still holds, up to
-// proto.MaxPageEvents, and the cursor of the last: the oldest kept when
+// core.MaxPageEvents, and the cursor of the last: the oldest kept when
 // after is older than that.
 func (l *idLog) page(after core.Cursor) ([]jsontext.Value, core.Cursor, bool) {
 	l.mu.Lock()
@@ -251,7 +251,7 @@ func (l *idLog) page(after core.Cursor) ([]jsontext.Value, core.Cursor, bool) {
 	}
 	var out []jsontext.Value
 	next := after
-	for p := after + 1; p <= l.head && len(out) < proto.MaxPageEvents; p++ {
+	for p := after + 1; p <= l.head && len(out) < core.MaxPageEvents; p++ {
 		out = append(out, l.evs[p%idLogSize])
 		next = p
 	}
@@ -317,7 +317,7 @@ func (id *gossipID) greetAndSync(ctx context.Context, t peer.AddrInfo, networkNa
 	var after core.Cursor
 	for ctx.Err() == nil {
 		if id.h.Network().Connectedness(t.ID) == network.Connected {
-			var req proto.Message = &proto.SyncRequest{After: after, Limit: proto.MaxPageEvents}
+			var req proto.Message = &proto.SyncRequest{After: after, Limit: core.MaxPageEvents}
 			if !greeted {
 				req = id.hello(networkName)
 			}

@@ -138,7 +138,7 @@ func unreadPages(ctx context.Context, t Target, o Options, st *stats) {
 // them, asking again every 31 s (past the longest write deadline a node
 // gives a response) until c closes or ctx ends.
 func holdPages(ctx context.Context, c *Conn, after core.Cursor, st *stats) {
-	b, err := proto.Marshal(&proto.SyncRequest{After: after, Limit: proto.MaxPageEvents})
+	b, err := proto.Marshal(&proto.SyncRequest{After: after, Limit: core.MaxPageEvents})
 	if err != nil {
 		return
 	}
@@ -251,7 +251,7 @@ func sybilHost(ctx context.Context, t Target, hold time.Duration, st *stats) {
 	st.conns.Add(1)
 	hello := &proto.Hello{Version: proto.Version, Network: t.Network, Agent: "wats-attack",
 		Features: []string{proto.FeatureChallenge, proto.FeatureHeads}, Listen: []string{}}
-	for _, req := range []proto.Message{hello, &proto.SyncRequest{After: 0, Limit: proto.MaxPageEvents}} {
+	for _, req := range []proto.Message{hello, &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}} {
 		st.requests.Add(1)
 		resp, err := proto.Call(dctx, h, t.ID, req)
 		if err != nil || resp.Hello == nil && resp.Sync == nil {

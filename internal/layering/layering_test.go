@@ -74,6 +74,9 @@ var allowed = map[string][]string{
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
 	"internal/scripttest": {},
+	// The test of docs/design.md §15 against the code (a doc.go and a
+	// test file).
+	"internal/adr0014": {},
 }
 
 // everyTo is the package every other wats package may import: the shared
