@@ -6,8 +6,8 @@ import (
 )
 
 // A Profile is a named set of changes to a config, for a kind of node:
-// wats init --profile NAME writes Default() with the profile applied, as
-// kubo's init profiles do. Each change is a key and its value, so that
+// wats init --profile NAME writes Default() with the profile applied. Each
+// change is a key and its value, so that
 // what a profile sets can be told in full (Keys) and checked by Validate.
 type Profile struct {
 	// Name is what --profile takes.

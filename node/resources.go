@@ -49,8 +49,7 @@ const (
 	// strangerMemory is a stranger's memory: 64 windows, room for its
 	// streams and for a blob it serves at full speed (a bitswap server
 	// keeps some MiB of blocks in flight to one peer, 4 MiB for a wats
-	// node and 1 MiB by kubo's default, each message on a stream of its
-	// own).
+	// node, each message on a stream of its own).
 	strangerMemory = 64 * windowBytes
 	// knownStreamsInbound, knownStreamsOutbound, knownMemory: the same for
 	// a peer with a record (libp2p's scaled defaults for a peer).

@@ -15,9 +15,9 @@ import (
 )
 
 // GreaseOneIn is how often Marshal adds a GREASE field: to one message in
-// GreaseOneIn on average (docs/design.md §4: "a node sends one now and then", so that
-// peers keep tolerating unknown fields; ADR 0016, "GREASE": ADR 0015 maps ADR
-// 0014's "GREASE (ADR 0010, A8)", a record of the original node, to it).
+// GreaseOneIn on average (docs/design.md §4: "a node sends one now and
+// then", so that peers keep tolerating unknown fields; ADR 0016,
+// "GREASE"; ADR 0015 records the GREASE rule ADR 0014 cites).
 const GreaseOneIn = 8
 
 // GreasePrefix starts the name of every GREASE field. Decoders ignore such

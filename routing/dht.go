@@ -49,7 +49,8 @@ const (
 	dhtConcurrency = 10
 	// dhtMaxPerCpl and dhtMaxPerTable bound the peers of one IP group (a
 	// /16 of IPv4, an ASN of IPv6) in the routing table: per bucket and in
-	// all, as kubo's do. Peers at non-public addresses (loopback, private
+	// all, so that one network's addresses never fill a table. Peers at
+	// non-public addresses (loopback, private
 	// and test ranges) are exempt: a network on one machine or one LAN
 	// would otherwise keep 3 peers in its table.
 	dhtMaxPerCpl   = 2
@@ -77,7 +78,8 @@ const (
 	strangersRecordShare = 3
 
 	// reprovideInterval is how often every complete blob is provided
-	// again, within the records' 48 h validity (boxo's and kubo's 22 h).
+	// again: well within the records' 48 h validity, so that a provide
+	// that fails once is made again before the records it renews expire.
 	reprovideInterval = 22 * time.Hour
 	// provideWorkers bounds the provides running at once, each a lookup
 	// and 20 ADD_PROVIDER messages.

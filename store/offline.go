@@ -19,8 +19,8 @@ import (
 	"github.com/wats-network/wats/core"
 )
 
-// Offline reads a repo's database while no daemon runs, as `ipfs id` reads
-// kubo's: what `events ls`, `blob ls` and `peers cache` show then. It
+// Offline reads a repo's database while no daemon runs: what `events ls`,
+// `blob ls` and `peers cache` show then. It
 // opens the database read-only (nothing is written, not even the upgrades
 // of an older version, which the daemon's next start makes) and holds the
 // repo lock until Close (repo.RLock): a daemon or reader starting meanwhile
