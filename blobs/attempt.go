@@ -331,10 +331,8 @@ func (w *walk) fill(ctx context.Context) error {
 		if err := w.x.connect(ctx, w.a.p); err != nil {
 			return err
 		}
-		if w.x.prepare != nil {
-			if err := w.x.prepare(ctx, w.a.p); err != nil {
-				return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
-			}
+		if err := w.x.node.Prepare(ctx, w.a.p); err != nil {
+			return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
 		}
 		if err := w.openSender(ctx); err != nil {
 			return err

@@ -55,7 +55,7 @@ func alive(s network.Stream, wait time.Duration) bool {
 // read; the stream stays open.
 func TestSlowBodyIsRead(t *testing.T) {
 	var held atomic.Int32
-	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Held: func(peer.ID) { held.Add(1) }})
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Node: &testNode{held: func(peer.ID) { held.Add(1) }}})
 	s := openBitswap(t, n)
 	msg := wantMessage(t, 4000, 1) // about 180 KB: a body deadline near 5 s
 	if d := BodyTimeout(len(msg)); d < FirstMessageTimeout+2*time.Second {
@@ -81,7 +81,7 @@ func TestSlowBodyIsRead(t *testing.T) {
 // and counted as a held stream.
 func TestStalledBodyIsReset(t *testing.T) {
 	var held atomic.Int32
-	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Held: func(peer.ID) { held.Add(1) }})
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Node: &testNode{held: func(peer.ID) { held.Add(1) }}})
 	s := openBitswap(t, n)
 	msg := wantMessage(t, 1, 2)
 	if _, err := s.Write(msg[:len(msg)-1]); err != nil {
@@ -105,10 +105,10 @@ func TestBodyTimeout(t *testing.T) {
 }
 
 // TestPriorityWhileFetching: the memory of a peer's messages is reserved
-// at ExchangeOptions.Priority, and always while this node fetches from the
+// at Node.Priority, and always while this node fetches from the
 // peer (the blocks are what it asked for).
 func TestPriorityWhileFetching(t *testing.T) {
-	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Priority: func(peer.ID) uint8 { return 7 }})
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Node: &testNode{priority: func(peer.ID) uint8 { return 7 }}})
 	x := n.x
 	if got := x.priority("p"); got != 7 {
 		t.Fatalf("priority without a fetch: %d, want the option's 7", got)

@@ -87,7 +87,7 @@
 //
 // # Fetching
 //
-//	x := blobs.NewExchange(host, st, &blobs.ExchangeOptions{Serve: admitted})
+//	x := blobs.NewExchange(host, st, &blobs.ExchangeOptions{Node: node})
 //	f := blobs.NewFetcher(x, st, &blobs.FetcherOptions{Backoff: b})
 //	err := f.Fetch(ctx, blobs.Request{CID: c, Size: n, Sources: blobs.Sources{Named: hints.Get(c)}})
 //

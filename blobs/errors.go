@@ -1,6 +1,11 @@
 package blobs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ipfs/go-cid"
+)
 
 // Errors of the size checks (CheckBeforeFetch). The returned errors wrap
 // these sentinels with the figures; compare with errors.Is.
@@ -69,3 +74,15 @@ var (
 // DirectWait: blobs are never sent over a relay (docs/adr/0040). It is a
 // provider fault like a failed dial: the provider is backed off.
 var ErrRelayedOnly = errors.New("reachable only through a relay, and blobs are not sent over relays")
+
+// exactSize is ADR 0014's rule on a blob's size, in one place: "The blob
+// is used (pinned, exported, shown) only when it is complete and exactly
+// of the declared size". It returns nil when got, what c is (is) or gave
+// (yielded, wrote), is declared; else an error wrapping ErrSizeMismatch
+// that says both.
+func exactSize(c cid.Cid, verb string, got, declared uint64) error {
+	if got == declared {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s %d bytes, declared %d", ErrSizeMismatch, c, verb, got, declared)
+}

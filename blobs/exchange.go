@@ -31,7 +31,7 @@ import (
 // other IPFS implementations can fetch from and serve a wats node.
 //
 // Serving is boxo's bitswap server, held by a filter: a block goes only to
-// a peer that ExchangeOptions.Serve admits (blobs.serve: by default the
+// a peer that Node.Serves admits (blobs.serve: by default the
 // peers that completed hello) and only if a complete blob holds it
 // (Store.Referenced), so the blocks of a fetch in progress, cut off or
 // removed are never served.
@@ -43,13 +43,14 @@ import (
 // accepts only blocks it asked that provider for; every other block
 // received is dropped and counted (Stats.Unsolicited).
 type Exchange struct {
-	net     bsnetwork.BitSwapNetwork
-	server  *server.Server
-	store   *Store
-	window  int
-	idle    time.Duration
-	prepare func(ctx context.Context, p peer.ID) error
-	opts    ExchangeOptions
+	net    bsnetwork.BitSwapNetwork
+	server *server.Server
+	store  *Store
+	window int
+	idle   time.Duration
+	node   Node
+	// dialer dials providers (ExchangeOptions.Dialer, or the host).
+	dialer host.Host
 
 	mu struct {
 		sync.Mutex
@@ -74,9 +75,14 @@ const DefaultWindow = 16
 
 // ExchangeOptions configures NewExchange.
 type ExchangeOptions struct {
-	// Serve reports whether blocks may be served to p (blobs.serve). Nil
-	// serves every peer.
-	Serve func(p peer.ID) bool
+	// Node is what the exchange asks of the node that runs it; nil
+	// means BaseNode's answers.
+	Node Node
+	// Dialer, if set, dials providers for fetches in place of the
+	// exchange's host: the node's routed host, which asks the DHT for the
+	// addresses of a provider it has none of (docs/adr/0040). Only fetches
+	// dial; serving never does.
+	Dialer host.Host
 	// Window is the most blocks one attempt has requested and not
 	// received. 0 means DefaultWindow.
 	Window int
@@ -84,43 +90,81 @@ type ExchangeOptions struct {
 	// asked for in this long (a provider fault). 0 means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Prepare is the one call of a fetch from blobs up into the node (ADR
-	// 0033, "One shape for a fetch"): everything else a fetch needs comes
-	// down to it in the Request and its Sources, and the other options
-	// here are the server's or only tell the node what happened (Served).
-	// If set, it runs in the attempt's goroutine, under the attempt's
-	// deadline (ctx), after connecting to provider p and before the first
-	// want: the node completes hello there, since its peers serve only
-	// peers that did (blobs.serve). An error fails the attempt (a provider
-	// fault, backed off unless p is a guess); nil asks p.
-	Prepare func(ctx context.Context, p peer.ID) error
-	// Connect, if set, dials a provider for a fetch, in place of the
-	// host's Connect: the node's routed host, which asks the DHT for the
-	// addresses of a provider it has none of (docs/adr/0040). Only
-	// fetches dial with it; serving never does.
-	Connect func(ctx context.Context, ai peer.AddrInfo) error
-	// Streams, if set, admits each inbound bitswap stream of p: false
-	// resets it (p holds as many as it may), else release is called when
-	// the stream ends. Nil admits every stream.
-	Streams func(p peer.ID) (release func(), ok bool)
-	// Priority, if set, is the resource-manager priority at which the
-	// memory of p's messages is reserved while this node fetches nothing
-	// from p (while it does, always: the blocks are what it asked for);
-	// nil means medium.
-	Priority func(p peer.ID) uint8
-	// Held, if set, is told of an inbound stream of p reset because no
-	// message began within FirstMessageTimeout, or a body did not arrive
-	// within BodyTimeout (stream hoarding).
-	Held func(p peer.ID)
-	// Unheld, if set, is told of each block that p, a peer Serve admits,
-	// wants and no complete blob here holds: it is answered DONT_HAVE, and
-	// the node decides whether it is a miss.
-	Unheld func(p peer.ID, c cid.Cid)
-	// Served, if set, is told when provider p completed a blob of size
-	// bytes for a fetch: value p gave. It is not told of a blob fetched
-	// from the fetch's Request.Requester.
-	Served func(p peer.ID, size uint64)
 }
+
+// Node is everything the exchange asks of the node that runs it, in one
+// place (docs/adr/0046): whom it serves and with what priority, which
+// inbound streams it admits, what to do before asking a provider, and
+// what peers did. Everything else a fetch needs comes down to it in the
+// Request and its Sources, and content routing in FetcherOptions. Embed
+// BaseNode to answer only some of it.
+type Node interface {
+	// Serves reports whether blocks may be served to p (blobs.serve).
+	Serves(p peer.ID) bool
+	// AdmitStream admits an inbound bitswap stream of p: false resets it
+	// (p holds as many as it may), else release is called when the stream
+	// ends.
+	AdmitStream(p peer.ID) (release func(), ok bool)
+	// Priority is the resource-manager priority at which the memory of
+	// p's messages is reserved while this node fetches nothing from p
+	// (while it does, always: the blocks are what it asked for).
+	Priority(p peer.ID) uint8
+	// Prepare runs in a fetch's attempt, under its deadline (ctx), after
+	// connecting to provider p and before the first want: the node
+	// completes hello there, since its peers serve only peers that did
+	// (blobs.serve). An error fails the attempt (a provider fault, backed
+	// off unless p is a guess); nil asks p.
+	Prepare(ctx context.Context, p peer.ID) error
+	// Observe is told what a peer did that the node counts (Event).
+	Observe(e Event)
+}
+
+// BaseNode is the Node of an exchange given none: it serves every peer,
+// admits every stream at medium priority, asks every provider at once and
+// is told nothing.
+type BaseNode struct{}
+
+// Serves serves every peer.
+func (BaseNode) Serves(peer.ID) bool { return true }
+
+// AdmitStream admits every stream.
+func (BaseNode) AdmitStream(peer.ID) (func(), bool) { return func() {}, true }
+
+// Priority is medium for every peer.
+func (BaseNode) Priority(peer.ID) uint8 { return network.ReservationPriorityMedium }
+
+// Prepare asks every provider at once.
+func (BaseNode) Prepare(context.Context, peer.ID) error { return nil }
+
+// Observe is told nothing.
+func (BaseNode) Observe(Event) {}
+
+// An Event is what the exchange tells its Node of a peer (Node.Observe).
+type Event struct {
+	Kind EventKind
+	Peer peer.ID
+	// CID is the block an Unheld peer wanted.
+	CID cid.Cid
+	// Size is the size of the blob a Served provider completed, in bytes.
+	Size uint64
+}
+
+// EventKind says what a peer did.
+type EventKind int
+
+const (
+	// Held: an inbound stream of the peer was reset because no message
+	// began within FirstMessageTimeout, or a body did not arrive within
+	// BodyTimeout (stream hoarding).
+	Held EventKind = iota + 1
+	// Unheld: the peer, which Node.Serves admits, wanted a block that no
+	// complete blob here holds: it is answered DONT_HAVE, and the node
+	// decides whether it is a miss.
+	Unheld
+	// Served: the provider completed a blob for a fetch: value it gave.
+	// It is not told of a blob fetched from the fetch's Request.Requester.
+	Served
+)
 
 // ExchangeStats are the exchange's counters since it started.
 type ExchangeStats struct {
@@ -173,22 +217,25 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 		o = *opts
 	}
 	o.EnsureDefaults()
-	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, prepare: o.Prepare, opts: o}
+	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, node: o.Node, dialer: o.Dialer}
+	if x.node == nil {
+		x.node = BaseNode{}
+	}
+	if x.dialer == nil {
+		x.dialer = h
+	}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
 	x.net = bsnet.NewFromIpfsHost(h)
-	serve := o.Serve
 	x.server = server.New(context.Background(), x.net, st.bstore,
 		server.WithPeerBlockRequestFilter(func(p peer.ID, c cid.Cid) bool {
-			if serve != nil && !serve(p) {
+			if !x.node.Serves(p) {
 				return false
 			}
 			if st.Referenced(c) {
 				return true
 			}
-			if o.Unheld != nil {
-				o.Unheld(p, c)
-			}
+			x.node.Observe(Event{Kind: Unheld, Peer: p, CID: c})
 			return false
 		}),
 		server.MaxOutstandingBytesPerPeer(serverMaxOutstandingBytes),
@@ -251,10 +298,10 @@ func BodyTimeout(n int) time.Duration {
 // begun and not read (no memory for it, a body cut off) is told to p's
 // attempts, which ask again for what they wait for. It has the
 // shape of every stream handler of the node: the stream is attached to
-// ServiceName's scope and held to the peer's cap (ExchangeOptions.Streams),
+// ServiceName's scope and held to the peer's cap (Node.AdmitStream),
 // its first message must begin within FirstMessageTimeout and each body
 // arrive within BodyTimeout of its prefix (a stream that stalls in either
-// is held: ExchangeOptions.Held), each message is at most MaxMessageBytes
+// is held: a Held event), each message is at most MaxMessageBytes
 // with its memory reserved in the stream's scope before it is read, a
 // protocol error resets the stream, and EOF closes it.
 func (x *Exchange) handleStream(s network.Stream) {
@@ -263,14 +310,12 @@ func (x *Exchange) handleStream(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	if x.opts.Streams != nil {
-		release, ok := x.opts.Streams(p)
-		if !ok {
-			_ = s.Reset()
-			return
-		}
-		defer release()
+	release, ok := x.node.AdmitStream(p)
+	if !ok {
+		_ = s.Reset()
+		return
 	}
+	defer release()
 	scope := s.Scope()
 	r := msgio.NewVarintReaderSize(s, MaxMessageBytes)
 	wait := FirstMessageTimeout
@@ -279,8 +324,8 @@ func (x *Exchange) handleStream(s network.Stream) {
 		wait = streamIdle
 		n, err := r.NextMsgLen()
 		if err != nil {
-			if first && isTimeout(err) && x.opts.Held != nil {
-				x.opts.Held(p)
+			if first && isTimeout(err) {
+				x.node.Observe(Event{Kind: Held, Peer: p})
 			}
 			if err != io.EOF {
 				_ = s.Reset()
@@ -304,8 +349,8 @@ func (x *Exchange) handleStream(s network.Stream) {
 		msg, _, err := bsmsg.FromMsgReader(r)
 		scope.ReleaseMemory(n)
 		if err != nil {
-			if isTimeout(err) && x.opts.Held != nil {
-				x.opts.Held(p)
+			if isTimeout(err) {
+				x.node.Observe(Event{Kind: Held, Peer: p})
 			}
 			x.dropped(p)
 			_ = s.Reset()
@@ -319,19 +364,16 @@ func (x *Exchange) handleStream(s network.Stream) {
 
 // priority is the resource-manager priority of the memory of p's messages:
 // always, while this node fetches from p (they carry the blocks it asked
-// for); else ExchangeOptions.Priority's, medium without one. It is read
+// for); else Node.Priority's. It is read
 // for each message.
 func (x *Exchange) priority(p peer.ID) uint8 {
 	x.mu.Lock()
 	fetching := len(x.mu.byPeer[p]) > 0
 	x.mu.Unlock()
-	switch {
-	case fetching:
+	if fetching {
 		return network.ReservationPriorityAlways
-	case x.opts.Priority != nil:
-		return x.opts.Priority(p)
 	}
-	return network.ReservationPriorityMedium
+	return x.node.Priority(p)
 }
 
 // isTimeout reports whether err is a read deadline that passed.
@@ -551,11 +593,7 @@ func (x *Exchange) connect(ctx context.Context, p peer.ID) error {
 	}
 	h := x.net.Host()
 	if !relayedOnly(h.Network(), p) {
-		connect := x.net.Connect
-		if x.opts.Connect != nil {
-			connect = x.opts.Connect
-		}
-		if err := connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
+		if err := x.dialer.Connect(ctx, h.Peerstore().PeerInfo(p)); err != nil {
 			return fmt.Errorf("blobs: connect to provider %s: %w", p, err)
 		}
 	}

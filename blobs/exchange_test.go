@@ -42,6 +42,31 @@ func newPeerNode(t testing.TB, opts StoreOptions, xo ExchangeOptions) *peerNode 
 	return &peerNode{h: h, st: st, x: x, f: NewFetcher(x, st, nil)}
 }
 
+// testNode is a Node whose answers a test sets: each nil func is
+// BaseNode's.
+type testNode struct {
+	BaseNode
+	held     func(p peer.ID)
+	priority func(p peer.ID) uint8
+	served   func(p peer.ID, size uint64)
+}
+
+func (n *testNode) Priority(p peer.ID) uint8 {
+	if n.priority != nil {
+		return n.priority(p)
+	}
+	return n.BaseNode.Priority(p)
+}
+
+func (n *testNode) Observe(e Event) {
+	switch {
+	case e.Kind == Held && n.held != nil:
+		n.held(e.Peer)
+	case e.Kind == Served && n.served != nil:
+		n.served(e.Peer, e.Size)
+	}
+}
+
 func (n *peerNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()} }
 
 // TestFetchBetweenTwoHosts: b fetches blobs of several sizes from a and

@@ -114,7 +114,7 @@ type Request struct {
 	Sources Sources
 	// Requester is the peer whose request made this fetch (a replicate
 	// request's, a crash report's submitter); "" for none. A blob fetched
-	// from it is not told to ExchangeOptions.Served: a peer that asks
+	// from it is not told to the Node as Served: a peer that asks
 	// this node to fetch from it asks a service, it gives none. (Callers
 	// fetching the same blob at once share one fetch, and the first
 	// caller's Requester.)
@@ -277,8 +277,8 @@ func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r 
 			return err
 		}
 		if err = f.st.Complete(actx, r.CID, r.Size, res); !errors.Is(err, ErrIncomplete) {
-			if err == nil && f.x.opts.Served != nil && p != r.Requester {
-				f.x.opts.Served(p, r.Size)
+			if err == nil && p != r.Requester {
+				f.x.node.Observe(Event{Kind: Served, Peer: p, Size: r.Size})
 			}
 			return err
 		}

@@ -149,7 +149,7 @@ func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 		if len(added) == core.MaxHintsPerBlob {
 			break
 		}
-		if ai.ID == "" || ai.ID == self || slices.ContainsFunc(cands, func(c candidate) bool { return c.id == ai.ID }) {
+		if seen(cands, ai.ID, self) {
 			continue
 		}
 		if i := slices.IndexFunc(pl.cands, func(c candidate) bool { return c.id == ai.ID }); i >= 0 {

@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"github.com/libp2p/go-libp2p/core/peer"
+	"slices"
 
 	"github.com/wats-network/wats/core"
 )
@@ -74,17 +75,7 @@ type candidate struct {
 // scans: at most 1 + 16 + a few guesses, fewer than a map costs.
 func (s Sources) candidates(self peer.ID) []candidate {
 	out := make([]candidate, 0, 1+min(len(s.Named), core.MaxHintsPerBlob)+len(s.Guesses))
-	has := func(id peer.ID) bool {
-		if id == "" || id == self {
-			return true
-		}
-		for _, c := range out {
-			if c.id == id {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(id peer.ID) bool { return seen(out, id, self) }
 	if !has(s.First) {
 		out = append(out, candidate{id: s.First, named: -1, exempt: s.FirstExempt})
 	}
@@ -104,6 +95,13 @@ func (s Sources) candidates(self peer.ID) []candidate {
 		}
 	}
 	return out
+}
+
+// seen reports whether id makes no candidate of its own: the empty ID,
+// this node (self), or one of cands already. Every list of candidates is
+// de-duplicated by it (candidates, Plan.Route).
+func seen(cands []candidate, id, self peer.ID) bool {
+	return id == "" || id == self || slices.ContainsFunc(cands, func(c candidate) bool { return c.id == id })
 }
 
 // named reports whether id is among infos.

@@ -718,8 +718,8 @@ func (s *Store) Export(ctx context.Context, c cid.Cid, size uint64, w io.Writer)
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrIncomplete, c)
 	}
-	if have != size {
-		return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, c, have, size)
+	if err := exactSize(c, "is", have, size); err != nil {
+		return err
 	}
 	// The walk of a stream (stream.go), over a fetch that has ended: each
 	// block read once, in file order, each leaf checked against its CID.
@@ -730,10 +730,7 @@ func (s *Store) Export(ctx context.Context, c cid.Cid, size uint64, w io.Writer)
 	if err := st.node(ctx, item{c: c, span: size}); err != nil {
 		return fmt.Errorf("blobs: export %s: %w", c, err)
 	}
-	if st.n != size {
-		return fmt.Errorf("%w: %s yielded %d bytes, declared %d", ErrSizeMismatch, c, st.n, size)
-	}
-	return nil
+	return exactSize(c, "yielded", st.n, size)
 }
 
 // boundedReader reads at most limit bytes and fails with err on the byte

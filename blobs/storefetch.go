@@ -203,10 +203,7 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 	have, pinned := s.mu.blobs[root]
 	s.mu.Unlock()
 	if pinned {
-		if have != size {
-			return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, root, have, size)
-		}
-		return nil
+		return exactSize(root, "is", have, size)
 	}
 	nd, err := s.dag.Get(ctx, root)
 	if err != nil {
@@ -219,8 +216,8 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 	if err != nil {
 		return fmt.Errorf("%w: %s is not a UnixFS file: %v", ErrBadBlob, root, err)
 	}
-	if got != size {
-		return fmt.Errorf("%w: %s is %d bytes, declared %d", ErrSizeMismatch, root, got, size)
+	if err := exactSize(root, "is", got, size); err != nil {
+		return err
 	}
 	// dagBlocks reads the inner nodes, so finds a missing one; the leaves
 	// are looked for in the fetch's data file (the pin does not read

@@ -56,9 +56,10 @@ func (f *Fetcher) Stream(ctx context.Context, r Request, w io.Writer) (written u
 	}()
 	s := &stream{st: f.st, w: w, root: r.CID, size: r.Size, visits: 1, fetched: fetched, ferr: &ferr, checked: held}
 	err = s.node(ctx, item{c: r.CID, span: r.Size})
-	if err == nil && s.n != r.Size {
-		// parseNode's sums make this impossible; said rather than assumed.
-		err = fmt.Errorf("%w: %s: %d bytes written, declared %d", ErrSizeMismatch, r.CID, s.n, r.Size)
+	if err == nil {
+		// parseNode's sums make a mismatch impossible; said rather than
+		// assumed.
+		err = exactSize(r.CID, "wrote", s.n, r.Size)
 	}
 	if err != nil {
 		cancel()

@@ -213,7 +213,7 @@ func TestStreamWriterFailureCancelsTheFetch(t *testing.T) {
 // is read from the store.
 func TestStreamSlowWriterDoesNotHoldTheFetch(t *testing.T) {
 	stored := make(chan struct{})
-	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Served: func(peer.ID, uint64) { close(stored) }})
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Node: &testNode{served: func(peer.ID, uint64) { close(stored) }}})
 	a := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
 	data := randBytes(4*ChunkSize+3, 360)
 	c, size, err := a.st.Import(testCtx(t), bytes.NewReader(data))

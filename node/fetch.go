@@ -51,16 +51,7 @@ func (f *fetchState) poke() {
 // workers.
 func (n *Node) startBlobs() {
 	f := &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
-	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{
-		Serve: n.mayFetchBlocks, Prepare: n.helloFirst, Streams: n.bitswapStream, Connect: n.dialHost().Connect,
-		Priority: func(p peer.ID) uint8 { return bitswapPriority[n.peerOf(p).Tier()] },
-		Held: func(p peer.ID) {
-			n.m.streamTimeout("bitswap")
-			n.abuse(p, func(c *counts) *atomic.Uint64 { return &c.timeouts })
-		},
-		Unheld: n.unheldWant,
-		Served: func(p peer.ID, size uint64) { n.gave(p, 0, size) },
-	})
+	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{Node: (*blobsNode)(n), Dialer: n.dialHost()})
 	fo := &blobs.FetcherOptions{Now: n.now}
 	if r := n.routing.Load(); r != nil {
 		fo.FindProviders = r.FindProviders
@@ -72,6 +63,37 @@ func (n *Node) startBlobs() {
 	}
 	if n.cfg.Blobs.AutoFetch {
 		n.go_(n.scanMissingBlobs)
+	}
+}
+
+// blobsNode is what the blob exchange asks of the node (blobs.Node).
+type blobsNode Node
+
+func (b *blobsNode) Serves(p peer.ID) bool { return (*Node)(b).mayFetchBlocks(p) }
+
+func (b *blobsNode) AdmitStream(p peer.ID) (func(), bool) { return (*Node)(b).bitswapStream(p) }
+
+func (b *blobsNode) Priority(p peer.ID) uint8 {
+	return bitswapPriority[(*Node)(b).peerOf(p).Tier()]
+}
+
+func (b *blobsNode) Prepare(ctx context.Context, p peer.ID) error {
+	return (*Node)(b).helloFirst(ctx, p)
+}
+
+// Observe counts what a peer did: a stream it held (a timeout), a block
+// it wanted that no complete blob holds (unheldWant), a blob it served
+// (value it gave).
+func (b *blobsNode) Observe(e blobs.Event) {
+	n := (*Node)(b)
+	switch e.Kind {
+	case blobs.Held:
+		n.m.streamTimeout("bitswap")
+		n.abuse(e.Peer, func(c *counts) *atomic.Uint64 { return &c.timeouts })
+	case blobs.Unheld:
+		n.unheldWant(e.Peer, e.CID)
+	case blobs.Served:
+		n.gave(e.Peer, 0, e.Size)
 	}
 }
 

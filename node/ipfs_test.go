@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/blobs"
@@ -46,7 +45,7 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 		t.Fatal(err)
 	}
 	h := rawHost(t)
-	x := blobs.NewExchange(h, st, &blobs.ExchangeOptions{Serve: func(peer.ID) bool { return true }})
+	x := blobs.NewExchange(h, st, nil)
 	t.Cleanup(x.Close)
 	return &bitswapOnly{h: h, x: x, cid: c.String(), size: size}
 }

@@ -139,7 +139,7 @@ func (n *Node) acceptStream(s network.Stream) {
 }
 
 // bitswapStream holds p to its cap of inbound bitswap streams (the
-// exchange's ExchangeOptions.Streams).
+// exchange's Node.AdmitStream).
 func (n *Node) bitswapStream(p peer.ID) (release func(), ok bool) {
 	st := n.peerOf(p)
 	if st.bitswapStreams.Add(1) > bitswapStreamCap[st.Tier()] {
