@@ -30,7 +30,7 @@ func (n *Node) Status() api.Status {
 	return api.Status{
 		PeerTiers:         tiers,
 		StrangerSlots:     strangerSlots(n.cfg),
-		StrangerSlotsUsed: n.run.strangerCount(),
+		StrangerSlotsUsed: n.run.slots.Len(),
 
 		PeerID:        n.host.ID().String(),
 		Network:       n.cfg.Network,

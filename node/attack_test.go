@@ -255,7 +255,7 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if used, slots := n.run.strangerCount(), strangerSlots(n.cfg); used > slots {
+	if used, slots := n.run.slots.Len(), strangerSlots(n.cfg); used > slots {
 		t.Fatalf("%d stranger slots held, at most %d", used, slots)
 	}
 	honestSync(t, known, n)
@@ -277,15 +277,15 @@ func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	a, b, c := rawHost(t), rawHost(t), rawHost(t)
 	dialRaw(t, a, n)
 	dialRaw(t, b, n)
-	waitFor(t, 5*time.Second, "two strangers", func() bool { return n.run.strangerCount() == 2 })
+	waitFor(t, 5*time.Second, "two strangers", func() bool { return n.run.slots.Len() == 2 })
 	// b is active: a served request.
 	if resp := exchange(t, b, n.ID(), frame(`{"type":"sync","after":"0"}`)); resp == nil || resp.Sync == nil {
 		t.Fatalf("b's sync: %+v", resp)
 	}
 	dialRaw(t, c, n) // past the bound: a, the least active, goes
 	waitFor(t, 5*time.Second, "a evicted", func() bool { return n.host.Network().Connectedness(a.ID()) != network.Connected })
-	if n.host.Network().Connectedness(b.ID()) != network.Connected || n.run.strangerCount() != 2 {
-		t.Fatalf("b connected %v, %d slots used; want b kept and 2 used", n.host.Network().Connectedness(b.ID()), n.run.strangerCount())
+	if n.host.Network().Connectedness(b.ID()) != network.Connected || n.run.slots.Len() != 2 {
+		t.Fatalf("b connected %v, %d slots used; want b kept and 2 used", n.host.Network().Connectedness(b.ID()), n.run.slots.Len())
 	}
 	// A suspect goes before a more idle peer.
 	sb := n.run.get(b.ID())
@@ -533,7 +533,7 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 	if got := n.peers.Len(); got != 1 {
 		t.Fatalf("%d records after %d Sybils, want the known peer's alone", got, sybils.Load())
 	}
-	if used := n.run.strangerCount(); used > strangerSlots(n.cfg) {
+	if used := n.run.slots.Len(); used > strangerSlots(n.cfg) {
 		t.Fatalf("%d stranger slots used, at most %d", used, strangerSlots(n.cfg))
 	}
 }
@@ -684,8 +684,8 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 		return st != nil && st.firstHello.Load() != 0
 	})
 	st := n.run.get(known.ID())
-	if !st.stranger.Load() || n.run.strangerCount() != 1 {
-		t.Fatalf("a peer with a record of this run: stranger %v, %d slots used; want a slot", st.stranger.Load(), n.run.strangerCount())
+	if !n.run.slots.Holds(st) || n.run.slots.Len() != 1 {
+		t.Fatalf("a peer with a record of this run: stranger %v, %d slots used; want a slot", n.run.slots.Holds(st), n.run.slots.Len())
 	}
 	if !n.admitStranger(known.ID()) {
 		t.Fatal("a connected peer refused at the gater")
@@ -697,10 +697,10 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	dialRaw(t, b, n) // the slots are full: known leaves them, no one is evicted
 	waitFor(t, 5*time.Second, "a and b in the slots", func() bool {
 		sa, sb := n.run.get(a.ID()), n.run.get(b.ID())
-		return sa != nil && sb != nil && sa.stranger.Load() && sb.stranger.Load()
+		return sa != nil && sb != nil && n.run.slots.Holds(sa) && n.run.slots.Holds(sb)
 	})
-	if st.stranger.Load() || n.run.strangerCount() != 2 {
-		t.Fatalf("reputed: stranger %v, %d slots used; want out of the slots, 2 used", st.stranger.Load(), n.run.strangerCount())
+	if n.run.slots.Holds(st) || n.run.slots.Len() != 2 {
+		t.Fatalf("reputed: stranger %v, %d slots used; want out of the slots, 2 used", n.run.slots.Holds(st), n.run.slots.Len())
 	}
 	for _, p := range []peer.ID{known.ID(), a.ID()} {
 		if n.host.Network().Connectedness(p) != network.Connected {
@@ -715,9 +715,13 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	if err := n.peers.Update(fresh, true, func(*peercache.Record) {}); err != nil { // a record of this run
 		t.Fatal(err)
 	}
-	n.run.strangers.Lock()
-	n.run.strangers.closing += 3
-	n.run.strangers.Unlock()
+	// A stranger the node has not met yet takes a slot, which evicts one
+	// that is then still closing: the slots and their slack are full.
+	dummy := &peerState{id: rawHost(t).ID()}
+	victim, evicted := n.run.slots.Take(dummy, n.mono(n.now()))
+	if !evicted {
+		t.Fatal("a third stranger took a slot of two and evicted no one")
+	}
 	if n.admitStranger(rawHost(t).ID()) {
 		t.Fatal("a new stranger admitted past the full slots and slack")
 	}
@@ -727,7 +731,6 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	if n.admitStranger(fresh) {
 		t.Error("a peer with a record of this run, not reputed, admitted past the full slots")
 	}
-	n.run.strangers.Lock()
-	n.run.strangers.closing -= 3
-	n.run.strangers.Unlock()
+	n.run.slots.Gone(dummy)
+	n.run.slots.Gone(victim)
 }

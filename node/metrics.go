@@ -254,7 +254,7 @@ func newMetrics(n *Node) *metrics {
 	}})
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
-	}, func() float64 { return float64(n.run.strangerCount()) })
+	}, func() float64 { return float64(n.run.slots.Len()) })
 	for _, k := range core.Requests() {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())

@@ -182,7 +182,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	o.EnsureDefaults()
 	now := o.Now
-	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(),
+	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(strangerSlots(cfg)),
 		records: newRecordBudget(), runPages: maxPagesPerRun, gossipTrace: o.GossipTrace}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())

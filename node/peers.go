@@ -14,6 +14,7 @@ import (
 	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 
 	"github.com/wats-network/wats/core"
@@ -138,12 +139,6 @@ type peerState struct {
 	recordMade atomic.Int64
 	// tier is its limits.Tier, worked out again whenever hist changes.
 	tier atomic.Uint32
-	// stranger: it holds one of the stranger connection slots (its first
-	// connection was inbound and it had no record); cleared when it earns
-	// one, or by dropStranger.
-	stranger atomic.Bool
-	// evicted: it was evicted from the stranger slots and is closing.
-	evicted atomic.Bool
 	// lastActive is the monotonic reading of its connection or its last
 	// served request: the stranger slots evict the least recently active.
 	lastActive atomic.Int64
@@ -234,11 +229,15 @@ func (st *peerState) retier() (limits.Tier, bool) {
 // reading mono: in the peer cache from an earlier run, or first completed
 // hello with this node at least core.ReputationAge ago.
 func (st *peerState) reputed(mono time.Duration) bool {
-	if st.metEarlier.Load() {
-		return true
+	return peers.Reputed(st.metEarlier.Load(), st.firstHello.Load(), mono)
+}
+
+// stranger is what the stranger slots read of the peer at mono.
+func (st *peerState) stranger(mono time.Duration) peers.Stranger {
+	return peers.Stranger{
+		Suspect: st.Tier() == limits.TierSuspect, Reputed: st.reputed(mono), Served: st.servedHere.Load(),
+		ConnectedAt: st.connectedAt, LastActive: st.lastActive.Load(),
 	}
-	h := st.firstHello.Load()
-	return h != 0 && mono-time.Duration(h-1) >= core.ReputationAge
 }
 
 // facts are what admission knows of the peer at mono.
@@ -427,8 +426,8 @@ type recentPeer struct {
 
 // runPeers owns the peerStates of the peers of this run: the connected
 // ones in a sync.Map (read without a lock on the request path), the
-// disconnected ones without a record in a bounded LRU, and the set that
-// holds the stranger connection slots (ADR 0030).
+// disconnected ones without a record in a bounded LRU, and the stranger
+// connection slots (peers.Slots, ADR 0030).
 type runPeers struct {
 	// live maps a peer.ID to its *peerState while it is connected.
 	live sync.Map
@@ -440,13 +439,8 @@ type runPeers struct {
 	stripes [numStripes]sync.Mutex
 	seed    maphash.Seed
 
-	strangers struct {
-		sync.Mutex
-		// set holds the peerStates with stranger set.
-		set map[*peerState]struct{}
-		// closing counts the peerStates with evicted set.
-		closing int
-	}
+	// slots are the stranger connection slots.
+	slots *peers.Slots[*peerState]
 }
 
 // numStripes is the number of runPeers.stripes.
@@ -457,10 +451,12 @@ func (r *runPeers) stripe(p peer.ID) *sync.Mutex {
 	return &r.stripes[maphash.String(r.seed, string(p))%numStripes]
 }
 
-func newRunPeers() *runPeers {
+// newRunPeers returns the run state of no peers, with slots stranger
+// connection slots.
+func newRunPeers(slots int) *runPeers {
 	r := &runPeers{seed: maphash.MakeSeed()}
 	r.recent, _ = lru.New[peer.ID, recentPeer](maxRecentPeers) // fails only for a size <= 0
-	r.strangers.set = make(map[*peerState]struct{})
+	r.slots = peers.NewSlots(slots, (*peerState).stranger)
 	return r
 }
 
@@ -478,12 +474,4 @@ func (r *runPeers) each(f func(*peerState)) {
 		f(v.(*peerState))
 		return true
 	})
-}
-
-// count returns how many peers hold a state, and how many of them hold
-// stranger slots.
-func (r *runPeers) strangerCount() int {
-	r.strangers.Lock()
-	defer r.strangers.Unlock()
-	return len(r.strangers.set)
 }

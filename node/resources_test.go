@@ -8,6 +8,7 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -20,8 +21,8 @@ func TestResourceLimitsArithmetic(t *testing.T) {
 	cfg := config.Default()
 	p, known := resourceLimits(cfg)
 	c := p.Build(rcmgr.InfiniteLimits).ToPartialLimitConfig()
-	slots := strangerSlots(cfg)
-	strangers := slots + closingSlack(slots) // in the slots and still closing
+	slots := peers.NewSlots[int](strangerSlots(cfg), nil)
+	strangers := slots.N() + slots.Slack() // in the slots and still closing
 	newTier := limits.TierNew
 	v := func(l rcmgr.LimitVal) int { return int(l) }
 
@@ -48,7 +49,7 @@ func TestResourceLimitsArithmetic(t *testing.T) {
 		{"a known peer's caps within its peer limit", int(unnegotiatedCap[limits.TierValued]+watsStreamCap[limits.TierValued]+bitswapStreamCap[limits.TierValued]) + headsStreamsPerPeer, known.StreamsInbound},
 		{"handshakes beyond the connections", cfg.P2P.MaxConns + handshakesInFlight, v(c.System.ConnsInbound)},
 		{"handshakes within the transient scope", handshakesInFlight, v(c.Transient.ConnsInbound)},
-		{"stranger slots within the connections", slots, cfg.P2P.MaxConns},
+		{"stranger slots within the connections", slots.N(), cfg.P2P.MaxConns},
 	}
 	for _, ck := range checks {
 		if ck.used > ck.limit {

@@ -150,7 +150,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 // dropGonePeerState.
 func (n *Node) dropPeerState(p peer.ID) {
 	if st := n.forgetPeerState(p, false); st != nil {
-		n.dropStranger(st, true)
+		n.run.slots.Gone(st)
 		n.stopHeads(st)
 	}
 }
@@ -163,7 +163,7 @@ func (n *Node) dropPeerState(p peer.ID) {
 // dropped first and the hello goes to the state of the new connection.
 func (n *Node) dropGonePeerState(p peer.ID) {
 	if st := n.forgetPeerState(p, true); st != nil {
-		n.dropStranger(st, true)
+		n.run.slots.Gone(st)
 		n.stopHeads(st)
 	}
 }

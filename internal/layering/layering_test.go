@@ -33,7 +33,9 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "internal/diskspace", "internal/ackmark"},
+	// What a node decides about its peers (the stranger slots, reputation).
+	"peers": {},
 	// The network's DHT, NAT traversal and the store of provider
 	// records: what a node asks of the network beyond its peers.
 	"routing": {"config", "limits", "proto"},
