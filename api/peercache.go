@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // PathPeerCache answers GET with a JSON array of CachedPeer, most recently
@@ -28,21 +30,12 @@ type CachedPeer struct {
 	Reputed bool `json:"reputed"`
 	// MetInEarlierRun reports that the record was loaded at start.
 	MetInEarlierRun bool `json:"met_in_earlier_run"`
-	// The peer's value history (docs/adr/0030). Its requests that the node
-	// served, refused, challenged and let through by a solution; Misses,
-	// requests for what never existed here. Abuse signals: Invalid
-	// messages, Failed solutions, Timeouts (streams held past a deadline).
-	// What it gave: Events this node lacked, Bytes of blobs.
-	Served     uint64 `json:"served"`
-	Refused    uint64 `json:"refused"`
-	Challenged uint64 `json:"challenged"`
-	Solved     uint64 `json:"solved"`
-	Misses     uint64 `json:"misses"`
-	Invalid    uint64 `json:"invalid"`
-	Failed     uint64 `json:"failed"`
-	Timeouts   uint64 `json:"timeouts"`
-	Events     uint64 `json:"events"`
-	Bytes      uint64 `json:"bytes"`
+	// Counts are the peer's value history (core.Counts, docs/adr/0030):
+	// its requests that the node served, refused, challenged and let
+	// through by a solution; Misses, requests for what never existed here;
+	// abuse signals (Invalid messages, Failed solutions, Timeouts); what it
+	// gave (Events this node lacked, Bytes of blobs).
+	core.Counts `json:",inline"`
 	// LastUseful is when it last gave events or blobs (UTC; zero: never).
 	LastUseful time.Time `json:"last_useful"`
 	// Value says how it first showed value, which earned it the record:

@@ -194,31 +194,31 @@ func TestTierOf(t *testing.T) {
 		want Tier
 	}{
 		{"never seen", History{}, TierNew},
-		{"served only", History{Served: 1000}, TierNew},
-		{"15 misses, nothing served", History{Misses: SuspectMinBad - 1}, TierNew},
-		{"16 misses, nothing served", History{Misses: SuspectMinBad}, TierSuspect},
-		{"4 held streams", History{Timeouts: 4}, TierSuspect},
-		{"3 held streams", History{Timeouts: 3}, TierNew},
-		{"16 misses against 64 served", History{Misses: 16, Served: 64}, TierNew},
-		{"16 misses against 63 served", History{Misses: 16, Served: 63}, TierSuspect},
-		{"invalid and failed add up", History{Invalid: 8, Failed: 8}, TierSuspect},
+		{"served only", History{Counts: core.Counts{Served: 1000}}, TierNew},
+		{"15 misses, nothing served", History{Counts: core.Counts{Misses: SuspectMinBad - 1}}, TierNew},
+		{"16 misses, nothing served", History{Counts: core.Counts{Misses: SuspectMinBad}}, TierSuspect},
+		{"4 held streams", History{Counts: core.Counts{Timeouts: 4}}, TierSuspect},
+		{"3 held streams", History{Counts: core.Counts{Timeouts: 3}}, TierNew},
+		{"16 misses against 64 served", History{Counts: core.Counts{Misses: 16, Served: 64}}, TierNew},
+		{"16 misses against 63 served", History{Counts: core.Counts{Misses: 16, Served: 63}}, TierSuspect},
+		{"invalid and failed add up", History{Counts: core.Counts{Invalid: 8, Failed: 8}}, TierSuspect},
 		{"persisted", History{Persisted: true}, TierNormal},
-		{"gave an event, no record yet", History{Events: 1}, TierNew},
-		{"solved, no record yet", History{Solved: 1}, TierNew},
-		{"aged, 63 events", History{Persisted: true, Aged: true, Events: ValuedEvents - 1}, TierNormal},
-		{"aged, 64 events", History{Persisted: true, Aged: true, Events: ValuedEvents}, TierValued},
-		{"aged, 16 MiB - 1 of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes - 1}, TierNormal},
-		{"aged, 16 MiB of blobs", History{Persisted: true, Aged: true, Bytes: ValuedBytes}, TierValued},
-		{"64 events, record younger than a day", History{Persisted: true, Events: ValuedEvents}, TierNormal},
-		{"64 events, not persisted", History{Events: ValuedEvents}, TierNew},
-		{"valued but abusive", History{Persisted: true, Aged: true, Events: 100, Misses: 100}, TierSuspect},
+		{"gave an event, no record yet", History{Counts: core.Counts{Events: 1}}, TierNew},
+		{"solved, no record yet", History{Counts: core.Counts{Solved: 1}}, TierNew},
+		{"aged, 63 events", History{Counts: core.Counts{Events: ValuedEvents - 1}, Persisted: true, Aged: true}, TierNormal},
+		{"aged, 64 events", History{Counts: core.Counts{Events: ValuedEvents}, Persisted: true, Aged: true}, TierValued},
+		{"aged, 16 MiB - 1 of blobs", History{Counts: core.Counts{Bytes: ValuedBytes - 1}, Persisted: true, Aged: true}, TierNormal},
+		{"aged, 16 MiB of blobs", History{Counts: core.Counts{Bytes: ValuedBytes}, Persisted: true, Aged: true}, TierValued},
+		{"64 events, record younger than a day", History{Counts: core.Counts{Events: ValuedEvents}, Persisted: true}, TierNormal},
+		{"64 events, not persisted", History{Counts: core.Counts{Events: ValuedEvents}}, TierNew},
+		{"valued but abusive", History{Counts: core.Counts{Events: 100, Misses: 100}, Persisted: true, Aged: true}, TierSuspect},
 	} {
 		got, why := TierOf(tc.h), Explain(tc.h)
 		if got != tc.want || !strings.HasPrefix(why, got.String()+":") {
 			t.Errorf("%s: %v (%q), want %v", tc.name, got, why, tc.want)
 		}
 	}
-	young := History{Persisted: true, Events: ValuedEvents}
+	young := History{Counts: core.Counts{Events: ValuedEvents}, Persisted: true}
 	if why := Explain(young); !strings.Contains(why, "less than a day") {
 		t.Errorf("Explain(%+v) = %q: does not say why it is not valued", young, why)
 	}
@@ -226,7 +226,7 @@ func TestTierOf(t *testing.T) {
 
 // TestTierOfAllocates: TierOf is on the request path; it allocates nothing.
 func TestTierOfAllocates(t *testing.T) {
-	h := History{Misses: 20, Served: 3}
+	h := History{Counts: core.Counts{Misses: 20, Served: 3}}
 	if n := testing.AllocsPerRun(100, func() { _ = TierOf(h) }); n != 0 {
 		t.Errorf("TierOf allocates %v times a call, want 0", n)
 	}

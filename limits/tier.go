@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Tier is a peer's standing, worked out from its value history by TierOf
@@ -66,26 +68,12 @@ func (t Tier) Stranger() bool { return t == TierNew || t == TierSuspect }
 // keeps them across runs for peers it holds). The zero History is a peer
 // never seen.
 type History struct {
-	// Served counts its requests that were served and asked for what
-	// exists (ClassHit, ClassExpected).
-	Served uint64
-	// Misses counts its requests for what never existed here (ClassMiss):
-	// a sync cursor past the head, a blob no event names, a crash report
-	// already stored.
-	Misses uint64
-	// Invalid counts invalid messages: requests that do not decode,
-	// events or gossip envelopes that do not verify.
-	Invalid uint64
-	// Failed counts challenge solutions that did not verify.
-	Failed uint64
-	// Solved counts requests let through by a valid solution.
-	Solved uint64
-	// Timeouts counts its streams reset for being held past the deadline
-	// of negotiation or of a request's first bytes (stream hoarding).
-	Timeouts uint64
-	// Events counts valid events it gave this node first (by gossip or
-	// sync); Bytes the blob bytes fetched from it.
-	Events, Bytes uint64
+	// Counts are its counts (core.Counts): its requests served (those
+	// that asked for what exists: ClassHit, ClassExpected), its misses
+	// (ClassMiss), invalid messages, failed solutions and solved
+	// requests, streams it held past a deadline, and the events and blob
+	// bytes it gave. Refused and Challenged do not enter its tier.
+	core.Counts
 	// Persisted: the peer has a record in the peer cache, which a peer
 	// earns by showing value (ADR 0030).
 	Persisted bool

@@ -202,7 +202,7 @@ func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (l
 	out := make([]api.CachedPeer, 0, len(entries))
 	for _, e := range entries {
 		r := e.Record
-		h := history(recordCounts(&r), true, recordAged(r.FirstSeen, now))
+		h := history(r.Counts, true, recordAged(r.FirstSeen, now))
 		reputed := e.MetInEarlierRun
 		if lh, lr, ok := live(e.ID); ok {
 			h, reputed = lh, lr
@@ -213,8 +213,7 @@ func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (l
 			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
 			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: uint64(r.Cursor),
 			Reputed: reputed, MetInEarlierRun: e.MetInEarlierRun,
-			Served: h.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: h.Solved, Misses: h.Misses,
-			Invalid: h.Invalid, Failed: h.Failed, Timeouts: h.Timeouts, Events: h.Events, Bytes: h.Bytes,
+			Counts:     h.Counts,
 			LastUseful: r.LastUseful, Value: r.Value, Tier: t.String(), TierReason: why,
 		})
 	}

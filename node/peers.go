@@ -13,7 +13,6 @@ import (
 
 	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/limits"
-	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 
@@ -33,16 +32,16 @@ const (
 )
 
 // counts is a value history as atomics: each field the same as in
-// limits.History and peercache.Counts.
+// core.Counts.
 type counts struct {
 	served, refused, challenged, solved, misses atomic.Uint64
 	invalid, failed, timeouts                   atomic.Uint64
 	events, bytes                               atomic.Uint64
 }
 
-// load returns the counts as peercache.Counts.
-func (c *counts) load() peercache.Counts {
-	return peercache.Counts{
+// load returns the counts as core.Counts.
+func (c *counts) load() core.Counts {
+	return core.Counts{
 		Served: c.served.Load(), Refused: c.refused.Load(), Challenged: c.challenged.Load(),
 		Solved: c.solved.Load(), Misses: c.misses.Load(), Invalid: c.invalid.Load(),
 		Failed: c.failed.Load(), Timeouts: c.timeouts.Load(), Events: c.events.Load(), Bytes: c.bytes.Load(),
@@ -50,7 +49,7 @@ func (c *counts) load() peercache.Counts {
 }
 
 // store sets the counts from d.
-func (c *counts) store(d peercache.Counts) {
+func (c *counts) store(d core.Counts) {
 	c.served.Store(d.Served)
 	c.refused.Store(d.Refused)
 	c.challenged.Store(d.Challenged)
@@ -63,31 +62,11 @@ func (c *counts) store(d peercache.Counts) {
 	c.bytes.Store(d.Bytes)
 }
 
-// sub returns a - b, field by field.
-func sub(a, b peercache.Counts) peercache.Counts {
-	return peercache.Counts{
-		Served: a.Served - b.Served, Refused: a.Refused - b.Refused, Challenged: a.Challenged - b.Challenged,
-		Solved: a.Solved - b.Solved, Misses: a.Misses - b.Misses, Invalid: a.Invalid - b.Invalid,
-		Failed: a.Failed - b.Failed, Timeouts: a.Timeouts - b.Timeouts, Events: a.Events - b.Events, Bytes: a.Bytes - b.Bytes,
-	}
-}
-
-// recordCounts returns the counts of a peer-cache record.
-func recordCounts(r *peercache.Record) peercache.Counts {
-	return peercache.Counts{
-		Served: r.Served, Refused: r.Refused, Challenged: r.Challenged, Solved: r.Solved, Misses: r.Misses,
-		Invalid: r.Invalid, Failed: r.Failed, Timeouts: r.Timeouts, Events: r.Events, Bytes: r.Bytes,
-	}
-}
-
 // history returns the value history d of a peer, persisted or not (and if
 // persisted, with a record aged or not: limits.History.Aged), as
 // limits.History.
-func history(d peercache.Counts, persisted, aged bool) limits.History {
-	return limits.History{
-		Served: d.Served, Misses: d.Misses, Invalid: d.Invalid, Failed: d.Failed, Solved: d.Solved,
-		Timeouts: d.Timeouts, Events: d.Events, Bytes: d.Bytes, Persisted: persisted, Aged: persisted && aged,
-	}
+func history(d core.Counts, persisted, aged bool) limits.History {
+	return limits.History{Counts: d, Persisted: persisted, Aged: persisted && aged}
 }
 
 // peerState is what this node knows of one peer in this run, from its first
@@ -186,7 +165,7 @@ type peerState struct {
 		// none. foldAll tries again.
 		pending string
 		// folded is the part of hist already added to its record.
-		folded peercache.Counts
+		folded core.Counts
 		dir    network.Direction
 		// remote is the remote multiaddr of the connection that brought
 		// it ("" if it was gone): its record's remote_addr.
@@ -347,11 +326,11 @@ func (st *peerState) leaving() (cursor core.Cursor, remote string) {
 
 // unfolded returns the counts gathered since the last call, which the
 // caller adds to the peer's record.
-func (st *peerState) unfolded() peercache.Counts {
+func (st *peerState) unfolded() core.Counts {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	total := st.hist.load()
-	d := sub(total, st.mu.folded)
+	d := total.Minus(st.mu.folded)
 	st.mu.folded = total
 	return d
 }
@@ -383,7 +362,7 @@ type recordTaken struct {
 	hello  *proto.Hello
 	cursor core.Cursor
 	remote string
-	total  peercache.Counts
+	total  core.Counts
 }
 
 // takeRecord marks the peer persisted, made at the wall-clock time made,
@@ -418,10 +397,10 @@ func (st *peerState) takeRecord(value string, made time.Time, allow func() bool)
 
 // recentPeer is what runPeers remembers of a disconnected peer.
 type recentPeer struct {
-	hist       peercache.Counts // its history, when it had no record
-	firstHello int64            // as peerState.firstHello
-	cursor     core.Cursor      // its sync cursor, when it had no record
-	until      time.Duration    // monotonic reading at which it is forgotten
+	hist       core.Counts   // its history, when it had no record
+	firstHello int64         // as peerState.firstHello
+	cursor     core.Cursor   // its sync cursor, when it had no record
+	until      time.Duration // monotonic reading at which it is forgotten
 }
 
 // runPeers owns the peerStates of the peers of this run: the connected

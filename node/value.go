@@ -126,7 +126,7 @@ func (n *Node) newPeerState(p peer.ID, dir network.Direction) (st *peerState, cr
 		st.recordMade.Store(r.FirstSeen.UnixNano())
 		st.aged.Store(recordAged(r.FirstSeen, n.now()))
 		st.metEarlier.Store(n.peers.MetInEarlierRun(p))
-		c := recordCounts(&r)
+		c := r.Counts
 		st.hist.store(c)
 		st.mu.folded = c
 	}
@@ -344,7 +344,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 		}
 		r.Cursor = max(r.Cursor, cursor)
 		r.Value = value
-		*r = withCounts(*r, total)
+		r.Counts = total
 		if total.Events > 0 || total.Bytes > 0 {
 			r.LastUseful = now.UTC()
 		}
@@ -371,13 +371,6 @@ func (n *Node) showedValue(st *peerState, value string) {
 	n.plog.Info(st.id, "value", "peer showed value; remembered in the peer cache", "peer", st.id, "value", value)
 }
 
-// withCounts returns r with its counts set to c.
-func withCounts(r peercache.Record, c peercache.Counts) peercache.Record {
-	r.Served, r.Refused, r.Challenged, r.Solved, r.Misses = c.Served, c.Refused, c.Challenged, c.Solved, c.Misses
-	r.Invalid, r.Failed, r.Timeouts, r.Events, r.Bytes = c.Invalid, c.Failed, c.Timeouts, c.Events, c.Bytes
-	return r
-}
-
 // abuse counts an abuse signal of p (an invalid message, a stream held past
 // its deadline) in its history.
 func (n *Node) abuse(p peer.ID, field func(*counts) *atomic.Uint64) {
@@ -393,7 +386,7 @@ func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
 		return st.History(), true
 	}
 	if r, ok := n.peers.Get(p); ok {
-		return history(recordCounts(&r), true, recordAged(r.FirstSeen, n.now())), true
+		return history(r.Counts, true, recordAged(r.FirstSeen, n.now())), true
 	}
 	if rp, ok := n.run.recent.Peek(p); ok {
 		return history(rp.hist, false, false), true

@@ -3,6 +3,7 @@ package peercache
 import (
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -534,7 +535,7 @@ func TestConcurrentUse(t *testing.T) {
 					_ = c.All()
 					_ = c.Known()
 					_ = c.MetInEarlierRun(o)
-					c.Add(o, Counts{Events: 1}, t0)
+					c.Add(o, core.Counts{Events: 1}, t0)
 				case 40:
 					if err := c.Update(kept, i%100 == 40, func(r *Record) { r.Cursor++ }); err != nil {
 						t.Error(err)

@@ -2,6 +2,7 @@ package peercache
 
 import (
 	"fmt"
+	"github.com/wats-network/wats/core"
 	"testing"
 	"time"
 
@@ -223,15 +224,15 @@ func TestAdd(t *testing.T) {
 	c, _, _ := Open(db, nil)
 	p := newID(t)
 	hello(t, c, p, t0)
-	c.Add(p, Counts{Served: 1, Refused: 2, Challenged: 3, Solved: 4, Misses: 5, Invalid: 6, Failed: 7, Timeouts: 8, Events: 9, Bytes: 10}, t0.Add(time.Minute))
-	c.Add(p, Counts{Served: 1}, t0.Add(time.Hour)) // not useful: LastUseful stays
+	c.Add(p, core.Counts{Served: 1, Refused: 2, Challenged: 3, Solved: 4, Misses: 5, Invalid: 6, Failed: 7, Timeouts: 8, Events: 9, Bytes: 10}, t0.Add(time.Minute))
+	c.Add(p, core.Counts{Served: 1}, t0.Add(time.Hour)) // not useful: LastUseful stays
 	r, _ := c.Get(p)
 	if r.Served != 2 || r.Refused != 2 || r.Challenged != 3 || r.Solved != 4 || r.Misses != 5 || r.Invalid != 6 ||
 		r.Failed != 7 || r.Timeouts != 8 || r.Events != 9 || r.Bytes != 10 || !r.LastUseful.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("after Add: %+v", r)
 	}
 	stranger := newID(t)
-	c.Add(stranger, Counts{Events: 100}, t0)
+	c.Add(stranger, core.Counts{Events: 100}, t0)
 	if c.Has(stranger) || c.Len() != 1 {
 		t.Fatal("Add created a record")
 	}

@@ -61,27 +61,9 @@ type Record struct {
 	// synced (docs/design.md §5): the next sync asks for events after it.
 	Cursor core.Cursor `json:"cursor"`
 
-	// The peer's value history (docs/design.md §8; ADR 0030), across runs, kept by
-	// Add and Count and written in batches. Of its requests to this node:
-	// Served, answered; Refused, turned away over a limit; Challenged,
-	// answered with a challenge (ADR 0014); Solved, let through by a
-	// solution; Misses, asking for what never existed here (a sync cursor
-	// past the head, a blob no event names, a crash report already held).
-	// Abuse signals: Invalid messages (requests that do not decode, events
-	// and envelopes that do not verify), Failed solutions, Timeouts
-	// (streams held past the deadline of negotiation or of a request's
-	// first bytes). What it gave: Events delivered first, Bytes of blobs
-	// fetched from it.
-	Served     uint64 `json:"served"`
-	Refused    uint64 `json:"refused"`
-	Challenged uint64 `json:"challenged"`
-	Solved     uint64 `json:"solved"`
-	Misses     uint64 `json:"misses"`
-	Invalid    uint64 `json:"invalid"`
-	Failed     uint64 `json:"failed"`
-	Timeouts   uint64 `json:"timeouts"`
-	Events     uint64 `json:"events"`
-	Bytes      uint64 `json:"bytes"`
+	// Counts are the peer's value history (core.Counts), across runs,
+	// kept by Add and Count and written in batches.
+	core.Counts `json:",inline"`
 
 	// LastUseful is when the peer last gave events or blobs.
 	LastUseful time.Time `json:"last_useful"`
@@ -107,30 +89,6 @@ const (
 	ValueSolved    = "solved"    // solved a challenge
 	ValueMigrated  = "migrated"  // an older version's record that held a sync cursor or solutions
 )
-
-// Counts are additions to a Record's counts, for Add.
-type Counts struct {
-	Served, Refused, Challenged, Solved, Misses uint64
-	Invalid, Failed, Timeouts                   uint64
-	Events, Bytes                               uint64
-}
-
-// IsZero reports whether d adds nothing.
-func (d Counts) IsZero() bool { return d == Counts{} }
-
-// add adds d to r's counts.
-func (r *Record) add(d *Counts) {
-	r.Served += d.Served
-	r.Refused += d.Refused
-	r.Challenged += d.Challenged
-	r.Solved += d.Solved
-	r.Misses += d.Misses
-	r.Invalid += d.Invalid
-	r.Failed += d.Failed
-	r.Timeouts += d.Timeouts
-	r.Events += d.Events
-	r.Bytes += d.Bytes
-}
 
 // Counter names one of the counts of a Record, for Count.
 type Counter int
@@ -462,7 +420,7 @@ func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
 
 // Count adds one to counter k of p's record; see Add.
 func (c *Cache) Count(p peer.ID, k Counter) {
-	var d Counts
+	var d core.Counts
 	switch k {
 	case CountServed:
 		d.Served = 1
@@ -487,13 +445,13 @@ func (c *Cache) Count(p peer.ID, k Counter) {
 // peers that already have a record are counted; counts for an unknown
 // peer, or after Close, are dropped, so a flood of identities creates
 // nothing. The node adds a peer's counts in batches, off its request path.
-func (c *Cache) Add(p peer.ID, d Counts, now time.Time) {
+func (c *Cache) Add(p peer.ID, d core.Counts, now time.Time) {
 	if d.IsZero() {
 		return
 	}
 	c.mu.Lock()
 	if e, ok := c.mu.records[p]; ok && !c.mu.closed {
-		e.rec.add(&d)
+		e.rec.Counts = e.rec.Counts.Plus(d)
 		if (d.Events > 0 || d.Bytes > 0) && !now.IsZero() {
 			e.rec.LastUseful = now.UTC()
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/core"
 )
 
 // TestLimitsAndDiag: `wats limits` and `wats diag` print what the daemon
@@ -59,7 +60,7 @@ func TestLimitsAndDiag(t *testing.T) {
 func TestPeersCacheShowsTiers(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathPeerCache, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, []api.CachedPeer{{PeerID: testPeer, Served: 12, Misses: 20, Events: 2, Value: "events",
+		writeJSON(w, []api.CachedPeer{{PeerID: testPeer, Counts: core.Counts{Served: 12, Misses: 20, Events: 2}, Value: "events",
 			Tier: "suspect", TierReason: "suspect: 20 misses, 0 invalid, 0 failed solutions, 0 held streams against 12 served"}})
 	})
 	dir := fakeDaemon(t, mux)
