@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 
@@ -297,8 +298,8 @@ func TestSyncRunBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := n.SyncPeer(ctx, f.ID(), nil)
-		if !errors.Is(err, errRunBound) {
-			t.Fatalf("sync from a peer that always has more: %v, want errRunBound", err)
+		if !errors.Is(err, catchup.ErrRunBound) {
+			t.Fatalf("sync from a peer that always has more: %v, want catchup.ErrRunBound", err)
 		}
 		// The hello-triggered run and this one: each at most the bound, and
 		// the background one is not continued since it stored nothing.
@@ -325,8 +326,8 @@ func TestSyncRunBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := n.SyncPeer(ctx, f.ID(), nil)
-		if !errors.Is(err, errRunBound) {
-			t.Fatalf("sync from a peer of invalid events: %v, want errRunBound", err)
+		if !errors.Is(err, catchup.ErrRunBound) {
+			t.Fatalf("sync from a peer of invalid events: %v, want catchup.ErrRunBound", err)
 		}
 		// 100 invalid a page: a run ends at its third page (300 > 256),
 		// where the verify stage stops it. Fetched by then at most: those
@@ -334,7 +335,7 @@ func TestSyncRunBounds(t *testing.T) {
 		// one waiting for a verifier, a full queue before verification,
 		// one in flight. Two runs (the one after hello, and this one).
 		workers := runtime.GOMAXPROCS(0)
-		if got := served.Load(); got > int64(2*(3+2*workers+1+pipelineDepth+1)) {
+		if got := served.Load(); got > int64(2*(3+2*workers+1+catchup.PipelineDepth+1)) {
 			t.Fatalf("served %d pages of invalid events, want a handful", got)
 		}
 		if n.events.Head() != 0 {

@@ -44,7 +44,8 @@
 //   - admit.go: Node.admit and the request classes.
 //   - handler.go: the stream handler, and the hello and sync handlers.
 //   - hello.go: greeting peers on connect, the network check.
-//   - syncer.go: the sync client (pipelined pages, persisted cursors).
+//   - syncer.go: when and from where the sync client runs (package
+//     catchup's run), the store of what it verified, persisted cursors.
 //   - publish.go: local events and gossip delivery.
 //   - gossip.go: gossip's budgets, the store of gossiped events, the
 //     application's score (ADR 0031).

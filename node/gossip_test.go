@@ -395,7 +395,7 @@ func TestStrangersSyncShareCountsBytes(t *testing.T) {
 			page[i] = jsontext.Value(strings.Repeat("x", c.size)) // undecodable: counted as a new author's
 		}
 		s := &newAuthorShare{n: n.Node, p: "a stranger"}
-		s.charge(page)
+		s.Charge(page)
 		if ok, _ := n.strangerSync.Allow(int64(n.mono(n.now()))); ok == c.refused {
 			t.Errorf("after ten events of %d bytes: a token %v; want %v", c.size, ok, !c.refused)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	msmux "github.com/multiformats/go-multistream"
 
+	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/heads"
@@ -111,11 +112,11 @@ type newAuthorShare struct {
 	taken bool
 }
 
-// wait takes a token of the share, waiting until it has one, or until
+// Wait takes a token of the share, waiting until it has one, or until
 // the peer is gone (errPeerGone: the run ends rather than wait for a peer
 // that left). The token is the page's first event's, so that runs asking
 // at once get a token each, not a page each for one token.
-func (s *newAuthorShare) wait(ctx context.Context) error {
+func (s *newAuthorShare) Wait(ctx context.Context) error {
 	for {
 		ok, wait := s.n.strangerSync.Allow(int64(s.n.mono(s.n.now())))
 		if ok {
@@ -135,11 +136,11 @@ func (s *newAuthorShare) wait(ctx context.Context) error {
 	}
 }
 
-// charge charges the share for the events of page whose author is new
+// Charge charges the share for the events of page whose author is new
 // here (authorStanding), stored or not: what the page made the node
 // decode and verify, each a token per limits.EventTokenBytes started
 // (limits.EventTokens). Events that do not decode count as new.
-func (s *newAuthorShare) charge(page []jsontext.Value) {
+func (s *newAuthorShare) Charge(page []jsontext.Value) {
 	k := 0
 	established := make(map[string]bool)
 	for _, raw := range page {
@@ -203,7 +204,7 @@ func (n *Node) pull(ctx context.Context, p peer.ID) (busy bool, err error) {
 	switch {
 	case errors.Is(err, errSyncRunning):
 		return true, nil
-	case errors.Is(err, errRunBound):
+	case errors.Is(err, catchup.ErrRunBound):
 		return false, nil // one page, and the peer has more: the next check pulls it
 	}
 	return false, err

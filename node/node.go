@@ -28,6 +28,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
@@ -140,7 +141,7 @@ type Node struct {
 	pages *limits.Pool
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
-	// runPages bounds the pages of a sync run: maxPagesPerRun, smaller in
+	// runPages bounds the pages of a sync run: catchup.MaxPagesPerRun, smaller in
 	// tests (set before the node syncs from anyone).
 	runPages int
 	// gossipTrace is Options.GossipTrace.
@@ -183,7 +184,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	o.EnsureDefaults()
 	now := o.Now
 	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(strangerSlots(cfg)),
-		records: newRecordBudget(), runPages: maxPagesPerRun, gossipTrace: o.GossipTrace}
+		records: newRecordBudget(), runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	adm, err := newAdmission(cfg.Limits)

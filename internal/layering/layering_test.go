@@ -33,7 +33,9 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "internal/diskspace", "internal/ackmark"},
+	// The sync client's run: fetch, verify, store in groups.
+	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
 	"peers": {},
 	// The network's DHT, NAT traversal and the store of provider
