@@ -13,6 +13,7 @@ import (
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
@@ -29,7 +30,7 @@ func (n *Node) Status() api.Status {
 	n.run.each(func(st *peerState) { tiers[st.Tier().String()]++ })
 	return api.Status{
 		PeerTiers:         tiers,
-		StrangerSlots:     strangerSlots(n.cfg),
+		StrangerSlots:     p2p.StrangerSlots(n.cfg),
 		StrangerSlotsUsed: n.run.slots.Len(),
 
 		PeerID:        n.host.ID().String(),

@@ -25,6 +25,7 @@ import (
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
@@ -125,7 +126,7 @@ func TestHoardedUnnegotiatedStreams(t *testing.T) {
 	publish(t, n, 5)
 	attacker := rawHost(t)
 	dialRaw(t, attacker, n)
-	cap := int(unnegotiatedCap[limits.TierNew])
+	cap := int(p2p.UnnegotiatedCap[limits.TierNew])
 	streams := holdStreams(t, attacker, n, cap+1, "", nil)
 	// Past the cap: reset at once; at the cap: held.
 	if got := resetWithin(streams, 500*time.Millisecond); got != 1 {
@@ -144,8 +145,8 @@ func TestHoardedUnnegotiatedStreams(t *testing.T) {
 	}
 	// A suspect holds fewer.
 	streams = holdStreams(t, attacker, n, 3, "", nil)
-	if got := resetWithin(streams, 500*time.Millisecond); got != 3-int(unnegotiatedCap[limits.TierSuspect]) {
-		t.Fatalf("a suspect: %d of 3 reset at once, want %d", got, 3-int(unnegotiatedCap[limits.TierSuspect]))
+	if got := resetWithin(streams, 500*time.Millisecond); got != 3-int(p2p.UnnegotiatedCap[limits.TierSuspect]) {
+		t.Fatalf("a suspect: %d of 3 reset at once, want %d", got, 3-int(p2p.UnnegotiatedCap[limits.TierSuspect]))
 	}
 	honestSync(t, honest, n)
 }
@@ -158,7 +159,7 @@ func TestStalledLengthPrefix(t *testing.T) {
 	publish(t, n, 5)
 	attacker := rawHost(t)
 	dialRaw(t, attacker, n)
-	cap := int(watsStreamCap[limits.TierNew])
+	cap := int(p2p.WatsStreamCap[limits.TierNew])
 	streams := holdStreams(t, attacker, n, cap+2, string(proto.ID), []byte{0x80}) // a varint's first byte
 	if got := resetWithin(streams, 500*time.Millisecond); got != 2 {
 		t.Fatalf("%d of %d stalled /wats streams reset at once, want 2 (past the cap of %d)", got, cap+2, cap)
@@ -180,7 +181,7 @@ func TestHeldBitswapStreams(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	attacker := rawHost(t)
 	dialRaw(t, attacker, n)
-	cap := int(bitswapStreamCap[limits.TierNew])
+	cap := int(p2p.BitswapStreamCap[limits.TierNew])
 	streams := holdStreams(t, attacker, n, cap+1, string(blobs.Protocols[0]), nil)
 	if got := resetWithin(streams, 500*time.Millisecond); got != 1 {
 		t.Fatalf("%d of %d idle bitswap streams reset at once, want 1", got, cap+1)
@@ -241,12 +242,12 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 			if err := h.Connect(ctx, peer.AddrInfo{ID: n.ID(), Addrs: n.Host().Addrs()}); err != nil {
 				return // refused or evicted: the slots at work
 			}
-			for range unnegotiatedCap[limits.TierNew] {
+			for range p2p.UnnegotiatedCap[limits.TierNew] {
 				if s, err := h.Network().NewStream(ctx, n.ID()); err == nil {
 					defer s.Reset()
 				}
 			}
-			for range watsStreamCap[limits.TierNew] {
+			for range p2p.WatsStreamCap[limits.TierNew] {
 				if s, err := h.NewStream(ctx, n.ID(), proto.ID); err == nil {
 					_, _ = s.Write([]byte{0x80})
 					defer s.Reset()
@@ -255,7 +256,7 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if used, slots := n.run.slots.Len(), strangerSlots(n.cfg); used > slots {
+	if used, slots := n.run.slots.Len(), p2p.StrangerSlots(n.cfg); used > slots {
 		t.Fatalf("%d stranger slots held, at most %d", used, slots)
 	}
 	honestSync(t, known, n)
@@ -271,7 +272,7 @@ func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	cfg := testConfig(false, time.Hour)
 	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, none spared
 	n := startNode(t, cfg)
-	if got := strangerSlots(n.cfg); got != 2 {
+	if got := p2p.StrangerSlots(n.cfg); got != 2 {
 		t.Fatalf("slots %d, want 2", got)
 	}
 	a, b, c := rawHost(t), rawHost(t), rawHost(t)
@@ -521,7 +522,7 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 20*time.Second, "the flood to pass the slots", func() bool { return sybils.Load() > int64(2*strangerSlots(n.cfg)) })
+	waitFor(t, 20*time.Second, "the flood to pass the slots", func() bool { return sybils.Load() > int64(2*p2p.StrangerSlots(n.cfg)) })
 	for range 3 {
 		newcomer := startNode(t, testConfig(false, time.Hour))
 		connect(t, newcomer, n)
@@ -533,8 +534,8 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 	if got := n.peers.Len(); got != 1 {
 		t.Fatalf("%d records after %d Sybils, want the known peer's alone", got, sybils.Load())
 	}
-	if used := n.run.slots.Len(); used > strangerSlots(n.cfg) {
-		t.Fatalf("%d stranger slots used, at most %d", used, strangerSlots(n.cfg))
+	if used := n.run.slots.Len(); used > p2p.StrangerSlots(n.cfg) {
+		t.Fatalf("%d stranger slots used, at most %d", used, p2p.StrangerSlots(n.cfg))
 	}
 }
 
@@ -555,11 +556,11 @@ func TestStreamFloodBan(t *testing.T) {
 	for range maxCapRefusals {
 		n.overCap(st, "test")
 	}
-	if n.gater.banned(h.ID()) || st.Tier() == limits.TierSuspect {
+	if n.gater.Banned(h.ID()) || st.Tier() == limits.TierSuspect {
 		t.Fatalf("banned or suspect after %d refusals in a second", maxCapRefusals)
 	}
 	n.overCap(st, "test")
-	if !n.gater.banned(h.ID()) || st.Tier() != limits.TierSuspect {
+	if !n.gater.Banned(h.ID()) || st.Tier() != limits.TierSuspect {
 		t.Fatalf("not banned and suspect after %d refusals in a second", maxCapRefusals+1)
 	}
 	waitFor(t, 5*time.Second, "the flooder disconnected", func() bool {

@@ -25,17 +25,15 @@
 // runPeers owns it, atomics on the request path) with its value history and
 // tier; a peer earns a peer-cache record only by showing value (value.go);
 // every inbound stream is negotiated by acceptStream, held to per-tier caps
-// and a 2 s deadline (streams.go); peers without a record share stranger
-// slots with eviction (strangers.go); the resource manager has explicit
-// limits for every scope (resources.go); peer-caused log lines go through
-// one cap (peerlog.go).
+// (package p2p's) and a 2 s deadline (streams.go); peers without a record
+// share stranger slots with eviction (package peers decides, strangers.go
+// carries it out); the resource manager has explicit limits for every
+// scope (package p2p); peer-caused log lines go through one cap
+// (peerlog.go).
 //
 // Files:
 //   - node.go: Node, New, Start, Close, connection notices, call (every
 //     request this node sends).
-//   - host.go: the libp2p host (TCP, QUIC, Noise, TLS, yamux, the
-//     connection manager) and the connection gater.
-//   - resources.go: the resource manager's limits, by scope and tier.
 //   - peers.go: the run state of peers (peerState, runPeers).
 //   - value.go: value history, tiers, records earned by value.
 //   - strangers.go: the stranger connection slots and their eviction.

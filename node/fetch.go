@@ -16,6 +16,7 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -74,7 +75,7 @@ func (b *blobsNode) Serves(p peer.ID) bool { return (*Node)(b).mayFetchBlocks(p)
 func (b *blobsNode) AdmitStream(p peer.ID) (func(), bool) { return (*Node)(b).bitswapStream(p) }
 
 func (b *blobsNode) Priority(p peer.ID) uint8 {
-	return bitswapPriority[(*Node)(b).peerOf(p).Tier()]
+	return p2p.BitswapPriority[(*Node)(b).peerOf(p).Tier()]
 }
 
 func (b *blobsNode) Prepare(ctx context.Context, p peer.ID) error {

@@ -226,7 +226,7 @@ func (n *Node) addSpam(p peer.ID, k uint64) {
 	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
 	n.plog.Info(st.id, "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
 		"peer", st.id, "ban", spamBanFor)
-	n.gater.ban(st.id, spamBanFor)
+	n.gater.Ban(st.id, spamBanFor)
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
 }
 

@@ -275,11 +275,11 @@ func TestAppScore(t *testing.T) {
 	for range spamBan - 1 {
 		n.spammed(st.id, st.id.String())
 	}
-	if n.gater.banned(st.id) {
+	if n.gater.Banned(st.id) {
 		t.Fatal("banned one spam short of the floor")
 	}
 	n.spammed(st.id, st.id.String())
-	if !n.gater.banned(st.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
+	if !n.gater.Banned(st.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
 		t.Fatal("not banned at the floor")
 	}
 
@@ -288,13 +288,13 @@ func TestAppScore(t *testing.T) {
 	other := &peerState{id: peer.ID("peer-b")}
 	n.run.live.Store(other.id, other)
 	n.graylisted(other.id, int(spamBan)-1)
-	if n.gater.banned(other.id) {
+	if n.gater.Banned(other.id) {
 		t.Fatal("a graylisted peer banned one envelope short of the floor")
 	}
 	n.graylisted(other.id, 5)
 	n.graylisted(other.id, 5)
-	if !n.gater.banned(other.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
-		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.banned(other.id),
+	if !n.gater.Banned(other.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
+		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.Banned(other.id),
 			testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")))
 	}
 
@@ -304,9 +304,9 @@ func TestAppScore(t *testing.T) {
 	dialled.outbound.Store(true)
 	n.run.live.Store(dialled.id, dialled)
 	n.graylisted(dialled.id, int(spamBan)+1)
-	if n.gater.banned(dialled.id) || n.appScore(dialled.id) != -maxSpamPenalty {
+	if n.gater.Banned(dialled.id) || n.appScore(dialled.id) != -maxSpamPenalty {
 		t.Errorf("a peer with standing at the floor: banned %v, score %v; want not banned, score %v",
-			n.gater.banned(dialled.id), n.appScore(dialled.id), -maxSpamPenalty)
+			n.gater.Banned(dialled.id), n.appScore(dialled.id), -maxSpamPenalty)
 	}
 }
 

@@ -11,8 +11,14 @@ import (
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/proto"
 )
+
+// wrongNetworkBan is how long a peer of another network is refused after it
+// was told wrong_network, so that a misconfigured bootstrap list does not
+// make two nodes redial each other in a loop.
+const wrongNetworkBan = 10 * time.Minute
 
 // handleStream serves one /wats/1 stream: one request, one response. Every
 // request type goes through this shape, so the admission point below covers
@@ -31,14 +37,14 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	st := n.peerOf(p)
-	if st.watsStreams.Add(1) > watsStreamCap[st.Tier()] {
+	if st.watsStreams.Add(1) > p2p.WatsStreamCap[st.Tier()] {
 		st.watsStreams.Add(-1)
 		s.Reset()
 		n.overCap(st, "wats")
 		return
 	}
 	defer st.watsStreams.Add(-1)
-	b, release, err := proto.ReadRequestFrame(s, start, memoryPriority[st.Tier()])
+	b, release, err := proto.ReadRequestFrame(s, start, p2p.MemoryPriority[st.Tier()])
 	defer release()
 	if err != nil {
 		switch {
@@ -283,7 +289,7 @@ func (n *Node) ownHello() *proto.Hello {
 // dropWrongNetwork disconnects p and refuses it for wrongNetworkBan, after
 // the wrong_network response had a moment to reach it.
 func (n *Node) dropWrongNetwork(p peer.ID) {
-	n.gater.ban(p, wrongNetworkBan)
+	n.gater.Ban(p, wrongNetworkBan)
 	n.go_(func() {
 		select {
 		case <-time.After(100 * time.Millisecond):

@@ -37,6 +37,7 @@ import (
 	"github.com/wats-network/wats/internal/ackmark"
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
@@ -95,7 +96,7 @@ type Node struct {
 	// hold at most a quarter of it (fetchPoolBytes, fetchFor; ADR 0030).
 	fetchBytes *limits.Pool
 	host       host.Host
-	gater      *gater
+	gater      *p2p.Gater
 	gossip     *gossip.Gossip // nil when gossip is off
 	mdns       mdns.Service   // nil when p2p.mdns is off
 	hints      *blobs.Hints
@@ -183,7 +184,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	o.EnsureDefaults()
 	now := o.Now
-	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(strangerSlots(cfg)),
+	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(p2p.StrangerSlots(cfg)),
 		records: newRecordBudget(), runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -192,7 +193,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.adm = adm
-	if n.pages, err = limits.NewPool(pagePoolBytes(cfg)); err != nil {
+	if n.pages, err = limits.NewPool(p2p.PagePoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.slots, err = limits.NewSlots(cfg.Limits.BlobFetchesPerPeer); err != nil {
@@ -302,14 +303,14 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	for _, c := range n.blobs.Dropped() {
 		n.log.Warn("removed a blob damaged by an unclean stop before its data file was synced (docs/adr/0037); fetch it again", "cid", c.String())
 	}
-	n.gater = newGater(now)
-	n.gater.secured = n.admitStranger
+	n.gater = p2p.NewGater(now)
+	n.gater.Secured = n.admitStranger
 	n.punches = routing.NewPunchTracer()
 	nat, err := routing.NATOptions(cfg, n.punches, n.routing.Load)
 	if err != nil {
 		return nil, err
 	}
-	if n.host, err = newHost(n.cfg, key, n.agent, n.gater, n.peers.Has, nat...); err != nil {
+	if n.host, err = p2p.NewHost(n.cfg, key, n.agent, n.gater, n.peers.Has, nat...); err != nil {
 		return nil, err
 	}
 	var ok2 bool

@@ -5,7 +5,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peers"
 )
@@ -15,10 +14,6 @@ import (
 // node carries out their verdicts: it refuses a stranger at the gater
 // when they are full (admitStranger), and bans and closes the stranger
 // they evict (takeStrangerSlot).
-
-// strangerSlots is how many inbound connections of peers not reputed the
-// node holds at once: a quarter of p2p.max_conns.
-func strangerSlots(cfg *config.Config) int { return max(1, cfg.P2P.MaxConns/4) }
 
 // Bans of evicted strangers: an evicted stranger that dialled again at once
 // would come back before its old connection closed, outside the slots; the
@@ -58,7 +53,7 @@ func (n *Node) takeStrangerSlot(st *peerState) {
 	if t == limits.TierSuspect {
 		ban = evictedSuspectBan
 	}
-	n.gater.ban(victim.id, ban)
+	n.gater.Ban(victim.id, ban)
 	n.go_(func() { _ = n.host.Network().ClosePeer(victim.id) })
 }
 

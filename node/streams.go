@@ -7,61 +7,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/proto"
 )
-
-// Streams a peer may hold at once, by kind and tier (ADR 0030). An honest
-// peer opens a handful of streams at a time and names its protocol and
-// sends its request at once; a peer that holds streams instead costs the
-// node a goroutine and a yamux receive window (256 KiB of the resource
-// manager's memory) each. The resource manager's scopes are the outer,
-// static bounds; these caps follow the peer's tier and are checked on the
-// peer's own counters, with no lock.
-var (
-	// unnegotiatedCap bounds a peer's inbound streams that have not named
-	// their protocol yet (libp2p keeps them in its transient scope). A
-	// bitswap provider opens a stream per message, from 8 workers, each
-	// negotiated the moment it is read: a newcomer may have as many in
-	// negotiation as it may have bitswap streams.
-	unnegotiatedCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 16, limits.TierNormal: 16, limits.TierValued: 16}
-	// watsStreamCap bounds a peer's inbound /wats/1 streams being handled
-	// (at least 2: a requester reads its answer a moment before the
-	// handler of its last request has ended).
-	watsStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 4, limits.TierNormal: 8, limits.TierValued: 16}
-	// bitswapStreamCap bounds a peer's inbound bitswap streams: a bitswap
-	// server sends each message on a stream of its own, from 8 workers,
-	// and a stream ends a moment after its message is read: a provider
-	// that served a blob is a newcomer until the blob is complete, so it
-	// gets twice the workers.
-	bitswapStreamCap = [limits.NumTiers]int32{limits.TierSuspect: 2, limits.TierNew: 16, limits.TierNormal: 16, limits.TierValued: 16}
-	// memoryPriority is the resource-manager priority of the memory a
-	// peer's request frames reserve: the peers that showed value first. A
-	// reservation at a priority fails once the scope is that full (low
-	// 40%, medium 60%, high 80%, always 100%), so strangers never take
-	// the last 40% of the /wats scope from the peers that showed value.
-	memoryPriority = [limits.NumTiers]uint8{
-		limits.TierSuspect: network.ReservationPriorityLow,
-		limits.TierNew:     network.ReservationPriorityMedium,
-		limits.TierNormal:  network.ReservationPriorityHigh,
-		limits.TierValued:  network.ReservationPriorityAlways,
-	}
-	// bitswapPriority is the same for bitswap messages, one step higher:
-	// a provider that serves a blob fills its own scope with blocks in
-	// flight, and blocks are what the node asked for.
-	bitswapPriority = [limits.NumTiers]uint8{
-		limits.TierSuspect: network.ReservationPriorityMedium,
-		limits.TierNew:     network.ReservationPriorityHigh,
-		limits.TierNormal:  network.ReservationPriorityAlways,
-		limits.TierValued:  network.ReservationPriorityAlways,
-	}
-)
-
-// maxWatsStreamsPerPeer is the largest of watsStreamCap: the resource
-// manager's per-peer limit of the /wats service.
-const maxWatsStreamsPerPeer = 16
-
-// maxBitswapStreamsPerPeer is the largest of bitswapStreamCap.
-const maxBitswapStreamsPerPeer = 16
 
 // Stream floods (ADR 0030): a peer that keeps opening streams past its caps
 // (each reset at once, so each costs the node little, but it can open tens
@@ -92,7 +40,7 @@ func (n *Node) overCap(st *peerState, kind string) {
 	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
 	n.plog.Info(st.id, "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.id,
 		"ban", streamFloodBan)
-	n.gater.ban(st.id, streamFloodBan)
+	n.gater.Ban(st.id, streamFloodBan)
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
 }
 
@@ -109,7 +57,7 @@ const negotiationTimeout = 2 * time.Second
 // the stream to the protocol's handler.
 func (n *Node) acceptStream(s network.Stream) {
 	st := n.peerOf(s.Conn().RemotePeer())
-	if st.unnegotiated.Add(1) > unnegotiatedCap[st.Tier()] {
+	if st.unnegotiated.Add(1) > p2p.UnnegotiatedCap[st.Tier()] {
 		st.unnegotiated.Add(-1)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
 		n.overCap(st, "unnegotiated")
@@ -142,7 +90,7 @@ func (n *Node) acceptStream(s network.Stream) {
 // exchange's Node.AdmitStream).
 func (n *Node) bitswapStream(p peer.ID) (release func(), ok bool) {
 	st := n.peerOf(p)
-	if st.bitswapStreams.Add(1) > bitswapStreamCap[st.Tier()] {
+	if st.bitswapStreams.Add(1) > p2p.BitswapStreamCap[st.Tier()] {
 		st.bitswapStreams.Add(-1)
 		n.overCap(st, "bitswap")
 		return nil, false

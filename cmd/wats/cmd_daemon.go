@@ -16,6 +16,7 @@ import (
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/netsim"
 	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/p2p"
 )
 
 // envGossipTrace names the file of gossipsub's trace (node.Options.GossipTrace).
@@ -67,7 +68,7 @@ hundred bytes a message.`,
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
 			}
-			if errors.Is(err, node.ErrListen) {
+			if errors.Is(err, p2p.ErrListen) {
 				return fmt.Errorf("%w\n(the config is %s; a second daemon on this machine: %s)",
 					err, configPath(r.Dir), c.hint("init", "--profile", "local", "--repo", "DIR"))
 			}

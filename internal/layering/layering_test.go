@@ -33,7 +33,10 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark"},
+	// The libp2p host and what a peer may hold of it: the resource
+	// manager's limits by scope, stream caps by tier, the gater.
+	"p2p": {"config", "limits", "proto", "blobs"},
 	// The sync client's run: fetch, verify, store in groups.
 	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
@@ -46,7 +49,7 @@ var allowed = map[string][]string{
 	"store": {"eventlog", "blobs", "peercache", "repo", "api", "proto", "internal/ackmark"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache"},
-	"cmd/wats":          {"node", "api", "daemon", "store", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
+	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.

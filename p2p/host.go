@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"errors"
@@ -27,17 +27,14 @@ import (
 	"github.com/wats-network/wats/config"
 )
 
-// wrongNetworkBan is how long a peer of another network is refused after it
-// was told wrong_network, so that a misconfigured bootstrap list does not
-// make two nodes redial each other in a loop.
-const wrongNetworkBan = 10 * time.Minute
-
-// newHost builds the node's libp2p host from the config: TCP and QUIC,
+// NewHost builds the node's libp2p host from the config: TCP and QUIC,
 // Noise and TLS, yamux, the resource manager with explicit limits for every
 // scope (resources.go; known reports the peers with a peer-cache record,
 // which get the larger per-peer limits), the connection manager, and the
-// gater; extra are more options (NAT traversal, nat.go).
-func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, known func(peer.ID) bool, extra ...libp2p.Option) (host.Host, error) {
+// gater; extra are more options (NAT traversal, package routing). It
+// listens on p2p.listen: an address it cannot listen on is a
+// *ListenError.
+func NewHost(cfg *config.Config, key crypto.PrivKey, agent string, g *Gater, known func(peer.ID) bool, extra ...libp2p.Option) (host.Host, error) {
 	cm, err := connmgr.NewConnManager(cfg.P2P.ConnsLow, cfg.P2P.ConnsHigh,
 		connmgr.WithGracePeriod(cfg.P2P.ConnsGrace.Duration))
 	if err != nil {
@@ -86,7 +83,7 @@ func newHost(cfg *config.Config, key crypto.PrivKey, agent string, g *gater, kno
 
 // ErrListen is returned (wrapped in a *ListenError) by New and Run when
 // the node cannot listen on every address of p2p.listen.
-var ErrListen = errors.New("node: cannot listen")
+var ErrListen = errors.New("p2p: cannot listen")
 
 // ListenError says which addresses of p2p.listen the node could not listen
 // on, and why. Its message names the key to change.
@@ -200,9 +197,10 @@ func isTCP(a ma.Multiaddr) bool {
 	return false
 }
 
-// gater refuses peers whose key is not Ed25519 (docs/design.md §3) and, for a while,
-// peers that were found to be on another network.
-type gater struct {
+// Gater is the host's connection gater: it refuses peers whose key is not
+// Ed25519 (docs/design.md §3), and peers banned for a while (Ban: found on
+// another network, evicted, flooding streams). Make one with NewGater.
+type Gater struct {
 	mu struct {
 		sync.Mutex
 		// banned maps a peer to the time its ban ends; pruned is when
@@ -211,13 +209,14 @@ type gater struct {
 		pruned time.Time
 	}
 	now func() time.Time
-	// secured, if set, decides the secured inbound connections the ban
-	// lets through (the stranger slots' admitStranger).
-	secured func(peer.ID) bool
+	// Secured, if set, decides the secured inbound connections the bans
+	// let through (the node's stranger slots).
+	Secured func(peer.ID) bool
 }
 
-func newGater(now func() time.Time) *gater {
-	g := &gater{now: now}
+// NewGater returns a gater that reads the time from now.
+func NewGater(now func() time.Time) *Gater {
+	g := &Gater{now: now}
 	g.mu.banned = make(map[peer.ID]time.Time)
 	return g
 }
@@ -227,8 +226,8 @@ func newGater(now func() time.Time) *gater {
 // costs one pass a second over the map, not one per ban.
 const banPruneEvery = time.Second
 
-// ban refuses p until now+d.
-func (g *gater) ban(p peer.ID, d time.Duration) {
+// Ban refuses p until now+d.
+func (g *Gater) Ban(p peer.ID, d time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -244,7 +243,8 @@ func (g *gater) ban(p peer.ID, d time.Duration) {
 	}
 }
 
-func (g *gater) banned(p peer.ID) bool {
+// Banned reports whether p is refused now.
+func (g *Gater) Banned(p peer.ID) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	until, ok := g.mu.banned[p]
@@ -257,13 +257,16 @@ func isEd25519(p peer.ID) bool {
 	return err == nil && pk.Type() == crypto.Ed25519
 }
 
-func (g *gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.banned(p) }
-func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
-func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
-func (g *gater) InterceptSecured(dir network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	if !isEd25519(p) || g.banned(p) {
+// InterceptPeerDial, InterceptAddrDial, InterceptAccept, InterceptSecured
+// and InterceptUpgraded are the gater's answers to libp2p
+// (connmgr.ConnectionGater).
+func (g *Gater) InterceptPeerDial(p peer.ID) bool                 { return isEd25519(p) && !g.Banned(p) }
+func (g *Gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return true }
+func (g *Gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
+func (g *Gater) InterceptSecured(dir network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	if !isEd25519(p) || g.Banned(p) {
 		return false
 	}
-	return dir != network.DirInbound || g.secured == nil || g.secured(p)
+	return dir != network.DirInbound || g.Secured == nil || g.Secured(p)
 }
-func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }
+func (g *Gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

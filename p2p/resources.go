@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"fmt"
@@ -79,16 +79,16 @@ const headsStreamsPerPeer = 2
 // keeps one to a peer, and a lookup of a new peer may open one more.
 const dhtStreamsPerPeer = 4
 
-// pagePoolBytes is the memory of the sync pages being served (limits.Pool,
+// PagePoolBytes is the memory of the sync pages being served (limits.Pool,
 // outside the resource manager): a sixteenth of p2p.max_memory_mib.
-func pagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 16 }
+func PagePoolBytes(cfg *config.Config) int64 { return int64(cfg.P2P.MaxMemoryMiB) << 20 / 16 }
 
 // resourceLimits returns the explicit limits of every scope, and the
 // per-peer limit of the peers with a record (the partial config's
 // PeerDefault is the strangers').
 func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLimit) {
 	conns, streams := cfg.P2P.MaxConns, cfg.P2P.MaxStreams
-	mem := int64(cfg.P2P.MaxMemoryMiB)<<20 - pagePoolBytes(cfg)
+	mem := int64(cfg.P2P.MaxMemoryMiB)<<20 - PagePoolBytes(cfg)
 	lv := func(n int) rcmgr.LimitVal { return rcmgr.LimitVal(n) }
 	lv64 := func(n int64) rcmgr.LimitVal64 { return rcmgr.LimitVal64(n) }
 	limit := func(in, out int, memory int64) rcmgr.ResourceLimits {
@@ -126,8 +126,8 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 			ping.ServiceName:     limit(64, 64, 1<<20),
 		},
 		ServicePeer: map[string]rcmgr.ResourceLimits{
-			proto.ServiceName:    limit(maxWatsStreamsPerPeer, maxWatsStreamsPerPeer, 8<<20),
-			blobs.ServiceName:    limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory),
+			proto.ServiceName:    limit(MaxWatsStreamsPerPeer, MaxWatsStreamsPerPeer, 8<<20),
+			blobs.ServiceName:    limit(MaxBitswapStreamsPerPeer, MaxBitswapStreamsPerPeer, bitswapPeerMemory),
 			identify.ServiceName: limit(4, 4, 1<<20),
 			ping.ServiceName:     limit(2, 2, 1<<16),
 		},
@@ -135,7 +135,7 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 			proto.ID: limit(watsIn, streams/4, 128<<20),
 		},
 		ProtocolPeer: map[protocol.ID]rcmgr.ResourceLimits{
-			proto.ID: limit(maxWatsStreamsPerPeer, maxWatsStreamsPerPeer, 8<<20),
+			proto.ID: limit(MaxWatsStreamsPerPeer, MaxWatsStreamsPerPeer, 8<<20),
 		},
 		PeerDefault: rcmgr.ResourceLimits{
 			Conns: lv(4), ConnsInbound: lv(2), ConnsOutbound: lv(2),
@@ -157,7 +157,7 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	p.ProtocolPeer[proto.HeadsID] = limit(headsStreamsPerPeer, headsStreamsPerPeer, 1<<20)
 	for _, id := range blobs.Protocols {
 		p.Protocol[id] = limit(bitswapIn, bitswapIn, 128<<20)
-		p.ProtocolPeer[id] = limit(maxBitswapStreamsPerPeer, maxBitswapStreamsPerPeer, bitswapPeerMemory)
+		p.ProtocolPeer[id] = limit(MaxBitswapStreamsPerPeer, MaxBitswapStreamsPerPeer, bitswapPeerMemory)
 	}
 	known := rcmgr.BaseLimit{
 		Conns: 8, ConnsInbound: 8, ConnsOutbound: 8,

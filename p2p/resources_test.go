@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func TestResourceLimitsArithmetic(t *testing.T) {
 	cfg := config.Default()
 	p, known := resourceLimits(cfg)
 	c := p.Build(rcmgr.InfiniteLimits).ToPartialLimitConfig()
-	slots := peers.NewSlots[int](strangerSlots(cfg), nil)
+	slots := peers.NewSlots[int](StrangerSlots(cfg), nil)
 	strangers := slots.N() + slots.Slack() // in the slots and still closing
 	newTier := limits.TierNew
 	v := func(l rcmgr.LimitVal) int { return int(l) }
@@ -36,17 +36,17 @@ func TestResourceLimitsArithmetic(t *testing.T) {
 		what        string
 		used, limit int
 	}{
-		{"transient inbound streams: strangers' un-negotiated", strangers * int(unnegotiatedCap[newTier]), v(c.Transient.StreamsInbound)},
-		{"/wats inbound streams: strangers'", strangers * int(watsStreamCap[newTier]), v(c.Service[proto.ServiceName].StreamsInbound)},
-		{"bitswap inbound streams: strangers'", strangers * int(bitswapStreamCap[newTier]), v(c.Service[blobs.ServiceName].StreamsInbound)},
+		{"transient inbound streams: strangers' un-negotiated", strangers * int(UnnegotiatedCap[newTier]), v(c.Transient.StreamsInbound)},
+		{"/wats inbound streams: strangers'", strangers * int(WatsStreamCap[newTier]), v(c.Service[proto.ServiceName].StreamsInbound)},
+		{"bitswap inbound streams: strangers'", strangers * int(BitswapStreamCap[newTier]), v(c.Service[blobs.ServiceName].StreamsInbound)},
 		{"system inbound streams: strangers' at their peer limit", strangers * strangerStreamsInbound, v(c.System.StreamsInbound)},
-		{"a stranger's caps within its peer limit", int(unnegotiatedCap[newTier]+watsStreamCap[newTier]+bitswapStreamCap[newTier]) + headsStreamsPerPeer, strangerStreamsInbound},
+		{"a stranger's caps within its peer limit", int(UnnegotiatedCap[newTier]+WatsStreamCap[newTier]+BitswapStreamCap[newTier]) + headsStreamsPerPeer, strangerStreamsInbound},
 		{"strangers' heads streams within the protocol's", strangers * headsStreamsPerPeer, v(c.Protocol[proto.HeadsID].StreamsInbound)},
 		{"a stranger's windows within its memory", strangerStreamsInbound * windowBytes, strangerMemory},
 		{"strangers' memory within the system's", strangers * strangerMemory, int(c.System.Memory)},
-		{"a valued peer's /wats streams within its protocol-peer limit", int(watsStreamCap[limits.TierValued]), v(c.ProtocolPeer[proto.ID].StreamsInbound)},
-		{"a valued peer's bitswap streams within its protocol-peer limit", int(bitswapStreamCap[limits.TierValued]), v(c.ProtocolPeer[blobs.Protocols[0]].StreamsInbound)},
-		{"a known peer's caps within its peer limit", int(unnegotiatedCap[limits.TierValued]+watsStreamCap[limits.TierValued]+bitswapStreamCap[limits.TierValued]) + headsStreamsPerPeer, known.StreamsInbound},
+		{"a valued peer's /wats streams within its protocol-peer limit", int(WatsStreamCap[limits.TierValued]), v(c.ProtocolPeer[proto.ID].StreamsInbound)},
+		{"a valued peer's bitswap streams within its protocol-peer limit", int(BitswapStreamCap[limits.TierValued]), v(c.ProtocolPeer[blobs.Protocols[0]].StreamsInbound)},
+		{"a known peer's caps within its peer limit", int(UnnegotiatedCap[limits.TierValued]+WatsStreamCap[limits.TierValued]+BitswapStreamCap[limits.TierValued]) + headsStreamsPerPeer, known.StreamsInbound},
 		{"handshakes beyond the connections", cfg.P2P.MaxConns + handshakesInFlight, v(c.System.ConnsInbound)},
 		{"handshakes within the transient scope", handshakesInFlight, v(c.Transient.ConnsInbound)},
 		{"stranger slots within the connections", slots.N(), cfg.P2P.MaxConns},
@@ -66,7 +66,7 @@ func TestResourceLimitsArithmetic(t *testing.T) {
 	if v(c.System.StreamsInbound) != cfg.P2P.MaxStreams || v(c.Service[proto.ServiceName].StreamsInbound) > v(c.System.StreamsInbound) {
 		t.Errorf("system inbound streams %d, /wats %d", v(c.System.StreamsInbound), v(c.Service[proto.ServiceName].StreamsInbound))
 	}
-	if pool := pagePoolBytes(cfg); pool+int64(c.System.Memory) != int64(cfg.P2P.MaxMemoryMiB)<<20 {
-		t.Errorf("page pool %d + resource manager %d != p2p.max_memory_mib", pool, c.System.Memory)
+	if pool := PagePoolBytes(cfg); pool+int64(c.System.Memory) != int64(cfg.P2P.MaxMemoryMiB)<<20 {
+		t.Errorf("page pool %d + resource manager %d != max_memory_mib", pool, c.System.Memory)
 	}
 }
