@@ -64,7 +64,6 @@
 //     (daemon) reads and drives.
 //   - lost.go: acknowledged events lost with a WAL's tail, looked for
 //     until they are back (ADR 0045); disk.go: the disk guard (ADR 0044).
-//   - memory.go: returning freed memory to the OS after a flood.
 //   - options.go: Options and their defaults.
 //   - metrics.go: Prometheus counters, without peer labels.
 package node

@@ -36,6 +36,7 @@ import (
 	"github.com/wats-network/wats/heads"
 	"github.com/wats-network/wats/internal/ackmark"
 	"github.com/wats-network/wats/internal/diskspace"
+	"github.com/wats-network/wats/internal/memrelease"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
@@ -382,7 +383,10 @@ func (n *Node) Start(ctx context.Context) error {
 	n.go_(n.syncLoop)
 	n.go_(n.peerLogSummaries)
 	n.go_(n.foldLoop)
-	n.go_(n.releaseLoop)
+	n.go_(func() { // ADR 0042: memory back to the OS after a flood
+		var r memrelease.Releaser
+		n.every(memrelease.Every, func() { r.Release(memrelease.ReadHeap()) })
+	})
 	n.go_(n.watchReachability)
 	n.go_(n.lostLoop)
 	n.go_(n.watchMemtables)

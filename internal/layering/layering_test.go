@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark"},
+	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark", "internal/memrelease"},
 	// The libp2p host and what a peer may hold of it: the resource
 	// manager's limits by scope, stream caps by tier, the gater.
 	"p2p": {"config", "limits", "proto", "blobs"},
@@ -77,7 +77,9 @@ var allowed = map[string][]string{
 	"internal/fileio":    {},
 	"internal/diskspace": {},
 	"internal/ackmark":   {},
-	"internal/humanize":  {},
+	// Memory back to the OS after a flood (ADR 0042).
+	"internal/memrelease": {},
+	"internal/humanize":   {},
 	// Test-only helpers, imported by _test files (which go list .Imports
 	// does not show); they import no wats package.
 	"internal/scripttest": {},
