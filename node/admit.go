@@ -87,7 +87,12 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 		st.servedHere.Add(1)
 		if solved {
 			n.count(st, &st.hist.solved, 1)
-			n.go_(func() { n.showedValue(st, peercache.ValueSolved) })
+			// A solution is value (ADR 0030) the first time: a peer with
+			// a record, or whose record is put off already, starts
+			// nothing more.
+			if !st.persisted.Load() && st.pendingValue() == "" {
+				n.go_(func() { n.showedValue(st, peercache.ValueSolved) })
+			}
 		}
 		return nil
 	case limits.Challenge:

@@ -165,8 +165,10 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// goMu guards closing, so that go_ never adds to wg once Close waits.
-	goMu    sync.Mutex
+	// goMu guards closing, so that go_ never adds to wg once Close waits:
+	// go_ holds it shared (goroutines started at once never wait on each
+	// other), Close alone.
+	goMu    sync.RWMutex
 	closing bool
 }
 
@@ -458,8 +460,8 @@ func (n *Node) closeStores() error {
 // go_ runs f in a goroutine tracked by Close; once Close has begun it does
 // nothing.
 func (n *Node) go_(f func()) {
-	n.goMu.Lock()
-	defer n.goMu.Unlock()
+	n.goMu.RLock()
+	defer n.goMu.RUnlock()
 	if n.closing {
 		return
 	}
