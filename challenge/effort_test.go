@@ -9,66 +9,6 @@ import (
 	"github.com/wats-network/wats/core"
 )
 
-// TestEffortScript drives the controller with a script of steps at
-// times given in seconds since t0: "p" reports pressure, "b" reads the
-// bits and checks them.
-func TestEffortScript(t *testing.T) {
-	type step struct {
-		at   float64 // seconds after t0
-		op   string  // "p": Pressure; "b": Bits must equal want
-		want int
-	}
-	for _, tc := range []struct {
-		name      string
-		base, max int
-		steps     []step
-	}{
-		{"starts at base", 8, 24, []step{{0, "b", 8}, {9.9, "b", 8}, {100, "b", 8}}},
-		{"one pressured interval", 8, 24, []step{
-			{0, "p", 0}, {9.999, "b", 8}, {10, "b", 9}, {19.9, "b", 9}, {20, "b", 8}, {30, "b", 8},
-		}},
-		{"pressure counts once per interval", 8, 24, []step{
-			{0, "p", 0}, {1, "p", 0}, {5, "p", 0}, {9, "p", 0}, {10, "b", 9},
-		}},
-		{"pressure late in an interval", 8, 24, []step{
-			{0, "b", 8}, {19.5, "p", 0}, {19.9, "b", 8}, {20, "b", 9},
-		}},
-		{"sustained pressure climbs to max", 8, 12, []step{
-			{0, "p", 0}, {10, "p", 0}, {20, "p", 0}, {30, "p", 0}, {40, "p", 0}, {50, "p", 0}, {60, "p", 0},
-			{60, "b", 12}, {70, "b", 12}, {80, "b", 11}, {90, "b", 10},
-		}},
-		{"gap after pressure: one up then quiet down", 8, 24, []step{
-			{0, "p", 0}, {10, "p", 0}, {20, "p", 0}, {30, "b", 11}, {31, "p", 0}, {65, "b", 10},
-		}},
-		{"long idle falls to base", 8, 24, []step{
-			{0, "p", 0}, {10, "p", 0}, {20, "p", 0}, {25, "b", 10}, {86400 * 365, "b", 8},
-		}},
-		{"time going back stays in the interval", 8, 24, []step{
-			{10, "p", 0}, {5, "b", 8}, {0, "p", 0}, {19.9, "b", 8}, {20, "b", 9},
-		}},
-		{"base equals max", 24, 24, []step{{0, "p", 0}, {10, "b", 24}, {30, "b", 24}}},
-		{"base 1", 1, 3, []step{{0, "p", 0}, {10, "p", 0}, {20, "p", 0}, {30, "p", 0}, {40, "b", 3}, {60, "b", 1}, {70, "b", 1}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e, err := NewEffort(tc.base, tc.max)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range tc.steps {
-				now := time.Duration(s.at * float64(time.Second)) // a monotonic reading
-				switch s.op {
-				case "p":
-					e.Pressure(now)
-				case "b":
-					if got := e.Bits(now); got != s.want {
-						t.Fatalf("step %d at %gs: bits %d, want %d", i, s.at, got, s.want)
-					}
-				}
-			}
-		})
-	}
-}
-
 // TestEffortSynctest runs the controller on the fake clock of a synctest
 // bubble, as the node does with time.Now: sustained pressure for 3
 // minutes climbs from 8 to 24 bits (16 intervals), then quiet lowers it a
