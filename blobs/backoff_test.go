@@ -2,11 +2,14 @@ package blobs
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/internal/scripttest"
 )
 
 // TestBackoffDelay checks the ladder of ADR 0014 with figures written out
@@ -184,4 +187,49 @@ func TestBackoffConcurrent(t *testing.T) {
 	if b.Len() > 50 {
 		t.Fatalf("len %d > 50 distinct providers", b.Len())
 	}
+}
+
+// TestBackoffScript steps through testdata/backoff.txt.
+func TestBackoffScript(t *testing.T) {
+	var b *Backoff
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(s string) (time.Time, error) {
+		f, err := strconv.ParseFloat(s, 64)
+		return t0.Add(time.Duration(f * float64(time.Second))), err
+	}
+	scripttest.Run(t, "testdata/backoff.txt", 40, func(f []string) (string, error) {
+		switch f[0] {
+		case "reset":
+			b = NewBackoff()
+			return "ok", nil
+		case "fail":
+			now, err := at(f[2])
+			if err != nil {
+				return "", err
+			}
+			b.Failed(peer.ID(f[1]), now)
+			return "ok", nil
+		case "ok":
+			b.Succeeded(peer.ID(f[1]))
+			return "ok", nil
+		case "skipped":
+			now, err := at(f[2])
+			if err != nil {
+				return "", err
+			}
+			if skipped, until := b.Skipped(peer.ID(f[1]), now); skipped {
+				return "skipped until " + strconv.FormatFloat(until.Sub(t0).Seconds(), 'f', -1, 64), nil
+			}
+			return "tried", nil
+		case "prune":
+			now, err := at(f[1])
+			if err != nil {
+				return "", err
+			}
+			return strconv.Itoa(b.Prune(now)), nil
+		case "len":
+			return strconv.Itoa(b.Len()), nil
+		}
+		return "", fmt.Errorf("unknown command %q", f[0])
+	})
 }
