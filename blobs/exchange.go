@@ -141,6 +141,7 @@ func (BaseNode) Observe(Event) {}
 
 // An Event is what the exchange tells its Node of a peer (Node.Observe).
 type Event struct {
+	// Kind says what happened; Peer is the peer that did it.
 	Kind EventKind
 	Peer peer.ID
 	// CID is the block an Unheld peer wanted.

@@ -69,7 +69,7 @@ type Options struct {
 	// node's request, which solves the challenges the peer answers with.
 	Call func(ctx context.Context, req *proto.SyncRequest) (*proto.Response, error)
 	// Pacer paces the requests to the peer's advertised sync rate
-	// (limits.Pacer, ADR 0024).
+	// (limits.Pacer, ADR 0024); nil does not pace.
 	Pacer *limits.Pacer
 	// Share, if set, holds the run to a share of the events of new
 	// authors (ADR 0041): each page waits for it before it is asked for,
@@ -112,10 +112,23 @@ type Share interface {
 // nil when the peer had no more; an error wrapping ErrRunBound at
 // MaxPages or past MaxInvalidPerRun invalid events, ErrBadPage for a page
 // that breaks the protocol; else the first error of a stage (ctx's, the
-// peer's, Store's).
+// peer's, Store's). Call and Store are required; a nil Pacer does not
+// pace, a nil Now is time.Now, a nil Known holds nothing.
 func Run(ctx context.Context, from core.Cursor, o Options) error {
+	if o.Call == nil || o.Store == nil {
+		return errors.New("catchup: Options need Call and Store")
+	}
 	if o.MaxPages <= 0 {
 		o.MaxPages = MaxPagesPerRun
+	}
+	if o.Pacer == nil {
+		o.Pacer = limits.NewPacer(0)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Known == nil {
+		o.Known = func(string) bool { return false }
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

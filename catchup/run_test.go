@@ -382,3 +382,47 @@ func logPage(positions []core.Cursor, after core.Cursor) *proto.SyncResponse {
 	resp.More = i < len(positions)
 	return resp
 }
+
+// TestRunNeedsCallAndStore: a run without a peer to call or a store to
+// write to is an error, not a panic.
+func TestRunNeedsCallAndStore(t *testing.T) {
+	call := func(context.Context, *proto.SyncRequest) (*proto.Response, error) { return nil, nil }
+	for _, o := range []Options{{}, {Call: call}, {Store: func([]Page) error { return nil }}} {
+		if err := Run(context.Background(), 0, o); err == nil {
+			t.Errorf("Run with Call set %v, Store set %v: no error", o.Call != nil, o.Store != nil)
+		}
+	}
+}
+
+// TestRunStoresEveryPageOnce: a run over a log of three pages and a few
+// events hands every event to Store once, in order, the last group ending
+// at the log's last position, and returns nil when the peer has no more.
+func TestRunStoresEveryPageOnce(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	now := time.Now()
+	pages := syncPages(t, key, now, 3, 7, false)
+	call := func(_ context.Context, req *proto.SyncRequest) (*proto.Response, error) {
+		for _, pg := range pages {
+			if pg.next > req.After {
+				return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{Events: pg.events, Next: pg.next, More: pg.more}}, nil
+			}
+		}
+		return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{Next: req.After}}, nil
+	}
+	var stored []core.Cursor
+	var ok int
+	err := Run(context.Background(), 0, Options{Peer: "a peer", Call: call, Now: func() time.Time { return now },
+		Store: func(group []Page) error {
+			for _, p := range group {
+				stored = append(stored, p.Next)
+				ok += len(p.OK)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []core.Cursor{7, 14, 21}; !slices.Equal(stored, want) || ok != 21 {
+		t.Fatalf("stored pages to %v with %d valid events, want %v and 21", stored, ok, want)
+	}
+}

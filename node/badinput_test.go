@@ -278,7 +278,7 @@ func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.H
 
 // TestSyncRunBounds: a peer whose pages always say "more" gets at most
 // Node.runPages requests in a run, and one serving invalid events ends the
-// run once more than maxInvalidPerRun were dropped.
+// run once more than catchup.MaxInvalidPerRun were dropped.
 func TestSyncRunBounds(t *testing.T) {
 	const runPages = 20
 	key, _, _ := crypto.GenerateEd25519Key(nil)

@@ -27,7 +27,7 @@ func (n *Node) startRouting() error {
 	if err != nil {
 		return fmt.Errorf("node: DHT datastore: %w", err)
 	}
-	r, err := routing.New(routing.Options{
+	r, err := routing.New(n.ctx, routing.Options{
 		Host: n.host, Network: n.cfg.Network, Mode: n.cfg.P2P.DHT,
 		// The datastore shares the node's database; its Close would
 		// close it, so it is never called.
@@ -82,7 +82,7 @@ func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
 }
 
 // dialHost is the host a fetch dials providers with (blobs.ExchangeOptions.
-// Connect): the routed host, which finds a provider's addresses on the DHT
+// Dialer): the routed host, which finds a provider's addresses on the DHT
 // when the peerstore has none, or the node's host with the DHT off.
 func (n *Node) dialHost() host.Host {
 	if r := n.routing.Load(); r != nil {

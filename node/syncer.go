@@ -106,7 +106,9 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 			if err := n.storePages(p, group, &st); err != nil {
 				return err
 			}
-			if progress != nil {
+			// A group that takes the run past its invalid events' bound
+			// ends it (catchup.Run): no progress is told of it.
+			if progress != nil && st.Dropped <= catchup.MaxInvalidPerRun {
 				progress(st)
 			}
 			return nil

@@ -363,7 +363,7 @@ func (n *Node) showedValue(st *peerState, value string) {
 		st.aged.Store(true)
 	}
 	// It keeps its stranger slot, if it holds one, until it is reputed
-	// (strangerSlot): a record is earned in seconds (ADR 0031).
+	// (peers.Slots.Take): a record is earned in seconds (ADR 0031).
 	if t, changed := st.retier(); changed {
 		n.tierChanged(st, t)
 	}

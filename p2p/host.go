@@ -38,7 +38,7 @@ func NewHost(cfg *config.Config, key crypto.PrivKey, agent string, g *Gater, kno
 	cm, err := connmgr.NewConnManager(cfg.P2P.ConnsLow, cfg.P2P.ConnsHigh,
 		connmgr.WithGracePeriod(cfg.P2P.ConnsGrace.Duration))
 	if err != nil {
-		return nil, fmt.Errorf("node: connection manager: %w", err)
+		return nil, fmt.Errorf("p2p: connection manager: %w", err)
 	}
 	rm, err := newResourceManager(cfg, known)
 	if err != nil {
@@ -72,7 +72,7 @@ func NewHost(cfg *config.Config, key crypto.PrivKey, agent string, g *Gater, kno
 	)
 	if err != nil {
 		rm.Close()
-		return nil, fmt.Errorf("node: start libp2p host: %w", err)
+		return nil, fmt.Errorf("p2p: start libp2p host: %w", err)
 	}
 	if err := listen(h.Network(), cfg.P2P.Listen); err != nil {
 		h.Close()
@@ -81,8 +81,9 @@ func NewHost(cfg *config.Config, key crypto.PrivKey, agent string, g *Gater, kno
 	return h, nil
 }
 
-// ErrListen is returned (wrapped in a *ListenError) by New and Run when
-// the node cannot listen on every address of p2p.listen.
+// ErrListen is returned (wrapped in a *ListenError) by NewHost, and so by
+// node.New and daemon.Run, when the node cannot listen on every address of
+// p2p.listen.
 var ErrListen = errors.New("p2p: cannot listen")
 
 // ListenError says which addresses of p2p.listen the node could not listen
@@ -97,7 +98,7 @@ type ListenError struct {
 }
 
 func (e *ListenError) Error() string {
-	return fmt.Sprintf("node: cannot listen on %s: %v; set p2p.listen in config.toml to free addresses, "+
+	return fmt.Sprintf("p2p: cannot listen on %s: %v; set p2p.listen in config.toml to free addresses, "+
 		"or to port 0 for any free port (as wats init --profile local does)", strings.Join(e.Failed, ", "), e.Err)
 }
 
@@ -113,7 +114,7 @@ func (e *ListenError) Unwrap() []error { return []error{ErrListen, e.Err} }
 func listen(nw network.Network, addrs []string) error {
 	l, ok := nw.(interface{ AddListenAddr(ma.Multiaddr) error })
 	if !ok {
-		return fmt.Errorf("node: %T cannot add listen addresses", nw)
+		return fmt.Errorf("p2p: %T cannot add listen addresses", nw)
 	}
 	var failed []string
 	var first error

@@ -186,7 +186,7 @@ func newResourceManager(cfg *config.Config, known func(peer.ID) bool) (network.R
 	rm, err := rcmgr.NewResourceManager(lim, rcmgr.WithMetricsDisabled(),
 		rcmgr.WithLimitPerSubnet([]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: connsPerIPv4}}, nil))
 	if err != nil {
-		return nil, fmt.Errorf("node: resource manager: %w", err)
+		return nil, fmt.Errorf("p2p: resource manager: %w", err)
 	}
 	return rm, nil
 }

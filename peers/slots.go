@@ -147,8 +147,8 @@ const (
 	sparedYoungest   = 8 // an eighth of the slots
 )
 
-// Order sorts strangers from the first to evict to the last, by their
-// facts at mono, and returns them: suspects first, least recently active
+// Order sorts strangers, in place, from the first to evict to the last,
+// by their facts at mono, and returns them: suspects first, least recently active
 // first; then the others not spared (the N/4 served the most, if served
 // at all, and the N/8 connected last), least recently active first; then
 // the spared ones, least recently active first.

@@ -35,8 +35,8 @@ import (
 
 // The DHT of the network and its bounds (docs/adr/0040). Its own traffic
 // is bounded by kad-dht's query parameters, by the resource manager's
-// scope of its protocol (resources.go), and by a budget of requests per
-// peer (dhtRequest); the provider records other peers store here, by
+// scope of its protocol (p2p/resources.go), and by a budget of requests per
+// peer (request); the provider records other peers store here, by
 // maxProviderRecords.
 const (
 	// dhtBucketSize is k, the peers of each bucket of the routing table
@@ -98,11 +98,11 @@ const (
 	// findPeerTimeout bounds the search for a peer's addresses.
 	findPeerTimeout = 30 * time.Second
 
-	// discoverLimit bounds the peers one look returns (dialled
-	// redialConcurrency at once, dialEach).
+	// discoverLimit bounds the peers one look returns (dialled by
+	// Discover's dial, the node's, a few at once).
 	discoverLimit = 64
 	// advertiseTTL is how long the node's rendezvous record is asked to
-	// live; it is put again at 7/8 of it (discoverLoop). The DHT servers
+	// live; it is put again at 7/8 of it (Discover). The DHT servers
 	// keep a record 48 h whatever it says, so a node that left is found
 	// there for up to 2 days (a dial then fails).
 	advertiseTTL = 3 * time.Hour
@@ -133,7 +133,7 @@ func rendezvous(network string) string { return "/wats/" + network + "/nodes" }
 // peer ID, the discovery of the network's nodes, the providing of
 // complete blobs, and the bounds on what peers ask of it (a budget of
 // requests per peer, the store of the provider records they put). Built
-// by New when p2p.dht is not off; Close it.
+// by New; Close it.
 type Routing struct {
 	opts   Options
 	dht    *dht.IpfsDHT
@@ -147,7 +147,8 @@ type Routing struct {
 	// discovered is how many other nodes the last look under the
 	// rendezvous key found (at most discoverLimit).
 	discovered atomic.Int64
-	// ctx ends at Close: boxo's reprovides run on a context of their own.
+	// ctx ends with New's or at Close: boxo's reprovides run on a context
+	// of their own.
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -184,7 +185,7 @@ type Options struct {
 	Mono func() int64
 	// Refused, if set, is told of each request refused and why.
 	Refused func(p peer.ID, typ pb.Message_MessageType, why string)
-	// Log is the node's logger.
+	// Log is the node's logger; nil discards.
 	Log *slog.Logger
 }
 
@@ -200,17 +201,26 @@ func dhtMode(mode string) dht.ModeOpt {
 	}
 }
 
-// New builds and starts the DHT of opts.Network: its records in the
-// node's database under /dht/, bootstrapped from opts.Bootstrap, and the
-// provider system that provides each complete blob and provides them all
-// again every reprovideInterval.
-func New(opts Options) (_ *Routing, err error) {
-	r := &Routing{opts: opts}
-	if r.budget, err = newBudget(opts.Limits); err != nil {
-		return nil, err
+// New builds and starts the DHT of opts.Network (the node calls it when
+// p2p.dht is not off): its records in the node's database under /dht/,
+// bootstrapped from opts.Bootstrap, and the provider system that provides
+// each complete blob and provides them all again every reprovideInterval.
+// ctx bounds the background work that outlives a call (a reprovide's list
+// of blobs); Close stops the rest. A required option left nil (Host,
+// Datastore, Bootstrap, Blobs, Tier, Mono) is an error.
+func New(ctx context.Context, opts Options) (_ *Routing, err error) {
+	if opts.Host == nil || opts.Datastore == nil || opts.Bootstrap == nil || opts.Blobs == nil || opts.Tier == nil || opts.Mono == nil {
+		return nil, errors.New("routing: Options need Host, Datastore, Bootstrap, Blobs, Tier and Mono")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxRecords == 0 {
 		opts.MaxRecords = maxProviderRecords
+	}
+	r := &Routing{opts: opts}
+	if r.budget, err = newBudget(opts.Limits); err != nil {
+		return nil, err
 	}
 	dstore := namespace.Wrap(opts.Datastore, ds.NewKey(dhtKeyPrefix))
 	if r.records, err = newRecordStore(namespace.Wrap(dstore, ds.NewKey("records")), opts.MaxRecords); err != nil {
@@ -234,7 +244,7 @@ func New(opts Options) (_ *Routing, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("routing: start the DHT: %w", err)
 	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.routed = routedhost.Wrap(opts.Host, r.dht)
 	r.disc = drouting.NewRoutingDiscovery(r.dht)
 	r.prov, err = provider.New(dstore,

@@ -67,7 +67,7 @@ func newTestRouting(t *testing.T, network string, o Options, boot ...*testRoutin
 	o.Mono = func() int64 { return int64(time.Since(start)) }
 	o.Refused = func(_ peer.ID, typ pb.Message_MessageType, why string) { tr.refused <- typ.String() + ": " + why }
 	o.Log = slog.New(slog.DiscardHandler)
-	r, err := New(o)
+	r, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +302,13 @@ func TestStrangersShareOfProviderRecords(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a stranger's record at the share was not refused")
+	}
+}
+
+// TestNewNeedsItsOptions: a Routing without the options it reads is an
+// error at New, not a panic at its first request.
+func TestNewNeedsItsOptions(t *testing.T) {
+	if _, err := New(context.Background(), Options{Host: testHost(t)}); err == nil {
+		t.Fatal("New with a host alone: no error")
 	}
 }

@@ -149,6 +149,7 @@ type PunchTracer struct {
 	succeeded, failed uint64
 }
 
+// NewPunchTracer returns a tracer that remembers no hole punch yet.
 func NewPunchTracer() *PunchTracer { return &PunchTracer{punched: make(map[peer.ID]bool)} }
 
 // Trace records the end of a hole punch.

@@ -42,7 +42,8 @@ import (
 // ErrDamaged is matched (errors.Is) by a *DamagedError.
 var ErrDamaged = errors.New("store: the database is damaged")
 
-// DamagedError is New's error for a database that pebble found damaged.
+// DamagedError is the error of node.New, OpenOffline, Check and Repair for
+// a database that pebble found damaged.
 type DamagedError struct {
 	// Repo is the repo directory; Err pebble's error.
 	Repo string

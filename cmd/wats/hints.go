@@ -76,7 +76,8 @@ func shellQuote(s string) string {
 // project's packages and of the JSON decoder ("node: ", "jsontext: "). They
 // tell a programmer which layer spoke; a user needs only the message, so
 // userMessage removes them.
-var pkgPrefixes = []string{"api", "config", "eventlog", "gossip", "jsontext", "limits", "node", "peercache", "proto", "repo"}
+var pkgPrefixes = []string{"api", "catchup", "config", "eventlog", "gossip", "jsontext", "limits", "node", "p2p", "peercache", "peers",
+	"proto", "repo", "routing", "store"}
 
 // userMessage is err as the CLI prints it: its text without the package
 // prefixes of pkgPrefixes where they open the message, a line or a wrapped

@@ -538,7 +538,7 @@ func TestDaemonErrorsAreShown(t *testing.T) {
 
 func TestSyncFailureExitCode(t *testing.T) {
 	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"peer":"P","received":1,"error":"node: sync from P after 0: proto: peer refused: rate limited (sync): retry later"}`+"\n")
+		io.WriteString(w, `{"peer":"P","received":1,"error":"catchup: sync from P after 0: proto: peer refused: rate limited (sync): retry later"}`+"\n")
 	}))
 	code, _, stderr := runCLI(t, "", "sync", testPeer, "--repo", dir)
 	want := "Error: sync of " + testPeer + " failed; the daemon says: sync from P after 0: peer refused: rate limited (sync): retry later\n"

@@ -53,7 +53,8 @@ type Sample struct {
 // found live: objects allocated since and free spans.
 func (s Sample) slack() uint64 { return s.objects - min(s.live, s.objects) + s.free }
 
-var Samples = []rtmetrics.Sample{
+// samples are the runtime metrics a Sample reads, in its fields' order.
+var samples = []rtmetrics.Sample{
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/memory/classes/heap/free:bytes"},
@@ -62,8 +63,8 @@ var Samples = []rtmetrics.Sample{
 
 // ReadHeap returns the heap's sample now.
 func ReadHeap() Sample {
-	s := make([]rtmetrics.Sample, len(Samples))
-	copy(s, Samples)
+	s := make([]rtmetrics.Sample, len(samples))
+	copy(s, samples)
 	rtmetrics.Read(s)
 	v := func(i int) uint64 {
 		if s[i].Value.Kind() == rtmetrics.KindUint64 {
