@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 
 	"github.com/wats-network/wats/core"
@@ -66,7 +67,7 @@ func TestFlooderIsRefusedHonestPeerIsServed(t *testing.T) {
 	if got := testutil.ToFloat64(b.m.syncRefusedN); got != 0 {
 		t.Fatalf("the honest node was refused %v times", got)
 	}
-	snap := a.adm.table.Snapshot()
+	snap := a.run.Admission().Snapshot()
 	if snap.Of(core.Sync).Refused != uint64(refused) {
 		t.Fatalf("node a counted %d sync refusals, want exactly the flooder's %d", snap.Of(core.Sync).Refused, refused)
 	}
@@ -85,13 +86,13 @@ func TestHelloAdvertisesLimits(t *testing.T) {
 	}
 	b := startNode(t, testConfig(false, time.Hour))
 	connect(t, b, a)
-	if got := b.pacerFor(a.ID()).Rate().PerMin(); got != 1200 {
+	if got := b.run.Pacer(a.ID()).Rate().PerMin(); got != 1200 {
 		t.Fatalf("b paces its syncs to a at %d/min, want a's advertised 1200", got)
 	}
-	if got := peerSyncRate(&proto.Hello{}); got != 0 {
+	if got := peers.SyncRate(&proto.Hello{}); got != 0 {
 		t.Fatalf("an older peer without limits: rate %d, want 0 (unpaced)", got)
 	}
-	if got := peerSyncRate(&proto.Hello{Limits: &proto.HelloLimits{SyncPerMin: 1 << 40}}); got != limits.MaxPerMin {
+	if got := peers.SyncRate(&proto.Hello{Limits: &proto.HelloLimits{SyncPerMin: 1 << 40}}); got != limits.MaxPerMin {
 		t.Fatalf("an absurd advertised rate is paced at %d, want the cap %d", got, limits.MaxPerMin)
 	}
 }

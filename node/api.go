@@ -15,6 +15,7 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
 )
@@ -27,11 +28,11 @@ func (n *Node) MetricsHandler() http.Handler {
 // Status returns a summary of the node's state.
 func (n *Node) Status() api.Status {
 	tiers := map[string]int{}
-	n.run.each(func(st *peerState) { tiers[st.Tier().String()]++ })
+	n.run.Each(func(st *peerState) { tiers[st.Tier().String()]++ })
 	return api.Status{
 		PeerTiers:         tiers,
 		StrangerSlots:     p2p.StrangerSlots(n.cfg),
-		StrangerSlotsUsed: n.run.slots.Len(),
+		StrangerSlotsUsed: n.run.Slots().Len(),
 
 		PeerID:        n.host.ID().String(),
 		Network:       n.cfg.Network,
@@ -110,17 +111,17 @@ func (n *Node) Peers() []api.Peer {
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}
-		if st := n.run.get(p); st != nil {
-			h, dir := st.helloAndDirection()
+		if st := n.run.Get(p); st != nil {
+			h, dir := st.HelloAndDirection()
 			if dir == network.DirInbound {
 				ap.Direction = api.DirectionInbound
 			}
 			if h != nil {
 				ap.Hello, ap.Agent, ap.Head = true, h.Agent, uint64(h.Head)
 			}
-			ap.NotWats = st.notWats.Load()
+			ap.NotWats = st.NotWats()
 			hist := st.History()
-			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.reputed(mono)
+			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.Reputed(mono)
 		}
 		if n.gossip != nil {
 			ap.Score, ap.HasScore = n.gossip.Score(p)
@@ -138,14 +139,14 @@ func (n *Node) Limits() api.Limits {
 		BlobFetchesPerPeer: l.BlobFetchesPerPeer,
 		Challenge:          l.Challenge, ChallengeBaseBits: l.ChallengeBaseBits, ChallengeMaxBits: l.ChallengeMaxBits,
 		OverloadInFlight: l.OverloadInFlight, SolvedPerMin: l.SolvedPerMin,
-		MaxTrackedPeers: n.adm.table.MaxPeers(),
+		MaxTrackedPeers: n.run.Admission().MaxPeers(),
 		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
 		StrangerReportPerMin: l.StrangerReportPerMin,
 		Gossip: api.GossipLimits{PerPeer: l.GossipPerMin, Strangers: l.StrangerGossipPerMin,
 			PerAuthor: l.AuthorPerMin, NewAuthors: l.StrangerAuthorPerMin, NewAuthorMinutes: l.NewAuthorMinutes,
 			NewAuthorsBySync: l.StrangerSyncPerMin},
 	}
-	pl := n.adm.table.Policy()
+	pl := n.run.Admission().Policy()
 	for t := range limits.Tier(limits.NumTiers) {
 		tl := api.TierLimits{Tier: t.String(), PerMin: map[string]int{"miss": pl.MissRate(t).PerMin()}}
 		for _, k := range core.Requests() {
@@ -154,7 +155,7 @@ func (n *Node) Limits() api.Limits {
 		out.Tiers = append(out.Tiers, tl)
 	}
 	for _, k := range core.Requests() {
-		r := n.adm.table.Rate(k)
+		r := n.run.Admission().Rate(k)
 		rl := api.RequestLimit{Type: k.String(), Key: limits.RateKey(k), PerMin: r.PerMin()}
 		if !r.Unlimited() {
 			rl.Burst, rl.IntervalNs = r.Burst(), int64(r.Interval())
@@ -166,7 +167,7 @@ func (n *Node) Limits() api.Limits {
 
 // Diag returns the admission counters.
 func (n *Node) Diag() api.Diag {
-	s := n.adm.table.Snapshot()
+	s := n.run.Admission().Snapshot()
 	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.cap.Logged()}
 	for _, k := range core.Requests() {
 		c := s.Of(k)
@@ -181,8 +182,8 @@ func (n *Node) PeerCache() []api.CachedPeer {
 	now := n.now()
 	mono := n.mono(now)
 	return cachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
-		if st := n.run.get(id); st != nil {
-			return st.History(), st.reputed(mono), true // with this run's counts not folded yet
+		if st := n.run.Get(id); st != nil {
+			return st.History(), st.Reputed(mono), true // with this run's counts not folded yet
 		}
 		return limits.History{}, false, false
 	})
@@ -203,7 +204,7 @@ func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (l
 	out := make([]api.CachedPeer, 0, len(entries))
 	for _, e := range entries {
 		r := e.Record
-		h := history(r.Counts, true, recordAged(r.FirstSeen, now))
+		h := peers.RecordHistory(r, now)
 		reputed := e.MetInEarlierRun
 		if lh, lr, ok := live(e.ID); ok {
 			h, reputed = lh, lr

@@ -27,6 +27,7 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 )
@@ -139,8 +140,8 @@ func TestHoardedUnnegotiatedStreams(t *testing.T) {
 	if got := resetWithin(streams, negotiationTimeout+3*time.Second); got != cap+1 {
 		t.Fatalf("%d of %d streams reset after the deadline, want all", got, cap+1)
 	}
-	st := n.run.get(attacker.ID())
-	if st == nil || st.hist.timeouts.Load() != uint64(cap) || st.Tier() != limits.TierSuspect {
+	st := n.run.Get(attacker.ID())
+	if st == nil || st.Count(peers.Timeouts) != uint64(cap) || st.Tier() != limits.TierSuspect {
 		t.Fatalf("the hoarder: %+v, want %d timeouts and suspect", st.History(), cap)
 	}
 	// A suspect holds fewer.
@@ -170,7 +171,7 @@ func TestStalledLengthPrefix(t *testing.T) {
 	if got := resetWithin(streams, proto.PrefixTimeout+3*time.Second); got != cap+2 {
 		t.Fatalf("%d of %d reset after the prefix deadline, want all", got, cap+2)
 	}
-	if st := n.run.get(attacker.ID()); st == nil || st.hist.timeouts.Load() != uint64(cap) {
+	if st := n.run.Get(attacker.ID()); st == nil || st.Count(peers.Timeouts) != uint64(cap) {
 		t.Fatalf("the hoarder's timeouts: %+v, want %d", st.History(), cap)
 	}
 }
@@ -189,7 +190,7 @@ func TestHeldBitswapStreams(t *testing.T) {
 	if got := resetWithin(streams, blobs.FirstMessageTimeout+3*time.Second); got != cap+1 {
 		t.Fatalf("%d of %d reset after the first-message deadline, want all", got, cap+1)
 	}
-	if st := n.run.get(attacker.ID()); st == nil || st.hist.timeouts.Load() != uint64(cap) {
+	if st := n.run.Get(attacker.ID()); st == nil || st.Count(peers.Timeouts) != uint64(cap) {
 		t.Fatalf("timeouts %+v, want %d", st.History(), cap)
 	}
 }
@@ -256,7 +257,7 @@ func TestManyHoardersAndANewcomer(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if used, slots := n.run.slots.Len(), p2p.StrangerSlots(n.cfg); used > slots {
+	if used, slots := n.run.Slots().Len(), p2p.StrangerSlots(n.cfg); used > slots {
 		t.Fatalf("%d stranger slots held, at most %d", used, slots)
 	}
 	honestSync(t, known, n)
@@ -278,20 +279,19 @@ func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	a, b, c := rawHost(t), rawHost(t), rawHost(t)
 	dialRaw(t, a, n)
 	dialRaw(t, b, n)
-	waitFor(t, 5*time.Second, "two strangers", func() bool { return n.run.slots.Len() == 2 })
+	waitFor(t, 5*time.Second, "two strangers", func() bool { return n.run.Slots().Len() == 2 })
 	// b is active: a served request.
 	if resp := exchange(t, b, n.ID(), frame(`{"type":"sync","after":"0"}`)); resp == nil || resp.Sync == nil {
 		t.Fatalf("b's sync: %+v", resp)
 	}
 	dialRaw(t, c, n) // past the bound: a, the least active, goes
 	waitFor(t, 5*time.Second, "a evicted", func() bool { return n.host.Network().Connectedness(a.ID()) != network.Connected })
-	if n.host.Network().Connectedness(b.ID()) != network.Connected || n.run.slots.Len() != 2 {
-		t.Fatalf("b connected %v, %d slots used; want b kept and 2 used", n.host.Network().Connectedness(b.ID()), n.run.slots.Len())
+	if n.host.Network().Connectedness(b.ID()) != network.Connected || n.run.Slots().Len() != 2 {
+		t.Fatalf("b connected %v, %d slots used; want b kept and 2 used", n.host.Network().Connectedness(b.ID()), n.run.Slots().Len())
 	}
 	// A suspect goes before a more idle peer.
-	sb := n.run.get(b.ID())
-	sb.hist.misses.Store(limits.SuspectMinBad)
-	sb.retier()
+	sb := n.run.Get(b.ID())
+	sb.Add(peers.Misses, limits.SuspectMinBad)
 	d := rawHost(t)
 	dialRaw(t, d, n)
 	waitFor(t, 5*time.Second, "the suspect evicted", func() bool { return n.host.Network().Connectedness(b.ID()) != network.Connected })
@@ -339,7 +339,7 @@ func TestHelloEarnsNoRecord(t *testing.T) {
 // TestHelloFloodOfManyIds: 100,000 ids that connect, say hello and leave
 // (the node's path for each, without the network) leave the real peers'
 // records in place and create none; what the node remembers of them stays
-// within maxRecentPeers; the log gets at most the cap of lines.
+// within peers.MaxRecent; the log gets at most the cap of lines.
 func TestHelloFloodOfManyIds(t *testing.T) {
 	var logs bytes.Buffer
 	r := mustRepo(t)
@@ -361,8 +361,8 @@ func TestHelloFloodOfManyIds(t *testing.T) {
 	if got := n.peers.Len(); got != 1 || !n.peers.Has(real.ID()) {
 		t.Fatalf("%d records after 100,000 hellos, want the real peer's alone", got)
 	}
-	if got := n.run.recent.Len(); got > maxRecentPeers {
-		t.Fatalf("%d recent peers remembered, at most %d", got, maxRecentPeers)
+	if got := n.run.Recent(); got > peers.MaxRecent {
+		t.Fatalf("%d recent peers remembered, at most %d", got, peers.MaxRecent)
 	}
 	if got := strings.Count(logs.String(), "peer completed hello"); got > limits.LogBurst+1 {
 		t.Fatalf("%d 'peer completed hello' lines for 100,000 ids, at most the burst %d", got, limits.LogBurst)
@@ -381,7 +381,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// TestValueEarnsARecord: a peer that stays connected valueAfterConnected
+// TestValueEarnsARecord: a peer that stays connected peers.ValueAfterConnected
 // after hello earns a record; a suspect does not.
 func TestValueEarnsARecord(t *testing.T) {
 	clock := &fakeClock{}
@@ -390,18 +390,17 @@ func TestValueEarnsARecord(t *testing.T) {
 	a, b := startNode(t, testConfig(false, time.Hour)), startNode(t, testConfig(false, time.Hour))
 	connect(t, a, n)
 	connect(t, b, n)
-	sb := n.run.get(b.ID())
-	sb.hist.misses.Store(limits.SuspectMinBad)
-	sb.retier()
-	clock.Advance(valueAfterConnected - time.Second)
+	sb := n.run.Get(b.ID())
+	sb.Add(peers.Misses, limits.SuspectMinBad)
+	clock.Advance(peers.ValueAfterConnected - time.Second)
 	n.foldAll()
 	if n.peers.Has(a.ID()) {
-		t.Fatal("a record before valueAfterConnected")
+		t.Fatal("a record before peers.ValueAfterConnected")
 	}
 	clock.Advance(time.Second)
 	n.foldAll()
 	if rec, ok := n.peers.Get(a.ID()); !ok || rec.Value != "connected" {
-		t.Fatalf("after valueAfterConnected: %+v %v, want a record by connection", rec, ok)
+		t.Fatalf("after peers.ValueAfterConnected: %+v %v, want a record by connection", rec, ok)
 	} else if !strings.HasPrefix(rec.RemoteAddr, "/ip4/127.0.0.1/") {
 		t.Fatalf("the record's remote address is %q, want the connection's", rec.RemoteAddr)
 	}
@@ -431,7 +430,7 @@ func TestMissesMakeASuspect(t *testing.T) {
 	if burst := limits.DefaultConfig().MissPerMin / 4; refused < limits.SuspectMinBad+4-burst-1 {
 		t.Fatalf("%d misses refused, want all past the burst of %d", refused, burst)
 	}
-	st := n.run.get(h.ID())
+	st := n.run.Get(h.ID())
 	if st == nil || st.Tier() != limits.TierSuspect {
 		t.Fatalf("after %d misses: %+v", limits.SuspectMinBad+4, st.History())
 	}
@@ -470,17 +469,17 @@ func TestReputationCountsOnTheMonotonicClock(t *testing.T) {
 	publish(t, b, 1)
 	connect(t, b, n)
 	waitFor(t, 10*time.Second, "b's record", func() bool { return n.peers.Has(b.ID()) })
-	sb := n.run.get(b.ID())
+	sb := n.run.Get(b.ID())
 	wall.Advance(time.Hour) // the wall clock jumps: the record's first seen is an hour back
-	if sb.reputed(n.mono(n.now())) {
+	if sb.Reputed(n.mono(n.now())) {
 		t.Fatal("reputed after the wall clock jumped an hour")
 	}
 	mono.Add(int64(core.ReputationAge - time.Nanosecond))
-	if sb.reputed(n.mono(n.now())) {
+	if sb.Reputed(n.mono(n.now())) {
 		t.Fatal("reputed a nanosecond before ten minutes")
 	}
 	mono.Add(1)
-	if !sb.reputed(n.mono(n.now())) {
+	if !sb.Reputed(n.mono(n.now())) {
 		t.Fatal("not reputed ten minutes after its first hello")
 	}
 }
@@ -534,7 +533,7 @@ func TestSybilFloodNewcomerGetsIn(t *testing.T) {
 	if got := n.peers.Len(); got != 1 {
 		t.Fatalf("%d records after %d Sybils, want the known peer's alone", got, sybils.Load())
 	}
-	if used := n.run.slots.Len(); used > p2p.StrangerSlots(n.cfg) {
+	if used := n.run.Slots().Len(); used > p2p.StrangerSlots(n.cfg) {
 		t.Fatalf("%d stranger slots used, at most %d", used, p2p.StrangerSlots(n.cfg))
 	}
 }
@@ -548,20 +547,20 @@ func TestStreamFloodBan(t *testing.T) {
 	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
 	h := rawHost(t)
 	dialRaw(t, h, n)
-	st := n.run.get(h.ID())
-	for range maxCapRefusals {
+	st := n.run.Get(h.ID())
+	for range peers.MaxCapRefusals {
 		n.overCap(st, "test")
 	}
 	mono.Add(int64(time.Second)) // a new second: the count starts over
-	for range maxCapRefusals {
+	for range peers.MaxCapRefusals {
 		n.overCap(st, "test")
 	}
 	if n.gater.Banned(h.ID()) || st.Tier() == limits.TierSuspect {
-		t.Fatalf("banned or suspect after %d refusals in a second", maxCapRefusals)
+		t.Fatalf("banned or suspect after %d refusals in a second", peers.MaxCapRefusals)
 	}
 	n.overCap(st, "test")
 	if !n.gater.Banned(h.ID()) || st.Tier() != limits.TierSuspect {
-		t.Fatalf("not banned and suspect after %d refusals in a second", maxCapRefusals+1)
+		t.Fatalf("not banned and suspect after %d refusals in a second", peers.MaxCapRefusals+1)
 	}
 	waitFor(t, 5*time.Second, "the flooder disconnected", func() bool {
 		return n.host.Network().Connectedness(h.ID()) != network.Connected
@@ -592,8 +591,8 @@ func TestUnreadSyncPages(t *testing.T) {
 	sync := frame(`{"type":"sync","after":"0"}`)
 	streams := holdStreams(t, attacker, n, maxPagesPerPeer+2, string(proto.ID), sync)
 	waitFor(t, 10*time.Second, "the attacker's pages held", func() bool {
-		st := n.run.get(attacker.ID())
-		return st != nil && st.pages.Load() == maxPagesPerPeer
+		st := n.run.Get(attacker.ID())
+		return st != nil && st.Link.pages.Load() == maxPagesPerPeer
 	})
 	busy := 0
 	for _, s := range streams {
@@ -615,9 +614,9 @@ func TestUnreadSyncPages(t *testing.T) {
 	if resp := exchange(t, newcomer, n.ID(), sync); resp == nil || resp.Sync == nil || len(resp.Sync.Events) != 24 {
 		t.Fatalf("a newcomer's sync while the pages are held: %+v", resp)
 	}
-	st := n.run.get(attacker.ID())
+	st := n.run.Get(attacker.ID())
 	waitFor(t, replyTimeout(24*(15<<10))+5*time.Second, "the unread pages' timeouts", func() bool {
-		return st.hist.timeouts.Load() == maxPagesPerPeer && st.pages.Load() == 0
+		return st.Count(peers.Timeouts) == maxPagesPerPeer && st.Link.pages.Load() == 0
 	})
 	if held := n.pages.Held(limits.TierNew); held != 0 {
 		t.Fatalf("%d bytes still held after the writes timed out", held)
@@ -681,12 +680,12 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots, 1 of slack
 	n, known := monoNodeWithKnownPeer(t, cfg, &mono)
 	waitFor(t, 10*time.Second, "the known peer's hello", func() bool {
-		st := n.run.get(known.ID())
-		return st != nil && st.firstHello.Load() != 0
+		st := n.run.Get(known.ID())
+		return st != nil && st.Helloed()
 	})
-	st := n.run.get(known.ID())
-	if !n.run.slots.Holds(st) || n.run.slots.Len() != 1 {
-		t.Fatalf("a peer with a record of this run: stranger %v, %d slots used; want a slot", n.run.slots.Holds(st), n.run.slots.Len())
+	st := n.run.Get(known.ID())
+	if !n.run.Slots().Holds(st) || n.run.Slots().Len() != 1 {
+		t.Fatalf("a peer with a record of this run: stranger %v, %d slots used; want a slot", n.run.Slots().Holds(st), n.run.Slots().Len())
 	}
 	if !n.admitStranger(known.ID()) {
 		t.Fatal("a connected peer refused at the gater")
@@ -697,11 +696,11 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	dialRaw(t, a, n)
 	dialRaw(t, b, n) // the slots are full: known leaves them, no one is evicted
 	waitFor(t, 5*time.Second, "a and b in the slots", func() bool {
-		sa, sb := n.run.get(a.ID()), n.run.get(b.ID())
-		return sa != nil && sb != nil && n.run.slots.Holds(sa) && n.run.slots.Holds(sb)
+		sa, sb := n.run.Get(a.ID()), n.run.Get(b.ID())
+		return sa != nil && sb != nil && n.run.Slots().Holds(sa) && n.run.Slots().Holds(sb)
 	})
-	if n.run.slots.Holds(st) || n.run.slots.Len() != 2 {
-		t.Fatalf("reputed: stranger %v, %d slots used; want out of the slots, 2 used", n.run.slots.Holds(st), n.run.slots.Len())
+	if n.run.Slots().Holds(st) || n.run.Slots().Len() != 2 {
+		t.Fatalf("reputed: stranger %v, %d slots used; want out of the slots, 2 used", n.run.Slots().Holds(st), n.run.Slots().Len())
 	}
 	for _, p := range []peer.ID{known.ID(), a.ID()} {
 		if n.host.Network().Connectedness(p) != network.Connected {
@@ -711,16 +710,16 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 
 	// Away, while the slots and their slack are full.
 	known.Host().Network().ClosePeer(n.ID())
-	waitFor(t, 5*time.Second, "the known peer gone", func() bool { return n.run.get(known.ID()) == nil })
+	waitFor(t, 5*time.Second, "the known peer gone", func() bool { return n.run.Get(known.ID()) == nil })
 	fresh := rawHost(t).ID()
 	if err := n.peers.Update(fresh, true, func(*peercache.Record) {}); err != nil { // a record of this run
 		t.Fatal(err)
 	}
 	// A stranger the node has not met yet takes a slot, which evicts one
 	// that is then still closing: the slots and their slack are full.
-	dummy := &peerState{id: rawHost(t).ID()}
-	victim, evicted := n.run.slots.Take(dummy, n.mono(n.now()))
-	if !evicted {
+	c := n.run.Connect(rawHost(t).ID(), network.DirInbound, "", n.now(), n.mono(n.now()))
+	dummy, victim := c.Peer, c.Evicted
+	if victim == nil {
 		t.Fatal("a third stranger took a slot of two and evicted no one")
 	}
 	if n.admitStranger(rawHost(t).ID()) {
@@ -732,6 +731,6 @@ func TestStrangerSlotsNeedReputation(t *testing.T) {
 	if n.admitStranger(fresh) {
 		t.Error("a peer with a record of this run, not reputed, admitted past the full slots")
 	}
-	n.run.slots.Gone(dummy)
-	n.run.slots.Gone(victim)
+	n.run.Leave(dummy.ID(), nil, n.now(), n.mono(n.now()))
+	n.run.Slots().Gone(victim)
 }

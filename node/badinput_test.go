@@ -21,6 +21,7 @@ import (
 
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 
 	"github.com/wats-network/wats/core"
@@ -238,9 +239,9 @@ func TestSyncDropsInvalidEventsKeepsTheRest(t *testing.T) {
 	}
 	// The forged and the malformed are invalid messages of the peer's;
 	// the event from the future is not (its clock may be right).
-	if ps := n.run.get(f.ID()); ps == nil {
+	if ps := n.run.Get(f.ID()); ps == nil {
 		t.Error("the peer is not connected")
-	} else if got := ps.hist.invalid.Load(); got != 2 {
+	} else if got := ps.Count(peers.Invalid); got != 2 {
 		t.Errorf("the peer's invalid count: %d, want 2", got)
 	}
 }

@@ -300,11 +300,6 @@ func TestAutoFetchQueueBound(t *testing.T) {
 		t.Fatal("the test config has auto_fetch off")
 	}
 	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
-	adm, err := newAdmission(cfg.Limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.adm = adm
 	n.m = newMetrics(n)
 	n.fetch = &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
 	ref := func(i int) eventlog.BlobRef {
@@ -476,17 +471,17 @@ func TestHelloFirstUntilThePeerHeardUs(t *testing.T) {
 	a := startNode(t, testConfig(false, time.Hour))
 	b := startNode(t, testConfig(false, time.Hour))
 	connect(t, a, b)
-	st := b.run.get(a.ID())
-	if st == nil || !st.helloed() {
+	st := b.run.Get(a.ID())
+	if st == nil || !st.Helloed() {
 		t.Fatal("a's hello not recorded at b")
 	}
-	st.heardUs.Store(false) // as if b's own hello to a were still on its way
+	st.SetHeardUs(false) // as if b's own hello to a were still on its way
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := b.helloFirst(ctx, a.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if !st.heardUs.Load() {
+	if !st.HeardUs() {
 		t.Error("helloFirst returned before b's hello to a was answered")
 	}
 }

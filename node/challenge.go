@@ -5,42 +5,27 @@ import (
 	"errors"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/challenge"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
-
-// rawID returns the raw 32-byte Ed25519 public key of p: the "endpoint id"
-// of ADR 0014's puzzle (docs/design.md §3). ok is false for other key types, which
-// the gater refuses anyway.
-func rawID(p peer.ID) (id [challenge.IDLen]byte, ok bool) {
-	pk, err := p.ExtractPublicKey()
-	if err != nil || pk.Type() != crypto.Ed25519 {
-		return id, false
-	}
-	raw, err := pk.Raw()
-	if err != nil || len(raw) != challenge.IDLen {
-		return id, false
-	}
-	copy(id[:], raw)
-	return id, true
-}
 
 // checkSolution verifies the solution of a resubmitted request from st's
 // peer. A valid one lets the request through (ADR 0014: past the per-peer
 // limit and the overload, within the solved ceiling); an invalid one is
 // counted by its reason, in the peer's history, and ignored, as if absent.
 func (n *Node) checkSolution(st *peerState, sol *proto.Solution, now time.Time, mono time.Duration) bool {
-	if !st.rawOK {
+	raw, ok := st.Raw()
+	if !ok {
 		return false
 	}
-	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, st.raw, now, mono)
+	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, raw, now, mono)
 	if err != nil {
 		n.m.challengeFailed(failureKind(err))
 		if !errors.Is(err, challenge.ErrCeiling) && !errors.Is(err, challenge.ErrForgotten) {
-			n.count(st, &st.hist.failed, 1) // the requester's fault
+			n.count(st, peers.Failed, 1) // the requester's fault
 		}
 		return false
 	}
@@ -69,10 +54,11 @@ func failureKind(err error) string {
 // issue returns a challenge for st's peer at the current effort; nil for a
 // peer without an Ed25519 key (which the gater refuses anyway).
 func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Message {
-	if !st.rawOK {
+	raw, ok := st.Raw()
+	if !ok {
 		return nil
 	}
-	c := n.issuer.Issue(st.raw, now, mono)
+	c := n.issuer.Issue(raw, now, mono)
 	n.m.challengeIssued()
 	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
 }
@@ -82,7 +68,7 @@ func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Mes
 // effort above 24, expired).
 func (n *Node) solverFor(p peer.ID) proto.Solver {
 	return func(ctx context.Context, c *proto.Challenge) (*proto.Solution, error) {
-		responder, ok := rawID(p)
+		responder, ok := peers.RawID(p)
 		if !ok {
 			return nil, errors.New("node: cannot solve for a non-Ed25519 peer")
 		}

@@ -21,22 +21,20 @@
 // resets the stream. Bad input gets a clear error response and is counted
 // in the peer's value history; it never stops the node.
 //
-// Holding under attack (ADR 0030): every peer has a run state (peers.go:
-// runPeers owns it, atomics on the request path) with its value history and
-// tier; a peer earns a peer-cache record only by showing value (value.go);
-// every inbound stream is negotiated by acceptStream, held to per-tier caps
-// (package p2p's) and a 2 s deadline (streams.go); peers without a record
-// share stranger slots with eviction (package peers decides, strangers.go
-// carries it out); the resource manager has explicit limits for every
-// scope (package p2p); peer-caused log lines go through one cap
-// (peerlog.go).
+// Holding under attack (ADR 0030): all the node knows of its peers and
+// decides about them is a peers.Table (their state, value history and
+// tier, records earned by value, the stranger slots, admission, the sync
+// cursors); peers.go carries out its verdicts (tags, bans, closes, metrics,
+// logs). Every inbound stream is negotiated by acceptStream, held to
+// per-tier caps (package p2p's) and a 2 s deadline (streams.go); the
+// resource manager has explicit limits for every scope (package p2p);
+// peer-caused log lines go through one cap (peerlog.go).
 //
 // Files:
 //   - node.go: Node, New, Start, Close, connection notices, call (every
 //     request this node sends).
-//   - peers.go: the run state of peers (peerState, runPeers).
-//   - value.go: value history, tiers, records earned by value.
-//   - strangers.go: the stranger connection slots and their eviction.
+//   - peers.go: the node's side of package peers: the verdicts carried
+//     out, and the node's plumbing for each peer (link).
 //   - streams.go: the inbound stream handler, per-tier caps, flood bans.
 //   - peerlog.go: the cap on peer-caused log lines.
 //   - admit.go: Node.admit and the request classes.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -17,6 +16,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/p2p"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -90,7 +90,7 @@ func (b *blobsNode) Observe(e blobs.Event) {
 	switch e.Kind {
 	case blobs.Held:
 		n.m.streamTimeout("bitswap")
-		n.abuse(e.Peer, func(c *counts) *atomic.Uint64 { return &c.timeouts })
+		n.abuse(e.Peer, peers.Timeouts)
 	case blobs.Unheld:
 		n.unheldWant(e.Peer, e.CID)
 	case blobs.Served:
@@ -172,7 +172,7 @@ func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
 		return
 	}
 	n.m.bitswapMiss()
-	n.abuse(p, func(c *counts) *atomic.Uint64 { return &c.misses })
+	n.abuse(p, peers.Misses)
 }
 
 // helloFirst completes hello with a provider before the first want: wats
@@ -184,7 +184,7 @@ func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
 // that does not speak /wats/1 (another IPFS implementation) is asked
 // anyway: its failed hello is not an error.
 func (n *Node) helloFirst(ctx context.Context, p peer.ID) error {
-	if st := n.run.get(p); st != nil && st.heardUs.Load() {
+	if st := n.run.Get(p); st != nil && st.HeardUs() {
 		return nil
 	}
 	if err := n.greet(ctx, p); err != nil {

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -13,6 +12,7 @@ import (
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 )
 
 // Gossip under attack (ADR 0031): the budgets of what peers forward and of
@@ -30,7 +30,7 @@ func (n *Node) gossipOptions() *gossip.Options {
 		Reject: func(from peer.ID, err error) {
 			n.m.gossipRejected(err)
 			if !errors.Is(err, eventlog.ErrFuture) { // a clock ahead of ours is no abuse
-				n.abuse(from, func(c *counts) *atomic.Uint64 { return &c.invalid })
+				n.abuse(from, peers.Invalid)
 			}
 		},
 		Ignored:    func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
@@ -54,7 +54,7 @@ func (n *Node) gossipHas(id string) bool {
 // tierOfPeer is p's tier while connected (TierNew otherwise): an atomic
 // read, cheap enough for gossipsub's RPC loop.
 func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
-	if st := n.run.get(p); st != nil {
+	if st := n.run.Get(p); st != nil {
 		return st.Tier()
 	}
 	return limits.TierNew
@@ -106,7 +106,7 @@ func (n *Node) admitForward(p peer.ID, author string) error {
 // forwarderStanding reports whether p, connected, has standing (ADR
 // 0041; node.standing).
 func (n *Node) forwarderStanding(p peer.ID) bool {
-	st := n.run.get(p)
+	st := n.run.Get(p)
 	return st != nil && n.standing(st)
 }
 
@@ -206,11 +206,11 @@ func (n *Node) graylisted(p peer.ID, envelopes int) { n.addSpam(p, uint64(envelo
 // addSpam adds k to p's spam count; at spamBan, the score's floor, p is
 // disconnected and refused for spamBanFor, unless it has standing.
 func (n *Node) addSpam(p peer.ID, k uint64) {
-	st := n.run.get(p)
+	st := n.run.Get(p)
 	if st == nil || k == 0 {
 		return
 	}
-	if after := st.spam.Add(k); after < spamBan || after-k >= spamBan {
+	if before, after := st.Spam(k); after < spamBan || before >= spamBan {
 		return // below the floor, or past it already (banned once)
 	}
 	if n.standing(st) {
@@ -223,11 +223,11 @@ func (n *Node) addSpam(p peer.ID, k uint64) {
 	// reading (and ignoring) its RPCs; the connection is closed and the
 	// peer refused for a while, as for a stream flood (ADR 0030).
 	n.m.peerBanned("gossip spam")
-	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
-	n.plog.Info(st.id, "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
-		"peer", st.id, "ban", spamBanFor)
-	n.gater.Ban(st.id, spamBanFor)
-	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
+	n.count(st, peers.Invalid, limits.SuspectMinBad)
+	n.plog.Info(st.ID(), "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
+		"peer", st.ID(), "ban", spamBanFor)
+	n.gater.Ban(st.ID(), spamBanFor)
+	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 
 // storeGossiped stores an event received by gossip, durably, before
@@ -264,16 +264,16 @@ var errAlreadyHeld = errors.New("node: event already held")
 // and followed by one more, so that what it had passed is looked at
 // again; more gaps meanwhile add no further runs.
 func (n *Node) syncGap(p peer.ID) {
-	st := n.run.get(p)
-	if st == nil || !st.helloed() {
+	st := n.run.Get(p)
+	if st == nil || !st.Helloed() {
 		return // no sync without hello; the hello's head starts one
 	}
 	n.m.syncGaps.Inc()
-	if st.gap.Swap(true) {
+	if st.Link.gap.Swap(true) {
 		return // a run is coming that will see it
 	}
 	n.go_(func() {
-		for st.gap.Swap(false) {
+		for st.Link.gap.Swap(false) {
 			if _, err := n.syncFrom(n.ctx, p, syncRun{}); err != nil && n.ctx.Err() == nil {
 				n.log.Debug("gap sync failed", "peer", p, "err", err)
 			}
@@ -314,25 +314,15 @@ const (
 )
 
 func (n *Node) appScore(p peer.ID) float64 {
-	st := n.run.get(p)
+	st := n.run.Get(p)
 	if st == nil {
 		return 0
 	}
 	score := appScores[st.Tier()]
-	if score > 0 && !st.reputed(n.mono(n.now())) {
+	if score > 0 && !st.Reputed(n.mono(n.now())) {
 		score = 0
 	}
-	return score - min(float64(st.spam.Load())*spamScore, maxSpamPenalty)
-}
-
-// decaySpam halves st's spam count (foldAll, every foldInterval).
-func decaySpam(st *peerState) {
-	for {
-		v := st.spam.Load()
-		if v == 0 || st.spam.CompareAndSwap(v, v/2) {
-			return
-		}
-	}
+	return score - min(float64(st.Spammed())*spamScore, maxSpamPenalty)
 }
 
 // quotaFor returns the log's quota policy of cfg (ADR 0031; the [events]

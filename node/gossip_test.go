@@ -11,12 +11,15 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 )
@@ -106,7 +109,7 @@ func TestValidSpamIsHeldToItsBudget(t *testing.T) {
 	// honest peer is when an attack starts.
 	publish(t, a, 1)
 	waitFor(t, 10*time.Second, "a's record at b", func() bool {
-		st := b.run.get(a.ID())
+		st := b.run.Get(a.ID())
 		return st != nil && st.Tier() == limits.TierNormal
 	})
 	clock.Advance(newAuthorAge(b))
@@ -160,12 +163,12 @@ func TestAuthorQuota(t *testing.T) {
 	publish(t, v, limits.ValuedEvents)
 	connect(t, v, b) // the hello's sync brings v's events
 	waitFor(t, 20*time.Second, "v's events at b", func() bool {
-		st := b.run.get(v.ID())
-		return st != nil && st.hist.events.Load() >= limits.ValuedEvents && st.persisted.Load()
+		st := b.run.Get(v.ID())
+		return st != nil && st.Count(peers.Events) >= limits.ValuedEvents && st.Persisted()
 	})
 	clock.Advance(limits.ValuedAge)
 	b.foldAll()
-	if st := b.run.get(v.ID()); st.Tier() != limits.TierValued {
+	if st := b.run.Get(v.ID()); st.Tier() != limits.TierValued {
 		t.Fatalf("v is %v, want valued", st.Tier())
 	}
 
@@ -212,8 +215,8 @@ func TestGapIsSyncedAtOnce(t *testing.T) {
 	a := startNode(t, testConfig(true, time.Hour))
 	connect(t, b, a)
 	waitFor(t, 10*time.Second, "hello", func() bool {
-		st := b.run.get(a.ID())
-		return st != nil && st.helloDone.Load()
+		st := b.run.Get(a.ID())
+		return st != nil && st.Helloed()
 	})
 	// An event a holds that never reached b: as if gossipsub dropped it.
 	ev, err := a.sign("note", jsontext.Value(`{"missed":true}`), nil)
@@ -239,30 +242,37 @@ func TestGapIsSyncedAtOnce(t *testing.T) {
 func TestAppScore(t *testing.T) {
 	var mono atomic.Int64
 	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
-	st := &peerState{id: peer.ID("peer-a")}
-	n.run.live.Store(st.id, st)
-	st.tier.Store(uint32(limits.TierNormal))
-	st.firstHello.Store(1) // first hello at mono 0
-	if got := n.appScore(st.id); got != 0 {
+	// Peers that never connect to the host: their states made as a
+	// connection would make them.
+	connectFake := func(id string, dir network.Direction) *peerState {
+		return n.run.Connect(peer.ID(id), dir, "", n.now(), n.mono(n.now())).Peer
+	}
+	st := connectFake("peer-a", network.DirInbound)
+	n.showedValue(st, peercache.ValueEvents) // a record: normal
+	if st.Tier() != limits.TierNormal {
+		t.Fatalf("tier %v, want normal", st.Tier())
+	}
+	n.run.SetHello(st.ID(), &proto.Hello{}, func() *peerState { return st }, func(peer.ID) bool { return true }, n.now(), 0)
+	if got := n.appScore(st.ID()); got != 0 {
 		t.Errorf("a normal peer met just now scores %v, want 0", got)
 	}
 	mono.Store(int64(core.ReputationAge))
-	if got := n.appScore(st.id); got != 5 {
+	if got := n.appScore(st.ID()); got != 5 {
 		t.Errorf("a reputed normal peer scores %v, want 5", got)
 	}
 	for range 3 {
-		n.spammed(st.id, st.id.String())
+		n.spammed(st.ID(), st.ID().String())
 	}
-	n.spammed(st.id, "someone-else") // a relay: not counted
-	if got := n.appScore(st.id); got != 5-30 {
+	n.spammed(st.ID(), "someone-else") // a relay: not counted
+	if got := n.appScore(st.ID()); got != 5-30 {
 		t.Errorf("after 3 spams: %v, want -25", got)
 	}
 	n.foldAll()
-	if got := n.appScore(st.id); got != 5-10 {
+	if got := n.appScore(st.ID()); got != 5-10 {
 		t.Errorf("after a fold: %v, want -5 (3 halved to 1)", got)
 	}
-	st.spam.Store(1_000)
-	if got := n.appScore(st.id); got != 5-2000 {
+	st.Spam(1_000 - st.Spammed())
+	if got := n.appScore(st.ID()); got != 5-2000 {
 		t.Errorf("a flood: %v, want the floor 5-2000", got)
 	}
 	if got := n.appScore("unknown"); got != 0 {
@@ -270,43 +280,39 @@ func TestAppScore(t *testing.T) {
 	}
 	// At the floor, a ban: one spam short of it, none. (A stranger: a
 	// peer with standing is never banned, below.)
-	st.spam.Store(0)
-	st.firstHello.Store(0)
+	st = connectFake("peer-d", network.DirInbound) // no hello: no standing
 	for range spamBan - 1 {
-		n.spammed(st.id, st.id.String())
+		n.spammed(st.ID(), st.ID().String())
 	}
-	if n.gater.Banned(st.id) {
+	if n.gater.Banned(st.ID()) {
 		t.Fatal("banned one spam short of the floor")
 	}
-	n.spammed(st.id, st.id.String())
-	if !n.gater.Banned(st.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
+	n.spammed(st.ID(), st.ID().String())
+	if !n.gater.Banned(st.ID()) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
 		t.Fatal("not banned at the floor")
 	}
 
 	// A graylisted peer's envelopes, dropped whole, count as its spam: a
 	// batch that crosses the floor bans it once, and one past it no more.
-	other := &peerState{id: peer.ID("peer-b")}
-	n.run.live.Store(other.id, other)
-	n.graylisted(other.id, int(spamBan)-1)
-	if n.gater.Banned(other.id) {
+	other := connectFake("peer-b", network.DirInbound)
+	n.graylisted(other.ID(), int(spamBan)-1)
+	if n.gater.Banned(other.ID()) {
 		t.Fatal("a graylisted peer banned one envelope short of the floor")
 	}
-	n.graylisted(other.id, 5)
-	n.graylisted(other.id, 5)
-	if !n.gater.Banned(other.id) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
-		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.Banned(other.id),
+	n.graylisted(other.ID(), 5)
+	n.graylisted(other.ID(), 5)
+	if !n.gater.Banned(other.ID()) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
+		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.Banned(other.ID()),
 			testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")))
 	}
 
 	// A peer with standing (this node dialled it) is descored at the
 	// floor, not cut off (ADR 0041).
-	dialled := &peerState{id: peer.ID("peer-c")}
-	dialled.outbound.Store(true)
-	n.run.live.Store(dialled.id, dialled)
-	n.graylisted(dialled.id, int(spamBan)+1)
-	if n.gater.Banned(dialled.id) || n.appScore(dialled.id) != -maxSpamPenalty {
+	dialled := connectFake("peer-c", network.DirOutbound)
+	n.graylisted(dialled.ID(), int(spamBan)+1)
+	if n.gater.Banned(dialled.ID()) || n.appScore(dialled.ID()) != -maxSpamPenalty {
 		t.Errorf("a peer with standing at the floor: banned %v, score %v; want not banned, score %v",
-			n.gater.Banned(dialled.id), n.appScore(dialled.id), -maxSpamPenalty)
+			n.gater.Banned(dialled.ID()), n.appScore(dialled.ID()), -maxSpamPenalty)
 	}
 }
 

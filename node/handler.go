@@ -12,6 +12,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -37,24 +38,24 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	st := n.peerOf(p)
-	if st.watsStreams.Add(1) > p2p.WatsStreamCap[st.Tier()] {
-		st.watsStreams.Add(-1)
+	if st.Link.watsStreams.Add(1) > p2p.WatsStreamCap[st.Tier()] {
+		st.Link.watsStreams.Add(-1)
 		s.Reset()
 		n.overCap(st, "wats")
 		return
 	}
-	defer st.watsStreams.Add(-1)
+	defer st.Link.watsStreams.Add(-1)
 	b, release, err := proto.ReadRequestFrame(s, start, p2p.MemoryPriority[st.Tier()])
 	defer release()
 	if err != nil {
 		switch {
 		case errors.Is(err, proto.ErrFrameTooLarge):
 			n.m.badRequest("frame")
-			n.count(st, &st.hist.invalid, 1)
+			n.count(st, peers.Invalid, 1)
 			n.reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
 		case proto.IsTimeout(err):
 			n.m.streamTimeout("wats")
-			n.count(st, &st.hist.timeouts, 1)
+			n.count(st, peers.Timeouts, 1)
 			s.Reset()
 		default:
 			n.m.badRequest("frame")
@@ -69,7 +70,7 @@ func (n *Node) handleStream(s network.Stream) {
 			perr = &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
 		}
 		n.m.badRequest(string(perr.Code))
-		n.count(st, &st.hist.invalid, 1)
+		n.count(st, peers.Invalid, 1)
 		n.reply(s, perr)
 		return
 	}
@@ -105,7 +106,7 @@ func (n *Node) handleStream(s network.Stream) {
 		// reserved while it does not): a stream held, as one that sends
 		// no request (ADR 0030).
 		n.m.streamTimeout("wats_response")
-		n.count(st, &st.hist.timeouts, 1)
+		n.count(st, peers.Timeouts, 1)
 	}
 	if e, ok := resp.(*proto.Error); ok && e.Code == proto.CodeWrongNetwork {
 		n.dropWrongNetwork(p)
@@ -192,15 +193,15 @@ var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to se
 // maxPagesPerPeer pages at once, of at most its tier's pageBudget; done is
 // as serveSync's.
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	if st.pages.Add(1) > maxPagesPerPeer {
-		st.pages.Add(-1)
+	if st.Link.pages.Add(1) > maxPagesPerPeer {
+		st.Link.pages.Add(-1)
 		n.m.syncBusy()
 		return errTooBusy, func() {}
 	}
 	resp, release := n.serveSync(st.Tier(), r)
 	return resp, func() {
 		release()
-		st.pages.Add(-1)
+		st.Link.pages.Add(-1)
 	}
 }
 

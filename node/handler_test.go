@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"github.com/libp2p/go-libp2p/core/network"
 	"testing"
 	"time"
 
@@ -140,7 +141,7 @@ func TestPagesPerPeer(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 3)
 	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
-	st := &peerState{id: "p"}
+	st := n.run.Connect("p", network.DirOutbound, "", n.now(), n.mono(n.now())).Peer
 	var dones []func()
 	for i := range maxPagesPerPeer + 1 {
 		resp, done := n.syncPage(st, req)
@@ -154,8 +155,8 @@ func TestPagesPerPeer(t *testing.T) {
 	for _, done := range dones {
 		done()
 	}
-	if st.pages.Load() != 0 || n.pages.Held(limits.TierNew) != 0 || held == 0 {
-		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", st.pages.Load(), n.pages.Held(limits.TierNew), held)
+	if st.Link.pages.Load() != 0 || n.pages.Held(limits.TierNew) != 0 || held == 0 {
+		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", st.Link.pages.Load(), n.pages.Held(limits.TierNew), held)
 	}
 	if resp, done := n.syncPage(st, req); resp.(*proto.SyncResponse) == nil {
 		t.Fatal("no page once the others were done")

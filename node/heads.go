@@ -17,6 +17,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/heads"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -88,13 +89,13 @@ func (n *Node) standing(st *peerState) bool {
 	if st.Tier() == limits.TierSuspect {
 		return false
 	}
-	if st.outbound.Load() {
+	if st.Outbound() {
 		return true
 	}
-	if st.Tier() == limits.TierValued || st.reputed(n.mono(n.now())) {
+	if st.Tier() == limits.TierValued || st.Reputed(n.mono(n.now())) {
 		return true
 	}
-	_, established := n.authorStanding(st.id.String())
+	_, established := n.authorStanding(st.ID().String())
 	return established
 }
 
@@ -188,8 +189,8 @@ func (n *Node) pullTier(st *peerState) limits.Tier {
 // allowPull takes a token of p's pull budget (heads.Options.Allow). A peer
 // that has not completed hello is not pulled from yet.
 func (n *Node) allowPull(p peer.ID) (bool, time.Duration) {
-	st := n.run.get(p)
-	if st == nil || !st.helloed() {
+	st := n.run.Get(p)
+	if st == nil || !st.Helloed() {
 		return false, pullRetry
 	}
 	if !n.pullBudget.Allow(string(p), n.pullTier(st), int64(n.mono(n.now()))) {
@@ -232,16 +233,16 @@ func (n *Node) advanceCursor(p peer.ID, c core.Cursor) {
 // and announces on it (heads.Announce) until the peer disconnects, and
 // opens another after a failure, later each time (announceRetryFirst).
 func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
-	if !slices.Contains(h.Features, proto.FeatureHeads) || !st.announcing.CompareAndSwap(false, true) {
+	if !slices.Contains(h.Features, proto.FeatureHeads) || !st.Link.announcing.CompareAndSwap(false, true) {
 		return
 	}
 	n.go_(func() {
-		defer st.announcing.Store(false)
+		defer st.Link.announcing.Store(false)
 		ctx, cancel := context.WithCancel(n.ctx)
 		defer cancel()
 		go func() {
 			select {
-			case <-st.gone:
+			case <-st.Link.done():
 				cancel()
 			case <-ctx.Done():
 			}
@@ -249,7 +250,7 @@ func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
 		wait := announceRetryFirst
 		for ctx.Err() == nil {
 			started := time.Now()
-			err := n.announceOnce(ctx, st.id)
+			err := n.announceOnce(ctx, st.ID())
 			if ctx.Err() != nil {
 				return
 			}
@@ -259,7 +260,7 @@ func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
 			if time.Since(started) >= announceStable {
 				wait = announceRetryFirst
 			}
-			n.log.Debug("heads: announcer stopped; will retry", "peer", st.id, "err", err, "in", wait)
+			n.log.Debug("heads: announcer stopped; will retry", "peer", st.ID(), "err", err, "in", wait)
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -318,7 +319,7 @@ func (a announceCounter) Write(b []byte) (int, error) {
 // peer's history (ADR 0030).
 func (n *Node) handleHeads(s network.Stream) {
 	p := s.Conn().RemotePeer()
-	st := n.run.get(p)
+	st := n.run.Get(p)
 	if st == nil {
 		s.Reset()
 		return
@@ -327,10 +328,10 @@ func (n *Node) handleHeads(s network.Stream) {
 		s.Reset()
 		return
 	}
-	if old := st.headsIn.Swap(&s); old != nil {
+	if old := st.Link.headsIn.Swap(&s); old != nil {
 		(*old).Reset()
 	}
-	defer st.headsIn.CompareAndSwap(&s, nil)
+	defer st.Link.headsIn.CompareAndSwap(&s, nil)
 	err := heads.Read(s, func(h *proto.Heads) {
 		n.m.headsAnnounced("in")
 		n.heads.Announced(p, h)
@@ -338,19 +339,17 @@ func (n *Node) handleHeads(s network.Stream) {
 	var perr *proto.Error
 	if errors.As(err, &perr) || errors.Is(err, proto.ErrFrameTooLarge) {
 		n.m.badRequest("heads")
-		n.count(st, &st.hist.invalid, 1)
+		n.count(st, peers.Invalid, 1)
 		n.plog.Info(p, "bad heads", "peer sent a bad heads announcement; stream reset", "peer", p, "err", err)
 	}
 	s.Reset()
 }
 
 // stopHeads ends what st's peer had of heads at its disconnection: the
-// announcer (through st.gone) and the tracker's state.
+// announcer (through its link's done) and the tracker's state.
 func (n *Node) stopHeads(st *peerState) {
-	if st.gone != nil {
-		st.goneOnce.Do(func() { close(st.gone) })
-	}
+	st.Link.stop()
 	if n.heads != nil {
-		n.heads.Forget(st.id)
+		n.heads.Forget(st.ID())
 	}
 }

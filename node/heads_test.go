@@ -17,6 +17,7 @@ import (
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -250,8 +251,8 @@ func TestHeadsBadAnnouncement(t *testing.T) {
 		t.Fatal("the stream of a bad announcement was not reset")
 	}
 	waitFor(t, 5*time.Second, "the invalid message counted", func() bool {
-		st := n.run.get(a.h.ID())
-		return st != nil && st.hist.invalid.Load() == 1
+		st := n.run.Get(a.h.ID())
+		return st != nil && st.Count(peers.Invalid) == 1
 	})
 	a.announce(t, n, 10*time.Millisecond)
 	waitHead(t, 10*time.Second, 3, n)
@@ -276,14 +277,14 @@ func TestHeadsAnnouncerIdle(t *testing.T) {
 	if out(a) != 2 {
 		t.Errorf("announcements out of a: %v; want 2 (head 0, then the event)", out(a))
 	}
-	st := a.run.get(b.ID())
-	if st == nil || !st.announcing.Load() {
+	st := a.run.Get(b.ID())
+	if st == nil || !st.Link.announcing.Load() {
 		t.Fatal("a has no announcer to b")
 	}
 	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the announcer stopped", func() bool { return !st.announcing.Load() })
+	waitFor(t, 10*time.Second, "the announcer stopped", func() bool { return !st.Link.announcing.Load() })
 }
 
 // spamOpenLoop publishes valid events of s's own key at rate a second,
@@ -380,10 +381,10 @@ func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
 			}
 			// A published within one author's rate: no spam of its own,
 			// whatever the flood did to the share; the flood is spam.
-			if st := b.run.get(a.ID()); st == nil || st.spam.Load() != 0 {
+			if st := b.run.Get(a.ID()); st == nil || st.Spammed() != 0 {
 				t.Errorf("A counted as a spammer at B (%v)", st)
 			}
-			if sst := b.run.get(s.h.ID()); testutil.ToFloat64(b.m.bans.WithLabelValues("gossip spam")) == 0 && (sst == nil || sst.spam.Load() == 0) {
+			if sst := b.run.Get(s.h.ID()); testutil.ToFloat64(b.m.bans.WithLabelValues("gossip spam")) == 0 && (sst == nil || sst.Spammed() == 0) {
 				t.Error("the flood was not counted as spam at B")
 			}
 		})
@@ -464,8 +465,8 @@ func TestHeadsOneStreamPerPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the first stream read", func() bool {
-		st := n.run.get(a.h.ID())
-		return st != nil && st.headsIn.Load() != nil
+		st := n.run.Get(a.h.ID())
+		return st != nil && st.Link.headsIn.Load() != nil
 	})
 	a.announce(t, n, 10*time.Millisecond) // a second stream
 	if _, err := first.Read(make([]byte, 1)); err == nil {

@@ -254,7 +254,7 @@ func newMetrics(n *Node) *metrics {
 	}})
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
-	}, func() float64 { return float64(n.run.slots.Len()) })
+	}, func() float64 { return float64(n.run.Slots().Len()) })
 	for _, k := range core.Requests() {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
@@ -282,7 +282,6 @@ func newMetrics(n *Node) *metrics {
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
-		n.adm.table.Collector(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 	"github.com/wats-network/wats/routing"
@@ -101,15 +102,13 @@ type Node struct {
 	gossip     *gossip.Gossip // nil when gossip is off
 	mdns       mdns.Service   // nil when p2p.mdns is off
 	hints      *blobs.Hints
-	adm        *admission
 	issuer     *challenge.Issuer
 	// selfID is the node's raw Ed25519 public key: the requester id of the
 	// puzzles it solves, the responder id of those it issues.
 	selfID [challenge.IDLen]byte
-	// run owns the run state of the peers (peers.go).
-	run *runPeers
-	// records is the budget of new peer-cache records (value.go).
-	records *limits.Shared
+	// run is what the node knows of its peers and decides about them
+	// (peers.go).
+	run *peers.Table[link]
 	// gossipBudget is the forwarding peers' budget of envelopes, and
 	// authorBudget the authors' budget of new events (gossip.go; ADR 0031);
 	// offered is the authors' rate counted on the envelopes of their own
@@ -187,15 +186,14 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	o.EnsureDefaults()
 	now := o.Now
-	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono, run: newRunPeers(p2p.StrangerSlots(cfg)),
-		records: newRecordBudget(), runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
+	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono,
+		runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
 	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	adm, err := newAdmission(cfg.Limits)
-	if err != nil {
+	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
-	n.adm = adm
+	var err error
 	if n.pages, err = limits.NewPool(p2p.PagePoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -297,6 +295,10 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if k := n.peers.Migrated(); k > 0 {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
+	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits}); err != nil {
+		return nil, fmt.Errorf("node: limits: %w", err)
+	}
+	n.m.reg.MustRegister(n.run.Admission().Collector())
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
 		DataDir: store.DataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
@@ -317,7 +319,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, err
 	}
 	var ok2 bool
-	if n.selfID, ok2 = rawID(n.host.ID()); !ok2 {
+	if n.selfID, ok2 = peers.RawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
 	n.events.SetQuota(quotaFor(cfg.Events, n.host.ID().String(), n.valuedAuthor))
@@ -431,8 +433,8 @@ func (n *Node) Close() error {
 	if r := n.routing.Load(); r != nil {
 		errs = append(errs, r.Close())
 	}
-	n.log.Info("admission counters at shutdown", "limits", n.adm.table.Snapshot())
-	n.run.each(func(st *peerState) { n.dropPeerState(st.id) })
+	n.log.Info("admission counters at shutdown", "limits", n.run.Admission().Snapshot())
+	n.run.Each(func(st *peerState) { n.dropPeerState(st.ID()) })
 	errs = append(errs, n.closeStores())
 	return errors.Join(errs...)
 }
@@ -568,7 +570,7 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 	}
 	err := n.greet(ctx, ai.ID)
 	if errors.As(err, new(msmux.ErrNotSupported[protocol.ID])) {
-		n.peerOf(ai.ID).notWats.Store(true)
+		n.peerOf(ai.ID).SetNotWats()
 		n.log.Info("connected to a peer that does not speak /wats/1; it can serve blobs over bitswap", "peer", ai.ID)
 		return ai.ID, nil
 	}
@@ -841,7 +843,7 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 // peer's run state, and this node's hello on its first connection.
 func (n *Node) connected(_ network.Network, c network.Conn) {
 	p := c.RemotePeer()
-	if st := n.peerState(p, c.Stat().Direction); !st.helloed() {
+	if st := n.peerState(p, c.Stat().Direction); !st.Helloed() {
 		n.go_(func() {
 			ctx, cancel := context.WithTimeout(n.ctx, proto.ResponseTimeout)
 			defer cancel()
@@ -867,9 +869,9 @@ func (n *Node) disconnected(nw network.Network, c network.Conn) {
 // hello, in no particular order.
 func (n *Node) helloPeerIDs(max int) []peer.ID {
 	var out []peer.ID
-	n.run.each(func(st *peerState) {
-		if len(out) < max && st.helloed() {
-			out = append(out, st.id)
+	n.run.Each(func(st *peerState) {
+		if len(out) < max && st.Helloed() {
+			out = append(out, st.ID())
 		}
 	})
 	return out
@@ -879,9 +881,9 @@ func (n *Node) helloPeerIDs(max int) []peer.ID {
 // hellos.
 func (n *Node) helloPeers() map[peer.ID]*proto.Hello {
 	out := make(map[peer.ID]*proto.Hello)
-	n.run.each(func(st *peerState) {
-		if h := st.hello(); h != nil {
-			out[st.id] = h
+	n.run.Each(func(st *peerState) {
+		if h := st.Hello(); h != nil {
+			out[st.ID()] = h
 		}
 	})
 	return out

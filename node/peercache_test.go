@@ -35,7 +35,7 @@ func TestRestartRedialsKnownPeers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // waiting on the network
 	}
-	if st := b.run.get(a.ID()); st == nil || !st.reputed(b.mono(time.Now())) || !b.peers.MetInEarlierRun(a.ID()) {
+	if st := b.run.Get(a.ID()); st == nil || !st.Reputed(b.mono(time.Now())) || !b.peers.MetInEarlierRun(a.ID()) {
 		t.Fatal("a peer met in the earlier run is not reputed")
 	}
 }

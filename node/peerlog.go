@@ -61,14 +61,14 @@ func (l *peerLog) at(level slog.Level, p peer.ID, topic, msg string, args []any)
 // checked on st first, so that a flood from one id suppresses its lines
 // without taking the LogCap's lock.
 func (n *Node) throttled(st *peerState, k core.Request, mono time.Duration) {
-	last := &st.throttleLogged[k]
+	last := &st.Link.throttleLogged[k]
 	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < limits.LogInterval && mono >= time.Duration(t-1) {
 		n.plog.cap.Suppress()
 		return
 	}
-	if n.plog.cap.ShouldLog(st.id, limits.ThrottledTopic(k), int64(mono)) {
+	if n.plog.cap.ShouldLog(st.ID(), limits.ThrottledTopic(k), int64(mono)) {
 		last.Store(int64(mono) + 1)
-		n.log.Info("peer throttled", "peer", st.id, "type", k.String())
+		n.log.Info("peer throttled", "peer", st.ID(), "type", k.String())
 	}
 }
 

@@ -6,42 +6,32 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
-// Stream floods (ADR 0030): a peer that keeps opening streams past its caps
-// (each reset at once, so each costs the node little, but it can open tens
-// of thousands a second) is disconnected and refused by the gater for
-// streamFloodBan, and counted as abusive. An honest peer stays within its
-// caps.
-const (
-	// maxCapRefusals is how many of a peer's streams may be reset over
-	// its caps within one second.
-	maxCapRefusals = 64
-	// streamFloodBan is how long such a peer is refused.
-	streamFloodBan = time.Minute
-)
+// streamFloodBan is how long a peer is refused that kept opening streams
+// past its caps (peers.MaxCapRefusals, ADR 0030).
+const streamFloodBan = time.Minute
 
 // overCap resets a stream of st's over one of its caps (kind names it, for
-// the metric) and, past maxCapRefusals in a second, disconnects and bans
-// the peer.
+// the metric) and, past peers.MaxCapRefusals in a second, disconnects and
+// bans the peer.
 func (n *Node) overCap(st *peerState, kind string) {
 	n.m.streamRefused(kind)
-	sec := int64(n.mono(n.now()) / time.Second)
-	if w := st.capWindow.Load(); w != sec && st.capWindow.CompareAndSwap(w, sec) {
-		st.capRefusals.Store(0)
+	flood, t, changed := st.OverCap(n.mono(n.now()))
+	if changed {
+		n.tierChanged(st, t)
 	}
-	if st.capRefusals.Add(1) != maxCapRefusals+1 {
+	if !flood {
 		return
 	}
 	n.m.peerBanned("stream flood")
-	n.count(st, &st.hist.invalid, limits.SuspectMinBad)
-	n.plog.Info(st.id, "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.id,
+	n.plog.Info(st.ID(), "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.ID(),
 		"ban", streamFloodBan)
-	n.gater.Ban(st.id, streamFloodBan)
-	n.go_(func() { _ = n.host.Network().ClosePeer(st.id) })
+	n.gater.Ban(st.ID(), streamFloodBan)
+	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 
 // negotiationTimeout bounds how long a peer's new stream may take to name
@@ -57,19 +47,19 @@ const negotiationTimeout = 2 * time.Second
 // the stream to the protocol's handler.
 func (n *Node) acceptStream(s network.Stream) {
 	st := n.peerOf(s.Conn().RemotePeer())
-	if st.unnegotiated.Add(1) > p2p.UnnegotiatedCap[st.Tier()] {
-		st.unnegotiated.Add(-1)
+	if st.Link.unnegotiated.Add(1) > p2p.UnnegotiatedCap[st.Tier()] {
+		st.Link.unnegotiated.Add(-1)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
 		n.overCap(st, "unnegotiated")
 		return
 	}
 	_ = s.SetDeadline(time.Now().Add(negotiationTimeout))
 	protoID, handle, err := n.host.Mux().Negotiate(s)
-	st.unnegotiated.Add(-1)
+	st.Link.unnegotiated.Add(-1)
 	if err != nil {
 		if proto.IsTimeout(err) {
 			n.m.streamTimeout("negotiation")
-			n.count(st, &st.hist.timeouts, 1)
+			n.count(st, peers.Timeouts, 1)
 		}
 		_ = s.ResetWithError(network.StreamProtocolNegotiationFailed)
 		return
@@ -90,12 +80,12 @@ func (n *Node) acceptStream(s network.Stream) {
 // exchange's Node.AdmitStream).
 func (n *Node) bitswapStream(p peer.ID) (release func(), ok bool) {
 	st := n.peerOf(p)
-	if st.bitswapStreams.Add(1) > p2p.BitswapStreamCap[st.Tier()] {
-		st.bitswapStreams.Add(-1)
+	if st.Link.bitswapStreams.Add(1) > p2p.BitswapStreamCap[st.Tier()] {
+		st.Link.bitswapStreams.Add(-1)
 		n.overCap(st, "bitswap")
 		return nil, false
 	}
-	return func() { st.bitswapStreams.Add(-1) }, true
+	return func() { st.Link.bitswapStreams.Add(-1) }, true
 }
 
 // networkDirection is the direction of the oldest connection to p

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 
 	"github.com/wats-network/wats/core"
@@ -82,7 +83,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 	// share they all have (ADR 0041): its pages wait for the share, and
 	// each one is charged what it brought as it comes.
 	var share *newAuthorShare
-	if ps := n.run.get(p); ps != nil && !n.standing(ps) {
+	if ps := n.run.Get(p); ps != nil && !n.standing(ps) {
 		share = &newAuthorShare{n: n, p: p}
 	}
 
@@ -101,7 +102,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 		Call: func(ctx context.Context, req *proto.SyncRequest) (*proto.Response, error) {
 			return n.call(ctx, p, req)
 		},
-		Pacer: n.pacerFor(p), Now: n.now, Known: n.has, MaxPages: maxPages,
+		Pacer: n.run.Pacer(p), Now: n.now, Known: n.has, MaxPages: maxPages,
 		Store: func(group []catchup.Page) error {
 			if err := n.storePages(p, group, &st); err != nil {
 				return err
@@ -140,8 +141,8 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 // run state while it is connected (forgotten with it at disconnect, so a
 // flood of identities leaves nothing behind), else a fresh one.
 func (n *Node) syncLock(p peer.ID) *sync.Mutex {
-	if st := n.run.get(p); st != nil {
-		return &st.syncMu
+	if st := n.run.Get(p); st != nil {
+		return &st.Link.syncMu
 	}
 	return new(sync.Mutex)
 }
@@ -181,8 +182,8 @@ func (n *Node) storePages(p peer.ID, group []catchup.Page, st *SyncProgress) err
 	// future are not (the peer's clock, or the author's, may be right).
 	n.gave(p, uint64(len(added)), 0)
 	if bad := invalidEvents(rejected); bad > 0 {
-		if ps := n.run.get(p); ps != nil {
-			n.count(ps, &ps.hist.invalid, bad)
+		if ps := n.run.Get(p); ps != nil {
+			n.count(ps, peers.Invalid, bad)
 		}
 	}
 	n.autoFetch(added, p, "sync")

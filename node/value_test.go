@@ -2,135 +2,18 @@ package node
 
 import (
 	"context"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
-
-// TestRecordBudget: peers that show value at once get records up to the
-// budget's burst; the next is put off, stays a stranger meanwhile, and is
-// given its record (with the value it showed first) when the budget has
-// refilled, by foldAll. A flood of ids with cheap value writes records no
-// faster than newRecordsPerMin.
-func TestRecordBudget(t *testing.T) {
-	var mono atomic.Int64
-	n := startNodeWith(t, mustRepo(t), Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
-	burst := n.records.Rate().Burst()
-	var states []*peerState
-	for i := range burst + 5 {
-		st := &peerState{id: peer.ID(fmt.Sprintf("sybil-%03d", i))}
-		n.run.live.Store(st.id, st) // as if connected: foldAll sees it
-		states = append(states, st)
-		n.showedValue(st, peercache.ValueEvents)
-	}
-	if got := n.peers.Len(); got != burst {
-		t.Fatalf("%d records for %d peers that showed value at once, want the burst of %d", got, len(states), burst)
-	}
-	late := states[burst]
-	if late.persisted.Load() || n.peers.Has(late.id) {
-		t.Fatal("the peer past the burst got a record")
-	}
-	late.hist.events.Store(1) // it gave an event: still a stranger without its record
-	if late.retier(); late.Tier() != limits.TierNew || !states[0].Tier().Valid() || states[0].Tier() != limits.TierNormal {
-		t.Fatalf("tiers: %v without a record, %v with one; want new and normal", late.Tier(), states[0].Tier())
-	}
-	if got := testutil.ToFloat64(n.m.deferred); got != 5 {
-		t.Fatalf("wats_peer_records_deferred_total = %v, want 5", got)
-	}
-	n.showedValue(late, peercache.ValueSolved) // shown again: counted once, the first value kept
-	if got := testutil.ToFloat64(n.m.deferred); got != 5 {
-		t.Fatalf("a deferred peer showing value again counted twice: %v", got)
-	}
-	n.foldAll() // no time passed: still no record
-	if n.peers.Has(late.id) {
-		t.Fatal("a record before the budget refilled")
-	}
-	mono.Add(int64(time.Minute / newRecordsPerMin)) // one record's worth
-	n.foldAll()
-	if got := n.peers.Len(); got != burst+1 {
-		t.Fatalf("%d records one interval later, want %d", got, burst+1)
-	}
-	mono.Add(int64(time.Minute))
-	n.foldAll()
-	for _, st := range states {
-		rec, ok := n.peers.Get(st.id)
-		if !ok || rec.Value != peercache.ValueEvents {
-			t.Fatalf("%s after the budget refilled: %+v %v, want a record by events", st.id, rec, ok)
-		}
-	}
-}
-
-// TestValuedTakesADay: a peer that gave ValuedEvents events is normal while
-// its record is younger than limits.ValuedAge, valued from then on; a wall
-// clock that steps back does not take it away in this run.
-func TestValuedTakesADay(t *testing.T) {
-	clock := &fakeClock{}
-	n := startNodeWith(t, mustRepo(t), Options{Now: clock.Now})
-	b := startNode(t, testConfig(false, time.Hour))
-	publish(t, b, limits.ValuedEvents)
-	connect(t, b, n)
-	// The record is written, then the tier worked out again: wait for both.
-	waitFor(t, 20*time.Second, "b's events, a record and tier normal", func() bool {
-		st := n.run.get(b.ID())
-		return st != nil && st.hist.events.Load() >= limits.ValuedEvents && st.persisted.Load() && st.Tier() == limits.TierNormal
-	})
-	st := n.run.get(b.ID())
-	clock.Advance(limits.ValuedAge - time.Minute)
-	n.foldAll()
-	if st.Tier() != limits.TierNormal {
-		t.Fatalf("valued with a record a minute short of a day old")
-	}
-	clock.Advance(time.Minute)
-	n.foldAll()
-	if st.Tier() != limits.TierValued {
-		t.Fatalf("tier %v with a record a day old, want valued", st.Tier())
-	}
-	var why string
-	for _, p := range n.PeerCache() {
-		if p.PeerID == b.ID().String() {
-			why = p.Tier + " " + p.TierReason
-		}
-	}
-	if why == "" || why[:6] != "valued" {
-		t.Fatalf("the peer cache shows %q for b", why)
-	}
-	clock.Advance(-2 * limits.ValuedAge)
-	n.foldAll()
-	if st.Tier() != limits.TierValued {
-		t.Fatalf("a step back of the wall clock took the tier: %v", st.Tier())
-	}
-}
-
-// TestRecordAged: at and just short of limits.ValuedAge; a first_seen in
-// the future (a clock stepped back) or unset is not aged.
-func TestRecordAged(t *testing.T) {
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		first time.Time
-		want  bool
-	}{
-		{now.Add(-limits.ValuedAge), true},
-		{now.Add(-limits.ValuedAge + time.Nanosecond), false},
-		{now.Add(time.Hour), false},
-		{time.Time{}, false},
-	} {
-		if got := recordAged(tc.first, now); got != tc.want {
-			t.Errorf("recordAged(%v, %v) = %v, want %v", tc.first, now, got, tc.want)
-		}
-	}
-}
 
 // TestReplicateRequesterIsNotCredited: the blobs a peer asks this node to
 // fetch from it (replicate) are no value it gave: it earns no bytes and no
@@ -146,8 +29,8 @@ func TestReplicateRequesterIsNotCredited(t *testing.T) {
 	if err != nil || len(resp.Stored) != 1 {
 		t.Fatalf("replicate: %+v %v", resp, err)
 	}
-	st := b.run.get(a.ID())
-	if got := st.hist.bytes.Load(); got != 0 || b.peers.Has(a.ID()) {
+	st := b.run.Get(a.ID())
+	if got := st.Count(peers.Bytes); got != 0 || b.peers.Has(a.ID()) {
 		t.Fatalf("the replicate's requester was credited %d bytes (record: %v)", got, b.peers.Has(a.ID()))
 	}
 	other := addBlob(t, a, randData(300<<10, 2))
@@ -158,7 +41,7 @@ func TestReplicateRequesterIsNotCredited(t *testing.T) {
 	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: other.Size, Sources: blobs.Sources{First: a.ID()}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := st.hist.bytes.Load(); got != other.Size {
+	if got := st.Count(peers.Bytes); got != other.Size {
 		t.Fatalf("a blob fetched on b's own account credited %d bytes, want %d", got, other.Size)
 	}
 	if rec, ok := b.peers.Get(a.ID()); !ok || rec.Value != peercache.ValueBlobs {
@@ -204,9 +87,7 @@ func TestStrangersFetchAQuarterOfTheQuota(t *testing.T) {
 	if !take(b.ID(), uint64(cfg.Blobs.MaxBlobBytes)+1) {
 		t.Fatal("a blob over max_blob_bytes (it fails at once) was held to the share")
 	}
-	known := n.peerOf(b.ID())
-	known.persisted.Store(true) // as if it had shown value
-	known.retier()
+	n.showedValue(n.peerOf(b.ID()), peercache.ValueEvents) // a record
 	if !take(b.ID(), uint64(cfg.Blobs.MaxBlobBytes)) {
 		t.Fatal("a peer with a record was refused while strangers hold their quarter")
 	}
@@ -230,40 +111,6 @@ func TestStrangersFetchAQuarterOfTheQuota(t *testing.T) {
 	}
 }
 
-// TestReconnectingKeepsTheHistory: connections and disconnections of one
-// peer racing each other (the node's path for each, many goroutines at
-// once) never lose what a disconnection remembered: the history the node
-// keeps of the peer never goes back.
-func TestReconnectingKeepsTheHistory(t *testing.T) {
-	n := startNode(t, testConfig(false, time.Hour))
-	p := peer.ID("racer")
-	var wg sync.WaitGroup
-	var back atomic.Int64
-	for range 8 {
-		wg.Go(func() {
-			last := uint64(0)
-			for range 2000 {
-				st := n.peerState(p, network.DirOutbound) // not connected: dropped again at once
-				st.hist.misses.Add(1)
-				n.dropPeerState(p)
-				if rp, ok := n.run.recent.Peek(p); ok {
-					if rp.hist.Misses < last {
-						back.Add(1)
-					}
-					last = rp.hist.Misses
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if back.Load() > 0 {
-		t.Fatalf("the remembered history went back %d times", back.Load())
-	}
-	if rp, ok := n.run.recent.Peek(p); !ok || rp.hist.Misses == 0 {
-		t.Fatalf("nothing remembered: %+v %v", rp, ok)
-	}
-}
-
 // TestLateDisconnectionNoticeKeepsTheHello: the notice of a closed
 // connection that comes after the peer connected again (its old
 // connection's close was noticed late, as on a loaded machine when a peer
@@ -282,9 +129,9 @@ func TestLateDisconnectionNoticeKeepsTheHello(t *testing.T) {
 	}
 
 	// The notice of a connection while another is up: the state stays.
-	st := a.run.get(b.ID())
+	st := a.run.Get(b.ID())
 	a.disconnected(a.Host().Network(), conns[0])
-	if got := a.run.get(b.ID()); got != st || !a.helloed(b.ID()) {
+	if got := a.run.Get(b.ID()); got != st || !a.helloed(b.ID()) {
 		t.Fatalf("a disconnection notice while b is connected dropped its state (state kept: %v, hello: %v)", got == st, a.helloed(b.ID()))
 	}
 
@@ -294,8 +141,15 @@ func TestLateDisconnectionNoticeKeepsTheHello(t *testing.T) {
 		t.Fatal("b still helloed once its state was dropped")
 	}
 	h := &proto.Hello{Version: 1, Network: "test", Agent: "wats/test"}
-	live, _ := a.setLiveHello(st, h, time.Second)
-	if live == st || a.run.get(b.ID()) != live {
+	got := 0
+	stateOf := func() *peerState { // the dropped state first, as a handler that read it before the drop
+		if got++; got == 1 {
+			return st
+		}
+		return a.peerOf(b.ID())
+	}
+	live, _, _ := a.run.SetHello(b.ID(), h, stateOf, a.linked, a.now(), time.Second)
+	if live == st || a.run.Get(b.ID()) != live {
 		t.Fatal("the hello was not recorded in b's live state")
 	}
 	if !a.helloed(b.ID()) {

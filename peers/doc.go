@@ -1,11 +1,15 @@
-// Package peers is what a node decides about its peers, apart from the
-// libp2p host that connects them: whom the stranger connection slots
-// keep and whom they evict (Slots, ADR 0030), and who is reputed (Reputed,
-// ADR 0014). Its decisions take the monotonic reading of the moment as a
-// value and return verdicts the node carries out (an eviction it bans and
-// closes); they are stepped through by the scripts in testdata/.
+// Package peers is everything a node knows of its peers and decides about
+// them, apart from the libp2p host that connects them (ADR 0030, ADR 0046):
+// a Table holds each connected peer's state (Peer: its connection's facts,
+// hello, tier and value history, standing, sync cursor), remembers the
+// recently disconnected, owns the stranger connection slots (Slots), the
+// budget of new peer-cache records, and admission (Admit: limits.Policy's
+// decision with the strangers' shared budgets and what a solution buys).
 //
-// It is to own all that the node knows of a peer (docs/adr/0046); for now
-// the run state of peers is the node's, and these decisions read it
-// through the facts the node gives them.
+// Its decisions take the moment as values (the wall clock for what
+// outlives the run, the node's monotonic reading for the rest) and return
+// verdicts the node carries out: a tier to tag, a stranger to ban and
+// close, a challenge to issue, a record made or put off. The scripts in
+// testdata/ step through them: connect, hello, request, flood, fold,
+// disconnect, reconnect and restart at given times.
 package peers

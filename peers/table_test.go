@@ -1,0 +1,528 @@
+package peers
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/internal/scripttest"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/proto"
+)
+
+// epoch is the wall clock of the scripts' time 0.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// scriptID returns a peer ID with an Ed25519 key made from name, so that a
+// script's peers are the same in every run and can be sent challenges.
+func scriptID(t testing.TB, name string) peer.ID {
+	seed := sha256.Sum256([]byte(name))
+	sk, _, err := crypto.GenerateEd25519Key(strings.NewReader(string(seed[:])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// scriptWorld is a Table on a peer cache in memory, and the clocks and
+// names of a script.
+type scriptWorld struct {
+	t     testing.TB
+	db    *pebble.DB
+	cache *peercache.Cache
+	table *Table[struct{}]
+	cfg   limits.Config
+	slots int
+	wall  time.Time
+	mono  time.Duration
+	ids   map[string]peer.ID
+	names map[peer.ID]string
+	// linked are the peers connected (for Leave and SetHello).
+	linked map[peer.ID]bool
+}
+
+func newScriptWorld(t testing.TB) *scriptWorld {
+	w := &scriptWorld{t: t}
+	t.Cleanup(func() { w.closeDB() })
+	return w
+}
+
+// reset starts from no peers and an empty peer cache.
+func (w *scriptWorld) reset() error {
+	w.closeDB()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	w.db, w.wall, w.mono = db, epoch, 0
+	w.ids, w.names, w.linked = map[string]peer.ID{}, map[peer.ID]string{}, map[peer.ID]bool{}
+	return w.open()
+}
+
+func (w *scriptWorld) closeDB() {
+	if w.cache != nil {
+		_ = w.cache.Close()
+		w.cache = nil
+	}
+	if w.db != nil {
+		_ = w.db.Close()
+		w.db = nil
+	}
+}
+
+// open (re)opens the peer cache and makes a new Table: a node's start.
+func (w *scriptWorld) open() error {
+	if w.cache != nil {
+		if err := w.cache.Close(); err != nil {
+			return err
+		}
+	}
+	c, _, err := peercache.Open(w.db, nil)
+	if err != nil {
+		return err
+	}
+	w.cache = c
+	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg})
+	w.linked = map[peer.ID]bool{}
+	return err
+}
+
+func (w *scriptWorld) id(name string) peer.ID {
+	if id, ok := w.ids[name]; ok {
+		return id
+	}
+	id := peer.ID(name) // no key: cannot be sent a challenge
+	if !strings.HasPrefix(name, "nokey-") {
+		id = scriptID(w.t, name)
+	}
+	w.ids[name], w.names[id] = id, name
+	return id
+}
+
+func (w *scriptWorld) peer(name string) (*Peer[struct{}], error) {
+	st := w.table.Get(w.id(name))
+	if st == nil {
+		return nil, fmt.Errorf("%s is not connected", name)
+	}
+	return st, nil
+}
+
+// change prints a Change.
+func (w *scriptWorld) change(c Change[struct{}]) string {
+	var out []string
+	if c.Persisted != "" {
+		out = append(out, "record "+c.Persisted)
+	}
+	if c.Deferred {
+		out = append(out, "deferred")
+	}
+	if c.Err != nil {
+		out = append(out, "error")
+	}
+	if c.Retiered {
+		out = append(out, "tier "+c.Tier.String())
+	}
+	if len(out) == 0 {
+		return "ok"
+	}
+	return strings.Join(out, ", ")
+}
+
+// describe prints what the Table knows of a peer.
+func (w *scriptWorld) describe(name string) string {
+	p := w.id(name)
+	st := w.table.Get(p)
+	if st == nil {
+		h, ok := w.table.History(p, w.wall, w.mono)
+		if !ok {
+			return "unknown"
+		}
+		return fmt.Sprintf("away tier=%v reputed=%v record=%v cursor=%d %s", limits.TierOf(h), w.table.ReputedAway(p, w.mono),
+			h.Persisted, w.table.Cursor(p), countsText(h.Counts))
+	}
+	return fmt.Sprintf("tier=%v reputed=%v record=%v hello=%v cursor=%d %s", st.Tier(), st.Reputed(w.mono), st.Persisted(),
+		st.Helloed(), w.table.Cursor(p), countsText(st.History().Counts))
+}
+
+// countsText prints the non-zero counts of c.
+func countsText(c core.Counts) string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{{"served", c.Served}, {"refused", c.Refused}, {"challenged", c.Challenged}, {"solved", c.Solved},
+		{"misses", c.Misses}, {"invalid", c.Invalid}, {"failed", c.Failed}, {"timeouts", c.Timeouts},
+		{"events", c.Events}, {"bytes", c.Bytes}} {
+		if f.v != 0 {
+			out = append(out, fmt.Sprintf("%s=%d", f.name, f.v))
+		}
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+var counterNames = map[string]Counter{"served": Served, "refused": Refused, "challenged": Challenged, "solved": Solved,
+	"misses": Misses, "invalid": Invalid, "failed": Failed, "timeouts": Timeouts, "events": Events, "bytes": Bytes}
+
+func (w *scriptWorld) run(f []string) (string, error) {
+	switch f[0] {
+	case "table":
+		w.cfg, w.slots = limits.DefaultConfig(), 4
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return "", err
+			}
+			switch k {
+			case "slots":
+				w.slots = n
+			case "reports":
+				w.cfg.StrangerReportPerMin = n
+			case "report":
+				w.cfg.ReportPerMin = n
+			case "sync":
+				w.cfg.SyncPerMin = n
+			default:
+				return "", fmt.Errorf("unknown option %q", k)
+			}
+		}
+		if err := w.reset(); err != nil {
+			return "", err
+		}
+		return "ok", nil
+	case "at":
+		// at T: both clocks at T after the start; at T wall=W: the wall
+		// clock apart (it may step back).
+		d, err := time.ParseDuration(f[1])
+		if err != nil {
+			return "", err
+		}
+		w.mono, w.wall = d, epoch.Add(d)
+		for _, kv := range f[2:] {
+			if v, ok := strings.CutPrefix(kv, "wall="); ok {
+				wd, err := time.ParseDuration(v)
+				if err != nil {
+					return "", err
+				}
+				w.wall = epoch.Add(wd)
+			}
+		}
+		return "ok", nil
+	case "connect":
+		dir := network.DirInbound
+		if len(f) > 2 && f[2] == "out" {
+			dir = network.DirOutbound
+		}
+		p := w.id(f[1])
+		w.linked[p] = true
+		c := w.table.Connect(p, dir, "", w.wall, w.mono)
+		switch {
+		case !c.Created:
+			return "known", nil
+		case c.Evicted != nil:
+			return fmt.Sprintf("tier %v, evict %s ban %v", c.Peer.Tier(), w.names[c.Evicted.ID()], c.Ban), nil
+		}
+		return fmt.Sprintf("tier %v", c.Peer.Tier()), nil
+	case "hello":
+		p := w.id(f[1])
+		h := &proto.Hello{Version: 1, Network: "test", Agent: "script"}
+		for _, a := range f[2:] {
+			if a == "challenge" {
+				h.Features = append(h.Features, proto.FeatureChallenge)
+			} else if v, ok := strings.CutPrefix(a, "sync="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				h.Limits = &proto.HelloLimits{SyncPerMin: n}
+			}
+		}
+		st, first, err := w.table.SetHello(p, h, func() *Peer[struct{}] { return w.table.Connect(p, network.DirInbound, "", w.wall, w.mono).Peer },
+			func(p peer.ID) bool { return w.linked[p] }, w.wall, w.mono)
+		if err != nil {
+			return "", err
+		}
+		pace := "unpaced"
+		if pc := w.table.Pacer(p); pc.Rate().PerMin() != 0 {
+			pace = fmt.Sprintf("paced %d/min", pc.Rate().PerMin())
+		}
+		return fmt.Sprintf("first=%v %s live=%v", first, pace, w.table.Get(p) == st), nil
+	case "request":
+		// request ID TYPE [hit|miss|expected] [solved] [load=N]
+		st, err := w.peer(f[1])
+		if err != nil {
+			return "", err
+		}
+		k, ok := core.ParseRequest(f[2])
+		if !ok {
+			return "", fmt.Errorf("unknown request %q", f[2])
+		}
+		class, solved, load := limits.ClassHit, false, 1
+		for _, a := range f[3:] {
+			switch {
+			case a == "miss":
+				class = limits.ClassMiss
+			case a == "expected":
+				class = limits.ClassExpected
+			case a == "solved":
+				solved = true
+			case strings.HasPrefix(a, "load="):
+				load, _ = strconv.Atoi(a[len("load="):])
+			default:
+				return "", fmt.Errorf("unknown argument %q", a)
+			}
+		}
+		v := w.table.Admit(st, k, class, solved, load, w.mono)
+		out := []string{v.Verdict.String()}
+		if v.Verdict != limits.Serve {
+			out = append(out, v.Reason.String())
+		}
+		if v.Verdict == limits.Refuse {
+			out = append(out, "retry "+v.RetryAfter.String())
+		}
+		for _, flag := range []struct {
+			on   bool
+			name string
+		}{{v.Miss, "miss"}, {v.Shared, "shared"}, {v.Throttled, "throttled"}, {v.FirstSolution, "first-solution"},
+			{v.Pressure, "pressure"}} {
+			if flag.on {
+				out = append(out, flag.name)
+			}
+		}
+		if v.Retiered {
+			out = append(out, "tier "+v.Tier.String())
+		}
+		return strings.Join(out, ", "), nil
+	case "requests":
+		// requests ID TYPE N: N requests at once; prints how many of each verdict.
+		st, err := w.peer(f[1])
+		if err != nil {
+			return "", err
+		}
+		k, _ := core.ParseRequest(f[2])
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return "", err
+		}
+		got := map[string]int{}
+		for range n {
+			got[w.table.Admit(st, k, limits.ClassHit, false, 1, w.mono).Verdict.String()]++
+		}
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range got {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%s=%d", k, got[k]))
+		}
+		return strings.Join(out, " "), nil
+	case "count":
+		// count ID COUNTER N
+		st, err := w.peer(f[1])
+		if err != nil {
+			return "", err
+		}
+		c, ok := counterNames[f[2]]
+		if !ok {
+			return "", fmt.Errorf("unknown counter %q", f[2])
+		}
+		n, err := strconv.ParseUint(f[3], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		t, changed := st.Add(c, n)
+		if changed {
+			return "tier " + t.String(), nil
+		}
+		return "ok", nil
+	case "crowd":
+		// crowd PREFIX N: N peers PREFIX1..PREFIXN dial out and give one
+		// event each at once; prints how many got a record.
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		made, deferred := 0, 0
+		for i := 1; i <= n; i++ {
+			p := w.id(f[1] + strconv.Itoa(i))
+			w.linked[p] = true
+			w.table.Connect(p, network.DirOutbound, "", w.wall, w.mono)
+			c, _ := w.table.Gave(p, 1, 0, w.wall, w.mono)
+			if c.Persisted != "" {
+				made++
+			}
+			if c.Deferred {
+				deferred++
+			}
+		}
+		return fmt.Sprintf("%d records, %d deferred", made, deferred), nil
+	case "gave":
+		// gave ID EVENTS BYTES
+		events, err1 := strconv.ParseUint(f[2], 10, 64)
+		bytes, err2 := strconv.ParseUint(f[3], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return "", err
+		}
+		c, ok := w.table.Gave(w.id(f[1]), events, bytes, w.wall, w.mono)
+		if !ok {
+			return "not credited", nil
+		}
+		return w.change(c), nil
+	case "value":
+		st, err := w.peer(f[1])
+		if err != nil {
+			return "", err
+		}
+		return w.change(w.table.ShowedValue(st, f[2], w.wall, w.mono)), nil
+	case "flood":
+		// flood ID N: N streams over its caps within this second; prints
+		// the refusal that bans it, if one does.
+		st, err := w.peer(f[1])
+		if err != nil {
+			return "", err
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		out := "no ban"
+		for i := range n {
+			if flood, t, _ := st.OverCap(w.mono); flood {
+				out = fmt.Sprintf("ban at %d, tier %v", i+1, t)
+			}
+		}
+		return out, nil
+	case "fold":
+		changes := w.table.Fold(w.wall, w.mono)
+		if len(changes) == 0 {
+			return "none", nil
+		}
+		var out []string
+		for _, c := range changes {
+			out = append(out, w.names[c.Peer.ID()]+": "+w.change(c))
+		}
+		slices.Sort(out)
+		return strings.Join(out, "; "), nil
+	case "disconnect":
+		p := w.id(f[1])
+		delete(w.linked, p)
+		if w.table.Leave(p, func(p peer.ID) bool { return w.linked[p] }, w.wall, w.mono) == nil {
+			return "none", nil
+		}
+		return "ok", nil
+	case "cursor":
+		n, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		if err := w.table.SaveCursor(w.id(f[1]), core.Cursor(n), true); err != nil {
+			return "", err
+		}
+		return "ok", nil
+	case "gater":
+		if w.table.AdmitStranger(w.id(f[1]), w.mono) {
+			return "admit", nil
+		}
+		return "refuse", nil
+	case "restart":
+		// The node stops (every peer leaves) and starts again on the
+		// same peer cache; the monotonic clock starts again from 0.
+		for p := range w.linked {
+			w.table.Leave(p, nil, w.wall, w.mono)
+		}
+		if err := w.open(); err != nil {
+			return "", err
+		}
+		w.mono = 0
+		return "ok", nil
+	case "peer":
+		return w.describe(f[1]), nil
+	case "slots":
+		var held []string
+		for name, p := range w.ids {
+			if st := w.table.Get(p); st != nil && w.table.Slots().Holds(st) {
+				held = append(held, name)
+			}
+		}
+		slices.Sort(held)
+		return fmt.Sprintf("%d %v", w.table.Slots().Len(), held), nil
+	}
+	return "", fmt.Errorf("unknown command %q", f[0])
+}
+
+// TestTableScripts steps through the Table's scripts in testdata/.
+func TestTableScripts(t *testing.T) {
+	for _, name := range []string{"value", "admit", "strangers", "restart"} {
+		t.Run(name, func(t *testing.T) {
+			w := newScriptWorld(t)
+			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)
+		})
+	}
+}
+
+// TestReconnectingKeepsTheHistory: connections and disconnections of one
+// peer racing each other (many goroutines at once) never lose what a
+// disconnection remembered: the history the Table keeps of the peer never
+// goes back, so a peer cannot shed its history by reconnecting at the
+// right moment.
+func TestReconnectingKeepsTheHistory(t *testing.T) {
+	w := newScriptWorld(t)
+	if _, err := w.run([]string{"table"}); err != nil {
+		t.Fatal(err)
+	}
+	p := scriptID(t, "racer")
+	var wg sync.WaitGroup
+	var back atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			last := uint64(0)
+			for range 2000 {
+				st := w.table.Connect(p, network.DirOutbound, "", epoch, 0).Peer
+				st.Add(Misses, 1)
+				w.table.Leave(p, nil, epoch, 0)
+				if rp, ok := w.table.recent.Peek(p); ok {
+					if rp.hist.Misses < last {
+						back.Add(1)
+					}
+					last = rp.hist.Misses
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if back.Load() > 0 {
+		t.Fatalf("the remembered history went back %d times", back.Load())
+	}
+	if rp, ok := w.table.recent.Peek(p); !ok || rp.hist.Misses == 0 {
+		t.Fatalf("nothing remembered: %+v %v", rp, ok)
+	}
+}
+
+// quietLogger drops pebble's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
