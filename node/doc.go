@@ -43,11 +43,12 @@
 //   - syncer.go: when and from where the sync client runs (package
 //     catchup's run), the store of what it verified, persisted cursors.
 //   - publish.go: local events and gossip delivery.
-//   - gossip.go: gossip's budgets, the store of gossiped events, the
-//     application's score (ADR 0031).
+//   - gossip.go: gossip's callbacks (its budgets, spam bans and scores
+//     are package peers' decisions), the store of gossiped events, the
+//     log's quotas (ADR 0031).
 //   - heads.go: heads announcements (docs/adr/0041): the announcer to
-//     each peer, the reader of each peer's, the pulls and their budget,
-//     standing, the strangers' share of what sync brings.
+//     each peer, the reader of each peer's, the pulls (their budget and
+//     standing are package peers').
 //   - challenge.go: the load challenge: issuing, checking solutions,
 //     solving the challenges of the peers this node calls.
 //   - fetch.go: the blob exchange and fetcher, the auto-fetch workers on

@@ -60,173 +60,70 @@ func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
 	return limits.TierNew
 }
 
+// clock returns the wall clock and the monotonic reading of the moment.
+func (n *Node) clock() (time.Time, time.Duration) {
+	now := n.now()
+	return now, n.mono(now)
+}
+
 // admitForward is the forwarding peer's budget of envelopes, at the RPC
-// (gossip.Options.Admit): limits.gossip_per_min by the forwarder's tier.
-// An envelope of an established author takes from the forwarder's own
-// bucket only; one of a new author also from the strangers' share
-// (limits.stranger_gossip_per_min) when the forwarder is a stranger, and
-// only while the new authors' shared budget has a token at all, so that
-// spam of fresh keys costs gossipsub no signature check.
-//
-// A forwarder with standing (ADR 0041: this node dialled it, or it is
-// reputed, valued or an established author) takes from its own buckets
-// only, for new authors too: what it forwards is bounded by its own
-// budget and each author's, not held to the strangers' shares that a
-// flood of fresh ids spends, so that its own events and those it admitted
-// reach this node whatever strangers do.
+// (gossip.Options.Admit; peers.Table.Forward).
 func (n *Node) admitForward(p peer.ID, author string) error {
-	now := int64(n.mono(n.now()))
-	ft := n.tierOfPeer(p)
-	at, established := n.authorStanding(author)
-	if !established && author != "" && author == p.String() && !n.offered.AllowOwn(author, at, now) {
-		// A new author publishing its own envelopes faster than one
-		// author may, counted on what it sends: a spammer. One within it
-		// whose envelopes found the new authors' share spent by others is
-		// not at fault (ADR 0041).
-		n.spammed(p, author)
+	now, mono := n.clock()
+	err, spammed := n.run.Forward(p, author, now, mono)
+	if spammed {
+		n.spam(p, 1)
 	}
-	if established || n.forwarderStanding(p) {
-		if !n.gossipBudget.AllowOwn(string(p), ft, now) {
-			return gossip.ErrOverPeerBudget
-		}
-		if !established && author != "" && !n.authorBudget.HasOwn(author, at, now) {
-			return gossip.ErrOverAuthorBudget
-		}
-		return nil
-	}
-	if author != "" && !n.authorBudget.Has(author, at, now) {
+	switch {
+	case errors.Is(err, peers.ErrOverPeerBudget):
+		return gossip.ErrOverPeerBudget
+	case errors.Is(err, peers.ErrOverAuthorBudget):
 		return gossip.ErrOverAuthorBudget
 	}
-	if !n.gossipBudget.Allow(string(p), ft, now) {
-		return gossip.ErrOverPeerBudget
-	}
-	return nil
+	return err
 }
 
-// forwarderStanding reports whether p, connected, has standing (ADR
-// 0041; node.standing).
-func (n *Node) forwarderStanding(p peer.ID) bool {
-	st := n.run.Get(p)
-	return st != nil && n.standing(st)
-}
-
-// authorStanding is the tier whose budget an author's events take from,
-// and whether the author is established (ADR 0031): an author whose first
-// event this node stored at least limits.new_author_minutes ago (by the
-// wall clock, as the log records it), or a valued peer. A peer's record
-// alone does not establish it as an author: giving events earns a record
-// within seconds (ADR 0030), and a spammer's own events are events. Every
-// other author is a new one (TierNew, or TierSuspect for a suspect peer)
-// and shares limits.stranger_author_per_min with the others: fresh keys
-// cost nothing.
-//
-// An author established by time stays so (its first event stays stored), so
-// the last establishedAuthorsCached of them are remembered: each envelope
-// asks for its author's standing three times (at the RPC, before and after
-// the signature check), and the log would be read each time.
-func (n *Node) authorStanding(author string) (limits.Tier, bool) {
-	t := n.authorPeerTier(author)
-	switch t {
-	case limits.TierValued:
-		return t, true
-	case limits.TierSuspect:
-		return t, false
-	}
-	if n.establishedAuthors.Contains(author) {
-		return limits.TierNormal, true
-	}
-	u, err := n.events.AuthorUsage(author)
-	if err == nil && u.Events > 0 {
-		age := time.Duration(n.now().UnixMilli()-u.First) * time.Millisecond
-		if age >= time.Duration(n.cfg.Limits.NewAuthorMinutes)*time.Minute {
-			n.establishedAuthors.Add(author, struct{}{})
-			return limits.TierNormal, true
-		}
-	}
-	return limits.TierNew, false
-}
-
-// establishedAuthorsCached bounds Node.establishedAuthors.
-const establishedAuthorsCached = 4096
-
-// admitAuthor is the author's budget of new events (limits.author_per_min
-// by its standing) for an envelope from forwarded, its event of size
-// bytes: looked at before the signature check, taken after. A new
-// author's event forwarded by a peer with standing takes from the
-// author's own bucket only (admitForward); one forwarded by a stranger
-// takes from the new authors' share too, a token per
-// limits.EventTokenBytes started (ADR 0041), the first when it is taken
-// and the rest charged.
+// admitAuthor is the author's budget of new events (gossip.Options.Author;
+// peers.Table.AdmitAuthor).
 func (n *Node) admitAuthor(from peer.ID, author string, size int, take bool) bool {
-	t, _ := n.authorStanding(author)
-	now := int64(n.mono(n.now()))
-	own := n.forwarderStanding(from)
-	switch {
-	case take && own:
-		return n.authorBudget.AllowOwn(author, t, now)
-	case take:
-		if !n.authorBudget.Allow(author, t, now) {
-			return false
-		}
-		if t.Stranger() {
-			n.authorBudget.ChargeStrangers(limits.EventTokens(size)-1, now)
-		}
-		return true
-	case own:
-		return n.authorBudget.HasOwn(author, t, now)
-	}
-	return n.authorBudget.Has(author, t, now)
+	now, mono := n.clock()
+	return n.run.AdmitAuthor(from, author, size, take, now, mono)
 }
 
 // spammed counts an envelope of a new author that its forwarder wrote
 // itself (author == forwarder) past the rate one author may publish
-// (limits.author_per_min, counted on what it sends: Node.offered): a peer
-// publishing fresh events faster than one author may. It lowers the
-// peer's gossipsub score (appScore), so that the mesh keeps the peers that
-// relay over those that spam. An author within that rate whose envelopes
-// found the new authors' share spent by others is not counted (ADR 0041):
-// that is a flood of strangers, and the honest new author's events come
-// by the pull of its heads instead.
+// (peers.Table.Forward's spammed); a relay of someone else's events is not
+// at fault.
 func (n *Node) spammed(p peer.ID, author string) {
-	if author != p.String() {
-		return // a relay of someone else's events: the relay is not at fault
+	if author == p.String() {
+		n.spam(p, 1)
 	}
-	n.addSpam(p, 1)
 }
 
 // graylisted counts the envelopes of an RPC that gossip dropped whole, its
 // sender being graylisted (gossip.Options.Graylisted), as spam: a peer
 // whose score fell below the graylist threshold and goes on publishing
-// is flooding, and at the floor it is disconnected as spammed says.
-// Without it, a flood graylisted before the floor (its first envelopes
-// within its own budget, ADR 0041) would be read and dropped for as long
-// as it lasts.
-func (n *Node) graylisted(p peer.ID, envelopes int) { n.addSpam(p, uint64(envelopes)) }
+// is flooding. Without it, a flood graylisted before the floor (its first
+// envelopes within its own budget, ADR 0041) would be read and dropped
+// for as long as it lasts.
+func (n *Node) graylisted(p peer.ID, envelopes int) { n.spam(p, uint64(envelopes)) }
 
-// addSpam adds k to p's spam count; at spamBan, the score's floor, p is
-// disconnected and refused for spamBanFor, unless it has standing.
-func (n *Node) addSpam(p peer.ID, k uint64) {
-	st := n.run.Get(p)
-	if st == nil || k == 0 {
+// spam adds k to p's spam count (peers.Table.Spam) and carries out the
+// ban at the score's floor: the connection closed, the peer refused for
+// peers.SpamBanFor, as for a stream flood (ADR 0030).
+func (n *Node) spam(p peer.ID, k uint64) {
+	now, mono := n.clock()
+	st, ban, t, retiered := n.run.Spam(p, k, now, mono)
+	if retiered {
+		n.tierChanged(st, t)
+	}
+	if !ban {
 		return
 	}
-	if before, after := st.Spam(k); after < spamBan || before >= spamBan {
-		return // below the floor, or past it already (banned once)
-	}
-	if n.standing(st) {
-		// A peer this node dialled, or has known for a while, is descored
-		// (its envelopes dropped while it is graylisted) but not cut off:
-		// its heads and its sync still carry what it holds (ADR 0041).
-		return
-	}
-	// At the score's floor: a flood, not a burst. Gossipsub would go on
-	// reading (and ignoring) its RPCs; the connection is closed and the
-	// peer refused for a while, as for a stream flood (ADR 0030).
 	n.m.peerBanned("gossip spam")
-	n.count(st, peers.Invalid, limits.SuspectMinBad)
 	n.plog.Info(st.ID(), "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
-		"peer", st.ID(), "ban", spamBanFor)
-	n.gater.Ban(st.ID(), spamBanFor)
+		"peer", st.ID(), "ban", peers.SpamBanFor)
+	n.gater.Ban(st.ID(), peers.SpamBanFor)
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 
@@ -281,49 +178,9 @@ func (n *Node) syncGap(p peer.ID) {
 	})
 }
 
-// appScores is the application's part of a peer's gossipsub score, by
-// tier, for a reputed peer (ADR 0014's: met in an earlier run, or first
-// hello at least 10 minutes ago; ADR 0031): a suspect is never grafted (a
-// negative score) but still heard; a reputed peer with a record may give
-// peer exchange (at least gossip's acceptPXThreshold, 5). A peer that is
-// not reputed scores 0 at best: a record is earned in seconds (ADR 0030),
-// and a mesh must not prefer a Sybil that earned one to an honest peer
-// that only listens.
-var appScores = [limits.NumTiers]float64{
-	limits.TierSuspect: -20,
-	limits.TierNew:     0,
-	limits.TierNormal:  5,
-	limits.TierValued:  10,
-}
-
-// spamScore is what each envelope of its own over its own author budget
-// (spammed) takes from a peer's application score, down to
-// -maxSpamPenalty; the count halves at every fold (5 s). A peer publishing
-// a few events past the budget drops out of the mesh for a while; one
-// flooding is graylisted (below -1,000), and at the floor disconnected and
-// refused for a minute: gossipsub would go on reading a graylisted peer's
-// RPCs.
-const (
-	spamScore      = 10.0
-	maxSpamPenalty = 2000.0
-	// spamBan is the count at which the penalty reaches its floor (more
-	// than 200 envelopes of its own refused within about 5 s): the peer
-	// is disconnected and refused for spamBanFor.
-	spamBan    = uint64(maxSpamPenalty / spamScore)
-	spamBanFor = time.Minute
-)
-
-func (n *Node) appScore(p peer.ID) float64 {
-	st := n.run.Get(p)
-	if st == nil {
-		return 0
-	}
-	score := appScores[st.Tier()]
-	if score > 0 && !st.Reputed(n.mono(n.now())) {
-		score = 0
-	}
-	return score - min(float64(st.Spammed())*spamScore, maxSpamPenalty)
-}
+// appScore is the application's part of p's gossipsub score
+// (gossip.Options.AppScore; peers.Table.AppScore).
+func (n *Node) appScore(p peer.ID) float64 { return n.run.AppScore(p, n.mono(n.now())) }
 
 // quotaFor returns the log's quota policy of cfg (ADR 0031; the [events]
 // keys): self is this node's author id, whose events are held to nothing;
@@ -355,19 +212,16 @@ func quotaFor(cfg config.EventsConfig, self string, valued func(author string) b
 // by its run state or its record. It does not read the log: it runs inside
 // the log's commit.
 func (n *Node) valuedAuthor(author string) bool {
-	return n.authorPeerTier(author) == limits.TierValued
+	now, mono := n.clock()
+	return n.run.AuthorTier(author, now, mono) == limits.TierValued
 }
 
-// authorPeerTier is the tier of author (a peer ID string) as a peer, by
-// its history connected or not; TierNew for one the node knows nothing of
-// or that is not a peer ID.
-func (n *Node) authorPeerTier(author string) limits.Tier {
-	p, err := peer.Decode(author)
-	if err != nil {
-		return limits.TierNew
+// authorFirst is when the log stored author's first event
+// (peers.Options.AuthorFirst).
+func (n *Node) authorFirst(author string) (time.Time, bool) {
+	u, err := n.events.AuthorUsage(author)
+	if err != nil || u.Events == 0 {
+		return time.Time{}, false
 	}
-	if h, ok := n.historyOf(p); ok {
-		return limits.TierOf(h)
-	}
-	return limits.TierNew
+	return time.UnixMilli(u.First), true
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,7 +280,7 @@ func TestAppScore(t *testing.T) {
 	// At the floor, a ban: one spam short of it, none. (A stranger: a
 	// peer with standing is never banned, below.)
 	st = connectFake("peer-d", network.DirInbound) // no hello: no standing
-	for range spamBan - 1 {
+	for range peers.SpamBan - 1 {
 		n.spammed(st.ID(), st.ID().String())
 	}
 	if n.gater.Banned(st.ID()) {
@@ -295,7 +294,7 @@ func TestAppScore(t *testing.T) {
 	// A graylisted peer's envelopes, dropped whole, count as its spam: a
 	// batch that crosses the floor bans it once, and one past it no more.
 	other := connectFake("peer-b", network.DirInbound)
-	n.graylisted(other.ID(), int(spamBan)-1)
+	n.graylisted(other.ID(), int(peers.SpamBan)-1)
 	if n.gater.Banned(other.ID()) {
 		t.Fatal("a graylisted peer banned one envelope short of the floor")
 	}
@@ -309,38 +308,10 @@ func TestAppScore(t *testing.T) {
 	// A peer with standing (this node dialled it) is descored at the
 	// floor, not cut off (ADR 0041).
 	dialled := connectFake("peer-c", network.DirOutbound)
-	n.graylisted(dialled.ID(), int(spamBan)+1)
-	if n.gater.Banned(dialled.ID()) || n.appScore(dialled.ID()) != -maxSpamPenalty {
+	n.graylisted(dialled.ID(), int(peers.SpamBan)+1)
+	if n.gater.Banned(dialled.ID()) || n.appScore(dialled.ID()) != -peers.MaxSpamPenalty {
 		t.Errorf("a peer with standing at the floor: banned %v, score %v; want not banned, score %v",
-			n.gater.Banned(dialled.ID()), n.appScore(dialled.ID()), -maxSpamPenalty)
-	}
-}
-
-// TestAuthorStandingRemembered: an author established by time is
-// remembered (establishedAuthors), and stays established when the wall
-// clock steps back: its first event is still stored.
-func TestAuthorStandingRemembered(t *testing.T) {
-	clock := &fakeClock{}
-	r := mustRepo(t)
-	b := startNodeWith(t, r, Options{Now: clock.Now})
-	o := startNode(t, testConfig(false, time.Hour))
-	publish(t, o, 1)
-	connect(t, o, b) // the hello's sync brings o's event
-	author := o.ID().String()
-	waitFor(t, 10*time.Second, "o's event at b", func() bool {
-		u, _ := b.events.AuthorUsage(author)
-		return u.Events == 1
-	})
-	if _, ok := b.authorStanding(author); ok || b.establishedAuthors.Contains(author) {
-		t.Fatalf("o established (or remembered) at once: %v", ok)
-	}
-	clock.Advance(newAuthorAge(b))
-	if tier, ok := b.authorStanding(author); !ok || tier != limits.TierNormal || !b.establishedAuthors.Contains(author) {
-		t.Fatalf("after %v: standing %v %v, remembered %v", newAuthorAge(b), tier, ok, b.establishedAuthors.Contains(author))
-	}
-	clock.Advance(-2 * newAuthorAge(b))
-	if _, ok := b.authorStanding(author); !ok {
-		t.Error("a step back of the wall clock made o a new author again")
+			n.gater.Banned(dialled.ID()), n.appScore(dialled.ID()), -peers.MaxSpamPenalty)
 	}
 }
 
@@ -384,26 +355,8 @@ func TestStrangersShareCountsBytes(t *testing.T) {
 	}
 }
 
-// TestStrangersSyncShareCountsBytes (ADR 0041): a sync page from a peer
-// without standing is charged a token of limits.stranger_sync_per_min per
-// limits.EventTokenBytes started of each event: ten events of 28 KiB
-// spend a share of 30 tokens and more, ten of 1 KiB do not.
-func TestStrangersSyncShareCountsBytes(t *testing.T) {
-	for _, c := range []struct {
-		size    int
-		refused bool
-	}{{1 << 10, false}, {28 << 10, true}} {
-		cfg := testConfig(false, time.Hour)
-		cfg.Limits.StrangerSyncPerMin = 120 // a burst of 30, a token every 500 ms
-		n := startNode(t, cfg)
-		page := make([]jsontext.Value, 10)
-		for i := range page {
-			page[i] = jsontext.Value(strings.Repeat("x", c.size)) // undecodable: counted as a new author's
-		}
-		s := &newAuthorShare{n: n.Node, p: "a stranger"}
-		s.Charge(page)
-		if ok, _ := n.strangerSync.Allow(int64(n.mono(n.now()))); ok == c.refused {
-			t.Errorf("after ten events of %d bytes: a token %v; want %v", c.size, ok, !c.refused)
-		}
-	}
+// authorStanding is the node's peers.Table.AuthorStanding of author now.
+func (n *testNode) authorStanding(author string) (limits.Tier, bool) {
+	now, mono := n.clock()
+	return n.run.AuthorStanding(author, now, mono)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/core"
-	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/heads"
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
@@ -28,25 +25,6 @@ import (
 // periodic sync: one that any queue dropped on the way arrives in
 // seconds.
 
-// The pull budget: pages of a peer's log the node pulls on its
-// announcements (a token bucket per peer, limits.Budget), on top of the
-// pacer of the peer's advertised sync rate that every sync request waits
-// for (ADR 0024). A peer with standing (standing) has its own bucket; the
-// others, however many, also share one bucket, so that a flood of fresh
-// ids announcing heads buys no more pulls than that together.
-const (
-	// pullPerMin is one peer's pulls a minute: one every 250 ms, a burst
-	// of 60. A page is up to 256 events: 61,440 events a minute from one
-	// peer, far past what gossip drops from an honest one.
-	pullPerMin = 240
-	// strangerPullPerMin is what the peers without standing pull
-	// together.
-	strangerPullPerMin = 240
-	// pullRetry is how long a check waits for a token it did not get:
-	// the emission interval of pullPerMin.
-	pullRetry = time.Minute / pullPerMin
-)
-
 // Retries of an announcer whose stream failed (the peer reset it, or did
 // not read it for heads.WriteTimeout): after announceRetryFirst, then
 // twice as long each time up to announceRetryMax, while the peer stays
@@ -56,12 +34,6 @@ const (
 	announceRetryMax   = 5 * time.Minute
 	announceStable     = time.Minute
 )
-
-// newPullBudget returns the pull budget of the tier percentages of l.
-func newPullBudget(l limits.Config) (*limits.Budget, error) {
-	return limits.NewBudget(limits.BudgetRate{PerMin: pullPerMin, StrangersPerMin: strangerPullPerMin,
-		SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent})
-}
 
 // newHeadsTracker returns the tracker of the peers' announcements, wired
 // to this node.
@@ -77,126 +49,17 @@ func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
 }
 
 // standing reports whether st's peer has standing for what it brings
-// (docs/adr/0041): this node dialled it (an outbound connection: a
-// bootstrap peer, a peer of its cache, one it found, one the operator
-// connected to: peers that chose to be dialled are not peers this node
-// chose), it is reputed (ADR 0014: met in an earlier run, or first hello
-// ten minutes ago), valued, or an established author (ADR 0031: this node
-// stored its first event at least limits.new_author_minutes ago). Fresh
-// ids that connect to the node have none of these, whatever they did in
-// their first minutes.
+// (peers.Table.Standing, ADR 0041).
 func (n *Node) standing(st *peerState) bool {
-	if st.Tier() == limits.TierSuspect {
-		return false
-	}
-	if st.Outbound() {
-		return true
-	}
-	if st.Tier() == limits.TierValued || st.Reputed(n.mono(n.now())) {
-		return true
-	}
-	_, established := n.authorStanding(st.ID().String())
-	return established
+	now, mono := n.clock()
+	return n.run.Standing(st, now, mono)
 }
 
-// newAuthorShare holds one sync run from a peer without standing to the
-// share of new authors' events such peers bring by sync
-// (limits.stranger_sync_per_min, ADR 0041): each page waits for a token
-// (wait) and is charged, as it comes, the events of new authors in it
-// (charge), so that ids which complete hello cannot make the node store
-// their own events past the share, however many they are.
-type newAuthorShare struct {
-	n *Node
-	p peer.ID
-	// taken: wait took a token for the page on its way, which charge
-	// counts as one of its events.
-	taken bool
-}
-
-// Wait takes a token of the share, waiting until it has one, or until
-// the peer is gone (errPeerGone: the run ends rather than wait for a peer
-// that left). The token is the page's first event's, so that runs asking
-// at once get a token each, not a page each for one token.
-func (s *newAuthorShare) Wait(ctx context.Context) error {
-	for {
-		ok, wait := s.n.strangerSync.Allow(int64(s.n.mono(s.n.now())))
-		if ok {
-			s.taken = true
-			return nil
-		}
-		if !s.n.linked(s.p) {
-			return errPeerGone
-		}
-		t := time.NewTimer(min(max(wait, time.Millisecond), shareRecheck))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// Charge charges the share for the events of page whose author is new
-// here (authorStanding), stored or not: what the page made the node
-// decode and verify, each a token per limits.EventTokenBytes started
-// (limits.EventTokens). Events that do not decode count as new.
-func (s *newAuthorShare) Charge(page []jsontext.Value) {
-	k := 0
-	established := make(map[string]bool)
-	for _, raw := range page {
-		ev, err := eventlog.Decode(raw)
-		if err != nil {
-			k += limits.EventTokens(len(raw))
-			continue
-		}
-		est, ok := established[ev.Author]
-		if !ok {
-			_, est = s.n.authorStanding(ev.Author)
-			established[ev.Author] = est
-		}
-		if !est {
-			k += limits.EventTokens(len(raw))
-		}
-	}
-	if s.taken && k > 0 {
-		k-- // the token wait took
-	}
-	s.taken = false
-	s.n.strangerSync.Charge(k, int64(s.n.mono(s.n.now())))
-}
-
-// shareRecheck bounds one wait of newAuthorShare.wait, so that a run
-// whose peer left ends within it.
-const shareRecheck = time.Second
-
-// errPeerGone ends a sync run that waited for a peer that disconnected.
-var errPeerGone = errors.New("node: the peer disconnected")
-
-// pullTier is the tier whose pull budget p's announcements take from: a
-// suspect's or a valued peer's own; normal (its own bucket only) for a
-// peer with standing; new, sharing strangerPullPerMin, for the others.
-func (n *Node) pullTier(st *peerState) limits.Tier {
-	switch t := st.Tier(); {
-	case t == limits.TierSuspect || t == limits.TierValued:
-		return t
-	case n.standing(st):
-		return limits.TierNormal
-	}
-	return limits.TierNew
-}
-
-// allowPull takes a token of p's pull budget (heads.Options.Allow). A peer
-// that has not completed hello is not pulled from yet.
+// allowPull takes a token of p's pull budget (heads.Options.Allow;
+// peers.Table.AllowPull).
 func (n *Node) allowPull(p peer.ID) (bool, time.Duration) {
-	st := n.run.Get(p)
-	if st == nil || !st.Helloed() {
-		return false, pullRetry
-	}
-	if !n.pullBudget.Allow(string(p), n.pullTier(st), int64(n.mono(n.now()))) {
-		return false, pullRetry
-	}
-	return true, 0
+	now, mono := n.clock()
+	return n.run.AllowPull(p, now, mono)
 }
 
 // pull syncs one page of p's log after the cursor (heads.Options.Pull).

@@ -207,7 +207,7 @@ func TestHeadsPullsKeepToThePeersLimits(t *testing.T) {
 }
 
 // TestHeadsPullBudgetOfStrangers: peers without standing that advertise
-// no limit share the strangers' pull budget (strangerPullPerMin, a burst of
+// no limit share the strangers' pull budget (peers.StrangerPullPerMin, a burst of
 // 60): two of them announcing fast get no more pulls together than that
 // burst and its rate allow.
 func TestHeadsPullBudgetOfStrangers(t *testing.T) {
@@ -503,7 +503,8 @@ func TestStandingForwarderNotHeldToTheShare(t *testing.T) {
 	// The share spent again (it earns a token every 500 ms), then both
 	// forwarders of one of a's events asked at once.
 	now := int64(b.mono(b.now()))
-	for i := 0; b.authorBudget.Allow(fmt.Sprint("fresh-", i), limits.TierNew, now); i++ {
+	_, authors, _ := b.run.Budgets()
+	for i := 0; authors.Allow(fmt.Sprint("fresh-", i), limits.TierNew, now); i++ {
 	}
 	author, size := a.ID().String(), 200
 	if !b.admitAuthor(a.ID(), author, size, false) || !b.admitAuthor(a.ID(), author, size, true) {

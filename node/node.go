@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -109,20 +108,8 @@ type Node struct {
 	// run is what the node knows of its peers and decides about them
 	// (peers.go).
 	run *peers.Table[link]
-	// gossipBudget is the forwarding peers' budget of envelopes, and
-	// authorBudget the authors' budget of new events (gossip.go; ADR 0031);
-	// offered is the authors' rate counted on the envelopes of their own
-	// that new authors send, admitted or not, which tells a spammer from a
-	// new author whose envelopes a flood crowded out (gossip.go: spammed;
-	// ADR 0041).
-	gossipBudget, authorBudget, offered *limits.Budget
-	// heads follows the peers' heads announcements, and pullBudget is
-	// each peer's budget of the pulls they start (heads.go).
-	heads      *heads.Tracker
-	pullBudget *limits.Budget
-	// strangerSync is the share of new authors' events that peers
-	// without standing bring by sync (limits.stranger_sync_per_min).
-	strangerSync *limits.Shared
+	// heads follows the peers' heads announcements (heads.go).
+	heads *heads.Tracker
 	// routing is the DHT and what uses it, once Start built it; nil
 	// with p2p.dht off (routing.go).
 	routing atomic.Pointer[routing.Routing]
@@ -132,9 +119,6 @@ type Node struct {
 	reachability atomic.Int32
 	// relay is the circuit relay service (p2p.relay_service); nil when off.
 	relay *relay.Relay
-	// establishedAuthors remembers authors established by time
-	// (authorStanding).
-	establishedAuthors *lru.Cache[string, struct{}]
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
 	// pages is the memory of the sync pages being served, shared by tier
@@ -201,28 +185,6 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(cfg)); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	if n.gossipBudget, err = limits.NewBudget(cfg.Limits.GossipBudget()); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	if n.authorBudget, err = limits.NewBudget(cfg.Limits.AuthorBudget()); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	offered := cfg.Limits.AuthorBudget()
-	offered.StrangersPerMin = 0 // each author's own rate only
-	if n.offered, err = limits.NewBudget(offered); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	if n.pullBudget, err = newPullBudget(cfg.Limits); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	syncShare, err := limits.NewRate(cfg.Limits.StrangerSyncPerMin)
-	if err != nil {
-		return nil, fmt.Errorf("node: limits.stranger_sync_per_min: %w", err)
-	}
-	n.strangerSync = limits.NewShared(syncShare)
-	if n.establishedAuthors, err = lru.New[string, struct{}](establishedAuthorsCached); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.m = newMetrics(n)
@@ -295,7 +257,8 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if k := n.peers.Migrated(); k > 0 {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
-	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits}); err != nil {
+	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
+		AuthorFirst: n.authorFirst}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.reg.MustRegister(n.run.Admission().Collector())

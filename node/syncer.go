@@ -82,9 +82,9 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 	// A peer without standing brings the events of new authors within the
 	// share they all have (ADR 0041): its pages wait for the share, and
 	// each one is charged what it brought as it comes.
-	var share *newAuthorShare
+	var share catchup.Share
 	if ps := n.run.Get(p); ps != nil && !n.standing(ps) {
-		share = &newAuthorShare{n: n, p: p}
+		share = n.run.NewAuthorShare(p, n.clock, n.linked)
 	}
 
 	start := n.cursorOf(p)
@@ -116,9 +116,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 		},
 		Refused: n.m.syncRefused,
 	}
-	if share != nil {
-		opts.Share = share
-	}
+	opts.Share = share
 	err := catchup.Run(ctx, start, opts)
 	// Make the cursor durable (docs/design.md §10) whatever happened.
 	if derr := n.saveCursor(p, st.Cursor, true); derr != nil && err == nil {

@@ -40,6 +40,12 @@ type Options struct {
 	// Admission holds the per-peer buckets; nil makes one from Limits
 	// (limits.NewTable).
 	Admission *limits.Table
+	// AuthorFirst returns when this node stored the first event of
+	// author (a peer ID string), by the wall clock as the log records it;
+	// ok is false for an author it holds no event of. An author is
+	// established limits.new_author_minutes after (AuthorStanding). Nil:
+	// no author is established by time.
+	AuthorFirst func(author string) (first time.Time, ok bool)
 }
 
 // Table is everything a node knows of its peers in a run, and the
@@ -61,6 +67,9 @@ type Table[L any] struct {
 	strangerReports *limits.Shared
 	// records is the budget of new peer-cache records (NewRecordsPerMin).
 	records *limits.Shared
+	// b are the budgets of what peers bring outside requests
+	// (standing.go).
+	b *budgets
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.
@@ -103,9 +112,13 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	if err != nil {
 		return nil, fmt.Errorf("peers: limits.stranger_report_per_min: %w", err)
 	}
+	b, err := newBudgets(o.Limits, o.AuthorFirst)
+	if err != nil {
+		return nil, fmt.Errorf("peers: %w", err)
+	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		seed: maphash.MakeSeed()}
+		b: b, seed: maphash.MakeSeed()}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil

@@ -58,6 +58,8 @@ type scriptWorld struct {
 	names map[peer.ID]string
 	// linked are the peers connected (for Leave and SetHello).
 	linked map[peer.ID]bool
+	// firsts are the times the log stored each author's first event.
+	firsts map[string]time.Time
 }
 
 func newScriptWorld(t testing.TB) *scriptWorld {
@@ -75,6 +77,7 @@ func (w *scriptWorld) reset() error {
 	}
 	w.db, w.wall, w.mono = db, epoch, 0
 	w.ids, w.names, w.linked = map[string]peer.ID{}, map[peer.ID]string{}, map[peer.ID]bool{}
+	w.firsts = map[string]time.Time{}
 	return w.open()
 }
 
@@ -101,7 +104,8 @@ func (w *scriptWorld) open() error {
 		return err
 	}
 	w.cache = c
-	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg})
+	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg,
+		AuthorFirst: func(a string) (time.Time, bool) { t, ok := w.firsts[a]; return t, ok }})
 	w.linked = map[peer.ID]bool{}
 	return err
 }
@@ -457,6 +461,83 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return "ok", nil
 	case "peer":
 		return w.describe(f[1]), nil
+	case "author":
+		// author ID: the log stores ID's first event now.
+		w.firsts[w.id(f[1]).String()] = w.wall
+		return "ok", nil
+	case "standing":
+		// standing ID: the author's standing and, if connected, the peer's.
+		tier, est := w.table.AuthorStanding(w.id(f[1]).String(), w.wall, w.mono)
+		out := fmt.Sprintf("author %v established=%v", tier, est)
+		if st := w.table.Get(w.id(f[1])); st != nil {
+			out += fmt.Sprintf(", peer standing=%v pull=%v", w.table.Standing(st, w.wall, w.mono), w.table.PullTier(st, w.wall, w.mono))
+		}
+		return out, nil
+	case "forward":
+		// forward ID AUTHOR N: N envelopes of AUTHOR from ID at once.
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return "", err
+		}
+		author := w.id(f[2]).String()
+		got := map[string]int{}
+		for range n {
+			err, spammed := w.table.Forward(w.id(f[1]), author, w.wall, w.mono)
+			switch {
+			case errors.Is(err, ErrOverPeerBudget):
+				got["peer-budget"]++
+			case errors.Is(err, ErrOverAuthorBudget):
+				got["author-budget"]++
+			case err != nil:
+				return "", err
+			default:
+				if !w.table.AdmitAuthor(w.id(f[1]), author, 100, true, w.wall, w.mono) {
+					got["author-taken"]++
+				} else {
+					got["ok"]++
+				}
+			}
+			if spammed { // the node counts it as spam
+				got["spam"]++
+				w.table.Spam(w.id(f[1]), 1, w.wall, w.mono)
+			}
+		}
+		var out []string
+		for _, k := range []string{"ok", "peer-budget", "author-budget", "author-taken", "spam"} {
+			if got[k] > 0 {
+				out = append(out, fmt.Sprintf("%s=%d", k, got[k]))
+			}
+		}
+		return strings.Join(out, " "), nil
+	case "spam":
+		// spam ID K: K envelopes of ID's spam; the ban, if one.
+		k, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		st, ban, tier, retiered := w.table.Spam(w.id(f[1]), k, w.wall, w.mono)
+		switch {
+		case st == nil:
+			return "none", nil
+		case ban:
+			return fmt.Sprintf("ban, tier %v retiered=%v", tier, retiered), nil
+		}
+		return "ok", nil
+	case "score":
+		return fmt.Sprint(w.table.AppScore(w.id(f[1]), w.mono)), nil
+	case "pulls":
+		// pulls ID N: N pulls at once; how many were allowed.
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		k := 0
+		for range n {
+			if ok, _ := w.table.AllowPull(w.id(f[1]), w.wall, w.mono); ok {
+				k++
+			}
+		}
+		return fmt.Sprintf("%d allowed", k), nil
 	case "slots":
 		var held []string
 		for name, p := range w.ids {
@@ -472,7 +553,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 
 // TestTableScripts steps through the Table's scripts in testdata/.
 func TestTableScripts(t *testing.T) {
-	for _, name := range []string{"value", "admit", "strangers", "restart"} {
+	for _, name := range []string{"value", "admit", "strangers", "restart", "standing"} {
 		t.Run(name, func(t *testing.T) {
 			w := newScriptWorld(t)
 			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)

@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	// The sync client's run: fetch, verify, store in groups.
 	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
-	"peers": {"core", "limits", "peercache", "challenge", "proto"},
+	"peers": {"core", "limits", "peercache", "challenge", "proto", "eventlog"},
 	// The network's DHT, NAT traversal and the store of provider
 	// records: what a node asks of the network beyond its peers.
 	"routing": {"config", "limits", "proto"},
