@@ -37,10 +37,10 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 		n.issuer.Pressure(mono)
 	}
 	if v.Miss {
-		n.m.miss(k)
+		n.m.Miss(k)
 	}
 	if v.Shared {
-		n.m.strangerReportRefused()
+		n.m.StrangerReportRefused()
 	}
 	if v.Throttled {
 		n.throttled(st, k, mono)

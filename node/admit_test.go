@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -64,7 +62,7 @@ func TestFlooderIsRefusedHonestPeerIsServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHead(t, 10*time.Second, a.events.Head(), b)
-	if got := testutil.ToFloat64(b.m.syncRefusedN); got != 0 {
+	if got := b.m.Value("wats_sync_client_refused_total"); got != 0 {
 		t.Fatalf("the honest node was refused %v times", got)
 	}
 	snap := a.run.Admission().Snapshot()

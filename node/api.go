@@ -22,13 +22,14 @@ import (
 
 // MetricsHandler serves the node's Prometheus metrics.
 func (n *Node) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(n.m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(n.m.Registry(), promhttp.HandlerOpts{})
 }
 
 // Status returns a summary of the node's state.
 func (n *Node) Status() api.Status {
 	tiers := map[string]int{}
 	n.run.Each(func(st *peerState) { tiers[st.Tier().String()]++ })
+	issued, solved, failed := n.m.Challenges()
 	return api.Status{
 		PeerTiers:         tiers,
 		StrangerSlots:     p2p.StrangerSlots(n.cfg),
@@ -42,13 +43,13 @@ func (n *Node) Status() api.Status {
 		Head:          uint64(n.events.Head()),
 		Gossip:        n.gossip != nil,
 		UptimeSeconds: int64(n.now().Sub(n.started) / time.Second),
-		Dropped:       n.m.droppedTotal(),
+		Dropped:       n.m.DroppedTotal(),
 		InFlight:      n.inFlight.Load(),
 
 		ChallengeEffort:  n.issuer.Effort(n.mono(n.now())),
-		ChallengesIssued: n.m.issuedN.Load(),
-		ChallengesSolved: n.m.solvedN.Load(),
-		ChallengesFailed: n.m.failedN.Load(),
+		ChallengesIssued: issued,
+		ChallengesSolved: solved,
+		ChallengesFailed: failed,
 
 		Blobs:          len(n.blobs.List()),
 		BlobBytes:      n.blobs.QuotaUsed(),

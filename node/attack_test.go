@@ -18,7 +18,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
@@ -651,7 +650,7 @@ func TestStrangersShareACrashReportBudget(t *testing.T) {
 	if !errors.As(refused, &ref) || ref.RetryAfterMs <= 0 {
 		t.Fatalf("the third stranger's report: %v, want refused with a retry_after", refused)
 	}
-	if got := testutil.ToFloat64(n.m.reportsShared); got != 1 {
+	if got := n.m.Value("wats_stranger_reports_refused_total"); got != 1 {
 		t.Fatalf("wats_stranger_reports_refused_total = %v, want 1", got)
 	}
 	crash.Version = "2.0.0"

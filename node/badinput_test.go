@@ -17,7 +17,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
@@ -126,7 +125,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 	if resp == nil || resp.Sync == nil || len(resp.Sync.Events) != 3 {
 		t.Fatalf("after the bad requests, sync answered %+v, want the 3 events", resp)
 	}
-	if got := testutil.ToFloat64(n.m.badRequests.WithLabelValues(string(proto.CodeBadRequest))); got < 8 {
+	if got := n.m.Value("wats_bad_requests_total", string(proto.CodeBadRequest)); got < 8 {
 		t.Errorf("bad requests counted %v, want at least 8", got)
 	}
 }

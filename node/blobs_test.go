@@ -16,7 +16,6 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
@@ -300,7 +299,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 		t.Fatal("the test config has auto_fetch off")
 	}
 	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
-	n.m = newMetrics(n)
+	n.m = n.newMetrics()
 	n.fetch = &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
 	ref := func(i int) eventlog.BlobRef {
 		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
@@ -318,7 +317,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 		}
 		n.autoFetch([]*eventlog.Event{ev}, from, "gossip")
 	}
-	dropped := func() float64 { return testutil.ToFloat64(n.m.blobFetches.WithLabelValues("gossip", "dropped")) }
+	dropped := func() float64 { return n.m.Value("wats_blob_fetches_total", "gossip", "dropped") }
 	queued := func() int { return n.fetch.sched.Len() }
 	arrive(0, blobs.QueueLen, "")
 	arrive(0, 1, "") // queued already
@@ -419,7 +418,7 @@ func TestAutoFetchRetries(t *testing.T) {
 	if _, err := b.SyncPeer(context.Background(), a.ID(), nil); err != nil {
 		t.Fatal(err)
 	}
-	failed := func() float64 { return testutil.ToFloat64(b.m.blobFetches.WithLabelValues("sync", "failed")) }
+	failed := func() float64 { return b.m.Value("wats_blob_fetches_total", "sync", "failed") }
 	deadline := time.Now().Add(10 * time.Second)
 	for failed() == 0 {
 		if time.Now().After(deadline) {

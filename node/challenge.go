@@ -23,13 +23,13 @@ func (n *Node) checkSolution(st *peerState, sol *proto.Solution, now time.Time, 
 	}
 	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, raw, now, mono)
 	if err != nil {
-		n.m.challengeFailed(failureKind(err))
+		n.m.ChallengeFailed(failureKind(err))
 		if !errors.Is(err, challenge.ErrCeiling) && !errors.Is(err, challenge.ErrForgotten) {
 			n.count(st, peers.Failed, 1) // the requester's fault
 		}
 		return false
 	}
-	n.m.challengeSolved()
+	n.m.ChallengeSolved()
 	return true
 }
 
@@ -59,7 +59,7 @@ func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Mes
 		return nil
 	}
 	c := n.issuer.Issue(raw, now, mono)
-	n.m.challengeIssued()
+	n.m.ChallengeIssued()
 	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
 }
 

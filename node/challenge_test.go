@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/wats-network/wats/proto"
 )
 
@@ -42,8 +40,8 @@ func overload(t *testing.T, n *testNode, k int64) {
 	})
 }
 
-func issued(n *testNode) float64 { return testutil.ToFloat64(n.m.challengesIssued) }
-func solved(n *testNode) float64 { return testutil.ToFloat64(n.m.challengesSolved) }
+func issued(n *testNode) float64 { return n.m.Value("wats_challenges_issued_total") }
+func solved(n *testNode) float64 { return n.m.Value("wats_challenges_solved_total") }
 
 // TestOverloadChallengesOnlyFreshCapablePeers: while a node is overloaded,
 // a fresh peer that advertised "challenge" is challenged (and, solving,
@@ -182,7 +180,7 @@ func TestOverLimitCapablePeerSolvesAndReplayFails(t *testing.T) {
 	if resp.Challenge == nil {
 		t.Fatalf("a replay got %+v, want a new challenge", resp)
 	}
-	if got := testutil.ToFloat64(a.m.challengesFailed.WithLabelValues("replayed")); got != 1 {
+	if got := a.m.Value("wats_challenges_failed_total", "replayed"); got != 1 {
 		t.Fatalf("replays counted %v, want 1", got)
 	}
 	st := a.Status()

@@ -50,7 +50,7 @@ func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via Impo
 	if err == nil {
 		c, got, err = n.blobs.Import(ctx, r)
 	}
-	n.m.blobImport(via, fetchOutcome(err)) // stored, refused or failed: an import has no content fault
+	n.m.BlobImport(string(via), fetchOutcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
 }
 

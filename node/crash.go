@@ -41,7 +41,7 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 		err = fmt.Errorf("event of kind %q, want %q", ev.Kind, eventlog.KindCrash)
 	}
 	if err != nil {
-		n.m.eventsDropped("crash_report", 1)
+		n.m.EventsDropped("crash_report", 1)
 		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}
 	}
 	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{n.providerOf(p)}); err != nil {

@@ -64,5 +64,5 @@
 //   - lost.go: acknowledged events lost with a WAL's tail, looked for
 //     until they are back (ADR 0045); disk.go: the disk guard (ADR 0044).
 //   - options.go: Options and their defaults.
-//   - metrics.go: Prometheus counters, without peer labels.
+//   - node.go's newMetrics: what package metrics reads of the node.
 package node

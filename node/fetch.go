@@ -89,7 +89,7 @@ func (b *blobsNode) Observe(e blobs.Event) {
 	n := (*Node)(b)
 	switch e.Kind {
 	case blobs.Held:
-		n.m.streamTimeout("bitswap")
+		n.m.StreamTimeout("bitswap")
 		n.abuse(e.Peer, peers.Timeouts)
 	case blobs.Unheld:
 		n.unheldWant(e.Peer, e.CID)
@@ -171,7 +171,7 @@ func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
 	if ok, err := n.events.NamesBlob(c.String()); err == nil && ok {
 		return
 	}
-	n.m.bitswapMiss()
+	n.m.BitswapMiss()
 	n.abuse(p, peers.Misses)
 }
 
@@ -245,7 +245,7 @@ func (n *Node) admitted(j blobs.Job, v blobs.Verdict) bool {
 		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", j.CID, "source", j.Source)
 	}
 	if v.Dropped() {
-		n.m.blobFetch(j.Source, "dropped")
+		n.m.BlobFetch(j.Source, "dropped")
 	}
 	return false
 }
@@ -327,7 +327,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		}
 		release, ok := n.fetchFor(p, b.Size)
 		if !ok {
-			n.m.blobFetch("crash_report", "skipped")
+			n.m.BlobFetch("crash_report", "skipped")
 			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots, or its tier's share of the quota, are in use", "cid", c, "peer", p)
 			continue
 		}
@@ -384,7 +384,7 @@ var retryDelay = blobs.BackoffDelay
 // declared size or format is "logged and ignored" (ADR 0014), within the
 // caps of peer-caused lines.
 func (n *Node) logFetch(p peer.ID, c cid.Cid, size uint64, source string, err error) {
-	n.m.blobFetch(source, fetchOutcome(err))
+	n.m.BlobFetch(source, fetchOutcome(err))
 	switch {
 	case err == nil:
 		n.log.Debug("blob fetched", "cid", c, "size", size, "source", source)

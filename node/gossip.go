@@ -28,18 +28,33 @@ func (n *Node) gossipOptions() *gossip.Options {
 		Store:  n.storeGossiped,
 		Has:    n.gossipHas,
 		Reject: func(from peer.ID, err error) {
-			n.m.gossipRejected(err)
+			n.m.GossipRejected(err)
 			if !errors.Is(err, eventlog.ErrFuture) { // a clock ahead of ours is no abuse
 				n.abuse(from, peers.Invalid)
 			}
 		},
-		Ignored:    func(_ peer.ID, reason error) { n.m.gossipIgnored(reason) },
+		Ignored:    func(_ peer.ID, reason error) { n.m.GossipIgnored(ignoredReason(reason)) },
 		Graylisted: n.graylisted,
 		Missed:     n.syncGap,
 		AppScore:   n.appScore,
 		Now:        n.now,
 		TracePath:  n.gossipTrace,
 	}
+}
+
+// ignoredReason is the metric's label of an envelope gossip ignored.
+func ignoredReason(err error) string {
+	switch {
+	case errors.Is(err, gossip.ErrOverPeerBudget):
+		return "peer_budget"
+	case errors.Is(err, gossip.ErrOverAuthorBudget):
+		return "author_budget"
+	case errors.Is(err, eventlog.ErrQuota):
+		return "quota"
+	case errors.Is(err, errAlreadyHeld):
+		return "held"
+	}
+	return "error"
 }
 
 // gossipHas is gossip's duplicate check (gossip.Options.Has): whether the
@@ -120,7 +135,7 @@ func (n *Node) spam(p peer.ID, k uint64) {
 	if !ban {
 		return
 	}
-	n.m.peerBanned("gossip spam")
+	n.m.PeerBanned("gossip spam")
 	n.plog.Info(st.ID(), "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
 		"peer", st.ID(), "ban", peers.SpamBanFor)
 	n.gater.Ban(st.ID(), peers.SpamBanFor)
@@ -144,7 +159,7 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 	if !added {
 		return errAlreadyHeld
 	}
-	n.m.eventsStored("gossip", 1)
+	n.m.EventsStored("gossip", 1)
 	n.gave(d.From, 1, 0)
 	n.hintGossiped(d)
 	n.autoFetch([]*eventlog.Event{d.Event}, d.From, "gossip")
@@ -165,7 +180,7 @@ func (n *Node) syncGap(p peer.ID) {
 	if st == nil || !st.Helloed() {
 		return // no sync without hello; the hello's head starts one
 	}
-	n.m.syncGaps.Inc()
+	n.m.SyncGap()
 	if st.Link.gap.Swap(true) {
 		return // a run is coming that will see it
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
@@ -81,7 +80,7 @@ func newAuthorAge(n *testNode) time.Duration {
 }
 
 func ignoredBy(n *testNode, reason string) float64 {
-	return testutil.ToFloat64(n.m.gossipIgnores.WithLabelValues(reason))
+	return n.m.Value("wats_gossip_ignored_total", reason)
 }
 
 // TestValidSpamIsHeldToItsBudget: a stranger that floods valid events of
@@ -287,7 +286,7 @@ func TestAppScore(t *testing.T) {
 		t.Fatal("banned one spam short of the floor")
 	}
 	n.spammed(st.ID(), st.ID().String())
-	if !n.gater.Banned(st.ID()) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 1 {
+	if !n.gater.Banned(st.ID()) || n.m.Value("wats_peers_banned_total", "gossip spam") != 1 {
 		t.Fatal("not banned at the floor")
 	}
 
@@ -300,9 +299,9 @@ func TestAppScore(t *testing.T) {
 	}
 	n.graylisted(other.ID(), 5)
 	n.graylisted(other.ID(), 5)
-	if !n.gater.Banned(other.ID()) || testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")) != 2 {
+	if !n.gater.Banned(other.ID()) || n.m.Value("wats_peers_banned_total", "gossip spam") != 2 {
 		t.Fatalf("a graylisted peer past the floor: banned %v, bans %v; want banned once", n.gater.Banned(other.ID()),
-			testutil.ToFloat64(n.m.bans.WithLabelValues("gossip spam")))
+			n.m.Value("wats_peers_banned_total", "gossip spam"))
 	}
 
 	// A peer with standing (this node dialled it) is descored at the

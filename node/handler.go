@@ -50,15 +50,15 @@ func (n *Node) handleStream(s network.Stream) {
 	if err != nil {
 		switch {
 		case errors.Is(err, proto.ErrFrameTooLarge):
-			n.m.badRequest("frame")
+			n.m.BadRequest("frame")
 			n.count(st, peers.Invalid, 1)
 			n.reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
 		case proto.IsTimeout(err):
-			n.m.streamTimeout("wats")
+			n.m.StreamTimeout("wats")
 			n.count(st, peers.Timeouts, 1)
 			s.Reset()
 		default:
-			n.m.badRequest("frame")
+			n.m.BadRequest("frame")
 			s.Reset()
 		}
 		return
@@ -69,12 +69,12 @@ func (n *Node) handleStream(s network.Stream) {
 		if !errors.As(err, &perr) {
 			perr = &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
 		}
-		n.m.badRequest(string(perr.Code))
+		n.m.BadRequest(string(perr.Code))
 		n.count(st, peers.Invalid, 1)
 		n.reply(s, perr)
 		return
 	}
-	n.m.request(req.Type)
+	n.m.Request(req.Type)
 	inFlight := int(n.inFlight.Add(1))
 	defer n.inFlight.Add(-1)
 
@@ -105,7 +105,7 @@ func (n *Node) handleStream(s network.Stream) {
 		// The peer did not read its answer (a sync page's memory stays
 		// reserved while it does not): a stream held, as one that sends
 		// no request (ADR 0030).
-		n.m.streamTimeout("wats_response")
+		n.m.StreamTimeout("wats_response")
 		n.count(st, peers.Timeouts, 1)
 	}
 	if e, ok := resp.(*proto.Error); ok && e.Code == proto.CodeWrongNetwork {
@@ -143,7 +143,7 @@ func (n *Node) reply(s network.Stream, m proto.Message) error {
 // disconnected (docs/design.md §3).
 func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	if h.Network != n.cfg.Network {
-		n.m.wrongNetwork()
+		n.m.WrongNetwork()
 		n.plog.Info(p, "network", "peer is on another network", "peer", p, "network", h.Network)
 		return &proto.Error{Code: proto.CodeWrongNetwork,
 			Message: fmt.Sprintf("the responder is on network %q; the hello named %q", n.cfg.Network, h.Network)}
@@ -195,7 +195,7 @@ var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to se
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	if st.Link.pages.Add(1) > maxPagesPerPeer {
 		st.Link.pages.Add(-1)
-		n.m.syncBusy()
+		n.m.SyncBusy()
 		return errTooBusy, func() {}
 	}
 	resp, release := n.serveSync(st.Tier(), r)
@@ -227,7 +227,7 @@ func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Messag
 	}
 	for !n.pages.Reserve(t, int64(2*budget)) {
 		if budget /= 2; budget < minPageBytes {
-			n.m.syncBusy()
+			n.m.SyncBusy()
 			return errTooBusy, func() {}
 		}
 	}
@@ -248,7 +248,7 @@ func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Messag
 	}
 	held = min(held, 2*budget) // a page holds at most budget bytes; the bound keeps Release exact
 	n.pages.Release(t, int64(2*budget-held))
-	n.m.syncServed(len(events))
+	n.m.SyncServed(len(events))
 	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() {
 		pool.Put(buf)
 		n.pages.Release(t, int64(held))

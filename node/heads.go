@@ -14,6 +14,7 @@ import (
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/heads"
+	"github.com/wats-network/wats/metrics"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
@@ -44,7 +45,7 @@ func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
 		Has:     n.events.HasShort,
 		Allow:   n.allowPull,
 		Pull:    n.pull,
-		Pulled:  func(_ peer.ID, outcome string) { n.m.headsPulled(outcome) },
+		Pulled:  func(_ peer.ID, outcome string) { n.m.HeadsPulled(outcome) },
 	})
 }
 
@@ -156,7 +157,7 @@ func (n *Node) announceOnce(ctx context.Context, p peer.ID) error {
 		s.Reset()
 		return err
 	}
-	n.m.headsStreams.Inc()
+	n.m.HeadsStream()
 	err = heads.Announce(ctx, announceCounter{s, n.m}, n.events)
 	if err != nil || ctx.Err() != nil {
 		s.Reset()
@@ -167,11 +168,11 @@ func (n *Node) announceOnce(ctx context.Context, p peer.ID) error {
 // announceCounter counts each announcement written (heads.Stream).
 type announceCounter struct {
 	network.Stream
-	m *metrics
+	m *metrics.Metrics
 }
 
 func (a announceCounter) Write(b []byte) (int, error) {
-	a.m.headsAnnounced("out")
+	a.m.HeadsAnnounced("out")
 	return a.Stream.Write(b)
 }
 
@@ -196,12 +197,12 @@ func (n *Node) handleHeads(s network.Stream) {
 	}
 	defer st.Link.headsIn.CompareAndSwap(&s, nil)
 	err := heads.Read(s, func(h *proto.Heads) {
-		n.m.headsAnnounced("in")
+		n.m.HeadsAnnounced("in")
 		n.heads.Announced(p, h)
 	})
 	var perr *proto.Error
 	if errors.As(err, &perr) || errors.Is(err, proto.ErrFrameTooLarge) {
-		n.m.badRequest("heads")
+		n.m.BadRequest("heads")
 		n.count(st, peers.Invalid, 1)
 		n.plog.Info(p, "bad heads", "peer sent a bad heads announcement; stream reset", "peer", p, "err", err)
 	}

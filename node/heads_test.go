@@ -12,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
@@ -22,7 +21,7 @@ import (
 )
 
 func pulls(n *testNode, outcome string) float64 {
-	return testutil.ToFloat64(n.m.headsPulls.WithLabelValues(outcome))
+	return n.m.Value("wats_heads_pulls_total", outcome)
 }
 
 // TestHeadsPullWhatGossipDropped: three nodes in a line A - B - C, sync an
@@ -266,9 +265,9 @@ func TestHeadsAnnouncerIdle(t *testing.T) {
 	b := startNode(t, testConfig(false, time.Hour))
 	connect(t, b, a)
 	waitFor(t, 10*time.Second, "the heads streams", func() bool {
-		return testutil.ToFloat64(a.m.headsStreams) == 1 && testutil.ToFloat64(b.m.headsStreams) == 1
+		return a.m.Value("wats_heads_streams_total") == 1 && b.m.Value("wats_heads_streams_total") == 1
 	})
-	out := func(n *testNode) float64 { return testutil.ToFloat64(n.m.headsFrames.WithLabelValues("out")) }
+	out := func(n *testNode) float64 { return n.m.Value("wats_heads_announcements_total", "out") }
 	waitFor(t, 5*time.Second, "the first announcements (head 0)", func() bool { return out(a) == 1 && out(b) == 1 })
 	publish(t, a, 1)
 	waitHead(t, 10*time.Second, 1, b)
@@ -384,7 +383,7 @@ func TestHonestEventsArriveUnderOpenLoopSpam(t *testing.T) {
 			if st := b.run.Get(a.ID()); st == nil || st.Spammed() != 0 {
 				t.Errorf("A counted as a spammer at B (%v)", st)
 			}
-			if sst := b.run.Get(s.h.ID()); testutil.ToFloat64(b.m.bans.WithLabelValues("gossip spam")) == 0 && (sst == nil || sst.Spammed() == 0) {
+			if sst := b.run.Get(s.h.ID()); b.m.Value("wats_peers_banned_total", "gossip spam") == 0 && (sst == nil || sst.Spammed() == 0) {
 				t.Error("the flood was not counted as spam at B")
 			}
 		})

@@ -68,7 +68,7 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	var perr *proto.Error
 	switch {
 	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
-		n.m.wrongNetwork()
+		n.m.WrongNetwork()
 		n.dropWrongNetwork(p)
 		return fmt.Errorf("%w: %s answered: %s (this node is on %q; to join that network, set network in config.toml)",
 			ErrWrongNetwork, p, perr.Message, n.cfg.Network)
@@ -77,7 +77,7 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	case resp.Hello == nil:
 		return fmt.Errorf("node: hello to %s: answered with %q", p, resp.Type)
 	case resp.Hello.Network != n.cfg.Network:
-		n.m.wrongNetwork()
+		n.m.WrongNetwork()
 		n.dropWrongNetwork(p)
 		return fmt.Errorf("%w: %s is on network %q, this node on %q (to join that network, set network in config.toml)",
 			ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)

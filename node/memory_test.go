@@ -1,16 +1,11 @@
 package node
 
 import (
-	"maps"
-	"math"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestDBMemoryMetric: /metrics reports pebble's memory outside the Go
@@ -47,22 +42,5 @@ func TestFsyncMetric(t *testing.T) {
 	}
 	if v, err := strconv.ParseFloat(m[1], 64); err != nil || v < 3 {
 		t.Errorf("wats_db_wal_fsync_seconds_count = %s after 3 appends", m[1])
-	}
-}
-
-// TestFsyncBuckets folds pebble's histogram (nanoseconds) into
-// fsyncBounds (seconds): at a bound counts, just past it does not.
-func TestFsyncBuckets(t *testing.T) {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Buckets: pebble.FsyncLatencyBuckets})
-	for _, ns := range []float64{2e6, 100e6, 101e6, 3e9} {
-		h.Observe(ns)
-	}
-	count, buckets, sum, ok := fsyncBuckets(h)
-	if !ok || count != 4 || math.Abs(sum-(2e6+100e6+101e6+3e9)/1e9) > 1e-9 {
-		t.Fatalf("count %d, sum %v, ok %v", count, sum, ok)
-	}
-	want := map[float64]uint64{0.001: 0, 0.0025: 1, 0.005: 1, 0.01: 1, 0.025: 1, 0.05: 1, 0.1: 1, 0.25: 3, 0.5: 3, 1: 3, 2.5: 3}
-	if !maps.Equal(buckets, want) {
-		t.Errorf("buckets %v, want %v", buckets, want)
 	}
 }

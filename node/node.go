@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +17,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
-	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
@@ -37,6 +34,7 @@ import (
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/internal/memrelease"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/metrics"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/peers"
@@ -97,6 +95,7 @@ type Node struct {
 	// hold at most a quarter of it (fetchPoolBytes, fetchFor; ADR 0030).
 	fetchBytes *limits.Pool
 	host       host.Host
+	dialer     *p2p.Dialer
 	gater      *p2p.Gater
 	gossip     *gossip.Gossip // nil when gossip is off
 	mdns       mdns.Service   // nil when p2p.mdns is off
@@ -135,7 +134,7 @@ type Node struct {
 	// unseen, as a full queue on the way would: not stored, not
 	// forwarded, no gap reported (gossipHas).
 	dropGossip atomic.Pointer[func(id string) bool]
-	m          *metrics
+	m          *metrics.Metrics
 
 	// epoch is the base of the node's monotonic readings (mono), and
 	// monoClock is Options.Mono.
@@ -187,7 +186,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.m = newMetrics(n)
+	n.m = n.newMetrics()
 	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs, blobs.DefaultMaxHintBytes)
 
 	ok := false
@@ -261,7 +260,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		AuthorFirst: n.authorFirst}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
-	n.m.reg.MustRegister(n.run.Admission().Collector())
+	n.m.Registry().MustRegister(n.run.Admission().Collector())
 	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
 		DataDir: store.DataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
@@ -281,6 +280,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.host, err = p2p.NewHost(n.cfg, key, n.agent, n.gater, n.peers.Has, nat...); err != nil {
 		return nil, err
 	}
+	n.dialer = p2p.NewDialer(n.host, n.log)
 	var ok2 bool
 	if n.selfID, ok2 = peers.RawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
@@ -487,7 +487,7 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 // already connected is dialled again at the addresses given when none of
 // its connections is to one of them, so that a wrong address is an error
 // rather than "connected"; when it answers there, its connections
-// elsewhere are closed (closeConnsNotAt) and hello goes over a new one.
+// elsewhere are closed and hello goes over a new one.
 // Addresses that fail are dropped from the peerstore. A peer that does
 // not speak /wats/1 (an IPFS node) is connected all the same, marked as
 // not wats: it can serve blobs over bitswap (ADR 0032).
@@ -497,9 +497,7 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 	}
 	// An operator's explicit dial is not held back by the backoff of
 	// earlier failed dials.
-	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(ai.ID)
-	}
+	n.dialer.ClearBackoff(ai.ID)
 	known := n.host.Peerstore().Addrs(ai.ID)
 	forget := func() {
 		for _, a := range ai.Addrs {
@@ -508,10 +506,10 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 			}
 		}
 	}
-	if n.host.Network().Connectedness(ai.ID) == network.Connected && len(ai.Addrs) > 0 && !connectedAt(n.host.Network(), ai) {
+	if n.host.Network().Connectedness(ai.ID) == network.Connected && len(ai.Addrs) > 0 && !n.dialer.ConnectedAt(ai) {
 		// Connected elsewhere: libp2p would answer at once, whatever the
 		// addresses; try them.
-		if err := n.probe(ctx, ai); err != nil {
+		if err := n.dialer.Probe(ctx, ai); err != nil {
 			forget()
 			return "", fmt.Errorf("node: connect %s: %w", ai, err)
 		}
@@ -521,13 +519,13 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 		// nothing until its idle timeout, and libp2p opens streams on the
 		// connection with the most of them, so they are closed and the
 		// peer dialled afresh.
-		n.closeConnsNotAt(ai)
+		n.dialer.CloseConnsNotAt(ai)
 	}
 	if len(ai.Addrs) == 0 {
 		if err := n.connectByID(ctx, ai.ID); err != nil {
 			return "", fmt.Errorf("node: connect %s: %w", ai.ID, err)
 		}
-	} else if err := n.dial(ctx, ai); err != nil {
+	} else if err := n.dialer.Dial(ctx, ai); err != nil {
 		forget()
 		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
@@ -540,57 +538,13 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 	return ai.ID, err
 }
 
-// dial connects to ai, once more when the security handshake failed
-// (againAfterHandshake): a node that restarts redials its known peers
-// (redial) while they may be dialling it. Every dial of this node to a
-// chosen peer goes through it: an operator's connect (by address or by
-// peer ID, at the addresses the DHT gave), the redial of the
-// peer cache, discovery (dialEach); so does connect's probe of an
-// address (probe).
-func (n *Node) dial(ctx context.Context, ai peer.AddrInfo) error {
-	return againAfterHandshake(ctx, func(again bool) error {
-		if sw, ok := n.host.Network().(*swarm.Swarm); ok && again {
-			sw.Backoff().Clear(ai.ID) // the failed dial's backoff
-		}
-		return n.host.Connect(ctx, ai)
-	})
-}
-
-// againAfterHandshake runs dial, and once more after 50 to 250 ms when it
-// failed in the security handshake: two peers that dial each other's
-// listen port at once (each binds its own, SO_REUSEPORT) may make one TCP
-// connection of the two dials, which both ends take for their own, and
-// whose handshake fails on both ("noise: message is too short"); the
-// random pause uncrosses them. again tells dial it is the second try.
-func againAfterHandshake(ctx context.Context, dial func(again bool) error) error {
-	err := dial(false)
-	if err == nil || !errHandshake(err) {
-		return err
-	}
-	t := time.NewTimer(50*time.Millisecond + rand.N(200*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return err
-	}
-	return dial(true)
-}
-
-// errHandshake reports whether err is a dial that reached the peer's
-// address and failed in the security handshake (libp2p's upgrader gives
-// no sentinel for it).
-func errHandshake(err error) bool {
-	return strings.Contains(err.Error(), "failed to negotiate security protocol")
-}
-
 // connectByID connects to p given by its peer ID alone: at the addresses
 // the peerstore holds for it, else at those the DHT finds (peer routing,
 // docs/adr/0040).
 func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
 	var known error
 	if len(n.host.Peerstore().Addrs(p)) > 0 {
-		if known = n.dial(ctx, peer.AddrInfo{ID: p}); known == nil {
+		if known = n.dialer.Dial(ctx, peer.AddrInfo{ID: p}); known == nil {
 			return nil
 		}
 	}
@@ -604,181 +558,27 @@ func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
 	if err != nil {
 		return errors.Join(known, err)
 	}
-	// The lookup's own dial of p may have failed (crossed: dial) and left
-	// the swarm's backoff on the addresses it found: dial them anyway.
-	if sw, ok := n.host.Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(p)
-	}
-	return n.dial(ctx, ai)
+	// The lookup's own dial of p may have failed (crossed:
+	// p2p.AgainAfterHandshake) and left the swarm's backoff on the
+	// addresses it found: dial them anyway.
+	n.dialer.ClearBackoff(p)
+	return n.dialer.Dial(ctx, ai)
 }
-
-// probe dials ai.ID at each of ai.Addrs through its transport (a full
-// handshake, so the peer ID is checked) and closes what it opened; nil
-// when one address answered, else the error of each.
-func (n *Node) probe(ctx context.Context, ai peer.AddrInfo) error {
-	sw, ok := n.host.Network().(*swarm.Swarm)
-	if !ok {
-		return nil
-	}
-	var errs []error
-	for _, a := range ai.Addrs {
-		tr := sw.TransportForDialing(a)
-		if tr == nil {
-			errs = append(errs, fmt.Errorf("%s: no transport dials it", a))
-			continue
-		}
-		err := againAfterHandshake(ctx, func(bool) error {
-			c, err := tr.Dial(ctx, a, ai.ID)
-			if err == nil {
-				_ = c.Close()
-			}
-			return err
-		})
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", a, err))
-	}
-	return errors.Join(errs...)
-}
-
-// closeConnsNotAt closes this node's connections to ai.ID that are not to
-// one of ai.Addrs.
-func (n *Node) closeConnsNotAt(ai peer.AddrInfo) {
-	for _, c := range n.host.Network().ConnsToPeer(ai.ID) {
-		if !slices.ContainsFunc(ai.Addrs, c.RemoteMultiaddr().Equal) {
-			n.log.Debug("closing a connection elsewhere than the peer answers now", "peer", ai.ID, "addr", c.RemoteMultiaddr())
-			_ = c.Close()
-		}
-	}
-}
-
-// connectedAt reports whether one of nw's connections to ai.ID is to one of
-// ai.Addrs.
-func connectedAt(nw network.Network, ai peer.AddrInfo) bool {
-	for _, c := range nw.ConnsToPeer(ai.ID) {
-		if slices.ContainsFunc(ai.Addrs, c.RemoteMultiaddr().Equal) {
-			return true
-		}
-	}
-	return false
-}
-
-// redialConcurrency bounds the dials of redial at once.
-const redialConcurrency = 8
-
-// redialTimeout bounds one redial.
-const redialTimeout = 10 * time.Second
 
 // redial dials the peers of the peer cache at start, most recently seen
-// first (dialEach), so that a node restarted without bootstrap addresses
-// finds its network again (ADR 0026).
+// first, so that a node restarted without bootstrap addresses finds its
+// network again (ADR 0026).
 func (n *Node) redial() {
-	n.dialEach(slices.Values(n.peers.Known()), "known peer unreachable")
+	n.dialer.DialEach(n.ctx, slices.Values(n.peers.Known()), "known peer unreachable")
 }
 
-// dialEach dials each peer of infos that is not this node, has an
-// address and is not connected, at most redialConcurrency at once and each
-// within redialTimeout, and returns once they are done or the node
-// closes; a dial that fails is logged at debug with msg. Used by the
-// redial of the peer cache and by discovery (routing.go).
-func (n *Node) dialEach(infos iter.Seq[peer.AddrInfo], msg string) {
-	sem := make(chan struct{}, redialConcurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ai := range infos {
-		if ai.ID == n.host.ID() || len(ai.Addrs) == 0 || n.host.Network().Connectedness(ai.ID) == network.Connected {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-n.ctx.Done():
-			return
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(n.ctx, redialTimeout)
-			defer cancel()
-			if err := n.dial(ctx, ai); err != nil {
-				n.log.Debug(msg, "peer", ai.ID, "err", err)
-			}
-		})
-	}
-}
-
-// Retries of a bootstrap peer that could not be dialled at start (not
-// up yet, a network not yet there): after bootstrapRetryFirst, then twice
-// as long each time, up to bootstrapRetryMax, until it connects once or
-// the node has p2p.conns_low peers.
-const (
-	bootstrapRetryFirst = 5 * time.Second
-	bootstrapRetryMax   = 5 * time.Minute
-)
-
-// bootstrap dials the config's bootstrap peers, each in its own goroutine:
-// one dial per peer with all of its addresses, so that the dial ranker
-// chooses among them (rather than one connection per address). It
-// returns after the first dial of each; a peer whose dial failed is
-// dialled again in the background (bootstrapRetryFirst).
+// bootstrap dials and greets the config's bootstrap peers
+// (p2p.Dialer.Bootstrap), and tries again those it could not reach.
 func (n *Node) bootstrap() {
-	var addrs []ma.Multiaddr
-	for _, s := range n.cfg.P2P.Bootstrap {
-		a, err := ma.NewMultiaddr(s)
-		if err != nil {
-			n.log.Warn("bad bootstrap address", "addr", s, "err", err)
-			continue
-		}
-		addrs = append(addrs, a)
-	}
-	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
-	if err != nil {
-		n.log.Warn("bad bootstrap address", "err", err)
-	}
-	var wg sync.WaitGroup
-	for _, ai := range infos {
-		wg.Go(func() {
-			if err := n.dialBootstrap(ai); err != nil && n.ctx.Err() == nil {
-				n.log.Warn("bootstrap peer unreachable; will retry", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
-				n.go_(func() { n.retryBootstrap(ai) })
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// dialBootstrap dials a bootstrap peer and greets it, within 30 s.
-func (n *Node) dialBootstrap(ai peer.AddrInfo) error {
-	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
-	defer cancel()
-	_, err := n.connectInfo(ctx, ai)
-	return err
-}
-
-// retryBootstrap dials ai again, bootstrapRetryFirst later and then twice
-// as long each time up to bootstrapRetryMax, until it connects, the node
-// has p2p.conns_low peers, or the node closes.
-func (n *Node) retryBootstrap(ai peer.AddrInfo) {
-	wait := bootstrapRetryFirst
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if n.host.Network().Connectedness(ai.ID) == network.Connected || len(n.host.Network().Peers()) >= n.cfg.P2P.ConnsLow {
-			return
-		}
-		err := n.dialBootstrap(ai)
-		if err == nil {
-			n.log.Info("bootstrap peer reached", "peer", ai.ID)
-			return
-		}
-		wait = min(2*wait, bootstrapRetryMax)
-		n.log.Debug("bootstrap peer still unreachable", "peer", ai.ID, "err", err, "next", wait)
-		t.Reset(wait)
-	}
+	n.dialer.Bootstrap(n.ctx, n.cfg.P2P.Bootstrap, n.cfg.P2P.ConnsLow, func(ctx context.Context, ai peer.AddrInfo) error {
+		_, err := n.connectInfo(ctx, ai)
+		return err
+	}, n.go_)
 }
 
 // mdnsServiceName is the mDNS service name of a network's nodes, so that
@@ -861,4 +661,79 @@ func parseAddrs(ss []string) []ma.Multiaddr {
 		}
 	}
 	return out
+}
+
+// newMetrics returns the node's metrics, reading it at each scrape
+// (metrics.Sources).
+func (n *Node) newMetrics() *metrics.Metrics {
+	return metrics.New(metrics.Sources{
+		Effort: func() float64 {
+			if n.issuer == nil {
+				return 0
+			}
+			return float64(n.issuer.Effort(n.mono(n.now())))
+		},
+		InFlight: func() float64 { return float64(n.inFlight.Load()) },
+		Head: func() float64 {
+			if n.events == nil {
+				return 0
+			}
+			return float64(n.events.Head())
+		},
+		Peers: func() float64 {
+			if n.run == nil {
+				return 0
+			}
+			return float64(len(n.helloPeers()))
+		},
+		StrangerSlots: func() float64 {
+			if n.run == nil {
+				return 0
+			}
+			return float64(n.run.Slots().Len())
+		},
+		QuotaUsed: func() float64 {
+			if n.blobs == nil {
+				return 0
+			}
+			return float64(n.blobs.QuotaUsed())
+		},
+		Exchange: func() (uint64, uint64, uint64) {
+			if n.fetch == nil || n.fetch.x == nil {
+				return 0, 0, 0
+			}
+			st := n.fetch.x.Stats()
+			return st.Unsolicited, st.ReceivedBytes, st.Rewants
+		},
+		DB: func() *pebble.Metrics {
+			if n.db == nil {
+				return nil
+			}
+			return n.db.Metrics()
+		},
+		ScoreBands: func() map[string]int {
+			if n.gossip == nil {
+				return nil
+			}
+			out := make(map[string]int)
+			for b, k := range n.gossip.ScoreBands() {
+				out[gossip.Band(b).String()] = k
+			}
+			return out
+		},
+		Log: func() (events, bytes, authors, commits uint64, ok bool) {
+			if n.events == nil {
+				return 0, 0, 0, 0, false
+			}
+			u, a := n.events.Usage()
+			return u.Events, u.Bytes, uint64(a), n.events.Commits(), true
+		},
+		Disk: func() (uint64, bool, bool) {
+			d := n.diskStatus()
+			if d == nil {
+				return 0, false, false
+			}
+			return d.FreeBytes, d.Full, true
+		},
+	})
 }

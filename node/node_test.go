@@ -16,7 +16,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/repo"
@@ -212,7 +211,7 @@ func waitGossipMesh(t *testing.T, timeout time.Duration, want map[*testNode]int)
 }
 
 func storedBy(n *testNode, source string) float64 {
-	return testutil.ToFloat64(n.m.stored.WithLabelValues(source))
+	return n.m.Value("wats_events_stored_total", source)
 }
 
 // TestThreeNodesConvergeByGossip: three nodes in a line (1 - 0 - 2) each
@@ -245,7 +244,7 @@ func TestThreeNodesConvergeByGossip(t *testing.T) {
 		// counted: the last events may be in the log, and their pull not
 		// yet in the metrics.
 		pulledSome := func() bool {
-			return storedBy(n, "sync") == 0 || testutil.ToFloat64(n.m.headsPulls.WithLabelValues("stored")) > 0
+			return storedBy(n, "sync") == 0 || n.m.Value("wats_heads_pulls_total", "stored") > 0
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for !pulledSome() && time.Now().Before(deadline) {
@@ -305,7 +304,7 @@ func TestSyncResumesFromPersistedCursor(t *testing.T) {
 	b.close(t)
 
 	publish(t, a, 10)
-	servedBefore := testutil.ToFloat64(a.m.served)
+	servedBefore := a.m.Value("wats_sync_events_served_total")
 	b = startRepo(t, bRepo)
 	if got := b.peers.Cursor(a.ID()); got != 600 {
 		t.Fatalf("cursor after restart = %d, want 600 (persisted)", got)
@@ -315,7 +314,7 @@ func TestSyncResumesFromPersistedCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHead(t, 10*time.Second, 610, b)
-	if served := testutil.ToFloat64(a.m.served) - servedBefore; served != 10 {
+	if served := a.m.Value("wats_sync_events_served_total") - servedBefore; served != 10 {
 		t.Errorf("a served %v events to the restarted node, want 10 (resumed from 600)", served)
 	}
 }
@@ -333,7 +332,7 @@ func TestWrongNetworkPeerIsDropped(t *testing.T) {
 	if !errors.Is(err, ErrWrongNetwork) {
 		t.Fatalf("connect across networks: err = %v, want ErrWrongNetwork", err)
 	}
-	if got := testutil.ToFloat64(a.m.wrongNetworks) + testutil.ToFloat64(x.m.wrongNetworks); got < 1 {
+	if got := a.m.Value("wats_wrong_network_total") + x.m.Value("wats_wrong_network_total"); got < 1 {
 		t.Errorf("wrong network not counted")
 	}
 	if len(a.helloPeers()) != 0 || len(x.helloPeers()) != 0 {

@@ -108,7 +108,7 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	}
 	if v := c.Evicted; v != nil {
 		t := v.Tier()
-		n.m.strangerEvicted(t)
+		n.m.StrangerEvicted(t)
 		n.plog.Debug(v.ID(), "evicted", "stranger evicted to make room for a newcomer", "peer", v.ID(), "tier", t)
 		n.gater.Ban(v.ID(), c.Ban)
 		n.go_(func() { _ = n.host.Network().ClosePeer(v.ID()) })
@@ -163,7 +163,7 @@ func (n *Node) admitStranger(p peer.ID) bool {
 	if n.run.AdmitStranger(p, n.mono(n.now())) {
 		return true
 	}
-	n.m.strangerRefused()
+	n.m.StrangerRefused()
 	return false
 }
 
@@ -200,13 +200,13 @@ func (n *Node) changed(c peers.Change[link]) {
 		n.tierChanged(st, c.Tier)
 	}
 	if c.Deferred {
-		n.m.recordDeferred()
+		n.m.RecordDeferred()
 	}
 	if c.Err != nil {
 		n.log.Warn("peer cache write failed", "peer", st.ID(), "err", c.Err)
 	}
 	if c.Persisted != "" {
-		n.m.peerPersisted(c.Persisted)
+		n.m.PeerPersisted(c.Persisted)
 		n.plog.Info(st.ID(), "value", "peer showed value; remembered in the peer cache", "peer", st.ID(), "value", c.Persisted)
 	}
 }
@@ -222,7 +222,7 @@ func (n *Node) count(st *peerState, c peers.Counter, k uint64) {
 // tierChanged reacts to st's new tier t: the connection manager's tag.
 func (n *Node) tierChanged(st *peerState, t limits.Tier) {
 	n.tagTier(st, t)
-	n.m.tierChange(t)
+	n.m.TierChange(t)
 }
 
 // tagTier sets the connection manager's tag of st's tier.

@@ -65,7 +65,7 @@ func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source st
 	if err != nil {
 		return err
 	}
-	n.m.eventsStored(source, len(added))
+	n.m.EventsStored(source, len(added))
 	if len(added) == 0 || n.gossip == nil {
 		return nil
 	}

@@ -47,7 +47,7 @@ func (n *Node) startRouting() error {
 		Tier: n.tierOfPeer,
 		Mono: func() int64 { return int64(n.mono(n.now())) },
 		Refused: func(p peer.ID, typ pb.Message_MessageType, why string) {
-			n.m.dhtRefused()
+			n.m.DhtRefused()
 			n.plog.Info(p, "dht", "DHT request refused: "+why, "peer", p, "type", typ.String())
 		},
 		Log: n.log,
@@ -58,7 +58,7 @@ func (n *Node) startRouting() error {
 	n.routing.Store(r)
 	n.go_(func() {
 		r.Discover(n.ctx, n.cfg.P2P.ConnsLow, func(found iter.Seq[peer.AddrInfo]) {
-			n.dialEach(found, "discovered peer unreachable")
+			n.dialer.DialEach(n.ctx, found, "discovered peer unreachable")
 		})
 	})
 	return nil

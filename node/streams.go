@@ -19,7 +19,7 @@ const streamFloodBan = time.Minute
 // the metric) and, past peers.MaxCapRefusals in a second, disconnects and
 // bans the peer.
 func (n *Node) overCap(st *peerState, kind string) {
-	n.m.streamRefused(kind)
+	n.m.StreamRefused(kind)
 	flood, t, changed := st.OverCap(n.mono(n.now()))
 	if changed {
 		n.tierChanged(st, t)
@@ -27,7 +27,7 @@ func (n *Node) overCap(st *peerState, kind string) {
 	if !flood {
 		return
 	}
-	n.m.peerBanned("stream flood")
+	n.m.PeerBanned("stream flood")
 	n.plog.Info(st.ID(), "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.ID(),
 		"ban", streamFloodBan)
 	n.gater.Ban(st.ID(), streamFloodBan)
@@ -58,7 +58,7 @@ func (n *Node) acceptStream(s network.Stream) {
 	st.Link.unnegotiated.Add(-1)
 	if err != nil {
 		if proto.IsTimeout(err) {
-			n.m.streamTimeout("negotiation")
+			n.m.StreamTimeout("negotiation")
 			n.count(st, peers.Timeouts, 1)
 		}
 		_ = s.ResetWithError(network.StreamProtocolNegotiationFailed)
@@ -69,7 +69,7 @@ func (n *Node) acceptStream(s network.Stream) {
 		return
 	}
 	if err := s.SetProtocol(protoID); err != nil {
-		n.m.streamRefused("protocol")
+		n.m.StreamRefused("protocol")
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
 		return
 	}

@@ -114,7 +114,7 @@ func (n *Node) syncFrom(ctx context.Context, p peer.ID, run syncRun) (SyncProgre
 			}
 			return nil
 		},
-		Refused: n.m.syncRefused,
+		Refused: n.m.SyncRefused,
 	}
 	opts.Share = share
 	err := catchup.Run(ctx, start, opts)
@@ -173,8 +173,8 @@ func (n *Node) storePages(p peer.ID, group []catchup.Page, st *SyncProgress) err
 	if next > st.PeerHead {
 		st.PeerHead = next
 	}
-	n.m.eventsStored("sync", len(added))
-	n.m.eventsDropped("sync", len(rejected))
+	n.m.EventsStored("sync", len(added))
+	n.m.EventsDropped("sync", len(rejected))
 	// What the peer gave (ADR 0030): events this node lacked are value,
 	// events that do not verify are invalid messages; events from the
 	// future are not (the peer's clock, or the author's, may be right).

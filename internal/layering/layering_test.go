@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark", "internal/memrelease"},
+	"node":      {"metrics", "proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark", "internal/memrelease"},
 	// The libp2p host and what a peer may hold of it: the resource
 	// manager's limits by scope, stream caps by tier, the gater.
 	"p2p": {"config", "limits", "proto", "blobs"},
@@ -41,6 +41,9 @@ var allowed = map[string][]string{
 	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
 	"peers": {"core", "limits", "peercache", "challenge", "proto", "eventlog"},
+	// The node's Prometheus metrics: counters without peer labels, and
+	// gauges that read the node through funcs.
+	"metrics": {"core", "limits", "proto"},
 	// The network's DHT, NAT traversal and the store of provider
 	// records: what a node asks of the network beyond its peers.
 	"routing": {"config", "limits", "proto"},

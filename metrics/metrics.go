@@ -1,25 +1,24 @@
-package node
+package metrics
 
 import (
-	"errors"
+	"slices"
 	"sync/atomic"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/gossip"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
-
-	"github.com/wats-network/wats/core"
 )
 
-// metrics are the node's Prometheus metrics. None carries a peer ID or an
+// Metrics are the node's Prometheus metrics. None carries a peer ID or an
 // address as a label (docs/design.md §12); labels are request types, sources and
-// error codes, all from small fixed sets.
-type metrics struct {
+// error codes, all from small fixed sets. The methods count; the gauges
+// and the collectors read the node through Sources at each scrape.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	requests      *prometheus.CounterVec // by request type
@@ -65,8 +64,41 @@ type metrics struct {
 	issuedN, solvedN, failedN atomic.Uint64
 }
 
-func newMetrics(n *Node) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// Sources are what the metrics read of the node at each scrape; a nil
+// field reads as nothing (0, or no sample).
+type Sources struct {
+	// Effort is the challenge's effort now, in bits.
+	Effort func() float64
+	// InFlight is the /wats requests being handled.
+	InFlight func() float64
+	// Head is the position of the newest event in the log.
+	Head func() float64
+	// Peers is the connected peers that completed hello.
+	Peers func() float64
+	// StrangerSlots is the stranger slots held.
+	StrangerSlots func() float64
+	// QuotaUsed is the bytes of complete blobs against blobs.quota_bytes.
+	QuotaUsed func() float64
+	// Exchange is the blob exchange's counts: blocks nobody asked their
+	// sender for, bytes accepted, rewants.
+	Exchange func() (unsolicited, received, rewants uint64)
+	// DB is pebble's metrics.
+	DB func() *pebble.Metrics
+	// ScoreBands is the peers of the gossip topic by score band name.
+	ScoreBands func() map[string]int
+	// Log is what the event log holds (events, bytes, authors) and the
+	// synced batches it committed; ok false while there is no log.
+	Log func() (events, bytes, authors, commits uint64, ok bool)
+	// Disk is the disk guard's last look: free bytes, and whether writes
+	// are refused; ok false before the first.
+	Disk func() (free uint64, full, ok bool)
+}
+
+// New returns the metrics of a node read through src, registered in a
+// registry of their own (Registry) with Go's and the process's collectors.
+func New(src Sources) *Metrics {
+	n := sources(src)
+	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_requests_total", Help: "Decoded /wats/1 requests, by type.",
 	}, []string{"type"})
@@ -102,29 +134,19 @@ func newMetrics(n *Node) *metrics {
 	}, []string{"reason"})
 	effort := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_challenge_effort_bits", Help: "Current effort of the b3 challenge, in leading zero bits.",
-	}, func() float64 {
-		if n.issuer == nil {
-			return 0
-		}
-		return float64(n.issuer.Effort(n.mono(n.now())))
-	})
+	}, n.Effort)
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_requests_in_flight", Help: "/wats requests being handled.",
-	}, func() float64 { return float64(n.inFlight.Load()) })
+	}, n.InFlight)
 	m.gossipRejects = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_gossip_rejected_total", Help: "Gossip envelopes rejected by the validator.",
 	})
 	head := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_log_head", Help: "Position of the newest event in the local log.",
-	}, func() float64 {
-		if n.events == nil {
-			return 0
-		}
-		return float64(n.events.Head())
-	})
+	}, n.Head)
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_peers", Help: "Connected peers that completed hello.",
-	}, func() float64 { return float64(len(n.helloPeers())) })
+	}, n.Peers)
 	m.blobFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_blob_fetches_total",
 		Help: "Blob fetches, by source (gossip, sync, crash_report, replicate, api) and outcome (stored, refused: over max_blob_bytes or the quota before any request, invalid: not what the event declares, failed: no provider served it, skipped: over the peer's fetch slots, dropped: auto-fetch queue full).",
@@ -136,35 +158,24 @@ func newMetrics(n *Node) *metrics {
 	blobExchange := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "wats_blob_unsolicited_blocks_total", Help: "Bitswap blocks received that no fetch asked their sender for; dropped, never stored.",
 	}, func() float64 {
-		if n.fetch == nil {
-			return 0
-		}
-		return float64(n.fetch.x.Stats().Unsolicited)
+		u, _, _ := n.Exchange()
+		return float64(u)
 	})
 	blobBytes := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "wats_blob_received_bytes_total", Help: "Bytes of bitswap blocks accepted by fetches.",
 	}, func() float64 {
-		if n.fetch == nil {
-			return 0
-		}
-		return float64(n.fetch.x.Stats().ReceivedBytes)
+		_, r, _ := n.Exchange()
+		return float64(r)
 	})
 	rewants := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "wats_blob_rewants_total", Help: "Times a fetch sent its wants in flight to its provider again: a silent third of the idle timeout, or one of several connections to it closed.",
 	}, func() float64 {
-		if n.fetch == nil {
-			return 0
-		}
-		return float64(n.fetch.x.Stats().Rewants)
+		_, _, w := n.Exchange()
+		return float64(w)
 	})
 	quota := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_blob_quota_used_bytes", Help: "Bytes of complete blobs, as blobs.quota_bytes counts them.",
-	}, func() float64 {
-		if n.blobs == nil {
-			return 0
-		}
-		return float64(n.blobs.QuotaUsed())
-	})
+	}, n.QuotaUsed)
 	m.misses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_requests_missed_total", Help: "Requests that asked for what never existed here (a cursor past the head, blobs no event names, a crash report held already), by type (ADR 0030).",
 	}, []string{"type"})
@@ -228,8 +239,7 @@ func newMetrics(n *Node) *metrics {
 	fsyncs := prometheus.NewDesc("wats_db_wal_fsync_seconds", "Latency of pebble's WAL fsyncs, each the durable write of a group of events (ADR 0017, ADR 0031). A bucket counts the fsyncs that pebble's own, finer histogram puts at or below its bound, so it may undercount by up to a sixth of the bound.", nil, nil)
 	dbMemory := prometheus.NewDesc("wats_db_memory_bytes", "Memory pebble holds outside the Go heap, by what: memtables (the live one, those waiting to flush and the one kept for reuse; each up to 16 MiB once written to) and block_cache (up to 64 MiB). Bounded by these sizes, not by traffic; a node's RSS grows by them as it writes and reads, and they are not given back while the database is open.", []string{"what"}, nil)
 	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{scoreBands, logUse, commits, fsyncs, dbMemory}, collect: func(ch chan<- prometheus.Metric) {
-		if n.db != nil {
-			dm := n.db.Metrics()
+		if dm := n.DB(); dm != nil {
 			if h := dm.LogWriter.FsyncLatency; h != nil {
 				if count, buckets, sum, ok := fsyncBuckets(h); ok {
 					ch <- prometheus.MustNewConstHistogram(fsyncs, count, sum, buckets)
@@ -238,23 +248,19 @@ func newMetrics(n *Node) *metrics {
 			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.MemTable.Size+dm.MemTable.ZombieSize), "memtables")
 			ch <- prometheus.MustNewConstMetric(dbMemory, prometheus.GaugeValue, float64(dm.BlockCache.Size), "block_cache")
 		}
-		if g := n.gossip; g != nil {
-			bands := g.ScoreBands()
-			for b, k := range bands {
-				ch <- prometheus.MustNewConstMetric(scoreBands, prometheus.GaugeValue, float64(k), gossip.Band(b).String())
-			}
+		for band, k := range n.ScoreBands() {
+			ch <- prometheus.MustNewConstMetric(scoreBands, prometheus.GaugeValue, float64(k), band)
 		}
-		if n.events != nil {
-			u, authors := n.events.Usage()
-			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(u.Events), "events")
-			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(u.Bytes), "bytes")
+		if events, bytes, authors, commitsN, ok := n.Log(); ok {
+			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(events), "events")
+			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(bytes), "bytes")
 			ch <- prometheus.MustNewConstMetric(logUse, prometheus.GaugeValue, float64(authors), "authors")
-			ch <- prometheus.MustNewConstMetric(commits, prometheus.CounterValue, float64(n.events.Commits()))
+			ch <- prometheus.MustNewConstMetric(commits, prometheus.CounterValue, float64(commitsN))
 		}
 	}})
 	tiers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_stranger_slots_used", Help: "Inbound connections of peers without a peer-cache record (a quarter of p2p.max_conns at most).",
-	}, func() float64 { return float64(n.run.Slots().Len()) })
+	}, n.StrangerSlots)
 	for _, k := range core.Requests() {
 		m.requestsByKind[k] = m.requests.WithLabelValues(k.String())
 		m.missesByKind[k] = m.misses.WithLabelValues(k.String())
@@ -262,15 +268,13 @@ func newMetrics(n *Node) *metrics {
 	diskFree := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_disk_free_bytes", Help: "Free bytes of the repo's disk at the disk guard's last look (docs/adr/0044).",
 	}, func() float64 {
-		if d := n.diskStatus(); d != nil {
-			return float64(d.FreeBytes)
-		}
-		return 0
+		free, _, _ := n.Disk()
+		return float64(free)
 	})
 	diskFull := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_disk_full", Help: "1 while writes are refused because the repo's disk is at its reserve (docs/adr/0044).",
 	}, func() float64 {
-		if d := n.diskStatus(); d != nil && d.Full {
+		if _, full, ok := n.Disk(); ok && full {
 			return 1
 		}
 		return 0
@@ -286,65 +290,53 @@ func newMetrics(n *Node) *metrics {
 	return m
 }
 
-func (m *metrics) request(t proto.Type) {
+func (m *Metrics) Request(t proto.Type) {
 	if k, ok := t.Request(); ok {
 		m.requestsByKind[k].Inc()
 		return
 	}
 	m.requests.WithLabelValues(string(t)).Inc()
 }
-func (m *metrics) badRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
-func (m *metrics) syncServed(events int)  { m.served.Add(float64(events)) }
-func (m *metrics) syncBusy()              { m.syncBusyN.Inc() }
-func (m *metrics) challengeIssued()       { m.challengesIssued.Inc(); m.issuedN.Add(1) }
-func (m *metrics) challengeSolved()       { m.challengesSolved.Inc(); m.solvedN.Add(1) }
-func (m *metrics) challengeFailed(reason string) {
+func (m *Metrics) BadRequest(code string) { m.badRequests.WithLabelValues(code).Inc() }
+func (m *Metrics) SyncServed(events int)  { m.served.Add(float64(events)) }
+func (m *Metrics) SyncBusy()              { m.syncBusyN.Inc() }
+func (m *Metrics) ChallengeIssued()       { m.challengesIssued.Inc(); m.issuedN.Add(1) }
+func (m *Metrics) ChallengeSolved()       { m.challengesSolved.Inc(); m.solvedN.Add(1) }
+func (m *Metrics) ChallengeFailed(reason string) {
 	m.challengesFailed.WithLabelValues(reason).Inc()
 	m.failedN.Add(1)
 }
-func (m *metrics) syncRefused() { m.syncRefusedN.Inc() }
-func (m *metrics) blobFetch(source, outcome string) {
+func (m *Metrics) SyncRefused() { m.syncRefusedN.Inc() }
+func (m *Metrics) BlobFetch(source, outcome string) {
 	m.blobFetches.WithLabelValues(source, outcome).Inc()
 }
-func (m *metrics) blobImport(via ImportVia, outcome string) {
-	m.blobImports.WithLabelValues(string(via), outcome).Inc()
+func (m *Metrics) BlobImport(via, outcome string) {
+	m.blobImports.WithLabelValues(via, outcome).Inc()
 }
-func (m *metrics) wrongNetwork() { m.wrongNetworks.Inc() }
+func (m *Metrics) WrongNetwork() { m.wrongNetworks.Inc() }
 
-func (m *metrics) miss(k core.Request)           { m.missesByKind[k].Inc() }
-func (m *metrics) bitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
-func (m *metrics) streamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
-func (m *metrics) dhtRefused()                   { m.dhtRefusals.Inc() }
-func (m *metrics) streamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }
-func (m *metrics) tierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
-func (m *metrics) peerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }
-func (m *metrics) recordDeferred()               { m.deferred.Inc() }
-func (m *metrics) strangerReportRefused()        { m.reportsShared.Inc() }
-func (m *metrics) strangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
-func (m *metrics) peerBanned(reason string)      { m.bans.WithLabelValues(reason).Inc() }
-func (m *metrics) headsAnnounced(dir string)     { m.headsFrames.WithLabelValues(dir).Inc() }
-func (m *metrics) headsPulled(outcome string)    { m.headsPulls.WithLabelValues(outcome).Inc() }
-func (m *metrics) strangerRefused()              { m.strangersBusy.Inc() }
-func (m *metrics) gossipRejected(error) {
+func (m *Metrics) Miss(k core.Request)           { m.missesByKind[k].Inc() }
+func (m *Metrics) BitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
+func (m *Metrics) StreamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
+func (m *Metrics) DhtRefused()                   { m.dhtRefusals.Inc() }
+func (m *Metrics) StreamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }
+func (m *Metrics) TierChange(t limits.Tier)      { m.tierChanges.WithLabelValues(t.String()).Inc() }
+func (m *Metrics) PeerPersisted(value string)    { m.persisted.WithLabelValues(value).Inc() }
+func (m *Metrics) RecordDeferred()               { m.deferred.Inc() }
+func (m *Metrics) StrangerReportRefused()        { m.reportsShared.Inc() }
+func (m *Metrics) StrangerEvicted(t limits.Tier) { m.strangerEvicts.WithLabelValues(t.String()).Inc() }
+func (m *Metrics) PeerBanned(reason string)      { m.bans.WithLabelValues(reason).Inc() }
+func (m *Metrics) HeadsAnnounced(dir string)     { m.headsFrames.WithLabelValues(dir).Inc() }
+func (m *Metrics) HeadsPulled(outcome string)    { m.headsPulls.WithLabelValues(outcome).Inc() }
+func (m *Metrics) StrangerRefused()              { m.strangersBusy.Inc() }
+func (m *Metrics) GossipRejected(error) {
 	m.gossipRejects.Inc()
 	m.droppedN.Add(1)
 }
 
-// gossipIgnored counts an envelope ignored for reason (gossip.Options.Ignored).
-func (m *metrics) gossipIgnored(reason error) {
-	r := "error"
-	switch {
-	case errors.Is(reason, gossip.ErrOverPeerBudget):
-		r = "peer_budget"
-	case errors.Is(reason, gossip.ErrOverAuthorBudget):
-		r = "author_budget"
-	case errors.Is(reason, eventlog.ErrQuota):
-		r = "quota"
-	case errors.Is(reason, errAlreadyHeld):
-		r = "held"
-	}
-	m.gossipIgnores.WithLabelValues(r).Inc()
-}
+// GossipIgnored counts an envelope ignored for reason: peer_budget,
+// author_budget, quota, held or error.
+func (m *Metrics) GossipIgnored(reason string) { m.gossipIgnores.WithLabelValues(reason).Inc() }
 
 // collectorFunc is a prometheus.Collector of metrics made at each scrape.
 type collectorFunc struct {
@@ -359,17 +351,17 @@ func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
 }
 func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
-func (m *metrics) eventsStored(source string, k int) {
+func (m *Metrics) EventsStored(source string, k int) {
 	m.stored.WithLabelValues(source).Add(float64(k))
 }
-func (m *metrics) eventsDropped(source string, k int) {
+func (m *Metrics) EventsDropped(source string, k int) {
 	m.dropped.WithLabelValues(source).Add(float64(k))
 	m.droppedN.Add(uint64(k))
 }
 
 // droppedTotal counts the invalid events dropped from all sources (sync
 // pages and gossip envelopes).
-func (m *metrics) droppedTotal() uint64 { return m.droppedN.Load() }
+func (m *Metrics) DroppedTotal() uint64 { return m.droppedN.Load() }
 
 // fsyncBounds are the upper bounds of wats_db_wal_fsync_seconds, in
 // seconds: fine enough to tell a disk's usual fsync (a few ms) from the
@@ -398,4 +390,85 @@ func fsyncBuckets(h prometheus.Histogram) (count uint64, buckets map[float64]uin
 		}
 	}
 	return m.Histogram.GetSampleCount(), buckets, m.Histogram.GetSampleSum() / 1e9, true
+}
+
+// sources returns src with a nil field answering nothing.
+func sources(src Sources) Sources {
+	zero := func() float64 { return 0 }
+	for _, f := range []*func() float64{&src.Effort, &src.InFlight, &src.Head, &src.Peers, &src.StrangerSlots, &src.QuotaUsed} {
+		if *f == nil {
+			*f = zero
+		}
+	}
+	if src.Exchange == nil {
+		src.Exchange = func() (uint64, uint64, uint64) { return 0, 0, 0 }
+	}
+	if src.DB == nil {
+		src.DB = func() *pebble.Metrics { return nil }
+	}
+	if src.ScoreBands == nil {
+		src.ScoreBands = func() map[string]int { return nil }
+	}
+	if src.Log == nil {
+		src.Log = func() (uint64, uint64, uint64, uint64, bool) { return 0, 0, 0, 0, false }
+	}
+	if src.Disk == nil {
+		src.Disk = func() (uint64, bool, bool) { return 0, false, false }
+	}
+	return src
+}
+
+// Registry is the registry the metrics are in; the node registers more
+// collectors in it (admission's), and the control API serves it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// SyncGap counts an envelope gossip dropped from a peer after hello, for
+// which a sync from it starts at once.
+func (m *Metrics) SyncGap() { m.syncGaps.Inc() }
+
+// HeadsStream counts a heads stream this node opened.
+func (m *Metrics) HeadsStream() { m.headsStreams.Inc() }
+
+// Challenges returns the challenges issued, the solutions that let a
+// request through, and those refused, since the start.
+func (m *Metrics) Challenges() (issued, solved, failed uint64) {
+	return m.issuedN.Load(), m.solvedN.Load(), m.failedN.Load()
+}
+
+// Value returns the value of the counter or gauge name whose labels hold
+// every one of values (in any order), summed over the series that match;
+// 0 when none does. It reads what a scrape would (tests, the status).
+func (m *Metrics) Value(name string, values ...string) float64 {
+	families, err := m.reg.Gather()
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			if !hasValues(mt, values) {
+				continue
+			}
+			switch {
+			case mt.Counter != nil:
+				sum += mt.Counter.GetValue()
+			case mt.Gauge != nil:
+				sum += mt.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// hasValues reports whether mt's labels hold every one of values.
+func hasValues(mt *dto.Metric, values []string) bool {
+	for _, v := range values {
+		if !slices.ContainsFunc(mt.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == v }) {
+			return false
+		}
+	}
+	return true
 }
