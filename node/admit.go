@@ -3,12 +3,11 @@ package node
 import (
 	"github.com/ipfs/go-cid"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
-
-	"github.com/wats-network/wats/core"
 )
 
 // admit decides, for each decoded request and before any expensive work,

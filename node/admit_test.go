@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
-
-	"github.com/wats-network/wats/core"
 )
 
 // TestFlooderIsRefusedHonestPeerIsServed: with sync_per_min = 60 (a burst

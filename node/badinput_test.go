@@ -19,11 +19,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/catchup"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
-
-	"github.com/wats-network/wats/core"
 )
 
 // rawHost is a bare libp2p host on 127.0.0.1 that speaks /wats/1 by hand.

@@ -20,6 +20,7 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
 	"github.com/wats-network/wats/store"
@@ -154,8 +155,8 @@ func TestReplicateFiveFetchesFourSkipsOne(t *testing.T) {
 			t.Fatalf("b does not hold %s", r.CID)
 		}
 	}
-	if b.slots.Len() != 0 {
-		t.Fatalf("%d peers still hold fetch slots", b.slots.Len())
+	if held, _ := b.run.FetchesHeld(limits.TierNew); held != 0 {
+		t.Fatalf("%d peers still hold fetch slots", held)
 	}
 	// Again: the four complete ones count as stored at no cost, so the
 	// fifth gets a slot.
@@ -300,7 +301,7 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	}
 	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
 	n.m = n.newMetrics()
-	n.fetch = &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{}), wake: make(chan struct{}, 1)} // no workers
+	n.fetch = &fetchState{auto: n.newAutoFetch()} // no workers
 	ref := func(i int) eventlog.BlobRef {
 		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
 		if err != nil {
@@ -318,14 +319,11 @@ func TestAutoFetchQueueBound(t *testing.T) {
 		n.autoFetch([]*eventlog.Event{ev}, from, "gossip")
 	}
 	dropped := func() float64 { return n.m.Value("wats_blob_fetches_total", "gossip", "dropped") }
-	queued := func() int { return n.fetch.sched.Len() }
+	queued := func() int { return n.fetch.auto.Scheduler().Len() }
 	arrive(0, blobs.QueueLen, "")
 	arrive(0, 1, "") // queued already
 	if queued() != blobs.QueueLen || dropped() != 0 {
 		t.Fatalf("at the bound: %d queued, %v dropped; want %d, 0", queued(), dropped(), blobs.QueueLen)
-	}
-	if len(n.fetch.wake) != 1 {
-		t.Fatal("no worker woken for the jobs queued")
 	}
 	arrive(blobs.QueueLen, 1, "")
 	if queued() != blobs.QueueLen || dropped() != 1 {
@@ -337,11 +335,11 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	}
 	drain := func() {
 		for {
-			j, ok := n.fetch.sched.Next()
+			j, ok := n.fetch.auto.Scheduler().Next()
 			if !ok {
 				return
 			}
-			n.fetch.sched.Done(j, false, time.Now())
+			n.fetch.auto.Scheduler().Done(j, false, time.Now())
 		}
 	}
 
@@ -350,12 +348,12 @@ func TestAutoFetchQueueBound(t *testing.T) {
 	const flooder, other = peer.ID("flooder"), peer.ID("other")
 	arrive(10_000, blobs.PeerShare+1, flooder)
 	arrive(20_000, 1, other)
-	if _, _, _, share := n.fetch.sched.Stats(flooder); queued() != blobs.PeerShare+1 || dropped() != 2 || share != blobs.PeerShare {
+	if _, _, _, share := n.fetch.auto.Scheduler().Stats(flooder); queued() != blobs.PeerShare+1 || dropped() != 2 || share != blobs.PeerShare {
 		t.Fatalf("per peer: %d queued, %v dropped, %d of the flooder's; want %d, 2, %d",
 			queued(), dropped(), share, blobs.PeerShare+1, blobs.PeerShare)
 	}
 	drain()
-	if w, r, rt, share := n.fetch.sched.Stats(flooder); w+r+rt+share != 0 {
+	if w, r, rt, share := n.fetch.auto.Scheduler().Stats(flooder); w+r+rt+share != 0 {
 		t.Fatalf("after the queue drained: waiting %d running %d retrying %d, flooder's share %d", w, r, rt, share)
 	}
 }

@@ -18,12 +18,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/store"
-
-	"github.com/wats-network/wats/repo"
-
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/repo"
+	"github.com/wats-network/wats/store"
 )
 
 // damagedRepo returns a stopped node's repo whose database holds events

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
@@ -20,38 +19,18 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// autoFetchWorkers is how many blobs are auto-fetched at once (ADR 0029:
-// "queued for 4 auto-fetch workers"). The queue, the peers' shares and the
-// retries are blobs.Scheduler's.
-const autoFetchWorkers = 4
-
 // fetchState is the node's blob fetching: the exchange, the fetcher and
-// the auto-fetch scheduler. Built by Start.
+// the auto-fetch queue and its workers. Built by Start.
 type fetchState struct {
 	x       *blobs.Exchange
 	fetcher *blobs.Fetcher
-	// sched is the auto-fetch queue with its shares and retries, driven by
-	// time.Now: the clock of the timers the workers wait on, whose
-	// monotonic readings never step back.
-	sched *blobs.Scheduler
-	// wake tells an idle worker that a job waits. One signal pending is
-	// enough: a worker that takes a job passes the signal on while more
-	// wait (fetchWorker).
-	wake chan struct{}
-}
-
-// poke wakes an idle worker, unless one is woken already.
-func (f *fetchState) poke() {
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
+	auto    *blobs.AutoFetch
 }
 
 // startBlobs starts bitswap (serving and fetching) and the auto-fetch
 // workers.
 func (n *Node) startBlobs() {
-	f := &fetchState{sched: blobs.NewScheduler(&blobs.ScheduleOptions{RetryDelay: retryDelay}), wake: make(chan struct{}, 1)}
+	f := &fetchState{auto: n.newAutoFetch()}
 	f.x = blobs.NewExchange(n.host, n.blobs, &blobs.ExchangeOptions{Node: (*blobsNode)(n), Dialer: n.dialHost()})
 	fo := &blobs.FetcherOptions{Now: n.now}
 	if r := n.routing.Load(); r != nil {
@@ -59,8 +38,8 @@ func (n *Node) startBlobs() {
 	}
 	f.fetcher = blobs.NewFetcher(f.x, n.blobs, fo)
 	n.fetch = f
-	for range autoFetchWorkers {
-		n.go_(n.fetchWorker)
+	for range blobs.AutoFetchWorkers {
+		n.go_(func() { f.auto.Work(n.ctx) })
 	}
 	if n.cfg.Blobs.AutoFetch {
 		n.go_(n.scanMissingBlobs)
@@ -217,99 +196,39 @@ func (n *Node) autoFetch(evs []*eventlog.Event, from peer.ID, source string) {
 				n.log.Debug("not fetching a blob with a bad CID", "cid", b.CID, "err", err)
 				continue
 			}
-			n.queueFetch(blobs.Job{CID: c, Size: b.Size, From: from, Guesses: guesses, Source: source})
+			n.fetch.auto.Add(blobs.Job{CID: c, Size: b.Size, From: from, Guesses: guesses, Source: source})
 		}
 	}
 }
 
-// queueFetch hands j to the scheduler unless its blob is complete, and
-// reports whether it was queued.
-func (n *Node) queueFetch(j blobs.Job) bool {
-	if ok, _ := n.blobs.Has(j.CID); ok {
-		return false
-	}
-	return n.admitted(j, n.fetch.sched.Add(j))
-}
-
-// admitted acts on the scheduler's verdict on j (a new job, or a retry
-// readmitted): a queued job wakes a worker; one dropped for want of room
-// is counted and logged at debug. It reports whether j was queued.
-func (n *Node) admitted(j blobs.Job, v blobs.Verdict) bool {
-	switch v {
-	case blobs.Queued:
-		n.fetch.poke()
-		return true
-	case blobs.ShareFull:
-		n.log.Debug("auto-fetch: the peer's share of the queue is full; blob not fetched now", "cid", j.CID, "peer", j.From)
-	case blobs.QueueFull:
-		n.log.Debug("auto-fetch queue full; blob not fetched", "cid", j.CID, "source", j.Source)
-	}
-	if v.Dropped() {
-		n.m.BlobFetch(j.Source, "dropped")
-	}
-	return false
-}
-
-// fetchWorker runs auto-fetch jobs until the node closes: it readmits the
-// retries whose time came, takes the oldest job waiting and runs it; with
-// none, it waits for one (fetchState.wake), for the next retry's time, or
-// for the node's end.
-func (n *Node) fetchWorker() {
-	f := n.fetch
-	for {
-		now := time.Now()
-		for _, a := range f.sched.Due(now) {
-			n.admitted(a.Job, a.Verdict)
-		}
-		if j, ok := f.sched.Next(); ok {
-			if f.sched.Len() > 0 {
-				f.poke() // another idle worker takes the next
+// newAutoFetch returns the auto-fetch queue: a job whose blob is
+// complete is not queued, each runs FetchBlob from the gossip hints of the
+// moment and its guesses, and one that found no provider that served it
+// is retried (blobs.Scheduler).
+func (n *Node) newAutoFetch() *blobs.AutoFetch {
+	return blobs.NewAutoFetch(blobs.AutoFetchOptions{
+		Schedule: &blobs.ScheduleOptions{RetryDelay: retryDelay},
+		Complete: func(j blobs.Job) bool {
+			ok, _ := n.blobs.Has(j.CID)
+			return ok
+		},
+		Fetch: func(ctx context.Context, j blobs.Job) bool {
+			err := n.FetchBlob(ctx, blobs.Request{CID: j.CID, Size: j.Size, Sources: blobs.Sources{Named: n.hints.Get(j.CID), Guesses: j.Guesses}})
+			n.logFetch(j.From, j.CID, j.Size, j.Source, err)
+			return fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled)
+		},
+		Dropped: func(j blobs.Job, v blobs.Verdict) {
+			if v == blobs.ShareFull {
+				n.log.Debug("auto-fetch: the peer's share of the queue is full; blob not fetched now", "cid", j.CID, "peer", j.From)
+			} else {
+				n.log.Debug("auto-fetch queue full; blob not fetched", "cid", j.CID, "source", j.Source)
 			}
-			n.runFetchJob(j)
-			continue
-		}
-		if !n.idleFetch(now) {
-			return
-		}
-	}
-}
-
-// idleFetch waits for a job to be queued (fetchState.wake), for the next
-// retry's time, or for the node's end, and reports false at the end.
-func (n *Node) idleFetch(now time.Time) bool {
-	var due <-chan time.Time
-	if d, ok := n.fetch.sched.Wait(now); ok {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		due = t.C
-	}
-	select {
-	case <-n.ctx.Done():
-		return false
-	case <-n.fetch.wake:
-	case <-due:
-	}
-	return true
-}
-
-// runFetchJob fetches j's blob from the gossip hints of the moment and its
-// guesses, and tells the scheduler how it went: a fetch that found no
-// provider that served it asks for a retry. A retry whose blob was
-// completed meanwhile (by a replicate request, the API) ends at no cost.
-func (n *Node) runFetchJob(j blobs.Job) {
-	sched := n.fetch.sched
-	if j.Tries > 0 {
-		if ok, _ := n.blobs.Has(j.CID); ok {
-			sched.Done(j, false, time.Now())
-			return
-		}
-	}
-	err := n.FetchBlob(n.ctx, blobs.Request{CID: j.CID, Size: j.Size, Sources: blobs.Sources{Named: n.hints.Get(j.CID), Guesses: j.Guesses}})
-	n.logFetch(j.From, j.CID, j.Size, j.Source, err)
-	retry := fetchOutcome(err) == "failed" && !errors.Is(err, context.Canceled)
-	if sched.Done(j, retry, time.Now()) == blobs.NoRetriesLeft {
-		n.plog.Info(j.From, "retries", "blob not fetched; no more retries until the next start", "cid", j.CID, "tries", j.Tries+1)
-	}
+			n.m.BlobFetch(j.Source, "dropped")
+		},
+		GaveUp: func(j blobs.Job) {
+			n.plog.Info(j.From, "retries", "blob not fetched; no more retries until the next start", "cid", j.CID, "tries", j.Tries+1)
+		},
+	})
 }
 
 // fetchDumps fetches the blobs of a crash report from its submitter p
@@ -325,7 +244,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		if ok, _ := n.blobs.Has(c); ok {
 			continue
 		}
-		release, ok := n.fetchFor(p, b.Size)
+		release, ok := n.run.Fetch(p, b.Size)
 		if !ok {
 			n.m.BlobFetch("crash_report", "skipped")
 			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots, or its tier's share of the quota, are in use", "cid", c, "peer", p)
@@ -337,40 +256,6 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
-}
-
-// fetchPoolBytes is the capacity of Node.fetchBytes: blobs.quota_bytes, or
-// four of the largest blobs if that is more, so that strangers together
-// may always have one blob of blobs.max_blob_bytes in flight.
-func fetchPoolBytes(cfg *config.Config) int64 {
-	return max(cfg.Blobs.QuotaBytes, 4*cfg.Blobs.MaxBlobBytes)
-}
-
-// fetchFor takes what a fetch that p asked for (a replicate request's, a
-// crash report's dump) holds while it runs: one of p's fetch slots
-// (limits.blob_fetches_per_peer, ADR 0014), and the blob's declared size
-// from the share of p's tier of fetchBytes (ADR 0030: strangers together
-// a quarter of blobs.quota_bytes, suspects a sixteenth), so that fetches
-// strangers start and never complete cannot reserve the whole quota. A
-// size over blobs.max_blob_bytes takes no share: its fetch fails at once.
-// ok is false, and nothing is held, when either is spent.
-func (n *Node) fetchFor(p peer.ID, size uint64) (release func(), ok bool) {
-	slot, ok := n.slots.TryAcquire(p)
-	if !ok {
-		return nil, false
-	}
-	if size == 0 || size > uint64(n.cfg.Blobs.MaxBlobBytes) {
-		return slot, true
-	}
-	t := n.peerOf(p).Tier()
-	if !n.fetchBytes.Reserve(t, int64(size)) {
-		slot()
-		return nil, false
-	}
-	return func() {
-		n.fetchBytes.Release(t, int64(size))
-		slot()
-	}, true
 }
 
 // retryDelay is the wait before the tries-th retry of an auto-fetch
@@ -432,29 +317,6 @@ func (n *Node) FetchBlob(ctx context.Context, r blobs.Request) error {
 	return n.fetch.fetcher.Fetch(ctx, r)
 }
 
-// providerInfos parses the providers of an envelope or a replicate request
-// (proto.Provider, strings as on the wire) into the one shape of a
-// provider, peer.AddrInfo (ADR 0033): a provider whose id is not a peer id
-// is dropped, an address that is not a multiaddr skipped. It is the one
-// place the wire's providers are parsed.
-func providerInfos(ps []proto.Provider) []peer.AddrInfo {
-	out := make([]peer.AddrInfo, 0, len(ps))
-	for _, p := range ps {
-		id, err := peer.Decode(p.ID)
-		if err != nil {
-			continue
-		}
-		ai := peer.AddrInfo{ID: id}
-		for _, s := range p.Addrs {
-			if a, err := ma.NewMultiaddr(s); err == nil {
-				ai.Addrs = append(ai.Addrs, a)
-			}
-		}
-		out = append(out, ai)
-	}
-	return out
-}
-
 // hintGossiped records the providers a gossip envelope names as the newest
 // hints for each blob of its event (docs/design.md §6): what hands gossip's
 // providers to the fetch path.
@@ -462,7 +324,7 @@ func (n *Node) hintGossiped(d gossip.Delivery) {
 	if len(d.Event.Blobs) == 0 || len(d.Providers) == 0 {
 		return
 	}
-	named := providerInfos(d.Providers)
+	named := proto.AddrInfos(d.Providers)
 	for _, b := range d.Event.Blobs {
 		if c, err := cid.Decode(b.CID); err == nil {
 			n.hints.Add(c, named)
@@ -474,7 +336,7 @@ func (n *Node) hintGossiped(d gossip.Delivery) {
 // each blob already complete is stored at no cost; the others are fetched,
 // the requester first, while p has fetch slots free
 // (limits.blob_fetches_per_peer) and its tier's share of the quota
-// (fetchFor), and skipped past them. It waits for the
+// (peers.Table.Fetch), and skipped past them. It waits for the
 // fetches, within proto.ReplicateTimeout, and says which blobs were
 // stored, skipped and failed.
 func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.ReplicateRequest) proto.Message {
@@ -482,7 +344,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 		return &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 	}
 	resp := &proto.ReplicateResponse{}
-	named := providerInfos(r.Providers)
+	named := proto.AddrInfos(r.Providers)
 	type job struct {
 		ref     proto.BlobRef
 		c       cid.Cid
@@ -510,7 +372,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 			}
 			continue
 		}
-		release, ok := n.fetchFor(p, uint64(b.Size))
+		release, ok := n.run.Fetch(p, uint64(b.Size))
 		if !ok {
 			resp.Skipped = append(resp.Skipped, b.CID)
 			continue

@@ -2,11 +2,11 @@ package node
 
 import (
 	"bytes"
-	"github.com/libp2p/go-libp2p/core/network"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -25,16 +26,6 @@ import (
 // announcements name and this node lacks. No event then depends on the
 // periodic sync: one that any queue dropped on the way arrives in
 // seconds.
-
-// Retries of an announcer whose stream failed (the peer reset it, or did
-// not read it for heads.WriteTimeout): after announceRetryFirst, then
-// twice as long each time up to announceRetryMax, while the peer stays
-// connected; a stream that lasted announceStable starts the count over.
-const (
-	announceRetryFirst = 5 * time.Second
-	announceRetryMax   = 5 * time.Minute
-	announceStable     = time.Minute
-)
 
 // newHeadsTracker returns the tracker of the peers' announcements, wired
 // to this node.
@@ -92,10 +83,9 @@ func (n *Node) advanceCursor(p peer.ID, c core.Cursor) {
 	}
 }
 
-// announceHeads starts this node's announcer to st's peer, unless one
-// runs or the peer does not read announcements: it opens a Heads stream
-// and announces on it (heads.Announce) until the peer disconnects, and
-// opens another after a failure, later each time (announceRetryFirst).
+// announceHeads starts this node's announcer to st's peer
+// (heads.Announcer), unless one runs or the peer does not read
+// announcements, until the peer disconnects.
 func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
 	if !slices.Contains(h.Features, proto.FeatureHeads) || !st.Link.announcing.CompareAndSwap(false, true) {
 		return
@@ -111,58 +101,39 @@ func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
 			case <-ctx.Done():
 			}
 		}()
-		wait := announceRetryFirst
-		for ctx.Err() == nil {
-			started := time.Now()
-			err := n.announceOnce(ctx, st.ID())
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.As(err, new(msmux.ErrNotSupported[protocol.ID])) || errors.Is(err, errNoHeadsProtocol) {
-				return // it advertised the feature but does not speak it
-			}
-			if time.Since(started) >= announceStable {
-				wait = announceRetryFirst
-			}
+		open := func(ctx context.Context) (heads.Stream, func(error), error) { return n.openHeads(ctx, st.ID()) }
+		heads.Announcer(ctx, n.events, open, func(err error, wait time.Duration) {
 			n.log.Debug("heads: announcer stopped; will retry", "peer", st.ID(), "err", err, "in", wait)
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			wait = min(2*wait, announceRetryMax)
-		}
+		})
 	})
 }
 
-// errNoHeadsProtocol: the peer did not agree to proto.HeadsID.
-var errNoHeadsProtocol = errors.New("node: peer does not speak " + string(proto.HeadsID))
-
-// announceOnce opens one Heads stream to p and announces on it until ctx
-// ends or the stream fails.
-func (n *Node) announceOnce(ctx context.Context, p peer.ID) error {
+// openHeads opens a Heads stream to p for heads.Announcer; done resets it
+// after a failure.
+func (n *Node) openHeads(ctx context.Context, p peer.ID) (s heads.Stream, done func(error), err error) {
 	sctx, cancel := context.WithTimeout(ctx, proto.ResponseTimeout)
-	s, err := n.host.NewStream(network.WithNoDial(sctx, "heads"), p, proto.HeadsID)
+	ns, err := n.host.NewStream(network.WithNoDial(sctx, "heads"), p, proto.HeadsID)
 	cancel()
+	if errors.As(err, new(msmux.ErrNotSupported[protocol.ID])) {
+		return nil, nil, fmt.Errorf("%w: %w", heads.ErrNotSpoken, err)
+	}
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if s.Protocol() != proto.HeadsID {
-		s.Reset()
-		return errNoHeadsProtocol
+	if ns.Protocol() != proto.HeadsID {
+		ns.Reset()
+		return nil, nil, heads.ErrNotSpoken
 	}
-	if err := s.Scope().SetService(proto.ServiceName); err != nil {
-		s.Reset()
-		return err
+	if err := ns.Scope().SetService(proto.ServiceName); err != nil {
+		ns.Reset()
+		return nil, nil, err
 	}
 	n.m.HeadsStream()
-	err = heads.Announce(ctx, announceCounter{s, n.m}, n.events)
-	if err != nil || ctx.Err() != nil {
-		s.Reset()
-	}
-	return err
+	return announceCounter{ns, n.m}, func(err error) {
+		if err != nil {
+			ns.Reset()
+		}
+	}, nil
 }
 
 // announceCounter counts each announcement written (heads.Stream).

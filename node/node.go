@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,8 +24,6 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/challenge"
@@ -42,7 +43,6 @@ import (
 	"github.com/wats-network/wats/repo"
 	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
-	"path/filepath"
 )
 
 // Features are the hello features this node advertises: it solves the b3
@@ -87,20 +87,13 @@ type Node struct {
 	// dialed is closed once the dials of Start (bootstrap peers, known
 	// peers) have all succeeded or failed.
 	dialed chan struct{}
-	// slots bounds the blobs one peer makes this node fetch at once
-	// (limits.blob_fetches_per_peer, ADR 0014).
-	slots *limits.Slots
-	// fetchBytes is the declared bytes of the fetches peers asked for
-	// (replicate, crash dumps) while they run, shared by tier: strangers
-	// hold at most a quarter of it (fetchPoolBytes, fetchFor; ADR 0030).
-	fetchBytes *limits.Pool
-	host       host.Host
-	dialer     *p2p.Dialer
-	gater      *p2p.Gater
-	gossip     *gossip.Gossip // nil when gossip is off
-	mdns       mdns.Service   // nil when p2p.mdns is off
-	hints      *blobs.Hints
-	issuer     *challenge.Issuer
+	host   host.Host
+	dialer *p2p.Dialer
+	gater  *p2p.Gater
+	gossip *gossip.Gossip // nil when gossip is off
+	mdns   mdns.Service   // nil when p2p.mdns is off
+	hints  *blobs.Hints
+	issuer *challenge.Issuer
 	// selfID is the node's raw Ed25519 public key: the requester id of the
 	// puzzles it solves, the responder id of those it issues.
 	selfID [challenge.IDLen]byte
@@ -180,12 +173,6 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.pages, err = limits.NewPool(p2p.PagePoolBytes(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.slots, err = limits.NewSlots(cfg.Limits.BlobFetchesPerPeer); err != nil {
-		return nil, fmt.Errorf("node: limits: %w", err)
-	}
-	if n.fetchBytes, err = limits.NewPool(fetchPoolBytes(cfg)); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
 	n.m = n.newMetrics()
 	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs, blobs.DefaultMaxHintBytes)
 
@@ -257,7 +244,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
 	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
-		AuthorFirst: n.authorFirst}); err != nil {
+		MaxBlobBytes: cfg.Blobs.MaxBlobBytes, QuotaBytes: cfg.Blobs.QuotaBytes, AuthorFirst: n.authorFirst}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.Registry().MustRegister(n.run.Admission().Collector())

@@ -18,9 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
-	"github.com/wats-network/wats/repo"
-
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/repo"
 )
 
 // testNode is a node on 127.0.0.1 with its own repo in a temp dir.

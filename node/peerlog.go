@@ -7,9 +7,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/limits"
-
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/limits"
 )
 
 // peerLogSummaryInterval is how often the node logs how many peer-caused

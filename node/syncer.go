@@ -9,11 +9,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/catchup"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
-
-	"github.com/wats-network/wats/core"
 )
 
 // errSyncRunning is syncFrom's answer, with skipIfBusy, when a sync from

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/blobs"
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -46,68 +44,6 @@ func TestReplicateRequesterIsNotCredited(t *testing.T) {
 	}
 	if rec, ok := b.peers.Get(a.ID()); !ok || rec.Value != peercache.ValueBlobs {
 		t.Fatalf("after serving a blob: %+v %v, want a record by blobs", rec, ok)
-	}
-}
-
-// TestStrangersFetchAQuarterOfTheQuota: the fetches strangers ask for hold
-// at most a quarter of blobs.quota_bytes between them (declared sizes, while
-// they run); past it a stranger's blob is skipped, and a peer with a record
-// still gets its fetch.
-func TestStrangersFetchAQuarterOfTheQuota(t *testing.T) {
-	cfg := testConfig(false, time.Hour)
-	cfg.Blobs.QuotaBytes, cfg.Blobs.MaxBlobBytes = 64<<20, 4<<20
-	cfg.Limits.BlobFetchesPerPeer = 8
-	n := startNode(t, cfg)
-	if got := n.fetchBytes.Capacity(); got != cfg.Blobs.QuotaBytes {
-		t.Fatalf("the fetch pool holds %d bytes, want the quota's %d", got, cfg.Blobs.QuotaBytes)
-	}
-	a, b := rawHost(t), rawHost(t)
-	dialRaw(t, a, n)
-	dialRaw(t, b, n)
-	var releases []func()
-	take := func(p peer.ID, size uint64) bool {
-		r, ok := n.fetchFor(p, size)
-		if ok {
-			releases = append(releases, r)
-		}
-		return ok
-	}
-	for i := range 4 { // a quarter of the quota in blobs of the largest size, the last one byte short
-		size := uint64(cfg.Blobs.MaxBlobBytes) - uint64(i/3)
-		if !take(a.ID(), size) {
-			t.Fatalf("a stranger's fetch %d within the strangers' quarter was refused", i)
-		}
-	}
-	if !take(b.ID(), 1) {
-		t.Fatal("a second stranger's fetch at the quarter was refused")
-	}
-	if take(b.ID(), 1) {
-		t.Fatal("a stranger's fetch past the strangers' quarter was let through")
-	}
-	if !take(b.ID(), uint64(cfg.Blobs.MaxBlobBytes)+1) {
-		t.Fatal("a blob over max_blob_bytes (it fails at once) was held to the share")
-	}
-	n.showedValue(n.peerOf(b.ID()), peercache.ValueEvents) // a record
-	if !take(b.ID(), uint64(cfg.Blobs.MaxBlobBytes)) {
-		t.Fatal("a peer with a record was refused while strangers hold their quarter")
-	}
-	for _, r := range releases {
-		r()
-	}
-	for _, tier := range []limits.Tier{limits.TierNew, limits.TierNormal} {
-		if held := n.fetchBytes.Held(tier); held != 0 {
-			t.Fatalf("%d bytes of %v still held after the fetches", held, tier)
-		}
-	}
-	if n.slots.Len() != 0 {
-		t.Fatalf("%d peers still hold fetch slots", n.slots.Len())
-	}
-	// A quota smaller than four of the largest blobs: strangers may
-	// still have one of them in flight.
-	small := testConfig(false, time.Hour)
-	small.Blobs.QuotaBytes, small.Blobs.MaxBlobBytes = 3<<20, 2<<20
-	if got := fetchPoolBytes(small); got != 8<<20 {
-		t.Fatalf("fetchPoolBytes with a small quota: %d, want four blobs of the largest size", got)
 	}
 }
 

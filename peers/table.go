@@ -40,6 +40,10 @@ type Options struct {
 	// Admission holds the per-peer buckets; nil makes one from Limits
 	// (limits.NewTable).
 	Admission *limits.Table
+	// MaxBlobBytes and QuotaBytes are blobs.max_blob_bytes and
+	// blobs.quota_bytes: the fetches peers ask for hold their declared
+	// bytes of FetchPoolBytes of them (Fetch).
+	MaxBlobBytes, QuotaBytes int64
 	// AuthorFirst returns when this node stored the first event of
 	// author (a peer ID string), by the wall clock as the log records it;
 	// ok is false for an author it holds no event of. An author is
@@ -70,6 +74,8 @@ type Table[L any] struct {
 	// b are the budgets of what peers bring outside requests
 	// (standing.go).
 	b *budgets
+	// f are what the fetches peers ask for hold (fetch.go).
+	f fetches
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.
@@ -116,9 +122,16 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	if err != nil {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
+	f := fetches{maxBlob: uint64(max(o.MaxBlobBytes, 0))}
+	if f.slots, err = limits.NewSlots(o.Limits.BlobFetchesPerPeer); err != nil {
+		return nil, fmt.Errorf("peers: limits.blob_fetches_per_peer: %w", err)
+	}
+	if f.bytes, err = limits.NewPool(FetchPoolBytes(o.QuotaBytes, o.MaxBlobBytes)); err != nil {
+		return nil, fmt.Errorf("peers: %w", err)
+	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		b: b, seed: maphash.MakeSeed()}
+		b: b, f: f, seed: maphash.MakeSeed()}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil

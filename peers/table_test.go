@@ -52,14 +52,18 @@ type scriptWorld struct {
 	table *Table[struct{}]
 	cfg   limits.Config
 	slots int
-	wall  time.Time
-	mono  time.Duration
-	ids   map[string]peer.ID
-	names map[peer.ID]string
+	// quota and maxBlob are blobs.quota_bytes and max_blob_bytes.
+	quota, maxBlob int64
+	wall           time.Time
+	mono           time.Duration
+	ids            map[string]peer.ID
+	names          map[peer.ID]string
 	// linked are the peers connected (for Leave and SetHello).
 	linked map[peer.ID]bool
 	// firsts are the times the log stored each author's first event.
 	firsts map[string]time.Time
+	// releases end the fetches held.
+	releases []func()
 }
 
 func newScriptWorld(t testing.TB) *scriptWorld {
@@ -104,7 +108,7 @@ func (w *scriptWorld) open() error {
 		return err
 	}
 	w.cache = c
-	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg,
+	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg, QuotaBytes: w.quota, MaxBlobBytes: w.maxBlob,
 		AuthorFirst: func(a string) (time.Time, bool) { t, ok := w.firsts[a]; return t, ok }})
 	w.linked = map[peer.ID]bool{}
 	return err
@@ -189,7 +193,7 @@ var counterNames = map[string]Counter{"served": Served, "refused": Refused, "cha
 func (w *scriptWorld) run(f []string) (string, error) {
 	switch f[0] {
 	case "table":
-		w.cfg, w.slots = limits.DefaultConfig(), 4
+		w.cfg, w.slots, w.quota, w.maxBlob = limits.DefaultConfig(), 4, 64<<20, 4<<20
 		for _, kv := range f[1:] {
 			k, v, _ := strings.Cut(kv, "=")
 			n, err := strconv.Atoi(v)
@@ -205,6 +209,12 @@ func (w *scriptWorld) run(f []string) (string, error) {
 				w.cfg.ReportPerMin = n
 			case "sync":
 				w.cfg.SyncPerMin = n
+			case "fetches":
+				w.cfg.BlobFetchesPerPeer = n
+			case "quota":
+				w.quota = int64(n)
+			case "maxblob":
+				w.maxBlob = int64(n)
 			default:
 				return "", fmt.Errorf("unknown option %q", k)
 			}
@@ -461,6 +471,27 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return "ok", nil
 	case "peer":
 		return w.describe(f[1]), nil
+	case "fetch":
+		// fetch ID SIZE: a fetch ID asked for, of a blob of SIZE bytes.
+		size, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		release, ok := w.table.Fetch(w.id(f[1]), size)
+		if !ok {
+			return "refused", nil
+		}
+		w.releases = append(w.releases, release)
+		return "held", nil
+	case "release":
+		// release: every fetch held ends.
+		for _, r := range w.releases {
+			r()
+		}
+		w.releases = nil
+		slots, newBytes := w.table.FetchesHeld(limits.TierNew)
+		_, normalBytes := w.table.FetchesHeld(limits.TierNormal)
+		return fmt.Sprintf("%d peers hold slots, %d+%d bytes held", slots, newBytes, normalBytes), nil
 	case "author":
 		// author ID: the log stores ID's first event now.
 		w.firsts[w.id(f[1]).String()] = w.wall
@@ -553,7 +584,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 
 // TestTableScripts steps through the Table's scripts in testdata/.
 func TestTableScripts(t *testing.T) {
-	for _, name := range []string{"value", "admit", "strangers", "restart", "standing"} {
+	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch"} {
 		t.Run(name, func(t *testing.T) {
 			w := newScriptWorld(t)
 			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/wats-network/wats/core"
 )
@@ -133,6 +135,29 @@ type BlobRef struct {
 type Provider struct {
 	ID    string   `json:"id" wire:"required"`
 	Addrs []string `json:"addrs"`
+}
+
+// AddrInfos parses the providers of an envelope or a replicate request
+// (strings as on the wire) into the one shape of a provider,
+// peer.AddrInfo (ADR 0033): a provider whose id is not a peer id is
+// dropped, an address that is not a multiaddr skipped. It is the one place
+// the wire's providers are parsed.
+func AddrInfos(ps []Provider) []peer.AddrInfo {
+	out := make([]peer.AddrInfo, 0, len(ps))
+	for _, p := range ps {
+		id, err := peer.Decode(p.ID)
+		if err != nil {
+			continue
+		}
+		ai := peer.AddrInfo{ID: id}
+		for _, s := range p.Addrs {
+			if a, err := ma.NewMultiaddr(s); err == nil {
+				ai.Addrs = append(ai.Addrs, a)
+			}
+		}
+		out = append(out, ai)
+	}
+	return out
 }
 
 // ReplicateRequest asks the responder to keep copies of blobs, fetching
