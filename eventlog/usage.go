@@ -212,3 +212,36 @@ func (l *Log) loadUsage() error {
 	l.authors.Store(uint64(len(per)))
 	return nil
 }
+
+// Quotas are the log's limits ([events], ADR 0031): the totals, and each
+// author's share; 0 is no limit.
+type Quotas struct {
+	MaxEvents, MaxBytes                   uint64
+	MaxEventsPerAuthor, MaxBytesPerAuthor uint64
+}
+
+// Func returns the quota policy of q: self is this node's author id,
+// whose events are held to nothing; valued tells whether an author is a
+// valued peer, which is held to the totals only. Past 90% of a total, an
+// author new to the log is refused. Each refusal wraps ErrQuota and names
+// the [events] key that refused it.
+func (q Quotas) Func(self string, valued func(author string) bool) QuotaFunc {
+	over := func(used, add, limit uint64) bool { return limit > 0 && used+add > limit }
+	reserve := func(used, add, limit uint64) bool { return limit > 0 && used+add > limit/10*9 }
+	return func(author string, size int, a, total Usage) error {
+		if author == self {
+			return nil
+		}
+		sz := uint64(size)
+		switch {
+		case over(total.Events, 1, q.MaxEvents) || over(total.Bytes, sz, q.MaxBytes):
+			return fmt.Errorf("%w: the log is full (events.max_events %d, events.max_bytes %d)", ErrQuota, q.MaxEvents, q.MaxBytes)
+		case a.Events == 0 && (reserve(total.Events, 1, q.MaxEvents) || reserve(total.Bytes, sz, q.MaxBytes)):
+			return fmt.Errorf("%w: the log is 90%% full: no new authors", ErrQuota)
+		case (over(a.Events, 1, q.MaxEventsPerAuthor) || over(a.Bytes, sz, q.MaxBytesPerAuthor)) && !valued(author):
+			return fmt.Errorf("%w: author %s is at events.max_events_per_author %d or events.max_bytes_per_author %d",
+				ErrQuota, author, q.MaxEventsPerAuthor, q.MaxBytesPerAuthor)
+		}
+		return nil
+	}
+}

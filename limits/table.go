@@ -109,8 +109,8 @@ type shard struct {
 type shardFields struct {
 	mu struct {
 		sync.Mutex
-		// peers maps a peer to its admission state.
-		// INVARIANT: len(peers) <= Table.perShard.
+		// peers maps a peer to its admission state (but for the states
+		// held: Hold).
 		peers map[peer.ID]*State
 		// lastSweep is the tick of the last sweep, or of a clock step
 		// backwards seen since: the sweep schedule restarts there.
@@ -133,6 +133,10 @@ type shardFields struct {
 	accepted [core.NumRequests]atomic.Uint64
 	refused  [core.NumRequests]atomic.Uint64
 	atCap    atomic.Uint64 // decided on the shared budget: the shard was at its cap
+	// held counts the states taken out of the map by Hold and not yet
+	// returned; they count against the cap as the map's do.
+	// INVARIANT: len(mu.peers) + held <= Table.perShard.
+	held atomic.Int64
 }
 
 // TableOptions configure a Table (NewTable). The zero value, or nil, is
@@ -264,7 +268,7 @@ func (t *Table) Admit(p peer.ID, f Facts, r Request, now int64) Decision {
 	st := sh.mu.peers[p]
 	pl := t.policy
 	if st == nil {
-		if len(sh.mu.peers) >= t.perShard && !sh.makeRoom(tk, t.perShard) {
+		if len(sh.mu.peers)+int(sh.held.Load()) >= t.perShard && !sh.makeRoom(tk, t.perShard) {
 			d := t.shared.Decide(&sh.mu.shared, f, r, now)
 			sh.mu.Unlock()
 			sh.atCap.Add(1)
@@ -310,7 +314,7 @@ func (sh *shard) makeRoom(tk uint64, perShard int) bool {
 	if tk-sh.mu.lastSweep >= uint64(fullSweepGap) {
 		sh.sweep(tk)
 	}
-	return len(sh.mu.peers) < perShard
+	return len(sh.mu.peers)+int(sh.held.Load()) < perShard
 }
 
 // sweep drops the peers whose buckets are all full at tk and returns how
@@ -323,11 +327,7 @@ func (sh *shard) sweep(tk uint64) int {
 		if !e.full(tk) {
 			continue
 		}
-		for k := range e.ns {
-			if e.ns[k] > f.ns[k] || e.ns[k] == f.ns[k] && e.rem[k] > f.rem[k] {
-				f.ns[k], f.rem[k] = e.ns[k], e.rem[k]
-			}
-		}
+		f.raise(e)
 		delete(sh.mu.peers, p)
 	}
 	sh.mu.lastSweep = tk
@@ -340,6 +340,16 @@ func (sh *shard) sweep(tk uint64) int {
 		sh.mu.peak = len(m)
 	}
 	return n - len(sh.mu.peers)
+}
+
+// raise sets each of f's TATs to e's where e's is later: f is then a
+// floor no dropped state was past.
+func (f *State) raise(e *State) {
+	for k := range e.ns {
+		if e.ns[k] > f.ns[k] || e.ns[k] == f.ns[k] && e.rem[k] > f.rem[k] {
+			f.ns[k], f.rem[k] = e.ns[k], e.rem[k]
+		}
+	}
 }
 
 // Sweep drops, in every shard, the state of the peers whose buckets are all
@@ -358,14 +368,14 @@ func (t *Table) Sweep(now int64) int {
 	return dropped
 }
 
-// Len returns the number of peers tracked: those with state kept, which
-// includes idle peers not yet swept.
+// Len returns the number of peers tracked: those with state kept (held
+// ones too), which includes idle peers not yet swept.
 func (t *Table) Len() int {
 	n := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += len(sh.mu.peers)
+		n += len(sh.mu.peers) + int(sh.held.Load())
 		sh.mu.Unlock()
 	}
 	return n

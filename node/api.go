@@ -14,8 +14,6 @@ import (
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
-	"github.com/wats-network/wats/peercache"
-	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
 )
@@ -182,45 +180,12 @@ func (n *Node) Diag() api.Diag {
 func (n *Node) PeerCache() []api.CachedPeer {
 	now := n.now()
 	mono := n.mono(now)
-	return cachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
+	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
 		if st := n.run.Get(id); st != nil {
 			return st.History(), st.Reputed(mono), true // with this run's counts not folded yet
 		}
 		return limits.History{}, false, false
 	})
-}
-
-// CachedPeers is the answer of GET api.PathPeerCache for the records of a
-// stopped node's cache (store.Offline.Peers) at now.
-func CachedPeers(entries []peercache.Entry, now time.Time) []api.CachedPeer {
-	return cachedPeers(entries, now, func(peer.ID) (limits.History, bool, bool) {
-		return limits.History{}, false, false
-	})
-}
-
-// cachedPeers is the answer of GET api.PathPeerCache for entries at now;
-// live, if it knows the peer (connected in this run), gives its history
-// and whether it is reputed instead of those of its record.
-func cachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (limits.History, bool, bool)) []api.CachedPeer {
-	out := make([]api.CachedPeer, 0, len(entries))
-	for _, e := range entries {
-		r := e.Record
-		h := peers.RecordHistory(r, now)
-		reputed := e.MetInEarlierRun
-		if lh, lr, ok := live(e.ID); ok {
-			h, reputed = lh, lr
-		}
-		t, why := limits.TierOf(h), limits.Explain(h)
-		out = append(out, api.CachedPeer{
-			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
-			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
-			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: uint64(r.Cursor),
-			Reputed: reputed, MetInEarlierRun: e.MetInEarlierRun,
-			Counts:     h.Counts,
-			LastUseful: r.LastUseful, Value: r.Value, Tier: t.String(), TierReason: why,
-		})
-	}
-	return out
 }
 
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).

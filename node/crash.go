@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"lukechampine.com/blake3"
@@ -15,6 +13,7 @@ import (
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/store"
 )
 
 // Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
@@ -110,43 +109,5 @@ func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog
 }
 
 // CrashGroups groups the crash events of the log by fingerprint, most
-// recent first. It reads the whole log: fine for the thousands of reports
-// a node keeps; an index by kind can come when logs grow.
-func (n *Node) CrashGroups() ([]api.CrashGroup, error) {
-	groups := map[string]*api.CrashGroup{}
-	for ev, err := range n.events.All(0) {
-		if errors.Is(err, eventlog.ErrDamaged) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ev.Kind != eventlog.KindCrash {
-			continue
-		}
-		c, err := eventlog.ParseCrash(ev.Body)
-		if err != nil {
-			continue
-		}
-		t := time.UnixMilli(ev.Time).UTC()
-		g, ok := groups[c.Fingerprint]
-		if !ok {
-			g = &api.CrashGroup{Fingerprint: c.Fingerprint, Program: c.Program, Reason: c.Reason, FirstSeen: t, LastSeen: t}
-			groups[c.Fingerprint] = g
-		}
-		g.Count++
-		if t.Before(g.FirstSeen) {
-			g.FirstSeen = t
-		}
-		if !t.Before(g.LastSeen) {
-			// At the same millisecond, the later in the log is the last.
-			g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
-		}
-	}
-	out := make([]api.CrashGroup, 0, len(groups))
-	for _, g := range groups {
-		out = append(out, *g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
-	return out, nil
-}
+// recent first (store.CrashGroups).
+func (n *Node) CrashGroups() ([]api.CrashGroup, error) { return store.CrashGroups(n.events) }

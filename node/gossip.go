@@ -2,12 +2,10 @@ package node
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/internal/diskspace"
@@ -196,32 +194,6 @@ func (n *Node) syncGap(p peer.ID) {
 // appScore is the application's part of p's gossipsub score
 // (gossip.Options.AppScore; peers.Table.AppScore).
 func (n *Node) appScore(p peer.ID) float64 { return n.run.AppScore(p, n.mono(n.now())) }
-
-// quotaFor returns the log's quota policy of cfg (ADR 0031; the [events]
-// keys): self is this node's author id, whose events are held to nothing;
-// valued tells whether an author is a valued peer, which is held to the
-// totals only. Past 90% of a total, an author new to the log is refused.
-func quotaFor(cfg config.EventsConfig, self string, valued func(author string) bool) eventlog.QuotaFunc {
-	over := func(used, add, limit uint64) bool { return limit > 0 && used+add > limit }
-	reserve := func(used, add, limit uint64) bool { return limit > 0 && used+add > limit/10*9 }
-	maxEv, maxB := uint64(cfg.MaxEvents), uint64(cfg.MaxBytes)
-	perEv, perB := uint64(cfg.MaxEventsPerAuthor), uint64(cfg.MaxBytesPerAuthor)
-	return func(author string, size int, a, total eventlog.Usage) error {
-		if author == self {
-			return nil
-		}
-		sz := uint64(size)
-		switch {
-		case over(total.Events, 1, maxEv) || over(total.Bytes, sz, maxB):
-			return fmt.Errorf("%w: the log is full (events.max_events %d, events.max_bytes %d)", eventlog.ErrQuota, maxEv, maxB)
-		case a.Events == 0 && (reserve(total.Events, 1, maxEv) || reserve(total.Bytes, sz, maxB)):
-			return fmt.Errorf("%w: the log is 90%% full: no new authors", eventlog.ErrQuota)
-		case (over(a.Events, 1, perEv) || over(a.Bytes, sz, perB)) && !valued(author):
-			return fmt.Errorf("%w: author %s is at events.max_events_per_author %d or events.max_bytes_per_author %d", eventlog.ErrQuota, author, perEv, perB)
-		}
-		return nil
-	}
-}
 
 // valuedAuthor reports whether author is a valued peer (limits.TierValued)
 // by its run state or its record. It does not read the log: it runs inside

@@ -23,7 +23,7 @@ func (n *Node) openMark(dir string) error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	rec, err := store.ReadLost(n.db)
+	rec, err := store.ReadLost(n.db.DB)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (n *Node) openMark(dir string) error {
 func (n *Node) noteLost(rec *store.LostEvents, lost ackmark.Lost) error {
 	rec.At = n.now().UTC()
 	rec.Add(lost)
-	if err := store.WriteLost(n.db, rec); err != nil {
+	if err := store.WriteLost(n.db.DB, rec); err != nil {
 		return err
 	}
 	n.log.Error("the database lost acknowledged events: pebble dropped the damaged tail of its WAL; "+
@@ -84,7 +84,7 @@ func (n *Node) checkLost() {
 	}
 	next := *rec
 	next.Missing, next.Back = still, rec.Back+uint64(back)
-	if err := store.WriteLost(n.db, &next); err != nil {
+	if err := store.WriteLost(n.db.DB, &next); err != nil {
 		n.log.Warn("could not record the lost events that came back", "err", err)
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -40,7 +38,6 @@ import (
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
-	"github.com/wats-network/wats/repo"
 	"github.com/wats-network/wats/routing"
 	"github.com/wats-network/wats/store"
 )
@@ -48,11 +45,6 @@ import (
 // Features are the hello features this node advertises: it solves the b3
 // challenge (ADR 0014 addendum) and announces and reads heads (docs/adr/0041).
 var Features = []string{proto.FeatureChallenge, proto.FeatureHeads}
-
-// blockCacheBytes is pebble's block cache: big enough to keep the index and
-// Bloom filter blocks of a log of millions of events in memory, so that the
-// dedupe lookups of a catch-up rarely read the disk.
-const blockCacheBytes = 64 << 20
 
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.
@@ -64,15 +56,10 @@ type Node struct {
 	agent    string
 	now      func() time.Time
 
-	db *pebble.DB
-	// disk refuses writes before the repo's disk is full (ADR 0044); nil
-	// for an in-memory database, or where statfs fails.
-	disk *diskspace.Guard
-	// guarded is db for watchMemtables, from any goroutine; nil before it
-	// opens and once it closes. memtables is what it read last.
-	guarded   atomic.Pointer[pebble.DB]
-	memtables atomic.Uint64
-	events    *eventlog.Log
+	// db is the database, its writes checked against the disk's free
+	// space (ADR 0044).
+	db     *store.DB
+	events *eventlog.Log
 	// mark is the event log's acknowledged mark (ADR 0045), nil for an
 	// in-memory node; markFailed, set once its write failed (under the
 	// log's lock), keeps the warning to one. lost is what a start found
@@ -182,38 +169,10 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 			n.closeStores()
 		}
 	}()
-	dbOpts := store.PebbleOptions(n.log, o.Dir)
-	dbOpts.Cache = pebble.NewCache(blockCacheBytes)
-	dbDir := filepath.Join(o.Dir, repo.DBDir)
-	// The blobs' data files are written past the disk guard's ballast:
-	// only the database's own writes get its room back (ADR 0044).
-	filesFS := vfs.Default
-	if o.Dir == "" {
-		dbOpts.FS, dbDir = vfs.NewMem(), repo.DBDir
-		filesFS = dbOpts.FS
-	} else {
-		n.disk, err = diskspace.New(o.Dir, filepath.Join(o.Dir, repo.BallastFile), &diskspace.Options{
-			Statfs: o.Statfs, Changed: n.diskChanged, Pending: n.memtableBytes,
-		})
-		if err != nil {
-			n.log.Warn("the free space of the repo's disk cannot be read; writes are not checked against it", "err", err)
-			n.disk = nil
-		} else {
-			dbOpts.FS = vfs.OnDiskFull(n.disk.FS(vfs.Default), n.disk.OnDiskFull)
-		}
+	if n.db, err = store.Open(store.OpenOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs, Changed: n.diskChanged}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.db, err = pebble.Open(dbDir, dbOpts)
-	dbOpts.Cache.Unref() // the database holds its own reference
-	if err == nil {
-		n.guarded.Store(n.db)
-	}
-	if store.IsDamage(err) {
-		return nil, &store.DamagedError{Repo: o.Dir, Err: err}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node: open database %s: %w", dbDir, err)
-	}
-	if n.events, err = eventlog.Open(n.db); store.IsDamage(err) {
+	if n.events, err = eventlog.Open(n.db.DB); store.IsDamage(err) {
 		return nil, &store.DamagedError{Repo: o.Dir, Err: err}
 	} else if err != nil {
 		return nil, fmt.Errorf("node: open event log: %w", err)
@@ -225,7 +184,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		}
 	}
 	var damaged []peercache.DamagedRecord
-	n.peers, damaged, err = peercache.Open(n.db, &peercache.Options{
+	n.peers, damaged, err = peercache.Open(n.db.DB, &peercache.Options{
 		MaxPeers: cfg.PeerCache.MaxPeers,
 		FlushErrors: func(err error) {
 			if !errors.Is(err, diskspace.ErrFull) { // the guard says so once
@@ -248,9 +207,9 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.Registry().MustRegister(n.run.Admission().Collector())
-	if n.blobs, err = blobs.OpenStore(n.db, &blobs.StoreOptions{
+	if n.blobs, err = blobs.OpenStore(n.db.DB, &blobs.StoreOptions{
 		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		DataDir: store.DataDir(dbDir), FS: filesFS, Pinned: n.blobPinned, Room: n.room,
+		DataDir: store.DataDir(n.db.Dir), FS: n.db.FilesFS, Pinned: n.blobPinned, Room: n.room,
 	}); err != nil {
 		return nil, fmt.Errorf("node: open blob store: %w", err)
 	}
@@ -272,7 +231,10 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if n.selfID, ok2 = peers.RawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
-	n.events.SetQuota(quotaFor(cfg.Events, n.host.ID().String(), n.valuedAuthor))
+	e := cfg.Events
+	n.events.SetQuota(eventlog.Quotas{MaxEvents: uint64(e.MaxEvents), MaxBytes: uint64(e.MaxBytes),
+		MaxEventsPerAuthor: uint64(e.MaxEventsPerAuthor), MaxBytesPerAuthor: uint64(e.MaxBytesPerAuthor)}.
+		Func(n.host.ID().String(), n.valuedAuthor))
 	n.events.SetClock(n.now)
 	l := cfg.Limits
 	if n.issuer, err = challenge.NewIssuer(n.selfID, &challenge.Options{
@@ -343,7 +305,7 @@ func (n *Node) Start(ctx context.Context) error {
 	})
 	n.go_(n.watchReachability)
 	n.go_(n.lostLoop)
-	n.go_(n.watchMemtables)
+	n.go_(func() { n.db.WatchMemtables(n.ctx) })
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
 	return nil
@@ -398,8 +360,7 @@ func (n *Node) closeStores() error {
 		errs = append(errs, n.blobs.Close()) // its data files synced
 	}
 	if n.db != nil {
-		n.guarded.Store(nil)
-		errs = append(errs, n.db.Flush(), n.db.Close())
+		errs = append(errs, n.db.Close())
 		n.db = nil
 	}
 	if n.mark != nil {
@@ -693,7 +654,7 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			return st.Unsolicited, st.ReceivedBytes, st.Rewants
 		},
 		DB: func() *pebble.Metrics {
-			if n.db == nil {
+			if n.db == nil || n.db.DB == nil {
 				return nil
 			}
 			return n.db.Metrics()

@@ -23,7 +23,7 @@ func (n *Node) startRouting() error {
 	if n.cfg.P2P.DHT == config.DHTOff {
 		return nil
 	}
-	pds, err := pebbleds.NewDatastore("", pebbleds.WithPebbleDB(n.db))
+	pds, err := pebbleds.NewDatastore("", pebbleds.WithPebbleDB(n.db.DB))
 	if err != nil {
 		return fmt.Errorf("node: DHT datastore: %w", err)
 	}

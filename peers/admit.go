@@ -50,10 +50,10 @@ type Verdict struct {
 // it, with the wait for its next token; a challenge for a peer that cannot
 // be sent one (no Ed25519 key) is a refusal, or under overload a serve;
 // and the outcome is counted in the peer's value history. It takes no
-// lock but the admission shard's (and the shared budget's, for strangers'
-// reports only).
+// lock but the peer's own admission state's (limits.Held; and the shared
+// budget's, for strangers' reports only).
 func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved bool, inFlight int, mono time.Duration) Verdict {
-	v := Verdict{Decision: t.adm.Admit(st.id, st.facts(mono), limits.Request{Type: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))}
+	v := Verdict{Decision: st.adm.Admit(st.facts(mono), limits.Request{Type: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))}
 	add := func(c Counter) {
 		tier, changed := st.Add(c, 1)
 		v.Tier, v.Retiered = tier, v.Retiered || changed

@@ -86,6 +86,10 @@ type Peer[L any] struct {
 	// hist is its value history: the record's counts when the state was
 	// built, plus this run's.
 	hist counts
+	// adm is its admission state, held out of the admission Table while
+	// it is connected, so that its requests take its lock alone
+	// (limits.Held).
+	adm *limits.Held
 
 	mu struct {
 		sync.Mutex

@@ -245,6 +245,7 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 		}
 	}
 	st.retier()
+	st.adm = t.adm.Hold(p, int64(mono))
 	t.live.Store(p, st)
 	t.recent.Remove(p) // live again: the state holds what was remembered
 	return st, true
@@ -278,6 +279,7 @@ func (t *Table[L]) forget(p peer.ID, linked func(peer.ID) bool, now time.Time, m
 		return nil
 	}
 	st := v.(*Peer[L])
+	st.adm.Return(int64(mono))
 	cursor, remote := st.leaving()
 	if st.persisted.Load() {
 		t.fold(st, now)

@@ -6,17 +6,21 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sort"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/repo"
-
-	"github.com/wats-network/wats/core"
 )
 
 // Offline reads a repo's database while no daemon runs: what `events ls`,
@@ -121,7 +125,7 @@ func (o *Offline) Blobs() []api.BlobInfo {
 }
 
 // Peers are the records of the peer cache without a daemon (what
-// node.CachedPeers answers GET api.PathPeerCache with).
+// CachedPeers answers GET api.PathPeerCache with).
 func (o *Offline) Peers() []peercache.Entry {
 	if o.peers == nil {
 		return nil
@@ -135,6 +139,77 @@ func BlobList(s *blobs.Store) []api.BlobInfo {
 	out := make([]api.BlobInfo, 0, len(list))
 	for _, b := range list {
 		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
+	}
+	return out
+}
+
+// CrashGroups groups the crash events of l by fingerprint, most
+// recent first. It reads the whole log: fine for the thousands of reports
+// a node keeps; an index by kind can come when logs grow.
+func CrashGroups(l *eventlog.Log) ([]api.CrashGroup, error) {
+	groups := map[string]*api.CrashGroup{}
+	for ev, err := range l.All(0) {
+		if errors.Is(err, eventlog.ErrDamaged) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ev.Kind != eventlog.KindCrash {
+			continue
+		}
+		c, err := eventlog.ParseCrash(ev.Body)
+		if err != nil {
+			continue
+		}
+		t := time.UnixMilli(ev.Time).UTC()
+		g, ok := groups[c.Fingerprint]
+		if !ok {
+			g = &api.CrashGroup{Fingerprint: c.Fingerprint, Program: c.Program, Reason: c.Reason, FirstSeen: t, LastSeen: t}
+			groups[c.Fingerprint] = g
+		}
+		g.Count++
+		if t.Before(g.FirstSeen) {
+			g.FirstSeen = t
+		}
+		if !t.Before(g.LastSeen) {
+			// At the same millisecond, the later in the log is the last.
+			g.LastSeen, g.LastVersion, g.LastEvent = t, c.Version, ev.ID
+		}
+	}
+	out := make([]api.CrashGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
+	return out, nil
+}
+
+// CachedPeers is the answer of GET api.PathPeerCache for the records
+// entries at now, each peer's tier and why worked out from its record;
+// live, if not nil and it knows the peer (a running node's peer connected
+// in this run), gives its history and whether it is reputed instead of
+// those of its record.
+func CachedPeers(entries []peercache.Entry, now time.Time, live func(peer.ID) (limits.History, bool, bool)) []api.CachedPeer {
+	out := make([]api.CachedPeer, 0, len(entries))
+	for _, e := range entries {
+		r := e.Record
+		h := peers.RecordHistory(r, now)
+		reputed := e.MetInEarlierRun
+		if live != nil {
+			if lh, lr, ok := live(e.ID); ok {
+				h, reputed = lh, lr
+			}
+		}
+		t, why := limits.TierOf(h), limits.Explain(h)
+		out = append(out, api.CachedPeer{
+			PeerID: e.ID.String(), Addrs: append([]string{}, r.Addrs...),
+			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, LastHello: r.LastHello,
+			Agent: r.Agent, Features: append([]string{}, r.Features...), Cursor: uint64(r.Cursor),
+			Reputed: reputed, MetInEarlierRun: e.MetInEarlierRun,
+			Counts:     h.Counts,
+			LastUseful: r.LastUseful, Value: r.Value, Tier: t.String(), TierReason: why,
+		})
 	}
 	return out
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/fileio"
 	"github.com/wats-network/wats/internal/humanize"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/store"
 )
 
@@ -272,7 +271,9 @@ history: requests served and missed (for what never existed here), and the
 events and blob bytes it gave. --json has every count.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			peers, err := askOrRead(c, cmd, (*api.Client).PeerCache, func(o *store.Offline) ([]api.CachedPeer, error) { return node.CachedPeers(o.Peers(), time.Now()), nil })
+			peers, err := askOrRead(c, cmd, (*api.Client).PeerCache, func(o *store.Offline) ([]api.CachedPeer, error) {
+				return store.CachedPeers(o.Peers(), time.Now(), nil), nil
+			})
 			if err != nil {
 				return err
 			}

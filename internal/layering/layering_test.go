@@ -49,7 +49,7 @@ var allowed = map[string][]string{
 	"routing": {"config", "limits", "proto"},
 	// A database apart from a running node: its options, offline reads,
 	// check and repair, the lost events' record.
-	"store": {"eventlog", "blobs", "peercache", "repo", "api", "proto", "internal/ackmark"},
+	"store": {"eventlog", "blobs", "peercache", "peers", "limits", "repo", "api", "proto", "internal/ackmark", "internal/diskspace"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache"},
 	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
