@@ -79,20 +79,15 @@ func (c *cli) crashLsCmd() *cobra.Command {
 		Short: "List crash reports grouped by fingerprint, with counts, first and last seen",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			groups, err := ask(c, cmd, (*api.Client).Crashes)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(groups)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FINGERPRINT\tCOUNT\tFIRST SEEN\tLAST SEEN\tPROGRAM\tLAST VERSION\tREASON")
-			for _, g := range groups {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", g.Fingerprint[:min(16, len(g.Fingerprint))], g.Count,
-					when(g.FirstSeen), when(g.LastSeen), printable(g.Program), printable(g.LastVersion), printable(g.Reason))
-			}
-			return tw.Flush()
+			return show(c, cmd, asJSON, (*api.Client).Crashes, func(groups []api.CrashGroup) error {
+				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "FINGERPRINT\tCOUNT\tFIRST SEEN\tLAST SEEN\tPROGRAM\tLAST VERSION\tREASON")
+				for _, g := range groups {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", g.Fingerprint[:min(16, len(g.Fingerprint))], g.Count,
+						when(g.FirstSeen), when(g.LastSeen), printable(g.Program), printable(g.LastVersion), printable(g.Reason))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

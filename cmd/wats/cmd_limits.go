@@ -20,60 +20,55 @@ one token takes to refill. 0 means unlimited. They come from the [limits] table
 of config.toml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := ask(c, cmd, (*api.Client).Limits)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(l)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TYPE\tPER MIN\tBURST\tONE EVERY\tKEY")
-			for _, r := range l.Requests {
-				if r.PerMin == 0 {
-					fmt.Fprintf(tw, "%s\tunlimited\t-\t-\t%s\n", r.Type, r.Key)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\n", r.Type, r.PerMin, r.Burst, time.Duration(r.IntervalNs), r.Key)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.stdout, "blob fetches per peer: %d\n", l.BlobFetchesPerPeer)
-			fmt.Fprintf(c.stdout, "tracked peers at most: %d\n", l.MaxTrackedPeers)
-			if l.StrangerReportPerMin > 0 {
-				fmt.Fprintf(c.stdout, "crash reports from strangers, all together: %d a minute (limits.stranger_report_per_min)\n", l.StrangerReportPerMin)
-			} else {
-				fmt.Fprintln(c.stdout, "crash reports from strangers, all together: unlimited (limits.stranger_report_per_min)")
-			}
-			g := l.Gossip
-			perMin := func(v int) string {
-				if v == 0 {
-					return "unlimited"
-				}
-				return fmt.Sprintf("%d a minute", v)
-			}
-			fmt.Fprintf(c.stdout, "gossip (docs/adr/0031): envelopes per forwarding peer %s (limits.gossip_per_min), "+
-				"of new authors from all strangers %s (limits.stranger_gossip_per_min)\n", perMin(g.PerPeer), perMin(g.Strangers))
-			fmt.Fprintf(c.stdout, "  new events per author %s (limits.author_per_min), of all new authors together %s "+
-				"(limits.stranger_author_per_min); an author is new for %d minutes (limits.new_author_minutes)\n",
-				perMin(g.PerAuthor), perMin(g.NewAuthors), g.NewAuthorMinutes)
-			fmt.Fprintf(c.stdout, "sync (docs/adr/0041): events of new authors from peers without standing, all together, %s "+
-				"(limits.stranger_sync_per_min)\n", perMin(g.NewAuthorsBySync))
-			fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
-				l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
-			tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
-			for _, t := range l.Tiers {
-				rate := func(k string) string {
-					if v := t.PerMin[k]; v > 0 {
-						return fmt.Sprint(v)
+			return show(c, cmd, asJSON, (*api.Client).Limits, func(l *api.Limits) error {
+				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TYPE\tPER MIN\tBURST\tONE EVERY\tKEY")
+				for _, r := range l.Requests {
+					if r.PerMin == 0 {
+						fmt.Fprintf(tw, "%s\tunlimited\t-\t-\t%s\n", r.Type, r.Key)
+						continue
 					}
-					return "unlimited"
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\n", r.Type, r.PerMin, r.Burst, time.Duration(r.IntervalNs), r.Key)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Tier, rate("hello"), rate("sync"), rate("replicate"), rate("crash_report"), rate("miss"))
-			}
-			return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "blob fetches per peer: %d\n", l.BlobFetchesPerPeer)
+				fmt.Fprintf(c.stdout, "tracked peers at most: %d\n", l.MaxTrackedPeers)
+				if l.StrangerReportPerMin > 0 {
+					fmt.Fprintf(c.stdout, "crash reports from strangers, all together: %d a minute (limits.stranger_report_per_min)\n", l.StrangerReportPerMin)
+				} else {
+					fmt.Fprintln(c.stdout, "crash reports from strangers, all together: unlimited (limits.stranger_report_per_min)")
+				}
+				g := l.Gossip
+				perMin := func(v int) string {
+					if v == 0 {
+						return "unlimited"
+					}
+					return fmt.Sprintf("%d a minute", v)
+				}
+				fmt.Fprintf(c.stdout, "gossip (docs/adr/0031): envelopes per forwarding peer %s (limits.gossip_per_min), "+
+					"of new authors from all strangers %s (limits.stranger_gossip_per_min)\n", perMin(g.PerPeer), perMin(g.Strangers))
+				fmt.Fprintf(c.stdout, "  new events per author %s (limits.author_per_min), of all new authors together %s "+
+					"(limits.stranger_author_per_min); an author is new for %d minutes (limits.new_author_minutes)\n",
+					perMin(g.PerAuthor), perMin(g.NewAuthors), g.NewAuthorMinutes)
+				fmt.Fprintf(c.stdout, "sync (docs/adr/0041): events of new authors from peers without standing, all together, %s "+
+					"(limits.stranger_sync_per_min)\n", perMin(g.NewAuthorsBySync))
+				fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
+					l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
+				tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
+				for _, t := range l.Tiers {
+					rate := func(k string) string {
+						if v := t.PerMin[k]; v > 0 {
+							return fmt.Sprint(v)
+						}
+						return "unlimited"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Tier, rate("hello"), rate("sync"), rate("replicate"), rate("crash_report"), rate("miss"))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -91,25 +86,20 @@ are exported as Prometheus metrics (wats_requests_accepted_total,
 wats_requests_refused_total) and logged at a clean shutdown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := ask(c, cmd, (*api.Client).Diag)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(d)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TYPE\tACCEPTED\tREFUSED")
-			for _, r := range d.Requests {
-				fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Type, r.Accepted, r.Refused)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.stdout, "decided on the shared newcomer budget at the tracked-peer cap: %d\n", d.SharedAtCap)
-			fmt.Fprintf(c.stdout, "tracked peers: %d\n", d.TrackedPeers)
-			fmt.Fprintf(c.stdout, "peer-caused log lines logged: %d\n", d.PeerLinesLogged)
-			return nil
+			return show(c, cmd, asJSON, (*api.Client).Diag, func(d *api.Diag) error {
+				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TYPE\tACCEPTED\tREFUSED")
+				for _, r := range d.Requests {
+					fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Type, r.Accepted, r.Refused)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "decided on the shared newcomer budget at the tracked-peer cap: %d\n", d.SharedAtCap)
+				fmt.Fprintf(c.stdout, "tracked peers: %d\n", d.TrackedPeers)
+				fmt.Fprintf(c.stdout, "peer-caused log lines logged: %d\n", d.PeerLinesLogged)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

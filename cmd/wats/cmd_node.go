@@ -99,63 +99,58 @@ func (c *cli) statusCmd() *cobra.Command {
               other peers (docs/adr/0040)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := ask(c, cmd, (*api.Client).Status)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(st)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
-			fmt.Fprintf(tw, "peer id:\t%s\n", st.PeerID)
-			fmt.Fprintf(tw, "network:\t%s\n", st.Network)
-			fmt.Fprintf(tw, "agent:\t%s\n", printable(st.Agent))
-			fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
-			if len(st.PeerTiers) > 0 || st.StrangerSlots > 0 {
-				var tiers []string
-				for _, t := range []string{"valued", "normal", "new", "suspect"} {
-					if k := st.PeerTiers[t]; k > 0 {
-						tiers = append(tiers, fmt.Sprintf("%d %s", k, t))
+			return show(c, cmd, asJSON, (*api.Client).Status, func(st *api.Status) error {
+				tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
+				fmt.Fprintf(tw, "peer id:\t%s\n", st.PeerID)
+				fmt.Fprintf(tw, "network:\t%s\n", st.Network)
+				fmt.Fprintf(tw, "agent:\t%s\n", printable(st.Agent))
+				fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
+				if len(st.PeerTiers) > 0 || st.StrangerSlots > 0 {
+					var tiers []string
+					for _, t := range []string{"valued", "normal", "new", "suspect"} {
+						if k := st.PeerTiers[t]; k > 0 {
+							tiers = append(tiers, fmt.Sprintf("%d %s", k, t))
+						}
 					}
+					fmt.Fprintf(tw, "tiers:\t%s; stranger slots %d of %d\n", dash(strings.Join(tiers, ", ")), st.StrangerSlotsUsed, st.StrangerSlots)
 				}
-				fmt.Fprintf(tw, "tiers:\t%s; stranger slots %d of %d\n", dash(strings.Join(tiers, ", ")), st.StrangerSlotsUsed, st.StrangerSlots)
-			}
-			fmt.Fprintf(tw, "events:\t%d\n", st.Events)
-			lu := st.Log
-			fmt.Fprintf(tw, "log:\t%d of %s events, %s of %s; %d authors, each at most %s events and %s\n",
-				lu.Events, quotaCount(lu.MaxEvents), humanize.Bytes(lu.Bytes), quotaBytes(lu.MaxBytes),
-				lu.Authors, quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
-			fmt.Fprintf(tw, "head:\t%d\n", st.Head)
-			fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
-			fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
-			fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
-			fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
-				st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
-			fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
-			fmt.Fprintf(tw, "reach:\t%s; hole punches %d succeeded, %d failed\n", st.Reachability, st.HolePunches.Succeeded, st.HolePunches.Failed)
-			for _, a := range st.RelayAddrs {
-				fmt.Fprintf(tw, "relay addr:\t%s\n", printable(a))
-			}
-			if d := st.DHT; d.Mode == config.DHTOff {
-				fmt.Fprintf(tw, "dht:\toff\n")
-			} else {
-				role := "client"
-				if d.Server {
-					role = "server"
+				fmt.Fprintf(tw, "events:\t%d\n", st.Events)
+				lu := st.Log
+				fmt.Fprintf(tw, "log:\t%d of %s events, %s of %s; %d authors, each at most %s events and %s\n",
+					lu.Events, quotaCount(lu.MaxEvents), humanize.Bytes(lu.Bytes), quotaBytes(lu.MaxBytes),
+					lu.Authors, quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
+				fmt.Fprintf(tw, "head:\t%d\n", st.Head)
+				fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
+				fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
+				fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
+				fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
+					st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
+				fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
+				fmt.Fprintf(tw, "reach:\t%s; hole punches %d succeeded, %d failed\n", st.Reachability, st.HolePunches.Succeeded, st.HolePunches.Failed)
+				for _, a := range st.RelayAddrs {
+					fmt.Fprintf(tw, "relay addr:\t%s\n", printable(a))
 				}
-				fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
-					d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
-			}
-			if d := st.Disk; d != nil {
-				state := "writes accepted"
-				if d.Full {
-					state = "FULL: events, blobs and records refused until space is freed"
+				if d := st.DHT; d.Mode == config.DHTOff {
+					fmt.Fprintf(tw, "dht:\toff\n")
+				} else {
+					role := "client"
+					if d.Server {
+						role = "server"
+					}
+					fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
+						d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
 				}
-				fmt.Fprintf(tw, "disk:\t%s free, %s kept in reserve; %s\n",
-					humanize.Bytes(d.FreeBytes), humanize.Bytes(d.ReserveBytes), state)
-			}
-			fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
-			return tw.Flush()
+				if d := st.Disk; d != nil {
+					state := "writes accepted"
+					if d.Full {
+						state = "FULL: events, blobs and records refused until space is freed"
+					}
+					fmt.Fprintf(tw, "disk:\t%s free, %s kept in reserve; %s\n",
+						humanize.Bytes(d.FreeBytes), humanize.Bytes(d.ReserveBytes), state)
+				}
+				fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -183,32 +178,27 @@ hole punch opened) or relayed (only through a circuit relay: hello and sync,
 never blobs; docs/adr/0040).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			peers, err := ask(c, cmd, (*api.Client).Peers)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(peers)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
-			for _, p := range peers {
-				addr := "-"
-				if len(p.Addrs) > 0 {
-					addr = p.Addrs[0]
+			return show(c, cmd, asJSON, (*api.Client).Peers, func(peers []api.Peer) error {
+				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
+				for _, p := range peers {
+					addr := "-"
+					if len(p.Addrs) > 0 {
+						addr = p.Addrs[0]
+					}
+					score := "-"
+					if p.HasScore {
+						score = strconv.FormatFloat(p.Score, 'f', 1, 64)
+					}
+					hello := yesNo(p.Hello)
+					if p.NotWats {
+						hello = "no (not wats)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+						p.PeerID, p.Direction, dash(p.Conn), hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
 				}
-				score := "-"
-				if p.HasScore {
-					score = strconv.FormatFloat(p.Score, 'f', 1, 64)
-				}
-				hello := yesNo(p.Hello)
-				if p.NotWats {
-					hello = "no (not wats)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-					p.PeerID, p.Direction, dash(p.Conn), hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON")

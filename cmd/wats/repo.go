@@ -253,3 +253,16 @@ func (c *cli) offline(read func(*store.Offline) error) error {
 	fmt.Fprintf(c.stderr, "no daemon runs: read from %s on disk\n", r.Dir)
 	return read(o)
 }
+
+// show asks the daemon with call (ask) and prints its answer: as JSON with
+// asJSON, else with print.
+func show[T any](c *cli, cmd *cobra.Command, asJSON bool, call func(*api.Client, context.Context) (T, error), print func(T) error) error {
+	v, err := ask(c, cmd, call)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.printJSON(v)
+	}
+	return print(v)
+}
