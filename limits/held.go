@@ -20,8 +20,11 @@ type Held struct {
 		sync.Mutex
 		st State
 		// returned: the state is back in the Table (Return); a request
-		// decided after it (one that began before the peer left) is
-		// decided there, on the shard's lock.
+		// decided after it began before the peer left, on a connection
+		// now closed, and is refused: its answer cannot reach the peer,
+		// and deciding it on the Table could spend (or, once the peer
+		// reconnected and holds its state again, find refilled) buckets
+		// that are not this Held's.
 		returned bool
 		// shared: the shard was at its cap when the peer connected: its
 		// requests are decided on the state the shard's untracked peers
@@ -43,10 +46,11 @@ func (t *Table) Hold(p peer.ID, now int64) *Held {
 	sh := h.sh
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.sweepIfDue(tk)
 	if st := sh.mu.peers[p]; st != nil {
 		h.mu.st = *st
 		delete(sh.mu.peers, p)
-	} else if len(sh.mu.peers)+int(sh.held.Load()) >= t.perShard && !sh.makeRoomHeld(tk, t.perShard) {
+	} else if len(sh.mu.peers)+int(sh.held.Load()) >= t.perShard && !sh.makeRoom(tk, t.perShard) {
 		h.mu.shared = true
 		return h
 	} else {
@@ -60,25 +64,22 @@ func (t *Table) Hold(p peer.ID, now int64) *Held {
 	return h
 }
 
-// makeRoomHeld is makeRoom counting the held states.
-// REQUIRES: sh.mu held.
-func (sh *shard) makeRoomHeld(tk uint64, perShard int) bool {
-	if tk >= sh.mu.lastSweep && tk-sh.mu.lastSweep >= uint64(fullSweepGap) {
-		sh.sweep(tk)
-	}
-	return len(sh.mu.peers)+int(sh.held.Load()) < perShard
-}
 
 // Admit decides request r of the held peer at now, as Table.Admit does, on
 // its own state and under its own lock (the shard's only when the Held
-// shares the untracked peers' state, or was returned).
+// shares the untracked peers' state). After Return it refuses, with no
+// wait and nothing counted: the peer is gone.
 func (h *Held) Admit(f Facts, r Request, now int64) Decision {
 	k := r.Type
 	if !k.Valid() {
 		return Decision{Verdict: Refuse, Reason: ReasonInvalid}
 	}
 	h.mu.Lock()
-	if h.mu.returned || h.mu.shared {
+	if h.mu.returned {
+		h.mu.Unlock()
+		return Decision{Verdict: Refuse, Reason: ReasonRate}
+	}
+	if h.mu.shared {
 		h.mu.Unlock()
 		return h.t.Admit(h.p, f, r, now)
 	}
@@ -107,10 +108,12 @@ func (h *Held) Return(now int64) {
 		return
 	}
 	sh := h.sh
+	tk := tick(now)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.sweepIfDue(tk)
 	sh.held.Add(-1)
-	if h.mu.st.full(tick(now)) {
+	if h.mu.st.full(tk) {
 		sh.mu.floor.raise(&h.mu.st) // a full state is no state: dropped, as a sweep does
 		return
 	}

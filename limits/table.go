@@ -17,11 +17,12 @@ import (
 // Bounds and schedule of a Table.
 const (
 	// DefaultMaxPeers is the default cap on the peers a Table tracks at
-	// once (TableOptions.MaxPeers changes it). A peer is tracked only while one of
-	// its buckets is not full, at most 60 s after its last request (15 s at
-	// the defaults) plus SweepInterval, so the cap is reached only when more
-	// than about 2,500 new peer ids a second make requests: a Sybil flood,
-	// since every id needs its own libp2p connection. At about 100 bytes a
+	// once (TableOptions.MaxPeers changes it). A peer not held (Hold) is
+	// tracked only while one of its buckets is not full, at most 60 s after
+	// its last request (15 s at the defaults) plus SweepInterval, so the cap
+	// is reached only when more than about 2,500 new peer ids a second make
+	// requests: a Sybil flood, since every id needs its own libp2p
+	// connection. A held peer is tracked for as long as it is held. At about 100 bytes a
 	// peer (BenchmarkTableMemory), plus the 48 bytes of the peer id the map
 	// keeps alive, the cap holds a Table below 10 MiB.
 	DefaultMaxPeers = 65_536
@@ -67,8 +68,10 @@ const (
 // own counters.
 //
 // Bounded memory: a full bucket is the same as no state, so the state of a
-// peer whose buckets are all full is dropped by a sweep, which Allow runs on
-// each shard every SweepInterval (or Sweep on demand). Dropping changes no
+// peer whose buckets are all full is dropped by a sweep, which Admit, Hold
+// and Return run on each shard every SweepInterval (or Sweep on demand); a
+// held state (Hold: a connected peer's) is kept while it is held and
+// counts against the cap. Dropping changes no
 // answer while the clock moves forward (TestTableMatchesBuckets). Should
 // the clock step back to before a dropped bucket was full, dropping must
 // not hand out its tokens again: each shard remembers the latest TAT it
@@ -260,11 +263,7 @@ func (t *Table) Admit(p peer.ID, f Facts, r Request, now int64) Decision {
 	}
 	tk := tick(now)
 	sh.mu.Lock()
-	if tk < sh.mu.lastSweep {
-		sh.mu.lastSweep = tk
-	} else if tk-sh.mu.lastSweep >= uint64(SweepInterval) {
-		sh.sweep(tk)
-	}
+	sh.sweepIfDue(tk)
 	st := sh.mu.peers[p]
 	pl := t.policy
 	if st == nil {
@@ -304,6 +303,17 @@ func (sh *shard) count(k core.Request, d Decision) {
 		sh.accepted[k].Add(1)
 	} else {
 		sh.refused[k].Add(1)
+	}
+}
+
+// sweepIfDue sweeps the shard when SweepInterval has passed since the last
+// sweep; a clock seen stepping back restarts the schedule there.
+// REQUIRES: sh.mu held.
+func (sh *shard) sweepIfDue(tk uint64) {
+	if tk < sh.mu.lastSweep {
+		sh.mu.lastSweep = tk
+	} else if tk-sh.mu.lastSweep >= uint64(SweepInterval) {
+		sh.sweep(tk)
 	}
 }
 

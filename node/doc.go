@@ -44,8 +44,8 @@
 //     catchup's run), the store of what it verified, persisted cursors.
 //   - publish.go: local events and gossip delivery.
 //   - gossip.go: gossip's callbacks (its budgets, spam bans and scores
-//     are package peers' decisions), the store of gossiped events, the
-//     log's quotas (ADR 0031).
+//     are package peers' decisions), the store of gossiped events (ADR
+//     0031).
 //   - heads.go: heads announcements (docs/adr/0041): the announcer to
 //     each peer, the reader of each peer's, the pulls (their budget and
 //     standing are package peers').

@@ -244,7 +244,7 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 		if ok, _ := n.blobs.Has(c); ok {
 			continue
 		}
-		release, ok := n.run.Fetch(p, b.Size)
+		release, ok := n.fetchFor(p, b.Size)
 		if !ok {
 			n.m.BlobFetch("crash_report", "skipped")
 			n.plog.Info(p, "dump", "crash dump not fetched: the submitter's fetch slots, or its tier's share of the quota, are in use", "cid", c, "peer", p)
@@ -256,6 +256,13 @@ func (n *Node) fetchDumps(p peer.ID, refs []eventlog.BlobRef) {
 			n.logFetch(p, c, b.Size, "crash_report", err)
 		})
 	}
+}
+
+// fetchFor takes what a fetch that p asked for holds while it runs
+// (peers.Table.Fetch).
+func (n *Node) fetchFor(p peer.ID, size uint64) (release func(), ok bool) {
+	now, mono := n.clock()
+	return n.run.Fetch(p, size, now, mono)
 }
 
 // retryDelay is the wait before the tries-th retry of an auto-fetch
@@ -372,7 +379,7 @@ func (n *Node) serveReplicate(ctx context.Context, p peer.ID, r *proto.Replicate
 			}
 			continue
 		}
-		release, ok := n.run.Fetch(p, uint64(b.Size))
+		release, ok := n.fetchFor(p, uint64(b.Size))
 		if !ok {
 			resp.Skipped = append(resp.Skipped, b.CID)
 			continue

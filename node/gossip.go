@@ -103,16 +103,6 @@ func (n *Node) admitAuthor(from peer.ID, author string, size int, take bool) boo
 	return n.run.AdmitAuthor(from, author, size, take, now, mono)
 }
 
-// spammed counts an envelope of a new author that its forwarder wrote
-// itself (author == forwarder) past the rate one author may publish
-// (peers.Table.Forward's spammed); a relay of someone else's events is not
-// at fault.
-func (n *Node) spammed(p peer.ID, author string) {
-	if author == p.String() {
-		n.spam(p, 1)
-	}
-}
-
 // graylisted counts the envelopes of an RPC that gossip dropped whole, its
 // sender being graylisted (gossip.Options.Graylisted), as spam: a peer
 // whose score fell below the graylist threshold and goes on publishing

@@ -259,9 +259,8 @@ func TestAppScore(t *testing.T) {
 		t.Errorf("a reputed normal peer scores %v, want 5", got)
 	}
 	for range 3 {
-		n.spammed(st.ID(), st.ID().String())
+		n.spam(st.ID(), 1)
 	}
-	n.spammed(st.ID(), "someone-else") // a relay: not counted
 	if got := n.appScore(st.ID()); got != 5-30 {
 		t.Errorf("after 3 spams: %v, want -25", got)
 	}
@@ -280,12 +279,12 @@ func TestAppScore(t *testing.T) {
 	// peer with standing is never banned, below.)
 	st = connectFake("peer-d", network.DirInbound) // no hello: no standing
 	for range peers.SpamBan - 1 {
-		n.spammed(st.ID(), st.ID().String())
+		n.spam(st.ID(), 1)
 	}
 	if n.gater.Banned(st.ID()) {
 		t.Fatal("banned one spam short of the floor")
 	}
-	n.spammed(st.ID(), st.ID().String())
+	n.spam(st.ID(), 1)
 	if !n.gater.Banned(st.ID()) || n.m.Value("wats_peers_banned_total", "gossip spam") != 1 {
 		t.Fatal("not banned at the floor")
 	}

@@ -19,7 +19,8 @@ var ErrWrongNetwork = errors.New("node: peer is on another network")
 // once per new connection (a second caller waits for the hello in flight);
 // a peer of another network is disconnected.
 func (n *Node) greet(ctx context.Context, p peer.ID) error {
-	g, mine := n.peerOf(p).Link.greet()
+	l := &n.peerOf(p).Link // the state greeted, even if p leaves meanwhile
+	g, mine := l.greet()
 	if !mine {
 		// A hello to p is in flight: wait for its outcome.
 		select {
@@ -30,7 +31,7 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 		}
 	}
 	err := n.sendHello(ctx, p)
-	n.peerOf(p).Link.endGreeting(g, err)
+	l.endGreeting(g, err)
 	return err
 }
 

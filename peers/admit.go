@@ -43,15 +43,19 @@ type Verdict struct {
 //
 // The decision is limits.Policy.Decide, a pure function of the peer's
 // facts (tier, advertised challenge, reputation), the request and the
-// clock, run on the peer's bucket in the admission Table (see
-// testdata/admit.txt in package limits for every rule). Around it, a
+// clock, run on the peer's own buckets, held out of the admission Table
+// while it is connected (limits.Held; see testdata/admit.txt in package
+// limits for every rule). Around it, a
 // stranger's crash report the Policy would serve is also held to the
 // strangers' shared budget (limits.stranger_report_per_min): refused past
 // it, with the wait for its next token; a challenge for a peer that cannot
 // be sent one (no Ed25519 key) is a refusal, or under overload a serve;
 // and the outcome is counted in the peer's value history. It takes no
-// lock but the peer's own admission state's (limits.Held; and the shared
-// budget's, for strangers' reports only).
+// lock wider than the peer's own: its admission state's (limits.Held),
+// and its state's for a verified solution; beyond it only the strangers'
+// report budget's, for strangers' reports, and its shard's when the peer
+// connected with the admission Table at its cap (a shared budget by
+// design).
 func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved bool, inFlight int, mono time.Duration) Verdict {
 	v := Verdict{Decision: st.adm.Admit(st.facts(mono), limits.Request{Type: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))}
 	add := func(c Counter) {

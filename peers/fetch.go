@@ -1,6 +1,8 @@
 package peers
 
 import (
+	"time"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/limits"
@@ -26,10 +28,11 @@ func FetchPoolBytes(quota, maxBlob int64) int64 { return max(quota, 4*maxBlob) }
 // from the share of p's tier of the fetches' bytes (FetchPoolBytes; ADR
 // 0030: strangers together a quarter, suspects a sixteenth), so that
 // fetches strangers start and never complete cannot reserve the whole
-// quota. A size over Options.MaxBlobBytes takes no share: its fetch fails
-// at once. ok is false, and nothing is held, when either is spent; release
-// gives back what was taken.
-func (t *Table[L]) Fetch(p peer.ID, size uint64) (release func(), ok bool) {
+// quota. p's tier is its history's at now (mono), connected or not. A
+// size over Options.MaxBlobBytes takes no share: its fetch fails at once.
+// ok is false, and nothing is held, when either is spent; release gives
+// back what was taken.
+func (t *Table[L]) Fetch(p peer.ID, size uint64, now time.Time, mono time.Duration) (release func(), ok bool) {
 	slot, ok := t.f.slots.TryAcquire(p)
 	if !ok {
 		return nil, false
@@ -38,8 +41,8 @@ func (t *Table[L]) Fetch(p peer.ID, size uint64) (release func(), ok bool) {
 		return slot, true
 	}
 	tier := limits.TierNew
-	if st := t.Get(p); st != nil {
-		tier = st.Tier()
+	if h, ok := t.History(p, now, mono); ok {
+		tier = limits.TierOf(h)
 	}
 	if !t.f.bytes.Reserve(tier, int64(size)) {
 		slot()

@@ -205,30 +205,22 @@ func (t *Table[L]) Connect(p peer.ID, dir network.Direction, remote string, now 
 	if st := t.Get(p); st != nil {
 		return Connected[L]{Peer: st}
 	}
-	st, created := t.create(p, dir, remote, now, mono)
-	c := Connected[L]{Peer: st, Created: created}
-	if created && dir == network.DirInbound && !st.Reputed(mono) {
-		if victim, evicted := t.slots.Take(st, mono); evicted {
-			c.Evicted, c.Ban = victim, EvictedBan
-			if victim.Tier() == limits.TierSuspect {
-				c.Ban = EvictedSuspectBan
-			}
-		}
-	}
-	return c
+	return t.create(p, dir, remote, now, mono)
 }
 
-// create builds and publishes p's state under p's stripe lock, or returns
-// the one another goroutine published first (created false).
-func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now time.Time, mono time.Duration) (st *Peer[L], created bool) {
+// create builds and publishes p's state under p's stripe lock, with its
+// stranger slot (taken under the same lock as Leave frees it, so that a
+// disconnection racing the connection never leaves a slot to a state
+// dropped), or returns the one another goroutine published first.
+func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now time.Time, mono time.Duration) (c Connected[L]) {
 	mu := t.stripe(p)
 	mu.Lock()
 	defer mu.Unlock()
 	if st := t.Get(p); st != nil {
-		return st, false
+		return Connected[L]{Peer: st}
 	}
 	// Built before it is published: st.mu needs no lock until Store.
-	st = newPeer[L](p, dir, remote, mono)
+	st := newPeer[L](p, dir, remote, mono)
 	if r, ok := t.cache.Get(p); ok {
 		st.persisted.Store(true)
 		st.recordMade.Store(r.FirstSeen.UnixNano())
@@ -246,9 +238,18 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 	}
 	st.retier()
 	st.adm = t.adm.Hold(p, int64(mono))
+	c = Connected[L]{Peer: st, Created: true}
+	if dir == network.DirInbound && !st.Reputed(mono) {
+		if victim, evicted := t.slots.Take(st, mono); evicted {
+			c.Evicted, c.Ban = victim, EvictedBan
+			if victim.Tier() == limits.TierSuspect {
+				c.Ban = EvictedSuspectBan
+			}
+		}
+	}
 	t.live.Store(p, st)
 	t.recent.Remove(p) // live again: the state holds what was remembered
-	return st, true
+	return c
 }
 
 // Leave forgets p's state at its disconnection (or at the node's Close):
@@ -259,15 +260,6 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 // (SetHello), so a reconnection racing a late disconnection notice never
 // loses its hello. It returns the state dropped, nil for none.
 func (t *Table[L]) Leave(p peer.ID, linked func(peer.ID) bool, now time.Time, mono time.Duration) *Peer[L] {
-	st := t.forget(p, linked, now, mono)
-	if st != nil {
-		t.slots.Gone(st)
-	}
-	return st
-}
-
-// forget is Leave's part under p's stripe lock.
-func (t *Table[L]) forget(p peer.ID, linked func(peer.ID) bool, now time.Time, mono time.Duration) *Peer[L] {
 	mu := t.stripe(p)
 	mu.Lock()
 	defer mu.Unlock()
@@ -280,6 +272,7 @@ func (t *Table[L]) forget(p peer.ID, linked func(peer.ID) bool, now time.Time, m
 	}
 	st := v.(*Peer[L])
 	st.adm.Return(int64(mono))
+	t.slots.Gone(st)
 	cursor, remote := st.leaving()
 	if st.persisted.Load() {
 		t.fold(st, now)

@@ -477,7 +477,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		release, ok := w.table.Fetch(w.id(f[1]), size)
+		release, ok := w.table.Fetch(w.id(f[1]), size, w.wall, w.mono)
 		if !ok {
 			return "refused", nil
 		}

@@ -77,11 +77,16 @@ func (t *Table[L]) Gave(p peer.ID, events, bytes uint64, now time.Time, mono tim
 	}
 	st.hist[Events].Add(events)
 	st.hist[Bytes].Add(bytes)
+	// The tier first: what it gave may lift it out of suspect, and a
+	// suspect earns no record.
+	_, retiered := st.retier()
 	value := peercache.ValueEvents
 	if events == 0 {
 		value = peercache.ValueBlobs
 	}
-	return t.ShowedValue(st, value, now, mono).retiered(), true
+	c = t.ShowedValue(st, value, now, mono).retiered()
+	c.Retiered = c.Retiered || retiered
+	return c, true
 }
 
 // ShowedValue gives st a peer-cache record if it has none: it showed value
