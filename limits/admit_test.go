@@ -310,6 +310,23 @@ func BenchmarkAdmitVsRate(b *testing.B) {
 			}
 		}
 	})
+	b.Run("wats-held", func(b *testing.B) {
+		tb, err := NewTable(DefaultConfig(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := tb.Hold(p, 0) // a connected peer's state (peers.Table)
+		f := Facts{Tier: TierNormal, CanSolve: true}
+		r := Request{Type: core.Sync, InFlight: 1}
+		b.ReportAllocs()
+		now := int64(0)
+		for b.Loop() {
+			now += int64(100 * time.Millisecond)
+			if h.Admit(f, r, now).Verdict != Serve {
+				b.Fatal("refused")
+			}
+		}
+	})
 	b.Run("x-time-rate", func(b *testing.B) {
 		var limiters sync.Map
 		limiters.Store(p, rate.NewLimiter(rate.Limit(600.0/60), 150))

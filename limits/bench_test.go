@@ -51,6 +51,43 @@ func BenchmarkTableAllowParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkAdmitParallel: all cores, 1,000 connected peers, every kind,
+// decided on the Table's shards ("table") or on each peer's held state
+// ("held", as peers.Table decides a connected peer's requests); each
+// goroutine's clock advances 1 µs per request.
+func BenchmarkAdmitParallel(b *testing.B) {
+	ps := testPeers(1000)
+	r := func(i int) Request { return Request{Type: core.Request(i % core.NumRequests), InFlight: 1} }
+	b.Run("table", func(b *testing.B) {
+		tb := newTestTable(b, nil)
+		var start atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(start.Add(7919))
+			for pb.Next() {
+				i++
+				tb.Admit(ps[i%len(ps)], Facts{}, r(i), int64(i)*1000)
+			}
+		})
+	})
+	b.Run("held", func(b *testing.B) {
+		tb := newTestTable(b, nil)
+		held := make([]*Held, len(ps))
+		for i, p := range ps {
+			held[i] = tb.Hold(p, 0)
+		}
+		var start atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(start.Add(7919))
+			for pb.Next() {
+				i++
+				held[i%len(held)].Admit(Facts{}, r(i), int64(i)*1000)
+			}
+		})
+	})
+}
+
 // BenchmarkBucketAllow is the bare GCRA step.
 func BenchmarkBucketAllow(b *testing.B) {
 	r, _ := NewRate(600)
