@@ -158,7 +158,7 @@ func (n *Node) unheldWant(p peer.ID, c cid.Cid) {
 // nodes serve blocks only to peers that did (blobs.serve = "peers"), and a
 // want sent while hello is still in flight would get DONT_HAVE and back an
 // honest provider off. The provider must hold this node's hello
-// (peerState.heardUs), not only this node its: when the provider said
+// (peers.Peer.HeardUs), not only this node its: when the provider said
 // hello first, this node's answer may not have reached it yet. A provider
 // that does not speak /wats/1 (another IPFS implementation) is asked
 // anyway: its failed hello is not an error.
