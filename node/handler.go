@@ -16,11 +16,6 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// wrongNetworkBan is how long a peer of another network is refused after it
-// was told wrong_network, so that a misconfigured bootstrap list does not
-// make two nodes redial each other in a loop.
-const wrongNetworkBan = 10 * time.Minute
-
 // handleStream serves one /wats/1 stream: one request, one response. Every
 // request type goes through this shape, so the admission point below covers
 // them all: attach the stream to the "wats" service scope, hold it to the
@@ -287,10 +282,10 @@ func (n *Node) ownHello() *proto.Hello {
 	}
 }
 
-// dropWrongNetwork disconnects p and refuses it for wrongNetworkBan, after
+// dropWrongNetwork disconnects p and refuses it for peers.WrongNetworkBan, after
 // the wrong_network response had a moment to reach it.
 func (n *Node) dropWrongNetwork(p peer.ID) {
-	n.gater.Ban(p, wrongNetworkBan)
+	n.gater.Ban(p, peers.WrongNetworkBan)
 	n.go_(func() {
 		select {
 		case <-time.After(100 * time.Millisecond):

@@ -11,10 +11,6 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
-// streamFloodBan is how long a peer is refused that kept opening streams
-// past its caps (peers.MaxCapRefusals, ADR 0030).
-const streamFloodBan = time.Minute
-
 // overCap resets a stream of st's over one of its caps (kind names it, for
 // the metric) and, past peers.MaxCapRefusals in a second, disconnects and
 // bans the peer.
@@ -29,8 +25,8 @@ func (n *Node) overCap(st *peerState, kind string) {
 	}
 	n.m.PeerBanned("stream flood")
 	n.plog.Info(st.ID(), "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.ID(),
-		"ban", streamFloodBan)
-	n.gater.Ban(st.ID(), streamFloodBan)
+		"ban", peers.StreamFloodBan)
+	n.gater.Ban(st.ID(), peers.StreamFloodBan)
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 

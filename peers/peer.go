@@ -330,6 +330,9 @@ func (st *Peer[L]) Pacer() *limits.Pacer {
 // its caps.
 const MaxCapRefusals = 64
 
+// StreamFloodBan is how long a peer past MaxCapRefusals is refused.
+const StreamFloodBan = time.Minute
+
 // OverCap counts a stream of the peer reset over one of its caps at the
 // monotonic reading mono; flood reports the one refusal that takes it past
 // MaxCapRefusals in a second, which the node answers with a ban. The

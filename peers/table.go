@@ -183,6 +183,11 @@ type Connected[L any] struct {
 	Ban     time.Duration
 }
 
+// WrongNetworkBan is how long a peer of another network is refused after
+// it was told wrong_network, so that a misconfigured bootstrap list does
+// not make two nodes redial each other in a loop.
+const WrongNetworkBan = 10 * time.Minute
+
 // Bans of evicted strangers: an evicted stranger that dialled again at once
 // would come back before its old connection closed, outside the slots; the
 // gater refuses it for a while instead (a suspect for longer).
