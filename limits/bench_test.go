@@ -58,17 +58,22 @@ func BenchmarkTableAllowParallel(b *testing.B) {
 func BenchmarkAdmitParallel(b *testing.B) {
 	ps := testPeers(1000)
 	r := func(i int) Request { return Request{Type: core.Request(i % core.NumRequests), InFlight: 1} }
-	b.Run("table", func(b *testing.B) {
-		tb := newTestTable(b, nil)
+	// parallel runs admit(i, now) on all cores, each goroutine from a peer
+	// of its own.
+	parallel := func(b *testing.B, admit func(i int, now int64)) {
 		var start atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			i := int(start.Add(7919))
 			for pb.Next() {
 				i++
-				tb.Admit(ps[i%len(ps)], Facts{}, r(i), int64(i)*1000)
+				admit(i, int64(i)*1000)
 			}
 		})
+	}
+	b.Run("table", func(b *testing.B) {
+		tb := newTestTable(b, nil)
+		parallel(b, func(i int, now int64) { tb.Admit(ps[i%len(ps)], Facts{}, r(i), now) })
 	})
 	b.Run("held", func(b *testing.B) {
 		tb := newTestTable(b, nil)
@@ -76,15 +81,7 @@ func BenchmarkAdmitParallel(b *testing.B) {
 		for i, p := range ps {
 			held[i] = tb.Hold(p, 0)
 		}
-		var start atomic.Int64
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := int(start.Add(7919))
-			for pb.Next() {
-				i++
-				held[i%len(held)].Admit(Facts{}, r(i), int64(i)*1000)
-			}
-		})
+		parallel(b, func(i int, now int64) { held[i%len(held)].Admit(Facts{}, r(i), now) })
 	})
 }
 
