@@ -64,7 +64,6 @@ func (t *Table) Hold(p peer.ID, now int64) *Held {
 	return h
 }
 
-
 // Admit decides request r of the held peer at now, as Table.Admit does, on
 // its own state and under its own lock (the shard's only when the Held
 // shares the untracked peers' state). After Return it refuses, with no
