@@ -578,7 +578,7 @@ func publishLarge(t *testing.T, n *testNode, k, size int) {
 }
 
 // TestUnreadSyncPages: a stranger that asks for sync pages over a
-// stream's window and never reads them holds at most maxPagesPerPeer of
+// stream's window and never reads them holds at most peers.MaxPagesPerPeer of
 // them (its other requests are told "too busy"), each until replyTimeout;
 // each page it left unread counts as a held stream; a newcomer is served
 // while it holds them.
@@ -588,10 +588,11 @@ func TestUnreadSyncPages(t *testing.T) {
 	attacker := rawHost(t)
 	dialRaw(t, attacker, n)
 	sync := frame(`{"type":"sync","after":"0"}`)
-	streams := holdStreams(t, attacker, n, maxPagesPerPeer+2, string(proto.ID), sync)
+	streams := holdStreams(t, attacker, n, peers.MaxPagesPerPeer+2, string(proto.ID), sync)
 	waitFor(t, 10*time.Second, "the attacker's pages held", func() bool {
 		st := n.run.Get(attacker.ID())
-		return st != nil && st.Link.pages.Load() == maxPagesPerPeer
+		_, pages := n.run.PagesHeld(limits.TierNew, st)
+		return st != nil && pages == peers.MaxPagesPerPeer
 	})
 	busy := 0
 	for _, s := range streams {
@@ -605,7 +606,7 @@ func TestUnreadSyncPages(t *testing.T) {
 	if busy != 2 {
 		t.Fatalf("%d of the attacker's %d requests told too busy, want 2", busy, len(streams))
 	}
-	if held, most := n.pages.Held(limits.TierNew), int64(maxPagesPerPeer*2*strangerPageBytes); held == 0 || held > most {
+	if held, most := pagesHeld(n, limits.TierNew), int64(peers.MaxPagesPerPeer*2*peers.StrangerPageBytes); held == 0 || held > most {
 		t.Fatalf("the pool holds %d bytes for strangers, want 1..%d", held, most)
 	}
 	newcomer := rawHost(t)
@@ -615,9 +616,10 @@ func TestUnreadSyncPages(t *testing.T) {
 	}
 	st := n.run.Get(attacker.ID())
 	waitFor(t, replyTimeout(24*(15<<10))+5*time.Second, "the unread pages' timeouts", func() bool {
-		return st.Count(peers.Timeouts) == maxPagesPerPeer && st.Link.pages.Load() == 0
+		_, pages := n.run.PagesHeld(limits.TierNew, st)
+		return st.Count(peers.Timeouts) == peers.MaxPagesPerPeer && pages == 0
 	})
-	if held := n.pages.Held(limits.TierNew); held != 0 {
+	if held := pagesHeld(n, limits.TierNew); held != 0 {
 		t.Fatalf("%d bytes still held after the writes timed out", held)
 	}
 }

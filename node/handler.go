@@ -9,8 +9,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/eventlog"
-	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -147,106 +145,46 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	return n.ownHello()
 }
 
-// minPageBytes is the smallest byte budget of a sync page the node serves
-// when memory is short: two of the largest events (eventlog.MaxEventBytes).
-const minPageBytes = 2 * eventlog.MaxEventBytes
-
-// Bounds on one peer's sync pages (ADR 0030), so that a few ids that ask
-// for pages and do not read them cannot hold the page pool.
-const (
-	// maxPagesPerPeer is how many sync pages one peer may be served at
-	// once: its sync requests go one at a time, and a requester reads its
-	// page a moment before the handler has let go of it.
-	maxPagesPerPeer = 2
-	// strangerPageBytes is the byte budget of a page served to a
-	// stranger (new or suspect): an eighth of proto.MaxPageBytes, 512
-	// KiB, a full page of 256 events of 2 KiB. A stranger then holds at
-	// most 2 MiB of the page pool (two pages, each reserved twice), so it
-	// takes sixteen ids to fill the strangers' quarter, until their unread
-	// pages make them suspects.
-	strangerPageBytes = proto.MaxPageBytes / 8
-	// normalPageBytes is the same for a normal peer: a quarter of
-	// proto.MaxPageBytes, 1 MiB (256 events of 4 KiB). A peer that reads
-	// its pages as late as their deadlines allow then holds at most 4 MiB,
-	// and filling the share of the peers with records takes two dozen of
-	// them, each with a record of its own (made at most 60 a minute).
-	// Valued peers get the whole proto.MaxPageBytes.
-	normalPageBytes = proto.MaxPageBytes / 4
-)
-
-// pageBudget is the byte budget of a page served to a peer of each tier.
-var pageBudget = [limits.NumTiers]int{
-	limits.TierSuspect: strangerPageBytes,
-	limits.TierNew:     strangerPageBytes,
-	limits.TierNormal:  normalPageBytes,
-	limits.TierValued:  proto.MaxPageBytes,
-}
-
 var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}
 
-// syncPage serves st's sync request within its bounds: at most
-// maxPagesPerPeer pages at once, of at most its tier's pageBudget; done is
-// as serveSync's.
+// syncPage serves st's sync request within its bounds (peers.Table.Page:
+// at most peers.MaxPagesPerPeer pages at once, of at most its tier's
+// budget, from the page pool); done is as servePage's.
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	if st.Link.pages.Add(1) > maxPagesPerPeer {
-		st.Link.pages.Add(-1)
+	pg := n.run.Page(st)
+	if pg == nil {
 		n.m.SyncBusy()
 		return errTooBusy, func() {}
 	}
-	resp, release := n.serveSync(st.Tier(), r)
-	return resp, func() {
-		release()
-		st.Link.pages.Add(-1)
-	}
+	return n.servePage(pg, r)
 }
 
-// serveSync answers a sync request from a peer of tier t with one page of
-// the local log: events after the cursor, at most the request's limit
-// (≤ core.MaxPageEvents) and t's pageBudget in all (proto.MaxPageBytes
-// for a valued peer).
-//
-// The page's memory is reserved first from the node's page pool: twice
-// the byte budget (the events read, and their encoding), within the share
-// of t's tier (limits.Pool: strangers together at most a quarter, so a
-// peer that showed value finds its room while strangers hold theirs). When
-// the pool cannot give it, the budget halves down to minPageBytes, so
-// that many slow readers of sync pages (each held up to
-// proto.ResponseTimeout) get smaller pages instead of growing the heap;
-// below that the answer is "too busy". Once the page is read, the
-// reservation shrinks to twice the page's bytes; done releases the rest
-// once the response is written.
-func (n *Node) serveSync(t limits.Tier, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	budget := proto.MaxPageBytes
-	if t.Valid() {
-		budget = pageBudget[t]
-	}
-	for !n.pages.Reserve(t, int64(2*budget)) {
-		if budget /= 2; budget < minPageBytes {
-			n.m.SyncBusy()
-			return errTooBusy, func() {}
-		}
-	}
+// servePage answers a sync request with one page of the local log, in the
+// memory pg holds: events after the cursor, at most the request's limit
+// (≤ core.MaxPageEvents) and pg.Budget bytes in all. Once the page is
+// read, pg keeps twice its bytes; done gives them back once the response
+// is written.
+func (n *Node) servePage(pg *peers.Page, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	// The page is read into a recycled buffer, given back once the
 	// response is written (done): the catch-up of a peer reads thousands
 	// of pages, each a fresh allocation otherwise.
 	buf := pool.Get(pageBufBytes)[:0]
-	events, next, more, err := n.events.PageInto(&buf, r.After, r.Limit, budget)
+	events, next, more, err := n.events.PageInto(&buf, r.After, r.Limit, pg.Budget)
 	if err != nil {
 		pool.Put(buf)
-		n.pages.Release(t, int64(2*budget))
+		pg.Release()
 		n.log.Error("read event log page", "after", r.After, "err", err)
 		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, func() {}
 	}
-	held := 0
+	bytes := 0
 	for _, ev := range events {
-		held += 2 * len(ev)
+		bytes += len(ev)
 	}
-	held = min(held, 2*budget) // a page holds at most budget bytes; the bound keeps Release exact
-	n.pages.Release(t, int64(2*budget-held))
+	pg.Keep(bytes)
 	n.m.SyncServed(len(events))
 	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() {
 		pool.Put(buf)
-		n.pages.Release(t, int64(held))
+		pg.Release()
 	}
 }
 

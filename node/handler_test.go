@@ -10,103 +10,12 @@ import (
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
-// TestSyncPageShrinksWhenMemoryIsShort: the sync handler reserves twice the
-// page budget from the page pool before reading the page, and keeps twice
-// the page's bytes once it is read; with less memory it serves smaller
-// pages, with too little it answers "too busy", and it releases what it
-// reserved.
-func TestSyncPageShrinksWhenMemoryIsShort(t *testing.T) {
-	n := startNode(t, testConfig(false, time.Hour))
-	publish(t, n, 250) // about 80 KB, more than minPageBytes
-	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
-	pageBytes := func(m proto.Message) int {
-		total := 0
-		for _, ev := range m.(*proto.SyncResponse).Events {
-			total += len(ev)
-		}
-		return total
-	}
-	pool := func(capacity int64) *limits.Pool {
-		p, err := limits.NewPool(capacity)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.pages = p
-		return p
-	}
-	valued := limits.TierValued
-
-	full := pool(1 << 30)
-	resp, done := n.serveSync(valued, req)
-	if held, want := full.Held(valued), int64(2*pageBytes(resp)); held != want {
-		t.Fatalf("held %d bytes while writing the page, want twice its %d bytes", held, want/2)
-	}
-	if got := len(resp.(*proto.SyncResponse).Events); got != 250 {
-		t.Fatalf("a page with memory to spare has %d events, want 250", got)
-	}
-	done()
-	if held := full.Held(valued); held != 0 {
-		t.Fatalf("%d bytes still held after done", held)
-	}
-
-	short := pool(2 * minPageBytes)
-	resp, done = n.serveSync(valued, req)
-	if held, want := short.Held(valued), int64(2*pageBytes(resp)); held != want {
-		t.Fatalf("held %d, want twice the short page's %d bytes", held, want/2)
-	}
-	if got := pageBytes(resp); got > minPageBytes || got == 0 {
-		t.Fatalf("short page of %d bytes, want 1..%d", got, minPageBytes)
-	}
-	if got := len(resp.(*proto.SyncResponse).Events); got >= 250 || !resp.(*proto.SyncResponse).More {
-		t.Fatalf("short page has %d events (more=%v), want fewer than 250 and more", got, resp.(*proto.SyncResponse).More)
-	}
-	done()
-
-	none := pool(2*minPageBytes - 1)
-	resp, done = n.serveSync(valued, req)
-	done()
-	if e, ok := resp.(*proto.Error); !ok || e.Code != proto.CodeInternal {
-		t.Fatalf("without memory: %+v, want a 'too busy' error", resp)
-	}
-	if held := none.Held(valued); held != 0 {
-		t.Fatalf("%d bytes held after a refusal", held)
-	}
-}
-
-// TestSyncPagesOfKnownPeersComeFirst: while strangers hold their whole
-// share of the page pool, another stranger is told "too busy", and a peer
-// that showed value still gets a full page.
-func TestSyncPagesOfKnownPeersComeFirst(t *testing.T) {
-	n := startNode(t, testConfig(false, time.Hour))
-	publish(t, n, 10)
-	p, err := limits.NewPool(16 * 2 * proto.MaxPageBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.pages = p
-	if !p.Reserve(limits.TierNew, p.Capacity()/4) {
-		t.Fatal("strangers could not take their quarter")
-	}
-	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
-	resp, done := n.serveSync(limits.TierNew, req)
-	done()
-	if e, ok := resp.(*proto.Error); !ok || e.Code != proto.CodeInternal {
-		t.Fatalf("a stranger past the strangers' share: %+v, want 'too busy'", resp)
-	}
-	for _, tier := range []limits.Tier{limits.TierNormal, limits.TierValued} {
-		resp, done := n.serveSync(tier, req)
-		if r, ok := resp.(*proto.SyncResponse); !ok || len(r.Events) != 10 || p.Held(tier) == 0 {
-			t.Fatalf("a %v peer while strangers hold their share: %+v (held %d)", tier, resp, p.Held(tier))
-		}
-		done()
-	}
-}
-
 // TestStrangersPagesAreSmaller: a stranger's page is at most
-// strangerPageBytes, a normal peer's normalPageBytes; a valued peer gets
+// peers.StrangerPageBytes, a normal peer's peers.NormalPageBytes; a valued peer gets
 // the full proto.MaxPageBytes.
 func TestStrangersPagesAreSmaller(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
@@ -117,12 +26,12 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 		most int
 		all  bool
 	}{
-		{limits.TierNew, strangerPageBytes, false},
-		{limits.TierSuspect, strangerPageBytes, false},
-		{limits.TierNormal, normalPageBytes, false},
+		{limits.TierNew, peers.StrangerPageBytes, false},
+		{limits.TierSuspect, peers.StrangerPageBytes, false},
+		{limits.TierNormal, peers.NormalPageBytes, false},
 		{limits.TierValued, proto.MaxPageBytes, true},
 	} {
-		resp, done := n.serveSync(tc.tier, req)
+		resp, done := n.servePage(n.run.PageFor(tc.tier), req)
 		page := resp.(*proto.SyncResponse)
 		bytes := 0
 		for _, ev := range page.Events {
@@ -135,7 +44,7 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 	}
 }
 
-// TestPagesPerPeer: a peer is served maxPagesPerPeer pages at once; one
+// TestPagesPerPeer: a peer is served peers.MaxPagesPerPeer pages at once; one
 // more is "too busy", and costs the pool nothing.
 func TestPagesPerPeer(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
@@ -143,20 +52,21 @@ func TestPagesPerPeer(t *testing.T) {
 	req := &proto.SyncRequest{After: 0, Limit: core.MaxPageEvents}
 	st := n.run.Connect("p", network.DirOutbound, "", n.now(), n.mono(n.now())).Peer
 	var dones []func()
-	for i := range maxPagesPerPeer + 1 {
+	for i := range peers.MaxPagesPerPeer + 1 {
 		resp, done := n.syncPage(st, req)
 		dones = append(dones, done)
 		_, page := resp.(*proto.SyncResponse)
-		if page != (i < maxPagesPerPeer) {
+		if page != (i < peers.MaxPagesPerPeer) {
 			t.Fatalf("page %d at once: %+v", i+1, resp)
 		}
 	}
-	held := n.pages.Held(limits.TierNew)
+	held := pagesHeld(n, limits.TierNew)
 	for _, done := range dones {
 		done()
 	}
-	if st.Link.pages.Load() != 0 || n.pages.Held(limits.TierNew) != 0 || held == 0 {
-		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", st.Link.pages.Load(), n.pages.Held(limits.TierNew), held)
+	after, pages := n.run.PagesHeld(limits.TierNew, st)
+	if pages != 0 || after != 0 || held == 0 {
+		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", pages, after, held)
 	}
 	if resp, done := n.syncPage(st, req); resp.(*proto.SyncResponse) == nil {
 		t.Fatal("no page once the others were done")
@@ -205,16 +115,16 @@ func TestSyncPageBuffersAreRecycled(t *testing.T) {
 	}
 	reqA, wantA := page(0)
 	reqB, wantB := page(100)
-	held, doneHeld := n.serveSync(limits.TierValued, reqA)
+	held, doneHeld := n.servePage(n.run.PageFor(limits.TierValued), reqA)
 	for range 8 {
-		resp, done := n.serveSync(limits.TierValued, reqB)
+		resp, done := n.servePage(n.run.PageFor(limits.TierValued), reqB)
 		check(resp, wantB, "a page served while another is held")
 		done()
 		check(held, wantA, "the held page, after others were served")
 	}
 	doneHeld()
 	for _, req := range []*proto.SyncRequest{reqB, reqA, reqB, reqA} {
-		resp, done := n.serveSync(limits.TierValued, req)
+		resp, done := n.servePage(n.run.PageFor(limits.TierValued), req)
 		want := wantA
 		if req == reqB {
 			want = wantB
@@ -222,4 +132,10 @@ func TestSyncPageBuffersAreRecycled(t *testing.T) {
 		check(resp, want, "a page served after done")
 		done()
 	}
+}
+
+// pagesHeld is what the sync pages served to peers of tier t hold.
+func pagesHeld(n *testNode, t limits.Tier) int64 {
+	held, _ := n.run.PagesHeld(t, nil)
+	return held
 }

@@ -100,9 +100,6 @@ type Node struct {
 	relay *relay.Relay
 	// plog writes the log lines peers cause, within their caps.
 	plog *peerLog
-	// pages is the memory of the sync pages being served, shared by tier
-	// (limits.Pool).
-	pages *limits.Pool
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
 	// runPages bounds the pages of a sync run: catchup.MaxPagesPerRun, smaller in
@@ -157,9 +154,6 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	var err error
-	if n.pages, err = limits.NewPool(p2p.PagePoolBytes(cfg)); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
 	n.m = n.newMetrics()
 	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs, blobs.DefaultMaxHintBytes)
 
@@ -203,7 +197,8 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
 	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
-		MaxBlobBytes: cfg.Blobs.MaxBlobBytes, QuotaBytes: cfg.Blobs.QuotaBytes, AuthorFirst: n.authorFirst}); err != nil {
+		MaxBlobBytes: cfg.Blobs.MaxBlobBytes, QuotaBytes: cfg.Blobs.QuotaBytes, PagePoolBytes: p2p.PagePoolBytes(cfg),
+		AuthorFirst: n.authorFirst}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.Registry().MustRegister(n.run.Admission().Collector())

@@ -30,8 +30,6 @@ type link struct {
 	// peer is in flight.
 	greetMu  sync.Mutex
 	greeting *greeting
-	// pages counts the sync pages being served to it (handler.go).
-	pages atomic.Int32
 	// The streams it holds now, by kind, against the caps of its tier
 	// (streams.go).
 	unnegotiated, watsStreams, bitswapStreams atomic.Int32

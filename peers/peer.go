@@ -82,6 +82,8 @@ type Peer[L any] struct {
 	// spam counts the envelopes of its own it forwarded over its own
 	// author budget; Fold halves it.
 	spam atomic.Uint64
+	// pages counts the sync pages being served to it (Table.Page).
+	pages atomic.Int32
 
 	// hist is its value history: the record's counts when the state was
 	// built, plus this run's.

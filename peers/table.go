@@ -40,6 +40,9 @@ type Options struct {
 	// Admission holds the per-peer buckets; nil makes one from Limits
 	// (limits.NewTable).
 	Admission *limits.Table
+	// PagePoolBytes is the memory of the sync pages being served (Page):
+	// at least 1.
+	PagePoolBytes int64
 	// MaxBlobBytes and QuotaBytes are blobs.max_blob_bytes and
 	// blobs.quota_bytes: the fetches peers ask for hold their declared
 	// bytes of FetchPoolBytes of them (Fetch).
@@ -76,6 +79,8 @@ type Table[L any] struct {
 	b *budgets
 	// f are what the fetches peers ask for hold (fetch.go).
 	f fetches
+	// pages is the memory of the sync pages being served (pages.go).
+	pages *limits.Pool
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.
@@ -129,9 +134,13 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	if f.bytes, err = limits.NewPool(FetchPoolBytes(o.QuotaBytes, o.MaxBlobBytes)); err != nil {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
+	pages, err := limits.NewPool(o.PagePoolBytes)
+	if err != nil {
+		return nil, fmt.Errorf("peers: the page pool: %w", err)
+	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		b: b, f: f, seed: maphash.MakeSeed()}
+		b: b, f: f, pages: pages, seed: maphash.MakeSeed()}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil

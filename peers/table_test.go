@@ -52,12 +52,15 @@ type scriptWorld struct {
 	table *Table[struct{}]
 	cfg   limits.Config
 	slots int
-	// quota and maxBlob are blobs.quota_bytes and max_blob_bytes.
-	quota, maxBlob int64
-	wall           time.Time
-	mono           time.Duration
-	ids            map[string]peer.ID
-	names          map[peer.ID]string
+	// quota and maxBlob are blobs.quota_bytes and max_blob_bytes;
+	// pagePool the page pool's bytes.
+	quota, maxBlob, pagePool int64
+	// pages are the sync pages being served, by peer (or tier) name.
+	pages map[string][]*Page
+	wall  time.Time
+	mono  time.Duration
+	ids   map[string]peer.ID
+	names map[peer.ID]string
 	// linked are the peers connected (for Leave and SetHello).
 	linked map[peer.ID]bool
 	// firsts are the times the log stored each author's first event.
@@ -108,7 +111,7 @@ func (w *scriptWorld) open() error {
 		return err
 	}
 	w.cache = c
-	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg, QuotaBytes: w.quota, MaxBlobBytes: w.maxBlob,
+	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg, QuotaBytes: w.quota, MaxBlobBytes: w.maxBlob, PagePoolBytes: w.pagePool,
 		AuthorFirst: func(a string) (time.Time, bool) { t, ok := w.firsts[a]; return t, ok }})
 	w.linked = map[peer.ID]bool{}
 	return err
@@ -187,13 +190,17 @@ func countsText(c core.Counts) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
+var tierNames = map[string]limits.Tier{"suspect": limits.TierSuspect, "new": limits.TierNew, "normal": limits.TierNormal,
+	"valued": limits.TierValued}
+
 var counterNames = map[string]Counter{"served": Served, "refused": Refused, "challenged": Challenged, "solved": Solved,
 	"misses": Misses, "invalid": Invalid, "failed": Failed, "timeouts": Timeouts, "events": Events, "bytes": Bytes}
 
 func (w *scriptWorld) run(f []string) (string, error) {
 	switch f[0] {
 	case "table":
-		w.cfg, w.slots, w.quota, w.maxBlob = limits.DefaultConfig(), 4, 64<<20, 4<<20
+		w.cfg, w.slots, w.quota, w.maxBlob, w.pagePool = limits.DefaultConfig(), 4, 64<<20, 4<<20, 128<<20
+		w.pages = map[string][]*Page{}
 		for _, kv := range f[1:] {
 			k, v, _ := strings.Cut(kv, "=")
 			n, err := strconv.Atoi(v)
@@ -215,6 +222,8 @@ func (w *scriptWorld) run(f []string) (string, error) {
 				w.quota = int64(n)
 			case "maxblob":
 				w.maxBlob = int64(n)
+			case "pages":
+				w.pagePool = int64(n)
 			default:
 				return "", fmt.Errorf("unknown option %q", k)
 			}
@@ -471,6 +480,74 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return "ok", nil
 	case "peer":
 		return w.describe(f[1]), nil
+	case "page", "pagefor":
+		// page ID: a sync page served to ID (its tier, its count);
+		// pagefor TIER [N]: N pages for a peer of TIER, counted.
+		var pg *Page
+		if f[0] == "page" {
+			st, err := w.peer(f[1])
+			if err != nil {
+				return "", err
+			}
+			pg = w.table.Page(st)
+		} else {
+			tier, ok := tierNames[f[1]]
+			if !ok {
+				return "", fmt.Errorf("unknown tier %q", f[1])
+			}
+			n := 1
+			if len(f) > 2 {
+				n, _ = strconv.Atoi(f[2])
+			}
+			if n > 1 {
+				served := 0
+				for range n {
+					if pg := w.table.PageFor(tier); pg != nil {
+						served++
+						w.pages[f[1]] = append(w.pages[f[1]], pg)
+					}
+				}
+				return fmt.Sprintf("%d served, %d busy", served, n-served), nil
+			}
+			pg = w.table.PageFor(tier)
+		}
+		if pg == nil {
+			return "busy", nil
+		}
+		w.pages[f[1]] = append(w.pages[f[1]], pg)
+		return fmt.Sprintf("budget %d", pg.Budget), nil
+	case "keep":
+		// keep ID BYTES: the last page of ID is read: BYTES bytes.
+		ps := w.pages[f[1]]
+		if len(ps) == 0 {
+			return "", fmt.Errorf("no page of %s", f[1])
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		ps[len(ps)-1].Keep(n)
+		return fmt.Sprintf("holds %d", ps[len(ps)-1].held), nil
+	case "done":
+		// done ID: every page of ID is written.
+		for _, pg := range w.pages[f[1]] {
+			pg.Release()
+			pg.Release() // twice: nothing more
+		}
+		delete(w.pages, f[1])
+		return "ok", nil
+	case "pool":
+		// pool TIER [ID]: what pages of TIER hold, and ID's pages.
+		tier, ok := tierNames[f[1]]
+		if !ok {
+			return "", fmt.Errorf("unknown tier %q", f[1])
+		}
+		var st *Peer[struct{}]
+		if len(f) > 2 {
+			st = w.table.Get(w.id(f[2]))
+		}
+		bytes, pages := w.table.PagesHeld(tier, st)
+		return fmt.Sprintf("%d bytes, %d pages", bytes, pages), nil
 	case "fetch":
 		// fetch ID SIZE: a fetch ID asked for, of a blob of SIZE bytes.
 		size, err := strconv.ParseUint(f[2], 10, 64)
@@ -584,7 +661,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 
 // TestTableScripts steps through the Table's scripts in testdata/.
 func TestTableScripts(t *testing.T) {
-	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch"} {
+	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch", "pages"} {
 		t.Run(name, func(t *testing.T) {
 			w := newScriptWorld(t)
 			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)

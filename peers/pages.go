@@ -1,0 +1,125 @@
+package peers
+
+import (
+	"sync/atomic"
+
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+)
+
+// Sync pages served (ADR 0030): the memory of the pages being written to
+// peers is reserved from one pool, shared by tier (limits.Pool: strangers
+// together at most a quarter, so that a peer that showed value finds its
+// room while strangers hold theirs), and bounded per peer, so that a few
+// ids that ask for pages and do not read them cannot hold the pool.
+const (
+	// MaxPagesPerPeer is how many sync pages one peer may be served at
+	// once: its sync requests go one at a time, and a requester reads its
+	// page a moment before the handler has let go of it.
+	MaxPagesPerPeer = 2
+	// StrangerPageBytes is the byte budget of a page served to a stranger
+	// (new or suspect): an eighth of proto.MaxPageBytes, 512 KiB, a full
+	// page of 256 events of 2 KiB. A stranger then holds at most 2 MiB of
+	// the pool (two pages, each reserved twice), so it takes sixteen ids
+	// to fill the strangers' quarter, until their unread pages make them
+	// suspects.
+	StrangerPageBytes = proto.MaxPageBytes / 8
+	// NormalPageBytes is the same for a normal peer: a quarter of
+	// proto.MaxPageBytes, 1 MiB (256 events of 4 KiB). A peer that reads
+	// its pages as late as their deadlines allow then holds at most 4 MiB,
+	// and filling the share of the peers with records takes two dozen of
+	// them, each with a record of its own (made at most 60 a minute).
+	// Valued peers get the whole proto.MaxPageBytes.
+	NormalPageBytes = proto.MaxPageBytes / 4
+	// MinPageBytes is the smallest byte budget of a page served when
+	// memory is short: two of the largest events.
+	MinPageBytes = 2 * eventlog.MaxEventBytes
+)
+
+// pageBudget is the byte budget of a page served to a peer of each tier.
+var pageBudget = [limits.NumTiers]int{
+	limits.TierSuspect: StrangerPageBytes,
+	limits.TierNew:     StrangerPageBytes,
+	limits.TierNormal:  NormalPageBytes,
+	limits.TierValued:  proto.MaxPageBytes,
+}
+
+// Page is the memory one sync page served holds from the pool: twice its
+// byte budget until it is read (the events read, and their encoding),
+// twice its bytes once read (Keep), nothing once written (Release).
+type Page struct {
+	pool *limits.Pool
+	tier limits.Tier
+	held int64
+	// of counts the pages served to the peer; nil for none.
+	of *atomic.Int32
+	// Budget is the page's byte budget (at most its tier's, halved while
+	// the pool is short, at least MinPageBytes).
+	Budget int
+}
+
+// Page reserves the memory of a sync page served to st: nil ("too busy")
+// when st is served MaxPagesPerPeer pages already, or when the pool cannot
+// give even MinPageBytes within the share of st's tier. The budget is its
+// tier's, halved down to MinPageBytes while the pool cannot give it, so
+// that many slow readers (each held up to proto.ResponseTimeout) get
+// smaller pages instead of growing the heap.
+func (t *Table[L]) Page(st *Peer[L]) *Page {
+	if st.pages.Add(1) > MaxPagesPerPeer {
+		st.pages.Add(-1)
+		return nil
+	}
+	p := t.PageFor(st.Tier())
+	if p == nil {
+		st.pages.Add(-1)
+		return nil
+	}
+	p.of = &st.pages
+	return p
+}
+
+// PageFor reserves the memory of a sync page served to a peer of tier
+// tier, as Page does but for no peer in particular.
+func (t *Table[L]) PageFor(tier limits.Tier) *Page {
+	budget := proto.MaxPageBytes
+	if tier.Valid() {
+		budget = pageBudget[tier]
+	}
+	for !t.pages.Reserve(tier, int64(2*budget)) {
+		if budget /= 2; budget < MinPageBytes {
+			return nil
+		}
+	}
+	return &Page{pool: t.pages, tier: tier, held: int64(2 * budget), Budget: budget}
+}
+
+// Keep shrinks the reservation, once the page is read, to twice its bytes
+// (at most what was reserved: a page holds at most Budget bytes).
+func (p *Page) Keep(bytes int) {
+	keep := min(int64(2*bytes), p.held)
+	p.pool.Release(p.tier, p.held-keep)
+	p.held = keep
+}
+
+// Release gives back what the page holds, once it is written; calls after
+// the first do nothing.
+func (p *Page) Release() {
+	if p.held < 0 {
+		return
+	}
+	p.pool.Release(p.tier, p.held)
+	p.held = -1
+	if p.of != nil {
+		p.of.Add(-1)
+	}
+}
+
+// PagesHeld returns what the pages served to peers of tier tier hold of
+// the pool, and how many st is served (st nil: 0).
+func (t *Table[L]) PagesHeld(tier limits.Tier, st *Peer[L]) (bytes int64, pages int) {
+	if st != nil {
+		pages = int(st.pages.Load())
+	}
+	return t.pages.Held(tier), pages
+}
