@@ -25,8 +25,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 	if !ok {
 		return nil // not a request type with a budget
 	}
-	now := n.now()
-	mono := n.mono(now)
+	now, mono := n.clock()
 	solved := req.Solution != nil && n.checkSolution(st, req.Solution, now, mono)
 	v := n.run.Admit(st, k, class, solved, inFlight, mono)
 	if v.Retiered {

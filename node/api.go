@@ -178,8 +178,7 @@ func (n *Node) Diag() api.Diag {
 // PeerCache returns every record of the peer cache, most recently seen
 // first, with each peer's tier and why.
 func (n *Node) PeerCache() []api.CachedPeer {
-	now := n.now()
-	mono := n.mono(now)
+	now, mono := n.clock()
 	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
 		if st := n.run.Get(id); st != nil {
 			return st.History(), st.Reputed(mono), true // with this run's counts not folded yet

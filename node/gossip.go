@@ -73,12 +73,6 @@ func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
 	return limits.TierNew
 }
 
-// clock returns the wall clock and the monotonic reading of the moment.
-func (n *Node) clock() (time.Time, time.Duration) {
-	now := n.now()
-	return now, n.mono(now)
-}
-
 // admitForward is the forwarding peer's budget of envelopes, at the RPC
 // (gossip.Options.Admit; peers.Table.Forward).
 func (n *Node) admitForward(p peer.ID, author string) error {

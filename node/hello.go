@@ -93,8 +93,8 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 // it has a record, in the peer cache. If the peer's head is past the
 // cursor synced so far, a sync starts.
 func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
-	now := n.now()
-	st, first, err := n.run.SetHello(p, h, func() *peerState { return n.peerOf(p) }, n.linked, now, n.mono(now))
+	now, mono := n.clock()
+	st, first, err := n.run.SetHello(p, h, func() *peerState { return n.peerOf(p) }, n.linked, now, mono)
 	if err != nil {
 		n.log.Warn("peer cache write failed", "peer", p, "err", err)
 	}

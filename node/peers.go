@@ -87,6 +87,12 @@ func (n *Node) mono(now time.Time) time.Duration {
 	return now.Sub(n.epoch)
 }
 
+// clock returns the wall clock and the monotonic reading of the moment.
+func (n *Node) clock() (time.Time, time.Duration) {
+	now := n.now()
+	return now, n.mono(now)
+}
+
 // peerState returns p's state, creating it on its first connection or
 // stream (peers.Table.Connect); dir is the direction of the connection
 // that brought it. It carries out the verdict: a stranger evicted to make
@@ -99,8 +105,8 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	if conns := n.host.Network().ConnsToPeer(p); len(conns) > 0 {
 		remote = conns[0].RemoteMultiaddr().String()
 	}
-	now := n.now()
-	c := n.run.Connect(p, dir, remote, now, n.mono(now))
+	now, mono := n.clock()
+	c := n.run.Connect(p, dir, remote, now, mono)
 	if !c.Created {
 		return c.Peer
 	}
@@ -140,8 +146,8 @@ func (n *Node) helloed(p peer.ID) bool {
 // dropPeerState forgets p's state whether or not p is connected (at Close);
 // a disconnection is dropGonePeerState.
 func (n *Node) dropPeerState(p peer.ID) {
-	now := n.now()
-	if st := n.run.Leave(p, nil, now, n.mono(now)); st != nil {
+	now, mono := n.clock()
+	if st := n.run.Leave(p, nil, now, mono); st != nil {
 		n.stopHeads(st)
 	}
 }
@@ -149,8 +155,8 @@ func (n *Node) dropPeerState(p peer.ID) {
 // dropGonePeerState is dropPeerState at p's last disconnection: it does
 // nothing while p is connected (peers.Table.Leave).
 func (n *Node) dropGonePeerState(p peer.ID) {
-	now := n.now()
-	if st := n.run.Leave(p, n.linked, now, n.mono(now)); st != nil {
+	now, mono := n.clock()
+	if st := n.run.Leave(p, n.linked, now, mono); st != nil {
 		n.stopHeads(st)
 	}
 }
@@ -170,8 +176,8 @@ func (n *Node) foldLoop() { n.every(peers.FoldInterval, n.foldAll) }
 
 // foldAll runs peers.Table.Fold and carries out its changes.
 func (n *Node) foldAll() {
-	now := n.now()
-	for _, c := range n.run.Fold(now, n.mono(now)) {
+	now, mono := n.clock()
+	for _, c := range n.run.Fold(now, mono) {
 		n.changed(c)
 	}
 }
@@ -236,16 +242,16 @@ func (n *Node) gave(p peer.ID, events, bytes uint64) {
 	if p == "" || p == n.host.ID() {
 		return
 	}
-	now := n.now()
-	if c, ok := n.run.Gave(p, events, bytes, now, n.mono(now)); ok {
+	now, mono := n.clock()
+	if c, ok := n.run.Gave(p, events, bytes, now, mono); ok {
 		n.changed(c)
 	}
 }
 
 // showedValue gives st a record if it has none (peers.Table.ShowedValue).
 func (n *Node) showedValue(st *peerState, value string) {
-	now := n.now()
-	n.changed(n.run.ShowedValue(st, value, now, n.mono(now)))
+	now, mono := n.clock()
+	n.changed(n.run.ShowedValue(st, value, now, mono))
 }
 
 // abuse counts an abuse signal c of p (an invalid message, a stream held
@@ -259,8 +265,8 @@ func (n *Node) abuse(p peer.ID, c peers.Counter) {
 // historyOf returns the value history of p, connected or not
 // (peers.Table.History).
 func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
-	now := n.now()
-	return n.run.History(p, now, n.mono(now))
+	now, mono := n.clock()
+	return n.run.History(p, now, mono)
 }
 
 // cursorOf returns the sync cursor into p's log (peers.Table.Cursor).

@@ -150,9 +150,6 @@ func NewTable[L any](o Options) (*Table[L], error) {
 // the metrics).
 func (t *Table[L]) Admission() *limits.Table { return t.adm }
 
-// Cache returns the peer cache.
-func (t *Table[L]) Cache() *peercache.Cache { return t.cache }
-
 // Slots returns the stranger connection slots.
 func (t *Table[L]) Slots() *Slots[*Peer[L]] { return t.slots }
 
