@@ -280,6 +280,10 @@ func (h handlers) crashes(w http.ResponseWriter, r *http.Request) {
 // and its from peer ("" for none; a multiaddr is dialled), or answers 400
 // and returns false.
 func (h handlers) readFetch(w http.ResponseWriter, r *http.Request) (req api.FetchRequest, c cid.Cid, from peer.ID, ok bool) {
+	if h.Fetching() == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("node: not started"))
+		return req, c, "", false
+	}
 	if !readJSON(w, r, &req) {
 		return req, c, "", false
 	}
@@ -312,7 +316,7 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 			line(api.FetchProgress{Bytes: done, Size: total})
 		}
 	}
-	if err := h.FetchAsked(r.Context(), c, req.Size, from, progress); err != nil {
+	if err := h.Fetching().FetchAsked(r.Context(), c, req.Size, from, progress); err != nil {
 		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
 		return
 	}
@@ -333,7 +337,7 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	out := flushingWriter{w: w, rc: http.NewResponseController(w)}
 	_ = out.rc.Flush() // the headers now: the first bytes may take a while
-	if _, err := h.StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
+	if _, err := h.Fetching().StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
 		w.Header().Set(api.TrailerBlobStatus, api.BlobFailed)
 		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != ""), api.MaxBlobErrorBytes))
 		return
@@ -359,7 +363,7 @@ func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
 	line := ndjsonLines(w)
 	line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
 	out := &progressWriter{w: f, every: fetchProgressEvery, report: func(n uint64) { line(api.FetchProgress{Bytes: n, Size: req.Size}) }}
-	n, err := h.StreamAsked(r.Context(), c, req.Size, from, out)
+	n, err := h.Fetching().StreamAsked(r.Context(), c, req.Size, from, out)
 	if err != nil {
 		line(api.FetchProgress{Bytes: n, Size: req.Size, Error: fetchFailure(c, err, from != "")})
 		return

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/ipfs/go-cid"
 
 	"github.com/wats-network/wats/core"
@@ -116,4 +118,20 @@ func eventID(raw []byte) (string, bool) {
 		return "", false
 	}
 	return ev.ID, true
+}
+
+// throttled logs "peer throttled" for st's request of kind k refused (or
+// challenged) at mono: ADR 0014's once a minute per peer and type is
+// checked on st first, so that a flood from one id suppresses its lines
+// without taking the LogCap's lock.
+func (n *Node) throttled(st *peerState, k core.Request, mono time.Duration) {
+	last := &st.Link.throttleLogged[k]
+	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < limits.LogInterval && mono >= time.Duration(t-1) {
+		n.plog.Cap.Suppress()
+		return
+	}
+	if n.plog.Cap.ShouldLog(st.ID(), limits.ThrottledTopic(k), int64(mono)) {
+		last.Store(int64(mono) + 1)
+		n.log.Info("peer throttled", "peer", st.ID(), "type", k.String())
+	}
 }

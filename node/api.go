@@ -167,7 +167,7 @@ func (n *Node) Limits() api.Limits {
 // Diag returns the admission counters.
 func (n *Node) Diag() api.Diag {
 	s := n.run.Admission().Snapshot()
-	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.cap.Logged()}
+	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.Cap.Logged()}
 	for _, k := range core.Requests() {
 		c := s.Of(k)
 		d.Requests = append(d.Requests, api.RequestCounts{Type: k.String(), Accepted: c.Accepted, Refused: c.Refused})

@@ -160,7 +160,7 @@ func TestReplicateFiveFetchesFourSkipsOne(t *testing.T) {
 	}
 	// Again: the four complete ones count as stored at no cost, so the
 	// fifth gets a slot.
-	received := b.fetch.x.Stats().ReceivedBytes
+	received := b.fetch.Exchange().Stats().ReceivedBytes
 	resp, err = a.Replicate(ctx, b.ID(), refs)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestReplicateFiveFetchesFourSkipsOne(t *testing.T) {
 	if len(resp.Stored) != 5 || len(resp.Skipped) != 0 {
 		t.Fatalf("second replicate: %+v; want 5 stored", resp)
 	}
-	if got := b.fetch.x.Stats().ReceivedBytes - received; got != uint64(refs[4].Size)+blockOverhead(t, b, refs[4].CID) {
+	if got := b.fetch.Exchange().Stats().ReceivedBytes - received; got != uint64(refs[4].Size)+blockOverhead(t, b, refs[4].CID) {
 		t.Fatalf("second replicate received %d bytes; want the fifth blob only (%d)", got, refs[4].Size)
 	}
 }
@@ -221,7 +221,7 @@ func TestReplicateBounds(t *testing.T) {
 	if err != nil || len(resp.Failed) != 1 || !strings.Contains(resp.Failed[0].Reason, "size mismatch") {
 		t.Fatalf("a complete blob at another size: %+v, %v", resp, err)
 	}
-	received := b.fetch.x.Stats().ReceivedBytes
+	received := b.fetch.Exchange().Stats().ReceivedBytes
 	resp, err = a.Replicate(ctx, b.ID(), []proto.BlobRef{{CID: overQuota.CID, Size: int64(overQuota.Size)}})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestReplicateBounds(t *testing.T) {
 	if len(resp.Failed) != 1 || !strings.Contains(resp.Failed[0].Reason, "quota") {
 		t.Fatalf("over the quota: %+v", resp)
 	}
-	if got := b.fetch.x.Stats().ReceivedBytes; got != received {
+	if got := b.fetch.Exchange().Stats().ReceivedBytes; got != received {
 		t.Fatalf("%d bytes received for a blob over the quota; want none (refused before any request)", got-received)
 	}
 }
@@ -287,75 +287,6 @@ func scratchStore(t *testing.T) *blobs.Store {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// TestAutoFetchQueueBound: the node's wiring of the scheduler's bounds
-// (blobs.QueueLen blobs wait at most, blobs.PeerShare of one peer's; their
-// own tests are blobs' testdata/schedule.txt): a blob dropped is counted,
-// a blob already queued is not queued twice, and a bad CID is not counted
-// as dropped.
-func TestAutoFetchQueueBound(t *testing.T) {
-	cfg := testConfig(false, time.Hour)
-	if !cfg.Blobs.AutoFetch {
-		t.Fatal("the test config has auto_fetch off")
-	}
-	n := &Node{cfg: cfg, log: quietLogger(), now: time.Now, blobs: scratchStore(t)}
-	n.m = n.newMetrics()
-	n.fetch = &fetchState{auto: n.newAutoFetch()} // no workers
-	ref := func(i int) eventlog.BlobRef {
-		c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum([]byte(fmt.Sprint(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return eventlog.BlobRef{CID: c.String(), Size: uint64(len(fmt.Sprint(i)))}
-	}
-	// arrive hands the blobs first..first+k-1, as one event from from, to
-	// auto-fetch.
-	arrive := func(first, k int, from peer.ID) {
-		ev := &eventlog.Event{}
-		for i := range k {
-			ev.Blobs = append(ev.Blobs, ref(first+i))
-		}
-		n.autoFetch([]*eventlog.Event{ev}, from, "gossip")
-	}
-	dropped := func() float64 { return n.m.Value("wats_blob_fetches_total", "gossip", "dropped") }
-	queued := func() int { return n.fetch.auto.Scheduler().Len() }
-	arrive(0, blobs.QueueLen, "")
-	arrive(0, 1, "") // queued already
-	if queued() != blobs.QueueLen || dropped() != 0 {
-		t.Fatalf("at the bound: %d queued, %v dropped; want %d, 0", queued(), dropped(), blobs.QueueLen)
-	}
-	arrive(blobs.QueueLen, 1, "")
-	if queued() != blobs.QueueLen || dropped() != 1 {
-		t.Fatalf("past the bound: %d queued, %v dropped; want %d, 1", queued(), dropped(), blobs.QueueLen)
-	}
-	n.autoFetch([]*eventlog.Event{{Blobs: []eventlog.BlobRef{{CID: "not a cid", Size: 1}}}}, "", "gossip")
-	if dropped() != 1 {
-		t.Fatal("a bad CID was counted as dropped from a full queue")
-	}
-	drain := func() {
-		for {
-			j, ok := n.fetch.auto.Scheduler().Next()
-			if !ok {
-				return
-			}
-			n.fetch.auto.Scheduler().Done(j, false, time.Now())
-		}
-	}
-
-	// One peer's events hold at most blobs.PeerShare places.
-	drain()
-	const flooder, other = peer.ID("flooder"), peer.ID("other")
-	arrive(10_000, blobs.PeerShare+1, flooder)
-	arrive(20_000, 1, other)
-	if _, _, _, share := n.fetch.auto.Scheduler().Stats(flooder); queued() != blobs.PeerShare+1 || dropped() != 2 || share != blobs.PeerShare {
-		t.Fatalf("per peer: %d queued, %v dropped, %d of the flooder's; want %d, 2, %d",
-			queued(), dropped(), share, blobs.PeerShare+1, blobs.PeerShare)
-	}
-	drain()
-	if w, r, rt, share := n.fetch.auto.Scheduler().Stats(flooder); w+r+rt+share != 0 {
-		t.Fatalf("after the queue drained: waiting %d running %d retrying %d, flooder's share %d", w, r, rt, share)
-	}
 }
 
 // TestScanAtStartFetchesMissingBlobs: a node that stored an event while
@@ -424,7 +355,7 @@ func TestAutoFetchRetries(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if skipped, _ := b.fetch.fetcher.Backoff().Skipped(a.ID(), time.Now()); skipped {
+	if skipped, _ := b.fetch.Fetcher().Backoff().Skipped(a.ID(), time.Now()); skipped {
 		t.Fatal("the event's author, only guessed to hold the blob, was backed off")
 	}
 	addBlob(t, a, data)
@@ -475,7 +406,7 @@ func TestHelloFirstUntilThePeerHeardUs(t *testing.T) {
 	st.SetHeardUs(false) // as if b's own hello to a were still on its way
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := b.helloFirst(ctx, a.ID()); err != nil {
+	if err := (*blobsNode)(b.Node).Prepare(ctx, a.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if !st.HeardUs() {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,7 +49,7 @@ func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via Impo
 	if err == nil {
 		c, got, err = n.blobs.Import(ctx, r)
 	}
-	n.m.BlobImport(string(via), fetchOutcome(err)) // stored, refused or failed: an import has no content fault
+	n.m.BlobImport(string(via), blobs.Outcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
 }
 
@@ -85,38 +84,4 @@ func (n *Node) ResolvePeer(ctx context.Context, s string) (peer.ID, error) {
 		return "", fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", s)
 	}
 	return p, nil
-}
-
-// FetchAsked is the fetch an operator asks for (`wats blob get`): blob c of
-// the declared size, from the peer from first when given (tried even under
-// backoff: the operator named it), then the providers gossip named, then
-// the connected peers that completed hello, as guesses (tried last, never
-// backed off), since an event that came by sync names no provider.
-// progress, if set, is told the bytes held and the size.
-func (n *Node) FetchAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, progress func(done, total uint64)) error {
-	r := n.askedRequest(c, size, from)
-	r.Progress = progress
-	err := n.FetchBlob(ctx, r)
-	n.logFetch("", c, size, "api", err)
-	return err
-}
-
-// StreamAsked is FetchAsked writing the blob's bytes to w in order
-// meanwhile, as they arrive and are verified (blobs.Fetcher.Stream, ADR
-// 0035): it returns the bytes written, and nil only when the blob is
-// complete here and exactly size bytes were written.
-func (n *Node) StreamAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, w io.Writer) (uint64, error) {
-	if n.fetch == nil {
-		return 0, errors.New("node: not started")
-	}
-	written, err := n.fetch.fetcher.Stream(ctx, n.askedRequest(c, size, from), w)
-	n.logFetch("", c, size, "api", err)
-	return written, err
-}
-
-// askedRequest is the fetch of blob c an operator asks for, from from
-// first (see FetchAsked).
-func (n *Node) askedRequest(c cid.Cid, size uint64, from peer.ID) blobs.Request {
-	src := blobs.Sources{First: from, FirstExempt: from != "", Named: n.hints.Get(c), Guesses: n.helloPeerIDs(blobs.MaxAttempts)}
-	return blobs.Request{CID: c, Size: size, Sources: src}
 }

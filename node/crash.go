@@ -53,7 +53,7 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 	// The dump is fetched within the bounds of every fetch, the submitter
 	// first and holding one of its fetch slots (ADR 0029).
 	if n.fetch != nil {
-		n.fetchDumps(p, ev.Blobs)
+		n.fetch.FetchDumps(n.ctx, p, ev.Blobs, n.go_)
 	}
 	return &proto.CrashReportResponse{ID: ev.ID}
 }

@@ -143,8 +143,10 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 	}
 	n.m.EventsStored("gossip", 1)
 	n.gave(d.From, 1, 0)
-	n.hintGossiped(d)
-	n.autoFetch([]*eventlog.Event{d.Event}, d.From, "gossip")
+	if n.fetch != nil {
+		n.fetch.Hint(d.Event.Blobs, d.Providers)
+		n.fetch.Queue([]*eventlog.Event{d.Event}, d.From, "gossip")
+	}
 	return nil
 }
 

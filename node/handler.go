@@ -90,7 +90,9 @@ func (n *Node) handleStream(s network.Stream) {
 	case proto.TypeCrashReport:
 		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
 	case proto.TypeReplicate:
-		resp = n.serveReplicate(n.ctx, p, req.Replicate)
+		if resp = errNotStarted; n.fetch != nil {
+			resp = n.fetch.ServeReplicate(n.ctx, p, req.Replicate)
+		}
 	default:
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
 	}
@@ -144,6 +146,8 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 	n.recordHello(p, h)
 	return n.ownHello()
 }
+
+var errNotStarted = &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 
 var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}
 

@@ -69,8 +69,9 @@ type Node struct {
 	lost       *store.LostEvents
 	peers      *peercache.Cache
 	blobs      *blobs.Store
-	// fetch is the blob exchange and fetcher; nil before Start.
-	fetch *fetchState
+	// fetch is the blob service (exchange, fetcher, auto-fetch); nil
+	// before Start.
+	fetch *blobs.Service
 	// dialed is closed once the dials of Start (bootstrap peers, known
 	// peers) have all succeeded or failed.
 	dialed chan struct{}
@@ -99,7 +100,7 @@ type Node struct {
 	// relay is the circuit relay service (p2p.relay_service); nil when off.
 	relay *relay.Relay
 	// plog writes the log lines peers cause, within their caps.
-	plog *peerLog
+	plog *limits.PeerLog
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
 	// runPages bounds the pages of a sync run: catchup.MaxPagesPerRun, smaller in
@@ -148,7 +149,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	now := o.Now
 	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono,
 		runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
-	n.plog = &peerLog{log: n.log, cap: limits.NewLogCap(), mono: func() time.Duration { return n.mono(n.now()) }}
+	n.plog = limits.NewPeerLog(n.log, func() time.Duration { return n.mono(n.now()) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
@@ -292,7 +293,7 @@ func (n *Node) Start(ctx context.Context) error {
 		close(n.dialed)
 	})
 	n.go_(n.syncLoop)
-	n.go_(n.peerLogSummaries)
+	n.go_(func() { n.every(limits.SummaryInterval, n.plog.Summarize) })
 	n.go_(n.foldLoop)
 	n.go_(func() { // ADR 0042: memory back to the OS after a flood
 		var r memrelease.Releaser
@@ -328,7 +329,7 @@ func (n *Node) Close() error {
 		errs = append(errs, n.relay.Close())
 	}
 	if n.fetch != nil {
-		n.fetch.x.Close()
+		n.fetch.Close()
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
@@ -642,10 +643,10 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			return float64(n.blobs.QuotaUsed())
 		},
 		Exchange: func() (uint64, uint64, uint64) {
-			if n.fetch == nil || n.fetch.x == nil {
+			if n.fetch == nil {
 				return 0, 0, 0
 			}
-			st := n.fetch.x.Stats()
+			st := n.fetch.Exchange().Stats()
 			return st.Unsolicited, st.ReceivedBytes, st.Rewants
 		},
 		DB: func() *pebble.Metrics {

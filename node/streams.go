@@ -72,18 +72,6 @@ func (n *Node) acceptStream(s network.Stream) {
 	handle(protoID, s)
 }
 
-// bitswapStream holds p to its cap of inbound bitswap streams (the
-// exchange's Node.AdmitStream).
-func (n *Node) bitswapStream(p peer.ID) (release func(), ok bool) {
-	st := n.peerOf(p)
-	if st.Link.bitswapStreams.Add(1) > p2p.BitswapStreamCap[st.Tier()] {
-		st.Link.bitswapStreams.Add(-1)
-		n.overCap(st, "bitswap")
-		return nil, false
-	}
-	return func() { st.Link.bitswapStreams.Add(-1) }, true
-}
-
 // networkDirection is the direction of the oldest connection to p
 // (inbound when there is none: a stream came, so p connected).
 func networkDirection(n *Node, p peer.ID) network.Direction {

@@ -183,7 +183,9 @@ func (n *Node) storePages(p peer.ID, group []catchup.Page, st *SyncProgress) err
 			n.count(ps, peers.Invalid, bad)
 		}
 	}
-	n.autoFetch(added, p, "sync")
+	if n.fetch != nil {
+		n.fetch.Queue(added, p, "sync")
+	}
 	for _, r := range rejected {
 		n.log.Debug("dropped an invalid synced event", "peer", p, "err", r)
 	}

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"peercache": {},
 	"limits":    {},
 	"challenge": {},
-	"blobs":     {},
+	"blobs":     {"proto", "eventlog"},
 	"repo":      {"config", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},

@@ -1,0 +1,69 @@
+package limits
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// SummaryInterval is how often PeerLog.Summarize is meant to run: the
+// line that says how many peer-caused lines the cap suppressed (ADR 0030:
+// resist log amplification, but say what was left out).
+const SummaryInterval = time.Minute
+
+// PeerLog writes the log lines that peer input causes ("peer throttled",
+// "peer completed hello", "blob not fetched", ...) through one LogCap (ADR
+// 0030): at most once a minute per peer and topic, and at most LogBurst at
+// once and LogPerMin a minute in all, so that whatever a flood of ids
+// does, fewer than 100 such lines a minute reach the log (the summary line
+// included). Debug lines are not capped: an operator who asks for debug
+// asks for everything. It is safe for concurrent use.
+type PeerLog struct {
+	// Log receives the lines.
+	Log *slog.Logger
+	// Cap decides which lines go through.
+	Cap *LogCap
+	// Mono returns the monotonic reading the cap runs on.
+	Mono func() time.Duration
+}
+
+// NewPeerLog returns a PeerLog writing to log, on a new LogCap, at the
+// readings of mono.
+func NewPeerLog(log *slog.Logger, mono func() time.Duration) *PeerLog {
+	return &PeerLog{Log: log, Cap: NewLogCap(), Mono: mono}
+}
+
+// Info logs msg at info level if the cap lets a line of topic from p
+// through.
+func (l *PeerLog) Info(p peer.ID, topic, msg string, args ...any) {
+	l.at(slog.LevelInfo, p, topic, msg, args)
+}
+
+// Warn logs msg at warn level, within the same cap.
+func (l *PeerLog) Warn(p peer.ID, topic, msg string, args ...any) {
+	l.at(slog.LevelWarn, p, topic, msg, args)
+}
+
+// Debug logs msg at debug level, uncapped.
+func (l *PeerLog) Debug(_ peer.ID, _, msg string, args ...any) {
+	l.Log.Debug(msg, args...)
+}
+
+func (l *PeerLog) at(level slog.Level, p peer.ID, topic, msg string, args []any) {
+	if !l.Log.Enabled(context.Background(), level) {
+		return
+	}
+	if l.Cap.ShouldLog(p, topic, int64(l.Mono())) {
+		l.Log.Log(context.Background(), level, msg, args...)
+	}
+}
+
+// Summarize logs how many peer-caused lines were suppressed since the
+// last call, when any were; run it every SummaryInterval.
+func (l *PeerLog) Summarize() {
+	if k := l.Cap.TakeSuppressed(); k > 0 {
+		l.Log.Info("peer-caused log lines suppressed", "count", k, "since", SummaryInterval)
+	}
+}
