@@ -106,7 +106,7 @@ func (n *Node) Peers() []api.Peer {
 	mono := n.mono(n.now())
 	out := make([]api.Peer, 0, len(conns))
 	for _, p := range conns {
-		ap := api.Peer{PeerID: p.String(), Cursor: uint64(n.cursorOf(p)), Addrs: []string{}, Direction: api.DirectionOutbound}
+		ap := api.Peer{PeerID: p.String(), Cursor: uint64(n.run.Cursor(p)), Addrs: []string{}, Direction: api.DirectionOutbound}
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}

@@ -276,7 +276,7 @@ func lyingPeer(t *testing.T, page []jsontext.Value, served *atomic.Int64) host.H
 }
 
 // TestSyncRunBounds: a peer whose pages always say "more" gets at most
-// Node.runPages requests in a run, and one serving invalid events ends the
+// catchup.Client.RunPages requests in a run, and one serving invalid events ends the
 // run once more than catchup.MaxInvalidPerRun were dropped.
 func TestSyncRunBounds(t *testing.T) {
 	const runPages = 20
@@ -286,7 +286,7 @@ func TestSyncRunBounds(t *testing.T) {
 
 	t.Run("pages", func(t *testing.T) {
 		n := startNode(t, testConfig(false, time.Hour))
-		n.runPages = runPages // before the node syncs from anyone
+		n.sync.RunPages = runPages // before the node syncs from anyone
 		known := signed(t, key, now, "known")
 		if _, err := n.events.Append([]*eventlog.Event{known}); err != nil {
 			t.Fatal(err)
@@ -312,7 +312,7 @@ func TestSyncRunBounds(t *testing.T) {
 
 	t.Run("invalid", func(t *testing.T) {
 		n := startNode(t, testConfig(false, time.Hour))
-		n.runPages = runPages // before the node syncs from anyone
+		n.sync.RunPages = runPages // before the node syncs from anyone
 		var page []jsontext.Value
 		for i := range 100 {
 			ev := signed(t, key, now, fmt.Sprint("bad ", i))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/internal/diskspace"
@@ -170,7 +171,7 @@ func (n *Node) syncGap(p peer.ID) {
 	}
 	n.go_(func() {
 		for st.Link.gap.Swap(false) {
-			if _, err := n.syncFrom(n.ctx, p, syncRun{}); err != nil && n.ctx.Err() == nil {
+			if _, err := n.sync.Sync(n.ctx, p, catchup.SyncRun{}); err != nil && n.ctx.Err() == nil {
 				n.log.Debug("gap sync failed", "peer", p, "err", err)
 			}
 		}

@@ -70,7 +70,7 @@ func TestHeadsPullWhatGossipDropped(t *testing.T) {
 	// The events gossip delivered are passed over, not pulled: the cursors
 	// reach the heads.
 	waitFor(t, 5*time.Second, "the cursors b→a and c→b at 3", func() bool {
-		return b.cursorOf(a.ID()) == 3 && c.cursorOf(b.ID()) == 3
+		return b.run.Cursor(a.ID()) == 3 && c.run.Cursor(b.ID()) == 3
 	})
 	if got := pulls(b, "stored") + pulls(c, "stored"); got != 2 {
 		t.Errorf("%v pulls stored, want 2", got)
@@ -271,7 +271,7 @@ func TestHeadsAnnouncerIdle(t *testing.T) {
 	waitFor(t, 5*time.Second, "the first announcements (head 0)", func() bool { return out(a) == 1 && out(b) == 1 })
 	publish(t, a, 1)
 	waitHead(t, 10*time.Second, 1, b)
-	waitFor(t, 5*time.Second, "b's cursor at a's head", func() bool { return b.cursorOf(a.ID()) == 1 })
+	waitFor(t, 5*time.Second, "b's cursor at a's head", func() bool { return b.run.Cursor(a.ID()) == 1 })
 	waitFor(t, 5*time.Second, "b's announcement of the event it stored", func() bool { return out(b) == 2 })
 	if out(a) != 2 {
 		t.Errorf("announcements out of a: %v; want 2 (head 0, then the event)", out(a))

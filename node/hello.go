@@ -102,8 +102,8 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
 	}
 	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
-	if head := h.Head; head > n.cursorOf(p) {
-		n.triggerSync(p)
+	if head := h.Head; head > n.run.Cursor(p) {
+		n.sync.Trigger(n.ctx, p)
 	}
 	n.announceHeads(st, h)
 }

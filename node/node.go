@@ -103,9 +103,8 @@ type Node struct {
 	plog *limits.PeerLog
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
-	// runPages bounds the pages of a sync run: catchup.MaxPagesPerRun, smaller in
-	// tests (set before the node syncs from anyone).
-	runPages int
+	// sync is the sync client (syncer.go).
+	sync *catchup.Client
 	// gossipTrace is Options.GossipTrace.
 	gossipTrace string
 	// dropGossip, when set (tests), names the gossiped events to drop
@@ -148,7 +147,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	o.EnsureDefaults()
 	now := o.Now
 	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono,
-		runPages: catchup.MaxPagesPerRun, gossipTrace: o.GossipTrace}
+		gossipTrace: o.GossipTrace}
 	n.plog = limits.NewPeerLog(n.log, func() time.Duration { return n.mono(n.now()) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := cfg.Limits.Validate(); err != nil {
@@ -238,6 +237,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node: challenge: %w", err)
 	}
+	n.sync = n.newSyncClient()
 	if n.heads, err = n.newHeadsTracker(); err != nil {
 		return nil, err
 	}

@@ -268,11 +268,3 @@ func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
 	now, mono := n.clock()
 	return n.run.History(p, now, mono)
 }
-
-// cursorOf returns the sync cursor into p's log (peers.Table.Cursor).
-func (n *Node) cursorOf(p peer.ID) core.Cursor { return n.run.Cursor(p) }
-
-// saveCursor stores the sync cursor into p's log (peers.Table.SaveCursor).
-func (n *Node) saveCursor(p peer.ID, cursor core.Cursor, durable bool) error {
-	return n.run.SaveCursor(p, cursor, durable)
-}

@@ -1,0 +1,287 @@
+package catchup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
+)
+
+// ErrRunning is Client.Sync's answer, with Run.SkipIfBusy, when a sync
+// from the peer is running already.
+var ErrRunning = errors.New("catchup: a sync from the peer is running")
+
+// ClientOptions are what a Client runs on: the log it fills, and what it
+// asks of the node about each peer (its cursor, its lock, its pacing and
+// share), each a function so that the peer's state stays the node's
+// (package peers).
+type ClientOptions struct {
+	// Log is the event log the runs append to.
+	Log *eventlog.Log
+	// Call sends a sync request to p (the node's request, which solves
+	// the challenges p answers with).
+	Call func(ctx context.Context, p peer.ID, req *proto.SyncRequest) (*proto.Response, error)
+	// Lock returns the mutex that serializes the runs from p (and the
+	// moves of its cursor).
+	Lock func(p peer.ID) *sync.Mutex
+	// Cursor returns the cursor into p's log; SaveCursor stores it,
+	// durably when asked.
+	Cursor     func(p peer.ID) core.Cursor
+	SaveCursor func(p peer.ID, c core.Cursor, durable bool) error
+	// Head returns p's head from its hello; ok is false before hello.
+	Head func(p peer.ID) (head core.Cursor, ok bool)
+	// Pacer paces the requests to p (Options.Pacer); Share, if set,
+	// returns the share of new authors' events a run from p is held to
+	// (Options.Share), nil for none.
+	Pacer func(p peer.ID) *limits.Pacer
+	Share func(p peer.ID) Share
+	// Room says whether the disk has room for a write of n bytes (ADR
+	// 0044): a run asks none before it has.
+	Room func(n int) error
+	// Now is the clock of the events' 10-minute rule; nil means time.Now.
+	Now func() time.Time
+	// Stored is told, after each write, what came from p: the events it
+	// added, the rejections (invalid events: Invalid counts those that are
+	// abuse signals).
+	Stored func(p peer.ID, added []*eventlog.Event, rejected []error)
+	// Refused, if set, is told of each refusal a run waited out.
+	Refused func()
+	// Synced, if set, is told of each run that ended well and stored or
+	// dropped anything.
+	Synced func(p peer.ID, st Progress)
+	// Spawn runs a function in a goroutine the node waits for at Close.
+	Spawn func(func())
+	// Logger gets the debug lines of failed runs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Client is the node's sync client: it runs Run from each peer's cursor
+// (one run a peer at a time), stores what the runs verified, and moves
+// and persists the cursor (docs/design.md §10). It is safe for concurrent
+// use.
+type Client struct {
+	o ClientOptions
+	// RunPages bounds the pages of a run that does not set its own;
+	// MaxPagesPerRun unless a test shrinks it before the first run.
+	RunPages int
+}
+
+// NewClient returns the Client of o.
+func NewClient(o ClientOptions) *Client {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Client{o: o, RunPages: MaxPagesPerRun}
+}
+
+// Progress is how far a sync from one peer has come, reported after every
+// write and at its end.
+type Progress struct {
+	// Peer is the peer synced from.
+	Peer peer.ID
+	// Received counts the events received from the peer; Stored those of
+	// them that were new and valid; Dropped those that were invalid.
+	Received, Stored, Dropped uint64
+	// Cursor is how far the peer's log has been synced: the next sync asks
+	// for the events after it.
+	Cursor core.Cursor
+	// PeerHead is the peer's head as last known; Cursor reaches it when the
+	// sync is done (the peer may have grown since).
+	PeerHead core.Cursor
+	// Done is set at the end of a sync that ended without an error.
+	Done bool
+}
+
+// SyncRun shapes one run of Client.Sync.
+type SyncRun struct {
+	// SkipIfBusy: return ErrRunning at once if a sync from the peer is
+	// running, rather than wait for it to end.
+	SkipIfBusy bool
+	// MaxPages bounds the pages of the run (0: Client.RunPages); past it
+	// the run ends with ErrRunBound.
+	MaxPages int
+	// Progress, if not nil, is called after every write.
+	Progress func(Progress)
+}
+
+// Sync pages through p's log from its cursor until the peer says there
+// is no more (package Run), storing the valid events and dropping (and
+// counting) the invalid ones, within the bounds of run. The cursor is saved
+// after every write (a page, or the pages that waited for it) and synced
+// to disk at the end, so a restarted node resumes where it stopped. On a
+// full disk no page is asked for.
+func (c *Client) Sync(ctx context.Context, p peer.ID, run SyncRun) (Progress, error) {
+	mu := c.o.Lock(p)
+	if run.SkipIfBusy {
+		if !mu.TryLock() {
+			return Progress{Peer: p}, ErrRunning
+		}
+	} else {
+		mu.Lock()
+	}
+	defer mu.Unlock()
+	maxPages := run.MaxPages
+	if maxPages <= 0 {
+		maxPages = c.RunPages
+	}
+	start := c.o.Cursor(p)
+	st := Progress{Peer: p, Cursor: start}
+	if err := c.o.Room(0); err != nil {
+		return st, fmt.Errorf("catchup: sync from %s: %w", p, err)
+	}
+	st.PeerHead, _ = c.o.Head(p)
+	opts := Options{
+		Peer: p,
+		Call: func(ctx context.Context, req *proto.SyncRequest) (*proto.Response, error) {
+			return c.o.Call(ctx, p, req)
+		},
+		Pacer: c.o.Pacer(p), Now: c.o.Now, Known: c.has, MaxPages: maxPages,
+		Store: func(group []Page) error {
+			if err := c.store(p, group, &st); err != nil {
+				return err
+			}
+			// A group that takes the run past its invalid events' bound
+			// ends it (Run): no progress is told of it.
+			if run.Progress != nil && st.Dropped <= MaxInvalidPerRun {
+				run.Progress(st)
+			}
+			return nil
+		},
+		Refused: c.o.Refused,
+	}
+	if c.o.Share != nil {
+		opts.Share = c.o.Share(p)
+	}
+	err := Run(ctx, start, opts)
+	// Make the cursor durable (docs/design.md §10) whatever happened.
+	if derr := c.o.SaveCursor(p, st.Cursor, true); derr != nil && err == nil {
+		err = derr
+	}
+	if err != nil {
+		return st, err
+	}
+	st.Done = true
+	if st.Cursor > st.PeerHead {
+		st.PeerHead = st.Cursor
+	}
+	if (st.Stored > 0 || st.Dropped > 0) && c.o.Synced != nil {
+		c.o.Synced(p, st)
+	}
+	return st, nil
+}
+
+// has reports whether the log holds the event with this id.
+func (c *Client) has(id string) bool {
+	ok, err := c.o.Log.Has(id)
+	return err == nil && ok
+}
+
+// Trigger starts a background sync from p unless one is running. Runs
+// that end at the page bound with progress are continued at once.
+func (c *Client) Trigger(ctx context.Context, p peer.ID) {
+	c.o.Spawn(func() {
+		for {
+			st, err := c.Sync(ctx, p, SyncRun{SkipIfBusy: true})
+			if errors.Is(err, ErrRunBound) && st.Stored > 0 && st.Dropped <= MaxInvalidPerRun {
+				continue
+			}
+			if err != nil && !errors.Is(err, ErrRunning) && ctx.Err() == nil {
+				c.o.Logger.Debug("sync failed", "peer", p, "err", err)
+			}
+			return
+		}
+	})
+}
+
+// Pull syncs one page of p's log after its cursor (heads.Options.Pull):
+// busy when a run from p is going on already.
+func (c *Client) Pull(ctx context.Context, p peer.ID) (busy bool, err error) {
+	_, err = c.Sync(ctx, p, SyncRun{SkipIfBusy: true, MaxPages: 1})
+	switch {
+	case errors.Is(err, ErrRunning):
+		return true, nil
+	case errors.Is(err, ErrRunBound):
+		return false, nil // one page, and the peer has more: the next check pulls it
+	}
+	return false, err
+}
+
+// Advance moves the cursor into p's log forward to to
+// (heads.Options.Advance): every event up to it is held here. It does so
+// under p's lock, so that it never races a run's own cursor; while a run
+// holds it, the run moves the cursor and this does nothing.
+func (c *Client) Advance(p peer.ID, to core.Cursor) {
+	mu := c.o.Lock(p)
+	if !mu.TryLock() {
+		return
+	}
+	defer mu.Unlock()
+	if to > c.o.Cursor(p) {
+		if err := c.o.SaveCursor(p, to, false); err != nil {
+			c.o.Logger.Debug("heads: cursor not saved", "peer", p, "err", err)
+		}
+	}
+}
+
+// store appends the valid events of group, verified pages in the order
+// they came, in one durable batch, counts the rest as dropped, and
+// advances the cursor to the last page's.
+func (c *Client) store(p peer.ID, group []Page, st *Progress) error {
+	ok, raws := group[0].OK, group[0].Raws
+	if len(group) > 1 {
+		ok, raws = nil, nil
+		for _, vp := range group {
+			ok = append(ok, vp.OK...)
+			raws = append(raws, vp.Raws...)
+		}
+	}
+	added, err := c.o.Log.AppendEncoded(ok, raws)
+	if err != nil {
+		return fmt.Errorf("catchup: store synced events: %w", err)
+	}
+	var rejected []error
+	for _, vp := range group {
+		st.Received += uint64(len(vp.Events))
+		rejected = append(rejected, vp.Rejected...)
+	}
+	next := group[len(group)-1].Next
+	st.Stored += uint64(len(added))
+	st.Dropped += uint64(len(rejected))
+	st.Cursor = next
+	if next > st.PeerHead {
+		st.PeerHead = next
+	}
+	if c.o.Stored != nil {
+		c.o.Stored(p, added, rejected)
+	}
+	for _, r := range rejected {
+		c.o.Logger.Debug("dropped an invalid synced event", "peer", p, "err", r)
+	}
+	// Not synced on its own: the next durable Append or the final update
+	// carries it to disk (pebble syncs its WAL in order).
+	return c.o.SaveCursor(p, next, false)
+}
+
+// Invalid counts the rejections that are abuse signals: all but
+// eventlog.ErrFuture (the peer's clock, or the author's, may be right).
+func Invalid(rejected []error) uint64 {
+	var k uint64
+	for _, err := range rejected {
+		if !errors.Is(err, eventlog.ErrFuture) {
+			k++
+		}
+	}
+	return k
+}
