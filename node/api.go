@@ -4,14 +4,10 @@ import (
 	"net/http"
 	"time"
 
-	dht "github.com/libp2p/go-libp2p-kad-dht"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wats-network/wats/api"
-	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/routing"
@@ -54,40 +50,12 @@ func (n *Node) Status() api.Status {
 		BlobQuotaBytes: uint64(n.cfg.Blobs.QuotaBytes),
 		Log:            n.logUsage(),
 
-		Reachability: reachabilityName(network.Reachability(n.reachability.Load())),
-		RelayAddrs:   n.relayAddrs(),
-		HolePunches:  n.holePunches(),
-		DHT:          n.dhtStatus(),
+		Reachability: n.reachability.String(),
+		RelayAddrs:   routing.RelayAddrs(n.FullAddrs()),
+		HolePunches:  n.punches.Status(),
+		DHT:          n.routing.Load().Status(n.cfg.P2P.DHT),
 		Disk:         n.diskStatus(),
 	}
-}
-
-// relayAddrs are the node's relayed addresses, with /p2p/<id>.
-func (n *Node) relayAddrs() []string {
-	out := []string{}
-	for _, a := range n.FullAddrs() {
-		if ma, err := multiaddr.NewMultiaddr(a); err == nil && routing.IsRelayed(ma) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func (n *Node) holePunches() api.HolePunches {
-	ok, failed := n.punches.Counts()
-	return api.HolePunches{Succeeded: ok, Failed: failed}
-}
-
-// dhtStatus is the state of the DHT, as status shows it.
-func (n *Node) dhtStatus() api.DHTStatus {
-	s := api.DHTStatus{Mode: n.cfg.P2P.DHT}
-	if r := n.routing.Load(); r != nil {
-		s.Server = r.DHT().Mode() == dht.ModeServer
-		s.RoutingTable = r.DHT().RoutingTable().Size()
-		s.ProviderRecords, s.MaxProviderRecords, s.ProviderRecordsRefused = r.Records()
-		s.Discovered = r.Discovered()
-	}
-	return s
 }
 
 // logUsage is what the event log holds against its quotas.
@@ -110,70 +78,21 @@ func (n *Node) Peers() []api.Peer {
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			ap.Addrs = append(ap.Addrs, c.RemoteMultiaddr().String())
 		}
-		if st := n.run.Get(p); st != nil {
-			h, dir := st.HelloAndDirection()
-			if dir == network.DirInbound {
-				ap.Direction = api.DirectionInbound
-			}
-			if h != nil {
-				ap.Hello, ap.Agent, ap.Head = true, h.Agent, uint64(h.Head)
-			}
-			ap.NotWats = st.NotWats()
-			hist := st.History()
-			ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.Reputed(mono)
-		}
+		n.run.Describe(&ap, p, mono)
 		if n.gossip != nil {
 			ap.Score, ap.HasScore = n.gossip.Score(p)
 		}
-		ap.Conn = n.connKind(p)
+		ap.Conn = n.punches.Kind(n.host, p)
 		out = append(out, ap)
 	}
 	return out
 }
 
-// Limits returns the effective rate limits.
-func (n *Node) Limits() api.Limits {
-	l := n.cfg.Limits
-	out := api.Limits{
-		BlobFetchesPerPeer: l.BlobFetchesPerPeer,
-		Challenge:          l.Challenge, ChallengeBaseBits: l.ChallengeBaseBits, ChallengeMaxBits: l.ChallengeMaxBits,
-		OverloadInFlight: l.OverloadInFlight, SolvedPerMin: l.SolvedPerMin,
-		MaxTrackedPeers: n.run.Admission().MaxPeers(),
-		MissPerMin:      l.MissPerMin, SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent,
-		StrangerReportPerMin: l.StrangerReportPerMin,
-		Gossip: api.GossipLimits{PerPeer: l.GossipPerMin, Strangers: l.StrangerGossipPerMin,
-			PerAuthor: l.AuthorPerMin, NewAuthors: l.StrangerAuthorPerMin, NewAuthorMinutes: l.NewAuthorMinutes,
-			NewAuthorsBySync: l.StrangerSyncPerMin},
-	}
-	pl := n.run.Admission().Policy()
-	for t := range limits.Tier(limits.NumTiers) {
-		tl := api.TierLimits{Tier: t.String(), PerMin: map[string]int{"miss": pl.MissRate(t).PerMin()}}
-		for _, k := range core.Requests() {
-			tl.PerMin[k.String()] = pl.Rate(t, k).PerMin()
-		}
-		out.Tiers = append(out.Tiers, tl)
-	}
-	for _, k := range core.Requests() {
-		r := n.run.Admission().Rate(k)
-		rl := api.RequestLimit{Type: k.String(), Key: limits.RateKey(k), PerMin: r.PerMin()}
-		if !r.Unlimited() {
-			rl.Burst, rl.IntervalNs = r.Burst(), int64(r.Interval())
-		}
-		out.Requests = append(out.Requests, rl)
-	}
-	return out
-}
+// Limits returns the effective rate limits (peers.Table.Limits).
+func (n *Node) Limits() api.Limits { return n.run.Limits() }
 
-// Diag returns the admission counters.
-func (n *Node) Diag() api.Diag {
-	s := n.run.Admission().Snapshot()
-	d := api.Diag{SharedAtCap: s.SharedAtCap, TrackedPeers: s.TrackedPeers, PeerLinesLogged: n.plog.Cap.Logged()}
-	for _, k := range core.Requests() {
-		c := s.Of(k)
-		d.Requests = append(d.Requests, api.RequestCounts{Type: k.String(), Accepted: c.Accepted, Refused: c.Refused})
-	}
-	return d
-}
+// Diag returns the admission counters (peers.Table.Diag).
+func (n *Node) Diag() api.Diag { return n.run.Diag(n.plog.Cap.Logged()) }
 
 // PeerCache returns every record of the peer cache, most recently seen
 // first, with each peer's tier and why.

@@ -29,7 +29,6 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/heads"
-	"github.com/wats-network/wats/internal/ackmark"
 	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/internal/memrelease"
 	"github.com/wats-network/wats/limits"
@@ -60,15 +59,11 @@ type Node struct {
 	// space (ADR 0044).
 	db     *store.DB
 	events *eventlog.Log
-	// mark is the event log's acknowledged mark (ADR 0045), nil for an
-	// in-memory node; markFailed, set once its write failed (under the
-	// log's lock), keeps the warning to one. lost is what a start found
-	// missing, nil if nothing; only checkLost changes it, after Start.
-	mark       *ackmark.Mark
-	markFailed bool
-	lost       *store.LostEvents
-	peers      *peercache.Cache
-	blobs      *blobs.Store
+	// lost keeps the event log's acknowledged mark and looks for the
+	// events a start found lost (ADR 0045); nil for an in-memory node.
+	lost  *store.LostWatch
+	peers *peercache.Cache
+	blobs *blobs.Store
 	// fetch is the blob service (exchange, fetcher, auto-fetch); nil
 	// before Start.
 	fetch *blobs.Service
@@ -93,10 +88,10 @@ type Node struct {
 	// routing is the DHT and what uses it, once Start built it; nil
 	// with p2p.dht off (routing.go).
 	routing atomic.Pointer[routing.Routing]
-	// punches remembers the hole punches; reachability is the
-	// network.Reachability AutoNAT last reported (nat.go).
+	// punches remembers the hole punches; reachability is what AutoNAT
+	// last reported.
 	punches      *routing.PunchTracer
-	reachability atomic.Int32
+	reachability routing.Reachability
 	// relay is the circuit relay service (p2p.relay_service); nil when off.
 	relay *relay.Relay
 	// plog writes the log lines peers cause, within their caps.
@@ -173,8 +168,8 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	n.events.SetRoom(n.room)
 	if o.Dir != "" {
-		if err := n.openMark(o.Dir); err != nil {
-			return nil, err
+		if n.lost, err = store.OpenLostWatch(n.db.DB, n.events, o.Dir, now(), n.log); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
 	var damaged []peercache.DamagedRecord
@@ -267,9 +262,11 @@ func (n *Node) Start(ctx context.Context) error {
 		n.gossip = g
 	}
 	if n.cfg.P2P.MDNS {
-		n.mdns = mdns.NewMdnsService(n.host, mdnsServiceName(n.cfg.Network), mdnsNotifee{n})
-		if err := n.mdns.Start(); err != nil {
-			return fmt.Errorf("node: start mDNS: %w", err)
+		var err error
+		if n.mdns, err = p2p.StartMDNS(n.ctx, n.host, n.cfg.Network, n.go_, func(p peer.ID, err error) {
+			n.log.Debug("mDNS peer unreachable", "peer", p, "err", err)
+		}); err != nil {
+			return err
 		}
 	}
 	if n.cfg.P2P.RelayService {
@@ -299,8 +296,10 @@ func (n *Node) Start(ctx context.Context) error {
 		var r memrelease.Releaser
 		n.every(memrelease.Every, func() { r.Release(memrelease.ReadHeap()) })
 	})
-	n.go_(n.watchReachability)
-	n.go_(n.lostLoop)
+	n.go_(func() { n.reachability.Watch(n.ctx, n.host, n.log) })
+	if n.lost != nil {
+		n.go_(func() { n.lost.Run(n.ctx) })
+	}
 	n.go_(func() { n.db.WatchMemtables(n.ctx) })
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
@@ -359,9 +358,9 @@ func (n *Node) closeStores() error {
 		errs = append(errs, n.db.Close())
 		n.db = nil
 	}
-	if n.mark != nil {
-		errs = append(errs, n.mark.Close())
-		n.mark = nil
+	if n.lost != nil {
+		errs = append(errs, n.lost.Close())
+		n.lost = nil
 	}
 	return errors.Join(errs...)
 }
@@ -426,51 +425,23 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	return n.connectInfo(ctx, *ai)
 }
 
-// connectInfo dials the peer at any of its addresses (ranked by the dial
-// ranker: TCP first) and waits until hello has completed or failed. A peer
-// already connected is dialled again at the addresses given when none of
-// its connections is to one of them, so that a wrong address is an error
-// rather than "connected"; when it answers there, its connections
-// elsewhere are closed and hello goes over a new one.
-// Addresses that fail are dropped from the peerstore. A peer that does
-// not speak /wats/1 (an IPFS node) is connected all the same, marked as
-// not wats: it can serve blobs over bitswap (ADR 0032).
+// connectInfo dials the peer at ai as an operator asks (p2p.Dialer.Connect,
+// by peer ID alone through the DHT) and waits until hello has completed or
+// failed. A peer that does not speak /wats/1 (an IPFS node) is connected
+// all the same, marked as not wats: it can serve blobs over bitswap (ADR
+// 0032).
 func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, error) {
 	if ai.ID == n.host.ID() {
 		return "", errors.New("node: cannot connect to itself")
 	}
-	// An operator's explicit dial is not held back by the backoff of
-	// earlier failed dials.
-	n.dialer.ClearBackoff(ai.ID)
-	known := n.host.Peerstore().Addrs(ai.ID)
-	forget := func() {
-		for _, a := range ai.Addrs {
-			if !slices.ContainsFunc(known, a.Equal) {
-				n.host.Peerstore().SetAddr(ai.ID, a, 0) // forget what the operator mistyped
-			}
-		}
+	var find func(context.Context, peer.ID) (peer.AddrInfo, error)
+	if r := n.routing.Load(); r != nil {
+		find = r.FindPeer
 	}
-	if n.host.Network().Connectedness(ai.ID) == network.Connected && len(ai.Addrs) > 0 && !n.dialer.ConnectedAt(ai) {
-		// Connected elsewhere: libp2p would answer at once, whatever the
-		// addresses; try them.
-		if err := n.dialer.Probe(ctx, ai); err != nil {
-			forget()
-			return "", fmt.Errorf("node: connect %s: %w", ai, err)
-		}
-		// The peer answers where the operator says and none of this
-		// node's connections is there: they are from before it moved or
-		// restarted. A QUIC connection to a process that is gone answers
-		// nothing until its idle timeout, and libp2p opens streams on the
-		// connection with the most of them, so they are closed and the
-		// peer dialled afresh.
-		n.dialer.CloseConnsNotAt(ai)
-	}
-	if len(ai.Addrs) == 0 {
-		if err := n.connectByID(ctx, ai.ID); err != nil {
+	if err := n.dialer.Connect(ctx, ai, find); err != nil {
+		if len(ai.Addrs) == 0 {
 			return "", fmt.Errorf("node: connect %s: %w", ai.ID, err)
 		}
-	} else if err := n.dialer.Dial(ctx, ai); err != nil {
-		forget()
 		return "", fmt.Errorf("node: connect %s: %w", ai, err)
 	}
 	err := n.greet(ctx, ai.ID)
@@ -480,33 +451,6 @@ func (n *Node) connectInfo(ctx context.Context, ai peer.AddrInfo) (peer.ID, erro
 		return ai.ID, nil
 	}
 	return ai.ID, err
-}
-
-// connectByID connects to p given by its peer ID alone: at the addresses
-// the peerstore holds for it, else at those the DHT finds (peer routing,
-// docs/adr/0040).
-func (n *Node) connectByID(ctx context.Context, p peer.ID) error {
-	var known error
-	if len(n.host.Peerstore().Addrs(p)) > 0 {
-		if known = n.dialer.Dial(ctx, peer.AddrInfo{ID: p}); known == nil {
-			return nil
-		}
-	}
-	if n.routing.Load() == nil {
-		if known != nil {
-			return known
-		}
-		return errors.New("no address known for it, and p2p.dht is off: pass a full multiaddr")
-	}
-	ai, err := n.findPeer(ctx, p)
-	if err != nil {
-		return errors.Join(known, err)
-	}
-	// The lookup's own dial of p may have failed (crossed:
-	// p2p.AgainAfterHandshake) and left the swarm's backoff on the
-	// addresses it found: dial them anyway.
-	n.dialer.ClearBackoff(p)
-	return n.dialer.Dial(ctx, ai)
 }
 
 // redial dials the peers of the peer cache at start, most recently seen
@@ -523,27 +467,6 @@ func (n *Node) bootstrap() {
 		_, err := n.connectInfo(ctx, ai)
 		return err
 	}, n.go_)
-}
-
-// mdnsServiceName is the mDNS service name of a network's nodes, so that
-// nodes of different networks on one LAN do not dial each other.
-func mdnsServiceName(network string) string { return "_wats-" + network + "._udp" }
-
-// mdnsNotifee connects to the peers mDNS finds on the LAN.
-type mdnsNotifee struct{ n *Node }
-
-func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
-	n := m.n
-	if ai.ID == n.host.ID() || n.ctx.Err() != nil {
-		return
-	}
-	n.go_(func() {
-		ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
-		defer cancel()
-		if err := n.host.Connect(ctx, ai); err != nil {
-			n.log.Debug("mDNS peer unreachable", "peer", ai.ID, "err", err)
-		}
-	})
 }
 
 // connected is the network notifiee's callback for a new connection: the

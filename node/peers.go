@@ -268,3 +268,11 @@ func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
 	now, mono := n.clock()
 	return n.run.History(p, now, mono)
 }
+
+// linked reports whether p has a connection, direct or relayed (network.
+// Limited): a peer reached through a relay is a peer like another for
+// hello, sync and its run state.
+func (n *Node) linked(p peer.ID) bool {
+	c := n.host.Network().Connectedness(p)
+	return c == network.Connected || c == network.Limited
+}

@@ -47,7 +47,7 @@ func TestRelayedConnectionCarriesHelloNotBlobs(t *testing.T) {
 	if !getter.helloed(holder.ID()) {
 		t.Fatal("hello did not complete over the relayed connection")
 	}
-	if kind := getter.connKind(holder.ID()); kind != api.ConnRelayed {
+	if kind := getter.punches.Kind(getter.host, holder.ID()); kind != api.ConnRelayed {
 		t.Fatalf("the connection is %q, want %q", kind, api.ConnRelayed)
 	}
 	// The sync hello starts goes over the relayed connection (gossip is

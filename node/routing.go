@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"iter"
 
@@ -70,15 +69,6 @@ func (n *Node) blobPinned(c cid.Cid) {
 	if r := n.routing.Load(); r != nil {
 		r.Provide(c)
 	}
-}
-
-// findPeer asks the DHT for the addresses of p.
-func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
-	r := n.routing.Load()
-	if r == nil {
-		return peer.AddrInfo{}, fmt.Errorf("no address known for %s, and the DHT is off (p2p.dht)", p)
-	}
-	return r.FindPeer(ctx, p)
 }
 
 // dialHost is the host a fetch dials providers with (blobs.ExchangeOptions.

@@ -94,6 +94,8 @@ type Table[L any] struct {
 	seed    maphash.Seed
 
 	slots *Slots[*Peer[L]]
+	// lim are the admission limits (Options.Limits).
+	lim limits.Config
 }
 
 // recentPeer is what a Table remembers of a disconnected peer.
@@ -140,7 +142,7 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		b: b, f: f, pages: pages, seed: maphash.MakeSeed()}
+		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil

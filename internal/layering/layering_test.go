@@ -40,13 +40,13 @@ var allowed = map[string][]string{
 	// The sync client's run: fetch, verify, store in groups.
 	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
-	"peers": {"core", "limits", "peercache", "challenge", "proto", "eventlog"},
+	"peers": {"core", "limits", "peercache", "challenge", "proto", "eventlog", "api"},
 	// The node's Prometheus metrics: counters without peer labels, and
 	// gauges that read the node through funcs.
 	"metrics": {"core", "limits", "proto"},
 	// The network's DHT, NAT traversal and the store of provider
 	// records: what a node asks of the network beyond its peers.
-	"routing": {"config", "limits", "proto"},
+	"routing": {"config", "limits", "proto", "api"},
 	// A database apart from a running node: its options, offline reads,
 	// check and repair, the lost events' record.
 	"store": {"eventlog", "blobs", "peercache", "peers", "limits", "repo", "api", "proto", "internal/ackmark", "internal/diskspace"},

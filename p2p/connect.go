@@ -1,0 +1,109 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+)
+
+// Connect dials the peer an operator names, at any of ai.Addrs (ranked
+// by the dial ranker: TCP first), or, with none, at the addresses the
+// peerstore holds for it and else at those find (peer routing, the DHT;
+// nil when off) gives, clearing the backoff of earlier failed dials. A peer
+// already connected is dialled again at the addresses given when none of
+// its connections is to one of them, so that a wrong address is an error
+// rather than "connected"; when it answers there, its connections
+// elsewhere are closed (they are from before it moved or restarted).
+// Addresses that fail, and the peerstore did not hold, are dropped from
+// the peerstore.
+func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(context.Context, peer.ID) (peer.AddrInfo, error)) error {
+	d.ClearBackoff(ai.ID)
+	known := d.host.Peerstore().Addrs(ai.ID)
+	forget := func() {
+		for _, a := range ai.Addrs {
+			if !slices.ContainsFunc(known, a.Equal) {
+				d.host.Peerstore().SetAddr(ai.ID, a, 0) // forget what the operator mistyped
+			}
+		}
+	}
+	if d.host.Network().Connectedness(ai.ID) == network.Connected && len(ai.Addrs) > 0 && !d.ConnectedAt(ai) {
+		// Connected elsewhere: libp2p would answer at once, whatever the
+		// addresses; try them.
+		if err := d.Probe(ctx, ai); err != nil {
+			forget()
+			return err
+		}
+		// A QUIC connection to a process that is gone answers nothing
+		// until its idle timeout, and libp2p opens streams on the
+		// connection with the most of them, so they are closed and the
+		// peer dialled afresh.
+		d.CloseConnsNotAt(ai)
+	}
+	if len(ai.Addrs) > 0 {
+		if err := d.Dial(ctx, ai); err != nil {
+			forget()
+			return err
+		}
+		return nil
+	}
+	var err error
+	if len(known) > 0 {
+		if err = d.Dial(ctx, ai); err == nil {
+			return nil
+		}
+	}
+	if find == nil {
+		if err != nil {
+			return err
+		}
+		return errors.New("no address known for it, and p2p.dht is off: pass a full multiaddr")
+	}
+	found, ferr := find(ctx, ai.ID)
+	if ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	// The lookup's own dial of the peer may have failed (crossed:
+	// AgainAfterHandshake) and left the swarm's backoff on the addresses
+	// it found: dial them anyway.
+	d.ClearBackoff(ai.ID)
+	return d.Dial(ctx, found)
+}
+
+// StartMDNS starts mDNS discovery on h among the nodes of network (a
+// service name of their own, so that nodes of different networks on one
+// LAN do not dial each other), connecting within 30 s, in a goroutine of
+// spawn's, to each peer found while ctx lasts.
+func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func()), failed func(peer.ID, error)) (mdns.Service, error) {
+	s := mdns.NewMdnsService(h, "_wats-"+network+"._udp", mdnsNotifee{ctx, h, spawn, failed})
+	if err := s.Start(); err != nil {
+		return nil, fmt.Errorf("p2p: start mDNS: %w", err)
+	}
+	return s, nil
+}
+
+type mdnsNotifee struct {
+	ctx    context.Context
+	h      host.Host
+	spawn  func(func())
+	failed func(peer.ID, error)
+}
+
+func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
+	if ai.ID == m.h.ID() || m.ctx.Err() != nil {
+		return
+	}
+	m.spawn(func() {
+		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+		defer cancel()
+		if err := m.h.Connect(ctx, ai); err != nil {
+			m.failed(ai.ID, err)
+		}
+	})
+}
