@@ -52,3 +52,22 @@ var (
 	// the field name.
 	ErrConfig = errors.New("challenge: invalid config")
 )
+
+// FailureKind names the reason err, Verify's, gives for a solution not
+// accepted, as the metric wats_challenges_failed_total labels it: alg,
+// seed, mac, expired, nonce, work, replayed, ceiling, or other.
+func FailureKind(err error) string {
+	for _, k := range []struct {
+		err  error
+		name string
+	}{
+		{ErrUnknownAlg, "alg"}, {ErrBadSeed, "seed"}, {ErrBadMAC, "mac"},
+		{ErrExpired, "expired"}, {ErrBadNonce, "nonce"},
+		{ErrInsufficientWork, "work"}, {ErrReplayed, "replayed"}, {ErrCeiling, "ceiling"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return "other"
+}

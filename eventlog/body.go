@@ -2,12 +2,15 @@ package eventlog
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"lukechampine.com/blake3"
 )
 
 // signBufPool recycles the buffers Verify builds signing bytes in.
@@ -100,6 +103,17 @@ type Crash struct {
 	Reason      string `json:"reason"`
 	Stack       string `json:"stack"`
 	Fingerprint string `json:"fingerprint"`
+}
+
+// Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
+// of its program, its reason and the first line of its stack, each
+// followed by a newline. Reports of the same failure in the same place group
+// together across versions and machines. ADR 0028 chose the format
+// (docs/design.md §5).
+func Fingerprint(program, reason, stack string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(stack), "\n")
+	sum := blake3.Sum256([]byte(program + "\n" + reason + "\n" + first + "\n"))
+	return hex.EncodeToString(sum[:])
 }
 
 // ParseCrash decodes and checks a crash body. Errors are *ValidationError

@@ -107,7 +107,27 @@ type Options struct {
 var (
 	ErrOverPeerBudget   = errors.New("gossip: over the forwarding peer's budget")
 	ErrOverAuthorBudget = errors.New("gossip: over the author's budget")
+	// ErrHeld is Store's error for an envelope whose event another path
+	// stored between the duplicate check (Options.Has) and the write.
+	ErrHeld = errors.New("gossip: event already held")
 )
+
+// IgnoredReason is the metric's label of an envelope ignored for reason
+// (Options.Ignored): peer_budget, author_budget, quota (eventlog.ErrQuota),
+// held (ErrHeld) or error.
+func IgnoredReason(reason error) string {
+	switch {
+	case errors.Is(reason, ErrOverPeerBudget):
+		return "peer_budget"
+	case errors.Is(reason, ErrOverAuthorBudget):
+		return "author_budget"
+	case errors.Is(reason, eventlog.ErrQuota):
+		return "quota"
+	case errors.Is(reason, ErrHeld):
+		return "held"
+	}
+	return "error"
+}
 
 // Gossip is a node's membership in its network's event topic. Create it
 // with Join; Close leaves the topic and waits for the reader to stop.

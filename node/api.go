@@ -54,7 +54,7 @@ func (n *Node) Status() api.Status {
 		RelayAddrs:   routing.RelayAddrs(n.FullAddrs()),
 		HolePunches:  n.punches.Status(),
 		DHT:          n.routing.Load().Status(n.cfg.P2P.DHT),
-		Disk:         n.diskStatus(),
+		Disk:         n.db.DiskStatus(),
 	}
 }
 

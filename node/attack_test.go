@@ -136,7 +136,7 @@ func TestHoardedUnnegotiatedStreams(t *testing.T) {
 	connect(t, honest, n)
 	honestSync(t, honest, n)
 	// The held ones are reset at the negotiation deadline.
-	if got := resetWithin(streams, negotiationTimeout+3*time.Second); got != cap+1 {
+	if got := resetWithin(streams, p2p.NegotiationTimeout+3*time.Second); got != cap+1 {
 		t.Fatalf("%d of %d streams reset after the deadline, want all", got, cap+1)
 	}
 	st := n.run.Get(attacker.ID())
@@ -579,7 +579,7 @@ func publishLarge(t *testing.T, n *testNode, k, size int) {
 
 // TestUnreadSyncPages: a stranger that asks for sync pages over a
 // stream's window and never reads them holds at most peers.MaxPagesPerPeer of
-// them (its other requests are told "too busy"), each until replyTimeout;
+// them (its other requests are told "too busy"), each until proto.ReplyTimeout;
 // each page it left unread counts as a held stream; a newcomer is served
 // while it holds them.
 func TestUnreadSyncPages(t *testing.T) {
@@ -615,7 +615,7 @@ func TestUnreadSyncPages(t *testing.T) {
 		t.Fatalf("a newcomer's sync while the pages are held: %+v", resp)
 	}
 	st := n.run.Get(attacker.ID())
-	waitFor(t, replyTimeout(24*(15<<10))+5*time.Second, "the unread pages' timeouts", func() bool {
+	waitFor(t, proto.ReplyTimeout(24*(15<<10))+5*time.Second, "the unread pages' timeouts", func() bool {
 		_, pages := n.run.PagesHeld(limits.TierNew, st)
 		return st.Count(peers.Timeouts) == peers.MaxPagesPerPeer && pages == 0
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -144,7 +145,7 @@ func TestOverLimitCapablePeerSolvesAndReplayFails(t *testing.T) {
 	if !ok {
 		t.Fatalf("over its limit, a capable peer got %v, want a challenge", err)
 	}
-	sol, err := b.solverFor(a.ID())(ctx, &ce.Challenge)
+	sol, err := peers.Solver(b.selfID, a.ID(), b.now)(ctx, &ce.Challenge)
 	if err != nil {
 		t.Fatal(err)
 	}

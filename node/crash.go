@@ -2,30 +2,16 @@ package node
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"lukechampine.com/blake3"
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 	"github.com/wats-network/wats/store"
 )
-
-// Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
-// of its program, its reason and the first line of its stack, each
-// followed by a newline. Reports of the same failure in the same place group
-// together across versions and machines. ADR 0028 chose the format
-// (docs/design.md §5).
-func Fingerprint(program, reason, stack string) string {
-	first, _, _ := strings.Cut(strings.TrimSpace(stack), "\n")
-	sum := blake3.Sum256([]byte(program + "\n" + reason + "\n" + first + "\n"))
-	return hex.EncodeToString(sum[:])
-}
 
 // serveCrashReport stores a crash event a peer submits (crash_report): it
 // must verify and be of kind "crash" with a valid crash body; it is then
@@ -77,7 +63,7 @@ func (n *Node) providerOf(p peer.ID) proto.Provider {
 // crash_report. It returns the event.
 func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog.BlobRef, to peer.ID) (*eventlog.Event, error) {
 	if c.Fingerprint == "" {
-		c.Fingerprint = Fingerprint(c.Program, c.Reason, c.Stack)
+		c.Fingerprint = eventlog.Fingerprint(c.Program, c.Reason, c.Stack)
 	}
 	body, err := c.Body()
 	if err != nil {

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/internal/diskspace"
 )
 
@@ -19,23 +18,4 @@ func (n *Node) room(bytes int) error {
 		return nil
 	}
 	return n.db.Room(bytes)
-}
-
-// diskChanged logs the guard's changes of state, once each.
-func (n *Node) diskChanged(full bool, err error) {
-	if full {
-		n.log.Error("the repo's disk is full: events, blobs and records are refused until space is freed; "+
-			"reads and peers are served meanwhile", "err", err)
-		return
-	}
-	n.log.Info("the repo's disk has room again: writes are accepted")
-}
-
-// diskStatus is the guard's state for status, read from the disk now;
-// nil without a guard (store.DB.DiskStatus).
-func (n *Node) diskStatus() *api.DiskStatus {
-	if n.db == nil {
-		return nil
-	}
-	return n.db.DiskStatus()
 }

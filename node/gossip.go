@@ -32,28 +32,13 @@ func (n *Node) gossipOptions() *gossip.Options {
 				n.abuse(from, peers.Invalid)
 			}
 		},
-		Ignored:    func(_ peer.ID, reason error) { n.m.GossipIgnored(ignoredReason(reason)) },
+		Ignored:    func(_ peer.ID, reason error) { n.m.GossipIgnored(gossip.IgnoredReason(reason)) },
 		Graylisted: n.graylisted,
 		Missed:     n.syncGap,
 		AppScore:   n.appScore,
 		Now:        n.now,
 		TracePath:  n.gossipTrace,
 	}
-}
-
-// ignoredReason is the metric's label of an envelope gossip ignored.
-func ignoredReason(err error) string {
-	switch {
-	case errors.Is(err, gossip.ErrOverPeerBudget):
-		return "peer_budget"
-	case errors.Is(err, gossip.ErrOverAuthorBudget):
-		return "author_budget"
-	case errors.Is(err, eventlog.ErrQuota):
-		return "quota"
-	case errors.Is(err, errAlreadyHeld):
-		return "held"
-	}
-	return "error"
 }
 
 // gossipHas is gossip's duplicate check (gossip.Options.Has): whether the
@@ -140,7 +125,7 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 		return err
 	}
 	if !added {
-		return errAlreadyHeld
+		return gossip.ErrHeld
 	}
 	n.m.EventsStored("gossip", 1)
 	n.gave(d.From, 1, 0)
@@ -150,10 +135,6 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 	}
 	return nil
 }
-
-// errAlreadyHeld ignores an envelope whose event another path stored
-// between the duplicate check and the write.
-var errAlreadyHeld = errors.New("node: event already held")
 
 // syncGap syncs from p at once, not at the next sync.interval: gossip
 // dropped an envelope p forwarded for want of room, so an event may be

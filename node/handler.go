@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	pool "github.com/libp2p/go-buffer-pool"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -45,7 +44,7 @@ func (n *Node) handleStream(s network.Stream) {
 		case errors.Is(err, proto.ErrFrameTooLarge):
 			n.m.BadRequest("frame")
 			n.count(st, peers.Invalid, 1)
-			n.reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
+			proto.Reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
 		case proto.IsTimeout(err):
 			n.m.StreamTimeout("wats")
 			n.count(st, peers.Timeouts, 1)
@@ -64,7 +63,7 @@ func (n *Node) handleStream(s network.Stream) {
 		}
 		n.m.BadRequest(string(perr.Code))
 		n.count(st, peers.Invalid, 1)
-		n.reply(s, perr)
+		proto.Reply(s, perr)
 		return
 	}
 	n.m.Request(req.Type)
@@ -75,7 +74,7 @@ func (n *Node) handleStream(s network.Stream) {
 	// expensive work (ADR 0014), classified first by what it asks for
 	// (ADR 0030). A non-nil verdict is sent instead of serving.
 	if verdict := n.admit(st, req, n.classify(req), inFlight); verdict != nil {
-		n.reply(s, verdict)
+		proto.Reply(s, verdict)
 		return
 	}
 
@@ -96,7 +95,7 @@ func (n *Node) handleStream(s network.Stream) {
 	default:
 		resp = &proto.Error{Code: proto.CodeUnsupported, Message: fmt.Sprintf("request type %q is not supported by this node", req.Type)}
 	}
-	if err := n.reply(s, resp); proto.IsTimeout(err) {
+	if err := proto.Reply(s, resp); proto.IsTimeout(err) {
 		// The peer did not read its answer (a sync page's memory stays
 		// reserved while it does not): a stream held, as one that sends
 		// no request (ADR 0030).
@@ -106,31 +105,6 @@ func (n *Node) handleStream(s network.Stream) {
 	if e, ok := resp.(*proto.Error); ok && e.Code == proto.CodeWrongNetwork {
 		n.dropWrongNetwork(p)
 	}
-}
-
-// minReadRate is the slowest a requester may read its response: 64 KiB/s
-// (half a megabit), the rate blobs.MinBodyRate asks of a bitswap body.
-const minReadRate = 64 << 10
-
-// replyTimeout is the write deadline of a response frame of n bytes:
-// proto.PrefixTimeout + 3 s, plus n at minReadRate, at most
-// proto.ResponseTimeout (the requester's bound on the whole call). A small
-// answer has 5 s, a full sync page of 4 MiB the 30 s. The memory of a sync
-// page is held until its write ends, so a requester that does not read
-// holds it no longer than this.
-func replyTimeout(n int) time.Duration {
-	return min(proto.PrefixTimeout+3*time.Second+time.Duration(n)*time.Second/minReadRate, proto.ResponseTimeout)
-}
-
-// reply writes one response and closes the stream; a failed write resets
-// it, and its error is returned.
-func (n *Node) reply(s network.Stream, m proto.Message) error {
-	if err := proto.WriteMessage(s, m, replyTimeout); err != nil {
-		n.log.Debug("write /wats response", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return err
-	}
-	return s.Close()
 }
 
 // serveHello answers a peer's hello with this node's own, after checking
@@ -153,49 +127,23 @@ var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to se
 
 // syncPage serves st's sync request within its bounds (peers.Table.Page:
 // at most peers.MaxPagesPerPeer pages at once, of at most its tier's
-// budget, from the page pool); done is as servePage's.
+// budget, from the page pool) with one page of the local log
+// (peers.Page.Read); done gives the page's memory back once the response
+// is written.
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
 	pg := n.run.Page(st)
 	if pg == nil {
 		n.m.SyncBusy()
 		return errTooBusy, func() {}
 	}
-	return n.servePage(pg, r)
-}
-
-// servePage answers a sync request with one page of the local log, in the
-// memory pg holds: events after the cursor, at most the request's limit
-// (≤ core.MaxPageEvents) and pg.Budget bytes in all. Once the page is
-// read, pg keeps twice its bytes; done gives them back once the response
-// is written.
-func (n *Node) servePage(pg *peers.Page, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	// The page is read into a recycled buffer, given back once the
-	// response is written (done): the catch-up of a peer reads thousands
-	// of pages, each a fresh allocation otherwise.
-	buf := pool.Get(pageBufBytes)[:0]
-	events, next, more, err := n.events.PageInto(&buf, r.After, r.Limit, pg.Budget)
+	page, done, err := pg.Read(n.events, r)
 	if err != nil {
-		pool.Put(buf)
-		pg.Release()
 		n.log.Error("read event log page", "after", r.After, "err", err)
-		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, func() {}
+		return &proto.Error{Code: proto.CodeInternal, Message: "could not read the event log"}, done
 	}
-	bytes := 0
-	for _, ev := range events {
-		bytes += len(ev)
-	}
-	pg.Keep(bytes)
-	n.m.SyncServed(len(events))
-	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() {
-		pool.Put(buf)
-		pg.Release()
-	}
+	n.m.SyncServed(len(page.Events))
+	return page, done
 }
-
-// pageBufBytes is the size of the recycled buffers sync pages are read
-// into: a page of 256 events of about 400 bytes fits, a larger one grows
-// its buffer (which then goes back to the pool of its size).
-const pageBufBytes = 128 << 10
 
 // ownHello is this node's hello: its network, agent, features, listen
 // addresses (at most proto.MaxListenAddrs) and head.

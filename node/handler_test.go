@@ -31,7 +31,7 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 		{limits.TierNormal, peers.NormalPageBytes, false},
 		{limits.TierValued, proto.MaxPageBytes, true},
 	} {
-		resp, done := n.servePage(n.run.PageFor(tc.tier), req)
+		resp, done := servePage(t, n, n.run.PageFor(tc.tier), req)
 		page := resp.(*proto.SyncResponse)
 		bytes := 0
 		for _, ev := range page.Events {
@@ -75,18 +75,6 @@ func TestPagesPerPeer(t *testing.T) {
 	}
 }
 
-func TestReplyTimeout(t *testing.T) {
-	if got := replyTimeout(100); got < proto.PrefixTimeout+3*time.Second || got > proto.PrefixTimeout+3*time.Second+2*time.Millisecond {
-		t.Errorf("replyTimeout of a small answer: %v", got)
-	}
-	if got := replyTimeout(proto.MaxPageBytes + 1<<20); got != proto.ResponseTimeout {
-		t.Errorf("replyTimeout of more than a full page: %v, want the call's %v", got, proto.ResponseTimeout)
-	}
-	if small, large := replyTimeout(64<<10), replyTimeout(1<<20); large-small != 15*time.Second {
-		t.Errorf("replyTimeout grows by %v from 64 KiB to 1 MiB, want 15 s (64 KiB/s)", large-small)
-	}
-}
-
 // TestSyncPageBuffersAreRecycled: a page is read into a recycled buffer
 // that goes back only with done, once the response is written: other
 // pages served meanwhile, in other buffers, leave it as it was; the pages
@@ -115,16 +103,16 @@ func TestSyncPageBuffersAreRecycled(t *testing.T) {
 	}
 	reqA, wantA := page(0)
 	reqB, wantB := page(100)
-	held, doneHeld := n.servePage(n.run.PageFor(limits.TierValued), reqA)
+	held, doneHeld := servePage(t, n, n.run.PageFor(limits.TierValued), reqA)
 	for range 8 {
-		resp, done := n.servePage(n.run.PageFor(limits.TierValued), reqB)
+		resp, done := servePage(t, n, n.run.PageFor(limits.TierValued), reqB)
 		check(resp, wantB, "a page served while another is held")
 		done()
 		check(held, wantA, "the held page, after others were served")
 	}
 	doneHeld()
 	for _, req := range []*proto.SyncRequest{reqB, reqA, reqB, reqA} {
-		resp, done := n.servePage(n.run.PageFor(limits.TierValued), req)
+		resp, done := servePage(t, n, n.run.PageFor(limits.TierValued), req)
 		want := wantA
 		if req == reqB {
 			want = wantB
@@ -138,4 +126,14 @@ func TestSyncPageBuffersAreRecycled(t *testing.T) {
 func pagesHeld(n *testNode, t limits.Tier) int64 {
 	held, _ := n.run.PagesHeld(t, nil)
 	return held
+}
+
+// servePage reads req into pg (peers.Page.Read), as syncPage does.
+func servePage(t *testing.T, n *testNode, pg *peers.Page, req *proto.SyncRequest) (proto.Message, func()) {
+	t.Helper()
+	resp, done, err := pg.Read(n.events, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, done
 }

@@ -15,52 +15,14 @@ import (
 // another network; the peer is then disconnected.
 var ErrWrongNetwork = errors.New("node: peer is on another network")
 
-// greet sends this node's hello to p and records the peer's answer. It runs
-// once per new connection (a second caller waits for the hello in flight);
-// a peer of another network is disconnected.
+// greet sends this node's hello to p and records the peer's answer. One
+// hello to a peer is in flight at a time: a second caller waits for its
+// outcome (singleflight), within the first one's bounds. A peer of another
+// network is disconnected.
 func (n *Node) greet(ctx context.Context, p peer.ID) error {
 	l := &n.peerOf(p).Link // the state greeted, even if p leaves meanwhile
-	g, mine := l.greet()
-	if !mine {
-		// A hello to p is in flight: wait for its outcome.
-		select {
-		case <-g.done:
-			return g.err
-		case <-ctx.Done():
-			return fmt.Errorf("node: waiting for hello with %s: %w", p, ctx.Err())
-		}
-	}
-	err := n.sendHello(ctx, p)
-	l.endGreeting(g, err)
+	_, err, _ := l.hello.Do("", func() (any, error) { return nil, n.sendHello(ctx, p) })
 	return err
-}
-
-// greeting is a hello in flight; err is valid once done is closed.
-type greeting struct {
-	done chan struct{}
-	err  error
-}
-
-// greet returns the hello to the peer in flight, or, when none is, starts
-// one: g is then new and mine is true, and the caller ends it with
-// endGreeting.
-func (l *link) greet() (g *greeting, mine bool) {
-	l.greetMu.Lock()
-	defer l.greetMu.Unlock()
-	if g := l.greeting; g != nil {
-		return g, false
-	}
-	l.greeting = &greeting{done: make(chan struct{})}
-	return l.greeting, true
-}
-
-// endGreeting ends the hello in flight g with its outcome err.
-func (l *link) endGreeting(g *greeting, err error) {
-	l.greetMu.Lock()
-	l.greeting = nil
-	l.greetMu.Unlock()
-	g.err = err
-	close(g.done)
 }
 
 // sendHello sends this node's hello to p and records the answer.

@@ -158,7 +158,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 			n.closeStores()
 		}
 	}()
-	if n.db, err = store.Open(store.OpenOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs, Changed: n.diskChanged}); err != nil {
+	if n.db, err = store.Open(store.OpenOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.events, err = eventlog.Open(n.db.DB); store.IsDamage(err) {
@@ -403,7 +403,7 @@ func (n *Node) FullAddrs() []string {
 // call is every request this node sends: req to p, solving a challenge
 // if one comes (proto.CallSolving).
 func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.Response, error) {
-	return proto.CallSolving(ctx, n.host, p, req, n.solverFor(p))
+	return proto.CallSolving(ctx, n.host, p, req, peers.Solver(n.selfID, p, n.now))
 }
 
 // Connect dials the peer at addr and waits until hello with it has
@@ -596,7 +596,7 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			return u.Events, u.Bytes, uint64(a), n.events.Commits(), true
 		},
 		Disk: func() (uint64, bool, bool) {
-			d := n.diskStatus()
+			d := n.db.DiskStatus()
 			if d == nil {
 				return 0, false, false
 			}

@@ -7,9 +7,11 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peers"
 )
 
@@ -26,10 +28,8 @@ type peerState = peers.Peer[link]
 // against the caps of its tier, the hello in flight, the syncs from it and
 // the announcer of heads to it. It lives as long as the peer's state.
 type link struct {
-	// greetMu guards greeting, set while this node's own hello to the
-	// peer is in flight.
-	greetMu  sync.Mutex
-	greeting *greeting
+	// hello is this node's own hello to the peer in flight (greet).
+	hello singleflight.Group
 	// The streams it holds now, by kind, against the caps of its tier
 	// (streams.go).
 	unnegotiated, watsStreams, bitswapStreams atomic.Int32
@@ -133,7 +133,7 @@ func (n *Node) peerOf(p peer.ID) *peerState {
 		return st
 	}
 	// A stream can be handled before the connection notice ran.
-	return n.peerState(p, networkDirection(n, p))
+	return n.peerState(p, p2p.Direction(n.host, p))
 }
 
 // helloed reports whether p is connected and completed hello on this stay

@@ -1,10 +1,9 @@
 package node
 
 import (
-	"time"
+	"errors"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peers"
@@ -30,17 +29,11 @@ func (n *Node) overCap(st *peerState, kind string) {
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 
-// negotiationTimeout bounds how long a peer's new stream may take to name
-// its protocol (libp2p's own default is 10 s): an honest peer names it in
-// the stream's first bytes. A stream held past it is reset and counted in
-// the peer's history (ADR 0030).
-const negotiationTimeout = 2 * time.Second
-
 // acceptStream is the host's handler of every inbound stream, in place of
 // libp2p's basic host's (which it does the same as, but for the cap and
 // the shorter deadline): hold the peer to its cap of streams not yet
-// negotiated, negotiate the protocol within negotiationTimeout, then hand
-// the stream to the protocol's handler.
+// negotiated, negotiate the protocol (p2p.Negotiate), then hand the stream
+// to the protocol's handler.
 func (n *Node) acceptStream(s network.Stream) {
 	st := n.peerOf(s.Conn().RemotePeer())
 	if st.Link.unnegotiated.Add(1) > p2p.UnnegotiatedCap[st.Tier()] {
@@ -49,41 +42,15 @@ func (n *Node) acceptStream(s network.Stream) {
 		n.overCap(st, "unnegotiated")
 		return
 	}
-	_ = s.SetDeadline(time.Now().Add(negotiationTimeout))
-	protoID, handle, err := n.host.Mux().Negotiate(s)
+	handle, err := p2p.Negotiate(n.host, s)
 	st.Link.unnegotiated.Add(-1)
-	if err != nil {
-		if proto.IsTimeout(err) {
-			n.m.StreamTimeout("negotiation")
-			n.count(st, peers.Timeouts, 1)
-		}
-		_ = s.ResetWithError(network.StreamProtocolNegotiationFailed)
-		return
-	}
-	if err := s.SetDeadline(time.Time{}); err != nil {
-		s.Reset()
-		return
-	}
-	if err := s.SetProtocol(protoID); err != nil {
+	switch {
+	case proto.IsTimeout(err):
+		n.m.StreamTimeout("negotiation")
+		n.count(st, peers.Timeouts, 1)
+	case errors.Is(err, p2p.ErrProtocolScope):
 		n.m.StreamRefused("protocol")
-		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
-		return
+	case err == nil:
+		handle()
 	}
-	handle(protoID, s)
-}
-
-// networkDirection is the direction of the oldest connection to p
-// (inbound when there is none: a stream came, so p connected).
-func networkDirection(n *Node, p peer.ID) network.Direction {
-	conns := n.host.Network().ConnsToPeer(p)
-	if len(conns) == 0 {
-		return network.DirInbound
-	}
-	oldest := conns[0]
-	for _, c := range conns[1:] {
-		if c.Stat().Opened.Before(oldest.Stat().Opened) {
-			oldest = c
-		}
-	}
-	return oldest.Stat().Direction
 }

@@ -3,6 +3,8 @@ package peers
 import (
 	"sync/atomic"
 
+	pool "github.com/libp2p/go-buffer-pool"
+
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
@@ -122,4 +124,35 @@ func (t *Table[L]) PagesHeld(tier limits.Tier, st *Peer[L]) (bytes int64, pages 
 		pages = int(st.pages.Load())
 	}
 	return t.pages.Held(tier), pages
+}
+
+// PageBufBytes is the size of the recycled buffers sync pages are read
+// into: a page of 256 events of about 400 bytes fits, a larger one grows
+// its buffer (which then goes back to the pool of its size).
+const PageBufBytes = 128 << 10
+
+// Read answers sync request r with one page of log in the memory p holds:
+// the events after r.After, at most r.Limit (≤ core.MaxPageEvents) and
+// p.Budget bytes in all, read into a recycled buffer (the catch-up of a
+// peer reads thousands of pages, each a fresh allocation otherwise). Once
+// the page is read, p keeps twice its bytes; done gives the buffer and
+// the memory back once the response is written. On an error p is released
+// already and done does nothing.
+func (p *Page) Read(log *eventlog.Log, r *proto.SyncRequest) (resp *proto.SyncResponse, done func(), err error) {
+	buf := pool.Get(PageBufBytes)[:0]
+	events, next, more, err := log.PageInto(&buf, r.After, r.Limit, p.Budget)
+	if err != nil {
+		pool.Put(buf)
+		p.Release()
+		return nil, func() {}, err
+	}
+	bytes := 0
+	for _, ev := range events {
+		bytes += len(ev)
+	}
+	p.Keep(bytes)
+	return &proto.SyncResponse{Events: events, Next: next, More: more}, func() {
+		pool.Put(buf)
+		p.Release()
+	}, nil
 }

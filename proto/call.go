@@ -229,3 +229,27 @@ func WriteMessage(w io.Writer, m Message, timeout func(n int) time.Duration) err
 	}
 	return WriteFrame(w, b)
 }
+
+// MinReadRate is the slowest a requester may read its response: 64 KiB/s
+// (half a megabit), the rate blobs.MinBodyRate asks of a bitswap body.
+const MinReadRate = 64 << 10
+
+// ReplyTimeout is the write deadline of a response frame of n bytes:
+// PrefixTimeout + 3 s, plus n at MinReadRate, at most ResponseTimeout (the
+// requester's bound on the whole call). A small answer has 5 s, a full
+// sync page of 4 MiB the 30 s. The memory of a sync page is held until its
+// write ends, so a requester that does not read holds it no longer than
+// this.
+func ReplyTimeout(n int) time.Duration {
+	return min(PrefixTimeout+3*time.Second+time.Duration(n)*time.Second/MinReadRate, ResponseTimeout)
+}
+
+// Reply writes one response m on s within ReplyTimeout and closes s; a
+// failed write resets it, and its error is returned.
+func Reply(s network.Stream, m Message) error {
+	if err := WriteMessage(s, m, ReplyTimeout); err != nil {
+		s.Reset()
+		return err
+	}
+	return s.Close()
+}

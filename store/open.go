@@ -32,7 +32,7 @@ type OpenOptions struct {
 	// place of statfs(2) (tests of a full disk).
 	Statfs func(dir string) (free, total uint64, err error)
 	// Changed, if set, is told each change of the disk guard's state:
-	// full, and the error that made it so.
+	// full, and the error that made it so; nil logs each to Log.
 	Changed func(full bool, err error)
 }
 
@@ -59,6 +59,16 @@ type DB struct {
 // database that pebble finds damaged is a *DamagedError.
 func Open(o OpenOptions) (*DB, error) {
 	d := &DB{}
+	if o.Changed == nil {
+		o.Changed = func(full bool, err error) {
+			if full {
+				o.Log.Error("the repo's disk is full: events, blobs and records are refused until space is freed; "+
+					"reads and peers are served meanwhile", "err", err)
+			} else {
+				o.Log.Info("the repo's disk has room again: writes are accepted")
+			}
+		}
+	}
 	opts := PebbleOptions(o.Log, o.Dir)
 	opts.Cache = pebble.NewCache(BlockCacheBytes)
 	defer opts.Cache.Unref() // the database holds its own reference
@@ -126,9 +136,9 @@ func (d *DB) WatchMemtables(ctx context.Context) {
 }
 
 // DiskStatus is the guard's state for status, read from the disk now; nil
-// without a guard.
+// without a guard (or a database).
 func (d *DB) DiskStatus() *api.DiskStatus {
-	if d.Disk == nil {
+	if d == nil || d.Disk == nil {
 		return nil
 	}
 	st := d.Disk.Look()
