@@ -32,7 +32,7 @@ func (n *Node) Status() api.Status {
 		PeerID:        n.host.ID().String(),
 		Network:       n.cfg.Network,
 		Agent:         n.agent,
-		Peers:         len(n.helloPeers()),
+		Peers:         len(n.run.Helloed(-1)),
 		Events:        uint64(n.events.Head()),
 		Head:          uint64(n.events.Head()),
 		Gossip:        n.gossip != nil,

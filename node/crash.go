@@ -29,7 +29,7 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 		n.m.EventsDropped("crash_report", 1)
 		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}
 	}
-	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{n.providerOf(p)}); err != nil {
+	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{proto.ProviderOf(p, n.host.Peerstore().Addrs(p))}); err != nil {
 		msg := "could not store the report"
 		if errors.Is(err, ErrDiskFull) {
 			msg += ": the node's disk is full; try again later"
@@ -42,19 +42,6 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 		n.fetch.FetchDumps(n.ctx, p, ev.Blobs, n.go_)
 	}
 	return &proto.CrashReportResponse{ID: ev.ID}
-}
-
-// providerOf names p, with the addresses this node knows for it (at most
-// proto.MaxProviderAddrs), as a provider.
-func (n *Node) providerOf(p peer.ID) proto.Provider {
-	pv := proto.Provider{ID: p.String(), Addrs: []string{}}
-	for _, a := range n.host.Peerstore().Addrs(p) {
-		if len(pv.Addrs) == proto.MaxProviderAddrs {
-			break
-		}
-		pv.Addrs = append(pv.Addrs, a.String())
-	}
-	return pv
 }
 
 // ReportCrash signs a crash event with this node's key (the fingerprint is

@@ -19,7 +19,7 @@ import (
 // scan for the blobs of stored events that are missing here.
 func (n *Node) startBlobs() {
 	o := blobs.ServiceOptions{Host: n.host, Dialer: n.dialHost(), Node: (*blobsNode)(n), Store: n.blobs, Hints: n.hints,
-		Now: n.now, AutoFetch: n.cfg.Blobs.AutoFetch, RetryDelay: retryDelay, Slots: n.fetchFor, Guesses: n.helloPeerIDs,
+		Now: n.now, AutoFetch: n.cfg.Blobs.AutoFetch, RetryDelay: retryDelay, Slots: n.fetchFor, Guesses: n.run.Helloed,
 		Counted: n.m.BlobFetch, Log: n.log, PeerLog: n.plog}
 	if r := n.routing.Load(); r != nil {
 		o.FindProviders = r.FindProviders

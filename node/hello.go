@@ -63,7 +63,7 @@ func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
 	if first {
 		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
 	}
-	n.host.Peerstore().AddAddrs(p, parseAddrs(h.Listen), peerstore.RecentlyConnectedAddrTTL)
+	n.host.Peerstore().AddAddrs(p, h.ListenAddrs(), peerstore.RecentlyConnectedAddrTTL)
 	if head := h.Head; head > n.run.Cursor(p) {
 		n.sync.Trigger(n.ctx, p)
 	}

@@ -24,16 +24,16 @@ func TestMDNSFindsPeersOfTheSameNetwork(t *testing.T) {
 	b := startNode(t, cfg("mdns-test"))
 	other := startNode(t, cfg("mdns-other"))
 	deadline := time.Now().Add(20 * time.Second)
-	for len(a.helloPeers()) == 0 || len(b.helloPeers()) == 0 {
+	for len(a.run.Helloed(-1)) == 0 || len(b.run.Helloed(-1)) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("mDNS: a has %d hello peers, b %d, after 20 s", len(a.helloPeers()), len(b.helloPeers()))
+			t.Fatalf("mDNS: a has %d hello peers, b %d, after 20 s", len(a.run.Helloed(-1)), len(b.run.Helloed(-1)))
 		}
 		time.Sleep(50 * time.Millisecond) // waiting on the network
 	}
-	if _, ok := a.helloPeers()[b.ID()]; !ok {
-		t.Fatalf("a's hello peers %v do not include b", a.helloPeers())
+	if ok := a.helloed(b.ID()); !ok {
+		t.Fatalf("a's hello peers %v do not include b", a.run.Helloed(-1))
 	}
-	if len(other.helloPeers()) != 0 {
-		t.Fatalf("the node of another network completed hello with %d peers", len(other.helloPeers()))
+	if len(other.run.Helloed(-1)) != 0 {
+		t.Fatalf("the node of another network completed hello with %d peers", len(other.run.Helloed(-1)))
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
-	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/wats-network/wats/blobs"
@@ -29,7 +28,6 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/heads"
-	"github.com/wats-network/wats/internal/diskspace"
 	"github.com/wats-network/wats/internal/memrelease"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/metrics"
@@ -55,8 +53,10 @@ type Node struct {
 	agent    string
 	now      func() time.Time
 
-	// db is the database, its writes checked against the disk's free
-	// space (ADR 0044).
+	// stores are the database and the stores on it: db, its writes
+	// checked against the disk's free space (ADR 0044), events, lost,
+	// peers, blobs.
+	stores *store.Stores
 	db     *store.DB
 	events *eventlog.Log
 	// lost keeps the event log's acknowledged mark and looks for the
@@ -152,60 +152,29 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	n.m = n.newMetrics()
 	n.hints = blobs.NewHints(blobs.DefaultMaxHintBlobs, blobs.DefaultMaxHintBytes)
 
+	n.stores, err = store.OpenStores(store.StoresOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs, Now: now(),
+		MaxPeers: cfg.PeerCache.MaxPeers, MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
+		Pinned: n.blobPinned})
 	ok := false
 	defer func() {
 		if !ok {
 			n.closeStores()
 		}
 	}()
-	if n.db, err = store.Open(store.OpenOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs}); err != nil {
+	if err != nil {
+		var damaged *store.DamagedError
+		if errors.As(err, &damaged) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.events, err = eventlog.Open(n.db.DB); store.IsDamage(err) {
-		return nil, &store.DamagedError{Repo: o.Dir, Err: err}
-	} else if err != nil {
-		return nil, fmt.Errorf("node: open event log: %w", err)
-	}
-	n.events.SetRoom(n.room)
-	if o.Dir != "" {
-		if n.lost, err = store.OpenLostWatch(n.db.DB, n.events, o.Dir, now(), n.log); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
-		}
-	}
-	var damaged []peercache.DamagedRecord
-	n.peers, damaged, err = peercache.Open(n.db.DB, &peercache.Options{
-		MaxPeers: cfg.PeerCache.MaxPeers,
-		FlushErrors: func(err error) {
-			if !errors.Is(err, diskspace.ErrFull) { // the guard says so once
-				n.log.Warn("peer cache flush failed; will retry", "err", err)
-			}
-		},
-		Room: n.room,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("node: open peer cache: %w", err)
-	}
-	for _, d := range damaged {
-		n.log.Warn("skipped a damaged peer cache record", "key", fmt.Sprintf("%x", d.Key), "err", d.Err)
-	}
-	if k := n.peers.Migrated(); k > 0 {
-		n.log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
-	}
+	n.db, n.events, n.lost, n.peers, n.blobs = n.stores.DB, n.stores.Events, n.stores.Lost, n.stores.Peers, n.stores.Blobs
 	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
 		MaxBlobBytes: cfg.Blobs.MaxBlobBytes, QuotaBytes: cfg.Blobs.QuotaBytes, PagePoolBytes: p2p.PagePoolBytes(cfg),
 		AuthorFirst: n.authorFirst}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.Registry().MustRegister(n.run.Admission().Collector())
-	if n.blobs, err = blobs.OpenStore(n.db.DB, &blobs.StoreOptions{
-		MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		DataDir: store.DataDir(n.db.Dir), FS: n.db.FilesFS, Pinned: n.blobPinned, Room: n.room,
-	}); err != nil {
-		return nil, fmt.Errorf("node: open blob store: %w", err)
-	}
-	for _, c := range n.blobs.Dropped() {
-		n.log.Warn("removed a blob damaged by an unclean stop before its data file was synced (docs/adr/0037); fetch it again", "cid", c.String())
-	}
 	n.gater = p2p.NewGater(now)
 	n.gater.Secured = n.admitStranger
 	n.punches = routing.NewPunchTracer()
@@ -347,22 +316,8 @@ func (n *Node) Close() error {
 }
 
 func (n *Node) closeStores() error {
-	var errs []error
-	if n.peers != nil {
-		errs = append(errs, n.peers.Close())
-	}
-	if n.blobs != nil {
-		errs = append(errs, n.blobs.Close()) // its data files synced
-	}
-	if n.db != nil {
-		errs = append(errs, n.db.Close())
-		n.db = nil
-	}
-	if n.lost != nil {
-		errs = append(errs, n.lost.Close())
-		n.lost = nil
-	}
-	return errors.Join(errs...)
+	n.db = nil
+	return n.stores.Close()
 }
 
 // go_ runs f in a goroutine tracked by Close; once Close has begun it does
@@ -495,76 +450,17 @@ func (n *Node) disconnected(nw network.Network, c network.Conn) {
 	}
 }
 
-// helloPeerIDs returns at most max of the connected peers that completed
-// hello, in no particular order.
-func (n *Node) helloPeerIDs(max int) []peer.ID {
-	var out []peer.ID
-	n.run.Each(func(st *peerState) {
-		if len(out) < max && st.Helloed() {
-			out = append(out, st.ID())
-		}
-	})
-	return out
-}
-
-// helloPeers returns the connected peers that completed hello, with their
-// hellos.
-func (n *Node) helloPeers() map[peer.ID]*proto.Hello {
-	out := make(map[peer.ID]*proto.Hello)
-	n.run.Each(func(st *peerState) {
-		if h := st.Hello(); h != nil {
-			out[st.ID()] = h
-		}
-	})
-	return out
-}
-
-// parseAddrs parses the multiaddrs of a hello, skipping bad ones.
-func parseAddrs(ss []string) []ma.Multiaddr {
-	out := make([]ma.Multiaddr, 0, len(ss))
-	for _, s := range ss {
-		if a, err := ma.NewMultiaddr(s); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // newMetrics returns the node's metrics, reading it at each scrape
-// (metrics.Sources).
+// (metrics.Sources): through MetricsHandler, once New has built what they
+// read; the blob service and gossip may not run, the database be closed.
 func (n *Node) newMetrics() *metrics.Metrics {
 	return metrics.New(metrics.Sources{
-		Effort: func() float64 {
-			if n.issuer == nil {
-				return 0
-			}
-			return float64(n.issuer.Effort(n.mono(n.now())))
-		},
-		InFlight: func() float64 { return float64(n.inFlight.Load()) },
-		Head: func() float64 {
-			if n.events == nil {
-				return 0
-			}
-			return float64(n.events.Head())
-		},
-		Peers: func() float64 {
-			if n.run == nil {
-				return 0
-			}
-			return float64(len(n.helloPeers()))
-		},
-		StrangerSlots: func() float64 {
-			if n.run == nil {
-				return 0
-			}
-			return float64(n.run.Slots().Len())
-		},
-		QuotaUsed: func() float64 {
-			if n.blobs == nil {
-				return 0
-			}
-			return float64(n.blobs.QuotaUsed())
-		},
+		Effort:        func() float64 { return float64(n.issuer.Effort(n.mono(n.now()))) },
+		InFlight:      func() float64 { return float64(n.inFlight.Load()) },
+		Head:          func() float64 { return float64(n.events.Head()) },
+		Peers:         func() float64 { return float64(len(n.run.Helloed(-1))) },
+		StrangerSlots: func() float64 { return float64(n.run.Slots().Len()) },
+		QuotaUsed:     func() float64 { return float64(n.blobs.QuotaUsed()) },
 		Exchange: func() (uint64, uint64, uint64) {
 			if n.fetch == nil {
 				return 0, 0, 0
@@ -573,7 +469,7 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			return st.Unsolicited, st.ReceivedBytes, st.Rewants
 		},
 		DB: func() *pebble.Metrics {
-			if n.db == nil || n.db.DB == nil {
+			if n.db == nil {
 				return nil
 			}
 			return n.db.Metrics()
@@ -589,18 +485,14 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			return out
 		},
 		Log: func() (events, bytes, authors, commits uint64, ok bool) {
-			if n.events == nil {
-				return 0, 0, 0, 0, false
-			}
 			u, a := n.events.Usage()
 			return u.Events, u.Bytes, uint64(a), n.events.Commits(), true
 		},
 		Disk: func() (uint64, bool, bool) {
-			d := n.db.DiskStatus()
-			if d == nil {
-				return 0, false, false
+			if d := n.db.DiskStatus(); d != nil {
+				return d.FreeBytes, d.Full, true
 			}
-			return d.FreeBytes, d.Full, true
+			return 0, false, false
 		},
 	})
 }

@@ -334,7 +334,7 @@ func TestWrongNetworkPeerIsDropped(t *testing.T) {
 	if got := a.m.Value("wats_wrong_network_total") + x.m.Value("wats_wrong_network_total"); got < 1 {
 		t.Errorf("wrong network not counted")
 	}
-	if len(a.helloPeers()) != 0 || len(x.helloPeers()) != 0 {
+	if len(a.run.Helloed(-1)) != 0 || len(x.run.Helloed(-1)) != 0 {
 		t.Errorf("a peer of another network completed hello")
 	}
 	// The node keeps serving peers of its own network.

@@ -27,7 +27,7 @@ func TestRestartRedialsKnownPeers(t *testing.T) {
 	b = startRepo(t, r) // no bootstrap in its config
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, ok := b.helloPeers()[a.ID()]; ok {
+		if ok := b.helloed(a.ID()); ok {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -65,18 +65,6 @@ func (l *link) stop() {
 	l.goneOnce.Do(func() { close(l.gone) })
 }
 
-// connTag is the connection manager's tag of the node's peers, by tier:
-// the manager trims the connections of the lowest sums first, so suspects
-// go before strangers, and strangers before the peers that showed value.
-const connTag = "wats-tier"
-
-var tierTagValue = [limits.NumTiers]int{
-	limits.TierSuspect: -100,
-	limits.TierNew:     0,
-	limits.TierNormal:  20,
-	limits.TierValued:  50,
-}
-
 // mono is the node's monotonic reading at now: nanoseconds since New, from
 // now's monotonic clock (time.Now has one, so a step of the wall clock does
 // not move it), or from Options.Mono when set.
@@ -117,7 +105,7 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		n.gater.Ban(v.ID(), c.Ban)
 		n.go_(func() { _ = n.host.Network().ClosePeer(v.ID()) })
 	}
-	n.tagTier(c.Peer, c.Peer.Tier())
+	p2p.TagTier(n.host, p, c.Peer.Tier())
 	if !n.linked(p) {
 		// A stream's handler ran after the peer's last connection closed
 		// (and its notice went by): the state would never be dropped.
@@ -225,15 +213,8 @@ func (n *Node) count(st *peerState, c peers.Counter, k uint64) {
 
 // tierChanged reacts to st's new tier t: the connection manager's tag.
 func (n *Node) tierChanged(st *peerState, t limits.Tier) {
-	n.tagTier(st, t)
+	p2p.TagTier(n.host, st.ID(), t)
 	n.m.TierChange(t)
-}
-
-// tagTier sets the connection manager's tag of st's tier.
-func (n *Node) tagTier(st *peerState, t limits.Tier) {
-	if cm := n.host.ConnManager(); cm != nil && t.Valid() {
-		cm.TagPeer(st.ID(), connTag, tierTagValue[t])
-	}
 }
 
 // gave records that p gave this node events or blob bytes
@@ -260,13 +241,6 @@ func (n *Node) abuse(p peer.ID, c peers.Counter) {
 	if st := n.run.Get(p); st != nil {
 		n.count(st, c, 1)
 	}
-}
-
-// historyOf returns the value history of p, connected or not
-// (peers.Table.History).
-func (n *Node) historyOf(p peer.ID) (limits.History, bool) {
-	now, mono := n.clock()
-	return n.run.History(p, now, mono)
 }
 
 // linked reports whether p has a connection, direct or relayed (network.

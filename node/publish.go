@@ -23,7 +23,7 @@ func (n *Node) AddEvent(ctx context.Context, kind string, body jsontext.Value, b
 	if err != nil {
 		return nil, err
 	}
-	if err := n.storeAndGossip(ctx, ev, "local", n.selfProviders(ev)); err != nil {
+	if err := n.storeAndGossip(ctx, ev, "local", []proto.Provider{n.selfProvider()}); err != nil {
 		return nil, fmt.Errorf("node: store event: %w", err)
 	}
 	return ev, nil
@@ -82,25 +82,9 @@ func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source st
 	return nil
 }
 
-// selfProviders names this node as the provider of ev's blobs (docs/design.md §6),
-// with at most proto.MaxProviderAddrs addresses; none if ev has no blobs.
-func (n *Node) selfProviders(ev *eventlog.Event) []proto.Provider {
-	if len(ev.Blobs) == 0 {
-		return nil
-	}
-	return []proto.Provider{n.selfProvider()}
-}
-
-// selfProvider names this node as a provider, with at most
-// proto.MaxProviderAddrs addresses.
-func (n *Node) selfProvider() proto.Provider {
-	addrs := n.host.Addrs()
-	p := proto.Provider{ID: n.host.ID().String()}
-	for _, a := range addrs[:min(len(addrs), proto.MaxProviderAddrs)] {
-		p.Addrs = append(p.Addrs, a.String())
-	}
-	return p
-}
+// selfProvider names this node as a provider (docs/design.md §6), with
+// at most proto.MaxProviderAddrs addresses.
+func (n *Node) selfProvider() proto.Provider { return proto.ProviderOf(n.host.ID(), n.host.Addrs()) }
 
 // has reports whether the log holds the event with this id.
 func (n *Node) has(id string) bool {

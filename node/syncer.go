@@ -54,7 +54,7 @@ func (n *Node) newSyncClient() *catchup.Client {
 // syncLoop syncs from every peer that completed hello, every sync.interval.
 func (n *Node) syncLoop() {
 	n.every(n.cfg.Sync.Interval.Duration, func() {
-		for p := range n.helloPeers() {
+		for _, p := range n.run.Helloed(-1) {
 			n.sync.Trigger(n.ctx, p)
 		}
 	})

@@ -1,7 +1,9 @@
 package p2p
 
 import (
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/limits"
@@ -63,3 +65,23 @@ const MaxBitswapStreamsPerPeer = 16
 // StrangerSlots is how many inbound connections of peers not reputed the
 // node holds at once (peers.Slots, ADR 0030): a quarter of p2p.max_conns.
 func StrangerSlots(cfg *config.Config) int { return max(1, cfg.P2P.MaxConns/4) }
+
+// ConnTag is the connection manager's tag of the node's peers, by tier:
+// the manager trims the connections of the lowest sums first, so suspects
+// go before strangers, and strangers before the peers that showed value.
+const ConnTag = "wats-tier"
+
+var tierTagValue = [limits.NumTiers]int{
+	limits.TierSuspect: -100,
+	limits.TierNew:     0,
+	limits.TierNormal:  20,
+	limits.TierValued:  50,
+}
+
+// TagTier sets ConnTag of p on h's connection manager to the value of
+// tier t.
+func TagTier(h host.Host, p peer.ID, t limits.Tier) {
+	if cm := h.ConnManager(); cm != nil && t.Valid() {
+		cm.TagPeer(p, ConnTag, tierTagValue[t])
+	}
+}

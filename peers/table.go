@@ -180,6 +180,19 @@ func (t *Table[L]) Each(f func(*Peer[L])) {
 	})
 }
 
+// Helloed returns at most max of the connected peers that completed hello
+// on this stay, in no particular order (max < 0: all of them).
+func (t *Table[L]) Helloed(max int) []peer.ID {
+	var out []peer.ID
+	t.live.Range(func(_, v any) bool {
+		if st := v.(*Peer[L]); st.Helloed() {
+			out = append(out, st.ID())
+		}
+		return max < 0 || len(out) < max
+	})
+	return out
+}
+
 // Connected is the verdict of Connect.
 type Connected[L any] struct {
 	// Peer is p's state, Created whether this call made it.

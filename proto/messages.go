@@ -60,6 +60,17 @@ type Hello struct {
 	Limits *HelloLimits `json:"limits,omitzero"`
 }
 
+// ListenAddrs parses the hello's listen multiaddrs, skipping bad ones.
+func (h *Hello) ListenAddrs() []ma.Multiaddr {
+	out := make([]ma.Multiaddr, 0, len(h.Listen))
+	for _, s := range h.Listen {
+		if a, err := ma.NewMultiaddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // HelloLimits is the "limits" object of a Hello: the sender's ADR 0014 rate
 // limits per peer, each in requests a minute, 0 meaning unlimited. Members
 // are named as the config keys; unknown members are ignored.
@@ -135,6 +146,16 @@ type BlobRef struct {
 type Provider struct {
 	ID    string   `json:"id" wire:"required"`
 	Addrs []string `json:"addrs"`
+}
+
+// ProviderOf names peer p as a provider, with at most MaxProviderAddrs of
+// addrs (never nil).
+func ProviderOf(p peer.ID, addrs []ma.Multiaddr) Provider {
+	pv := Provider{ID: p.String(), Addrs: []string{}}
+	for _, a := range addrs[:min(len(addrs), MaxProviderAddrs)] {
+		pv.Addrs = append(pv.Addrs, a.String())
+	}
+	return pv
 }
 
 // AddrInfos parses the providers of an envelope or a replicate request
