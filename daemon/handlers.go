@@ -17,6 +17,7 @@ import (
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/metrics"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
@@ -184,7 +185,7 @@ func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
 // once for a Content-Length past them, before the body is read (a client
 // that sent "Expect: 100-continue" sends none of it).
 func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
-	c, size, err := h.ImportBlob(r.Context(), r.Body, r.ContentLength, node.ImportUpload)
+	c, size, err := h.ImportBlob(r.Context(), r.Body, r.ContentLength, metrics.ImportUpload)
 	if err != nil {
 		writeError(w, importStatus(err), err)
 		return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
-	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/metrics"
 )
 
 // importBlob stores as a blob the file whose descriptor came with the
@@ -35,7 +35,7 @@ func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	rd := &fileReader{ctx: r.Context(), r: io.NewSectionReader(f, 0, size), size: size, last: time.Now(),
 		report: func(n int64) { line(api.ImportProgress{Bytes: uint64(n), Size: uint64(size)}) }}
-	c, got, err := h.ImportBlob(r.Context(), rd, size, node.ImportDescriptor)
+	c, got, err := h.ImportBlob(r.Context(), rd, size, metrics.ImportDescriptor)
 	switch {
 	case err != nil && send == nil:
 		writeError(w, importStatus(err), err)

@@ -310,9 +310,21 @@ func (m *Metrics) SyncRefused() { m.syncRefusedN.Inc() }
 func (m *Metrics) BlobFetch(source, outcome string) {
 	m.blobFetches.WithLabelValues(source, outcome).Inc()
 }
-func (m *Metrics) BlobImport(via, outcome string) {
-	m.blobImports.WithLabelValues(via, outcome).Inc()
+func (m *Metrics) BlobImport(via ImportVia, outcome string) {
+	m.blobImports.WithLabelValues(string(via), outcome).Inc()
 }
+
+// ImportVia is how a blob reached the node's import, the via label of
+// wats_blob_imports_total.
+type ImportVia string
+
+const (
+	// ImportUpload: the blob's bytes came in a request body.
+	ImportUpload ImportVia = "upload"
+	// ImportDescriptor: the caller passed the file open on the control
+	// socket and the daemon read it (ADR 0036).
+	ImportDescriptor ImportVia = "descriptor"
+)
 func (m *Metrics) WrongNetwork() { m.wrongNetworks.Inc() }
 
 func (m *Metrics) Miss(k core.Request)           { m.missesByKind[k].Inc() }

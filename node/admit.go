@@ -3,10 +3,7 @@ package node
 import (
 	"time"
 
-	"github.com/ipfs/go-cid"
-
 	"github.com/wats-network/wats/core"
-	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
@@ -55,69 +52,6 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 		return n.issue(st, now, mono)
 	}
 	return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(v.RetryAfter)}
-}
-
-// classify is the cheap existence check of a request (ADR 0030), before admission and before any expensive work: whether it asks for
-// what exists here (limits.ClassHit), for what never existed (ClassMiss,
-// the abuse signal), or for what is missing for an honest reason
-// (ClassExpected). Each check is an atomic read or a few Bloom-filtered
-// pebble lookups.
-//
-//   - sync: a cursor within the log is a hit; one at most a page past the
-//     head is expected (a page being written, a reader one page ahead);
-//     further is a miss.
-//   - replicate: a hit when every blob is held here or named by an event
-//     here; else a miss (the requester names blobs nobody announced).
-//   - crash_report: a miss when the log holds the event already (a
-//     duplicate report); else a hit.
-//   - hello: a hit.
-func (n *Node) classify(req *proto.Request) limits.Class {
-	switch req.Type {
-	case proto.TypeSync:
-		head := n.events.Head()
-		switch after := req.Sync.After; {
-		case after <= head:
-			return limits.ClassHit
-		case after-head <= core.MaxPageEvents:
-			return limits.ClassExpected
-		}
-		return limits.ClassMiss
-	case proto.TypeReplicate:
-		for _, b := range req.Replicate.Blobs {
-			if !n.blobKnown(b.CID) {
-				return limits.ClassMiss
-			}
-		}
-	case proto.TypeCrashReport:
-		if id, ok := eventID(req.CrashReport.Event); ok && n.has(id) {
-			return limits.ClassMiss
-		}
-	}
-	return limits.ClassHit
-}
-
-// blobKnown reports whether the blob c (a CID string from a request) is
-// held here or named by an event here: the existence check of a replicate
-// request's blobs.
-func (n *Node) blobKnown(s string) bool {
-	c, err := cid.Decode(s)
-	if err != nil {
-		return false
-	}
-	if ok, _ := n.blobs.Has(c); ok {
-		return true
-	}
-	ok, err := n.events.NamesBlob(c.String())
-	return err == nil && ok
-}
-
-// eventID returns the id of a raw event, without verifying it.
-func eventID(raw []byte) (string, bool) {
-	ev, err := eventlog.Decode(raw)
-	if err != nil {
-		return "", false
-	}
-	return ev.ID, true
 }
 
 // throttled logs "peer throttled" for st's request of kind k refused (or

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/metrics"
+	"github.com/wats-network/wats/p2p"
 )
 
 // What the control server (package daemon) reads and drives of a
@@ -21,23 +22,11 @@ import (
 // Blobs returns the node's blob store.
 func (n *Node) Blobs() *blobs.Store { return n.blobs }
 
-// ImportVia is how a blob reached ImportBlob, the via label of
-// wats_blob_imports_total.
-type ImportVia string
-
-const (
-	// ImportUpload: the blob's bytes came in a request body.
-	ImportUpload ImportVia = "upload"
-	// ImportDescriptor: the caller passed the file open on the control
-	// socket and the daemon read it (ADR 0036).
-	ImportDescriptor ImportVia = "descriptor"
-)
-
 // ImportBlob stores the bytes of r as a blob (blobs.Store.Import, with its
 // bounds) and counts the import by via and outcome. size is the blob's
 // size when the caller knows it (a file's, a request's Content-Length),
 // -1 if not: a known size over the bounds is refused before r is read.
-func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via ImportVia) (cid.Cid, uint64, error) {
+func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via metrics.ImportVia) (cid.Cid, uint64, error) {
 	var (
 		c   cid.Cid
 		got uint64
@@ -49,7 +38,7 @@ func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via Impo
 	if err == nil {
 		c, got, err = n.blobs.Import(ctx, r)
 	}
-	n.m.BlobImport(string(via), blobs.Outcome(err)) // stored, refused or failed: an import has no content fault
+	n.m.BlobImport(via, blobs.Outcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
 }
 
@@ -74,14 +63,11 @@ func (n *Node) ForgetPeer(p peer.ID) error { return n.peers.Forget(p) }
 // ResolvePeer reads a peer given by an operator: a peer ID, or a full
 // multiaddr, which is dialled (hello included) within 30 s.
 func (n *Node) ResolvePeer(ctx context.Context, s string) (peer.ID, error) {
-	if strings.HasPrefix(s, "/") {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		return n.Connect(ctx, s)
+	ai, err := p2p.ParsePeer(s)
+	if err != nil || len(ai.Addrs) == 0 {
+		return ai.ID, err
 	}
-	p, err := peer.Decode(s)
-	if err != nil {
-		return "", fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)", s)
-	}
-	return p, nil
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return n.connectInfo(ctx, ai)
 }

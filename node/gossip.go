@@ -50,15 +50,6 @@ func (n *Node) gossipHas(id string) bool {
 	return n.has(id)
 }
 
-// tierOfPeer is p's tier while connected (TierNew otherwise): an atomic
-// read, cheap enough for gossipsub's RPC loop.
-func (n *Node) tierOfPeer(p peer.ID) limits.Tier {
-	if st := n.run.Get(p); st != nil {
-		return st.Tier()
-	}
-	return limits.TierNew
-}
-
 // admitForward is the forwarding peer's budget of envelopes, at the RPC
 // (gossip.Options.Admit; peers.Table.Forward).
 func (n *Node) admitForward(p peer.ID, author string) error {

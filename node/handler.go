@@ -73,7 +73,7 @@ func (n *Node) handleStream(s network.Stream) {
 	// Admission: every decoded request passes Node.admit before any
 	// expensive work (ADR 0014), classified first by what it asks for
 	// (ADR 0030). A non-nil verdict is sent instead of serving.
-	if verdict := n.admit(st, req, n.classify(req), inFlight); verdict != nil {
+	if verdict := n.admit(st, req, peers.Classify(req, n.holdings), inFlight); verdict != nil {
 		proto.Reply(s, verdict)
 		return
 	}

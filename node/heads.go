@@ -58,13 +58,11 @@ func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
 		defer st.Link.announcing.Store(false)
 		ctx, cancel := context.WithCancel(n.ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-st.Link.done():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		// stopHeads sets stopped, then cancels what it finds: stored
+		// first, then stopped read, one of the two sees the other.
+		if st.Link.announceStop.Store(&cancel); st.Link.stopped.Load() {
+			return
+		}
 		open := func(ctx context.Context) (heads.Stream, func(error), error) {
 			s, done, err := heads.Open(ctx, n.host, st.ID(), func() { n.m.HeadsAnnounced("out") })
 			if err == nil {
@@ -101,9 +99,12 @@ func (n *Node) handleHeads(s network.Stream) {
 }
 
 // stopHeads ends what st's peer had of heads at its disconnection: the
-// announcer (through its link's done) and the tracker's state.
+// announcer (its context cancelled) and the tracker's state.
 func (n *Node) stopHeads(st *peerState) {
-	st.Link.stop()
+	st.Link.stopped.Store(true)
+	if cancel := st.Link.announceStop.Load(); cancel != nil {
+		(*cancel)()
+	}
 	if n.heads != nil {
 		n.heads.Forget(st.ID())
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -96,6 +96,8 @@ type Node struct {
 	relay *relay.Relay
 	// plog writes the log lines peers cause, within their caps.
 	plog *limits.PeerLog
+	// holdings are the existence checks of requests (peers.Classify).
+	holdings peers.Holdings
 	// inFlight counts the /wats requests being handled (the overload test).
 	inFlight atomic.Int64
 	// sync is the sync client (syncer.go).
@@ -202,6 +204,13 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, fmt.Errorf("node: challenge: %w", err)
 	}
 	n.sync = n.newSyncClient()
+	n.holdings = peers.Holdings{Head: n.events.Head, HasEvent: n.has, Blob: func(c cid.Cid) bool {
+		if ok, _ := n.blobs.Has(c); ok {
+			return true
+		}
+		ok, err := n.events.NamesBlob(c.String())
+		return err == nil && ok
+	}}
 	if n.heads, err = n.newHeadsTracker(); err != nil {
 		return nil, err
 	}
@@ -366,18 +375,11 @@ func (n *Node) call(ctx context.Context, p peer.ID, req proto.Message) (*proto.R
 // a bare peer ID, whose addresses come from the peerstore or, when it has
 // none that answer, from the DHT (peer routing, docs/adr/0040).
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
-	if !strings.HasPrefix(addr, "/") {
-		id, err := peer.Decode(addr)
-		if err != nil {
-			return "", fmt.Errorf("node: %q is neither a peer ID nor a full multiaddr with /p2p/<peer id>: %w", addr, err)
-		}
-		return n.connectInfo(ctx, peer.AddrInfo{ID: id})
-	}
-	ai, err := peer.AddrInfoFromString(addr)
+	ai, err := p2p.ParsePeer(addr)
 	if err != nil {
-		return "", fmt.Errorf("node: %q is not a full multiaddr with /p2p/<peer id>: %w", addr, err)
+		return "", fmt.Errorf("node: %w", err)
 	}
-	return n.connectInfo(ctx, *ai)
+	return n.connectInfo(ctx, ai)
 }
 
 // connectInfo dials the peer at ai as an operator asks (p2p.Dialer.Connect,

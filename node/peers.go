@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,27 +43,14 @@ type link struct {
 	// gap is set when gossip may have missed an event the peer forwarded
 	// and a sync from it is due at once (syncGap).
 	gap atomic.Bool
-	// announcing: this node's announcer of its heads to the peer runs;
-	// headsIn is the peer's Heads stream being read, nil for none; gone
-	// is closed (once) when the state is dropped, which ends the
-	// announcer (heads.go).
-	announcing atomic.Bool
-	headsIn    atomic.Pointer[network.Stream]
-	goneInit   sync.Once
-	goneOnce   sync.Once
-	gone       chan struct{}
-}
-
-// done returns the channel closed when the peer's state is dropped.
-func (l *link) done() <-chan struct{} {
-	l.goneInit.Do(func() { l.gone = make(chan struct{}) })
-	return l.gone
-}
-
-// stop closes done's channel, once.
-func (l *link) stop() {
-	l.done()
-	l.goneOnce.Do(func() { close(l.gone) })
+	// announcing: this node's announcer of its heads to the peer runs,
+	// until announceStop is called (once the state is dropped: stopped);
+	// headsIn is the peer's Heads stream being read, nil for none
+	// (heads.go).
+	announcing   atomic.Bool
+	announceStop atomic.Pointer[context.CancelFunc]
+	stopped      atomic.Bool
+	headsIn      atomic.Pointer[network.Stream]
 }
 
 // mono is the node's monotonic reading at now: nanoseconds since New, from

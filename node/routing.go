@@ -43,7 +43,7 @@ func (n *Node) startRouting() error {
 			}
 			return out
 		},
-		Tier: n.tierOfPeer,
+		Tier: n.run.TierOf,
 		Mono: func() int64 { return int64(n.mono(n.now())) },
 		Refused: func(p peer.ID, typ pb.Message_MessageType, why string) {
 			n.m.DhtRefused()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -106,4 +107,21 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 			m.failed(ai.ID, err)
 		}
 	})
+}
+
+// ParsePeer reads a peer an operator names: a peer ID (12D3KooW…), or a
+// full multiaddr ending in /p2p/<peer id>, whose addresses it returns.
+func ParsePeer(s string) (peer.AddrInfo, error) {
+	if !strings.HasPrefix(s, "/") {
+		id, err := peer.Decode(s)
+		if err != nil {
+			return peer.AddrInfo{}, fmt.Errorf("%q is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…): %w", s, err)
+		}
+		return peer.AddrInfo{ID: id}, nil
+	}
+	ai, err := peer.AddrInfoFromString(s)
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("%q is not a full multiaddr with /p2p/<peer id>: %w", s, err)
+	}
+	return *ai, nil
 }

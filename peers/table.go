@@ -172,6 +172,16 @@ func (t *Table[L]) Get(p peer.ID) *Peer[L] {
 	return nil
 }
 
+// TierOf is p's tier while connected (limits.TierNew otherwise): an
+// atomic read, cheap enough for gossipsub's RPC loop and the DHT's
+// request budget.
+func (t *Table[L]) TierOf(p peer.ID) limits.Tier {
+	if st := t.Get(p); st != nil {
+		return st.Tier()
+	}
+	return limits.TierNew
+}
+
 // Each calls f for every connected peer's state.
 func (t *Table[L]) Each(f func(*Peer[L])) {
 	t.live.Range(func(_, v any) bool {

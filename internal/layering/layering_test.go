@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	// check and repair, the lost events' record.
 	"store": {"eventlog", "blobs", "peercache", "peers", "limits", "repo", "api", "proto", "internal/ackmark", "internal/diskspace"},
 	// The control server of a running node, and Run for `wats daemon`.
-	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache"},
+	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics"},
 	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
