@@ -325,6 +325,7 @@ const (
 	// socket and the daemon read it (ADR 0036).
 	ImportDescriptor ImportVia = "descriptor"
 )
+
 func (m *Metrics) WrongNetwork() { m.wrongNetworks.Inc() }
 
 func (m *Metrics) Miss(k core.Request)           { m.missesByKind[k].Inc() }
