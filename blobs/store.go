@@ -34,6 +34,7 @@ import (
 	_ "github.com/multiformats/go-multihash/register/blake3" // BLAKE3 (0x1e) for the CID builder
 
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
 )
 
 // KeyPrefix is the prefix of every key the store writes to the node's
@@ -873,4 +874,25 @@ func (s *Store) hasKey(h mh.Multihash) (bool, error) {
 	}
 	ok := it.First()
 	return ok, it.Close()
+}
+
+// Holds checks that every blob of refs is complete here and of the size
+// it declares: what an event of this node's names it the provider of (a
+// provider that does not serve what it names is backed off by its peers,
+// ADR 0014). The error names the first blob that is not.
+func (s *Store) Holds(refs []eventlog.BlobRef) error {
+	for _, b := range refs {
+		c, err := cid.Decode(b.CID)
+		if err != nil {
+			return fmt.Errorf("blob %q is not a CID", b.CID)
+		}
+		size, ok := s.SizeOf(c)
+		switch {
+		case !ok:
+			return fmt.Errorf("blob %s is not stored here; add it first (blob add)", b.CID)
+		case size != b.Size:
+			return fmt.Errorf("blob %s is %d bytes here; the event declares %d", b.CID, size, b.Size)
+		}
+	}
+	return nil
 }

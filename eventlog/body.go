@@ -153,8 +153,12 @@ func ParseCrash(body jsontext.Value) (*Crash, error) {
 	}, nil
 }
 
-// Body returns c as a JSON object for New.
+// Body returns c as a JSON object for New, its fingerprint computed
+// (Fingerprint) when it has none.
 func (c *Crash) Body() (jsontext.Value, error) {
+	if c.Fingerprint == "" {
+		c.Fingerprint = Fingerprint(c.Program, c.Reason, c.Stack)
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, err

@@ -355,7 +355,7 @@ func TestHelloFloodOfManyIds(t *testing.T) {
 		p := peer.ID(fmt.Sprintf("sybil-%06d", i))
 		n.peerState(p, network.DirInbound)
 		n.recordHello(p, h)
-		n.dropPeerState(p)
+		n.dropPeerState(p, false)
 	}
 	if got := n.peers.Len(); got != 1 || !n.peers.Has(real.ID()) {
 		t.Fatalf("%d records after 100,000 hellos, want the real peer's alone", got)

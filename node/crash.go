@@ -49,9 +49,6 @@ func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashRe
 // gossips it here, or, with to set, submits it to that peer by
 // crash_report. It returns the event.
 func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog.BlobRef, to peer.ID) (*eventlog.Event, error) {
-	if c.Fingerprint == "" {
-		c.Fingerprint = eventlog.Fingerprint(c.Program, c.Reason, c.Stack)
-	}
 	body, err := c.Body()
 	if err != nil {
 		return nil, err

@@ -50,12 +50,10 @@ func (b *blobsNode) Serves(p peer.ID) bool {
 func (b *blobsNode) AdmitStream(p peer.ID) (func(), bool) {
 	n := (*Node)(b)
 	st := n.peerOf(p)
-	if st.Link.bitswapStreams.Add(1) > p2p.BitswapStreamCap[st.Tier()] {
-		st.Link.bitswapStreams.Add(-1)
-		n.overCap(st, "bitswap")
+	if !n.hold(st, peers.BitswapStream, p2p.BitswapStreamCap, "bitswap") {
 		return nil, false
 	}
-	return func() { st.Link.bitswapStreams.Add(-1) }, true
+	return func() { st.Release(peers.BitswapStream) }, true
 }
 
 func (b *blobsNode) Priority(p peer.ID) uint8 {

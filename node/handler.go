@@ -30,13 +30,11 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	st := n.peerOf(p)
-	if st.Link.watsStreams.Add(1) > p2p.WatsStreamCap[st.Tier()] {
-		st.Link.watsStreams.Add(-1)
+	if !n.hold(st, peers.WatsStream, p2p.WatsStreamCap, "wats") {
 		s.Reset()
-		n.overCap(st, "wats")
 		return
 	}
-	defer st.Link.watsStreams.Add(-1)
+	defer st.Release(peers.WatsStream)
 	b, release, err := proto.ReadRequestFrame(s, start, p2p.MemoryPriority[st.Tier()])
 	defer release()
 	if err != nil {

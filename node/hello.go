@@ -29,21 +29,22 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	resp, err := n.call(ctx, p, n.ownHello())
 	var perr *proto.Error
+	var wrong string // what says that p is on another network
 	switch {
 	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
-		n.m.WrongNetwork()
-		n.dropWrongNetwork(p)
-		return fmt.Errorf("%w: %s answered: %s (this node is on %q; to join that network, set network in config.toml)",
-			ErrWrongNetwork, p, perr.Message, n.cfg.Network)
+		wrong = "answered: " + perr.Message
 	case err != nil:
 		return fmt.Errorf("node: hello to %s: %w", p, err)
 	case resp.Hello == nil:
 		return fmt.Errorf("node: hello to %s: answered with %q", p, resp.Type)
 	case resp.Hello.Network != n.cfg.Network:
+		wrong = fmt.Sprintf("is on network %q", resp.Hello.Network)
+	}
+	if wrong != "" {
 		n.m.WrongNetwork()
 		n.dropWrongNetwork(p)
-		return fmt.Errorf("%w: %s is on network %q, this node on %q (to join that network, set network in config.toml)",
-			ErrWrongNetwork, p, resp.Hello.Network, n.cfg.Network)
+		return fmt.Errorf("%w: %s %s (this node is on %q; to join that network, set network in config.toml)",
+			ErrWrongNetwork, p, wrong, n.cfg.Network)
 	}
 	n.recordHello(p, resp.Hello)
 	n.peerOf(p).SetHeardUs(true)

@@ -319,7 +319,7 @@ func (n *Node) Close() error {
 		errs = append(errs, r.Close())
 	}
 	n.log.Info("admission counters at shutdown", "limits", n.run.Admission().Snapshot())
-	n.run.Each(func(st *peerState) { n.dropPeerState(st.ID()) })
+	n.run.Each(func(st *peerState) { n.dropPeerState(st.ID(), false) })
 	errs = append(errs, n.closeStores())
 	return errors.Join(errs...)
 }
@@ -354,15 +354,7 @@ func (n *Node) Host() host.Host { return n.host }
 func (n *Node) Events() *eventlog.Log { return n.events }
 
 // FullAddrs returns the node's listen multiaddrs with /p2p/<id> appended.
-func (n *Node) FullAddrs() []string {
-	addrs := n.host.Addrs()
-	out := make([]string, 0, len(addrs))
-	suffix := "/p2p/" + n.host.ID().String()
-	for _, a := range addrs {
-		out = append(out, a.String()+suffix)
-	}
-	return out
-}
+func (n *Node) FullAddrs() []string { return p2p.FullAddrs(n.host) }
 
 // call is every request this node sends: req to p, solving a challenge
 // if one comes (proto.CallSolving).
@@ -442,11 +434,11 @@ func (n *Node) connected(_ network.Network, c network.Conn) {
 }
 
 // disconnected forgets a peer's run state once its last connection closes
-// (dropGonePeerState: what it showed goes to its record, or is remembered
+// (dropPeerState: what it showed goes to its record, or is remembered
 // a while). The notice of a closed connection can come late, after the
 // peer connected again: the state is then kept.
 func (n *Node) disconnected(nw network.Network, c network.Conn) {
-	n.dropGonePeerState(c.RemotePeer())
+	n.dropPeerState(c.RemotePeer(), true)
 	if nw.Connectedness(c.RemotePeer()) == network.NotConnected {
 		n.punches.Forget(c.RemotePeer())
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,15 +30,10 @@ type peerState = peers.Peer[link]
 type link struct {
 	// hello is this node's own hello to the peer in flight (greet).
 	hello singleflight.Group
-	// The streams it holds now, by kind, against the caps of its tier
-	// (streams.go).
-	unnegotiated, watsStreams, bitswapStreams atomic.Int32
 	// throttleLogged holds, per request type, the monotonic reading plus
 	// one of its last "peer throttled" line: within limits.LogInterval the
 	// line is suppressed here, without the LogCap's lock.
 	throttleLogged [core.NumRequests]atomic.Int64
-	// syncMu serializes the syncs from the peer (syncer.go).
-	syncMu sync.Mutex
 	// gap is set when gossip may have missed an event the peer forwarded
 	// and a sync from it is due at once (syncGap).
 	gap atomic.Bool
@@ -97,8 +91,8 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 	if !n.linked(p) {
 		// A stream's handler ran after the peer's last connection closed
 		// (and its notice went by): the state would never be dropped.
-		// dropGonePeerState checks again under the peer's stripe lock.
-		n.dropGonePeerState(p)
+		// Leave checks again under the peer's stripe lock.
+		n.dropPeerState(p, true)
 	}
 	return c.Peer
 }
@@ -119,20 +113,16 @@ func (n *Node) helloed(p peer.ID) bool {
 	return st != nil && st.Helloed()
 }
 
-// dropPeerState forgets p's state whether or not p is connected (at Close);
-// a disconnection is dropGonePeerState.
-func (n *Node) dropPeerState(p peer.ID) {
-	now, mono := n.clock()
-	if st := n.run.Leave(p, nil, now, mono); st != nil {
-		n.stopHeads(st)
+// dropPeerState forgets p's state (peers.Table.Leave), whether or not p
+// is connected (at Close), or, with gone, only once its last connection
+// closed.
+func (n *Node) dropPeerState(p peer.ID, gone bool) {
+	var linked func(peer.ID) bool
+	if gone {
+		linked = n.linked
 	}
-}
-
-// dropGonePeerState is dropPeerState at p's last disconnection: it does
-// nothing while p is connected (peers.Table.Leave).
-func (n *Node) dropGonePeerState(p peer.ID) {
 	now, mono := n.clock()
-	if st := n.run.Leave(p, n.linked, now, mono); st != nil {
+	if st := n.run.Leave(p, linked, now, mono); st != nil {
 		n.stopHeads(st)
 	}
 }

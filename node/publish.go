@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/ipfs/go-cid"
 
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
@@ -30,29 +29,15 @@ func (n *Node) AddEvent(ctx context.Context, kind string, body jsontext.Value, b
 }
 
 // sign makes an event of this node's, now; an invalid kind, body or blob
-// list is an error wrapping ErrInvalidEvent.
-//
-// Every blob the event names must be complete here and of the size the
-// event declares: the event names this node as the blobs' provider, and a
-// provider that does not serve what it names is backed off by its peers
-// (ADR 0014).
+// list, or a blob not complete here of the size declared
+// (blobs.Store.Holds), is an error wrapping ErrInvalidEvent.
 func (n *Node) sign(kind string, body jsontext.Value, blobs []eventlog.BlobRef) (*eventlog.Event, error) {
 	ev, err := eventlog.New(n.host.Peerstore().PrivKey(n.host.ID()), n.now(), kind, body, blobs)
+	if err == nil {
+		err = n.blobs.Holds(ev.Blobs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
-	}
-	for _, b := range ev.Blobs {
-		c, err := cid.Decode(b.CID)
-		if err != nil {
-			return nil, fmt.Errorf("%w: blob %q is not a CID", ErrInvalidEvent, b.CID)
-		}
-		size, ok := n.blobs.SizeOf(c)
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("%w: blob %s is not stored here; add it first (blob add)", ErrInvalidEvent, b.CID)
-		case size != b.Size:
-			return nil, fmt.Errorf("%w: blob %s is %d bytes here; the event declares %d", ErrInvalidEvent, b.CID, size, b.Size)
-		}
 	}
 	return ev, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -29,6 +30,17 @@ func (n *Node) overCap(st *peerState, kind string) {
 	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
 }
 
+// hold takes a stream of kind k for st within its tier's cap of caps
+// (peers.Peer.Hold); over it, the stream is counted (overCap, kind names
+// it) and false returned: the caller resets it.
+func (n *Node) hold(st *peerState, k peers.StreamKind, caps [limits.NumTiers]int32, kind string) bool {
+	if st.Hold(k, caps[st.Tier()]) {
+		return true
+	}
+	n.overCap(st, kind)
+	return false
+}
+
 // acceptStream is the host's handler of every inbound stream, in place of
 // libp2p's basic host's (which it does the same as, but for the cap and
 // the shorter deadline): hold the peer to its cap of streams not yet
@@ -36,14 +48,12 @@ func (n *Node) overCap(st *peerState, kind string) {
 // to the protocol's handler.
 func (n *Node) acceptStream(s network.Stream) {
 	st := n.peerOf(s.Conn().RemotePeer())
-	if st.Link.unnegotiated.Add(1) > p2p.UnnegotiatedCap[st.Tier()] {
-		st.Link.unnegotiated.Add(-1)
+	if !n.hold(st, peers.Unnegotiated, p2p.UnnegotiatedCap, "unnegotiated") {
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
-		n.overCap(st, "unnegotiated")
 		return
 	}
 	handle, err := p2p.Negotiate(n.host, s)
-	st.Link.unnegotiated.Add(-1)
+	st.Release(peers.Unnegotiated)
 	switch {
 	case proto.IsTimeout(err):
 		n.m.StreamTimeout("negotiation")

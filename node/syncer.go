@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -23,7 +22,7 @@ func (n *Node) newSyncClient() *catchup.Client {
 		Call: func(ctx context.Context, p peer.ID, req *proto.SyncRequest) (*proto.Response, error) {
 			return n.call(ctx, p, req)
 		},
-		Lock:       n.syncLock,
+		Lock:       n.run.SyncLock,
 		Cursor:     n.run.Cursor,
 		SaveCursor: n.run.SaveCursor,
 		Head: func(p peer.ID) (core.Cursor, bool) {
@@ -58,16 +57,6 @@ func (n *Node) syncLoop() {
 			n.sync.Trigger(n.ctx, p)
 		}
 	})
-}
-
-// syncLock returns the mutex that serializes syncs from p: the one of its
-// run state while it is connected (forgotten with it at disconnect, so a
-// flood of identities leaves nothing behind), else a fresh one.
-func (n *Node) syncLock(p peer.ID) *sync.Mutex {
-	if st := n.run.Get(p); st != nil {
-		return &st.Link.syncMu
-	}
-	return new(sync.Mutex)
 }
 
 // syncStored carries out what a sync from p stored (ADR 0030): events this

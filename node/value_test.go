@@ -72,7 +72,7 @@ func TestLateDisconnectionNoticeKeepsTheHello(t *testing.T) {
 	}
 
 	// A hello read while the state was dropped under it.
-	a.dropPeerState(b.ID())
+	a.dropPeerState(b.ID(), false)
 	if a.helloed(b.ID()) {
 		t.Fatal("b still helloed once its state was dropped")
 	}

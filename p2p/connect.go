@@ -125,3 +125,14 @@ func ParsePeer(s string) (peer.AddrInfo, error) {
 	}
 	return *ai, nil
 }
+
+// FullAddrs returns h's listen multiaddrs with /p2p/<id> appended.
+func FullAddrs(h host.Host) []string {
+	addrs := h.Addrs()
+	out := make([]string, 0, len(addrs))
+	suffix := "/p2p/" + h.ID().String()
+	for _, a := range addrs {
+		out = append(out, a.String()+suffix)
+	}
+	return out
+}

@@ -84,6 +84,10 @@ type Peer[L any] struct {
 	spam atomic.Uint64
 	// pages counts the sync pages being served to it (Table.Page).
 	pages atomic.Int32
+	// streams counts the inbound streams it holds, by kind (Hold).
+	streams [numStreamKinds]atomic.Int32
+	// syncMu serializes this node's syncs from it (Table.SyncLock).
+	syncMu sync.Mutex
 
 	// hist is its value history: the record's counts when the state was
 	// built, plus this run's.
@@ -331,6 +335,34 @@ func (st *Peer[L]) Pacer() *limits.Pacer {
 // disconnected, banned and counted as abusive. An honest peer stays within
 // its caps.
 const MaxCapRefusals = 64
+
+// StreamKind is a kind of inbound stream a peer holds against a cap of
+// its tier (ADR 0030; the caps are package p2p's).
+type StreamKind uint8
+
+const (
+	// Unnegotiated: a stream that has not named its protocol yet.
+	Unnegotiated StreamKind = iota
+	// WatsStream: a /wats/1 stream being handled.
+	WatsStream
+	// BitswapStream: an inbound bitswap stream.
+	BitswapStream
+	numStreamKinds
+)
+
+// Hold takes one inbound stream of kind k for the peer while it holds
+// fewer than limit; false when it holds as many (the caller resets the
+// stream and counts it, OverCap). Release gives it back.
+func (st *Peer[L]) Hold(k StreamKind, limit int32) bool {
+	if st.streams[k].Add(1) > limit {
+		st.streams[k].Add(-1)
+		return false
+	}
+	return true
+}
+
+// Release gives back a stream of kind k that Hold took.
+func (st *Peer[L]) Release(k StreamKind) { st.streams[k].Add(-1) }
 
 // StreamFloodBan is how long a peer past MaxCapRefusals is refused.
 const StreamFloodBan = time.Minute

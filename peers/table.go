@@ -172,6 +172,17 @@ func (t *Table[L]) Get(p peer.ID) *Peer[L] {
 	return nil
 }
 
+// SyncLock returns the mutex that serializes this node's syncs from p:
+// the one of its state while it is connected (forgotten with it at
+// disconnect, so a flood of identities leaves nothing behind), else a
+// fresh one.
+func (t *Table[L]) SyncLock(p peer.ID) *sync.Mutex {
+	if st := t.Get(p); st != nil {
+		return &st.syncMu
+	}
+	return new(sync.Mutex)
+}
+
 // TierOf is p's tier while connected (limits.TierNew otherwise): an
 // atomic read, cheap enough for gossipsub's RPC loop and the DHT's
 // request budget.
