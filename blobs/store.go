@@ -896,3 +896,13 @@ func (s *Store) Holds(refs []eventlog.BlobRef) error {
 	}
 	return nil
 }
+
+// CIDs returns the roots of the complete blobs (what the node provides on
+// the DHT).
+func (s *Store) CIDs() []cid.Cid {
+	var out []cid.Cid
+	for _, b := range s.List() {
+		out = append(out, b.CID)
+	}
+	return out
+}

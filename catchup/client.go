@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -201,6 +202,23 @@ func (c *Client) Trigger(ctx context.Context, p peer.ID) {
 				c.o.Logger.Debug("sync failed", "peer", p, "err", err)
 			}
 			return
+		}
+	})
+}
+
+// Again runs syncs from p while pending is set, clearing it before each:
+// a call while they run only sets it, so that one more run follows and
+// looks again at what the running one had passed (a gap gossip reported,
+// ADR 0031); more calls meanwhile add no further runs.
+func (c *Client) Again(ctx context.Context, p peer.ID, pending *atomic.Bool) {
+	if pending.Swap(true) {
+		return // a run is coming that will see it
+	}
+	c.o.Spawn(func() {
+		for pending.Swap(false) {
+			if _, err := c.Sync(ctx, p, SyncRun{}); err != nil && ctx.Err() == nil {
+				c.o.Logger.Debug("gap sync failed", "peer", p, "err", err)
+			}
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package catchup
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
 )
 
 // testClient is a Client on an in-memory log, with the cursors in a map.
@@ -24,6 +28,9 @@ type testClient struct {
 	cursors map[peer.ID]core.Cursor
 	added   int
 	invalid uint64
+	// call, if set, answers the sync requests (else an empty last page).
+	call func(ctx context.Context) (*proto.Response, error)
+	wg   sync.WaitGroup
 }
 
 func newTestClient(t *testing.T) *testClient {
@@ -49,6 +56,16 @@ func newTestClient(t *testing.T) *testClient {
 			tc.cursors[p] = c
 			return nil
 		},
+		Head:  func(peer.ID) (core.Cursor, bool) { return 0, false },
+		Pacer: func(peer.ID) *limits.Pacer { return nil },
+		Room:  func(int) error { return nil },
+		Call: func(ctx context.Context, _ peer.ID, _ *proto.SyncRequest) (*proto.Response, error) {
+			if tc.call != nil {
+				return tc.call(ctx)
+			}
+			return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{}}, nil
+		},
+		Spawn: func(f func()) { tc.wg.Go(f) },
 		Stored: func(_ peer.ID, added []*eventlog.Event, rejected []error) {
 			tc.added += len(added)
 			tc.invalid += Invalid(rejected)
@@ -129,5 +146,36 @@ func TestInvalid(t *testing.T) {
 	rejected := []error{eventlog.ErrFuture, fmt.Errorf("wrapped: %w", eventlog.ErrFuture), eventlog.ErrBadSignature, fmt.Errorf("other")}
 	if got := Invalid(rejected); got != 2 {
 		t.Fatalf("Invalid = %d, want 2", got)
+	}
+}
+
+// TestAgain: a gap while a gap's run goes on adds one run, not one per
+// gap; a gap once the runs ended starts another.
+func TestAgain(t *testing.T) {
+	c := newTestClient(t)
+	var runs atomic.Int32
+	started, release := make(chan struct{}, 10), make(chan struct{})
+	c.call = func(context.Context) (*proto.Response, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{}}, nil
+	}
+	var pending atomic.Bool
+	ctx := context.Background()
+	c.Again(ctx, "p", &pending)
+	<-started // the first run asks its page
+	for range 5 {
+		c.Again(ctx, "p", &pending)
+	}
+	close(release)
+	c.wg.Wait()
+	if got := runs.Load(); got != 2 {
+		t.Fatalf("%d runs for six gaps, five during the first run; want 2", got)
+	}
+	c.Again(ctx, "p", &pending)
+	c.wg.Wait()
+	if got := runs.Load(); got != 3 {
+		t.Fatalf("%d runs after a gap once they ended; want 3", got)
 	}
 }

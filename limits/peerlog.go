@@ -3,9 +3,12 @@ package limits
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // SummaryInterval is how often PeerLog.Summarize is meant to run: the
@@ -65,5 +68,21 @@ func (l *PeerLog) at(level slog.Level, p peer.ID, topic, msg string, args []any)
 func (l *PeerLog) Summarize() {
 	if k := l.Cap.TakeSuppressed(); k > 0 {
 		l.Log.Info("peer-caused log lines suppressed", "count", k, "since", SummaryInterval)
+	}
+}
+
+// Throttled logs "peer throttled" for p's request of type k refused (or
+// challenged) at the monotonic reading mono, within ADR 0014's once a
+// minute per peer and type: last is the peer's own mark of its last such
+// line (the reading plus one; 0 for none), checked first, so that a flood
+// from one id suppresses its lines without taking the LogCap's lock.
+func (l *PeerLog) Throttled(p peer.ID, k core.Request, last *atomic.Int64, mono time.Duration) {
+	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < LogInterval && mono >= time.Duration(t-1) {
+		l.Cap.Suppress()
+		return
+	}
+	if l.Cap.ShouldLog(p, ThrottledTopic(k), int64(mono)) {
+		last.Store(int64(mono) + 1)
+		l.Log.Info("peer throttled", "peer", p, "type", k.String())
 	}
 }

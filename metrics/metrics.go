@@ -103,7 +103,7 @@ func New(src Sources) *Metrics {
 		Name: "wats_requests_total", Help: "Decoded /wats/1 requests, by type.",
 	}, []string{"type"})
 	m.badRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wats_bad_requests_total", Help: "/wats/1 requests refused as malformed, by error code (frame: unreadable frame).",
+		Name: "wats_bad_requests_total", Help: "/wats/1 requests refused as malformed, by error code (too_large: a frame over the request cap; frame: unreadable frame).",
 	}, []string{"code"})
 	m.stored = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_events_stored_total", Help: "Events added to the log, by source.",

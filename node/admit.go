@@ -1,11 +1,13 @@
 package node
 
 import (
+	"errors"
 	"time"
 
-	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/peercache"
+	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
 
@@ -40,7 +42,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 		n.m.StrangerReportRefused()
 	}
 	if v.Throttled {
-		n.throttled(st, k, mono)
+		n.plog.Throttled(st.ID(), k, &st.Link.throttleLogged[k], mono)
 	}
 	switch v.Verdict {
 	case limits.Serve:
@@ -54,18 +56,35 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 	return &proto.Refused{Reason: limits.Refusal(k), RetryAfterMs: limits.RetryAfterMs(v.RetryAfter)}
 }
 
-// throttled logs "peer throttled" for st's request of kind k refused (or
-// challenged) at mono: ADR 0014's once a minute per peer and type is
-// checked on st first, so that a flood from one id suppresses its lines
-// without taking the LogCap's lock.
-func (n *Node) throttled(st *peerState, k core.Request, mono time.Duration) {
-	last := &st.Link.throttleLogged[k]
-	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < limits.LogInterval && mono >= time.Duration(t-1) {
-		n.plog.Cap.Suppress()
-		return
+// checkSolution verifies the solution of a resubmitted request from st's
+// peer. A valid one lets the request through (ADR 0014: past the per-peer
+// limit and the overload, within the solved ceiling); an invalid one is
+// counted by its reason, in the peer's history, and ignored, as if absent.
+func (n *Node) checkSolution(st *peerState, sol *proto.Solution, now time.Time, mono time.Duration) bool {
+	raw, ok := st.Raw()
+	if !ok {
+		return false
 	}
-	if n.plog.Cap.ShouldLog(st.ID(), limits.ThrottledTopic(k), int64(mono)) {
-		last.Store(int64(mono) + 1)
-		n.log.Info("peer throttled", "peer", st.ID(), "type", k.String())
+	err := n.issuer.Verify(challenge.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}, raw, now, mono)
+	if err != nil {
+		n.m.ChallengeFailed(challenge.FailureKind(err))
+		if !errors.Is(err, challenge.ErrCeiling) && !errors.Is(err, challenge.ErrForgotten) {
+			n.count(st, peers.Failed, 1) // the requester's fault
+		}
+		return false
 	}
+	n.m.ChallengeSolved()
+	return true
+}
+
+// issue returns a challenge for st's peer at the current effort; nil for a
+// peer without an Ed25519 key (which the gater refuses anyway).
+func (n *Node) issue(st *peerState, now time.Time, mono time.Duration) proto.Message {
+	raw, ok := st.Raw()
+	if !ok {
+		return nil
+	}
+	c := n.issuer.Issue(raw, now, mono)
+	n.m.ChallengeIssued()
+	return &proto.Challenge{Alg: c.Alg, Seed: c.Seed, Effort: c.Effort, Expires: c.Expires}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/gossip"
 	"github.com/wats-network/wats/internal/diskspace"
@@ -97,8 +96,7 @@ func (n *Node) spam(p peer.ID, k uint64) {
 	n.m.PeerBanned("gossip spam")
 	n.plog.Info(st.ID(), "gossip spam", "peer disconnected: it kept publishing events of its own past its budget",
 		"peer", st.ID(), "ban", peers.SpamBanFor)
-	n.gater.Ban(st.ID(), peers.SpamBanFor)
-	n.go_(func() { _ = n.host.Network().ClosePeer(st.ID()) })
+	n.ban(st.ID(), peers.SpamBanFor, 0)
 }
 
 // storeGossiped stores an event received by gossip, durably, before
@@ -127,27 +125,16 @@ func (n *Node) storeGossiped(d gossip.Delivery) error {
 	return nil
 }
 
-// syncGap syncs from p at once, not at the next sync.interval: gossip
-// dropped an envelope p forwarded for want of room, so an event may be
-// missing here (ADR 0031). A sync already running from p is waited for
-// and followed by one more, so that what it had passed is looked at
-// again; more gaps meanwhile add no further runs.
+// syncGap syncs from p at once, not at the next sync.interval
+// (catchup.Client.Again): gossip dropped an envelope p forwarded for want
+// of room, so an event may be missing here (ADR 0031).
 func (n *Node) syncGap(p peer.ID) {
 	st := n.run.Get(p)
 	if st == nil || !st.Helloed() {
 		return // no sync without hello; the hello's head starts one
 	}
 	n.m.SyncGap()
-	if st.Link.gap.Swap(true) {
-		return // a run is coming that will see it
-	}
-	n.go_(func() {
-		for st.Link.gap.Swap(false) {
-			if _, err := n.sync.Sync(n.ctx, p, catchup.SyncRun{}); err != nil && n.ctx.Err() == nil {
-				n.log.Debug("gap sync failed", "peer", p, "err", err)
-			}
-		}
-	})
+	n.sync.Again(n.ctx, p, &st.Link.gap)
 }
 
 // appScore is the application's part of p's gossipsub score

@@ -1,13 +1,16 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 
+	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -35,33 +38,22 @@ func (n *Node) handleStream(s network.Stream) {
 		return
 	}
 	defer st.Release(peers.WatsStream)
-	b, release, err := proto.ReadRequestFrame(s, start, p2p.MemoryPriority[st.Tier()])
+	req, release, answer, err := proto.ReadRequest(s, start, p2p.MemoryPriority[st.Tier()])
 	defer release()
-	if err != nil {
-		switch {
-		case errors.Is(err, proto.ErrFrameTooLarge):
-			n.m.BadRequest("frame")
-			n.count(st, peers.Invalid, 1)
-			proto.Reply(s, &proto.Error{Code: proto.CodeTooLarge, Message: err.Error()})
-		case proto.IsTimeout(err):
-			n.m.StreamTimeout("wats")
-			n.count(st, peers.Timeouts, 1)
-			s.Reset()
-		default:
-			n.m.BadRequest("frame")
-			s.Reset()
-		}
+	switch {
+	case proto.IsTimeout(err):
+		n.m.StreamTimeout("wats")
+		n.count(st, peers.Timeouts, 1)
+		s.Reset()
 		return
-	}
-	req, err := proto.DecodeRequest(b)
-	if err != nil {
-		var perr *proto.Error
-		if !errors.As(err, &perr) {
-			perr = &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
-		}
-		n.m.BadRequest(string(perr.Code))
+	case answer != nil: // the peer's fault: an invalid message
+		n.m.BadRequest(string(answer.Code))
 		n.count(st, peers.Invalid, 1)
-		proto.Reply(s, perr)
+		proto.Reply(s, answer)
+		return
+	case err != nil:
+		n.m.BadRequest("frame")
+		s.Reset()
 		return
 	}
 	n.m.Request(req.Type)
@@ -146,21 +138,13 @@ func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message
 // ownHello is this node's hello: its network, agent, features, listen
 // addresses (at most proto.MaxListenAddrs) and head.
 func (n *Node) ownHello() *proto.Hello {
-	addrs := n.host.Addrs()
-	listen := make([]string, 0, min(len(addrs), proto.MaxListenAddrs))
-	for _, a := range addrs {
-		if len(listen) == proto.MaxListenAddrs {
-			break
-		}
-		listen = append(listen, a.String())
-	}
 	l := n.cfg.Limits
 	return &proto.Hello{
 		Version:  proto.Version,
 		Network:  n.cfg.Network,
 		Agent:    n.agent,
 		Features: Features,
-		Listen:   listen,
+		Listen:   proto.Strings(n.host.Addrs(), proto.MaxListenAddrs),
 		Head:     n.events.Head(),
 		// Advertised so that peers pace themselves (ADR 0024).
 		Limits: &proto.HelloLimits{
@@ -172,13 +156,130 @@ func (n *Node) ownHello() *proto.Hello {
 
 // dropWrongNetwork disconnects p and refuses it for peers.WrongNetworkBan, after
 // the wrong_network response had a moment to reach it.
-func (n *Node) dropWrongNetwork(p peer.ID) {
-	n.gater.Ban(p, peers.WrongNetworkBan)
+func (n *Node) dropWrongNetwork(p peer.ID) { n.ban(p, peers.WrongNetworkBan, 100*time.Millisecond) }
+
+// ban refuses p for d (the gater) and closes its connections after wait,
+// a moment for a last answer to reach it.
+func (n *Node) ban(p peer.ID, d, wait time.Duration) {
+	n.gater.Ban(p, d)
 	n.go_(func() {
 		select {
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(wait):
 		case <-n.ctx.Done():
 		}
 		_ = n.host.Network().ClosePeer(p)
 	})
+}
+
+// overCap resets a stream of st's over one of its caps (kind names it, for
+// the metric) and, past peers.MaxCapRefusals in a second, disconnects and
+// bans the peer.
+func (n *Node) overCap(st *peerState, kind string) {
+	n.m.StreamRefused(kind)
+	flood, t, changed := st.OverCap(n.mono(n.now()))
+	if changed {
+		n.tierChanged(st, t)
+	}
+	if !flood {
+		return
+	}
+	n.m.PeerBanned("stream flood")
+	n.plog.Info(st.ID(), "stream flood", "peer disconnected: it kept opening streams past its caps", "peer", st.ID(),
+		"ban", peers.StreamFloodBan)
+	n.ban(st.ID(), peers.StreamFloodBan, 0)
+}
+
+// hold takes a stream of kind k for st within its tier's cap of caps
+// (peers.Peer.Hold); over it, the stream is counted (overCap, kind names
+// it) and false returned: the caller resets it.
+func (n *Node) hold(st *peerState, k peers.StreamKind, caps [limits.NumTiers]int32, kind string) bool {
+	if st.Hold(k, caps[st.Tier()]) {
+		return true
+	}
+	n.overCap(st, kind)
+	return false
+}
+
+// acceptStream is the host's handler of every inbound stream, in place of
+// libp2p's basic host's (which it does the same as, but for the cap and
+// the shorter deadline): hold the peer to its cap of streams not yet
+// negotiated, negotiate the protocol (p2p.Negotiate), then hand the stream
+// to the protocol's handler.
+func (n *Node) acceptStream(s network.Stream) {
+	st := n.peerOf(s.Conn().RemotePeer())
+	if !n.hold(st, peers.Unnegotiated, p2p.UnnegotiatedCap, "unnegotiated") {
+		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
+		return
+	}
+	handle, err := p2p.Negotiate(n.host, s)
+	st.Release(peers.Unnegotiated)
+	switch {
+	case proto.IsTimeout(err):
+		n.m.StreamTimeout("negotiation")
+		n.count(st, peers.Timeouts, 1)
+	case errors.Is(err, p2p.ErrProtocolScope):
+		n.m.StreamRefused("protocol")
+	case err == nil:
+		handle()
+	}
+}
+
+// ErrWrongNetwork is returned by Connect and greet when the peer is on
+// another network; the peer is then disconnected.
+var ErrWrongNetwork = errors.New("node: peer is on another network")
+
+// greet sends this node's hello to p and records the peer's answer. One
+// hello to a peer is in flight at a time: a second caller waits for its
+// outcome (singleflight), within the first one's bounds. A peer of another
+// network is disconnected.
+func (n *Node) greet(ctx context.Context, p peer.ID) error {
+	l := &n.peerOf(p).Link // the state greeted, even if p leaves meanwhile
+	_, err, _ := l.hello.Do("", func() (any, error) { return nil, n.sendHello(ctx, p) })
+	return err
+}
+
+// sendHello sends this node's hello to p and records the answer.
+func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
+	resp, err := n.call(ctx, p, n.ownHello())
+	var perr *proto.Error
+	var wrong string // what says that p is on another network
+	switch {
+	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
+		wrong = "answered: " + perr.Message
+	case err != nil:
+		return fmt.Errorf("node: hello to %s: %w", p, err)
+	case resp.Hello == nil:
+		return fmt.Errorf("node: hello to %s: answered with %q", p, resp.Type)
+	case resp.Hello.Network != n.cfg.Network:
+		wrong = fmt.Sprintf("is on network %q", resp.Hello.Network)
+	}
+	if wrong != "" {
+		n.m.WrongNetwork()
+		n.dropWrongNetwork(p)
+		return fmt.Errorf("%w: %s %s (this node is on %q; to join that network, set network in config.toml)",
+			ErrWrongNetwork, p, wrong, n.cfg.Network)
+	}
+	n.recordHello(p, resp.Hello)
+	n.peerOf(p).SetHeardUs(true)
+	return nil
+}
+
+// recordHello stores a peer's completed hello (peers.Table.SetHello): in
+// its state, in the peerstore (its listen addresses, for redials) and, if
+// it has a record, in the peer cache. If the peer's head is past the
+// cursor synced so far, a sync starts.
+func (n *Node) recordHello(p peer.ID, h *proto.Hello) {
+	now, mono := n.clock()
+	st, first, err := n.run.SetHello(p, h, func() *peerState { return n.peerOf(p) }, n.linked, now, mono)
+	if err != nil {
+		n.log.Warn("peer cache write failed", "peer", p, "err", err)
+	}
+	if first {
+		n.plog.Info(p, "hello", "peer completed hello", "peer", p, "agent", proto.TruncateText(h.Agent), "head", h.Head)
+	}
+	n.host.Peerstore().AddAddrs(p, h.ListenAddrs(), peerstore.RecentlyConnectedAddrTTL)
+	if head := h.Head; head > n.run.Cursor(p) {
+		n.sync.Trigger(n.ctx, p)
+	}
+	n.announceHeads(st, h)
 }

@@ -84,8 +84,7 @@ func (n *Node) peerState(p peer.ID, dir network.Direction) *peerState {
 		t := v.Tier()
 		n.m.StrangerEvicted(t)
 		n.plog.Debug(v.ID(), "evicted", "stranger evicted to make room for a newcomer", "peer", v.ID(), "tier", t)
-		n.gater.Ban(v.ID(), c.Ban)
-		n.go_(func() { _ = n.host.Network().ClosePeer(v.ID()) })
+		n.ban(v.ID(), c.Ban, 0)
 	}
 	p2p.TagTier(n.host, p, c.Peer.Tier())
 	if !n.linked(p) {

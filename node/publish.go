@@ -6,9 +6,12 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
+	"github.com/wats-network/wats/store"
 )
 
 // ErrInvalidEvent wraps the reason an event given to AddEvent was refused.
@@ -76,3 +79,72 @@ func (n *Node) has(id string) bool {
 	ok, err := n.events.Has(id)
 	return err == nil && ok
 }
+
+// serveCrashReport stores a crash event a peer submits (crash_report): it
+// must verify and be of kind "crash" with a valid crash body; it is then
+// stored and gossiped, with the submitter named as the provider of its
+// dump.
+func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashReportRequest) proto.Message {
+	ev, err := eventlog.Decode(r.Event)
+	if err == nil {
+		err = ev.Verify(n.now())
+	}
+	if err == nil && ev.Kind != eventlog.KindCrash {
+		err = fmt.Errorf("event of kind %q, want %q", ev.Kind, eventlog.KindCrash)
+	}
+	if err != nil {
+		n.m.EventsDropped("crash_report", 1)
+		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}
+	}
+	if err := n.storeAndGossip(ctx, ev, "crash_report", []proto.Provider{proto.ProviderOf(p, n.host.Peerstore().Addrs(p))}); err != nil {
+		msg := "could not store the report"
+		if errors.Is(err, ErrDiskFull) {
+			msg += ": the node's disk is full; try again later"
+		}
+		return &proto.Error{Code: proto.CodeInternal, Message: msg}
+	}
+	// The dump is fetched within the bounds of every fetch, the submitter
+	// first and holding one of its fetch slots (ADR 0029).
+	if n.fetch != nil {
+		n.fetch.FetchDumps(n.ctx, p, ev.Blobs, n.go_)
+	}
+	return &proto.CrashReportResponse{ID: ev.ID}
+}
+
+// ReportCrash signs a crash event with this node's key (the fingerprint is
+// computed when empty) with the dump blob if given, and either stores and
+// gossips it here, or, with to set, submits it to that peer by
+// crash_report. It returns the event.
+func (n *Node) ReportCrash(ctx context.Context, c eventlog.Crash, dump *eventlog.BlobRef, to peer.ID) (*eventlog.Event, error) {
+	body, err := c.Body()
+	if err != nil {
+		return nil, err
+	}
+	var refs []eventlog.BlobRef
+	if dump != nil {
+		refs = []eventlog.BlobRef{*dump}
+	}
+	if to == "" {
+		return n.AddEvent(ctx, eventlog.KindCrash, body, refs)
+	}
+	ev, err := n.sign(eventlog.KindCrash, body, refs)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := ev.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.call(ctx, to, &proto.CrashReportRequest{Event: raw})
+	if err != nil {
+		return nil, fmt.Errorf("node: crash_report to %s: %w", to, err)
+	}
+	if resp.CrashReport == nil || resp.CrashReport.ID != ev.ID {
+		return nil, errors.New("node: crash_report answered with another id")
+	}
+	return ev, nil
+}
+
+// CrashGroups groups the crash events of the log by fingerprint, most
+// recent first (store.CrashGroups).
+func (n *Node) CrashGroups() ([]api.CrashGroup, error) { return store.CrashGroups(n.events) }

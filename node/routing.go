@@ -36,15 +36,9 @@ func (n *Node) startRouting() error {
 		Bootstrap: func() []peer.AddrInfo {
 			return routing.BootstrapPeers(n.host.ID(), n.cfg.P2P.Bootstrap, n.peers.Known())
 		},
-		Blobs: func() []cid.Cid {
-			var out []cid.Cid
-			for _, b := range n.blobs.List() {
-				out = append(out, b.CID)
-			}
-			return out
-		},
-		Tier: n.run.TierOf,
-		Mono: func() int64 { return int64(n.mono(n.now())) },
+		Blobs: n.blobs.CIDs,
+		Tier:  n.run.TierOf,
+		Mono:  func() int64 { return int64(n.mono(n.now())) },
 		Refused: func(p peer.ID, typ pb.Message_MessageType, why string) {
 			n.m.DhtRefused()
 			n.plog.Info(p, "dht", "DHT request refused: "+why, "peer", p, "type", typ.String())

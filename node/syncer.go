@@ -7,7 +7,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/catchup"
-	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
@@ -25,13 +24,8 @@ func (n *Node) newSyncClient() *catchup.Client {
 		Lock:       n.run.SyncLock,
 		Cursor:     n.run.Cursor,
 		SaveCursor: n.run.SaveCursor,
-		Head: func(p peer.ID) (core.Cursor, bool) {
-			if st := n.run.Get(p); st != nil && st.Hello() != nil {
-				return st.Hello().Head, true
-			}
-			return 0, false
-		},
-		Pacer: n.run.Pacer,
+		Head:       n.run.Head,
+		Pacer:      n.run.Pacer,
 		Share: func(p peer.ID) catchup.Share {
 			if ps := n.run.Get(p); ps != nil && !n.standing(ps) {
 				return n.run.NewAuthorShare(p, n.clock, n.linked)

@@ -183,6 +183,17 @@ func (t *Table[L]) SyncLock(p peer.ID) *sync.Mutex {
 	return new(sync.Mutex)
 }
 
+// Head is the head p's hello named, while it is connected; ok is false
+// before a hello.
+func (t *Table[L]) Head(p peer.ID) (head core.Cursor, ok bool) {
+	if st := t.Get(p); st != nil {
+		if h := st.Hello(); h != nil {
+			return h.Head, true
+		}
+	}
+	return 0, false
+}
+
 // TierOf is p's tier while connected (limits.TierNew otherwise): an
 // atomic read, cheap enough for gossipsub's RPC loop and the DHT's
 // request budget.

@@ -253,3 +253,24 @@ func Reply(s network.Stream, m Message) error {
 	}
 	return s.Close()
 }
+
+// ReadRequest reads and decodes the request of a responder's stream
+// opened at start (ReadRequestFrame, DecodeRequest); release gives back
+// the frame's memory. On an error, answer is what to send the peer for a
+// request it got wrong (its fault, counted as invalid): CodeTooLarge for
+// a frame over MaxRequestBytes (err wraps ErrFrameTooLarge), the decode's
+// *Error otherwise; nil for a stream to reset without an answer (a
+// deadline passed, IsTimeout(err); or the frame could not be read).
+func ReadRequest(s network.Stream, start time.Time, prio uint8) (req *Request, release func(), answer *Error, err error) {
+	b, release, err := ReadRequestFrame(s, start, prio)
+	if errors.Is(err, ErrFrameTooLarge) {
+		return nil, release, &Error{Code: CodeTooLarge, Message: err.Error()}, err
+	}
+	if err != nil {
+		return nil, release, nil, err
+	}
+	if req, err = DecodeRequest(b); err != nil && !errors.As(err, &answer) {
+		answer = &Error{Code: CodeBadRequest, Message: err.Error()}
+	}
+	return req, release, answer, err
+}

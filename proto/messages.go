@@ -151,11 +151,17 @@ type Provider struct {
 // ProviderOf names peer p as a provider, with at most MaxProviderAddrs of
 // addrs (never nil).
 func ProviderOf(p peer.ID, addrs []ma.Multiaddr) Provider {
-	pv := Provider{ID: p.String(), Addrs: []string{}}
-	for _, a := range addrs[:min(len(addrs), MaxProviderAddrs)] {
-		pv.Addrs = append(pv.Addrs, a.String())
+	return Provider{ID: p.String(), Addrs: Strings(addrs, MaxProviderAddrs)}
+}
+
+// Strings returns the first max of addrs as strings (never nil), as a
+// hello's listen addresses and a provider's are sent.
+func Strings(addrs []ma.Multiaddr, max int) []string {
+	out := make([]string, 0, min(len(addrs), max))
+	for _, a := range addrs[:min(len(addrs), max)] {
+		out = append(out, a.String())
 	}
-	return pv
+	return out
 }
 
 // AddrInfos parses the providers of an envelope or a replicate request
