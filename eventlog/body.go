@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -114,6 +116,23 @@ func Fingerprint(program, reason, stack string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(stack), "\n")
 	sum := blake3.Sum256([]byte(program + "\n" + reason + "\n" + first + "\n"))
 	return hex.EncodeToString(sum[:])
+}
+
+// DecodeCrash decodes a crash event a peer submits (crash_report) and
+// verifies it at now: Decode's and Verify's errors, or one for an event
+// of another kind than KindCrash.
+func DecodeCrash(raw []byte, now time.Time) (*Event, error) {
+	ev, err := Decode(raw)
+	if err == nil {
+		err = ev.Verify(now)
+	}
+	if err == nil && ev.Kind != KindCrash {
+		err = fmt.Errorf("event of kind %q, want %q", ev.Kind, KindCrash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
 }
 
 // ParseCrash decodes and checks a crash body. Errors are *ValidationError

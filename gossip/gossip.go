@@ -268,10 +268,18 @@ func Join(ctx context.Context, h host.Host, network string, opts *Options) (*Gos
 	return g, nil
 }
 
-// Publish sends an envelope with the event and providers to the topic. The
-// envelope is validated like any received one first, so a node never
+// Publish sends an envelope with the event and providers to the topic,
+// naming the providers only for an event with blobs (docs/design.md §6).
+// The envelope is validated like any received one first, so a node never
 // publishes what its peers would reject.
-func (g *Gossip) Publish(ctx context.Context, event jsontext.Value, providers []proto.Provider) error {
+func (g *Gossip) Publish(ctx context.Context, ev *eventlog.Event, providers []proto.Provider) error {
+	event, err := ev.Marshal()
+	if err != nil {
+		return err
+	}
+	if len(ev.Blobs) == 0 {
+		providers = nil
+	}
 	env := &proto.Envelope{Event: event, Providers: providers}
 	b, err := proto.MarshalEnvelope(env)
 	if err != nil {

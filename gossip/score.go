@@ -156,14 +156,20 @@ func (g *Gossip) Score(p peer.ID) (float64, bool) {
 	return v, ok
 }
 
-// ScoreBands counts the peers of the last score report by band, for
-// metrics without a label per peer: ScoreBands()[b] is how many peers
-// are in band b (see Band).
-func (g *Gossip) ScoreBands() [NumBands]int {
-	var out [NumBands]int
+// ScoreBands counts the peers of the last score report by band name
+// (Band.String), every band named, for metrics without a label per peer;
+// a nil g (gossip off) has none.
+func (g *Gossip) ScoreBands() map[string]int {
+	if g == nil {
+		return nil
+	}
+	out := make(map[string]int, NumBands)
+	for b := range Band(NumBands) {
+		out[b.String()] = 0
+	}
 	if m := g.scores.Load(); m != nil {
 		for _, s := range *m {
-			out[BandOf(s)]++
+			out[BandOf(s).String()]++
 		}
 	}
 	return out

@@ -38,7 +38,7 @@ func (n *Node) Status() api.Status {
 
 		PeerID:        n.host.ID().String(),
 		Network:       n.cfg.Network,
-		Agent:         n.agent,
+		Agent:         n.o.Agent,
 		Peers:         len(n.run.Helloed(-1)),
 		Events:        uint64(n.events.Head()),
 		Head:          uint64(n.events.Head()),
@@ -144,15 +144,15 @@ func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via metr
 }
 
 // Agent returns the agent the node sends in hello (Options.Agent).
-func (n *Node) Agent() string { return n.agent }
+func (n *Node) Agent() string { return n.o.Agent }
 
 // RunningConfig returns the configuration the node runs with: its config,
 // with log.level as the daemon last set it (Options.LogLevel). The copy is
 // shallow; its lists must only be read.
 func (n *Node) RunningConfig() config.Config {
 	cfg := *n.cfg
-	if n.logLevel != nil {
-		cfg.Log.Level = strings.ToLower(n.logLevel.Level().String())
+	if n.o.LogLevel != nil {
+		cfg.Log.Level = strings.ToLower(n.o.LogLevel.Level().String())
 	}
 	return cfg
 }

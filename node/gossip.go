@@ -36,7 +36,7 @@ func (n *Node) gossipOptions() *gossip.Options {
 		Missed:     n.syncGap,
 		AppScore:   n.appScore,
 		Now:        n.now,
-		TracePath:  n.gossipTrace,
+		TracePath:  n.o.GossipTrace,
 	}
 }
 

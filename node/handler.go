@@ -142,7 +142,7 @@ func (n *Node) ownHello() *proto.Hello {
 	return &proto.Hello{
 		Version:  proto.Version,
 		Network:  n.cfg.Network,
-		Agent:    n.agent,
+		Agent:    n.o.Agent,
 		Features: Features,
 		Listen:   proto.Strings(n.host.Addrs(), proto.MaxListenAddrs),
 		Head:     n.events.Head(),

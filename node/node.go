@@ -48,11 +48,10 @@ var Features = []string{proto.FeatureChallenge, proto.FeatureHeads}
 // it. The exported methods are safe for concurrent use.
 type Node struct {
 	cfg *config.Config
+	// o are the node's Options, their defaults set.
+	o   Options
 	log *slog.Logger
-	// logLevel is Options.LogLevel (nil: none).
-	logLevel *slog.LevelVar
-	agent    string
-	now      func() time.Time
+	now func() time.Time
 
 	// stores are the database and the stores on it: db, its writes
 	// checked against the disk's free space (ADR 0044), events, lost,
@@ -103,19 +102,15 @@ type Node struct {
 	inFlight atomic.Int64
 	// sync is the sync client (syncer.go).
 	sync *catchup.Client
-	// gossipTrace is Options.GossipTrace.
-	gossipTrace string
 	// dropGossip, when set (tests), names the gossiped events to drop
 	// unseen, as a full queue on the way would: not stored, not
 	// forwarded, no gap reported (gossipHas).
 	dropGossip atomic.Pointer[func(id string) bool]
 	m          *metrics.Metrics
 
-	// epoch is the base of the node's monotonic readings (mono), and
-	// monoClock is Options.Mono.
-	epoch     time.Time
-	monoClock func() time.Duration
-	started   time.Time
+	// epoch is the base of the node's monotonic readings (mono).
+	epoch   time.Time
+	started time.Time
 
 	// ctx is cancelled by Close; every goroutine the node starts uses it and
 	// is counted in wg.
@@ -144,8 +139,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	}
 	o.EnsureDefaults()
 	now := o.Now
-	n := &Node{cfg: cfg, log: o.Logger, logLevel: o.LogLevel, agent: o.Agent, now: now, epoch: now(), monoClock: o.Mono,
-		gossipTrace: o.GossipTrace}
+	n := &Node{cfg: cfg, o: o, log: o.Logger, now: now, epoch: now()}
 	n.plog = limits.NewPeerLog(n.log, func() time.Duration { return n.mono(n.now()) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := cfg.Limits.Validate(); err != nil {
@@ -160,16 +154,15 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		Pinned: n.blobPinned})
 	ok := false
 	defer func() {
-		if !ok {
+		if !ok { // what New opened, it closes
+			if n.host != nil {
+				n.host.Close()
+			}
 			n.closeStores()
 		}
 	}()
 	if err != nil {
-		var damaged *store.DamagedError
-		if errors.As(err, &damaged) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, err // a *store.DamagedError as it is
 	}
 	n.db, n.events, n.lost, n.peers, n.blobs = n.stores.DB, n.stores.Events, n.stores.Lost, n.stores.Peers, n.stores.Blobs
 	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
@@ -185,7 +178,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.host, err = p2p.NewHost(n.cfg, key, n.agent, n.gater, n.peers.Has, nat...); err != nil {
+	if n.host, err = p2p.NewHost(n.cfg, key, n.o.Agent, n.gater, n.peers.Has, nat...); err != nil {
 		return nil, err
 	}
 	n.dialer = p2p.NewDialer(n.host, n.log)
@@ -469,16 +462,7 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			}
 			return n.db.Metrics()
 		},
-		ScoreBands: func() map[string]int {
-			if n.gossip == nil {
-				return nil
-			}
-			out := make(map[string]int)
-			for b, k := range n.gossip.ScoreBands() {
-				out[gossip.Band(b).String()] = k
-			}
-			return out
-		},
+		ScoreBands: func() map[string]int { return n.gossip.ScoreBands() },
 		Log: func() (events, bytes, authors, commits uint64, ok bool) {
 			u, a := n.events.Usage()
 			return u.Events, u.Bytes, uint64(a), n.events.Commits(), true

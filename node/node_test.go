@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -386,4 +387,29 @@ func TestNewInMemory(t *testing.T) {
 	if got := n.events.Head(); got != 1 {
 		t.Fatalf("head %d after one event, want 1", got)
 	}
+}
+
+// TestNewClosesWhatItOpened: a New that fails after it built the host (an
+// identity key that is not Ed25519) closes the host: its port is free for
+// the next New.
+func TestNewClosesWhatItOpened(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.Listen = []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port)}
+	secp, _, _ := crypto.GenerateSecp256k1Key(nil)
+	if n, err := New(cfg, secp, &Options{Logger: quietLogger()}); err == nil {
+		n.Close()
+		t.Fatal("a node with a secp256k1 identity was built")
+	}
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	n, err := New(cfg, key, &Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("the port of the failed New is still held: %v", err)
+	}
+	n.Close()
 }

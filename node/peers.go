@@ -51,8 +51,8 @@ type link struct {
 // now's monotonic clock (time.Now has one, so a step of the wall clock does
 // not move it), or from Options.Mono when set.
 func (n *Node) mono(now time.Time) time.Duration {
-	if n.monoClock != nil {
-		return n.monoClock()
+	if n.o.Mono != nil {
+		return n.o.Mono()
 	}
 	return now.Sub(n.epoch)
 }

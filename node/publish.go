@@ -57,14 +57,7 @@ func (n *Node) storeAndGossip(ctx context.Context, ev *eventlog.Event, source st
 	if len(added) == 0 || n.gossip == nil {
 		return nil
 	}
-	if len(ev.Blobs) == 0 {
-		providers = nil
-	}
-	raw, err := ev.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := n.gossip.Publish(ctx, raw, providers); err != nil {
+	if err := n.gossip.Publish(ctx, ev, providers); err != nil {
 		n.log.Warn("gossip publish failed; peers will catch up by sync", "event", ev.ID, "err", err)
 	}
 	return nil
@@ -85,13 +78,7 @@ func (n *Node) has(id string) bool {
 // stored and gossiped, with the submitter named as the provider of its
 // dump.
 func (n *Node) serveCrashReport(ctx context.Context, p peer.ID, r *proto.CrashReportRequest) proto.Message {
-	ev, err := eventlog.Decode(r.Event)
-	if err == nil {
-		err = ev.Verify(n.now())
-	}
-	if err == nil && ev.Kind != eventlog.KindCrash {
-		err = fmt.Errorf("event of kind %q, want %q", ev.Kind, eventlog.KindCrash)
-	}
+	ev, err := eventlog.DecodeCrash(r.Event, n.now())
 	if err != nil {
 		n.m.EventsDropped("crash_report", 1)
 		return &proto.Error{Code: proto.CodeBadRequest, Message: proto.TruncateText("crash_report: " + err.Error())}

@@ -3,11 +3,15 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/heads"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
@@ -85,4 +89,101 @@ func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgre
 		}
 	}
 	return n.sync.Sync(ctx, p, catchup.SyncRun{Progress: progress})
+}
+
+// Heads announcements (docs/adr/0041): this node announces its head to
+// every peer that completed hello and advertised proto.FeatureHeads, and
+// pulls from each peer, a page at a time within the pull budget, what its
+// announcements name and this node lacks. No event then depends on the
+// periodic sync: one that any queue dropped on the way arrives in
+// seconds.
+
+// newHeadsTracker returns the tracker of the peers' announcements, wired
+// to this node.
+func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
+	return heads.NewTracker(heads.Options{
+		Cursor:  n.run.Cursor,
+		Advance: n.sync.Advance,
+		Has:     n.events.HasShort,
+		Allow:   n.allowPull,
+		Pull:    n.sync.Pull,
+		Pulled:  func(_ peer.ID, outcome string) { n.m.HeadsPulled(outcome) },
+	})
+}
+
+// standing reports whether st's peer has standing for what it brings
+// (peers.Table.Standing, ADR 0041).
+func (n *Node) standing(st *peerState) bool {
+	now, mono := n.clock()
+	return n.run.Standing(st, now, mono)
+}
+
+// allowPull takes a token of p's pull budget (heads.Options.Allow;
+// peers.Table.AllowPull).
+func (n *Node) allowPull(p peer.ID) (bool, time.Duration) {
+	now, mono := n.clock()
+	return n.run.AllowPull(p, now, mono)
+}
+
+// announceHeads starts this node's announcer to st's peer
+// (heads.Announcer), unless one runs or the peer does not read
+// announcements, until the peer disconnects.
+func (n *Node) announceHeads(st *peerState, h *proto.Hello) {
+	if !slices.Contains(h.Features, proto.FeatureHeads) || !st.Link.announcing.CompareAndSwap(false, true) {
+		return
+	}
+	n.go_(func() {
+		defer st.Link.announcing.Store(false)
+		ctx, cancel := context.WithCancel(n.ctx)
+		defer cancel()
+		// stopHeads sets stopped, then cancels what it finds: stored
+		// first, then stopped read, one of the two sees the other.
+		if st.Link.announceStop.Store(&cancel); st.Link.stopped.Load() {
+			return
+		}
+		open := func(ctx context.Context) (heads.Stream, func(error), error) {
+			s, done, err := heads.Open(ctx, n.host, st.ID(), func() { n.m.HeadsAnnounced("out") })
+			if err == nil {
+				n.m.HeadsStream()
+			}
+			return s, done, err
+		}
+		heads.Announcer(ctx, n.events, open, func(err error, wait time.Duration) {
+			n.log.Debug("heads: announcer stopped; will retry", "peer", st.ID(), "err", err, "in", wait)
+		})
+	})
+}
+
+// handleHeads reads a peer's Heads stream (proto.HeadsID) into the
+// tracker until it ends (heads.Serve): one stream per peer (a new one
+// replaces the last). A bad announcement counts as an invalid message in
+// the peer's history (ADR 0030).
+func (n *Node) handleHeads(s network.Stream) {
+	p := s.Conn().RemotePeer()
+	st := n.run.Get(p)
+	if st == nil {
+		s.Reset()
+		return
+	}
+	if old := st.Link.headsIn.Swap(&s); old != nil {
+		(*old).Reset()
+	}
+	defer st.Link.headsIn.CompareAndSwap(&s, nil)
+	if err := heads.Serve(s, n.heads, func() { n.m.HeadsAnnounced("in") }); heads.Bad(err) {
+		n.m.BadRequest("heads")
+		n.count(st, peers.Invalid, 1)
+		n.plog.Info(p, "bad heads", "peer sent a bad heads announcement; stream reset", "peer", p, "err", err)
+	}
+}
+
+// stopHeads ends what st's peer had of heads at its disconnection: the
+// announcer (its context cancelled) and the tracker's state.
+func (n *Node) stopHeads(st *peerState) {
+	st.Link.stopped.Store(true)
+	if cancel := st.Link.announceStop.Load(); cancel != nil {
+		(*cancel)()
+	}
+	if n.heads != nil {
+		n.heads.Forget(st.ID())
+	}
 }
