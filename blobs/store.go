@@ -906,3 +906,16 @@ func (s *Store) CIDs() []cid.Cid {
 	}
 	return out
 }
+
+// ImportSized is Import of a blob whose size the caller knows (a file's,
+// a request's Content-Length), size bytes, checked first (CheckImport) so
+// that a blob over the bounds is refused before a byte is read; a size of
+// -1 is not known.
+func (s *Store) ImportSized(ctx context.Context, r io.Reader, size int64) (cid.Cid, uint64, error) {
+	if size >= 0 {
+		if err := s.CheckImport(uint64(size)); err != nil {
+			return cid.Undef, 0, err
+		}
+	}
+	return s.Import(ctx, r)
+}

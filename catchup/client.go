@@ -30,7 +30,7 @@ type ClientOptions struct {
 	Log *eventlog.Log
 	// Call sends a sync request to p (the node's request, which solves
 	// the challenges p answers with).
-	Call func(ctx context.Context, p peer.ID, req *proto.SyncRequest) (*proto.Response, error)
+	Call func(ctx context.Context, p peer.ID, req proto.Message) (*proto.Response, error)
 	// Lock returns the mutex that serializes the runs from p (and the
 	// moves of its cursor).
 	Lock func(p peer.ID) *sync.Mutex

@@ -59,7 +59,7 @@ func newTestClient(t *testing.T) *testClient {
 		Head:  func(peer.ID) (core.Cursor, bool) { return 0, false },
 		Pacer: func(peer.ID) *limits.Pacer { return nil },
 		Room:  func(int) error { return nil },
-		Call: func(ctx context.Context, _ peer.ID, _ *proto.SyncRequest) (*proto.Response, error) {
+		Call: func(ctx context.Context, _ peer.ID, _ proto.Message) (*proto.Response, error) {
 			if tc.call != nil {
 				return tc.call(ctx)
 			}

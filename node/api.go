@@ -105,40 +105,20 @@ func (n *Node) Diag() api.Diag { return n.run.Diag(n.plog.Cap.Logged()) }
 // first, with each peer's tier and why.
 func (n *Node) PeerCache() []api.CachedPeer {
 	now, mono := n.clock()
-	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) {
-		if st := n.run.Get(id); st != nil {
-			return st.History(), st.Reputed(mono), true // with this run's counts not folded yet
-		}
-		return limits.History{}, false, false
-	})
+	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) { return n.run.Live(id, mono) })
 }
 
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).
 func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs) }
 
-// What the control server (package daemon) reads and drives of a
-// running node, beside the methods that answer in api's types
-// (Status, Peers, Limits, Diag, PeerCache, CrashGroups).
-
 // Blobs returns the node's blob store.
 func (n *Node) Blobs() *blobs.Store { return n.blobs }
 
-// ImportBlob stores the bytes of r as a blob (blobs.Store.Import, with its
-// bounds) and counts the import by via and outcome. size is the blob's
-// size when the caller knows it (a file's, a request's Content-Length),
-// -1 if not: a known size over the bounds is refused before r is read.
+// ImportBlob stores the bytes of r, size of them or -1 if not known, as a
+// blob (blobs.Store.ImportSized, with its bounds) and counts the import by
+// via and outcome.
 func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via metrics.ImportVia) (cid.Cid, uint64, error) {
-	var (
-		c   cid.Cid
-		got uint64
-		err error
-	)
-	if size >= 0 {
-		err = n.blobs.CheckImport(uint64(size))
-	}
-	if err == nil {
-		c, got, err = n.blobs.Import(ctx, r)
-	}
+	c, got, err := n.blobs.ImportSized(ctx, r, size)
 	n.m.BlobImport(via, blobs.Outcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
 }

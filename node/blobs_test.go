@@ -383,7 +383,7 @@ func TestFetchFromAPeerWithoutWats(t *testing.T) {
 	b.Host().Peerstore().AddAddrs(h.ID(), h.Addrs(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: size, Sources: blobs.Sources{First: h.ID()}}); err != nil {
+	if err := b.fetch.Fetch(ctx, blobs.Request{CID: c, Size: size, Sources: blobs.Sources{First: h.ID()}}); err != nil {
 		t.Fatalf("fetch from a bitswap-only peer: %v", err)
 	}
 	if !holds(b, eventlog.BlobRef{CID: c.String()}) {

@@ -118,14 +118,6 @@ func (n *Node) fetchFor(p peer.ID, size uint64) (release func(), ok bool) {
 // nil before Start.
 func (n *Node) Fetching() *blobs.Service { return n.fetch }
 
-// FetchBlob makes blob r.CID complete here (blobs.Service.Fetch).
-func (n *Node) FetchBlob(ctx context.Context, r blobs.Request) error {
-	if n.fetch == nil {
-		return errors.New("node: not started")
-	}
-	return n.fetch.Fetch(ctx, r)
-}
-
 // Replicate asks peer to keep copies of refs, naming this node as their
 // provider (it is tried first), and returns the peer's answer.
 func (n *Node) Replicate(ctx context.Context, to peer.ID, refs []proto.BlobRef) (*proto.ReplicateResponse, error) {

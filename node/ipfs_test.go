@@ -80,7 +80,7 @@ func TestConnectBitswapOnlyPeer(t *testing.T) {
 		t.Fatal("the bitswap-only peer is not listed")
 	}
 	c := mustCID(t, ipfs.cid)
-	if err := n.FetchBlob(ctx, blobs.Request{CID: c, Size: ipfs.size, Sources: blobs.Sources{First: p, FirstExempt: true}}); err != nil {
+	if err := n.fetch.Fetch(ctx, blobs.Request{CID: c, Size: ipfs.size, Sources: blobs.Sources{First: p, FirstExempt: true}}); err != nil {
 		t.Fatalf("fetch from the bitswap-only peer: %v", err)
 	}
 	var got bytes.Buffer

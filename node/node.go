@@ -205,7 +205,13 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		ok, err := n.events.NamesBlob(c.String())
 		return err == nil && ok
 	}}
-	if n.heads, err = n.newHeadsTracker(); err != nil {
+	if n.heads, err = heads.NewTracker(heads.Options{Cursor: n.run.Cursor, Advance: n.sync.Advance, Has: n.events.HasShort,
+		Allow: func(p peer.ID) (bool, time.Duration) {
+			now, mono := n.clock()
+			return n.run.AllowPull(p, now, mono) // the pull budget (ADR 0041)
+		},
+		Pull: n.sync.Pull, Pulled: func(_ peer.ID, outcome string) { n.m.HeadsPulled(outcome) },
+	}); err != nil {
 		return nil, err
 	}
 	n.host.SetStreamHandler(proto.ID, n.handleStream)
@@ -235,9 +241,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if n.cfg.P2P.MDNS {
 		var err error
-		if n.mdns, err = p2p.StartMDNS(n.ctx, n.host, n.cfg.Network, n.go_, func(p peer.ID, err error) {
-			n.log.Debug("mDNS peer unreachable", "peer", p, "err", err)
-		}); err != nil {
+		if n.mdns, err = p2p.StartMDNS(n.ctx, n.host, n.cfg.Network, n.go_, n.log); err != nil {
 			return err
 		}
 	}

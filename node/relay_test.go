@@ -54,7 +54,7 @@ func TestRelayedConnectionCarriesHelloNotBlobs(t *testing.T) {
 	// off, and it is the only connection).
 	waitHead(t, 10*time.Second, 5, getter)
 	c, _ := cid.Decode(ref.CID)
-	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{First: holder.ID(), FirstExempt: true}})
+	err := getter.fetch.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{First: holder.ID(), FirstExempt: true}})
 	if !errors.Is(err, blobs.ErrRelayedOnly) {
 		t.Fatalf("fetch over the relay: %v, want ErrRelayedOnly", err)
 	}

@@ -147,7 +147,7 @@ func TestFetchByCIDFromADHTProvider(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), blobs.FetchTimeout)
 	defer cancel()
 	// Named: only the stopped node, as a gossip hint whose provider left.
-	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{Named: []peer.AddrInfo{{ID: goneID}}}})
+	err := getter.fetch.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size, Sources: blobs.Sources{Named: []peer.AddrInfo{{ID: goneID}}}})
 	if err != nil {
 		t.Fatalf("fetch with a stopped named provider: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestFetchWithTheDHTOffFindsNoProvider(t *testing.T) {
 	c, _ := cid.Decode(ref.CID)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := getter.FetchBlob(ctx, blobs.Request{CID: c, Size: ref.Size})
+	err := getter.fetch.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size})
 	if !errors.Is(err, blobs.ErrNoProvider) {
 		t.Fatalf("fetch with the DHT off and no provider named: %v, want ErrNoProvider", err)
 	}

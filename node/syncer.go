@@ -21,17 +21,16 @@ import (
 // standing, the share of new authors' events it brings within (ADR 0041).
 func (n *Node) newSyncClient() *catchup.Client {
 	return catchup.NewClient(catchup.ClientOptions{
-		Log: n.events,
-		Call: func(ctx context.Context, p peer.ID, req *proto.SyncRequest) (*proto.Response, error) {
-			return n.call(ctx, p, req)
-		},
+		Log:        n.events,
+		Call:       n.call,
 		Lock:       n.run.SyncLock,
 		Cursor:     n.run.Cursor,
 		SaveCursor: n.run.SaveCursor,
 		Head:       n.run.Head,
 		Pacer:      n.run.Pacer,
 		Share: func(p peer.ID) catchup.Share {
-			if ps := n.run.Get(p); ps != nil && !n.standing(ps) {
+			now, mono := n.clock()
+			if ps := n.run.Get(p); ps != nil && !n.run.Standing(ps, now, mono) {
 				return n.run.NewAuthorShare(p, n.clock, n.linked)
 			}
 			return nil
@@ -97,33 +96,6 @@ func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgre
 // announcements name and this node lacks. No event then depends on the
 // periodic sync: one that any queue dropped on the way arrives in
 // seconds.
-
-// newHeadsTracker returns the tracker of the peers' announcements, wired
-// to this node.
-func (n *Node) newHeadsTracker() (*heads.Tracker, error) {
-	return heads.NewTracker(heads.Options{
-		Cursor:  n.run.Cursor,
-		Advance: n.sync.Advance,
-		Has:     n.events.HasShort,
-		Allow:   n.allowPull,
-		Pull:    n.sync.Pull,
-		Pulled:  func(_ peer.ID, outcome string) { n.m.HeadsPulled(outcome) },
-	})
-}
-
-// standing reports whether st's peer has standing for what it brings
-// (peers.Table.Standing, ADR 0041).
-func (n *Node) standing(st *peerState) bool {
-	now, mono := n.clock()
-	return n.run.Standing(st, now, mono)
-}
-
-// allowPull takes a token of p's pull budget (heads.Options.Allow;
-// peers.Table.AllowPull).
-func (n *Node) allowPull(p peer.ID) (bool, time.Duration) {
-	now, mono := n.clock()
-	return n.run.AllowPull(p, now, mono)
-}
 
 // announceHeads starts this node's announcer to st's peer
 // (heads.Announcer), unless one runs or the peer does not read

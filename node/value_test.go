@@ -36,7 +36,7 @@ func TestReplicateRequesterIsNotCredited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FetchBlob(ctx, blobs.Request{CID: c, Size: other.Size, Sources: blobs.Sources{First: a.ID()}}); err != nil {
+	if err := b.fetch.Fetch(ctx, blobs.Request{CID: c, Size: other.Size, Sources: blobs.Sources{First: a.ID()}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := st.Count(peers.Bytes); got != other.Size {

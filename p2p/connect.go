@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -80,9 +81,10 @@ func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(contex
 // StartMDNS starts mDNS discovery on h among the nodes of network (a
 // service name of their own, so that nodes of different networks on one
 // LAN do not dial each other), connecting within 30 s, in a goroutine of
-// spawn's, to each peer found while ctx lasts.
-func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func()), failed func(peer.ID, error)) (mdns.Service, error) {
-	s := mdns.NewMdnsService(h, "_wats-"+network+"._udp", mdnsNotifee{ctx, h, spawn, failed})
+// spawn's, to each peer found while ctx lasts; a failed dial is logged at
+// debug level.
+func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func()), log *slog.Logger) (mdns.Service, error) {
+	s := mdns.NewMdnsService(h, "_wats-"+network+"._udp", mdnsNotifee{ctx, h, spawn, log})
 	if err := s.Start(); err != nil {
 		return nil, fmt.Errorf("p2p: start mDNS: %w", err)
 	}
@@ -90,10 +92,10 @@ func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func
 }
 
 type mdnsNotifee struct {
-	ctx    context.Context
-	h      host.Host
-	spawn  func(func())
-	failed func(peer.ID, error)
+	ctx   context.Context
+	h     host.Host
+	spawn func(func())
+	log   *slog.Logger
 }
 
 func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
@@ -104,7 +106,7 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 		defer cancel()
 		if err := m.h.Connect(ctx, ai); err != nil {
-			m.failed(ai.ID, err)
+			m.log.Debug("mDNS peer unreachable", "peer", ai.ID, "err", err)
 		}
 	})
 }

@@ -194,6 +194,17 @@ func (t *Table[L]) Head(p peer.ID) (head core.Cursor, ok bool) {
 	return 0, false
 }
 
+// Live returns what the table holds of connected peer id at the
+// monotonic reading mono: its history, with this run's counts not folded
+// into its record yet, and whether it is reputed; ok is false for a peer
+// not connected.
+func (t *Table[L]) Live(id peer.ID, mono time.Duration) (h limits.History, reputed, ok bool) {
+	if st := t.Get(id); st != nil {
+		return st.History(), st.Reputed(mono), true
+	}
+	return limits.History{}, false, false
+}
+
 // TierOf is p's tier while connected (limits.TierNew otherwise): an
 // atomic read, cheap enough for gossipsub's RPC loop and the DHT's
 // request budget.

@@ -50,7 +50,7 @@ func TestDHTAttacksHonestFetchServed(t *testing.T) {
 	fetch := func(n *node.Node) error {
 		ctx, cancel := context.WithTimeout(context.Background(), blobs.FetchTimeout)
 		defer cancel()
-		return n.FetchBlob(ctx, blobs.Request{CID: c, Size: size})
+		return n.Fetching().Fetch(ctx, blobs.Request{CID: c, Size: size})
 	}
 	// The holder provides in the background: until its record is on the
 	// victim, a fetch finds no provider.

@@ -1,12 +1,13 @@
 // Package layering holds the test that keeps the imports between wats
 // packages pointing downward (docs/design.md §2): core, the shared
 // vocabulary, imports no other wats package and every package may import
-// it; proto, eventlog, limits, challenge, peercache, blobs and api
-// import no other but core; config takes the defaults and bounds of
-// limits, blobs and peercache from them; repo imports config; gossip
-// imports proto and eventlog, heads proto; node is the only package that knows all the
-// others; cmd/wats reaches a running daemon through node's control API
-// client.
+// it; proto, eventlog, limits, challenge, peercache and api import no
+// other but core; blobs imports proto and eventlog; config takes the
+// defaults and bounds of limits, blobs and peercache from them; repo
+// imports config; gossip imports proto and eventlog, heads proto; node is
+// the only package that knows all the others; cmd/wats reaches a running daemon through node's control API
+// client. Package node stays a wiring layer of at most maxNodeLines lines
+// (TestNodeIsWiring).
 package layering
 
 import (
