@@ -2,8 +2,9 @@ package proto
 
 import (
 	"bytes"
-	"github.com/wats-network/wats/core"
 	"testing"
+
+	"github.com/wats-network/wats/core"
 
 	"github.com/go-json-experiment/json/jsontext"
 )

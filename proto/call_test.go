@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wats-network/wats/core"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/core"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p"

@@ -5,12 +5,13 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
-	"github.com/wats-network/wats/core"
 	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/wats-network/wats/core"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -37,14 +38,14 @@ type Request struct {
 // Message is the request's message: r.Hello, r.Sync, r.Replicate or
 // r.CrashReport.
 func (r *Request) Message() Message {
-	switch {
-	case r.Hello != nil:
+	switch r.Type {
+	case TypeHello:
 		return r.Hello
-	case r.Sync != nil:
+	case TypeSync:
 		return r.Sync
-	case r.Replicate != nil:
+	case TypeReplicate:
 		return r.Replicate
-	case r.CrashReport != nil:
+	case TypeCrashReport:
 		return r.CrashReport
 	}
 	return nil
@@ -92,8 +93,8 @@ func (r *Response) Message() Message {
 // that is not a request type, CodeBadRequest for everything else that is
 // wrong. The returned Request does not alias b, except Raw.
 func DecodeRequest(b []byte) (*Request, error) {
-	if len(b) > MaxRequestBytes {
-		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("request of %d bytes, more than %d", len(b), MaxRequestBytes)}
+	if err := tooLarge("request", len(b), MaxRequestBytes); err != nil {
+		return nil, err
 	}
 	if req, ok := decodeCanonicalSync(b); ok {
 		return req, nil
@@ -127,10 +128,7 @@ func decodeRequest(b []byte) (*Request, error) {
 		req.CrashReport = &CrashReportRequest{}
 		sol, err = decodeRequestAs(st, b, t, req.CrashReport)
 	default:
-		if err := whole(); err != nil {
-			return nil, err
-		}
-		return nil, &Error{Code: CodeUnsupported, Message: fmt.Sprintf("unknown request type %.40q", t)}
+		return nil, unsupported(whole, "request", t)
 	}
 	if err == nil {
 		err = decoded(req.Message())
@@ -147,8 +145,8 @@ func decodeRequest(b []byte) (*Request, error) {
 // CodeUnsupported for an unknown type). An "error" response decodes without
 // error, into Response.Error. The returned Response does not alias b.
 func DecodeResponse(b []byte) (*Response, error) {
-	if len(b) > MaxResponseBytes {
-		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("response of %d bytes, more than %d", len(b), MaxResponseBytes)}
+	if err := tooLarge("response", len(b), MaxResponseBytes); err != nil {
+		return nil, err
 	}
 	st := getDecoder()
 	defer putDecoder(st)
@@ -174,10 +172,7 @@ func DecodeResponse(b []byte) (*Response, error) {
 	case TypeChallenge:
 		resp.Challenge = &Challenge{}
 	default:
-		if err := whole(); err != nil {
-			return nil, err
-		}
-		return nil, &Error{Code: CodeUnsupported, Message: fmt.Sprintf("unknown response type %.40q", t)}
+		return nil, unsupported(whole, "response", t)
 	}
 	m := resp.Message()
 	if err := st.decode(b, string(t), m); err != nil {
@@ -196,22 +191,47 @@ func DecodeResponse(b []byte) (*Response, error) {
 // does not validate the event beyond its being a JSON object: the gossip
 // package does, with the event log. The result does not alias b.
 func DecodeEnvelope(b []byte) (*Envelope, error) {
-	if len(b) > MaxEnvelopeBytes {
-		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("envelope of %d bytes, more than %d", len(b), MaxEnvelopeBytes)}
+	return decodeValid(b, "envelope", MaxEnvelopeBytes, &Envelope{})
+}
+
+// decodeValid decodes b, one message of kind what of at most max bytes
+// (CodeTooLarge past it), into m and validates it.
+func decodeValid[M interface{ validate() error }](b []byte, what string, max int, m M) (M, error) {
+	var none M
+	if err := tooLarge(what, len(b), max); err != nil {
+		return none, err
 	}
 	st := getDecoder()
 	defer putDecoder(st)
-	e := &Envelope{}
 	if err := st.open(b); err != nil {
-		return nil, err
+		return none, err
 	}
-	if err := st.decode(b, "envelope", e); err != nil {
-		return nil, err
+	if err := st.decode(b, what, m); err != nil {
+		return none, err
 	}
-	if err := e.validate(); err != nil {
-		return nil, err
+	if err := m.validate(); err != nil {
+		return none, err
 	}
-	return e, nil
+	return m, nil
+}
+
+// unsupported is the error of a message of an unknown type t: the
+// message's own error if it is malformed as a whole (whole), else
+// CodeUnsupported.
+func unsupported(whole func() error, what string, t Type) error {
+	if err := whole(); err != nil {
+		return err
+	}
+	return &Error{Code: CodeUnsupported, Message: fmt.Sprintf("unknown %s type %.40q", what, t)}
+}
+
+// tooLarge is the CodeTooLarge error of a message of kind what of n
+// bytes, more than max; nil within max.
+func tooLarge(what string, n, max int) error {
+	if n > max {
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("%s of %d bytes, more than %d", what, n, max)}
+	}
+	return nil
 }
 
 // withSolution is what a request of Go type M is decoded into: M's

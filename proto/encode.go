@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/wats-network/wats/core"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+
+	"github.com/wats-network/wats/core"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"

@@ -83,22 +83,7 @@ func (h *Heads) validate() error {
 // digits, more ids than MaxHeadIDs or than head). The result does not
 // alias b.
 func DecodeHeads(b []byte) (*Heads, error) {
-	if len(b) > MaxHeadsBytes {
-		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("heads of %d bytes, more than %d", len(b), MaxHeadsBytes)}
-	}
-	st := getDecoder()
-	defer putDecoder(st)
-	if err := st.open(b); err != nil {
-		return nil, err
-	}
-	h := &Heads{}
-	if err := st.decode(b, "heads", h); err != nil {
-		return nil, err
-	}
-	if err := h.validate(); err != nil {
-		return nil, err
-	}
-	return h, nil
+	return decodeValid(b, "heads", MaxHeadsBytes, &Heads{})
 }
 
 // MarshalHeads encodes h canonically: "head", then "ids" (always written,
