@@ -35,7 +35,7 @@ type Request struct {
 	Raw []byte
 }
 
-// Message is the request's message: r.Hello, r.Sync, r.Replicate or
+// Message is the request's message, the one of r.Type: r.Hello, r.Sync, r.Replicate or
 // r.CrashReport.
 func (r *Request) Message() Message {
 	switch r.Type {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -157,4 +158,19 @@ func (c *cli) printSyncFigure(f bench.Figure, jsonOut bool) {
 		label = fmt.Sprintf("[%d] %s", f.Round, label)
 	}
 	fmt.Fprintf(c.stdout, "%-20s %s\n", label, v)
+}
+
+// pickScenarios returns the scenarios of all that --scenario names: all of
+// them for "all", else the one of that name (name gives a scenario's); a
+// name that is none of names (what --scenario takes) is a usage error.
+func pickScenarios[S any](all []S, name func(S) string, scenario string, names []string) ([]S, error) {
+	if scenario == "all" {
+		return all, nil
+	}
+	for _, s := range all {
+		if name(s) == scenario {
+			return []S{s}, nil
+		}
+	}
+	return nil, usageErrorf("--scenario %q: must be one of %s", scenario, strings.Join(names, ", "))
 }

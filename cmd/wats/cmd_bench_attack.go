@@ -73,18 +73,10 @@ machine under this load; docs/reliability.md records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var run []bench.AttackScenario
-			switch scenario {
-			case "all":
-				run = bench.AttackScenarios
-			case "kill9":
-			default:
-				for _, s := range bench.AttackScenarios {
-					if s.Name == scenario {
-						run = []bench.AttackScenario{s}
-					}
-				}
-				if len(run) == 0 {
-					return usageErrorf("--scenario %q: must be one of %s", scenario, strings.Join(names, ", "))
+			if scenario != "kill9" {
+				var err error
+				if run, err = pickScenarios(bench.AttackScenarios, func(s bench.AttackScenario) string { return s.Name }, scenario, names); err != nil {
+					return err
 				}
 			}
 			if duration < 5*time.Second {

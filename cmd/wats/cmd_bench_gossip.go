@@ -93,14 +93,9 @@ never delivered, what happened to it on each hop. The figures describe this
 machine under this load; docs/reliability.md records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var run []bench.GossipScenario
-			for _, s := range bench.GossipScenarios {
-				if scenario == "all" || s.Name == scenario {
-					run = append(run, s)
-				}
-			}
-			if len(run) == 0 {
-				return usageErrorf("--scenario %q: must be one of %s", scenario, strings.Join(names, ", "))
+			run, err := pickScenarios(bench.GossipScenarios, func(s bench.GossipScenario) string { return s.Name }, scenario, names)
+			if err != nil {
+				return err
 			}
 			if duration < 5*time.Second {
 				return usageErrorf("--duration %v: at least 5s", duration)

@@ -340,23 +340,18 @@ func (o *GossipOptions) defaults(name string) {
 			o.IDs = DefaultSybilIDs
 		}
 	}
-	if o.EnvelopeBytes <= 0 {
-		o.EnvelopeBytes = DefaultInvalidEnvelopeBytes
-	}
-	if o.BodyBytes <= 0 {
-		o.BodyBytes = DefaultSpamBodyBytes
-	}
-	if o.IHaveIDs <= 0 {
-		o.IHaveIDs = DefaultIHaveIDs
-	}
-	if o.IHaveEvery <= 0 {
-		o.IHaveEvery = DefaultIHaveEvery
-	}
-	if o.PublishEvery <= 0 {
-		o.PublishEvery = DefaultPublishEvery
-	}
-	if o.Window <= 0 {
-		o.Window = DefaultIWantWindow
+	orDefault(&o.EnvelopeBytes, DefaultInvalidEnvelopeBytes)
+	orDefault(&o.BodyBytes, DefaultSpamBodyBytes)
+	orDefault(&o.IHaveIDs, DefaultIHaveIDs)
+	orDefault(&o.IHaveEvery, DefaultIHaveEvery)
+	orDefault(&o.PublishEvery, DefaultPublishEvery)
+	orDefault(&o.Window, DefaultIWantWindow)
+}
+
+// orDefault sets *v to d unless *v is positive.
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
