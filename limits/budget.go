@@ -95,7 +95,7 @@ func NewBudget(br BudgetRate) (*Budget, error) {
 		b.rates[t] = tierRate(br.PerMin, t.percent(br.SuspectPercent, br.ValuedPercent))
 	}
 	b.overflow = tierRate(br.PerMin, 100*NewcomerShare)
-	b.strangers.b.rate = tierRate(br.StrangersPerMin, 100)
+	b.strangers.rate = tierRate(br.StrangersPerMin, 100)
 	maxKeys := br.MaxKeys
 	if maxKeys == 0 {
 		maxKeys = DefaultMaxPeers
@@ -117,7 +117,7 @@ func (b *Budget) Rate(t Tier) Rate {
 }
 
 // StrangersRate returns the rate the keys of the stranger tiers share.
-func (b *Budget) StrangersRate() Rate { return b.strangers.b.rate }
+func (b *Budget) StrangersRate() Rate { return b.strangers.rate }
 
 // Allow takes one token for key k of tier t at now (ns from the caller's
 // monotonic base, as for Table.Allow): from k's bucket and, for a
@@ -168,7 +168,7 @@ func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {
 		return false
 	}
 	r := &b.rates[t]
-	stranger := share && t.Stranger() && b.strangers.b.rate.perMin != 0
+	stranger := share && t.Stranger() && b.strangers.rate.perMin != 0
 	if r.perMin == 0 && !stranger {
 		return true
 	}
@@ -204,17 +204,8 @@ func (b *Budget) decide(k string, t Tier, now int64, take, share bool) bool {
 			return false
 		}
 	}
-	if stranger {
-		s := &b.strangers
-		s.mu.Lock()
-		ok := s.b.rate.has(s.b.ns, s.b.rem, tk)
-		if ok && take {
-			s.b.rate.allow(&s.b.ns, &s.b.rem, tk)
-		}
-		s.mu.Unlock()
-		if !ok {
-			return false
-		}
+	if stranger && !b.strangers.has(tk, take) {
+		return false
 	}
 	if st != nil && take {
 		r.allow(&st.ns, &st.rem, tk)

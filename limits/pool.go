@@ -2,7 +2,7 @@ package limits
 
 import (
 	"fmt"
-	"sync"
+	"sync/atomic"
 )
 
 // Shares of a Pool (ADR 0030): what the peers of a tier and of every tier
@@ -26,16 +26,20 @@ var tierOrder = [NumTiers]Tier{TierSuspect, TierNew, TierNormal, TierValued}
 // a peer with value history come before those of never-seen peers, and no
 // number of strangers can take what the others need (ADR 0030 §8: "A peer
 // that showed value is never "too busy" while strangers hold their
-// quarter"). It is safe for concurrent use. Build one with NewPool.
+// quarter"). It is safe for concurrent use and takes no lock: a
+// reservation adds to each share it counts against and takes back what it
+// added when one has no room, so the shares are never exceeded; two
+// reservations that race for the last room may both fail, and their
+// requesters be told "too busy" a moment early. Build one with NewPool.
 type Pool struct {
 	capacity int64
-	mu       struct {
-		sync.Mutex
-		// held is what each tier holds. INVARIANT: for each tier t, the
-		// sum of held over t and the tiers before it in tierOrder is at
-		// most poolShare[t]·capacity/16.
-		held [NumTiers]int64
-	}
+	// held is what each tier holds; within[i] what the tiers up to
+	// tierOrder[i] hold together, counted against limit[i]. INVARIANT:
+	// once no Reserve is under way, within[i] is the sum of held over
+	// tierOrder[:i+1], at most limit[i] = poolShare·capacity/16.
+	held   [NumTiers]atomic.Int64
+	within [NumTiers]atomic.Int64
+	limit  [NumTiers]int64
 }
 
 // NewPool returns an empty Pool of capacity units, at least 1.
@@ -43,7 +47,11 @@ func NewPool(capacity int64) (*Pool, error) {
 	if capacity < 1 {
 		return nil, fmt.Errorf("limits: pool capacity %d, want at least 1", capacity)
 	}
-	return &Pool{capacity: capacity}, nil
+	p := &Pool{capacity: capacity}
+	for i, u := range tierOrder {
+		p.limit[i] = poolShare[u] * capacity / 16
+	}
+	return p, nil
 }
 
 // Capacity returns the pool's size.
@@ -58,16 +66,15 @@ func (p *Pool) Reserve(t Tier, n int64) bool {
 		return false
 	}
 	r := rank(t)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var sum int64 // what the tiers up to u hold
-	for i, u := range tierOrder {
-		sum += p.mu.held[u]
-		if i >= r && sum+n > poolShare[u]*p.capacity/16 {
+	for i := r; i < len(tierOrder); i++ {
+		if p.within[i].Add(n) > p.limit[i] {
+			for j := r; j <= i; j++ {
+				p.within[j].Add(-n)
+			}
 			return false
 		}
 	}
-	p.mu.held[t] += n
+	p.held[t].Add(n)
 	return true
 }
 
@@ -81,14 +88,25 @@ func rank(t Tier) int {
 	return len(tierOrder)
 }
 
-// Release gives back n units that Reserve took for tier t.
+// Release gives back n units that Reserve took for tier t (at most what
+// the tier holds).
 func (p *Pool) Release(t Tier, n int64) {
 	if n <= 0 || !t.Valid() {
 		return
 	}
-	p.mu.Lock()
-	p.mu.held[t] = max(0, p.mu.held[t]-n)
-	p.mu.Unlock()
+	for {
+		h := p.held[t].Load()
+		take := min(n, h)
+		if take <= 0 {
+			return
+		}
+		if p.held[t].CompareAndSwap(h, h-take) {
+			for i := rank(t); i < len(tierOrder); i++ {
+				p.within[i].Add(-take)
+			}
+			return
+		}
+	}
 }
 
 // Held returns what the peers of tier t hold.
@@ -96,7 +114,5 @@ func (p *Pool) Held(t Tier) int64 {
 	if !t.Valid() {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.held[t]
+	return p.held[t].Load()
 }

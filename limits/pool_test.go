@@ -1,6 +1,10 @@
 package limits
 
-import "testing"
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
 
 // TestPoolShares: strangers together hold at most a quarter, normal peers
 // and below three quarters, valued peers the rest; each bound at and just
@@ -51,5 +55,45 @@ func TestPoolShares(t *testing.T) {
 	}
 	if _, err := NewPool(0); err == nil {
 		t.Fatal("NewPool(0) accepted")
+	}
+}
+
+// TestPoolConcurrent: reservations racing for a share never take more
+// than it holds, whatever their tiers, and once all are released the pool
+// is empty again.
+func TestPoolConcurrent(t *testing.T) {
+	p, _ := NewPool(1600)
+	tiers := []Tier{TierSuspect, TierNew, TierNormal, TierValued}
+	for round := range 200 {
+		var wg sync.WaitGroup
+		var got [NumTiers]atomic.Int64
+		for i := range 64 {
+			wg.Go(func() {
+				tier := tiers[i%len(tiers)]
+				if p.Reserve(tier, 100) {
+					got[tier].Add(100)
+				}
+			})
+		}
+		wg.Wait()
+		var sum int64
+		for i, u := range tierOrder {
+			sum += got[u].Load()
+			if sum > p.limit[i] {
+				t.Fatalf("round %d: the tiers up to %v hold %d, more than their share %d", round, u, sum, p.limit[i])
+			}
+			if p.Held(u) != got[u].Load() {
+				t.Fatalf("round %d: %v holds %d, its reservations %d", round, u, p.Held(u), got[u].Load())
+			}
+		}
+		for _, u := range tiers {
+			wg.Go(func() { p.Release(u, got[u].Load()) })
+		}
+		wg.Wait()
+		for i := range tierOrder {
+			if h := p.within[i].Load(); h != 0 {
+				t.Fatalf("round %d: share %d holds %d after every release", round, i, h)
+			}
+		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -253,38 +253,78 @@ func (b *Bucket) Full(now int64) bool { return full(b.ns, b.rem, tick(now)) }
 
 // Shared is a token bucket many goroutines take from: one budget for a
 // whole node (ADR 0030: the peer-cache records made a minute, the crash
-// reports of strangers). It is a Bucket behind a mutex. The zero value is
-// unlimited; NewShared gives a full one.
+// reports of strangers, the strangers' share of gossip). It takes no lock:
+// each take swaps in the bucket's next state if no other came first, else
+// tries again. The zero value is unlimited; NewShared gives a full one.
 type Shared struct {
-	mu sync.Mutex
-	b  Bucket
+	rate Rate
+	// st is the bucket's state; nil is a full bucket.
+	st atomic.Pointer[sharedState]
+}
+
+// sharedState is a Shared bucket's state, as a Bucket's.
+type sharedState struct {
+	ns  uint64
+	rem uint16
 }
 
 // NewShared returns a full shared bucket of rate r.
-func NewShared(r Rate) *Shared { return &Shared{b: Bucket{rate: r}} }
+func NewShared(r Rate) *Shared { return &Shared{rate: r} }
 
 // Rate returns the bucket's rate.
-func (s *Shared) Rate() Rate { return s.b.rate }
+func (s *Shared) Rate() Rate { return s.rate }
+
+// update applies f to a copy of the bucket's state and swaps it in,
+// unless f says not to (false); it tries again while other updates come
+// first.
+func (s *Shared) update(f func(st *sharedState) bool) {
+	for {
+		old := s.st.Load()
+		var next sharedState
+		if old != nil {
+			next = *old
+		}
+		if !f(&next) || s.st.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
 
 // Charge takes k tokens at now whether or not the bucket holds them, into
 // debt when it holds fewer (at most a minute past empty): for a cost known
 // only once the work is done, as the events of new authors a sync page
 // brought (ADR 0041). Nothing for an unlimited bucket or k <= 0.
 func (s *Shared) Charge(k int, now int64) {
-	if s.b.rate.perMin == 0 {
+	if s.rate.perMin == 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.rate.charge(&s.b.ns, &s.b.rem, tick(now), k)
+	s.update(func(st *sharedState) bool {
+		s.rate.charge(&st.ns, &st.rem, tick(now), k)
+		return true
+	})
 }
 
 // Allow is Bucket.Allow, safe for concurrent use.
 func (s *Shared) Allow(now int64) (ok bool, retryAfter time.Duration) {
-	if s.b.rate.perMin == 0 {
+	if s.rate.perMin == 0 {
 		return true, 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Allow(now)
+	s.update(func(st *sharedState) bool {
+		ok, retryAfter = s.rate.allow(&st.ns, &st.rem, tick(now))
+		return ok
+	})
+	return ok, retryAfter
+}
+
+// has reports whether the bucket holds a token at tick tk and, with take,
+// takes it.
+func (s *Shared) has(tk uint64, take bool) (ok bool) {
+	s.update(func(st *sharedState) bool {
+		if ok = s.rate.has(st.ns, st.rem, tk); ok && take {
+			s.rate.allow(&st.ns, &st.rem, tk)
+			return true
+		}
+		return false
+	})
+	return ok
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -324,5 +326,36 @@ func TestSharedCharge(t *testing.T) {
 	u.Charge(100, 0)
 	if ok, _ := u.Allow(0); !ok {
 		t.Error("an unlimited bucket refused")
+	}
+}
+
+// TestSharedConcurrent: goroutines racing for a shared bucket at one
+// moment get exactly its burst, however they interleave; a charge into
+// debt is kept.
+func TestSharedConcurrent(t *testing.T) {
+	r, err := NewRate(60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		s := NewShared(r)
+		var wg sync.WaitGroup
+		var got atomic.Int64
+		for range 64 {
+			wg.Go(func() {
+				if ok, _ := s.Allow(0); ok {
+					got.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if got.Load() != int64(r.Burst()) {
+			t.Fatalf("%d tokens taken at once, want the burst %d", got.Load(), r.Burst())
+		}
+	}
+	s := NewShared(r)
+	s.Charge(r.Burst()+10, 0)
+	if ok, retry := s.Allow(0); ok || retry <= 10*r.Interval() {
+		t.Fatalf("after a charge 10 past the burst: allowed %v, retry after %v; want a wait past 10 intervals", ok, retry)
 	}
 }
