@@ -174,3 +174,14 @@ func pickScenarios[S any](all []S, name func(S) string, scenario string, names [
 	}
 	return nil, usageErrorf("--scenario %q: must be one of %s", scenario, strings.Join(names, ", "))
 }
+
+// printScenario prints the result r of scenario name as one --json line,
+// {"scenario": r}.
+func printScenario[R any](c *cli, name string, r *R) error {
+	if err := c.printJSONLine(struct {
+		Scenario *R `json:"scenario"`
+	}{r}); err != nil {
+		return fmt.Errorf("scenario %s: print --json: %w", name, err)
+	}
+	return nil
+}

@@ -95,10 +95,8 @@ machine under this load; docs/reliability.md records them with the command.`,
 				}
 				results = append(results, *r)
 				if jsonOut {
-					if err := c.printJSONLine(struct {
-						Scenario *bench.AttackResult `json:"scenario"`
-					}{r}); err != nil {
-						return fmt.Errorf("scenario %s: print --json: %w", s.Name, err)
+					if err := printScenario(c, s.Name, r); err != nil {
+						return err
 					}
 				} else {
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",

@@ -123,10 +123,8 @@ machine under this load; docs/reliability.md records them with the command.`,
 				}
 				results = append(results, *r)
 				if jsonOut {
-					if err := c.printJSONLine(struct {
-						Scenario *bench.GossipResult `json:"scenario"`
-					}{r}); err != nil {
-						return fmt.Errorf("scenario %s: print --json: %w", s.Name, err)
+					if err := printScenario(c, s.Name, r); err != nil {
+						return err
 					}
 				}
 				h := r.Honest
