@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -184,4 +185,17 @@ func printScenario[R any](c *cli, name string, r *R) error {
 		return fmt.Errorf("scenario %s: print --json: %w", name, err)
 	}
 	return nil
+}
+
+// parseSources parses the --source addresses of an attack worker.
+func parseSources(sources []string) ([]net.IP, error) {
+	var out []net.IP
+	for _, s := range sources {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, usageErrorf("--source %q is not an IP address", s)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
 }

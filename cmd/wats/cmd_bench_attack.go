@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -171,12 +170,8 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			for _, s := range sources {
-				ip := net.ParseIP(s)
-				if ip == nil {
-					return usageErrorf("--source %q is not an IP address", s)
-				}
-				o.Sources = append(o.Sources, ip)
+			if o.Sources, err = parseSources(sources); err != nil {
+				return err
 			}
 			return bench.AttackWorker(cmd.Context(), name, t, o, duration, c.stdout)
 		},

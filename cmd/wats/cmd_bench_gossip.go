@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -246,12 +245,8 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			for _, s := range sources {
-				ip := net.ParseIP(s)
-				if ip == nil {
-					return usageErrorf("--source %q is not an IP address", s)
-				}
-				o.Sources = append(o.Sources, ip)
+			if o.Sources, err = parseSources(sources); err != nil {
+				return err
 			}
 			// The second attack's ids dial from the addresses after the
 			// first's, when there are enough for both (--netns).

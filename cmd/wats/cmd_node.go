@@ -221,10 +221,7 @@ too, and said to be one: it takes part in nothing but bitswap, where it can
 serve blobs ('blob get CID --from ADDR').`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := c.checkSyncPeer(args[0]); err != nil {
-				return err
-			}
-			cl, err := c.client()
+			cl, err := c.clientFor(c.checkSyncPeer, args[0])
 			if err != nil {
 				return err
 			}
@@ -293,10 +290,7 @@ counts and reputation. A connected peer stays connected; its next hello starts
 a new record.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := c.checkPeerID(args[0]); err != nil {
-				return err
-			}
-			cl, err := c.client()
+			cl, err := c.clientFor(c.checkPeerID, args[0])
 			if err != nil {
 				return err
 			}
@@ -729,10 +723,7 @@ a progress bar; otherwise it prints a line per progress report; --json prints
 the reports as JSON lines.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := c.checkSyncPeer(args[0]); err != nil {
-				return err
-			}
-			cl, err := c.client()
+			cl, err := c.clientFor(c.checkSyncPeer, args[0])
 			if err != nil {
 				return err
 			}

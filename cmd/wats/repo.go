@@ -61,6 +61,15 @@ func (c *cli) noRepoError() error {
 	return fmt.Errorf("no wats repo at %s; create one with: %s", c.repoDir, c.hint("init", "--repo", c.repoDir))
 }
 
+// clientFor checks a command's argument arg with check, then returns
+// client's.
+func (c *cli) clientFor(check func(string) error, arg string) (*api.Client, error) {
+	if err := check(arg); err != nil {
+		return nil, err
+	}
+	return c.client()
+}
+
 // client returns a control API client for the daemon of the --repo repo.
 // It reads nothing of the repo but its location (repo.SocketPathOf), so that a
 // config.toml edited while the daemon runs, and broken, does not stop the
