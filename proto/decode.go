@@ -35,8 +35,8 @@ type Request struct {
 	Raw []byte
 }
 
-// Message is the request's message, the one of r.Type: r.Hello, r.Sync, r.Replicate or
-// r.CrashReport.
+// Message is the request's message, the one of r.Type: r.Hello, r.Sync,
+// r.Replicate or r.CrashReport.
 func (r *Request) Message() Message {
 	switch r.Type {
 	case TypeHello:
