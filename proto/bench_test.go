@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/wats-network/wats/core"
-
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // benchPage is a full sync page: core.MaxPageEvents events of 300 bytes.

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wats-network/wats/core"
-
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/core"
 )
 
 // hostPair starts two libp2p hosts on 127.0.0.1, connects the first to the

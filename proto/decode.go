@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wats-network/wats/core"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Request is a decoded /wats/1 request. Exactly one of Hello, Sync,

@@ -8,11 +8,11 @@ import (
 	"reflect"
 	"strconv"
 
-	"github.com/wats-network/wats/core"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	pool "github.com/libp2p/go-buffer-pool"
+
+	"github.com/wats-network/wats/core"
 )
 
 // GreaseOneIn is how often Marshal adds a GREASE field: to one message in
