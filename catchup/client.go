@@ -206,21 +206,67 @@ func (c *Client) Trigger(ctx context.Context, p peer.ID) {
 	})
 }
 
-// Again runs syncs from p while pending is set, clearing it before each:
-// a call while they run only sets it, so that one more run follows and
-// looks again at what the running one had passed (a gap gossip reported,
-// ADR 0031); more calls meanwhile add no further runs.
-func (c *Client) Again(ctx context.Context, p peer.ID, pending *atomic.Bool) {
-	if pending.Swap(true) {
+// Again runs a sync from p now, or, when gap's runs are going on already,
+// one more after them: the running one may have passed what the gap is
+// about (an event gossip dropped, ADR 0031). Calls while a run goes on
+// add one run between them, not one each; a call once the runs ended
+// starts them again.
+func (c *Client) Again(ctx context.Context, p peer.ID, gap *Gap) {
+	if !gap.ask() {
 		return // a run is coming that will see it
 	}
 	c.o.Spawn(func() {
-		for pending.Swap(false) {
+		for {
 			if _, err := c.Sync(ctx, p, SyncRun{}); err != nil && ctx.Err() == nil {
 				c.o.Logger.Debug("gap sync failed", "peer", p, "err", err)
 			}
+			if !gap.again() {
+				return
+			}
 		}
 	})
+}
+
+// Gap is the state of a peer's gap syncs (Client.Again); its zero value
+// is idle.
+type Gap struct {
+	state atomic.Int32
+}
+
+// The states of a Gap.
+const (
+	gapIdle    = iota // no run
+	gapRunning        // a run goes on
+	gapAsked          // a run goes on, and one more is due after it
+)
+
+// ask marks one more run due; it reports whether none was running, so
+// that the caller starts them.
+func (g *Gap) ask() (start bool) {
+	for {
+		switch s := g.state.Load(); s {
+		case gapIdle:
+			if g.state.CompareAndSwap(gapIdle, gapRunning) {
+				return true
+			}
+		case gapRunning:
+			if g.state.CompareAndSwap(gapRunning, gapAsked) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// again is called when a run ended: it reports whether another is due,
+// and marks the runs ended when not.
+func (g *Gap) again() bool {
+	if g.state.CompareAndSwap(gapRunning, gapIdle) {
+		return false
+	}
+	g.state.Store(gapRunning) // was gapAsked: one more, and calls from now on ask again
+	return true
 }
 
 // Pull syncs one page of p's log after its cursor (heads.Options.Pull):

@@ -3,6 +3,7 @@ package catchup
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,21 +162,47 @@ func TestAgain(t *testing.T) {
 		<-release
 		return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{}}, nil
 	}
-	var pending atomic.Bool
+	var gap Gap
 	ctx := context.Background()
-	c.Again(ctx, "p", &pending)
+	c.Again(ctx, "p", &gap)
 	<-started // the first run asks its page
 	for range 5 {
-		c.Again(ctx, "p", &pending)
+		c.Again(ctx, "p", &gap)
+		runtime.Gosched() // a spawned run, were there one, may go first
 	}
 	close(release)
 	c.wg.Wait()
 	if got := runs.Load(); got != 2 {
 		t.Fatalf("%d runs for six gaps, five during the first run; want 2", got)
 	}
-	c.Again(ctx, "p", &pending)
+	c.Again(ctx, "p", &gap)
 	c.wg.Wait()
 	if got := runs.Load(); got != 3 {
 		t.Fatalf("%d runs after a gap once they ended; want 3", got)
+	}
+}
+
+// TestGap: the states of a peer's gap syncs, call by call.
+func TestGap(t *testing.T) {
+	var g Gap
+	if !g.ask() {
+		t.Fatal("the first ask started no run")
+	}
+	for i := range 3 {
+		if g.ask() {
+			t.Fatalf("ask %d during a run started another", i+2)
+		}
+	}
+	if !g.again() {
+		t.Fatal("asks during a run: no run after it")
+	}
+	if g.again() {
+		t.Fatal("a second run after one with no asks")
+	}
+	if !g.ask() {
+		t.Fatal("an ask once the runs ended started none")
+	}
+	if g.again() {
+		t.Fatal("a run with no asks during it was followed by another")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/p2p"
@@ -34,9 +35,9 @@ type link struct {
 	// one of its last "peer throttled" line: within limits.LogInterval the
 	// line is suppressed here, without the LogCap's lock.
 	throttleLogged [core.NumRequests]atomic.Int64
-	// gap is set when gossip may have missed an event the peer forwarded
-	// and a sync from it is due at once (syncGap).
-	gap atomic.Bool
+	// gap is the state of the syncs from the peer that gossip's gaps
+	// start (syncGap).
+	gap catchup.Gap
 	// announcing: this node's announcer of its heads to the peer runs,
 	// until announceStop is called (once the state is dropped: stopped);
 	// headsIn is the peer's Heads stream being read, nil for none
