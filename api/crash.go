@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/wats-network/wats/core"
 )
 
 // PathCrashes takes a POSTed CrashReportRequest and answers with the signed
@@ -15,12 +16,7 @@ const PathCrashes = "/v1/crashes"
 // signed by the daemon, with its dump if DumpCID is set (a blob stored with
 // AddBlob), stored and gossiped here or, with To, submitted to that peer.
 type CrashReportRequest struct {
-	Program string `json:"program"`
-	Version string `json:"version"`
-	OS      string `json:"os"`
-	Arch    string `json:"arch"`
-	Reason  string `json:"reason"`
-	Stack   string `json:"stack"`
+	core.CrashInfo `json:",inline"`
 	// DumpCID and DumpSize name the dump blob; DumpName is its file name.
 	DumpCID  string `json:"dump_cid,omitempty"`
 	DumpSize uint64 `json:"dump_size,omitempty"`

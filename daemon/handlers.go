@@ -256,7 +256,7 @@ func (h handlers) reportCrash(w http.ResponseWriter, r *http.Request) {
 	if req.DumpCID != "" {
 		dump = &eventlog.BlobRef{CID: req.DumpCID, Size: req.DumpSize, Name: req.DumpName}
 	}
-	c := eventlog.Crash{Program: req.Program, Version: req.Version, OS: req.OS, Arch: req.Arch, Reason: req.Reason, Stack: req.Stack}
+	c := eventlog.Crash{CrashInfo: req.CrashInfo}
 	ev, err := h.ReportCrash(r.Context(), c, dump, to)
 	switch {
 	case errors.Is(err, node.ErrInvalidEvent):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/wats-network/wats/core"
 	"lukechampine.com/blake3"
 )
 
@@ -98,13 +99,23 @@ func checkNumbers(body []byte) error {
 // fingerprint's format (ADR 0028) is not checked: a reporter may send its
 // own.
 type Crash struct {
-	Program     string `json:"program"`
-	Version     string `json:"version"`
-	OS          string `json:"os"`
-	Arch        string `json:"arch"`
-	Reason      string `json:"reason"`
-	Stack       string `json:"stack"`
-	Fingerprint string `json:"fingerprint"`
+	core.CrashInfo `json:",inline"`
+	Fingerprint    string `json:"fingerprint"`
+}
+
+// members are c's members by their names in a body, in the order of
+// docs/design.md §5.
+func (c *Crash) members() []crashMember {
+	return []crashMember{
+		{"program", &c.Program}, {"version", &c.Version}, {"os", &c.OS}, {"arch", &c.Arch},
+		{"reason", &c.Reason}, {"stack", &c.Stack}, {"fingerprint", &c.Fingerprint},
+	}
+}
+
+// crashMember is a member of a crash body and where Crash holds it.
+type crashMember struct {
+	name string
+	v    *string
 }
 
 // Fingerprint is the fingerprint of a crash: the lowercase hex BLAKE3-256
@@ -139,37 +150,24 @@ func DecodeCrash(raw []byte, now time.Time) (*Event, error) {
 // with ErrMalformed (not an object, a member missing, null or not a string)
 // or ErrTooLarge (stack over MaxStackBytes).
 func ParseCrash(body jsontext.Value) (*Crash, error) {
-	var w struct {
-		Program     *string `json:"program"`
-		Version     *string `json:"version"`
-		OS          *string `json:"os"`
-		Arch        *string `json:"arch"`
-		Reason      *string `json:"reason"`
-		Stack       *string `json:"stack"`
-		Fingerprint *string `json:"fingerprint"`
-	}
-	if err := json.Unmarshal(body, &w); err != nil {
+	var members map[string]jsontext.Value
+	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, invalid(ErrMalformed, "body", "crash body: %v", err)
 	}
-	fields := []struct {
-		name string
-		v    *string
-	}{
-		{"program", w.Program}, {"version", w.Version}, {"os", w.OS}, {"arch", w.Arch},
-		{"reason", w.Reason}, {"stack", w.Stack}, {"fingerprint", w.Fingerprint},
-	}
-	for _, f := range fields {
-		if f.v == nil {
-			return nil, invalid(ErrMalformed, "body."+f.name, "missing from crash body")
+	c := new(Crash)
+	for _, m := range c.members() {
+		raw, ok := members[m.name]
+		if !ok || raw.Kind() == 'n' {
+			return nil, invalid(ErrMalformed, "body."+m.name, "missing from crash body")
+		}
+		if err := json.Unmarshal(raw, m.v); err != nil {
+			return nil, invalid(ErrMalformed, "body."+m.name, "crash body: %v", err)
 		}
 	}
-	if len(*w.Stack) > MaxStackBytes {
-		return nil, invalid(ErrTooLarge, "body.stack", "%d bytes over %d", len(*w.Stack), MaxStackBytes)
+	if len(c.Stack) > MaxStackBytes {
+		return nil, invalid(ErrTooLarge, "body.stack", "%d bytes over %d", len(c.Stack), MaxStackBytes)
 	}
-	return &Crash{
-		Program: *w.Program, Version: *w.Version, OS: *w.OS, Arch: *w.Arch,
-		Reason: *w.Reason, Stack: *w.Stack, Fingerprint: *w.Fingerprint,
-	}, nil
+	return c, nil
 }
 
 // Body returns c as a JSON object for New, its fingerprint computed

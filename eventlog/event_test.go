@@ -324,7 +324,7 @@ func blobsN(n int) []BlobRef {
 }
 
 func crashBody(stack string) jsontext.Value {
-	c := Crash{Program: "demo", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic", Stack: stack, Fingerprint: "f"}
+	c := Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic", Stack: stack}, Fingerprint: "f"}
 	b, err := c.Body()
 	if err != nil {
 		panic(err)
@@ -669,6 +669,29 @@ func TestParseCrash(t *testing.T) {
 	wantErr(t, err, ErrTooLarge)
 	if !utf8.ValidString(c.Reason) {
 		t.Error("reason")
+	}
+	// The body's members, by name and in order (docs/design.md §5).
+	want := `{"program":"demo","version":"1","os":"linux","arch":"amd64","reason":"panic","stack":"s","fingerprint":"f"}`
+	if got := string(crashBody("s")); got != want {
+		t.Fatalf("crash body %s, want %s", got, want)
+	}
+	back, err := ParseCrash(jsontext.Value(want))
+	if err != nil || *back != (Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic", Stack: "s"}, Fingerprint: "f"}) {
+		t.Fatalf("ParseCrash(%s) = %+v, %v", want, back, err)
+	}
+	rep := replacer(t, want)
+	for name, body := range map[string]string{
+		"missing":      rep(`"os":"linux",`, ``),
+		"null":         rep(`"arch":"amd64"`, `"arch":null`),
+		"not a string": rep(`"fingerprint":"f"`, `"fingerprint":1`),
+		"duplicate":    rep(`"reason":"panic"`, `"reason":"panic","reason":"x"`),
+	} {
+		if _, err := ParseCrash(jsontext.Value(body)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s member: %v, want ErrMalformed", name, err)
+		}
+	}
+	if _, err := ParseCrash(jsontext.Value(rep(`"stack":"s"`, `"stack":"s","more":[1]`))); err != nil {
+		t.Errorf("another member: %v; other members are allowed", err)
 	}
 }
 

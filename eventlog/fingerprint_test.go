@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/wats-network/wats/core"
 )
 
 func TestFingerprintIsStableAcrossVersions(t *testing.T) {
@@ -24,7 +25,7 @@ func TestFingerprintIsStableAcrossVersions(t *testing.T) {
 func TestDecodeCrash(t *testing.T) {
 	key, _, _ := crypto.GenerateEd25519Key(nil)
 	now := time.Now()
-	c := Crash{Program: "demo", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic: x", Stack: "goroutine 1:"}
+	c := Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic: x", Stack: "goroutine 1:"}}
 	body, err := c.Body()
 	if err != nil {
 		t.Fatal(err)

@@ -634,7 +634,7 @@ func TestStrangersShareACrashReportBudget(t *testing.T) {
 	var mono atomic.Int64
 	n, known := monoNodeWithKnownPeer(t, cfg, &mono)
 	ctx := context.Background()
-	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64", Reason: "panic", Stack: "main.main()"}
+	crash := eventlog.Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64", Reason: "panic", Stack: "main.main()"}}
 	var refused error
 	for i := range 3 {
 		s := startNode(t, testConfig(false, time.Hour))

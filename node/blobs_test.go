@@ -19,6 +19,7 @@ import (
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
@@ -98,7 +99,7 @@ func TestBlobsAndCrashDumpsReachEveryNodeByGossip(t *testing.T) {
 	// the dump from b, and c fetches it after gossip.
 	dump := addBlob(t, b, randData(200_000, 2))
 	dump.Name = "core.dmp"
-	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", Reason: "panic: boom"}
+	crash := eventlog.Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1.0.0", Reason: "panic: boom"}}
 	if _, err := b.ReportCrash(ctx, crash, &dump, a.ID()); err != nil {
 		t.Fatal(err)
 	}

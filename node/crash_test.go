@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/proto"
 )
@@ -22,8 +23,7 @@ func TestCrashReports(t *testing.T) {
 	b := startNode(t, testConfig(false, time.Hour))
 	connect(t, b, a)
 	ctx := context.Background()
-	crash := eventlog.Crash{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64",
-		Reason: "panic: index out of range", Stack: "goroutine 1 [running]:\nmain.main()"}
+	crash := eventlog.Crash{CrashInfo: core.CrashInfo{Program: "demo", Version: "1.0.0", OS: "linux", Arch: "amd64", Reason: "panic: index out of range", Stack: "goroutine 1 [running]:\nmain.main()"}}
 	// A dump this node does not hold (or of another size) cannot be named.
 	missing := &eventlog.BlobRef{CID: "bafkr4ihdkvcmlrvr2mbxsgvofyvjnqcz3wwb5gd5yhqn4t4zr5qinjqfbu", Size: 5, Name: "core.dmp"}
 	if _, err := b.ReportCrash(ctx, crash, missing, a.ID()); !errors.Is(err, ErrInvalidEvent) || !strings.Contains(err.Error(), "not stored here") {

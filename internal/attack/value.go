@@ -172,8 +172,10 @@ func reportCrashes(dctx context.Context, c *Conn, st *stats) {
 	id := c.id
 	stack := strings.Repeat("s", 8<<10)
 	for i := range 2 {
-		crash := eventlog.Crash{Program: "flood", Version: "1", OS: "linux", Arch: "amd64",
-			Reason: "panic " + strconv.Itoa(i), Stack: stack, Fingerprint: "f"}
+		crash := eventlog.Crash{
+			CrashInfo:   core.CrashInfo{Program: "flood", Version: "1", OS: "linux", Arch: "amd64", Reason: "panic " + strconv.Itoa(i), Stack: stack},
+			Fingerprint: "f",
+		}
 		body, err := crash.Body()
 		if err != nil {
 			return

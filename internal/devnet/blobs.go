@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/humanize"
 )
 
@@ -83,8 +84,10 @@ func (d *blobDemo) publish(ctx context.Context, log io.Writer) error {
 		return fmt.Errorf("node0: id: %w", err)
 	}
 	if _, err := last.ReportCrash(ctx, api.CrashReportRequest{
-		Program: "wats-demo", Version: "1.0.0", OS: "linux", Arch: "amd64",
-		Reason: "panic: the devnet demo's crash", Stack: "goroutine 1 [running]:\nmain.main()\n\tdemo.go:1",
+		CrashInfo: core.CrashInfo{
+			Program: "wats-demo", Version: "1.0.0", OS: "linux", Arch: "amd64",
+			Reason: "panic: the devnet demo's crash", Stack: "goroutine 1 [running]:\nmain.main()\n\tdemo.go:1",
+		},
 		DumpCID: dump.CID, DumpSize: dump.Size, DumpName: "core.dmp", To: id.PeerID,
 	}); err != nil {
 		return fmt.Errorf("node%d: crash report: %w", lastIdx, err)
