@@ -371,16 +371,12 @@ func (c *Cache) Evicted() uint64 {
 // fn runs under the cache's lock: it must not call the Cache. It may keep
 // or replace r's slices but must not retain them.
 func (c *Cache) Update(id peer.ID, durable bool, fn func(*Record)) error {
-	c.writeMu.Lock()
+	if err := c.lockOpen(); err != nil {
+		return err
+	}
 	defer c.writeMu.Unlock()
 	b := c.db.NewBatch()
 	defer b.Close()
-
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
 	e, ok := c.mu.records[id]
 	if !ok {
 		if len(c.mu.records) >= c.opts.MaxPeers {
@@ -476,15 +472,26 @@ func (c *Cache) Flush() error {
 	return c.flush(pebble.NoSync, false)
 }
 
-func (c *Cache) flush(opt *pebble.WriteOptions, closing bool) error {
+// lockOpen takes the write lock, then the lock of the records, for a
+// write that reads or changes the records first. After Close it returns
+// ErrClosed and holds neither; otherwise the caller unlocks c.mu once done
+// with the records and c.writeMu once written.
+func (c *Cache) lockOpen() error {
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
+		c.writeMu.Unlock()
 		return ErrClosed
 	}
+	return nil
+}
+
+func (c *Cache) flush(opt *pebble.WriteOptions, closing bool) error {
+	if err := c.lockOpen(); err != nil {
+		return err
+	}
+	defer c.writeMu.Unlock()
 	if closing {
 		c.mu.closed = true
 	}
@@ -590,13 +597,10 @@ func (c *Cache) Close() error {
 // record that was damaged (so not in memory) is deleted too. It returns
 // ErrNotFound if there is neither, ErrClosed after Close.
 func (c *Cache) Forget(p peer.ID) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
+	defer c.writeMu.Unlock()
 	e, ok := c.mu.records[p]
 	if ok {
 		c.removeLocked(e)
