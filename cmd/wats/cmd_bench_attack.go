@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,8 +117,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 					Kill9 *bench.KillResult `json:"kill9"`
 				}{kr})
 			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCENARIO\tHONEST\tP50\tP99\tNEWCOMERS\tRSS START/PEAK/END\tLOG LINES/MIN\tCPU\tATTACKER")
+			tw := c.table("SCENARIO\tHONEST\tP50\tP99\tNEWCOMERS\tRSS START/PEAK/END\tLOG LINES/MIN\tCPU\tATTACKER")
 			for _, r := range results {
 				fmt.Fprintf(tw, "%s\t%.1f%%\t%.1f ms\t%.1f ms\t%.0f%% (%d/%d)\t%s / %s / %s\t%.0f\t%.0f%%\t%s\n",
 					r.Scenario.Name, r.HonestServedPct, r.Honest.P50ms, r.Honest.P99ms,

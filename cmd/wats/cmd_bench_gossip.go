@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -165,8 +164,7 @@ func attackerEvents(r *bench.GossipResult) string {
 }
 
 func (c *cli) printGossipTable(results []bench.GossipResult) error {
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tA→B ≤1s\tNEVER B\tA→C ≤1s\tLATE C\tNEVER C\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after (of the growth, memtables)\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
+	tw := c.table("SCENARIO\tA→B ≤1s\tNEVER B\tA→C ≤1s\tLATE C\tNEVER C\tP50\tP99\tATTACKER EVENTS A/B/C\tDISK +A/+B/+C du (files)\tRSS A start/peak/end/after (of the growth, memtables)\tRSS B\tRSS C\tCPU A/B/C\tFSYNCS >100ms A/B/C\tC–A\tATTACKER")
 	for _, r := range results {
 		var disk, rss, cpu, fsyncs []string
 		for _, d := range r.Daemons {

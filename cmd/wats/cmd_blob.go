@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -115,8 +114,7 @@ func (c *cli) blobLsCmd() *cobra.Command {
 			if asJSON {
 				return c.printJSON(list)
 			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CID\tSIZE")
+			tw := c.table("CID\tSIZE")
 			for _, b := range list {
 				fmt.Fprintf(tw, "%s\t%d\n", b.CID, b.Size)
 			}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -80,8 +79,7 @@ func (c *cli) crashLsCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Crashes, func(groups []api.CrashGroup) error {
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "FINGERPRINT\tCOUNT\tFIRST SEEN\tLAST SEEN\tPROGRAM\tLAST VERSION\tREASON")
+				tw := c.table("FINGERPRINT\tCOUNT\tFIRST SEEN\tLAST SEEN\tPROGRAM\tLAST VERSION\tREASON")
 				for _, g := range groups {
 					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", g.Fingerprint[:min(16, len(g.Fingerprint))], g.Count,
 						when(g.FirstSeen), when(g.LastSeen), printable(g.Program), printable(g.LastVersion), printable(g.Reason))

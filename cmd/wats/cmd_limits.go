@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,8 +20,7 @@ of config.toml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Limits, func(l *api.Limits) error {
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TYPE\tPER MIN\tBURST\tONE EVERY\tKEY")
+				tw := c.table("TYPE\tPER MIN\tBURST\tONE EVERY\tKEY")
 				for _, r := range l.Requests {
 					if r.PerMin == 0 {
 						fmt.Fprintf(tw, "%s\tunlimited\t-\t-\t%s\n", r.Type, r.Key)
@@ -56,8 +54,7 @@ of config.toml.`,
 					"(limits.stranger_sync_per_min)\n", perMin(g.NewAuthorsBySync))
 				fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
 					l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
-				tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
+				tw = c.table("TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
 				for _, t := range l.Tiers {
 					rate := func(k string) string {
 						if v := t.PerMin[k]; v > 0 {
@@ -87,8 +84,7 @@ wats_requests_refused_total) and logged at a clean shutdown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Diag, func(d *api.Diag) error {
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TYPE\tACCEPTED\tREFUSED")
+				tw := c.table("TYPE\tACCEPTED\tREFUSED")
 				for _, r := range d.Requests {
 					fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Type, r.Accepted, r.Refused)
 				}

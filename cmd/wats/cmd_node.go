@@ -179,8 +179,7 @@ never blobs; docs/adr/0040).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Peers, func(peers []api.Peer) error {
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
+				tw := c.table("PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
 				for _, p := range peers {
 					addr := "-"
 					if len(p.Addrs) > 0 {
@@ -267,8 +266,7 @@ events and blob bytes it gave. --json has every count.`,
 			if asJSON {
 				return c.printJSON(peers)
 			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tTIER\tVALUE\tSERVED\tMISSES\tEVENTS\tBYTES\tAGENT\tWHY")
+			tw := c.table("PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tTIER\tVALUE\tSERVED\tMISSES\tEVENTS\tBYTES\tAGENT\tWHY")
 			for _, p := range peers {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.PeerID,
 					when(p.FirstSeen), when(p.LastSeen), yesNo(p.Reputed), p.Tier, dash(p.Value),
@@ -507,8 +505,7 @@ that lists the next page; when none does, the page reached the head.`,
 			if asJSON {
 				return c.printJSON(page)
 			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY")
+			tw := c.table("ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY")
 			for _, ev := range page.Events {
 				fmt.Fprintln(tw, eventRow(ev))
 			}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -180,8 +179,7 @@ func (c *cli) printDevnetTable(ctx context.Context, st *devnet.State, asJSON boo
 	if asJSON {
 		return c.printJSON(rows)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPEER ID\tPID\tALIVE\tPEERS\tEVENTS\tHEAD\tREPO")
+	tw := c.table("NODE\tPEER ID\tPID\tALIVE\tPEERS\tEVENTS\tHEAD\tREPO")
 	for _, r := range rows {
 		if r.Error != "" && r.Alive {
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t-\t-\t-\t%s\t(%s)\n", r.Index, dash(r.PeerID), r.PID, yesNo(r.Alive), r.Repo, r.Error)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -166,4 +167,13 @@ func printResult[T any](c *cli, r T) error {
 	return c.printJSONLine(struct {
 		Result T `json:"result"`
 	}{r})
+}
+
+// table starts a table on standard output: columns two spaces apart, the
+// header's columns (tab-separated) in the first line. The caller writes
+// the rows, tab-separated, and flushes it.
+func (c *cli) table(header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
