@@ -176,15 +176,28 @@ func pickScenarios[S any](all []S, name func(S) string, scenario string, names [
 	return nil, usageErrorf("--scenario %q: must be one of %s", scenario, strings.Join(names, ", "))
 }
 
-// printScenario prints the result r of scenario name as one --json line,
-// {"scenario": r}.
-func printScenario[R any](c *cli, name string, r *R) error {
-	if err := c.printJSONLine(struct {
-		Scenario *R `json:"scenario"`
-	}{r}); err != nil {
-		return fmt.Errorf("scenario %s: print --json: %w", name, err)
+// runScenarios runs the scenarios of run in turn by one, name naming
+// each, and returns their results; with jsonOut each result is printed as
+// one --json line, {"scenario": r}, as soon as it is measured, so that a
+// long run's figures are never lost to a later scenario's error.
+func runScenarios[S, R any](c *cli, run []S, name func(S) string, jsonOut bool, one func(S) (*R, error)) ([]R, error) {
+	var results []R
+	for _, s := range run {
+		r, err := one(s)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", name(s), err)
+		}
+		results = append(results, *r)
+		if !jsonOut {
+			continue
+		}
+		if err := c.printJSONLine(struct {
+			Scenario *R `json:"scenario"`
+		}{r}); err != nil {
+			return nil, fmt.Errorf("scenario %s: print --json: %w", name(s), err)
+		}
 	}
-	return nil
+	return results, nil
 }
 
 // parseSources parses the --source addresses of an attack worker.

@@ -73,7 +73,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 			var run []bench.AttackScenario
 			if scenario != "kill9" {
 				var err error
-				if run, err = pickScenarios(bench.AttackScenarios, func(s bench.AttackScenario) string { return s.Name }, scenario, names); err != nil {
+				if run, err = pickScenarios(bench.AttackScenarios, attackName, scenario, names); err != nil {
 					return err
 				}
 			}
@@ -83,23 +83,18 @@ machine under this load; docs/reliability.md records them with the command.`,
 			if kills < 1 {
 				return usageErrorf("--kills %d: at least 1", kills)
 			}
-			var results []bench.AttackResult
-			for _, s := range run {
+			results, err := runScenarios(c, run, attackName, jsonOut, func(s bench.AttackScenario) (*bench.AttackResult, error) {
 				c.progress("scenario %s: %v", s.Name, duration)
 				s.Netns = netns && s.Attack != ""
 				r, err := bench.RunAttack(cmd.Context(), s, duration)
-				if err != nil {
-					return fmt.Errorf("scenario %s: %w", s.Name, err)
-				}
-				results = append(results, *r)
-				if jsonOut {
-					if err := printScenario(c, s.Name, r); err != nil {
-						return err
-					}
-				} else {
+				if err == nil && !jsonOut {
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)
 				}
+				return r, err
+			})
+			if err != nil {
+				return err
 			}
 			var kr *bench.KillResult
 			if scenario == "all" || scenario == "kill9" {
@@ -183,3 +178,5 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, each new id from the next (cycled)")
 	return cmd
 }
+
+func attackName(s bench.AttackScenario) string { return s.Name }

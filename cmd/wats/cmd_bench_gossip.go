@@ -91,7 +91,7 @@ never delivered, what happened to it on each hop. The figures describe this
 machine under this load; docs/reliability.md records them with the command.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run, err := pickScenarios(bench.GossipScenarios, func(s bench.GossipScenario) string { return s.Name }, scenario, names)
+			run, err := pickScenarios(bench.GossipScenarios, gossipName, scenario, names)
 			if err != nil {
 				return err
 			}
@@ -104,8 +104,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 			if ids < 0 {
 				return usageErrorf("--ids %d: must not be negative", ids)
 			}
-			var results []bench.GossipResult
-			for _, s := range run {
+			results, err := runScenarios(c, run, gossipName, jsonOut, func(s bench.GossipScenario) (*bench.GossipResult, error) {
 				if ids > 0 && s.Attack != "" {
 					s.IDs = ids
 				}
@@ -117,13 +116,7 @@ machine under this load; docs/reliability.md records them with the command.`,
 				r, err := bench.RunGossip(cmd.Context(), s, bench.GossipOptions{
 					Warmup: warmup, Duration: duration, After: after, Keep: keep, Trace: trace, Log: c.progress})
 				if err != nil {
-					return fmt.Errorf("scenario %s: %w", s.Name, err)
-				}
-				results = append(results, *r)
-				if jsonOut {
-					if err := printScenario(c, s.Name, r); err != nil {
-						return err
-					}
+					return nil, err
 				}
 				h := r.Honest
 				c.progress("  A→B within 1 s: %.1f%%, never %d, p99 %.0f ms; A→C within 1 s: %.1f%% (%d of %d), late %d, never %d, p99 %.0f ms; attacker events A/B/C %s",
@@ -133,6 +126,10 @@ machine under this load; docs/reliability.md records them with the command.`,
 						c.progress("    %3d × %s", r.Trace.Fates[f], f)
 					}
 				}
+				return r, nil
+			})
+			if err != nil {
+				return err
 			}
 			if jsonOut {
 				return nil
@@ -268,3 +265,5 @@ func (c *cli) benchGossipWorkerCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, id i from the i-th (cycled)")
 	return cmd
 }
+
+func gossipName(s bench.GossipScenario) string { return s.Name }
