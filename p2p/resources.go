@@ -147,9 +147,11 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	// each peer it queries and handles a peer's requests one at a time
 	// on it, each message at most 4 MiB (most a few KiB). An eighth of
 	// the streams in all, a few per peer.
-	dhtID := proto.DHTProtocol(cfg.Network)
-	p.Protocol[dhtID] = limit(streams/8, streams/8, 32<<20)
-	p.ProtocolPeer[dhtID] = limit(dhtStreamsPerPeer, dhtStreamsPerPeer, 4<<20)
+	// The LAN DHT (docs/adr/0047) has the same bounds, apart.
+	for _, id := range []protocol.ID{proto.DHTProtocol(cfg.Network), proto.DHTLANProtocol(cfg.Network)} {
+		p.Protocol[id] = limit(streams/8, streams/8, 32<<20)
+		p.ProtocolPeer[id] = limit(dhtStreamsPerPeer, dhtStreamsPerPeer, 4<<20)
+	}
 	// Heads announcements (docs/adr/0041): one long-lived stream each
 	// way to each peer (two while one replaces the other), a frame of at
 	// most 2 KiB at a time.

@@ -102,6 +102,16 @@ func DHTProtocol(network string) protocol.ID { return DHTPrefix(network) + "/kad
 // /wats/<network> (kad-dht's ProtocolPrefix option).
 func DHTPrefix(network string) protocol.ID { return protocol.ID("/wats/" + network) }
 
+// DHTLANProtocol returns the protocol ID of the LAN DHT of a network
+// (docs/adr/0047): /wats/<network>/lan/kad/1.0.0, the same DHT among the
+// peers a node reaches at private and loopback addresses, apart from the
+// network's own (DHTProtocol), as kad-dht's dual DHT keeps them.
+func DHTLANProtocol(network string) protocol.ID { return DHTLANPrefix(network) + "/kad/1.0.0" }
+
+// DHTLANPrefix returns the protocol prefix of the LAN DHT of a network,
+// /wats/<network>/lan.
+func DHTLANPrefix(network string) protocol.ID { return DHTPrefix(network) + "/lan" }
+
 // ServiceName is the libp2p resource-manager service that /wats/1 streams are
 // attached to (Call does; the node's stream handler should too), so that
 // operators can give the protocol its own memory and stream limits.

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	ds "github.com/ipfs/go-datastore"
 	"github.com/ipfs/go-datastore/namespace"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p-kad-dht/dual"
 	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
 	"github.com/libp2p/go-libp2p/core/discovery"
@@ -65,6 +68,11 @@ const (
 	// a minute: fresh ids, which cost nothing, buy no more than this
 	// together.
 	dhtStrangerRequestsPerMin = 12_000
+
+	// lanRecordsShare: the LAN DHT's records are bounded by a
+	// lanRecordsShare-th of maxProviderRecords (of Options.MaxRecords)
+	// beside them (docs/adr/0047): a LAN holds far fewer nodes.
+	lanRecordsShare = 4
 
 	// maxProviderRecords bounds the provider records other peers store
 	// here (about 150 bytes each on disk, so some 40 MB); past it a new
@@ -135,15 +143,20 @@ func rendezvous(network string) string { return "/wats/" + network + "/nodes" }
 // requests per peer, the store of the provider records they put). Built
 // by New; Close it.
 type Routing struct {
-	opts   Options
+	opts Options
+	// dual is the network's DHT and its LAN DHT (docs/adr/0047); dht is
+	// the network's, dual.WAN.
+	dual   *dual.DHT
 	dht    *dht.IpfsDHT
 	routed *routedhost.RoutedHost
 	disc   *drouting.RoutingDiscovery
 	prov   provider.System
-	// records is the store of the provider records other peers put here.
-	records *recordStore
+	// wan and lan are the bounds of what peers ask of the network's DHT
+	// and of the LAN DHT: each its own, as each DHT's provider manager
+	// caches the records it stored and an honest lookup asks each peer
+	// once on each DHT.
+	wan, lan bounds
 	// budget is each peer's budget of DHT requests (request).
-	budget *limits.Budget
 	// discovered is how many other nodes the last look under the
 	// rendezvous key found (at most discoverLimit).
 	discovered atomic.Int64
@@ -219,67 +232,107 @@ func New(ctx context.Context, opts Options) (_ *Routing, err error) {
 		opts.MaxRecords = maxProviderRecords
 	}
 	r := &Routing{opts: opts}
-	if r.budget, err = newBudget(opts.Limits); err != nil {
-		return nil, err
-	}
 	dstore := namespace.Wrap(opts.Datastore, ds.NewKey(dhtKeyPrefix))
-	if r.records, err = newRecordStore(namespace.Wrap(dstore, ds.NewKey("records")), opts.MaxRecords); err != nil {
-		return nil, fmt.Errorf("routing: DHT provider records: %w", err)
+	lanStore := namespace.Wrap(dstore, ds.NewKey("lan"))
+	if r.wan, err = newBounds(dstore, opts.MaxRecords, opts); err != nil {
+		return nil, fmt.Errorf("routing: DHT: %w", err)
 	}
-	r.records.room = opts.Room
-	r.dht, err = dht.New(opts.Host,
-		dht.ProtocolPrefix(proto.DHTPrefix(opts.Network)),
-		dht.Mode(dhtMode(opts.Mode)),
-		dht.BootstrapPeersFunc(opts.Bootstrap),
-		dht.Datastore(dstore),
-		dht.ProviderDatastore(r.records),
-		// The network stores no values (public keys, IPNS): nothing a
-		// peer can write beyond provider records.
-		dht.DisableValues(),
-		dht.BucketSize(dhtBucketSize),
-		dht.Concurrency(dhtConcurrency),
-		dht.RoutingTablePeerDiversityFilter(newDiversityFilter(opts.Host)),
-		dht.OnRequestHook(r.request),
+	if r.lan, err = newBounds(lanStore, max(1, opts.MaxRecords/lanRecordsShare), opts); err != nil {
+		return nil, fmt.Errorf("routing: LAN DHT: %w", err)
+	}
+	r.dual, err = dual.New(opts.Host,
+		dual.DHTOption(
+			dht.BootstrapPeersFunc(opts.Bootstrap),
+			// The network stores no values (public keys, IPNS): nothing a
+			// peer can write beyond provider records.
+			dht.DisableValues(),
+			dht.BucketSize(dhtBucketSize),
+			dht.Concurrency(dhtConcurrency),
+			dht.OnRequestHook(r.request),
+		),
+		dual.WanDHTOption(
+			dht.ProtocolPrefix(proto.DHTPrefix(opts.Network)),
+			dht.Mode(dhtMode(opts.Mode)),
+			dht.Datastore(dstore),
+			dht.ProviderDatastore(r.wan.records),
+			// The network's DHT takes any peer and address, as it did
+			// alone: the dual DHT's public-only filters would leave the
+			// network of a LAN that runs p2p.dht = "server" with an empty
+			// table. Its diversity filter bounds an IP group's peers.
+			dht.QueryFilter(func(any, peer.AddrInfo) bool { return true }),
+			dht.RoutingTableFilter(func(any, peer.ID) bool { return true }),
+			dht.AddressFilter(nil),
+			dht.RoutingTablePeerDiversityFilter(newDiversityFilter(opts.Host)),
+		),
+		dual.LanDHTOption(
+			dht.ProtocolPrefix(proto.DHTLANPrefix(opts.Network)),
+			dht.Mode(lanMode(opts.Mode)),
+			dht.Datastore(lanStore),
+			dht.ProviderDatastore(r.lan.records),
+			dht.AddressFilter(lanAddrFilter(opts.Host.Addrs)),
+		),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("routing: start the DHT: %w", err)
 	}
+	r.dht = r.dual.WAN
 	r.ctx, r.cancel = context.WithCancel(ctx)
-	r.routed = routedhost.Wrap(opts.Host, r.dht)
-	r.disc = drouting.NewRoutingDiscovery(r.dht)
+	r.routed = routedhost.Wrap(opts.Host, r.dual)
+	r.disc = drouting.NewRoutingDiscovery(dualRouter{r.dual})
 	r.prov, err = provider.New(dstore,
-		provider.Online(readyProvider{r.dht, opts.Log}),
+		provider.Online(readyProvider{r.dual, opts.Log}),
 		provider.KeyProvider(r.completeBlobs),
 		provider.ReproviderInterval(reprovideInterval),
 		provider.ProvideWorkerCount(provideWorkers),
 	)
 	if err != nil {
 		r.cancel()
-		r.dht.Close()
+		r.dual.Close()
 		return nil, fmt.Errorf("routing: start providing: %w", err)
 	}
 	return r, nil
 }
 
-// readyProvider provides on the DHT once its routing table has a peer: a
+// readyProvider provides on the DHTs once a routing table has a peer: a
 // blob imported in the first seconds after start, before the bootstrap
 // dials, is provided when they succeed, rather than failing for want of
-// a peer and waiting for the next reprovide (a day later). A provide that
-// fails is logged here, at info, and not returned: boxo's provider would
-// only log it again, at error level, on the daemon's stderr.
+// a peer and waiting for the next reprovide (a day later). It provides on
+// each DHT whose table has peers, the network's and the LAN's at once,
+// so that a node a LAN finds it on is found on the network too. A
+// provide that fails is logged here, at info, and not returned: boxo's
+// provider would only log it again, at error level, on the daemon's
+// stderr.
 type readyProvider struct {
-	d   *dht.IpfsDHT
+	d   *dual.DHT
 	log *slog.Logger
 }
 
-// readyPoll is how often waitRoutingTable looks at the routing table
-// while it is empty.
+// dualRouter is the dual DHT as a router that provides on each DHT whose
+// routing table has peers, at once (kad-dht's dual DHT provides on the
+// network's DHT alone once it has a peer): what the node provides, a
+// blob or its rendezvous record, is found on both.
+type dualRouter struct{ *dual.DHT }
+
+func (d dualRouter) Provide(ctx context.Context, c cid.Cid, announce bool) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, t := range []*dht.IpfsDHT{d.WAN, d.LAN} {
+		if t.RoutingTable().Size() > 0 {
+			wg.Go(func() { errs[i] = t.Provide(ctx, c, announce) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// readyPoll is how often waitRoutingTable looks at the routing tables
+// while they are empty.
 const readyPoll = 250 * time.Millisecond
 
 func (p readyProvider) Provide(ctx context.Context, c cid.Cid, announce bool) error {
 	err := waitRoutingTable(ctx, p.d)
 	if err == nil {
-		err = p.d.Provide(ctx, c, announce)
+		err = dualRouter{p.d}.Provide(ctx, c, announce)
 	}
 	if err != nil && ctx.Err() == nil {
 		p.log.Info("cannot provide a blob on the DHT; it is provided again at the next reprovide", "cid", c, "err", err)
@@ -287,10 +340,10 @@ func (p readyProvider) Provide(ctx context.Context, c cid.Cid, announce bool) er
 	return nil
 }
 
-// waitRoutingTable returns once d's routing table has a peer, or ctx's
-// error: a lookup with an empty table fails at once.
-func waitRoutingTable(ctx context.Context, d *dht.IpfsDHT) error {
-	for d.RoutingTable().Size() == 0 {
+// waitRoutingTable returns once a routing table of d has a peer, or
+// ctx's error: a lookup with empty tables fails at once.
+func waitRoutingTable(ctx context.Context, d *dual.DHT) error {
+	for d.WAN.RoutingTable().Size() == 0 && d.LAN.RoutingTable().Size() == 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -298,6 +351,31 @@ func waitRoutingTable(ctx context.Context, d *dht.IpfsDHT) error {
 		}
 	}
 	return nil
+}
+
+// lanMode is the LAN DHT's mode for p2p.dht (docs/adr/0047): kad-dht's
+// dual DHT makes it a server whenever the network's DHT is not a client
+// (auto and server), and leaves it to this option otherwise: a node in
+// client mode answers no DHT requests, not even its LAN's.
+func lanMode(mode string) dht.ModeOpt {
+	if mode == config.DHTClient {
+		return dht.ModeClient
+	}
+	return dht.ModeServer
+}
+
+// lanAddrFilter is the LAN DHT's filter of the addresses it tells and
+// keeps: every address but loopback ones, as kad-dht's dual DHT filters
+// (another machine's loopback address is no way to reach it), except
+// while the node's own addresses are loopback alone: then its network is on one machine
+// (a devnet) and loopback is how its nodes reach each other.
+func lanAddrFilter(own func() []ma.Multiaddr) func([]ma.Multiaddr) []ma.Multiaddr {
+	return func(addrs []ma.Multiaddr) []ma.Multiaddr {
+		if !slices.ContainsFunc(own(), func(a ma.Multiaddr) bool { return !manet.IsIPLoopback(a) }) {
+			return addrs
+		}
+		return ma.FilterAddrs(addrs, func(a ma.Multiaddr) bool { return !manet.IsIPLoopback(a) })
+	}
 }
 
 // dhtKeyPrefix is the prefix of the DHT's keys in the node's database:
@@ -308,11 +386,14 @@ const dhtKeyPrefix = "/dht"
 // Close stops providing and closes the DHT.
 func (r *Routing) Close() error {
 	r.cancel()
-	return errors.Join(r.prov.Close(), r.dht.Close())
+	return errors.Join(r.prov.Close(), r.dual.Close())
 }
 
-// DHT is the DHT itself.
+// DHT is the network's DHT.
 func (r *Routing) DHT() *dht.IpfsDHT { return r.dht }
+
+// LAN is the LAN DHT (docs/adr/0047).
+func (r *Routing) LAN() *dht.IpfsDHT { return r.dual.LAN }
 
 // Host is the routed host, which finds a peer's addresses on the DHT when
 // the peerstore has none: what a fetch dials providers with.
@@ -323,9 +404,10 @@ func (r *Routing) Host() host.Host { return r.routed }
 func (r *Routing) Discovered() int { return int(r.discovered.Load()) }
 
 // Records returns the provider records held, their bound, and how many
-// new records were refused as the store was full.
+// new records were refused as the store was full: of both DHTs together.
 func (r *Routing) Records() (held, max int, refused uint64) {
-	return r.records.Len(), r.records.max, r.records.Refused()
+	w, l := r.wan.records, r.lan.records
+	return w.Len() + l.Len(), w.max + l.max, w.Refused() + l.Refused()
 }
 
 // maxDHTBootstrapPeers bounds the peers handed to the DHT to bootstrap
@@ -396,14 +478,15 @@ func (r *Routing) FindProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo 
 	ctx, cancel := context.WithTimeout(ctx, findProvidersTimeout)
 	defer cancel()
 	wctx, wcancel := context.WithTimeout(ctx, routingTableWait)
-	err := waitRoutingTable(wctx, r.dht)
+	err := waitRoutingTable(wctx, r.dual)
 	wcancel()
 	if err != nil {
 		return nil
 	}
 	var out []peer.AddrInfo
-	// One more than kept: the node itself may be among them.
-	found := r.dht.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob+1)
+	// One more than kept: the node itself may be among them. Both DHTs
+	// are asked at once, their answers merged.
+	found := r.dual.FindProvidersAsync(ctx, c, core.MaxHintsPerBlob+1)
 	var grace <-chan time.Time
 	for {
 		select {
@@ -434,7 +517,7 @@ func (r *Routing) FindProviders(ctx context.Context, c cid.Cid) []peer.AddrInfo 
 func (r *Routing) FindPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, findPeerTimeout)
 	defer cancel()
-	ai, err := r.dht.FindPeer(ctx, p)
+	ai, err := r.dual.FindPeer(ctx, p)
 	if errors.Is(err, corerouting.ErrNotFound) && ctx.Err() == nil {
 		// The lookup learned addresses of p from the peers it asked but
 		// gave p up: its one dial of them failed (two peers that dial
@@ -469,7 +552,7 @@ func (r *Routing) Discover(ctx context.Context, connsLow int, dial func(iter.Seq
 		}
 		wait = min(2*wait, discoverEvery)
 		t.Reset(wait)
-		if r.dht.RoutingTable().Size() == 0 {
+		if r.dual.WAN.RoutingTable().Size() == 0 && r.dual.LAN.RoutingTable().Size() == 0 {
 			continue
 		}
 		if now := time.Now(); !now.Before(readvertise) {
@@ -525,17 +608,18 @@ func (r *Routing) discover(ctx context.Context, ns string, dial func(iter.Seq[pe
 // (dht.OnRequestHook): the request takes a token from the peer's budget
 // (dhtRequestsPerMin by its tier, strangers sharing
 // dhtStrangerRequestsPerMin), and a stranger's provider record needs the
-// strangers' share of the store not full (strangersRecordsFull). A
+// strangers' share of its store not full (strangersFull). A
 // request refused is made one the DHT has no handler for, so the DHT
 // answers nothing and closes the stream.
 func (r *Routing) request(_ context.Context, s network.Stream, req *pb.Message) {
 	p := s.Conn().RemotePeer()
 	t := r.opts.Tier(p)
+	b := r.boundsOf(s)
 	why := ""
 	switch {
-	case !r.budget.Allow(string(p), t, r.opts.Mono()):
+	case !b.budget.Allow(string(p), t, r.opts.Mono()):
 		why = "over the peer's budget"
-	case req.GetType() == pb.Message_ADD_PROVIDER && t.Stranger() && r.strangersRecordsFull():
+	case req.GetType() == pb.Message_ADD_PROVIDER && t.Stranger() && b.records.strangersFull():
 		why = "the strangers' share of the provider records is full"
 	default:
 		return
@@ -546,13 +630,42 @@ func (r *Routing) request(_ context.Context, s network.Stream, req *pb.Message) 
 	req.Type = refusedDHTRequest
 }
 
-// strangersRecordsFull reports whether the provider records held reach
+// strangersFull reports whether the provider records held reach
 // the strangers' share of their bound (strangersRecordShare): past it, a
 // peer of a stranger tier puts no record, not even a renewal, so that
 // strangers can neither fill the store nor keep it full by renewing
 // (docs/adr/0040); peers that showed value put theirs up to the bound.
-func (r *Routing) strangersRecordsFull() bool {
-	return r.records.Len() >= r.records.max*strangersRecordShare/4
+func (s *recordStore) strangersFull() bool {
+	return s.Len() >= s.max*strangersRecordShare/4
+}
+
+// bounds are what bounds the requests of peers to one DHT: a budget of
+// requests per peer, and the store of the provider records they put.
+type bounds struct {
+	budget  *limits.Budget
+	records *recordStore
+}
+
+// newBounds makes the bounds of a DHT whose keys are in d: its records
+// under d's /records, at most maxRecords.
+func newBounds(d ds.Batching, maxRecords int, opts Options) (b bounds, err error) {
+	if b.budget, err = newBudget(opts.Limits); err != nil {
+		return b, err
+	}
+	if b.records, err = newRecordStore(namespace.Wrap(d, ds.NewKey("records")), maxRecords); err != nil {
+		return b, fmt.Errorf("provider records: %w", err)
+	}
+	b.records.room = opts.Room
+	return b, nil
+}
+
+// boundsOf is the bounds of the DHT s is a stream of: the LAN DHT's for
+// its protocol.
+func (r *Routing) boundsOf(s network.Stream) bounds {
+	if strings.HasSuffix(string(s.Protocol()), string(dual.LanExtension)+"/kad/1.0.0") {
+		return r.lan
+	}
+	return r.wan
 }
 
 // refusedDHTRequest is the type a refused DHT request is given: one no

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/multiformats/go-multihash"
 
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/attack"
@@ -36,7 +37,7 @@ func testHost(t *testing.T) host.Host {
 	return h
 }
 
-// testRouting is a DHT server of network on a host of its own, its
+// testRouting is a DHT server of network (or of o.Mode) on a host of its own, its
 // datastore in memory, bootstrapped from boot; every peer has tier
 // (limits.TierNormal if zero), and each refusal is sent on refused if set.
 type testRouting struct {
@@ -54,7 +55,10 @@ func newTestRouting(t *testing.T, network string, o Options, boot ...*testRoutin
 		bootstrap = append(bootstrap, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()})
 	}
 	start := time.Now()
-	o.Host, o.Network, o.Mode = h, network, config.DHTServer
+	o.Host, o.Network = h, network
+	if o.Mode == "" {
+		o.Mode = config.DHTServer
+	}
 	o.Datastore = dssync.MutexWrap(ds.NewMapDatastore())
 	o.Limits = limits.DefaultConfig()
 	o.Bootstrap = func() []peer.AddrInfo { return bootstrap }
@@ -149,6 +153,51 @@ func TestNodesFindEachOtherUnderTheRendezvousKey(t *testing.T) {
 			t.Errorf("%s has the node of another network in its routing table", r.h.ID())
 		}
 	}
+}
+
+// TestLANDHTInAutoMode: nodes on loopback in p2p.dht's default mode,
+// auto, which AutoNAT never finds public there, are clients of the
+// network's DHT and servers of the LAN DHT: in a chain A–B–C, C finds the
+// provider of a blob A provides by its CID alone, and A's addresses by
+// its peer ID alone (docs/adr/0047).
+func TestLANDHTInAutoMode(t *testing.T) {
+	auto := Options{Mode: config.DHTAuto}
+	b := newTestRouting(t, "test", auto)
+	a := newTestRouting(t, "test", auto, b)
+	c := newTestRouting(t, "test", auto, b)
+	waitFor(t, 10*time.Second, "A and C in B's LAN routing table", func() bool {
+		return b.LAN().RoutingTable().Size() == 2
+	})
+	for _, r := range []*testRouting{a, b, c} {
+		if n := r.DHT().RoutingTable().Size(); n != 0 {
+			t.Errorf("a client of the network's DHT has %d peers in its table: there is no server", n)
+		}
+	}
+	ai, err := c.FindPeer(t.Context(), a.h.ID())
+	if err != nil || len(ai.Addrs) == 0 {
+		t.Fatalf("C finding A: %v, %v", ai, err)
+	}
+	if err := c.h.Connect(t.Context(), ai); err != nil {
+		t.Fatalf("C dialling A at the addresses found: %v", err)
+	}
+	blob := cid.NewCidV1(cid.Raw, testMultihash(t, "a blob"))
+	if err := (dualRouter{a.dual}).Provide(t.Context(), blob, true); err != nil {
+		t.Fatal(err)
+	}
+	got := c.FindProviders(t.Context(), blob)
+	if len(got) != 1 || got[0].ID != a.h.ID() {
+		t.Fatalf("C found providers %v, want A (%s)", got, a.h.ID())
+	}
+}
+
+// testMultihash is the SHA-256 multihash of s.
+func testMultihash(t *testing.T, s string) multihash.Multihash {
+	t.Helper()
+	mh, err := multihash.Sum([]byte(s), multihash.SHA2_256, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mh
 }
 
 // TestDHTBudgetBounds: a peer's DHT requests are let through up to the
@@ -263,45 +312,66 @@ func TestDiversityFilterBounds(t *testing.T) {
 
 // TestStrangersShareOfProviderRecords: with the provider records at the
 // strangers' share of their bound, a stranger's ADD_PROVIDER is refused
-// (renewals too), and below it let through; the refusal is said.
+// (renewals too), and below it let through; the refusal is said. Each
+// DHT has its store and its bound: the LAN DHT's a quarter of the
+// network DHT's (docs/adr/0047).
 func TestStrangersShareOfProviderRecords(t *testing.T) {
-	r := newTestRouting(t, "test", Options{
-		MaxRecords: 8, // the share is 6
-		Tier:       func(peer.ID) limits.Tier { return limits.TierNew },
-	})
-	ctx := context.Background()
-	for i := range 5 {
-		if err := r.records.Put(ctx, recordKey(i), []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tg, err := attack.ParseTarget(fmt.Sprintf("%s/p2p/%s", r.h.Addrs()[0], r.h.ID()), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := func() {
-		t.Helper()
-		if err := attack.PutProviderRecord(ctx, tg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put() // 5 of a share of 6: let through
-	select {
-	case why := <-r.refused:
-		t.Fatalf("a stranger's record refused below the share: %s", why)
-	default:
-	}
-	if err := r.records.Put(ctx, recordKey(5), []byte("v")); err != nil { // 6: the share reached
-		t.Fatal(err)
-	}
-	put()
-	select {
-	case why := <-r.refused:
-		if why != "ADD_PROVIDER: the strangers' share of the provider records is full" {
-			t.Errorf("refused: %s", why)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a stranger's record at the share was not refused")
+	for _, lan := range []bool{false, true} {
+		t.Run(map[bool]string{false: "network", true: "LAN"}[lan], func(t *testing.T) {
+			maxRecords := 8 // the share is 6
+			if lan {
+				maxRecords = 32 // the LAN's bound 8, its share 6
+			}
+			r := newTestRouting(t, "test", Options{
+				MaxRecords: maxRecords,
+				Tier:       func(peer.ID) limits.Tier { return limits.TierNew },
+			})
+			store, other := r.wan.records, r.lan.records
+			if lan {
+				store, other = other, store
+			}
+			if store.max != 8 {
+				t.Fatalf("the store's bound is %d, want 8", store.max)
+			}
+			ctx := context.Background()
+			for i := range 5 {
+				if err := store.Put(ctx, recordKey(i), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tg, err := attack.ParseTarget(fmt.Sprintf("%s/p2p/%s", r.h.Addrs()[0], r.h.ID()), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg.LAN = lan
+			put := func() {
+				t.Helper()
+				if err := attack.PutProviderRecord(ctx, tg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put() // 5 of a share of 6: let through
+			select {
+			case why := <-r.refused:
+				t.Fatalf("a stranger's record refused below the share: %s", why)
+			default:
+			}
+			if err := store.Put(ctx, recordKey(5), []byte("v")); err != nil { // 6: the share reached
+				t.Fatal(err)
+			}
+			put()
+			select {
+			case why := <-r.refused:
+				if why != "ADD_PROVIDER: the strangers' share of the provider records is full" {
+					t.Errorf("refused: %s", why)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a stranger's record at the share was not refused")
+			}
+			if other.Len() != 0 {
+				t.Errorf("the other DHT's store holds %d records, want 0", other.Len())
+			}
+		})
 	}
 }
 
@@ -310,5 +380,33 @@ func TestStrangersShareOfProviderRecords(t *testing.T) {
 func TestNewNeedsItsOptions(t *testing.T) {
 	if _, err := New(context.Background(), Options{Host: testHost(t)}); err == nil {
 		t.Fatal("New with a host alone: no error")
+	}
+}
+
+// TestLANAddrFilter: the LAN DHT tells and keeps no loopback address,
+// unless the node's own addresses are all loopback (a network on one
+// machine).
+func TestLANAddrFilter(t *testing.T) {
+	m := func(ss ...string) []ma.Multiaddr {
+		var out []ma.Multiaddr
+		for _, s := range ss {
+			out = append(out, ma.StringCast(s))
+		}
+		return out
+	}
+	peerAddrs := m("/ip4/127.0.0.1/tcp/1", "/ip4/192.168.1.2/tcp/1", "/ip6/::1/tcp/1", "/ip4/10.0.0.2/udp/1/quic-v1")
+	for _, c := range []struct {
+		name string
+		own  []ma.Multiaddr
+		want []ma.Multiaddr
+	}{
+		{"on one machine", m("/ip4/127.0.0.1/tcp/4001", "/ip6/::1/tcp/4001"), peerAddrs},
+		{"on a LAN", m("/ip4/127.0.0.1/tcp/4001", "/ip4/192.168.1.9/tcp/4001"), m("/ip4/192.168.1.2/tcp/1", "/ip4/10.0.0.2/udp/1/quic-v1")},
+		{"no address yet", nil, peerAddrs},
+	} {
+		got := lanAddrFilter(func() []ma.Multiaddr { return c.own })(slices.Clone(peerAddrs))
+		if !slices.EqualFunc(got, c.want, ma.Multiaddr.Equal) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -102,6 +102,7 @@ func (r *Routing) Status(mode string) api.DHTStatus {
 	if r != nil {
 		s.Server = r.DHT().Mode() == dht.ModeServer
 		s.RoutingTable = r.DHT().RoutingTable().Size()
+		s.LANRoutingTable = r.LAN().RoutingTable().Size()
 		s.ProviderRecords, s.MaxProviderRecords, s.ProviderRecordsRefused = r.Records()
 		s.Discovered = r.Discovered()
 	}

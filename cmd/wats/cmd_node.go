@@ -137,8 +137,8 @@ func (c *cli) statusCmd() *cobra.Command {
 					if d.Server {
 						role = "server"
 					}
-					fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
-						d.Mode, role, d.RoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
+					fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table, %d in the LAN's; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
+						d.Mode, role, d.RoutingTable, d.LANRoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
 				}
 				if d := st.Disk; d != nil {
 					state := "writes accepted"

@@ -40,6 +40,9 @@ type Target struct {
 	Addr ma.Multiaddr
 	// Network is the network name its hello must carry.
 	Network string
+	// LAN sends the DHT attacks to the network's LAN DHT
+	// (proto.DHTLANProtocol), which a node serves to any peer that asks.
+	LAN bool
 }
 
 // ParseTarget parses a full multiaddr (ending in /p2p/<id>) and a network.

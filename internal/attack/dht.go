@@ -73,8 +73,12 @@ func dhtSybil(ctx context.Context, t Target, st *stats) {
 	})
 }
 
-// dhtStream opens a stream of t's DHT protocol.
+// dhtStream opens a stream of t's DHT protocol: its LAN DHT's with
+// t.LAN.
 func (c *Conn) dhtStream(ctx context.Context, t Target) (network.MuxedStream, error) {
+	if t.LAN {
+		return c.OpenProtocol(ctx, proto.DHTLANProtocol(t.Network))
+	}
 	return c.OpenProtocol(ctx, proto.DHTProtocol(t.Network))
 }
 
