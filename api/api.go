@@ -177,8 +177,12 @@ type DHTStatus struct {
 	// whether the node answers DHT queries now (auto: once public).
 	Mode   string `json:"mode"`
 	Server bool   `json:"server"`
-	// RoutingTable counts the peers of the routing table.
-	RoutingTable int `json:"routing_table"`
+	// RoutingTable counts the peers of the network DHT's routing table;
+	// LANRoutingTable those of the LAN DHT's, the peers reached at
+	// private and loopback addresses, among which the node is always a
+	// server but with p2p.dht = "client" (docs/adr/0047).
+	RoutingTable    int `json:"routing_table"`
+	LANRoutingTable int `json:"lan_routing_table"`
 	// ProviderRecords counts the provider records other peers put here,
 	// and MaxProviderRecords is their bound.
 	ProviderRecords    int `json:"provider_records"`

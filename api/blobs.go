@@ -167,10 +167,13 @@ func (c *Client) postFile(ctx context.Context, path string, f *os.File, body []b
 // verified: on the daemon's host by passing f's descriptor
 // (PathBlobStreamFile), so that no byte crosses the socket; where the
 // daemon takes none, by StreamBlob into f. progress, if set, is called
-// now and then with the bytes written so far. It returns the bytes
+// with each progress line: the bytes written so far, now and then, and
+// what the fetch waits for as it changes (only the bytes where the
+// daemon takes no descriptor); the last line of a success names the
+// provider that served it. It returns the bytes
 // written; the errors are StreamBlob's. The caller checks f's size and
 // syncs it.
-func (c *Client) StreamBlobToFile(ctx context.Context, req FetchRequest, f *os.File, progress func(written uint64)) (uint64, error) {
+func (c *Client) StreamBlobToFile(ctx context.Context, req FetchRequest, f *os.File, progress func(FetchProgress)) (uint64, error) {
 	if canPassFiles {
 		n, err := c.streamFile(ctx, req, f, progress)
 		if !errors.Is(err, errNoDescriptor) {
@@ -179,7 +182,7 @@ func (c *Client) StreamBlobToFile(ctx context.Context, req FetchRequest, f *os.F
 	}
 	var w io.Writer = f
 	if progress != nil {
-		w = &countingWriter{w: f, fn: progress}
+		w = &countingWriter{w: f, fn: func(n uint64) { progress(FetchProgress{Bytes: n, Size: req.Size}) }}
 	}
 	return c.StreamBlob(ctx, req, w)
 }
@@ -198,7 +201,7 @@ func (cw *countingWriter) Write(b []byte) (int, error) {
 	return k, err
 }
 
-func (c *Client) streamFile(ctx context.Context, req FetchRequest, f *os.File, progress func(uint64)) (uint64, error) {
+func (c *Client) streamFile(ctx context.Context, req FetchRequest, f *os.File, progress func(FetchProgress)) (uint64, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, fmt.Errorf("api: encode stream request: %w", err)
@@ -210,7 +213,7 @@ func (c *Client) streamFile(ctx context.Context, req FetchRequest, f *os.File, p
 	defer done()
 	last, err := readProgress(ctx, c, resp, "stream", func(p FetchProgress) {
 		if progress != nil {
-			progress(p.Bytes)
+			progress(p)
 		}
 	}, func(p *FetchProgress) (bool, string) { return p.Done, p.Error }, ErrFetchFailed)
 	var n uint64
@@ -356,6 +359,13 @@ type FetchProgress struct {
 	// Bytes is how many bytes of the blob are held; Size its declared size.
 	Bytes uint64 `json:"bytes"`
 	Size  uint64 `json:"size"`
+	// Finding is set while the daemon looks for providers: it asks its
+	// connected peers whether they hold the blob, and the DHT, at once
+	// (docs/adr/0047). Provider is the peer ID of the provider whose
+	// attempt runs; on the last line of a fetch that stored the blob, the
+	// one that served it ("" when the node held it already).
+	Finding  bool   `json:"finding,omitzero"`
+	Provider string `json:"provider,omitempty"`
 	// Done is set on the last line of a fetch that stored the blob.
 	Done bool `json:"done,omitzero"`
 	// Error is set on the last line of a fetch that failed, saying why.

@@ -58,6 +58,9 @@ type Exchange struct {
 		wants map[wantKey][]*attempt
 		// byPeer maps a provider to its attempts in progress.
 		byPeer map[peer.ID]map[*attempt]struct{}
+		// asks maps a (peer, block) to the Holders calls waiting for the
+		// peer's answer.
+		asks map[wantKey][]*holderAsk
 	}
 	unsolicited atomic.Uint64
 	received    atomic.Uint64
@@ -227,17 +230,11 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 	}
 	x.mu.wants = make(map[wantKey][]*attempt)
 	x.mu.byPeer = make(map[peer.ID]map[*attempt]struct{})
+	x.mu.asks = make(map[wantKey][]*holderAsk)
 	x.net = bsnet.NewFromIpfsHost(h)
 	x.server = server.New(context.Background(), x.net, st.bstore,
 		server.WithPeerBlockRequestFilter(func(p peer.ID, c cid.Cid) bool {
-			if !x.node.Serves(p) {
-				return false
-			}
-			if st.Referenced(c) {
-				return true
-			}
-			x.node.Observe(Event{Kind: Unheld, Peer: p, CID: c})
-			return false
+			return x.node.Serves(p) && st.Referenced(c)
 		}),
 		server.MaxOutstandingBytesPerPeer(serverMaxOutstandingBytes),
 	)
@@ -359,7 +356,22 @@ func (x *Exchange) handleStream(s network.Stream) {
 		}
 		ctx := context.Background()
 		x.server.ReceiveMessage(ctx, p, msg)
+		x.unheld(p, msg)
 		(*receiver)(x).ReceiveMessage(ctx, p, msg)
+	}
+}
+
+// unheld tells the Node of each block p wanted in msg that no complete
+// blob here holds, which the server answered DONT_HAVE (an Unheld event):
+// a want-block only. A want-have asks whether the node holds a block, as
+// a fetch asks its connected peers (Exchange.Holders), and takes nothing;
+// it is no miss (docs/adr/0047).
+func (x *Exchange) unheld(p peer.ID, msg bsmsg.BitSwapMessage) {
+	for _, e := range msg.Wantlist() {
+		if e.Cancel || e.WantType != pb.Message_Wantlist_Block || !x.node.Serves(p) || x.store.Referenced(e.Cid) {
+			continue
+		}
+		x.node.Observe(Event{Kind: Unheld, Peer: p, CID: e.Cid})
 	}
 }
 
@@ -513,8 +525,13 @@ func (r *receiver) ReceiveMessage(_ context.Context, p peer.ID, msg bsmsg.BitSwa
 	x := (*Exchange)(r)
 	for _, b := range msg.Blocks() {
 		as := x.take(p, b.Cid())
+		// A server may answer a want-have of a small block with the
+		// block (boxo's does, up to 1 KiB): it holds it.
+		asked := x.answered(p, b.Cid(), true)
 		if len(as) == 0 {
-			x.unsolicited.Add(1)
+			if !asked {
+				x.unsolicited.Add(1)
+			}
 			continue
 		}
 		for _, a := range as {
@@ -525,6 +542,10 @@ func (r *receiver) ReceiveMessage(_ context.Context, p peer.ID, msg bsmsg.BitSwa
 		for _, a := range x.take(p, c) {
 			deliver(a, event{dontHave: c})
 		}
+		x.answered(p, c, false)
+	}
+	for _, c := range msg.Haves() {
+		x.answered(p, c, true)
 	}
 }
 

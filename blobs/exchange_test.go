@@ -49,6 +49,7 @@ type testNode struct {
 	held     func(p peer.ID)
 	priority func(p peer.ID) uint8
 	served   func(p peer.ID, size uint64)
+	unheld   func(p peer.ID)
 }
 
 func (n *testNode) Priority(p peer.ID) uint8 {
@@ -64,6 +65,8 @@ func (n *testNode) Observe(e Event) {
 		n.held(e.Peer)
 	case e.Kind == Served && n.served != nil:
 		n.served(e.Peer, e.Size)
+	case e.Kind == Unheld && n.unheld != nil:
+		n.unheld(e.Peer)
 	}
 }
 

@@ -30,6 +30,8 @@ type Fetcher struct {
 	now     func() time.Time
 	// find is FetcherOptions.FindProviders; nil for none.
 	find func(ctx context.Context, c cid.Cid) []peer.AddrInfo
+	// connected is FetcherOptions.Connected; nil for none.
+	connected func() []peer.ID
 
 	mu struct {
 		sync.Mutex
@@ -68,6 +70,10 @@ type FetcherOptions struct {
 	// time ctx ends (RouteWithGuesses, or the fetch's FetchTimeout), nil
 	// for nothing.
 	FindProviders func(ctx context.Context, c cid.Cid) []peer.AddrInfo
+	// Connected, if set, returns the connected peers a fetch asks whether
+	// they hold its blob, at the same time as it asks content routing
+	// (the peers that completed hello; at most MaxAsked are asked).
+	Connected func() []peer.ID
 }
 
 // EnsureDefaults sets each nil field of o to its default and returns o; on
@@ -93,7 +99,7 @@ func NewFetcher(x *Exchange, st *Store, opts *FetcherOptions) *Fetcher {
 		o = *opts
 	}
 	o.EnsureDefaults()
-	f := &Fetcher{x: x, st: st, backoff: o.Backoff, now: o.Now, find: o.FindProviders}
+	f := &Fetcher{x: x, st: st, backoff: o.Backoff, now: o.Now, find: o.FindProviders, connected: o.Connected}
 	f.mu.calls = make(map[callKey]*call)
 	return f
 }
@@ -122,6 +128,26 @@ type Request struct {
 	// Progress, if set, is told the file bytes held so far and Size, from
 	// the fetch's goroutine.
 	Progress func(done, total uint64)
+	// Wait, if set, is told what the fetch waits for each time that
+	// changes, from the fetch's goroutine: providers being found, or a
+	// provider's attempt (the one that served, on success).
+	Wait func(Waiting)
+}
+
+// Waiting is what a fetch waits for (Request.Wait).
+type Waiting struct {
+	// Finding: providers being found (connected peers asked, content
+	// routing).
+	Finding bool
+	// Provider is the provider whose attempt runs.
+	Provider peer.ID
+}
+
+// wait tells r.Wait of w.
+func (r *Request) wait(w Waiting) {
+	if r.Wait != nil {
+		r.Wait(w)
+	}
 }
 
 // Fetch makes the blob complete in the store, or says why it could not.
@@ -194,19 +220,33 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
 	var written []cid.Cid
-	routed := false
+	var s *search
+	defer func() {
+		if s != nil {
+			s.cancel()
+		}
+	}()
 	for {
-		if !routed && f.find != nil && ctx.Err() == nil {
+		if s == nil && (f.find != nil || f.connected != nil) && ctx.Err() == nil {
 			pl.SkipBackedOff(f.now())
 			if pl.Routable(f.now()) {
-				routed = true
-				f.route(ctx, pl, r.CID)
+				r.wait(Waiting{Finding: true})
+				s = f.search(ctx, pl, r.CID)
+				s.take(pl, true)
 			}
 		}
+		s.take(pl, false)
 		p, deadline, ok := pl.Next(f.now())
+		if !ok && pl.Waiting() && s.running() {
+			r.wait(Waiting{Finding: true})
+			if s.take(pl, true) {
+				continue
+			}
+		}
 		if !ok {
 			break
 		}
+		r.wait(Waiting{Provider: p})
 		err := f.attempt(ctx, p, deadline, r, res, progress, &written)
 		pl.Report(p, err, f.now())
 		if pl.Done() || ctx.Err() != nil {
@@ -224,31 +264,6 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return fmt.Errorf("blobs: fetch %s (%d bytes): %w", r.CID, r.Size, err)
 	}
 	return nil
-}
-
-// RouteWithGuesses bounds the search for providers by content routing
-// when guesses are left to try after it: a search that finds nothing must
-// not keep them waiting long. Without guesses left, the plan's
-// FetchTimeout (and the node's own bound) is the search's.
-const RouteWithGuesses = 10 * time.Second
-
-// route asks content routing for providers of c (FetcherOptions.
-// FindProviders) and adds them to pl (Plan.Route) with their addresses in
-// the peerstore: within pl's FetchTimeout, and RouteWithGuesses when
-// guesses are left.
-func (f *Fetcher) route(ctx context.Context, pl *Plan, c cid.Cid) {
-	end := pl.Start().Add(FetchTimeout)
-	if soon := f.now().Add(RouteWithGuesses); pl.GuessesLeft() && soon.Before(end) {
-		end = soon
-	}
-	fctx, cancel := context.WithDeadline(ctx, end)
-	found := f.find(fctx, c)
-	cancel()
-	added := pl.Route(found, f.x.Host().ID())
-	ps := f.x.Host().Peerstore()
-	for _, ai := range added {
-		ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
-	}
 }
 
 // learn puts the addresses of pl's providers in the peerstore for

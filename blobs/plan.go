@@ -65,6 +65,9 @@ type Plan struct {
 	// the earliest end of their backoffs.
 	skipped int
 	until   time.Time
+	// routed counts the providers Route added, at most
+	// core.MaxHintsPerBlob in all.
+	routed int
 }
 
 // NewPlan returns the plan of a fetch from src starting at now. self is
@@ -129,16 +132,17 @@ func (pl *Plan) GuessesLeft() bool {
 	return false
 }
 
-// Route adds found, the providers content routing (the DHT) found for the
-// blob, after the candidates considered so far and before the guesses
-// left: each one that is neither a candidate already nor self, at most
-// core.MaxHintsPerBlob of them (ADR 0014: "a node keeps at most 16 hints
-// per blob"), tried in found's order and backed off on failure as a named
-// provider is. A plan that Next ended for want of a provider
-// (ErrNoProvider) goes on if Route added any; one that ended for another
-// reason stays over, and so do MaxAttempts and FetchTimeout, which count
-// from the plan's start. Route returns the providers it added, for their
-// addresses.
+// Route adds found, providers a search found for the blob (connected
+// peers that hold it, content routing's), after the candidates considered
+// so far and those Route added before, and before the guesses left: each
+// one that is neither a candidate already nor self, at most
+// core.MaxHintsPerBlob in all over the plan's calls (ADR 0014: "a node
+// keeps at most 16 hints per blob"), tried in the order found and backed
+// off on failure as a named provider is. A plan that Next ended for want
+// of a provider (ErrNoProvider; Waiting) goes on if Route added any; one
+// that ended for another reason stays over, and so do MaxAttempts and
+// FetchTimeout, which count from the plan's start. Route returns the
+// providers it added, for their addresses.
 func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 	if pl.done && !errors.Is(pl.err, ErrNoProvider) {
 		return nil
@@ -146,7 +150,7 @@ func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 	var added []peer.AddrInfo
 	var cands []candidate
 	for _, ai := range found {
-		if len(added) == core.MaxHintsPerBlob {
+		if pl.routed+len(added) == core.MaxHintsPerBlob {
 			break
 		}
 		if seen(cands, ai.ID, self) {
@@ -165,12 +169,21 @@ func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 		cands = append(cands, candidate{id: ai.ID, named: int32(len(pl.named) - 1)})
 		added = append(added, ai)
 	}
-	pl.cands = slices.Insert(pl.cands, pl.next, cands...)
+	at := pl.next
+	for at < len(pl.cands) && !pl.cands[at].guess {
+		at++ // after the candidates not tried yet: those Route added before
+	}
+	pl.cands = slices.Insert(pl.cands, at, cands...)
+	pl.routed += len(added)
 	if len(added) > 0 && pl.done {
 		pl.done, pl.err = false, nil
 	}
 	return added
 }
+
+// Waiting reports whether the plan is over only for want of a provider
+// (ErrNoProvider): providers Route adds would let it go on.
+func (pl *Plan) Waiting() bool { return pl.done && errors.Is(pl.err, ErrNoProvider) }
 
 // Next returns the next provider to try at now and the deadline of that
 // attempt, min(now+AttemptTimeout, start+FetchTimeout). ok is false when

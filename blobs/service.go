@@ -50,8 +50,9 @@ type ServiceOptions struct {
 	// of p's fetch slots and its tier's share of the quota (ADR 0014,
 	// limits.blob_fetches_per_peer); ok is false past them.
 	Slots func(p peer.ID, size uint64) (release func(), ok bool)
-	// Guesses returns at most max connected peers to try last for a fetch
-	// an operator asks for (the peers that completed hello).
+	// Guesses returns at most max connected peers (those that completed
+	// hello): every fetch asks them whether they hold its blob, and a
+	// fetch an operator asks for tries them last.
 	Guesses func(max int) []peer.ID
 	// Counted is told each fetch's source and outcome (Outcome, or
 	// "dropped" and "skipped"), for the metrics; nil for none.
@@ -87,7 +88,11 @@ func NewService(o ServiceOptions) *Service {
 	}
 	s := &Service{o: o}
 	s.x = NewExchange(o.Host, o.Store, &ExchangeOptions{Node: o.Node, Dialer: o.Dialer})
-	s.fetcher = NewFetcher(s.x, o.Store, &FetcherOptions{Now: o.Now, FindProviders: o.FindProviders})
+	fo := &FetcherOptions{Now: o.Now, FindProviders: o.FindProviders}
+	if o.Guesses != nil {
+		fo.Connected = func() []peer.ID { return o.Guesses(MaxAsked) }
+	}
+	s.fetcher = NewFetcher(s.x, o.Store, fo)
 	s.auto = s.newAutoFetch()
 	return s
 }
@@ -119,39 +124,49 @@ func (s *Service) AutoFetch() *AutoFetch { return s.auto }
 // changes them (ADR 0033, "One shape for a fetch").
 func (s *Service) Fetch(ctx context.Context, r Request) error { return s.fetcher.Fetch(ctx, r) }
 
-// FetchAsked is the fetch an operator asks for (`wats blob get`): blob c
-// of the declared size, from the peer from first when given (tried even
-// under backoff: the operator named it), then the providers gossip named,
-// then the connected peers that completed hello, as guesses (tried last,
-// never backed off), since an event that came by sync names no provider.
-// progress, if set, is told the bytes held and the size.
-func (s *Service) FetchAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, progress func(done, total uint64)) error {
-	r := s.asked(c, size, from)
-	r.Progress = progress
-	err := s.Fetch(ctx, r)
-	s.Logged("", c, size, "api", err)
+// Asked is a fetch an operator asks for (`wats blob get`).
+type Asked struct {
+	// CID and Size are the blob and its declared size.
+	CID  cid.Cid
+	Size uint64
+	// From is a peer to try first, even under backoff ("" for none).
+	From peer.ID
+	// Progress, if set, is told the bytes held and the size; Wait what
+	// the fetch waits for (Request.Wait).
+	Progress func(done, total uint64)
+	Wait     func(Waiting)
+}
+
+// FetchAsked is the fetch an operator asks for: a.CID of the declared
+// size, from a.From first when given (tried even under backoff: the
+// operator named it), then the providers gossip named, then those a
+// search finds (the connected peers that hold it, the DHT's), then the
+// connected peers that completed hello, as guesses (tried last, never
+// backed off), since an event that came by sync names no provider.
+func (s *Service) FetchAsked(ctx context.Context, a Asked) error {
+	err := s.Fetch(ctx, s.asked(a))
+	s.Logged("", a.CID, a.Size, "api", err)
 	return err
 }
 
 // StreamAsked is FetchAsked writing the blob's bytes to w in order
 // meanwhile, as they arrive and are verified (Fetcher.Stream, ADR 0035):
 // it returns the bytes written, and nil only when the blob is complete
-// here and exactly size bytes were written.
-func (s *Service) StreamAsked(ctx context.Context, c cid.Cid, size uint64, from peer.ID, w io.Writer) (uint64, error) {
-	written, err := s.fetcher.Stream(ctx, s.asked(c, size, from), w)
-	s.Logged("", c, size, "api", err)
+// here and exactly a.Size bytes were written.
+func (s *Service) StreamAsked(ctx context.Context, a Asked, w io.Writer) (uint64, error) {
+	written, err := s.fetcher.Stream(ctx, s.asked(a), w)
+	s.Logged("", a.CID, a.Size, "api", err)
 	return written, err
 }
 
-// asked is the fetch of blob c an operator asks for, from from first
-// (see FetchAsked).
-func (s *Service) asked(c cid.Cid, size uint64, from peer.ID) Request {
+// asked is the Request of a (see FetchAsked).
+func (s *Service) asked(a Asked) Request {
 	var guesses []peer.ID
 	if s.o.Guesses != nil {
 		guesses = s.o.Guesses(MaxAttempts)
 	}
-	src := Sources{First: from, FirstExempt: from != "", Named: s.o.Hints.Get(c), Guesses: guesses}
-	return Request{CID: c, Size: size, Sources: src}
+	src := Sources{First: a.From, FirstExempt: a.From != "", Named: s.o.Hints.Get(a.CID), Guesses: guesses}
+	return Request{CID: a.CID, Size: a.Size, Sources: src, Progress: a.Progress, Wait: a.Wait}
 }
 
 // Hint records providers, which a gossip envelope named, as the newest

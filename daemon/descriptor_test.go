@@ -485,7 +485,7 @@ func TestStreamIntoPassedFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		var seen uint64
-		got, err := c.StreamBlobToFile(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, out, func(w uint64) { seen = w })
+		got, err := c.StreamBlobToFile(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, out, func(p api.FetchProgress) { seen = p.Bytes })
 		out.Close()
 		b, _ := os.ReadFile(out.Name())
 		if err != nil || got != uint64(size) || !bytes.Equal(b, data) || (size > 0 && seen != uint64(size)) {

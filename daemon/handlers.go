@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -309,19 +310,10 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	line := ndjsonLines(w)
-	var last time.Time
-	progress := func(done, total uint64) {
-		if now := time.Now(); now.Sub(last) >= fetchProgressEvery {
-			last = now
-			line(api.FetchProgress{Bytes: done, Size: total})
-		}
-	}
-	if err := h.Fetching().FetchAsked(r.Context(), c, req.Size, from, progress); err != nil {
-		line(api.FetchProgress{Size: req.Size, Error: fetchFailure(c, err, from != "")})
-		return
-	}
-	line(api.FetchProgress{Bytes: req.Size, Size: req.Size, Done: true})
+	lines := newFetchLines(ndjsonLines(w), req.Size)
+	err := h.Fetching().FetchAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from,
+		Progress: func(done, _ uint64) { lines.bytes(done) }, Wait: lines.wait})
+	lines.end(req.Size, err, func() string { return fetchFailure(c, err, from != "") })
 }
 
 // streamBlob makes a blob complete, fetching it if needed, and answers
@@ -338,7 +330,7 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	out := flushingWriter{w: w, rc: http.NewResponseController(w)}
 	_ = out.rc.Flush() // the headers now: the first bytes may take a while
-	if _, err := h.Fetching().StreamAsked(r.Context(), c, req.Size, from, out); err != nil {
+	if _, err := h.Fetching().StreamAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from}, out); err != nil {
 		w.Header().Set(api.TrailerBlobStatus, api.BlobFailed)
 		w.Header().Set(api.TrailerBlobError, headerText(fetchFailure(c, err, from != ""), api.MaxBlobErrorBytes))
 		return
@@ -361,24 +353,72 @@ func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	line := ndjsonLines(w)
-	line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
-	out := &progressWriter{w: f, every: fetchProgressEvery, report: func(n uint64) { line(api.FetchProgress{Bytes: n, Size: req.Size}) }}
-	n, err := h.Fetching().StreamAsked(r.Context(), c, req.Size, from, out)
-	if err != nil {
-		line(api.FetchProgress{Bytes: n, Size: req.Size, Error: fetchFailure(c, err, from != "")})
-		return
-	}
-	line(api.FetchProgress{Bytes: n, Size: req.Size, Done: true})
+	lines := newFetchLines(ndjsonLines(w), req.Size)
+	lines.line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
+	out := &progressWriter{w: f, report: lines.bytes}
+	n, err := h.Fetching().StreamAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from, Wait: lines.wait}, out)
+	lines.end(n, err, func() string { return fetchFailure(c, err, from != "") })
 }
 
-// progressWriter writes to w and tells report the bytes written so far,
-// at most once every every.
+// fetchLines writes the NDJSON progress lines of a fetch
+// (api.FetchProgress): the bytes held or written at most every
+// fetchProgressEvery, each change of what the fetch waits for at once,
+// and the last line, Done with the provider that served or Error. Safe
+// for concurrent use: the fetch's goroutine tells it what it waits for,
+// the writer of the bytes how many.
+type fetchLines struct {
+	line func(any)
+	mu   sync.Mutex
+	p    api.FetchProgress
+	last time.Time
+}
+
+func newFetchLines(line func(any), size uint64) *fetchLines {
+	return &fetchLines{line: line, p: api.FetchProgress{Size: size}}
+}
+
+// bytes reports n bytes, unless a line went out less than
+// fetchProgressEvery ago.
+func (l *fetchLines) bytes(n uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Bytes = n
+	if now := time.Now(); now.Sub(l.last) >= fetchProgressEvery {
+		l.last = now
+		l.line(l.p)
+	}
+}
+
+// wait reports what the fetch waits for now (blobs.Request.Wait).
+func (l *fetchLines) wait(w blobs.Waiting) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Finding, l.p.Provider = w.Finding, ""
+	if w.Provider != "" {
+		l.p.Provider = w.Provider.String()
+	}
+	l.line(l.p)
+}
+
+// end writes the last line of a fetch that ended with err after n bytes:
+// Done, with the provider of the last attempt (the one that served), or
+// Error, what failure says of err.
+func (l *fetchLines) end(n uint64, err error, failure func() string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Bytes, l.p.Finding = n, false
+	if err != nil {
+		l.line(api.FetchProgress{Bytes: n, Size: l.p.Size, Error: failure()})
+		return
+	}
+	l.p.Done = true
+	l.line(l.p)
+}
+
+// progressWriter writes to w and tells report the bytes written so far.
 type progressWriter struct {
 	w      io.Writer
 	n      uint64
-	every  time.Duration
-	last   time.Time
 	report func(written uint64)
 }
 
@@ -405,10 +445,7 @@ func (p *progressWriter) ReadFrom(r io.Reader) (int64, error) {
 
 func (p *progressWriter) count(k int64) {
 	p.n += uint64(k)
-	if now := time.Now(); now.Sub(p.last) >= p.every {
-		p.last = now
-		p.report(p.n)
-	}
+	p.report(p.n)
 }
 
 // replicate asks a peer to replicate blobs (api.PathReplicate).

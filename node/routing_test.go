@@ -159,17 +159,32 @@ func TestFetchByCIDFromADHTProvider(t *testing.T) {
 	}
 }
 
-// TestFetchWithTheDHTOffFindsNoProvider: the same fetch with p2p.dht off
-// ends with ErrNoProvider: the DHT is what found the provider above.
+// TestFetchWithTheDHTOffFindsNoProvider: with p2p.dht off, a fetch with
+// no provider named gets a blob a connected peer holds, by asking it
+// (docs/adr/0047), and ends with ErrNoProvider for one that only a node
+// it is not connected to holds: the DHT is what found the provider above.
 func TestFetchWithTheDHTOffFindsNoProvider(t *testing.T) {
 	holder := startNode(t, dhtConfig())
+	far := startNode(t, dhtConfig(holder))
 	off := dhtConfig(holder)
 	off.P2P.DHT = config.DHTOff
 	getter := startNode(t, off)
-	ref := addBlob(t, holder, randData(1<<20, 8))
-	c, _ := cid.Decode(ref.CID)
+	waitFor(t, 10*time.Second, "hello with the holder", func() bool {
+		st := getter.run.Get(holder.ID())
+		return st != nil && st.Helloed()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	near := addBlob(t, holder, randData(1<<20, 7))
+	c, _ := cid.Decode(near.CID)
+	if err := getter.fetch.Fetch(ctx, blobs.Request{CID: c, Size: near.Size}); err != nil {
+		t.Fatalf("fetch of a blob a connected peer holds, the DHT off: %v", err)
+	}
+	ref := addBlob(t, far, randData(1<<20, 8))
+	c, _ = cid.Decode(ref.CID)
+	if getter.host.Network().Connectedness(far.ID()) == network.Connected {
+		t.Fatal("test bug: the getter is connected to the far node")
+	}
 	err := getter.fetch.Fetch(ctx, blobs.Request{CID: c, Size: ref.Size})
 	if !errors.Is(err, blobs.ErrNoProvider) {
 		t.Fatalf("fetch with the DHT off and no provider named: %v, want ErrNoProvider", err)

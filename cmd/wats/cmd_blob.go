@@ -201,6 +201,7 @@ shell pipeline, set -o pipefail to see that status).`,
 				size = int64(bs.Size)
 			}
 			req := api.FetchRequest{CID: args[0], Size: uint64(size), From: from}
+			var provider string // the peer that served it, when known
 			if toStdout {
 				return c.streamBlob(cmd.Context(), cl, req, c.stdout)
 			}
@@ -216,13 +217,13 @@ shell pipeline, set -o pipefail to see that status).`,
 				if err != nil {
 					return err
 				}
-			} else if err := c.streamToFile(cmd.Context(), cl, req, out); err != nil {
+			} else if provider, err = c.streamToFile(cmd.Context(), cl, req, out); err != nil {
 				return err
 			}
 			if asJSON {
-				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out})
+				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out, Provider: provider})
 			}
-			fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s\n", out, size, args[0])
+			fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s%s\n", out, size, args[0], fromPeer(provider))
 			return nil
 		},
 	}
@@ -236,11 +237,13 @@ shell pipeline, set -o pipefail to see that status).`,
 // streamToFile streams the blob req names into a temporary file beside
 // out and renames it to out once the blob is complete and the file holds
 // exactly its declared size, synced; on any failure the temporary file is
-// removed and out is left as it was.
-func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) error {
+// removed and out is left as it was. It returns the peer ID of the
+// provider that served the blob ("" when the node held it). On a
+// terminal, the progress bar says what the fetch waits for.
+func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) (from string, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
 	if err != nil {
-		return fmt.Errorf("-o %s: %w", out, err)
+		return "", fmt.Errorf("-o %s: %w", out, err)
 	}
 	renamed := false
 	defer func() {
@@ -250,40 +253,52 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 		}
 	}()
 	if err := tmp.Chmod(0o644); err != nil {
-		return err
+		return "", err
 	}
 	// On the daemon's host the daemon writes into tmp itself, through its
 	// descriptor (api.Client.StreamBlobToFile): no byte crosses the socket.
-	bar := c.byteBar(int64(req.Size), "get "+shortCID(req.CID))
-	var progress func(uint64)
-	if bar != nil {
-		progress = func(n uint64) { _ = bar.Set64(int64(n)) }
+	label := "get " + shortCID(req.CID)
+	bar := c.byteBar(int64(req.Size), label)
+	var waiting string
+	progress := func(p api.FetchProgress) {
+		from = p.Provider // the last attempt's: on success, the one that served
+		if bar == nil {
+			return
+		}
+		_ = bar.Set64(int64(p.Bytes))
+		if w := fetchWaiting(p); w != waiting {
+			waiting = w
+			bar.Describe(label + w)
+			// Shown now, not at the next byte: while providers are
+			// found, no byte comes.
+			_ = bar.RenderBlank()
+		}
 	}
 	_, err = cl.StreamBlobToFile(ctx, req, tmp, progress)
 	endBar(c.stderr, bar, err)
 	if err := c.streamError(err); err != nil {
-		return err
+		return "", err
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if uint64(fi.Size()) != req.Size {
-		return fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
+		return "", fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
 	}
 	// Synced before the rename, so that out never names a file whose
 	// bytes a crash could lose.
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("-o %s: %w", out, err)
+		return "", fmt.Errorf("-o %s: %w", out, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("-o %s: %w", out, err)
+		return "", fmt.Errorf("-o %s: %w", out, err)
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
-		return err
+		return "", err
 	}
 	renamed = true
-	return nil
+	return from, nil
 }
 
 // streamBlob has the daemon fetch the blob req names and writes its bytes
@@ -318,11 +333,36 @@ func shortCID(s string) string {
 	return s[:8] + "…" + s[len(s)-6:]
 }
 
-// blobWritten is the JSON of `blob get --json`: the blob written and where.
+// blobWritten is the JSON of `blob get --json`: the blob written and
+// where, and the peer ID of the provider that served it (left out when
+// the node held it, or the bytes came another way than a file).
 type blobWritten struct {
-	CID  string `json:"cid"`
-	Size uint64 `json:"size"`
-	File string `json:"file"`
+	CID      string `json:"cid"`
+	Size     uint64 `json:"size"`
+	File     string `json:"file"`
+	Provider string `json:"provider,omitempty"`
+}
+
+// fetchWaiting is what a fetch's progress line p says it waits for, as a
+// progress bar's label goes on: ": finding providers", " from 12D3…" (the
+// provider whose attempt runs), or nothing.
+func fetchWaiting(p api.FetchProgress) string {
+	switch {
+	case p.Finding:
+		return ": finding providers"
+	case p.Provider != "":
+		return " from " + shortPeer(p.Provider)
+	}
+	return ""
+}
+
+// fromPeer is ", from PEER" for the provider that served a blob, "" for
+// none.
+func fromPeer(provider string) string {
+	if provider == "" {
+		return ""
+	}
+	return ", from " + provider
 }
 
 // blobRemoved is the JSON of `blob rm --json`.

@@ -98,3 +98,53 @@ func TestBlobAddProgressBar(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobGetProgressBarSaysWhatItWaits: on a terminal, blob get's bar
+// says what the fetch waits for as the daemon's lines say it (providers
+// being found, then the provider whose attempt runs), and the last line
+// names the provider that served the blob.
+func TestBlobGetProgressBarSaysWhatItWaits(t *testing.T) {
+	const provider = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo"
+	daemon := http.NewServeMux()
+	daemon.HandleFunc("POST "+api.PathBlobStreamFile, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		for _, line := range []string{
+			`{"bytes":0,"size":0}`,
+			`{"bytes":0,"size":0,"finding":true}`,
+			`{"bytes":0,"size":0,"provider":"` + provider + `"}`,
+			`{"bytes":0,"size":0,"provider":"` + provider + `","done":true}`,
+		} {
+			fmt.Fprintln(w, line)
+			w.(http.Flusher).Flush()
+		}
+	})
+	dir := fakeDaemon(t, daemon)
+	term, other := openPTY(t)
+	const mark = "<end of the command>"
+	seen := make(chan string, 1)
+	go func() {
+		var screen bytes.Buffer
+		buf := make([]byte, 4096)
+		for !strings.Contains(screen.String(), mark) {
+			n, err := other.Read(buf)
+			screen.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		seen <- screen.String()
+	}()
+	var out bytes.Buffer
+	file := filepath.Join(t.TempDir(), "got.bin")
+	code := run(t.Context(), []string{"blob", "get", "bafkqaaa", "--size", "0", "-o", file, "--repo", dir}, strings.NewReader(""), &out, term)
+	io.WriteString(term, mark)
+	got := <-seen
+	if want := "wrote " + file + ": 0 bytes, blob bafkqaaa, from " + provider + "\n"; code != exitOK || out.String() != want {
+		t.Errorf("exit %d, stdout %q, want %q; terminal %q", code, out.String(), want, got)
+	}
+	for _, want := range []string{"get bafkqaaa: finding providers", "get bafkqaaa from …" + provider[len(provider)-8:]} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal does not show %q: %q", want, got)
+		}
+	}
+}

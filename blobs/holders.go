@@ -1,0 +1,99 @@
+package blobs
+
+import (
+	"context"
+	"slices"
+
+	bsmsg "github.com/ipfs/boxo/bitswap/message"
+	pb "github.com/ipfs/boxo/bitswap/message/pb"
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// holderAsk is one Holders call: where it sends the peers that hold the
+// block, and how many of those it asked have not answered yet.
+type holderAsk struct {
+	out chan peer.ID // buffered: a place for each peer asked
+	// keys are the (peer, block) it waits on; left of them are
+	// unanswered, and done is closed when none is. Under Exchange.mu.
+	keys []wantKey
+	left int
+	done chan struct{}
+}
+
+// Holders asks each of peers that is connected (it dials none) whether it
+// holds the block c, as bitswap asks (a WANT_HAVE, with a DONT_HAVE asked
+// for), and sends on the channel it returns each peer that answers that
+// it does, as the answers come: one round trip for a connected holder.
+// The channel is closed once every peer asked has answered, or ctx ends.
+// A peer's server answers HAVE only for a block a complete blob holds
+// there, to a peer it serves; asking is not fetching (ADR 0014 bounds the
+// providers tried, not the peers asked), and a want-have is no miss at
+// the peer asked (Exchange.unheld).
+func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-chan peer.ID {
+	a := &holderAsk{done: make(chan struct{})}
+	var asked []peer.ID
+	for _, p := range peers {
+		if !slices.Contains(asked, p) && x.net.IsConnectedToPeer(ctx, p) {
+			asked = append(asked, p)
+		}
+	}
+	a.out = make(chan peer.ID, len(asked))
+	if len(asked) == 0 {
+		close(a.out)
+		return a.out
+	}
+	x.mu.Lock()
+	for _, p := range asked {
+		k := wantKey{p, c.KeyString()}
+		x.mu.asks[k] = append(x.mu.asks[k], a)
+		a.keys = append(a.keys, k)
+	}
+	a.left = len(asked)
+	x.mu.Unlock()
+	for _, p := range asked {
+		go func() {
+			msg := bsmsg.New(false)
+			msg.AddEntry(c, 1, pb.Message_Wantlist_Have, true)
+			if err := x.net.SendMessage(ctx, p, msg); err != nil {
+				x.answered(p, c, false) // no answer will come
+			}
+		}()
+	}
+	go func() {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+		}
+		x.mu.Lock()
+		for _, k := range a.keys {
+			x.mu.asks[k] = slices.DeleteFunc(x.mu.asks[k], func(o *holderAsk) bool { return o == a })
+			if len(x.mu.asks[k]) == 0 {
+				delete(x.mu.asks, k)
+			}
+		}
+		x.mu.Unlock()
+		close(a.out) // after the receiver can no longer find a
+	}()
+	return a.out
+}
+
+// answered hands p's answer about block c to the Holders calls waiting for
+// it: holds, p is sent on, and either way p has answered. It reports
+// whether a call was waiting.
+func (x *Exchange) answered(p peer.ID, c cid.Cid, holds bool) bool {
+	k := wantKey{p, c.KeyString()}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	asks := x.mu.asks[k]
+	delete(x.mu.asks, k)
+	for _, a := range asks {
+		if holds {
+			a.out <- p // never blocks: a place for each peer asked
+		}
+		if a.left--; a.left == 0 {
+			close(a.done)
+		}
+	}
+	return len(asks) > 0
+}

@@ -1,0 +1,131 @@
+package blobs
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// TestHolders: of the connected peers asked, the one that holds the blob
+// answers that it does, the others that they do not, and the channel
+// closes once all answered; a peer not connected is not asked (nor
+// dialled); a want-have of a block not held is no miss at the peer
+// asked, a want-block is.
+func TestHolders(t *testing.T) {
+	var unheld atomic.Int32
+	xo := ExchangeOptions{Node: &testNode{unheld: func(peer.ID) { unheld.Add(1) }}}
+	holder := newPeerNode(t, StoreOptions{}, xo)
+	other := newPeerNode(t, StoreOptions{}, xo)
+	far := newPeerNode(t, StoreOptions{}, xo)
+	asker := newPeerNode(t, StoreOptions{}, xo)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, size, err := holder.st.Import(ctx, bytes.NewReader(randBytes(3*ChunkSize, 7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*peerNode{holder, other} {
+		if err := asker.h.Connect(ctx, n.info()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asker.h.Peerstore().AddAddrs(far.h.ID(), far.h.Addrs(), time.Hour)
+	var got []peer.ID
+	for p := range asker.x.Holders(ctx, c, []peer.ID{other.h.ID(), far.h.ID(), holder.h.ID(), holder.h.ID()}) {
+		got = append(got, p)
+	}
+	if !slices.Equal(got, []peer.ID{holder.h.ID()}) {
+		t.Fatalf("holders %v, want only %s", got, holder.h.ID())
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the channel closed only when the context ended: not every peer's answer counted")
+	}
+	if len(asker.h.Network().ConnsToPeer(far.h.ID())) != 0 {
+		t.Error("a peer not connected was dialled")
+	}
+	if n := unheld.Load(); n != 0 {
+		t.Errorf("%d misses for a want-have of a block not held, want 0", n)
+	}
+	// The same want as a want-block: a miss at the peer that lacks it.
+	if _, err := asker.f.Stream(ctx, Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{other.info()}}}, &recorder{}); err == nil {
+		t.Fatal("fetched from a peer without the blob")
+	}
+	if n := unheld.Load(); n != 1 {
+		t.Errorf("%d misses for a want-block of a block not held, want 1", n)
+	}
+
+	// None asked: closed at once; a context that ends closes it.
+	for range asker.x.Holders(ctx, c, nil) {
+		t.Fatal("a holder among no peers")
+	}
+	silent := newPeerNode(t, StoreOptions{}, xo)
+	if err := asker.h.Connect(ctx, silent.info()); err != nil {
+		t.Fatal(err)
+	}
+	silent.x.Close() // connected, but answers no bitswap message
+	sctx, scancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer scancel()
+	for range asker.x.Holders(sctx, cid.Cid(c), []peer.ID{silent.h.ID()}) {
+		t.Fatal("a silent peer held the blob")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the ask of a silent peer did not end with its context")
+	}
+}
+
+// TestFetchAsksConnectedPeersFirst: a fetch with no provider named asks
+// its connected peers whether they hold the blob at the same time as
+// content routing, and fetches from a holder that answers, while the
+// search of content routing goes on (here it never ends by itself).
+func TestFetchAsksConnectedPeersFirst(t *testing.T) {
+	holder := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	other := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	b := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, size, err := holder.st.Import(ctx, bytes.NewReader(randBytes(5*ChunkSize+3, 9)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*peerNode{other, holder} {
+		if err := b.h.Connect(ctx, n.info()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searching := make(chan struct{})
+	b.f = NewFetcher(b.x, b.st, &FetcherOptions{
+		FindProviders: func(ctx context.Context, c cid.Cid) []peer.AddrInfo {
+			close(searching)
+			<-ctx.Done() // a DHT that finds nothing, slowly
+			return nil
+		},
+		Connected: func() []peer.ID { return []peer.ID{other.h.ID(), holder.h.ID()} },
+	})
+	var waits []Waiting
+	start := time.Now()
+	err = b.f.Fetch(ctx, Request{CID: c, Size: size, Wait: func(w Waiting) { waits = append(waits, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-searching:
+	default:
+		t.Error("content routing was not asked")
+	}
+	if d := time.Since(start); d > RouteWithGuesses {
+		t.Errorf("the fetch took %v: it waited for content routing", d)
+	}
+	want := []Waiting{{Finding: true}, {Provider: holder.h.ID()}}
+	if !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if ok, _ := b.st.Has(c); !ok {
+		t.Fatal("fetched but not held")
+	}
+}
