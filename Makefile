@@ -65,8 +65,8 @@ bench-kubo: build
 devnet: build
 	$(BIN) devnet run -n 3 --demo
 
-## sim: the simulated internet of docs/scale.md (as root, with ip and nft): 2 public nodes, NATS nodes behind home routers (s: symmetric NAT)
-NATS ?= 7,7,7,7s
+## sim: the simulated internet of docs/scale.md (as root, with ip and nft): 2 public nodes, NATS nodes behind home routers (s: symmetric NAT; +1: a quiet node for the hole punching step)
+NATS ?= 7+1,7+1,7+1,7s+1
 sim: build
 	$(GO) run ./internal/netsim/simrun -bin $(BIN) -public 2 -nats $(NATS)
 

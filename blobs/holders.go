@@ -10,10 +10,16 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// holderAsk is one Holders call: where it sends the peers that hold the
-// block, and how many of those it asked have not answered yet.
+// Answer is a peer's answer to Holders: whether it holds the block.
+type Answer struct {
+	Peer  peer.ID
+	Holds bool
+}
+
+// holderAsk is one Holders call: where it sends the answers, and how many
+// of the peers it asked have not answered yet.
 type holderAsk struct {
-	out chan peer.ID // buffered: a place for each peer asked
+	out chan Answer // buffered: a place for each peer asked
 	// keys are the (peer, block) it waits on; left of them are
 	// unanswered, and done is closed when none is. Under Exchange.mu.
 	keys []wantKey
@@ -25,12 +31,14 @@ type holderAsk struct {
 // holds the block c, as bitswap asks (a WANT_HAVE, with a DONT_HAVE asked
 // for), and sends on the channel it returns each peer that answers that
 // it does, as the answers come: one round trip for a connected holder.
-// The channel is closed once every peer asked has answered, or ctx ends.
+// Each answer is sent, HAVE or DONT_HAVE; a peer that could not be asked
+// (its stream failed: a relayed connection, say) answers nothing. The
+// channel is closed once every peer asked has answered, or ctx ends.
 // A peer's server answers HAVE only for a block a complete blob holds
 // there, to a peer it serves; asking is not fetching (ADR 0014 bounds the
 // providers tried, not the peers asked), and a want-have is no miss at
 // the peer asked (Exchange.unheld).
-func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-chan peer.ID {
+func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-chan Answer {
 	a := &holderAsk{done: make(chan struct{})}
 	var asked []peer.ID
 	for _, p := range peers {
@@ -38,7 +46,7 @@ func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-ch
 			asked = append(asked, p)
 		}
 	}
-	a.out = make(chan peer.ID, len(asked))
+	a.out = make(chan Answer, len(asked))
 	if len(asked) == 0 {
 		close(a.out)
 		return a.out
@@ -56,7 +64,7 @@ func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-ch
 			msg := bsmsg.New(false)
 			msg.AddEntry(c, 1, pb.Message_Wantlist_Have, true)
 			if err := x.net.SendMessage(ctx, p, msg); err != nil {
-				x.answered(p, c, false) // no answer will come
+				x.answer(p, c, nil) // no answer will come
 			}
 		}()
 	}
@@ -79,20 +87,25 @@ func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-ch
 }
 
 // answered hands p's answer about block c to the Holders calls waiting for
-// it: holds, p is sent on, and either way p has answered. It reports
-// whether a call was waiting.
+// it, and reports whether one was.
 func (x *Exchange) answered(p peer.ID, c cid.Cid, holds bool) bool {
+	return x.answer(p, c, &Answer{Peer: p, Holds: holds})
+}
+
+// answer counts p as answered about c in the Holders calls waiting for it,
+// sending them a unless it is nil, and reports whether one was waiting.
+func (x *Exchange) answer(p peer.ID, c cid.Cid, a *Answer) bool {
 	k := wantKey{p, c.KeyString()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	asks := x.mu.asks[k]
 	delete(x.mu.asks, k)
-	for _, a := range asks {
-		if holds {
-			a.out <- p // never blocks: a place for each peer asked
+	for _, h := range asks {
+		if a != nil {
+			h.out <- *a // never blocks: a place for each peer asked
 		}
-		if a.left--; a.left == 0 {
-			close(a.done)
+		if h.left--; h.left == 0 {
+			close(h.done)
 		}
 	}
 	return len(asks) > 0

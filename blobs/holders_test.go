@@ -3,6 +3,7 @@ package blobs
 import (
 	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -36,12 +37,15 @@ func TestHolders(t *testing.T) {
 		}
 	}
 	asker.h.Peerstore().AddAddrs(far.h.ID(), far.h.Addrs(), time.Hour)
-	var got []peer.ID
-	for p := range asker.x.Holders(ctx, c, []peer.ID{other.h.ID(), far.h.ID(), holder.h.ID(), holder.h.ID()}) {
-		got = append(got, p)
+	got := map[peer.ID]bool{}
+	for a := range asker.x.Holders(ctx, c, []peer.ID{other.h.ID(), far.h.ID(), holder.h.ID(), holder.h.ID()}) {
+		if _, twice := got[a.Peer]; twice {
+			t.Errorf("%s answered twice", a.Peer)
+		}
+		got[a.Peer] = a.Holds
 	}
-	if !slices.Equal(got, []peer.ID{holder.h.ID()}) {
-		t.Fatalf("holders %v, want only %s", got, holder.h.ID())
+	if want := map[peer.ID]bool{holder.h.ID(): true, other.h.ID(): false}; !maps.Equal(got, want) {
+		t.Fatalf("answers %v, want %v", got, want)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the channel closed only when the context ended: not every peer's answer counted")

@@ -72,6 +72,20 @@ func reason(err error) string {
 
 var errFake = errors.New("fake provider error")
 
+// left lists the candidates of the plan not considered yet: "left A B",
+// a guess as guess=G.
+func (s *script) left() string {
+	var names []string
+	for _, c := range s.pl.cands[s.pl.next:] {
+		if c.guess {
+			names = append(names, "guess="+string(c.id))
+		} else {
+			names = append(names, string(c.id))
+		}
+	}
+	return strings.TrimSpace("left " + strings.Join(names, " "))
+}
+
 func (s *script) run(f []string) (string, error) {
 	if len(f) == 0 {
 		return "", fmt.Errorf("empty command")
@@ -130,6 +144,30 @@ func (s *script) run(f []string) (string, error) {
 			names = append(names, string(c.id))
 		}
 		return "candidates " + strings.Join(names, " "), nil
+	case f[0] == "route" && len(f) >= 1:
+		if s.pl == nil {
+			return "", fmt.Errorf("no plan yet")
+		}
+		var found []peer.AddrInfo
+		for _, p := range f[1:] {
+			found = append(found, peer.AddrInfo{ID: peer.ID(p)})
+		}
+		var added []string
+		for _, ai := range s.pl.Route(found, "self") {
+			added = append(added, string(ai.ID))
+		}
+		return fmt.Sprintf("added %d: %s; %s", len(added), strings.Join(added, " "), s.left()), nil
+	case f[0] == "lacks" && len(f) == 2:
+		if s.pl == nil {
+			return "", fmt.Errorf("no plan yet")
+		}
+		s.pl.Lacks(peer.ID(f[1]))
+		return s.left(), nil
+	case f[0] == "waiting" && len(f) == 1:
+		if s.pl == nil {
+			return "", fmt.Errorf("no plan yet")
+		}
+		return fmt.Sprint(s.pl.Waiting()), nil
 	case f[0] == "next" && len(f) == 2:
 		if s.pl == nil {
 			return "", fmt.Errorf("no plan yet")

@@ -30,11 +30,19 @@ const RouteWithGuesses = 10 * time.Second
 // routing's providers when its search ends. A nil *search finds nothing.
 type search struct {
 	f       *Fetcher
-	batches chan []peer.AddrInfo
-	// left counts the searches not ended: each sends a nil batch when it
+	batches chan batch
+	// left counts the searches not ended: each sends an end batch when it
 	// ends. Only the fetch's goroutine reads it.
 	left   int
 	cancel context.CancelFunc
+}
+
+// batch is what a search found: providers, or a connected peer that
+// lacks the blob (it answered DONT_HAVE: no guess to try), or its end.
+type batch struct {
+	found []peer.AddrInfo
+	lacks bool
+	end   bool
 }
 
 // search starts the look for providers of c for pl; cancel it when the
@@ -43,7 +51,7 @@ func (f *Fetcher) search(ctx context.Context, pl *Plan, c cid.Cid) *search {
 	ctx, cancel := context.WithCancel(ctx)
 	// A place for every batch (a holder each, content routing's, an end
 	// each): a search never waits to send, after the fetch ended too.
-	s := &search{f: f, batches: make(chan []peer.AddrInfo, MaxAsked+3), cancel: cancel}
+	s := &search{f: f, batches: make(chan batch, MaxAsked+3), cancel: cancel}
 	if f.connected != nil {
 		peers := f.connected()
 		if len(peers) > MaxAsked {
@@ -51,10 +59,10 @@ func (f *Fetcher) search(ctx context.Context, pl *Plan, c cid.Cid) *search {
 		}
 		s.left++
 		go func() {
-			for p := range f.x.Holders(ctx, c, peers) {
-				s.batches <- []peer.AddrInfo{{ID: p}}
+			for a := range f.x.Holders(ctx, c, peers) {
+				s.batches <- batch{found: []peer.AddrInfo{{ID: a.Peer}}, lacks: !a.Holds}
 			}
-			s.batches <- nil
+			s.batches <- batch{end: true}
 		}()
 	}
 	if f.find != nil {
@@ -68,9 +76,9 @@ func (f *Fetcher) search(ctx context.Context, pl *Plan, c cid.Cid) *search {
 			found := f.find(fctx, c)
 			fcancel()
 			if len(found) > 0 {
-				s.batches <- found
+				s.batches <- batch{found: found}
 			}
-			s.batches <- nil
+			s.batches <- batch{end: true}
 		}()
 	}
 	return s
@@ -89,24 +97,27 @@ func (s *search) take(pl *Plan, wait bool) (added bool) {
 		return false
 	}
 	for s.left > 0 {
-		var batch []peer.AddrInfo
+		var b batch
 		if wait && !added {
-			batch = <-s.batches // each search ends by its deadline or the fetch's context
+			b = <-s.batches // each search ends by its deadline or the fetch's context
 		} else {
 			select {
-			case batch = <-s.batches:
+			case b = <-s.batches:
 			default:
 				return added
 			}
 		}
-		if batch == nil {
+		switch {
+		case b.end:
 			s.left--
-			continue
-		}
-		ps := s.f.x.Host().Peerstore()
-		for _, ai := range pl.Route(batch, s.f.x.Host().ID()) {
-			ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
-			added = true
+		case b.lacks:
+			pl.Lacks(b.found[0].ID)
+		default:
+			ps := s.f.x.Host().Peerstore()
+			for _, ai := range pl.Route(b.found, s.f.x.Host().ID()) {
+				ps.AddAddrs(ai.ID, ai.Addrs, ProviderAddrTTL)
+				added = true
+			}
 		}
 	}
 	return added

@@ -273,6 +273,7 @@ func (n *Node) Start(ctx context.Context) error {
 		n.every(memrelease.Every, func() { r.Release(memrelease.ReadHeap()) })
 	})
 	n.go_(func() { n.reachability.Watch(n.ctx, n.host, n.log) })
+	p2p.KeepRelayed(n.ctx, n.host, n.cfg.P2P.ConnsLow, n.go_)
 	if n.lost != nil {
 		n.go_(func() { n.lost.Run(n.ctx) })
 	}

@@ -40,6 +40,16 @@ const (
 	// goroutine and a few KiB each (no stream, so no window), and libp2p's
 	// 15 s accept timeout.
 	handshakesInFlight = 1024
+	// strangerConnsInbound, strangerConnsOutbound: the connections of a
+	// peer without a record. Inbound, one per transport (TCP, QUIC).
+	// Outbound, what a hole punch dials at once beside the relayed
+	// connection it upgrades: DCUtR dials every address the peer sent at
+	// the same moment, and 2 failed every hole punch to a stranger with
+	// three addresses before a packet left ("cannot reserve outbound
+	// connection"; docs/adr/0047). Outbound connections are this node's
+	// own dials: a stranger cannot open them.
+	strangerConnsInbound  = 2
+	strangerConnsOutbound = 8
 	// strangerStreamsInbound, strangerStreamsOutbound: the streams of a
 	// peer without a record, all protocols together: enough for identify,
 	// gossip both ways, bitswap and a few requests; the caps of its tier
@@ -138,7 +148,7 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 			proto.ID: limit(MaxWatsStreamsPerPeer, MaxWatsStreamsPerPeer, 8<<20),
 		},
 		PeerDefault: rcmgr.ResourceLimits{
-			Conns: lv(4), ConnsInbound: lv(2), ConnsOutbound: lv(2),
+			Conns: lv(strangerConnsInbound + strangerConnsOutbound), ConnsInbound: lv(strangerConnsInbound), ConnsOutbound: lv(strangerConnsOutbound),
 			Streams: lv(strangerStreamsInbound + strangerStreamsOutbound), StreamsInbound: lv(strangerStreamsInbound),
 			StreamsOutbound: lv(strangerStreamsOutbound), Memory: lv64(strangerMemory),
 		},

@@ -54,6 +54,14 @@ const (
 	autonatPerPeerPerMin = 3
 )
 
+// directDialTimeout bounds the direct dial that hole punching tries first
+// on a relayed connection, and each of its punches (libp2p's default is
+// 10 s). The direct dial succeeds within a round trip or two when the
+// peer is reachable, and behind a NAT that drops it it only waits: in the
+// simulation every relayed pair of port-keeping NATs waited 5 s for it
+// before a punch that took milliseconds (docs/adr/0047).
+const directDialTimeout = 3 * time.Second
+
 // relayCandidates bounds the relays AutoRelay is handed at once from the
 // DHT's routing table (autorelay.PeerSource's num bounds it further).
 const relayCandidates = 32
@@ -72,7 +80,7 @@ func NATOptions(cfg *config.Config, punches *PunchTracer, dht func() *Routing) (
 		libp2p.EnableNATService(),
 		libp2p.AutoNATServiceRateLimit(autonatPerMin, autonatPerPeerPerMin, time.Minute),
 		libp2p.EnableAutoNATv2(),
-		libp2p.EnableHolePunching(holepunch.WithTracer(punches)),
+		libp2p.EnableHolePunching(holepunch.WithTracer(punches), holepunch.DirectDialTimeout(directDialTimeout)),
 	}
 	if cfg.P2P.NATPortMap {
 		opts = append(opts, libp2p.NATPortMap())

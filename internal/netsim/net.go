@@ -35,6 +35,10 @@ type NAT struct {
 	// which hole punching fails; otherwise the router keeps the source
 	// port where it can (endpoint-independent mapping: masquerade).
 	Symmetric bool
+	// Late nodes are behind it too, started only for the hole punching
+	// step: quiet ones, which dial no other node, so that the others reach
+	// them through a relay first (DCUtR's case; Result.Punch).
+	Late int
 }
 
 // Host is one node's place in the net: its namespace and address.
@@ -47,6 +51,8 @@ type Host struct {
 	// NAT is the index of its router in Topology.NATs, -1 for a public
 	// node.
 	NAT int
+	// Late: one of its NAT's Late nodes.
+	Late bool
 }
 
 // Net is a simulated internet built of network namespaces: one for the
@@ -128,7 +134,7 @@ func Build(ctx context.Context, topo Topology) (n *Net, err error) {
 		n.Hosts = append(n.Hosts, Host{NS: ns, IP: ip, NAT: -1})
 	}
 	for r, nat := range topo.NATs {
-		if nat.Nodes > 200 {
+		if nat.Nodes+nat.Late > 200 {
 			return nil, errors.New("netsim: at most 200 nodes behind a NAT")
 		}
 		router := fmt.Sprintf("%srt%d", n.prefix, r)
@@ -140,13 +146,13 @@ func Build(ctx context.Context, topo Topology) (n *Net, err error) {
 			return nil, err
 		}
 		gw := net.IPv4(198, 19, byte(1+r), 1)
-		for j := range nat.Nodes {
+		for j := range nat.Nodes + nat.Late {
 			ns := fmt.Sprintf("%sn%d-%d", n.prefix, r, j)
 			ip := net.IPv4(198, 19, byte(1+r), byte(10+j))
 			if err := n.addHost(ctx, ns, router, "lan0", ip, 24, gw); err != nil {
 				return nil, err
 			}
-			n.Hosts = append(n.Hosts, Host{NS: ns, IP: ip, NAT: r})
+			n.Hosts = append(n.Hosts, Host{NS: ns, IP: ip, NAT: r, Late: j >= nat.Nodes})
 		}
 	}
 	return n, nil

@@ -64,10 +64,15 @@ type Result struct {
 	// node held a blob (gossip's hint naming the stopped node), fetched
 	// from a DHT provider.
 	BlobProviderGone time.Duration `json:"blob_provider_gone_ns"`
+	// Punch counts the pairs that hole punching (DCUtR) had to connect:
+	// a node behind one NAT that reached a quiet node behind another only
+	// through the relay, by the kinds of the two NATs, the dialler's first
+	// ("cone-symmetric": a port-keeping NAT, then a symmetric one).
+	Punch map[string]*PunchPairs `json:"punch,omitempty"`
 	// BlobSymmetric is what became of a fetch, by CID alone, from behind
-	// the first symmetric NAT of a blob added behind the first NAT: "" when
-	// the topology has none or it was not tried, "fetched in <time>", or
-	// the error.
+	// the first symmetric NAT, of a blob added and announced behind a NAT
+	// that keeps ports: "" when the topology has none, "fetched in <time>"
+	// from the announcement, or the error.
 	BlobSymmetric string `json:"blob_symmetric,omitempty"`
 }
 
@@ -134,11 +139,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer n.Close()
 	o.Log("built %d namespaces for %d nodes behind %d NATs", n.namespaces(), len(n.Hosts), len(o.Topology.NATs))
-	nodes, err := prepare(n, o)
+	all, err := prepare(n, o)
 	if err != nil {
 		return nil, err
 	}
-	defer stop(nodes)
+	defer stop(all)
+	var nodes, late []*node
+	for _, nd := range all {
+		if nd.host.Late {
+			late = append(late, nd)
+		} else {
+			nodes = append(nodes, nd)
+		}
+	}
 	start := time.Now()
 	for _, nd := range nodes {
 		if err := nd.start(o.Bin); err != nil {
@@ -152,7 +165,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	o.Log("%d daemons up in %s", len(nodes), time.Since(start).Round(time.Millisecond))
 	res := &Result{Nodes: len(nodes), NATs: len(o.Topology.NATs), Reachability: map[string]int{}}
-	m := measure{ctx: ctx, o: o, nodes: nodes, res: res}
+	m := measure{ctx: ctx, o: o, nodes: nodes, late: late, res: res}
 	for _, step := range []struct {
 		name string
 		f    func() error
@@ -163,6 +176,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		{"blob with its provider gone", m.blobProviderGone},
 		{"blob behind a symmetric NAT", m.blobSymmetric},
 		{"connections", m.connections},
+		{"hole punching", m.holePunching},
 	} {
 		if err := step.f(); err != nil {
 			return res, fmt.Errorf("netsim: %s: %w (logs in %s)", step.name, err, o.Dir)
@@ -187,13 +201,24 @@ func prepare(n *Net, o Options) ([]*node, error) {
 		cfg.P2P.DHT = config.DHTAuto
 		// Blobs are fetched when a step asks, never by the events that
 		// name them: a node must not hold a blob a step fetches later.
-		cfg.Blobs.AutoFetch = false
+		// The public nodes keep the default, auto-fetch on: they fetch
+		// what a node behind a NAT announces, and serve it to those that
+		// cannot reach it (blobSymmetric; docs/adr/0047).
+		cfg.Blobs.AutoFetch = h.NAT < 0
 		if os.Getenv(EnvDebug) != "" {
 			cfg.Log.Level = "debug"
 		}
 		if h.NAT < 0 {
 			cfg.P2P.DHT = config.DHTServer
 			cfg.P2P.RelayService = i == 0
+		}
+		if h.Late {
+			// Quiet: it dials the relay, its one bootstrap peer and
+			// relay, and no node it discovers (it has p2p.conns_low
+			// peers), so that the others reach it through the relay.
+			cfg.P2P.Bootstrap = boot[:1]
+			cfg.P2P.Relays = boot[:1]
+			cfg.P2P.ConnsLow = 1
 		}
 		r, err := repo.Init(filepath.Join(o.Dir, fmt.Sprintf("node%d", i)), &repo.InitOptions{Config: cfg})
 		if err != nil {
@@ -280,9 +305,9 @@ type measure struct {
 	ctx   context.Context
 	o     Options
 	nodes []*node
-	res   *Result
-	// across is the blob blobAcross added.
-	across *api.BlobInfo
+	// late are the Late nodes, started by holePunching.
+	late []*node
+	res  *Result
 }
 
 // poll calls cond every half second until it is true, or fails after the
@@ -414,7 +439,6 @@ func (m *measure) blobAcross() error {
 	if err != nil {
 		return err
 	}
-	m.across = bi
 	// The holder provides it on the DHT in the background: until its
 	// record is there, a fetch finds no provider and is tried again.
 	start := time.Now()
@@ -471,27 +495,46 @@ func (m *measure) blobProviderGone() error {
 	return err
 }
 
-// blobSymmetric has the first node behind a symmetric NAT fetch, by CID
-// alone, the blob blobAcross added; its outcome is a figure, not a
-// failure: blobs never go over relays, and a symmetric NAT defeats hole
-// punching (docs/adr/0040).
+// blobSymmetric: a node behind the first NAT that keeps ports adds a
+// 4 MiB blob and announces it (an event naming it); the public nodes
+// fetch it, as every node with blobs.auto_fetch does, and the first node
+// behind a symmetric NAT, which no hole punch reaches, fetches it by CID
+// alone from one of them (docs/adr/0047). Its outcome is a figure, not a
+// failure: "" when the topology has no symmetric NAT, "fetched in <time>"
+// (from the announcement), or the error.
 func (m *measure) blobSymmetric() error {
-	if m.across == nil {
-		return nil
-	}
+	sym, holder := -1, -1
 	for r, nat := range m.o.Topology.NATs {
-		if !nat.Symmetric {
-			continue
+		switch {
+		case nat.Symmetric && sym < 0:
+			sym = r
+		case !nat.Symmetric && holder < 0:
+			holder = r
 		}
-		d, err := m.fetch(m.ctx, m.natNode(r, 0), m.across)
-		if err != nil {
-			m.res.BlobSymmetric = err.Error()
-		} else {
-			m.res.BlobSymmetric = "fetched in " + d.Round(time.Millisecond).String()
-		}
-		m.o.Log("blob behind the symmetric NAT: %s", m.res.BlobSymmetric)
+	}
+	if sym < 0 || holder < 0 {
 		return nil
 	}
+	from, getter := m.natNode(holder, 0), m.natNode(sym, 0)
+	bi, err := addBlob(m.ctx, from, 4<<20)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := from.cl.AddEvent(m.ctx, "file", jsontext.Value(`{"sim":"symmetric"}`),
+		api.BlobRef{CID: bi.CID, Size: bi.Size, Name: "sym.bin"}); err != nil {
+		return err
+	}
+	err = m.poll("the announced blob behind the symmetric NAT", func(ctx context.Context) (bool, error) {
+		_, err := m.fetch(ctx, getter, bi)
+		return err == nil, err
+	})
+	if err != nil {
+		m.res.BlobSymmetric = err.Error()
+	} else {
+		m.res.BlobSymmetric = "fetched in " + time.Since(start).Round(time.Millisecond).String()
+	}
+	m.o.Log("blob behind the symmetric NAT: %s", m.res.BlobSymmetric)
 	return nil
 }
 
@@ -535,11 +578,20 @@ func (m *measure) connections() error {
 				m.res.Pairs.Relayed++
 			default:
 				m.res.Pairs.None++
+				m.o.Log("pairs: node%d (%s) and node%d (%s) are not connected", a.i, m.where(a), b.i, m.where(b))
 			}
 		}
 	}
 	m.o.Log("pairs: %+v; reachability %v; hole punches %+v", m.res.Pairs, m.res.Reachability, m.res.HolePunches)
 	return nil
+}
+
+// where says where nd is: "public", or its NAT's index and kind.
+func (m *measure) where(nd *node) string {
+	if nd.host.NAT < 0 {
+		return "public"
+	}
+	return fmt.Sprintf("NAT %d, %s", nd.host.NAT, m.natKind(nd.host.NAT))
 }
 
 func pairKey(a, b peer.ID) [2]peer.ID {

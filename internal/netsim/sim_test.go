@@ -9,13 +9,18 @@ import (
 	"time"
 )
 
-// TestSmallInternet runs the small simulated internet: 2 public nodes and
-// 2 NATs of 3 nodes each, real daemons in network namespaces. Every node
+// TestSmallInternet runs the small simulated internet: 2 public nodes, 2
+// NATs that keep ports with 3 nodes each and a symmetric one with 2, and a
+// quiet node behind each, real daemons in network namespaces. Every node
 // finds every other on the DHT, gossip reaches every node, a blob added
-// behind one NAT is fetched by CID alone from behind the other, and a
-// blob whose named provider is stopped is still fetched from the node that
-// fetched it before. Every namespace is gone afterwards. It needs root,
-// ip and nft (CI runs it as root); the full run is `make sim`.
+// behind one NAT is fetched by CID alone from behind the other, a blob
+// whose named provider is stopped is still fetched from the node that
+// fetched it before, and a blob announced behind a NAT reaches the
+// symmetric NAT. Of the pairs that first met through the relay, most of
+// those behind port-keeping NATs end direct (hole punching), and none
+// with a symmetric NAT is left without a connection. Every namespace is
+// gone afterwards. It needs root, ip and nft (CI runs it as root); the
+// full run is `make sim`.
 func TestSmallInternet(t *testing.T) {
 	if err := Need(); err != nil {
 		t.Skip("the simulated internet " + err.Error())
@@ -30,7 +35,7 @@ func TestSmallInternet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Options{Bin: bin, Dir: t.TempDir(), Timeout: 2 * time.Minute, Log: t.Logf,
-		Topology: Topology{Public: 2, NATs: []NAT{{Nodes: 3}, {Nodes: 3}}}})
+		Topology: Topology{Public: 2, NATs: []NAT{{Nodes: 3, Late: 1}, {Nodes: 3, Late: 1}, {Nodes: 2, Symmetric: true, Late: 1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +45,25 @@ func TestSmallInternet(t *testing.T) {
 	}
 	if res.Pairs.Direct+res.Pairs.HolePunched == 0 {
 		t.Errorf("pairs %+v: no direct connection at all", res.Pairs)
+	}
+	if !strings.HasPrefix(res.BlobSymmetric, "fetched") {
+		t.Errorf("the announced blob behind the symmetric NAT: %s", res.BlobSymmetric)
+	}
+	for kind, p := range res.Punch {
+		t.Logf("hole punching %s: %+v", kind, *p)
+		switch {
+		case p.Pairs == 0:
+			t.Errorf("hole punching %s: no pair tried", kind)
+		case kind == "cone-cone" && p.DirectPct() < 70:
+			t.Errorf("hole punching %s: %.0f%% of the pairs direct, want at least 70%%", kind, p.DirectPct())
+		case strings.Contains(kind, "symmetric") && p.None > 0:
+			t.Errorf("hole punching %s: %d pairs left without a connection", kind, p.None)
+		}
+	}
+	for _, kind := range []string{"cone-cone", "cone-symmetric", "symmetric-cone"} {
+		if res.Punch[kind] == nil {
+			t.Errorf("no pair of kind %s measured: %v", kind, res.Punch)
+		}
 	}
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err != nil {

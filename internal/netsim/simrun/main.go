@@ -3,15 +3,17 @@
 // needs root, `ip` and `nft`. Interrupted (Ctrl-C, SIGTERM), it stops the
 // daemons and deletes every namespace it made before it exits.
 //
-//	go run ./internal/netsim/simrun -bin bin/wats [-public 2] [-nats 7,7,7,7s] [-json]
+//	go run ./internal/netsim/simrun -bin bin/wats [-public 2] [-nats 7+1,7+1,7+1,7s+1] [-json]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,7 +28,7 @@ func main() {
 	bin := flag.String("bin", "bin/wats", "the wats binary the daemons run")
 	dir := flag.String("dir", "", "where the repos and logs go (default: a new temporary directory, kept)")
 	public := flag.Int("public", 2, "nodes with a public address; the first is a relay, the first two the bootstrap nodes")
-	nats := flag.String("nats", "7,7,7,7s", "the nodes behind each home router, comma-separated; a trailing s makes that NAT symmetric")
+	nats := flag.String("nats", "7+1,7+1,7+1,7s+1", "the nodes behind each home router, comma-separated; a trailing s makes that NAT symmetric, +K adds K quiet nodes for the hole punching step")
 	timeout := flag.Duration("timeout", 5*time.Minute, "the longest each step may take")
 	asJSON := flag.Bool("json", false, "print the result as JSON")
 	flag.Parse()
@@ -39,12 +41,17 @@ func main() {
 func run(bin, dir string, public int, nats string, timeout time.Duration, asJSON bool) error {
 	topo := netsim.Topology{Public: public}
 	for _, f := range strings.Split(nats, ",") {
-		sym := strings.HasSuffix(f, "s")
-		k, err := strconv.Atoi(strings.TrimSuffix(f, "s"))
-		if err != nil || k < 1 {
-			return fmt.Errorf("-nats: %q is not a count of nodes (with an s for a symmetric NAT)", f)
+		nodes, late, hasLate := strings.Cut(f, "+")
+		sym := strings.HasSuffix(nodes, "s")
+		k, err := strconv.Atoi(strings.TrimSuffix(nodes, "s"))
+		l := 0
+		if err == nil && hasLate {
+			l, err = strconv.Atoi(late)
 		}
-		topo.NATs = append(topo.NATs, netsim.NAT{Nodes: k, Symmetric: sym})
+		if err != nil || k < 1 || l < 0 {
+			return fmt.Errorf("-nats: %q is not a count of nodes (with an s for a symmetric NAT, +K for K quiet nodes)", f)
+		}
+		topo.NATs = append(topo.NATs, netsim.NAT{Nodes: k, Symmetric: sym, Late: l})
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("-bin: %w (make build makes bin/wats)", err)
@@ -88,5 +95,11 @@ func printResult(r *netsim.Result) {
 	fmt.Printf("blob, named provider gone %s\n", r.BlobProviderGone.Round(time.Millisecond))
 	if r.BlobSymmetric != "" {
 		fmt.Printf("blob, symmetric NAT       %s\n", r.BlobSymmetric)
+	}
+	kinds := slices.Sorted(maps.Keys(r.Punch))
+	for _, k := range kinds {
+		p := r.Punch[k]
+		fmt.Printf("hole punching %-20s %d of %d direct (%.0f%%), %d relayed, %d none; relayed to direct: median %s\n",
+			k, p.Direct, p.Pairs, p.DirectPct(), p.Relayed, p.None, p.Median().Round(time.Millisecond))
 	}
 }
