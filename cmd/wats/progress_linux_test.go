@@ -44,6 +44,32 @@ func openPTY(t *testing.T) (term, other *os.File) {
 	return s, m
 }
 
+// onTerminal runs cmd with a pseudo-terminal as its terminal and returns
+// its exit code and what it wrote there. The terminal is read as the
+// command writes to it (a terminal's buffer is small), up to a mark
+// written after the command.
+func onTerminal(t *testing.T, cmd func(term *os.File) int) (code int, screen string) {
+	t.Helper()
+	term, other := openPTY(t)
+	const mark = "<end of the command>"
+	seen := make(chan string, 1)
+	go func() {
+		var screen bytes.Buffer
+		buf := make([]byte, 4096)
+		for !strings.Contains(screen.String(), mark) {
+			n, err := other.Read(buf)
+			screen.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		seen <- screen.String()
+	}()
+	code = cmd(term)
+	io.WriteString(term, mark)
+	return code, <-seen
+}
+
 // TestBlobAddProgressBar: on a terminal, blob add shows a progress bar
 // whether the daemon reads the file (its progress lines) or the file is
 // uploaded (the bytes sent); stdout gets the CID:SIZE:NAME line alone.
@@ -69,27 +95,10 @@ func TestBlobAddProgressBar(t *testing.T) {
 		cid  string
 	}{{"descriptor", byDescriptor, "bafyd"}, {"upload", uploaded, "bafyu"}} {
 		dir := fakeDaemon(t, tc.h)
-		term, other := openPTY(t)
-		// The terminal is read as the command writes to it (a terminal's
-		// buffer is small), up to a mark written after the command.
-		const mark = "<end of the command>"
-		seen := make(chan string, 1)
-		go func() {
-			var screen bytes.Buffer
-			buf := make([]byte, 4096)
-			for !strings.Contains(screen.String(), mark) {
-				n, err := other.Read(buf)
-				screen.Write(buf[:n])
-				if err != nil {
-					break
-				}
-			}
-			seen <- screen.String()
-		}()
 		var out bytes.Buffer
-		code := run(t.Context(), []string{"blob", "add", file, "--repo", dir}, strings.NewReader(""), &out, term)
-		io.WriteString(term, mark)
-		got := <-seen
+		code, got := onTerminal(t, func(term *os.File) int {
+			return run(t.Context(), []string{"blob", "add", file, "--repo", dir}, strings.NewReader(""), &out, term)
+		})
 		if code != exitOK || out.String() != tc.cid+":3145728:f.bin\n" {
 			t.Errorf("%s: exit %d, stdout %q, terminal %q", tc.name, code, out.String(), got)
 		}
@@ -119,26 +128,11 @@ func TestBlobGetProgressBarSaysWhatItWaits(t *testing.T) {
 		}
 	})
 	dir := fakeDaemon(t, daemon)
-	term, other := openPTY(t)
-	const mark = "<end of the command>"
-	seen := make(chan string, 1)
-	go func() {
-		var screen bytes.Buffer
-		buf := make([]byte, 4096)
-		for !strings.Contains(screen.String(), mark) {
-			n, err := other.Read(buf)
-			screen.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		seen <- screen.String()
-	}()
 	var out bytes.Buffer
 	file := filepath.Join(t.TempDir(), "got.bin")
-	code := run(t.Context(), []string{"blob", "get", "bafkqaaa", "--size", "0", "-o", file, "--repo", dir}, strings.NewReader(""), &out, term)
-	io.WriteString(term, mark)
-	got := <-seen
+	code, got := onTerminal(t, func(term *os.File) int {
+		return run(t.Context(), []string{"blob", "get", "bafkqaaa", "--size", "0", "-o", file, "--repo", dir}, strings.NewReader(""), &out, term)
+	})
 	if want := "wrote " + file + ": 0 bytes, blob bafkqaaa, from " + provider + "\n"; code != exitOK || out.String() != want {
 		t.Errorf("exit %d, stdout %q, want %q; terminal %q", code, out.String(), want, got)
 	}
