@@ -165,8 +165,8 @@ func TestLANDHTInAutoMode(t *testing.T) {
 	b := newTestRouting(t, "test", auto)
 	a := newTestRouting(t, "test", auto, b)
 	c := newTestRouting(t, "test", auto, b)
-	waitFor(t, 10*time.Second, "A and C in B's LAN routing table", func() bool {
-		return b.LAN().RoutingTable().Size() == 2
+	waitFor(t, 10*time.Second, "A and C in B's LAN routing table, B in theirs", func() bool {
+		return b.LAN().RoutingTable().Size() == 2 && a.LAN().RoutingTable().Size() > 0 && c.LAN().RoutingTable().Size() > 0
 	})
 	for _, r := range []*testRouting{a, b, c} {
 		if n := r.DHT().RoutingTable().Size(); n != 0 {
