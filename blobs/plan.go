@@ -181,19 +181,6 @@ func (pl *Plan) Route(found []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 	return added
 }
 
-// Lacks drops p from the guesses left: asked, it said it does not hold
-// the blob, so an attempt on it would be spent for nothing (ADR 0014
-// bounds the attempts). A candidate that claimed the blob (First, Named,
-// found) stays: it is tried, and backed off if it fails.
-func (pl *Plan) Lacks(p peer.ID) {
-	for i := pl.next; i < len(pl.cands); i++ {
-		if pl.cands[i].id == p && pl.cands[i].guess {
-			pl.cands = slices.Delete(pl.cands, i, i+1)
-			return
-		}
-	}
-}
-
 // Waiting reports whether the plan is over only for want of a provider
 // (ErrNoProvider): providers Route adds would let it go on.
 func (pl *Plan) Waiting() bool { return pl.done && errors.Is(pl.err, ErrNoProvider) }

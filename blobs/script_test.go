@@ -157,12 +157,6 @@ func (s *script) run(f []string) (string, error) {
 			added = append(added, string(ai.ID))
 		}
 		return fmt.Sprintf("added %d: %s; %s", len(added), strings.Join(added, " "), s.left()), nil
-	case f[0] == "lacks" && len(f) == 2:
-		if s.pl == nil {
-			return "", fmt.Errorf("no plan yet")
-		}
-		s.pl.Lacks(peer.ID(f[1]))
-		return s.left(), nil
 	case f[0] == "waiting" && len(f) == 1:
 		if s.pl == nil {
 			return "", fmt.Errorf("no plan yet")

@@ -37,11 +37,9 @@ type search struct {
 	cancel context.CancelFunc
 }
 
-// batch is what a search found: providers, or a connected peer that
-// lacks the blob (it answered DONT_HAVE: no guess to try), or its end.
+// batch is what a search found (providers), or its end.
 type batch struct {
 	found []peer.AddrInfo
-	lacks bool
 	end   bool
 }
 
@@ -60,7 +58,12 @@ func (f *Fetcher) search(ctx context.Context, pl *Plan, c cid.Cid) *search {
 		s.left++
 		go func() {
 			for a := range f.x.Holders(ctx, c, peers) {
-				s.batches <- batch{found: []peer.AddrInfo{{ID: a.Peer}}, lacks: !a.Holds}
+				// A peer that says it lacks the blob stays a guess: it may
+				// not serve this node yet (hello not done on its side), and
+				// hold the blob when the guesses' turn comes.
+				if a.Holds {
+					s.batches <- batch{found: []peer.AddrInfo{{ID: a.Peer}}}
+				}
 			}
 			s.batches <- batch{end: true}
 		}()
@@ -110,8 +113,6 @@ func (s *search) take(pl *Plan, wait bool) (added bool) {
 		switch {
 		case b.end:
 			s.left--
-		case b.lacks:
-			pl.Lacks(b.found[0].ID)
 		default:
 			ps := s.f.x.Host().Peerstore()
 			for _, ai := range pl.Route(b.found, s.f.x.Host().ID()) {
