@@ -33,7 +33,8 @@ type holderAsk struct {
 // it does, as the answers come: one round trip for a connected holder.
 // Each answer is sent, HAVE or DONT_HAVE; a peer that could not be asked
 // (its stream failed: a relayed connection, say) answers nothing. The
-// channel is closed once every peer asked has answered, or ctx ends.
+// channel is closed once every peer asked has answered, or ctx ends: a
+// peer may never answer, so the caller bounds ctx (AskTimeout).
 // A peer's server answers HAVE only for a block a complete blob holds
 // there, to a peer it serves; asking is not fetching (ADR 0014 bounds the
 // providers tried, not the peers asked), and a want-have is no miss at

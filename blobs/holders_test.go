@@ -3,6 +3,8 @@ package blobs
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -131,5 +134,40 @@ func TestFetchAsksConnectedPeersFirst(t *testing.T) {
 	}
 	if ok, _ := b.st.Has(c); !ok {
 		t.Fatal("fetched but not held")
+	}
+}
+
+// TestFetchNotHeldByASilentPeer: a connected peer that takes the question
+// whether it holds the blob and never answers does not hold the fetch:
+// the search ends after AskTimeout, and the fetch with it.
+func TestFetchNotHeldByASilentPeer(t *testing.T) {
+	old := AskTimeout
+	AskTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { AskTimeout = old })
+	mute := newHost(t)
+	for _, id := range Protocols {
+		mute.SetStreamHandler(id, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	}
+	b := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.h.Connect(ctx, peer.AddrInfo{ID: mute.ID(), Addrs: mute.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	b.f = NewFetcher(b.x, b.st, &FetcherOptions{Connected: func() []peer.ID { return []peer.ID{mute.ID()} }})
+	c, err := cid.Decode("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fetch's own context never ends: only AskTimeout can end it.
+	done := make(chan error, 1)
+	go func() { done <- b.f.Fetch(context.Background(), Request{CID: c, Size: 10}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNoProvider) {
+			t.Fatalf("fetch asking a silent peer: %v, want ErrNoProvider", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the fetch is held by a peer that never answers")
 	}
 }

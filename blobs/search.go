@@ -13,6 +13,12 @@ import (
 // bytes.
 const MaxAsked = 64
 
+// AskTimeout bounds the wait for the connected peers' answers to whether
+// they hold a blob: a connected holder answers within a round trip, and a
+// peer that answers nothing (gone without a word, or holding its answer
+// back) must not hold the fetch. A variable so that tests can shorten it.
+var AskTimeout = 5 * time.Second
+
 // RouteWithGuesses bounds the search for providers by content routing
 // when guesses are left to try after it: a search that finds nothing must
 // not keep them waiting long. Without guesses left, the plan's
@@ -57,7 +63,9 @@ func (f *Fetcher) search(ctx context.Context, pl *Plan, c cid.Cid) *search {
 		}
 		s.left++
 		go func() {
-			for a := range f.x.Holders(ctx, c, peers) {
+			actx, acancel := context.WithTimeout(ctx, AskTimeout)
+			defer acancel()
+			for a := range f.x.Holders(actx, c, peers) {
 				// A peer that says it lacks the blob stays a guess: it may
 				// not serve this node yet (hello not done on its side), and
 				// hold the blob when the guesses' turn comes.
