@@ -62,6 +62,9 @@ type Exchange struct {
 		// peer's answer.
 		asks map[wantKey][]*holderAsk
 	}
+	// asking counts the Holders calls waiting for answers: none, and a
+	// received block or answer skips looking for them.
+	asking      atomic.Int64
 	unsolicited atomic.Uint64
 	received    atomic.Uint64
 	rewants     atomic.Uint64

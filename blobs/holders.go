@@ -52,6 +52,7 @@ func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-ch
 		close(a.out)
 		return a.out
 	}
+	x.asking.Add(1)
 	x.mu.Lock()
 	for _, p := range asked {
 		k := wantKey{p, c.KeyString()}
@@ -82,6 +83,7 @@ func (x *Exchange) Holders(ctx context.Context, c cid.Cid, peers []peer.ID) <-ch
 			}
 		}
 		x.mu.Unlock()
+		x.asking.Add(-1)
 		close(a.out) // after the receiver can no longer find a
 	}()
 	return a.out
@@ -96,6 +98,9 @@ func (x *Exchange) answered(p peer.ID, c cid.Cid, holds bool) bool {
 // answer counts p as answered about c in the Holders calls waiting for it,
 // sending them a unless it is nil, and reports whether one was waiting.
 func (x *Exchange) answer(p peer.ID, c cid.Cid, a *Answer) bool {
+	if x.asking.Load() == 0 {
+		return false // the receiver's path of every block: no lock, no key
+	}
 	k := wantKey{p, c.KeyString()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
