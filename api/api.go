@@ -249,6 +249,12 @@ type Peer struct {
 	// direct connection a hole punch opened) or "relayed" (only through
 	// a circuit relay: hello and sync, never blobs; docs/adr/0040).
 	Conn string `json:"conn"`
+	// Served, Challenged and Refused count the peer's /wats/1 requests
+	// served, answered with a challenge, and refused over a limit
+	// (docs/design.md §7) since it connected.
+	Served     uint64 `json:"served"`
+	Challenged uint64 `json:"challenged"`
+	Refused    uint64 `json:"refused"`
 }
 
 // Connection kinds of a Peer.

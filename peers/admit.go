@@ -94,9 +94,11 @@ func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved
 		}
 	case limits.Challenge:
 		add(Challenged)
+		st.challengedHere.Add(1)
 		v.Throttled = v.Reason != limits.ReasonOverload
 	default:
 		add(Refused)
+		st.refusedHere.Add(1)
 		v.Throttled = true
 	}
 	return v

@@ -80,4 +80,5 @@ func (t *Table[L]) Describe(ap *api.Peer, p peer.ID, mono time.Duration) {
 	ap.NotWats = st.NotWats()
 	hist := st.History()
 	ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.Reputed(mono)
+	ap.Served, ap.Challenged, ap.Refused = uint64(st.servedHere.Load()), uint64(st.challengedHere.Load()), uint64(st.refusedHere.Load())
 }

@@ -71,6 +71,9 @@ type Peer[L any] struct {
 	// servedHere counts its requests served on this stay: the stranger
 	// slots spare the strangers served the most.
 	servedHere atomic.Uint32
+	// challengedHere and refusedHere count its requests answered with a
+	// challenge, and refused, on this stay (what the peers list shows).
+	challengedHere, refusedHere atomic.Uint32
 	// connectedAt is the monotonic reading of its first connection of
 	// this stay: a peer that stays connected ValueAfterConnected after
 	// hello has shown value.

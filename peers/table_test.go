@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/internal/scripttest"
 	"github.com/wats-network/wats/limits"
@@ -480,6 +481,11 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return "ok", nil
 	case "peer":
 		return w.describe(f[1]), nil
+	case "listed":
+		// listed ID: its requests as the peers list shows them (Describe).
+		var ap api.Peer
+		w.table.Describe(&ap, w.id(f[1]), w.mono)
+		return fmt.Sprintf("served=%d challenged=%d refused=%d", ap.Served, ap.Challenged, ap.Refused), nil
 	case "page", "pagefor":
 		// page ID: a sync page served to ID (its tier, its count);
 		// pagefor TIER [N]: N pages for a peer of TIER, counted.
