@@ -146,6 +146,35 @@ type Status struct {
 	// node keeps (docs/adr/0044); nil for an in-memory node, or where the
 	// free space cannot be read.
 	Disk *DiskStatus `json:"disk,omitempty"`
+	// Bandwidth is the node's traffic on its streams against the caps of
+	// [bandwidth] (docs/adr/0048).
+	Bandwidth BandwidthStatus `json:"bandwidth"`
+}
+
+// BandwidthStatus is the traffic of the node's libp2p streams (blobs,
+// sync, gossip, the DHT: every stream) against the caps of [bandwidth]
+// (docs/adr/0048). Counts are in bytes, rates in bytes a second.
+type BandwidthStatus struct {
+	// UpBytes and DownBytes are the bytes sent and received on the node's
+	// streams since it started.
+	UpBytes   uint64 `json:"up_bytes"`
+	DownBytes uint64 `json:"down_bytes"`
+	// UpBytesPerS and DownBytesPerS are the caps of each direction
+	// (bandwidth.up_bytes_per_s, bandwidth.down_bytes_per_s); 0 is
+	// unlimited.
+	UpBytesPerS   uint64 `json:"up_bytes_per_s"`
+	DownBytesPerS uint64 `json:"down_bytes_per_s"`
+	// MonthlyUpBytes is the monthly cap of bytes sent
+	// (bandwidth.monthly_up_bytes); 0 is none.
+	MonthlyUpBytes uint64 `json:"monthly_up_bytes"`
+	// MonthUpBytes is the bytes sent in Month, kept across restarts.
+	MonthUpBytes uint64 `json:"month_up_bytes"`
+	// Month is the calendar month (UTC) MonthUpBytes counts, "2006-01".
+	Month string `json:"month"`
+	// StrangerBlobsStopped is whether MonthUpBytes reached MonthlyUpBytes:
+	// blobs are then served only to peers with standing, until the month
+	// ends.
+	StrangerBlobsStopped bool `json:"stranger_blobs_stopped"`
 }
 
 // DiskStatus is the repo's disk as the node's guard saw it last.
@@ -255,6 +284,10 @@ type Peer struct {
 	Served     uint64 `json:"served"`
 	Challenged uint64 `json:"challenged"`
 	Refused    uint64 `json:"refused"`
+	// BytesUp and BytesDown are the bytes this node sent to and received
+	// from the peer on its streams while it is connected (docs/adr/0048).
+	BytesUp   uint64 `json:"bytes_up"`
+	BytesDown uint64 `json:"bytes_down"`
 }
 
 // Connection kinds of a Peer.
