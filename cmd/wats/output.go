@@ -25,7 +25,9 @@ func isTerminal(w io.Writer) bool {
 }
 
 // byteBar returns a progress bar of total bytes on stderr, labelled desc,
-// when stderr is a terminal; nil otherwise.
+// when stderr is a terminal; nil otherwise. Its sizes and rates are in
+// binary units (KiB, MiB, GiB), as internal/humanize prints them
+// everywhere else in the CLI.
 func (c *cli) byteBar(total int64, desc string) *progressbar.ProgressBar {
 	if !isTerminal(c.stderr) {
 		return nil
@@ -34,6 +36,7 @@ func (c *cli) byteBar(total int64, desc string) *progressbar.ProgressBar {
 		progressbar.OptionSetWriter(c.stderr),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionUseIECUnits(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionFullWidth(),
