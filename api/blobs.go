@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -563,4 +564,24 @@ func (c *Client) BlobSize(ctx context.Context, cid string) (*BlobSize, error) {
 		return nil, err
 	}
 	return &bs, nil
+}
+
+// PathBlobFetches answers GET with a JSON array of Fetch: the fetches in
+// flight (an operator's, auto-fetches, replicate requests'), oldest first.
+const PathBlobFetches = "/v1/blobs/fetches"
+
+// Fetch is a fetch in flight (GET PathBlobFetches).
+type Fetch struct {
+	CID string `json:"cid"`
+	// Size is the declared size and Held the bytes verified and stored so
+	// far, in bytes.
+	Size uint64 `json:"size"`
+	Held uint64 `json:"held"`
+	// Started is when the fetch began (UTC).
+	Started time.Time `json:"started"`
+	// Finding is set while it looks for providers (connected peers asked,
+	// the DHT); Provider is the peer ID of the provider it fetches from,
+	// "" while none.
+	Finding  bool   `json:"finding"`
+	Provider string `json:"provider,omitempty"`
 }

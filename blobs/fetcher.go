@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -52,6 +54,64 @@ type callKey struct {
 type call struct {
 	done chan struct{}
 	err  error
+
+	// What InFlight shows of it: when it started, the bytes held so far,
+	// and what it waits for (guarded by mu).
+	started time.Time
+	held    atomic.Uint64
+	mu      sync.Mutex
+	waiting Waiting
+}
+
+// InFlight is a fetch running now (Fetcher.InFlight).
+type InFlight struct {
+	// CID is the blob's root and Size its declared size, in bytes.
+	CID  cid.Cid
+	Size uint64
+	// Held is the blob's bytes held so far (verified and stored).
+	Held uint64
+	// Started is when the fetch began, by the Fetcher's clock.
+	Started time.Time
+	// Waiting is what it waits for: providers being found, or a
+	// provider's attempt.
+	Waiting
+}
+
+// InFlight returns the fetches running now (a fetch that callers share
+// is one), oldest first.
+func (f *Fetcher) InFlight() []InFlight {
+	f.mu.Lock()
+	out := make([]InFlight, 0, len(f.mu.calls))
+	for k, c := range f.mu.calls {
+		c.mu.Lock()
+		w := c.waiting
+		c.mu.Unlock()
+		out = append(out, InFlight{CID: k.c, Size: k.size, Held: c.held.Load(), Started: c.started, Waiting: w})
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b InFlight) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// track makes r tell c what it holds and waits for, as well as r's own
+// Progress and Wait.
+func (c *call) track(r Request) Request {
+	progress, wait := r.Progress, r.Wait
+	r.Progress = func(done, total uint64) {
+		c.held.Store(done)
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	r.Wait = func(w Waiting) {
+		c.mu.Lock()
+		c.waiting = w
+		c.mu.Unlock()
+		if wait != nil {
+			wait(w)
+		}
+	}
+	return r
 }
 
 // FetcherOptions configure a Fetcher (NewFetcher). The zero value, or nil,
@@ -185,7 +245,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 		// this caller.
 		f.mu.Lock()
 	}
-	c := &call{done: make(chan struct{})}
+	c := &call{done: make(chan struct{}), started: f.now()}
 	f.mu.calls[key] = c
 	f.mu.Unlock()
 	defer func() {
@@ -194,7 +254,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 		f.mu.Unlock()
 		close(c.done)
 	}()
-	c.err = f.run(ctx, r)
+	c.err = f.run(ctx, c.track(r))
 	return c.err
 }
 

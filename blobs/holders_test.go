@@ -171,3 +171,44 @@ func TestFetchNotHeldByASilentPeer(t *testing.T) {
 		t.Fatal("the fetch is held by a peer that never answers")
 	}
 }
+
+// TestInFlight: a fetch waiting on its provider is listed with the
+// provider, its size and nothing held, and is gone once it ends.
+func TestInFlight(t *testing.T) {
+	mute := newHost(t)
+	for _, id := range Protocols {
+		mute.SetStreamHandler(id, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	}
+	b := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	c, err := cid.Decode("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.f.InFlight(); len(got) != 0 {
+		t.Fatalf("before any fetch: %v in flight", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.f.Fetch(ctx, Request{CID: c, Size: 10, Sources: Sources{Named: []peer.AddrInfo{{ID: mute.ID(), Addrs: mute.Addrs()}}}})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := b.f.InFlight()
+		if len(got) == 1 && got[0].Provider == mute.ID() {
+			if got[0].CID != c || got[0].Size != 10 || got[0].Held != 0 || got[0].Finding || got[0].Started.IsZero() {
+				t.Fatalf("in flight: %+v", got[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fetch's attempt is not listed: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := b.f.InFlight(); len(got) != 0 {
+		t.Fatalf("after the fetch ended: %v in flight", got)
+	}
+}
