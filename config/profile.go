@@ -12,7 +12,8 @@ import (
 type Profile struct {
 	// Name is what --profile takes.
 	Name string
-	// Doc says, in a line, what the profile is for.
+	// Doc says, in a sentence, what the profile is for and, in words, all
+	// that it changes (Keys says it as keys): init prints it.
 	Doc string
 	// Apply changes c to the profile's values.
 	Apply func(c *Config)
@@ -24,7 +25,8 @@ type Profile struct {
 var Profiles = []Profile{
 	{
 		Name: "local",
-		Doc:  "a node on this machine only, beside others (a second daemon, tests)",
+		Doc: "a node on this machine only, beside others (a second daemon, tests): listens on 127.0.0.1 " +
+			"at ports the system picks, turns mDNS on (finds, and is found by, nodes with mDNS on), always a DHT server",
 		Keys: []string{
 			`p2p.listen = ["/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"]`,
 			`p2p.mdns = true`,
@@ -38,7 +40,8 @@ var Profiles = []Profile{
 	},
 	{
 		Name: "server",
-		Doc:  "a node on a public address among strangers: stricter limits, JSON logs",
+		Doc: "a node on a public address among strangers: mDNS off, always a DHT server, stricter limits " +
+			"for strangers, blobs served to peers only, JSON logs",
 		Keys: []string{
 			`p2p.mdns = false`,
 			`p2p.dht = "server"`,

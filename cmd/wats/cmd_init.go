@@ -11,16 +11,60 @@ import (
 )
 
 // profileHelp lists config.Profiles for init's help: each name, what it is
-// for and the keys it sets.
+// for and changes (its Doc, wrapped to fit a terminal) and the keys it
+// sets.
 func profileHelp() string {
 	var b strings.Builder
 	for _, p := range config.Profiles {
-		fmt.Fprintf(&b, "\n  %s: %s\n", p.Name, p.Doc)
+		b.WriteString("\n")
+		for i, line := range wrapWords(p.Name+": "+p.Doc, maxHelpWidth-4) {
+			indent := "  "
+			if i > 0 {
+				indent = "    "
+			}
+			fmt.Fprintf(&b, "%s%s\n", indent, line)
+		}
 		for _, k := range p.Keys {
 			fmt.Fprintf(&b, "      %s\n", k)
 		}
 	}
 	return b.String()
+}
+
+// maxHelpWidth is the width, in columns, that help texts and tables fit
+// in (TestHelpLinesFit checks the help).
+const maxHelpWidth = 100
+
+// wrapWords cuts s into lines of at most width bytes, between words (a
+// word longer than width has a line of its own).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) > width:
+			lines = append(lines, line)
+			line = w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// profileDoc is the Doc of the profile name ("" for none or unknown).
+func profileDoc(name string) string {
+	for _, p := range config.Profiles {
+		if p.Name == name {
+			return p.Doc
+		}
+	}
+	return ""
 }
 
 func (c *cli) initCmd() *cobra.Command {
@@ -51,12 +95,15 @@ database (which belongs to the old identity).
 			}
 			fmt.Fprintf(c.stdout, "initialized a wats repo at %s\n", c.repoDir)
 			fmt.Fprintf(c.stdout, "peer id: %s\n", repo.PeerID(r))
+			if profile != "" {
+				fmt.Fprintf(c.stdout, "profile %s: %s\n", profile, profileDoc(profile))
+			}
 			fmt.Fprintf(c.stdout, "edit %s, then start the node with: %s\n",
 				configPath(c.repoDir), c.hint("daemon", "--repo", c.repoDir))
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing repo's key and config, deleting its database")
-	cmd.Flags().StringVar(&profile, "profile", "", "start from a profile's config: "+config.ProfileNames())
+	cmd.Flags().StringVar(&profile, "profile", "", "start from a profile's config: "+config.ProfileNames()+" (what each changes: above)")
 	return cmd
 }
