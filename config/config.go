@@ -290,6 +290,10 @@ const (
 	ServeAll   = "all"
 )
 
+// DefaultDashboardAddr is api.dashboard_addr's default: loopback, a free
+// port chosen at each start.
+const DefaultDashboardAddr = "127.0.0.1:0"
+
 // APIConfig is the table [api]: the daemon's local interfaces (docs/design.md §12).
 // The control API itself is always on the repo's Unix socket and has no key.
 type APIConfig struct {
@@ -298,6 +302,12 @@ type APIConfig struct {
 	// another 127.0.0.0/8 address), ::1 or localhost, port 1..65535.
 	// Default "": off.
 	MetricsAddr string `toml:"metrics_addr"`
+	// DashboardAddr (key `api.dashboard_addr`) is the loopback host:port
+	// of the web dashboard (docs/adr/0049): host as for MetricsAddr, port
+	// 0..65535, 0 for a free port chosen at each start (`wats dashboard`
+	// prints the URL in use). Every page asks for the token the daemon
+	// makes at its start. Default "127.0.0.1:0"; "": off.
+	DashboardAddr string `toml:"dashboard_addr"`
 }
 
 // LogConfig is the table [log]: the daemon's log output.
@@ -338,7 +348,8 @@ func Default() *Config {
 		Blobs:     BlobsConfig{MaxBlobBytes: blobs.DefaultMaxBlobBytes, QuotaBytes: blobs.DefaultQuotaBytes, Serve: ServePeers, AutoFetch: true},
 		Events:    EventsConfig{MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000, MaxBytesPerAuthor: 256 << 20},
 		API: APIConfig{
-			MetricsAddr: "",
+			MetricsAddr:   "",
+			DashboardAddr: DefaultDashboardAddr,
 		},
 		Log: LogConfig{
 			Level:  "info",

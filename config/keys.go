@@ -164,6 +164,12 @@ var keyDocs = map[string]keyDoc{
 		allowed: `"" or a loopback host:port: host 127.0.0.1, [::1] or localhost, port 1..65535`,
 		example: `metrics_addr = "127.0.0.1:9464"`,
 	},
+	"api.dashboard_addr": {
+		what: "Serve the web dashboard at this address; `wats dashboard` prints its URL with the " +
+			"access token the daemon makes at each start. Port 0: a free port chosen at each start. Empty: off.",
+		allowed: `"" or a loopback host:port: host 127.0.0.1, [::1] or localhost, port 0..65535`,
+		example: `dashboard_addr = "127.0.0.1:5180"`,
+	},
 	"log.level": {
 		what:    "Least severe level of the messages written.",
 		allowed: `"debug", "info", "warn" or "error"`,

@@ -219,20 +219,26 @@ func (s *SyncConfig) validate(ch *checker) {
 }
 
 func (a *APIConfig) validate(ch *checker) {
-	const key = "api.metrics_addr"
-	if a.MetricsAddr == "" {
+	ch.loopbackAddr("api.metrics_addr", a.MetricsAddr, 1, "metrics stay off the network")
+	ch.loopbackAddr("api.dashboard_addr", a.DashboardAddr, 0, "the dashboard stays off the network")
+}
+
+// loopbackAddr checks that v is "" or a loopback host:port whose port is
+// minPort..65535; why says why a host elsewhere is refused.
+func (ch *checker) loopbackAddr(key, v string, minPort int, why string) {
+	if v == "" {
 		return
 	}
-	host, port, err := net.SplitHostPort(a.MetricsAddr)
+	host, port, err := net.SplitHostPort(v)
 	if err != nil {
-		ch.bad(key, a.MetricsAddr, "not a host:port")
+		ch.bad(key, v, "not a host:port")
 		return
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		ch.bad(key, a.MetricsAddr, fmt.Sprintf("host %q is not a loopback address; metrics stay off the network", host))
+		ch.bad(key, v, fmt.Sprintf("host %q is not a loopback address; %s", host, why))
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		ch.bad(key, a.MetricsAddr, fmt.Sprintf("port %q is not a number from 1 to 65535", port))
+	if n, err := strconv.Atoi(port); err != nil || n < minPort || n > 65535 {
+		ch.bad(key, v, fmt.Sprintf("port %q is not a number from %d to 65535", port, minPort))
 	}
 }
 

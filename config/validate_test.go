@@ -114,6 +114,13 @@ func TestValidateBounds(t *testing.T) {
 		{"metrics ipv6 any", func(c *Config) { c.API.MetricsAddr = "[::]:9464" }, "api.metrics_addr", "not a loopback address"},
 		{"metrics name", func(c *Config) { c.API.MetricsAddr = "metrics.example:9464" }, "api.metrics_addr", "not a loopback address"},
 		{"metrics no port", func(c *Config) { c.API.MetricsAddr = "127.0.0.1" }, "api.metrics_addr", "not a host:port"},
+		{"dashboard off", func(c *Config) { c.API.DashboardAddr = "" }, "", ""},
+		{"dashboard port 0", func(c *Config) { c.API.DashboardAddr = "127.0.0.1:0" }, "", ""},
+		{"dashboard port 65535", func(c *Config) { c.API.DashboardAddr = "[::1]:65535" }, "", ""},
+		{"dashboard port 65536", func(c *Config) { c.API.DashboardAddr = "127.0.0.1:65536" }, "api.dashboard_addr", `port "65536" is not a number from 0 to 65535`},
+		{"dashboard port -1", func(c *Config) { c.API.DashboardAddr = "127.0.0.1:-1" }, "api.dashboard_addr", "not a number from 0"},
+		{"dashboard any", func(c *Config) { c.API.DashboardAddr = "0.0.0.0:5180" }, "api.dashboard_addr", `host "0.0.0.0" is not a loopback address; the dashboard stays off`},
+		{"dashboard lan", func(c *Config) { c.API.DashboardAddr = "192.168.1.10:5180" }, "api.dashboard_addr", "not a loopback address"},
 
 		{"serve all", func(c *Config) { c.Blobs.Serve = "all" }, "", ""},
 		{"serve none", func(c *Config) { c.Blobs.Serve = "none" }, "blobs.serve", `blobs.serve = "none": not one of the allowed values`},
