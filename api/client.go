@@ -333,18 +333,7 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 // in pprof's protobuf format. It fails on a name the runtime does not
 // know (an *Error, 404), if the daemon is not running, or if w fails.
 func (c *Client) Profile(ctx context.Context, name string, w io.Writer) error {
-	if name == "" || strings.ContainsAny(name, "/?#") {
-		return fmt.Errorf("api: profile %q: not a profile name", name)
-	}
-	resp, err := c.do(ctx, http.MethodGet, "/debug/pprof/"+name, nil, nil, "application/octet-stream")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("api: profile %s: %w", name, err)
-	}
-	return nil
+	return c.ProfileOf(ctx, name, nil, w)
 }
 
 // readLines calls fn with each non-empty line of r (without its "\n")

@@ -81,7 +81,7 @@ func serveSocket(t *testing.T, n *node.Node) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n), nil) }()
+	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n, nil), nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -219,7 +219,7 @@ func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, r, &node.Options{Logger: quietLogger()}) }()
+	go func() { done <- Run(ctx, r, &node.Options{Logger: quietLogger()}, nil) }()
 
 	c := api.NewClient(r.SocketPath())
 	defer c.Close()
@@ -242,7 +242,7 @@ func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode: %v %v, want 0600", fi.Mode(), err)
 	}
-	if err := Run(context.Background(), r, &node.Options{Logger: quietLogger()}); !errors.Is(err, repo.ErrLocked) {
+	if err := Run(context.Background(), r, &node.Options{Logger: quietLogger()}, nil); !errors.Is(err, repo.ErrLocked) {
 		t.Fatalf("a second Run on the same repo: %v, want repo.ErrLocked", err)
 	}
 

@@ -14,8 +14,10 @@ import (
 // control API on r.SocketPath() (and metrics on api.metrics_addr when set)
 // and blocks until ctx is cancelled, then shuts down cleanly. It returns an
 // error if the node could not start or a server failed. opts configure the
-// node (nil: the defaults); Options.Dir is r's.
-func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
+// node (nil: the defaults); Options.Dir is r's. logRing, if not nil, keeps the
+// last lines of opts.Logger's output (LogRing.Tee), which the control API
+// serves (api.PathLog).
+func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing) error {
 	release, err := r.Lock()
 	if err != nil {
 		return err
@@ -47,7 +49,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options) error {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 2)
-	go func() { errc <- serveControl(sctx, n, cl, sock) }()
+	go func() { errc <- serveControl(sctx, n, logRing, cl, sock) }()
 	servers := 1
 	if addr := r.Config.API.MetricsAddr; addr != "" {
 		l, err := net.Listen("tcp", addr)

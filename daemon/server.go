@@ -18,8 +18,9 @@ import (
 type handlers struct{ *node.Node }
 
 // Handler returns the control API of n (docs/design.md §12) as an
-// http.Handler. See package api for the paths and shapes.
-func Handler(n *node.Node) http.Handler {
+// http.Handler. See package api for the paths and shapes. log is the
+// daemon's LogRing, served on api.PathLog; nil answers 404 there.
+func Handler(n *node.Node, log *LogRing) http.Handler {
 	h := handlers{n}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathID, h.id)
@@ -48,6 +49,7 @@ func Handler(n *node.Node) http.Handler {
 	mux.HandleFunc("GET "+api.PathLimits, answer(n.Limits))
 	mux.HandleFunc("GET "+api.PathConfig, h.config)
 	mux.HandleFunc("GET "+api.PathDiag, answer(n.Diag))
+	mux.HandleFunc("GET "+api.PathLog, serveLog(log))
 	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
 	// Go's profiles, for operators on the machine only (the control API is
 	// the repo's Unix socket): curl --unix-socket … http://wats/debug/pprof/.
@@ -58,7 +60,8 @@ func Handler(n *node.Node) http.Handler {
 }
 
 // Serve serves the control API of n on a Unix socket at path (mode 0600)
-// until ctx ends, then removes the socket.
+// until ctx ends, then removes the socket. It serves no log lines
+// (api.PathLog answers 404).
 //
 // REQUIRES: nothing exists at path (repo.Repo.PrepareSocket sees to it).
 func Serve(ctx context.Context, n *node.Node, path string) error {
@@ -66,7 +69,7 @@ func Serve(ctx context.Context, n *node.Node, path string) error {
 	if err != nil {
 		return err
 	}
-	return serveControl(ctx, n, l, path)
+	return serveControl(ctx, n, nil, l, path)
 }
 
 // listenControl listens on the control socket at path, mode 0600.
@@ -82,10 +85,10 @@ func listenControl(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// serveControl serves the control API on l, the socket at path, until ctx
-// ends, and removes the socket file then.
-func serveControl(ctx context.Context, n *node.Node, l net.Listener, path string) error {
-	return serveHTTP(ctx, wrapListener(l), Handler(n), func() { os.Remove(path) })
+// serveControl serves the control API of n and log on l, the socket at
+// path, until ctx ends, and removes the socket file then.
+func serveControl(ctx context.Context, n *node.Node, log *LogRing, l net.Listener, path string) error {
+	return serveHTTP(ctx, wrapListener(l), Handler(n, log), func() { os.Remove(path) })
 }
 
 // serveHTTP serves h on l until ctx ends, then shuts down within 5 s.

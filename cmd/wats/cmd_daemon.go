@@ -28,7 +28,8 @@ func (c *cli) daemonCmd() *cobra.Command {
 		Short: "Run the node in the foreground until interrupted",
 		Long: `Run the node of the repo: connect to the network, serve peers and the
 control API on the repo's Unix socket, until SIGINT or SIGTERM, then shut down
-cleanly. Logs go to stderr, as text or JSON per the config's [log] table.
+cleanly. Logs go to stderr, as text or JSON per the config's [log] table;
+the last 1,000 lines are also kept in memory, for wats diag bundle.
 
 SIGHUP reads config.toml again: a new log.level takes effect at once; the
 other keys it changed are logged as needing a restart (the node keeps
@@ -46,7 +47,9 @@ hundred bytes a message.`,
 				return err
 			}
 			level := new(slog.LevelVar)
-			logger, err := newLogger(r.Config.Log, c.stderr, level)
+			// The last lines logged, for `wats diag bundle` (api.PathLog).
+			ring := daemon.NewLogRing()
+			logger, err := newLogger(r.Config.Log, ring.Tee(c.stderr), level)
 			if err != nil {
 				return err
 			}
@@ -64,7 +67,7 @@ hundred bytes a message.`,
 			// signal.NotifyContext): Run then shuts down and returns.
 			ctx := cmd.Context()
 			err = daemon.Run(ctx, r, &node.Options{Agent: "wats/" + version, Logger: logger, LogLevel: level,
-				GossipTrace: os.Getenv(envGossipTrace)})
+				GossipTrace: os.Getenv(envGossipTrace)}, ring)
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil // stopped by a signal, as asked: a clean exit
 			}
