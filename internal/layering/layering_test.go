@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"core":      {},
 	"proto":     {},
 	"eventlog":  {},
-	"config":    {"limits", "blobs", "peercache"},
+	"config":    {"limits", "blobs", "peercache", "bandwidth"},
 	"peercache": {},
 	"limits":    {},
 	"challenge": {},
@@ -34,10 +34,13 @@ var allowed = map[string][]string{
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
-	"node":      {"metrics", "proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark", "internal/memrelease"},
+	"node":      {"metrics", "proto", "eventlog", "config", "repo", "peercache", "gossip", "heads", "limits", "challenge", "blobs", "api", "store", "routing", "peers", "catchup", "p2p", "internal/diskspace", "internal/ackmark", "internal/memrelease", "bandwidth"},
 	// The libp2p host and what a peer may hold of it: the resource
 	// manager's limits by scope, stream caps by tier, the gater.
 	"p2p": {"config", "limits", "proto", "blobs"},
+	// The bandwidth caps and counts of the node's streams, the month's
+	// count in the repo (docs/adr/0048).
+	"bandwidth": {"api", "internal/fileio"},
 	// The sync client's run: fetch, verify, store in groups.
 	"catchup": {"eventlog", "limits", "proto"},
 	// What a node decides about its peers (the stranger slots, reputation).
