@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/api"
@@ -169,6 +170,14 @@ shell pipeline, set -o pipefail to see that status).`,
 				return usageErrorf("-o FILE is required (-o - writes to stdout)")
 			case out == "-" && asJSON:
 				return usageErrorf("--json with -o -: stdout is the blob; name a file with -o FILE")
+			}
+			if err := c.checkCID(args[0]); err != nil {
+				return err
+			}
+			if from != "" {
+				if err := c.checkSyncPeer(from); err != nil {
+					return fmt.Errorf("--from: %w", err)
+				}
 			}
 			toStdout := out == "-"
 			// special: out names a file that is not a regular file (a
@@ -378,7 +387,7 @@ func (c *cli) blobRmCmd() *cobra.Command {
 		Short: "Remove a blob from the store (unpin it)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
+			cl, err := c.clientFor(c.checkCID, args[0])
 			if err != nil {
 				return err
 			}
@@ -410,6 +419,9 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.ReplicateRequest{Peer: args[0]}
+			if err := c.checkSyncPeer(args[0]); err != nil {
+				return err
+			}
 			if len(args)-1 > core.MaxReplicateBlobs {
 				return usageErrorf("%d blobs: a replicate request names at most %d", len(args)-1, core.MaxReplicateBlobs)
 			}
@@ -456,16 +468,30 @@ the rest (ADR 0014); a blob it already holds counts as stored.`,
 }
 
 // parseBlobArg reads a CID:SIZE argument, or CID:SIZE:NAME as blob add
-// prints it (the name is not needed, and dropped).
+// prints it (the name is not needed, and dropped). A CID that does not
+// parse (cid.Decode) is an error, as a SIZE that is not 0..2^53.
 func parseBlobArg(a string) (api.BlobInfo, error) {
 	c, sz, ok := strings.Cut(a, ":")
 	sz, _, _ = strings.Cut(sz, ":")
 	if !ok || c == "" {
 		return api.BlobInfo{}, fmt.Errorf("%q is not CID:SIZE (e.g. bafkr4…:1048576)", a)
 	}
+	if _, err := cid.Decode(c); err != nil {
+		return api.BlobInfo{}, fmt.Errorf("%q: %q is not a CID (bafkr4…, as 'blob add' prints it)", a, c)
+	}
 	n, err := strconv.ParseUint(sz, 10, 64)
 	if err != nil || n > core.MaxSafeInt {
 		return api.BlobInfo{}, fmt.Errorf("%q: SIZE must be a whole number of bytes, 0..2^53", a)
 	}
 	return api.BlobInfo{CID: c, Size: n}, nil
+}
+
+// checkCID checks that s is a CID (cid.Decode: what the daemon takes),
+// with a usage error that says what to pass.
+func (c *cli) checkCID(s string) error {
+	if _, err := cid.Decode(s); err != nil {
+		return usageErrorf("%q is not a CID (bafkr4…): pass one as '%s blob add' prints it or '%s blob ls' lists it",
+			s, c.name, c.name)
+	}
+	return nil
 }

@@ -40,6 +40,11 @@ prints the event's id, as 'events add' does (with --json, the signed event).`,
 				}
 				req.Stack = string(b)
 			}
+			if req.To != "" {
+				if err := c.checkPeerID(req.To); err != nil {
+					return fmt.Errorf("--to: %w", err)
+				}
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err

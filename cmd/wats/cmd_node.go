@@ -406,7 +406,7 @@ provider, and peers with blobs.auto_fetch on fetch them.`,
 				}
 				b, err := parseBlobArg(c + ":" + sz)
 				if err != nil {
-					return usageErrorf("--blob %q: SIZE must be a whole number of bytes, 0..2^53", a)
+					return usageErrorf("--blob %w", err)
 				}
 				refs = append(refs, api.BlobRef{CID: b.CID, Size: b.Size, Name: name})
 			}

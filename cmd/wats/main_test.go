@@ -96,13 +96,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"replicate", testPeer}, "requires at least 2 arg"},
 		{[]string{"replicate", testPeer, "bafk"}, `"bafk" is not CID:SIZE`},
 		{[]string{"replicate", testPeer, ":5"}, `":5" is not CID:SIZE`},
-		{[]string{"replicate", testPeer, "bafk:5", "bafk:4"}, "bafk is named twice (bafk:5 and bafk:4)"},
-		{[]string{"replicate", testPeer, "bafk:x"}, "SIZE must be a whole number of bytes, 0..2^53"},
-		{[]string{"replicate", testPeer, "bafk:-1"}, "SIZE must be a whole number"},
-		{[]string{"replicate", testPeer, "bafk:9007199254740993"}, "0..2^53"},
+		{[]string{"replicate", testPeer, "bafkqaaa:5", "bafkqaaa:4"}, "bafkqaaa is named twice (bafkqaaa:5 and bafkqaaa:4)"},
+		{[]string{"replicate", testPeer, "bafkqaaa:x"}, "SIZE must be a whole number of bytes, 0..2^53"},
+		{[]string{"replicate", testPeer, "bafkqaaa:-1"}, "SIZE must be a whole number"},
+		{[]string{"replicate", testPeer, "bafkqaaa:9007199254740993"}, "0..2^53"},
 		{append([]string{"replicate", testPeer}, repeatArg("bafk:1", 65)...), "65 blobs: a replicate request names at most 64"},
 		{[]string{"events", "add", "--kind", "file", "--blob", "bafk"}, `--blob "bafk" is not CID:SIZE[:NAME]`},
-		{[]string{"events", "add", "--kind", "file", "--blob", "bafk:1x:name"}, "SIZE must be a whole number"},
+		{[]string{"events", "add", "--kind", "file", "--blob", "bafkqaaa:1x:name"}, "SIZE must be a whole number"},
 		{[]string{"blob", "get", "bafk", "--size", "1"}, "-o FILE is required"},
 		{[]string{"blob", "get", "bafk", "--size", "-5", "-o", "x"}, "--size -5: must be 0..2^53 bytes"},
 		{[]string{"blob", "get", "bafk", "--size", "9007199254740993", "-o", "x"}, "must be 0..2^53 bytes"},
@@ -794,7 +794,7 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 			req.Blobs[0] != (api.BlobInfo{CID: c, Size: 5}) || req.Blobs[2].Size != 1<<53 {
 			t.Errorf("replicate request %+v, %v", req, err)
 		}
-		writeJSON(w, api.ReplicateResult{Stored: []string{c}, Skipped: []string{"bafk2"}, Failed: []api.FailedBlob{{CID: "bafk3", Reason: "too large\x1b[31m"}}})
+		writeJSON(w, api.ReplicateResult{Stored: []string{c}, Skipped: []string{"bafkqaalb"}, Failed: []api.FailedBlob{{CID: "bafkqaalc", Reason: "too large\x1b[31m"}}})
 	})
 	mux.HandleFunc("POST "+api.PathEvents, func(w http.ResponseWriter, r *http.Request) {
 		var req api.AddEventRequest
@@ -811,9 +811,9 @@ func TestBlobAndReplicateAgainstFakeDaemon(t *testing.T) {
 	})
 	dir := fakeDaemon(t, mux)
 
-	code, stdout, stderr := runCLI(t, "", "replicate", testPeer, c+":5", "bafk2:0", "bafk3:9007199254740992", "--repo", dir)
-	if code == exitOK || !strings.Contains(stdout, "stored   "+c+"\n") || !strings.Contains(stdout, "skipped  bafk2 (the peer's fetch slots were in use; ask again later)") ||
-		!strings.Contains(stdout, "failed   bafk3: too large") || strings.Contains(stdout, "\x1b") || !strings.Contains(stderr, "1 of 3 blobs failed") {
+	code, stdout, stderr := runCLI(t, "", "replicate", testPeer, c+":5", "bafkqaalb:0", "bafkqaalc:9007199254740992", "--repo", dir)
+	if code == exitOK || !strings.Contains(stdout, "stored   "+c+"\n") || !strings.Contains(stdout, "skipped  bafkqaalb (the peer's fetch slots were in use; ask again later)") ||
+		!strings.Contains(stdout, "failed   bafkqaalc: too large") || strings.Contains(stdout, "\x1b") || !strings.Contains(stderr, "1 of 3 blobs failed") {
 		t.Errorf("replicate: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if code, stdout, stderr := runCLI(t, "", "events", "add", "--kind", "file", "--blob", c+":5:a.txt", "--blob", c+":0", "--repo", dir); code != exitOK || stdout != testEvID+"\n" {
