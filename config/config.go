@@ -121,6 +121,7 @@ type Config struct {
 	PeerCache PeerCacheConfig `toml:"peercache"`
 	Blobs     BlobsConfig     `toml:"blobs"`
 	Events    EventsConfig    `toml:"events"`
+	Bandwidth BandwidthConfig `toml:"bandwidth"`
 	API       APIConfig       `toml:"api"`
 	Log       LogConfig       `toml:"log"`
 }
@@ -283,6 +284,29 @@ type EventsConfig struct {
 	// Default 256 MiB.
 	MaxBytesPerAuthor int64 `toml:"max_bytes_per_author"`
 }
+
+// BandwidthConfig is the table [bandwidth]: caps on the traffic of all
+// the node's libp2p streams (blobs, sync, gossip, the DHT), peers with
+// standing served first within them (docs/adr/0048). 0 means unlimited,
+// as ADR 0014 writes it.
+type BandwidthConfig struct {
+	// UpBytesPerS (key `bandwidth.up_bytes_per_s`) caps the bytes a second
+	// sent: 0 (unlimited) or bandwidth.MinBytesPerS..bandwidth.MaxBytesPerS.
+	// Default 0.
+	UpBytesPerS int64 `toml:"up_bytes_per_s"`
+	// DownBytesPerS (key `bandwidth.down_bytes_per_s`) caps the bytes a
+	// second received, likewise. Default 0.
+	DownBytesPerS int64 `toml:"down_bytes_per_s"`
+	// MonthlyUpBytes (key `bandwidth.monthly_up_bytes`): once the bytes
+	// sent this calendar month (UTC) reach it, blobs are served only to
+	// peers with standing until the month ends: 0 (none) or
+	// MinMonthlyUpBytes..core.MaxSafeInt. Default 0.
+	MonthlyUpBytes int64 `toml:"monthly_up_bytes"`
+}
+
+// MinMonthlyUpBytes is the smallest non-zero bandwidth.monthly_up_bytes
+// (1 MiB): less is spent by hellos and gossip alone.
+const MinMonthlyUpBytes = 1 << 20
 
 // Values of blobs.serve.
 const (

@@ -48,6 +48,10 @@ var tableDocs = map[string]string{
 		"reputation (ADR 0014): it is served, not challenged, while the node is overloaded.",
 	"blobs": "The blob store: content-addressed files and crash dumps (UnixFS, CIDv1, " +
 		"BLAKE3, 1 MiB chunks), added with `wats blob add`.",
+	"bandwidth": "Caps on the node's traffic: every libp2p stream (blobs, sync pages, gossip, the " +
+		"DHT) together, in each direction; 0 means unlimited. Within a cap, peers with standing " +
+		"(dialled by this node, reputed, valued, or established authors) are served before strangers " +
+		"(docs/adr/0048). `wats status` shows the use against them.",
 	"events": "Quotas of the event log, per author and in all (docs/adr/0031). Nothing stored is " +
 		"ever dropped; `wats status` shows the use against them.",
 	"api": "Local interfaces of the daemon. The control API is always served on the Unix " +
@@ -326,6 +330,23 @@ var keyDocs = map[string]keyDoc{
 		what:    "Most bytes of one author's events the log stores; the same rule as max_events_per_author (docs/adr/0031).",
 		allowed: "0 (unlimited) or 65536..2^53 bytes, at most max_bytes",
 		example: "max_bytes_per_author = 268435456",
+	},
+	"bandwidth.up_bytes_per_s": {
+		what:    "Most bytes a second the node sends on all its streams together; peers with standing are served first.",
+		allowed: "0 (unlimited) or 16384..2^40 bytes a second",
+		example: "up_bytes_per_s = 8388608",
+	},
+	"bandwidth.down_bytes_per_s": {
+		what:    "Most bytes a second the node reads from all its streams together; a peer sending faster is slowed by flow control.",
+		allowed: "0 (unlimited) or 16384..2^40 bytes a second",
+		example: "down_bytes_per_s = 16777216",
+	},
+	"bandwidth.monthly_up_bytes": {
+		what: "Once the bytes sent this calendar month (UTC) reach it, blobs are served only to peers with " +
+			"standing until the month ends; every other protocol goes on. The count is kept in the repo " +
+			"(bandwidth.json) across restarts.",
+		allowed: "0 (none) or 1048576..2^53 bytes",
+		example: "monthly_up_bytes = 1099511627776",
 	},
 	"blobs.serve": {
 		what:    `To whom blocks of complete blobs are served over bitswap: "peers" (those that completed hello) or "all".`,

@@ -174,6 +174,7 @@ func nonDefault() *Config {
 	}
 	c.PeerCache = PeerCacheConfig{MaxPeers: 3}
 	c.Events = EventsConfig{MaxEvents: 100, MaxBytes: 1 << 20, MaxEventsPerAuthor: 10, MaxBytesPerAuthor: 1 << 16}
+	c.Bandwidth = BandwidthConfig{UpBytesPerS: 8 << 20, DownBytesPerS: 16 << 20, MonthlyUpBytes: 1 << 40}
 	c.Blobs = BlobsConfig{MaxBlobBytes: 1 << 20, QuotaBytes: 1 << 30, Serve: ServeAll, AutoFetch: false}
 	c.API = APIConfig{MetricsAddr: "[::1]:9464"}
 	c.Log = LogConfig{Level: "debug", Format: "json"}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/wats-network/wats/bandwidth"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
 	"net"
@@ -37,6 +38,7 @@ func (c *Config) problems() []*Error {
 	}
 	ch.oneOf("blobs.serve", c.Blobs.Serve, ServePeers, ServeAll)
 	c.Events.validate(&ch)
+	c.Bandwidth.validate(&ch)
 	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {
 		ch.bad("peercache.max_peers", m, fmt.Sprintf("not in 1..%d", MaxPeerCache))
 	}
@@ -66,6 +68,20 @@ func (e *EventsConfig) validate(ch *checker) {
 	if bytes("events.max_bytes", e.MaxBytes) && bytes("events.max_bytes_per_author", e.MaxBytesPerAuthor) &&
 		e.MaxBytes > 0 && (e.MaxBytesPerAuthor == 0 || e.MaxBytesPerAuthor > e.MaxBytes) {
 		ch.bad("events.max_bytes_per_author", e.MaxBytesPerAuthor, fmt.Sprintf("above events.max_bytes (%d)", e.MaxBytes), "events.max_bytes")
+	}
+}
+
+// validate checks the [bandwidth] caps: 0, or within the limiter's rates
+// (bandwidth.MinBytesPerS..MaxBytesPerS) and for the month
+// MinMonthlyUpBytes..2^53.
+func (b *BandwidthConfig) validate(ch *checker) {
+	for key, v := range map[string]int64{"bandwidth.up_bytes_per_s": b.UpBytesPerS, "bandwidth.down_bytes_per_s": b.DownBytesPerS} {
+		if v != 0 && (v < bandwidth.MinBytesPerS || v > bandwidth.MaxBytesPerS) {
+			ch.bad(key, v, "not 0 or in 16384..2^40")
+		}
+	}
+	if v := b.MonthlyUpBytes; v != 0 && (v < MinMonthlyUpBytes || v > core.MaxSafeInt) {
+		ch.bad("bandwidth.monthly_up_bytes", v, "not 0 or in 1048576..2^53")
 	}
 }
 

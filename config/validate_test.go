@@ -241,6 +241,37 @@ func TestBlobsTable(t *testing.T) {
 	}
 }
 
+// TestBandwidthTable: the caps at and just past each bound; 0 is
+// unlimited, a negative value an error that names the key.
+func TestBandwidthTable(t *testing.T) {
+	for file, want := range map[string]string{
+		"[bandwidth]\nup_bytes_per_s = 0\ndown_bytes_per_s = 0\nmonthly_up_bytes = 0\n":               "",
+		"[bandwidth]\nup_bytes_per_s = 16384\ndown_bytes_per_s = 16384\nmonthly_up_bytes = 1048576\n": "",
+		"[bandwidth]\nup_bytes_per_s = 1099511627776\ndown_bytes_per_s = 1099511627776\n":             "",
+		"[bandwidth]\nmonthly_up_bytes = 9007199254740992\n":                                          "",
+		"[bandwidth]\nup_bytes_per_s = 16383\n":                                                       "bandwidth.up_bytes_per_s",
+		"[bandwidth]\nup_bytes_per_s = 1099511627777\n":                                               "bandwidth.up_bytes_per_s",
+		"[bandwidth]\nup_bytes_per_s = -1\n":                                                          "bandwidth.up_bytes_per_s",
+		"[bandwidth]\ndown_bytes_per_s = 16383\n":                                                     "bandwidth.down_bytes_per_s",
+		"[bandwidth]\ndown_bytes_per_s = 1099511627777\n":                                             "bandwidth.down_bytes_per_s",
+		"[bandwidth]\ndown_bytes_per_s = -8388608\n":                                                  "bandwidth.down_bytes_per_s",
+		"[bandwidth]\nmonthly_up_bytes = 1048575\n":                                                   "bandwidth.monthly_up_bytes",
+		"[bandwidth]\nmonthly_up_bytes = 9007199254740993\n":                                          "bandwidth.monthly_up_bytes",
+		"[bandwidth]\nmonthly_up_bytes = -1\n":                                                        "bandwidth.monthly_up_bytes",
+	} {
+		_, err := Parse([]byte(file), "c.toml")
+		if (want == "") != (err == nil) {
+			t.Errorf("%q: %v", file, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "example")) {
+			t.Errorf("%q: error %q does not name %s with an example", file, err, want)
+		}
+	}
+	if d := Default().Bandwidth; d != (BandwidthConfig{}) {
+		t.Errorf("the default caps are %+v, want none", d)
+	}
+}
+
 // TestEventsTable: the log's quotas at and just past each bound; 0 is
 // unlimited, and an author's quota is at most the log's.
 func TestEventsTable(t *testing.T) {
