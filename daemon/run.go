@@ -60,7 +60,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 			return fmt.Errorf("daemon: metrics listener %s: %w", addr, err)
 		}
 		servers++
-		go func() { errc <- serveHTTP(sctx, l, n.MetricsHandler(), nil) }()
+		go func() { errc <- serveHTTP(sctx, l, metricsHandler(n), nil) }()
 	}
 	log.Info("control API listening", "socket", sock)
 	notifyStarted(log)

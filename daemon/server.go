@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/node"
 )
@@ -38,6 +40,7 @@ func Handler(n *node.Node, log *LogRing) http.Handler {
 	mux.HandleFunc("POST "+api.PathBlobImport, h.importBlob)
 	mux.HandleFunc("POST "+api.PathBlobStreamFile, h.streamBlobFile)
 	mux.HandleFunc("GET "+api.PathBlobs, answer(n.BlobList))
+	mux.HandleFunc("GET "+api.PathBlobFetches, answer(n.Fetches))
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
 	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", h.removeBlob)
@@ -50,13 +53,19 @@ func Handler(n *node.Node, log *LogRing) http.Handler {
 	mux.HandleFunc("GET "+api.PathConfig, h.config)
 	mux.HandleFunc("GET "+api.PathDiag, answer(n.Diag))
 	mux.HandleFunc("GET "+api.PathLog, serveLog(log))
-	mux.Handle("GET "+api.PathMetrics, n.MetricsHandler())
+	mux.Handle("GET "+api.PathMetrics, metricsHandler(n))
 	// Go's profiles, for operators on the machine only (the control API is
 	// the repo's Unix socket): curl --unix-socket … http://wats/debug/pprof/.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// metricsHandler serves n's Prometheus metrics in the text exposition
+// format.
+func metricsHandler(n *node.Node) http.Handler {
+	return promhttp.HandlerFor(n.Gatherer(), promhttp.HandlerOpts{})
 }
 
 // Serve serves the control API of n on a Unix socket at path (mode 0600)

@@ -3,13 +3,12 @@ package node
 import (
 	"context"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/blobs"
@@ -21,10 +20,8 @@ import (
 	"github.com/wats-network/wats/store"
 )
 
-// MetricsHandler serves the node's Prometheus metrics.
-func (n *Node) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(n.m.Registry(), promhttp.HandlerOpts{})
-}
+// Gatherer returns the node's Prometheus metrics.
+func (n *Node) Gatherer() prometheus.Gatherer { return n.m.Registry() }
 
 // Status returns a summary of the node's state.
 func (n *Node) Status() api.Status {
@@ -55,7 +52,7 @@ func (n *Node) Status() api.Status {
 		Blobs:          len(n.blobs.List()),
 		BlobBytes:      n.blobs.QuotaUsed(),
 		BlobQuotaBytes: uint64(n.cfg.Blobs.QuotaBytes),
-		Log:            n.logUsage(),
+		Log:            store.LogUsage(n.events, n.quotas),
 
 		Reachability: n.reachability.String(),
 		RelayAddrs:   routing.RelayAddrs(n.FullAddrs()),
@@ -63,16 +60,6 @@ func (n *Node) Status() api.Status {
 		DHT:          n.routing.Load().Status(n.cfg.P2P.DHT),
 		Disk:         n.db.DiskStatus(),
 	}
-}
-
-// logUsage is what the event log holds against its quotas.
-func (n *Node) logUsage() api.LogUsage {
-	u, authors := n.events.Usage()
-	q := n.cfg.Events
-	return api.LogUsage{Events: u.Events, Bytes: u.Bytes, Authors: authors,
-		MaxEvents: uint64(q.MaxEvents), MaxBytes: uint64(q.MaxBytes),
-		MaxEventsPerAuthor: uint64(q.MaxEventsPerAuthor), MaxBytesPerAuthor: uint64(q.MaxBytesPerAuthor),
-		Commits: n.events.Commits()}
 }
 
 // Peers returns the connected peers.
@@ -107,6 +94,9 @@ func (n *Node) PeerCache() []api.CachedPeer {
 	now, mono := n.clock()
 	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) { return n.run.Live(id, mono) })
 }
+
+// Fetches returns the fetches in flight (GET api.PathBlobFetches).
+func (n *Node) Fetches() []api.Fetch { return store.Fetches(n.fetch.Fetcher().InFlight()) }
 
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).
 func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs) }

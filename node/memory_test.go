@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // TestDBMemoryMetric: /metrics reports pebble's memory outside the Go
@@ -15,7 +17,7 @@ func TestDBMemoryMetric(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 10)
 	rec := httptest.NewRecorder()
-	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promhttp.HandlerFor(n.Gatherer(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, what := range []string{"memtables", "block_cache"} {
 		re := regexp.MustCompile(`(?m)^wats_db_memory_bytes\{what="` + what + `"\} (\S+)$`)
@@ -35,7 +37,7 @@ func TestFsyncMetric(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 3)
 	rec := httptest.NewRecorder()
-	n.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promhttp.HandlerFor(n.Gatherer(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	m := regexp.MustCompile(`(?m)^wats_db_wal_fsync_seconds_count (\S+)$`).FindStringSubmatch(rec.Body.String())
 	if m == nil {
 		t.Fatal("no wats_db_wal_fsync_seconds_count in /metrics")

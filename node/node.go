@@ -57,6 +57,8 @@ type Node struct {
 	// checked against the disk's free space (ADR 0044), events, lost,
 	// peers, blobs.
 	stores *store.Stores
+	// quotas are the event log's ([events]).
+	quotas eventlog.Quotas
 	db     *store.DB
 	events *eventlog.Log
 	// lost keeps the event log's acknowledged mark and looks for the
@@ -187,9 +189,9 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, errors.New("node: the identity key is not Ed25519")
 	}
 	e := cfg.Events
-	n.events.SetQuota(eventlog.Quotas{MaxEvents: uint64(e.MaxEvents), MaxBytes: uint64(e.MaxBytes),
-		MaxEventsPerAuthor: uint64(e.MaxEventsPerAuthor), MaxBytesPerAuthor: uint64(e.MaxBytesPerAuthor)}.
-		Func(n.host.ID().String(), n.valuedAuthor))
+	n.quotas = eventlog.Quotas{MaxEvents: uint64(e.MaxEvents), MaxBytes: uint64(e.MaxBytes),
+		MaxEventsPerAuthor: uint64(e.MaxEventsPerAuthor), MaxBytesPerAuthor: uint64(e.MaxBytesPerAuthor)}
+	n.events.SetQuota(n.quotas.Func(n.host.ID().String(), n.valuedAuthor))
 	n.events.SetClock(n.now)
 	l := cfg.Limits
 	if n.issuer, err = challenge.NewIssuer(n.selfID, &challenge.Options{
