@@ -12,6 +12,13 @@ import (
 	"github.com/wats-network/wats/proto"
 )
 
+// HelloLimits are the rates of l that this node's hello advertises, so
+// that peers pace themselves (ADR 0024): requests a minute by type.
+func HelloLimits(l limits.Config) *proto.HelloLimits {
+	return &proto.HelloLimits{HelloPerMin: int64(l.HelloPerMin), SyncPerMin: int64(l.SyncPerMin),
+		ReplicatePerMin: int64(l.ReplicatePerMin), ReportPerMin: int64(l.ReportPerMin)}
+}
+
 // maxHelloRetries bounds SetHello's tries: each retry follows a
 // disconnection and a reconnection of the peer within one hello.
 const maxHelloRetries = 4

@@ -200,8 +200,10 @@ func (t *Table[L]) Standing(st *Peer[L], now time.Time, mono time.Duration) bool
 	return established
 }
 
-// standingOf is Standing of p, false when p is not connected.
-func (t *Table[L]) standingOf(p peer.ID, now time.Time, mono time.Duration) bool {
+// StandingOf is Standing of p at now (mono), false when p is not
+// connected: the class of its bytes within the bandwidth caps
+// (docs/adr/0048).
+func (t *Table[L]) StandingOf(p peer.ID, now time.Time, mono time.Duration) bool {
 	st := t.Get(p)
 	return st != nil && t.Standing(st, now, mono)
 }
@@ -230,7 +232,7 @@ func (t *Table[L]) Forward(p peer.ID, author string, now time.Time, mono time.Du
 	}
 	at, established := t.AuthorStanding(author, now, mono)
 	spammed = !established && author != "" && author == p.String() && !t.b.offered.AllowOwn(author, at, m)
-	if established || t.standingOf(p, now, mono) {
+	if established || t.StandingOf(p, now, mono) {
 		if !t.b.gossip.AllowOwn(string(p), ft, m) {
 			return ErrOverPeerBudget, spammed
 		}
@@ -258,7 +260,7 @@ func (t *Table[L]) Forward(p peer.ID, author string, now time.Time, mono time.Du
 func (t *Table[L]) AdmitAuthor(from peer.ID, author string, size int, take bool, now time.Time, mono time.Duration) bool {
 	tier, _ := t.AuthorStanding(author, now, mono)
 	m := int64(mono)
-	own := t.standingOf(from, now, mono)
+	own := t.StandingOf(from, now, mono)
 	switch {
 	case take && own:
 		return t.b.author.AllowOwn(author, tier, m)

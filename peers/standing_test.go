@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/limits"
 )
 
 // TestStrangersSyncShareCountsBytes (ADR 0041): a sync page from a peer
@@ -36,5 +39,33 @@ func TestStrangersSyncShareCountsBytes(t *testing.T) {
 		if ok, _ := w.table.b.strangerSync.Allow(0); ok == c.refused {
 			t.Errorf("after ten events of %d bytes: a token %v; want %v", c.size, ok, !c.refused)
 		}
+	}
+}
+
+// TestStandingOf: the class of a peer's bytes within the bandwidth caps:
+// none for a peer not connected or one that dialled this node fresh; one
+// this node dialled has standing.
+func TestStandingOf(t *testing.T) {
+	w := newScriptWorld(t)
+	if _, err := w.run([]string{"table"}); err != nil {
+		t.Fatal(err)
+	}
+	in, out := scriptID(t, "inbound"), scriptID(t, "outbound")
+	if w.table.StandingOf(out, epoch, 0) {
+		t.Error("a peer not connected has standing")
+	}
+	w.table.Connect(in, network.DirInbound, "", epoch, 0)
+	w.table.Connect(out, network.DirOutbound, "", epoch, 0)
+	if w.table.StandingOf(in, epoch, 0) || !w.table.StandingOf(out, epoch, 0) {
+		t.Errorf("StandingOf: inbound %v, outbound %v; want false, true", w.table.StandingOf(in, epoch, 0), w.table.StandingOf(out, epoch, 0))
+	}
+}
+
+// TestHelloLimits: a hello advertises the rates of [limits].
+func TestHelloLimits(t *testing.T) {
+	l := limits.DefaultConfig()
+	l.HelloPerMin, l.SyncPerMin, l.ReplicatePerMin, l.ReportPerMin = 1, 2, 3, 4
+	if h := HelloLimits(l); h.HelloPerMin != 1 || h.SyncPerMin != 2 || h.ReplicatePerMin != 3 || h.ReportPerMin != 4 {
+		t.Errorf("HelloLimits = %+v", h)
 	}
 }
