@@ -92,6 +92,22 @@ type Sources struct {
 	// Disk is the disk guard's last look: free bytes, and whether writes
 	// are refused; ok false before the first.
 	Disk func() (free uint64, full, ok bool)
+	// Bandwidth is the traffic of the node's streams against [bandwidth]
+	// (docs/adr/0048).
+	Bandwidth func() Bandwidth
+}
+
+// Bandwidth is what the metrics read of the node's traffic
+// (bandwidth.Counts has the same fields): the bytes sent (Up) and
+// received (Down) on its streams since it started; the caps, in bytes a
+// second, 0 unlimited; the bytes sent this calendar month and the monthly
+// cap (0 none); the grants of the caps that had to wait, by direction (0
+// up, 1 down) and class (0 standing, 1 stranger).
+type Bandwidth struct {
+	Up, Down              uint64
+	UpCap, DownCap        uint64
+	MonthUp, MonthlyUpCap uint64
+	Waits                 [2][2]uint64
 }
 
 // New returns the metrics of a node read through src, registered in a
@@ -279,7 +295,7 @@ func New(src Sources) *Metrics {
 		}
 		return 0
 	})
-	m.reg.MustRegister(diskFree, diskFull)
+	m.reg.MustRegister(diskFree, diskFull, bandwidthCollector(n.Bandwidth))
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps, m.headsStreams, m.headsFrames, m.headsPulls)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
@@ -350,6 +366,28 @@ func (m *Metrics) GossipRejected(error) {
 // GossipIgnored counts an envelope ignored for reason: peer_budget,
 // author_budget, quota, held or error.
 func (m *Metrics) GossipIgnored(reason string) { m.gossipIgnores.WithLabelValues(reason).Inc() }
+
+// bandwidthCollector is the metrics of [bandwidth] (docs/adr/0048), read
+// through read at each scrape.
+func bandwidthCollector(read func() Bandwidth) prometheus.Collector {
+	bytes := prometheus.NewDesc("wats_bandwidth_bytes_total", "Bytes sent (up) and received (down) on the node's libp2p streams since it started.", []string{"direction"}, nil)
+	caps := prometheus.NewDesc("wats_bandwidth_cap_bytes_per_second", "The caps of bandwidth.up_bytes_per_s and down_bytes_per_s; 0 is unlimited.", []string{"direction"}, nil)
+	month := prometheus.NewDesc("wats_bandwidth_month_up_bytes", "Bytes sent this calendar month (UTC), kept across restarts.", nil, nil)
+	monthly := prometheus.NewDesc("wats_bandwidth_monthly_up_cap_bytes", "bandwidth.monthly_up_bytes: past it blobs are served only to peers with standing; 0 is none.", nil, nil)
+	waits := prometheus.NewDesc("wats_bandwidth_waits_total", "Grants of the bandwidth caps that had to wait, by direction and class (standing: peers with standing, served first; stranger).", []string{"direction", "class"}, nil)
+	return collectorFunc{descs: []*prometheus.Desc{bytes, caps, month, monthly, waits}, collect: func(ch chan<- prometheus.Metric) {
+		b := read()
+		for d, dir := range [2]string{"up", "down"} {
+			ch <- prometheus.MustNewConstMetric(bytes, prometheus.CounterValue, float64([2]uint64{b.Up, b.Down}[d]), dir)
+			ch <- prometheus.MustNewConstMetric(caps, prometheus.GaugeValue, float64([2]uint64{b.UpCap, b.DownCap}[d]), dir)
+			for c, class := range [2]string{"standing", "stranger"} {
+				ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(b.Waits[d][c]), dir, class)
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(month, prometheus.GaugeValue, float64(b.MonthUp))
+		ch <- prometheus.MustNewConstMetric(monthly, prometheus.GaugeValue, float64(b.MonthlyUpCap))
+	}}
+}
 
 // collectorFunc is a prometheus.Collector of metrics made at each scrape.
 type collectorFunc struct {
@@ -427,6 +465,9 @@ func sources(src Sources) Sources {
 	}
 	if src.Disk == nil {
 		src.Disk = func() (uint64, bool, bool) { return 0, false, false }
+	}
+	if src.Bandwidth == nil {
+		src.Bandwidth = func() Bandwidth { return Bandwidth{} }
 	}
 	return src
 }

@@ -51,3 +51,31 @@ func TestValue(t *testing.T) {
 		}
 	}
 }
+
+// TestBandwidth: the [bandwidth] metrics read the node's counts by
+// direction and class, without peer labels.
+func TestBandwidth(t *testing.T) {
+	m := New(Sources{Bandwidth: func() Bandwidth {
+		return Bandwidth{Up: 10, Down: 20, UpCap: 1 << 20, MonthUp: 30, MonthlyUpCap: 40, Waits: [2][2]uint64{{1, 2}, {3, 4}}}
+	}})
+	for _, c := range []struct {
+		name   string
+		values []string
+		want   float64
+	}{
+		{"wats_bandwidth_bytes_total", []string{"up"}, 10},
+		{"wats_bandwidth_bytes_total", []string{"down"}, 20},
+		{"wats_bandwidth_cap_bytes_per_second", []string{"up"}, 1 << 20},
+		{"wats_bandwidth_cap_bytes_per_second", []string{"down"}, 0},
+		{"wats_bandwidth_month_up_bytes", nil, 30},
+		{"wats_bandwidth_monthly_up_cap_bytes", nil, 40},
+		{"wats_bandwidth_waits_total", []string{"up", "standing"}, 1},
+		{"wats_bandwidth_waits_total", []string{"up", "stranger"}, 2},
+		{"wats_bandwidth_waits_total", []string{"down", "standing"}, 3},
+		{"wats_bandwidth_waits_total", []string{"down", "stranger"}, 4},
+	} {
+		if got := m.Value(c.name, c.values...); got != c.want {
+			t.Errorf("Value(%s, %v) = %v, want %v", c.name, c.values, got, c.want)
+		}
+	}
+}
