@@ -76,24 +76,28 @@ func (c *cli) diagCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "diag",
-		Short: "Print the daemon's admission counters: requests accepted and refused per type",
-		Long: `Print, per request type, how many requests the daemon accepted and refused as
-over a peer's rate limit since it started; no peer identities. The same counters
-are exported as Prometheus metrics (wats_requests_accepted_total,
+		Short: "Print how many requests from peers the daemon accepted and refused, per type",
+		Long: `Print, per type of request, how many requests from peers the daemon accepted
+and how many it refused because the peer asked more often than its rate limit
+allows, since it started; no peer identities. Then how many peers have a rate
+budget of their own, how many requests were judged on the budget all other
+newcomers share (when too many peers are tracked to give each its own), and how
+many log lines the node wrote about what peers did. The same counters are
+exported as Prometheus metrics (wats_requests_accepted_total,
 wats_requests_refused_total) and logged at a clean shutdown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Diag, func(d *api.Diag) error {
-				tw := c.table("TYPE\tACCEPTED\tREFUSED")
+				tw := c.table("REQUEST\tACCEPTED\tREFUSED (the peer asked too often)")
 				for _, r := range d.Requests {
 					fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Type, r.Accepted, r.Refused)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintf(c.stdout, "decided on the shared newcomer budget at the tracked-peer cap: %d\n", d.SharedAtCap)
-				fmt.Fprintf(c.stdout, "tracked peers: %d\n", d.TrackedPeers)
-				fmt.Fprintf(c.stdout, "peer-caused log lines logged: %d\n", d.PeerLinesLogged)
+				fmt.Fprintf(c.stdout, "peers with a rate budget of their own: %d\n", d.TrackedPeers)
+				fmt.Fprintf(c.stdout, "requests judged on the budget all other newcomers share, as too many peers were tracked: %d\n", d.SharedAtCap)
+				fmt.Fprintf(c.stdout, "log lines written about what peers did: %d\n", d.PeerLinesLogged)
 				return nil
 			})
 		},

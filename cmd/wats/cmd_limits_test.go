@@ -40,7 +40,9 @@ func TestLimitsAndDiag(t *testing.T) {
 			"envelopes per forwarding peer 6000 a minute (limits.gossip_per_min), of new authors from all strangers 1200 a minute",
 			"new events per author unlimited (limits.author_per_min), of all new authors together 600 a minute", "new for 10 minutes"}},
 		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`, `"stranger_author_per_min": 600`}},
-		{[]string{"diag"}, []string{"sync", "150", "25", "tracked peers: 3"}},
+		{[]string{"diag"}, []string{"REQUEST  ACCEPTED  REFUSED (the peer asked too often)\n", "sync     150       25\n",
+			"peers with a rate budget of their own: 3\n", "log lines written about what peers did: 1\n",
+			"requests judged on the budget all other newcomers share, as too many peers were tracked: 0\n"}},
 		{[]string{"diag", "--json"}, []string{`"refused": 25`, `"peer_lines_logged": 1`}},
 	} {
 		code, stdout, stderr := runCLI(t, "", append(tc.args, "--repo", dir)...)

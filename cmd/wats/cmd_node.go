@@ -79,76 +79,19 @@ func (c *cli) statusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Print the node's status: peers, events, head",
-		Long: `Print the node's status:
-  peers       connected peers that completed hello
-  events      events in the local log; head is the position of the newest
-  log         the log's events and bytes against the [events] quotas
-  gossip      whether the node is on its network's gossip topic
-  dropped     invalid events dropped (from sync pages and gossip)
-  in flight   /wats requests being handled now; above 64 the node is
-              overloaded and challenges new peers (ADR 0014)
-  challenges  the b3 challenge's current effort (8 to 24 bits) and how many
-              challenges were issued, solved and failed
-  reach       what AutoNAT found: public (peers can dial this node), private
-              (behind a NAT: reached through its relay addresses, then hole
-              punching) or unknown; the hole punches that succeeded and failed
-  relay addrs the node's addresses through circuit relays, when private
-  dht         the DHT's mode (p2p.dht), whether it answers queries now, the
-              peers of its routing table and the provider records held for
-              other peers (docs/adr/0040)`,
+		Short: "Print the node's status: peers, events, blobs, disk",
+		Long: `Print the node's status in words, a line each: its peers (and how much
+each kind is trusted), the events of its log and the room left for them, the
+blobs it holds, whether other nodes can reach it, the lookup service it
+shares with them (the DHT), its disk and how long it has run. --json prints
+the same as JSON, with fields that stay as they are for scripts.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Status, func(st *api.Status) error {
 				tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
-				fmt.Fprintf(tw, "peer id:\t%s\n", st.PeerID)
-				fmt.Fprintf(tw, "network:\t%s\n", st.Network)
-				fmt.Fprintf(tw, "agent:\t%s\n", printable(st.Agent))
-				fmt.Fprintf(tw, "peers:\t%d\n", st.Peers)
-				if len(st.PeerTiers) > 0 || st.StrangerSlots > 0 {
-					var tiers []string
-					for _, t := range []string{"valued", "normal", "new", "suspect"} {
-						if k := st.PeerTiers[t]; k > 0 {
-							tiers = append(tiers, fmt.Sprintf("%d %s", k, t))
-						}
-					}
-					fmt.Fprintf(tw, "tiers:\t%s; stranger slots %d of %d\n", dash(strings.Join(tiers, ", ")), st.StrangerSlotsUsed, st.StrangerSlots)
+				for _, l := range statusLines(st) {
+					fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
 				}
-				fmt.Fprintf(tw, "events:\t%d\n", st.Events)
-				lu := st.Log
-				fmt.Fprintf(tw, "log:\t%d of %s events, %s of %s; %d authors, each at most %s events and %s\n",
-					lu.Events, quotaCount(lu.MaxEvents), humanize.Bytes(lu.Bytes), quotaBytes(lu.MaxBytes),
-					lu.Authors, quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
-				fmt.Fprintf(tw, "head:\t%d\n", st.Head)
-				fmt.Fprintf(tw, "gossip:\t%s\n", onOff(st.Gossip))
-				fmt.Fprintf(tw, "dropped:\t%d\n", st.Dropped)
-				fmt.Fprintf(tw, "in flight:\t%d\n", st.InFlight)
-				fmt.Fprintf(tw, "challenges:\teffort %d bits; %d issued, %d solved, %d failed\n",
-					st.ChallengeEffort, st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed)
-				fmt.Fprintf(tw, "blobs:\t%d complete, %s of a %s quota\n", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
-				fmt.Fprintf(tw, "reach:\t%s; hole punches %d succeeded, %d failed\n", st.Reachability, st.HolePunches.Succeeded, st.HolePunches.Failed)
-				for _, a := range st.RelayAddrs {
-					fmt.Fprintf(tw, "relay addr:\t%s\n", printable(a))
-				}
-				if d := st.DHT; d.Mode == config.DHTOff {
-					fmt.Fprintf(tw, "dht:\toff\n")
-				} else {
-					role := "client"
-					if d.Server {
-						role = "server"
-					}
-					fmt.Fprintf(tw, "dht:\t%s (%s now); %d peers in the routing table, %d in the LAN's; %d nodes found under the rendezvous key; %d of %d provider records (%d refused, full)\n",
-						d.Mode, role, d.RoutingTable, d.LANRoutingTable, d.Discovered, d.ProviderRecords, d.MaxProviderRecords, d.ProviderRecordsRefused)
-				}
-				if d := st.Disk; d != nil {
-					state := "writes accepted"
-					if d.Full {
-						state = "FULL: events, blobs and records refused until space is freed"
-					}
-					fmt.Fprintf(tw, "disk:\t%s free, %s kept in reserve; %s\n",
-						humanize.Bytes(d.FreeBytes), humanize.Bytes(d.ReserveBytes), state)
-				}
-				fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(st.UptimeSeconds)*time.Second)
 				return tw.Flush()
 			})
 		},
@@ -157,11 +100,94 @@ func (c *cli) statusCmd() *cobra.Command {
 	return cmd
 }
 
-func onOff(b bool) string {
-	if b {
-		return "on"
+// statusLines are the lines of `wats status`, each a label and what it
+// says, in words a newcomer reads without the ADRs.
+func statusLines(st *api.Status) [][2]string {
+	var lines [][2]string
+	add := func(label, format string, args ...any) {
+		lines = append(lines, [2]string{label, fmt.Sprintf(format, args...)})
 	}
-	return "off"
+	add("peer id", "%s", st.PeerID)
+	add("network", "%s", st.Network)
+	add("agent", "%s", printable(st.Agent))
+	add("peers", "%d connected (each greeted with hello)", st.Peers)
+	if len(st.PeerTiers) > 0 || st.StrangerSlots > 0 {
+		var tiers []string
+		for _, t := range []string{"valued", "normal", "new", "suspect"} {
+			if k := st.PeerTiers[t]; k > 0 {
+				tiers = append(tiers, fmt.Sprintf("%d %s", k, t))
+			}
+		}
+		add("peer tiers", "%s (valued peers are served the most, then normal, new, suspect)", orNone(strings.Join(tiers, ", ")))
+		add("newcomers", "%d of %d connections for peers not remembered yet are in use", st.StrangerSlotsUsed, st.StrangerSlots)
+	}
+	add("events", "%d in the log (the newest at position %d)", st.Events, st.Head)
+	lu := st.Log
+	add("log room", "%d of %s events, %s of %s; %s, each allowed %s events, %s",
+		lu.Events, quotaCount(lu.MaxEvents), humanize.Bytes(lu.Bytes), quotaBytes(lu.MaxBytes),
+		humanize.Plural(int(lu.Authors), "author"), quotaCount(lu.MaxEventsPerAuthor), quotaBytes(lu.MaxBytesPerAuthor))
+	if st.Gossip {
+		add("gossip", "on: new events are sent to peers and received from them at once")
+	} else {
+		add("gossip", "off: new events come only when the node asks its peers for them")
+	}
+	add("dropped", "%d invalid events thrown away (bad signatures or shapes, from peers)", st.Dropped)
+	add("busy", "%d requests from peers being handled now (over 64, new peers must first solve a puzzle)", st.InFlight)
+	add("puzzles", "%d given to peers that asked too much, %d solved, %d failed; each now costs %d bits of work",
+		st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed, st.ChallengeEffort)
+	add("blobs", "%d complete, %s of the %s allowed", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
+	add("reachable", "%s", reachWords(st.Reachability))
+	add("hole punches", "%d worked, %d failed (direct connections opened through a NAT)", st.HolePunches.Succeeded, st.HolePunches.Failed)
+	for _, a := range st.RelayAddrs {
+		add("relay addr", "%s (reached through this relay)", printable(a))
+	}
+	if d := st.DHT; d.Mode == config.DHTOff {
+		add("dht", "off: peers and blobs are found only through connected peers")
+	} else {
+		role := "not answering others' lookups yet"
+		if d.Server {
+			role = "answering others' lookups too"
+		}
+		add("dht", "mode %s: looks up peers and blobs in the table nodes share; %s", d.Mode, role)
+		add("dht peers", "%d in the network's table, %d in this LAN's; %s of this network found by the last search",
+			d.RoutingTable, d.LANRoutingTable, humanize.Plural(d.Discovered, "node"))
+		full := "none turned away"
+		if d.ProviderRecordsRefused > 0 {
+			full = fmt.Sprintf("%d turned away since the start because the store was full", d.ProviderRecordsRefused)
+		}
+		add("dht records", "%d of %d notes of who holds which blob, kept for other nodes; %s",
+			d.ProviderRecords, d.MaxProviderRecords, full)
+	}
+	if d := st.Disk; d != nil {
+		state := "writes accepted"
+		if d.Full {
+			state = "FULL: new events, blobs and records refused until space is freed"
+		}
+		add("disk", "%s free, %s of it kept in reserve; %s", humanize.Bytes(d.FreeBytes), humanize.Bytes(d.ReserveBytes), state)
+	}
+	add("uptime", "%s", time.Duration(st.UptimeSeconds)*time.Second)
+	return lines
+}
+
+// reachWords says what AutoNAT found (api.Status.Reachability) in words.
+func reachWords(r string) string {
+	switch r {
+	case "public":
+		return "yes: other nodes can dial this one directly"
+	case "private":
+		return "not directly: it is behind a NAT, reached through a relay, then directly once a hole punch works"
+	case "unknown", "":
+		return "not known yet: the node is still finding out whether other nodes can dial it"
+	}
+	return printable(r)
+}
+
+// orNone is s, or "none" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func (c *cli) peersCmd() *cobra.Command {

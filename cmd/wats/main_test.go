@@ -481,9 +481,7 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 	}{
 		{[]string{"id"}, []string{testPeer + "\n" + testAddr + "\n"}},
 		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
-		{[]string{"status"}, []string{"peers:      2", "events:     7", "head:       9", "gossip:     on", "uptime:     1m5s", "challenges: effort 0 bits", "blobs:      3 complete, 3.0 MiB of a 4.0 GiB quota",
-			"tiers:      1 normal, 1 suspect; stranger slots 1 of 64",
-			"log:        7 of 10000000 events, 3.0 KiB of 4.0 GiB; 2 authors, each at most 100000 events and unlimited\n"}},
+		{[]string{"status"}, []string{"peers:        2 connected", "uptime:       1m5s\n"}}, // the rest: TestStatusInWords
 		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
 		{[]string{"peers", "ls"}, []string{"PEER ID", "TIER", "SCORE", testPeer, "inbound", "yes", "new", "-12.2"}},
 		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},

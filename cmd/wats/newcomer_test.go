@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wats-network/wats/api"
 )
 
 // TestInitProfileSaysWhatItChanges: `init --profile local` says, as it
@@ -86,5 +89,73 @@ func TestMalformedArgumentsAreUsageErrors(t *testing.T) {
 	// running: an error, not a usage error.
 	if code, _, stderr := runCLI(t, "", "blob", "rm", "bafkqaaa"); code != exitError {
 		t.Errorf("blob rm of a CID with no daemon: exit %d (%s), want %d", code, stderr, exitError)
+	}
+}
+
+// TestStatusInWords: every line of `wats status` says what it counts in
+// words, none of the ADRs' terms (a store "full", "stranger slots", "in
+// flight", "effort"), and --json keeps its field names.
+func TestStatusInWords(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.Status{PeerID: testPeer, Network: "n", Agent: "wats/test", Peers: 2, Events: 7, Head: 9, Gossip: true, UptimeSeconds: 65,
+			Blobs: 3, BlobBytes: 3 << 20, BlobQuotaBytes: 4 << 30, InFlight: 5, ChallengeEffort: 12, ChallengesIssued: 4, ChallengesSolved: 3, ChallengesFailed: 1,
+			PeerTiers: map[string]int{"normal": 1, "suspect": 1}, StrangerSlots: 64, StrangerSlotsUsed: 1, Reachability: "private",
+			HolePunches: api.HolePunches{Succeeded: 2, Failed: 1},
+			DHT:         api.DHTStatus{Mode: "auto", RoutingTable: 4, LANRoutingTable: 1, Discovered: 1, ProviderRecords: 10, MaxProviderRecords: 10, ProviderRecordsRefused: 3},
+			Disk:        &api.DiskStatus{FreeBytes: 5 << 30, ReserveBytes: 64 << 20},
+			Log:         api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
+	})
+	dir := fakeDaemon(t, mux)
+	code, stdout, stderr := runCLI(t, "", "status", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	words := strings.Join(strings.Fields(stdout), " ") // the columns' padding aside
+	for _, want := range []string{
+		"peers: 2 connected (each greeted with hello)",
+		"peer tiers: 1 normal, 1 suspect (valued peers are served the most, then normal, new, suspect)",
+		"newcomers: 1 of 64 connections for peers not remembered yet are in use",
+		"events: 7 in the log (the newest at position 9)",
+		"log room: 7 of 10000000 events, 3.0 KiB of 4.0 GiB; 2 authors, each allowed 100000 events, unlimited",
+		"gossip: on: new events are sent to peers and received from them at once",
+		"busy: 5 requests from peers being handled now (over 64, new peers must first solve a puzzle)",
+		"puzzles: 4 given to peers that asked too much, 3 solved, 1 failed; each now costs 12 bits of work",
+		"blobs: 3 complete, 3.0 MiB of the 4.0 GiB allowed",
+		"reachable: not directly: it is behind a NAT, reached through a relay, then directly once a hole punch works",
+		"hole punches: 2 worked, 1 failed",
+		"dht: mode auto: looks up peers and blobs in the table nodes share; not answering others' lookups yet",
+		"dht peers: 4 in the network's table, 1 in this LAN's; 1 node of this network found by the last search",
+		"dht records: 10 of 10 notes of who holds which blob, kept for other nodes; 3 turned away since the start because the store was full",
+		"disk: 5.0 GiB free, 64.0 MiB of it kept in reserve; writes accepted",
+		"uptime: 1m5s",
+	} {
+		if !strings.Contains(words, want) {
+			t.Errorf("status says no %q:\n%s", want, stdout)
+		}
+	}
+	for _, jargon := range []string{"refused, full", "stranger", "in flight", "effort", "quota", "head:"} {
+		if strings.Contains(stdout, jargon) {
+			t.Errorf("status still says %q:\n%s", jargon, stdout)
+		}
+	}
+	code, stdout, _ = runCLI(t, "", "status", "--json", "--repo", dir)
+	for _, field := range []string{`"provider_records_refused": 3`, `"stranger_slots_used": 1`, `"in_flight": 5`, `"challenge_effort": 12`, `"head": 9`} {
+		if code != exitOK || !strings.Contains(stdout, field) {
+			t.Errorf("status --json: exit %d, no %s:\n%s", code, field, stdout)
+		}
+	}
+}
+
+func TestReachWords(t *testing.T) {
+	for r, want := range map[string]string{
+		"public":  "yes: other nodes can dial this one directly",
+		"unknown": "not known yet",
+		"":        "not known yet",
+		"weird":   "weird",
+	} {
+		if got := reachWords(r); !strings.HasPrefix(got, want) {
+			t.Errorf("reachWords(%q) = %q, want %q…", r, got, want)
+		}
 	}
 }
