@@ -103,5 +103,6 @@ wats_requests_refused_total) and logged at a clean shutdown.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(c.diagBundleCmd())
 	return cmd
 }
