@@ -70,7 +70,7 @@ func TestPeersCacheShowsTiers(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, w := range []string{"TIER", "VALUE", "WHY", testPeer, "suspect", "events", "20 misses"} {
+	for _, w := range []string{"TIER", "REPUTED", testPeer + "  suspect", "value: events", "why suspect: 20 misses"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("peers cache: no %q in\n%s", w, stdout)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -292,13 +293,8 @@ events and blob bytes it gave. --json has every count.`,
 			if asJSON {
 				return c.printJSON(peers)
 			}
-			tw := c.table("PEER ID\tFIRST SEEN\tLAST SEEN\tREPUTED\tTIER\tVALUE\tSERVED\tMISSES\tEVENTS\tBYTES\tAGENT\tWHY")
-			for _, p := range peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.PeerID,
-					when(p.FirstSeen), when(p.LastSeen), yesNo(p.Reputed), p.Tier, dash(p.Value),
-					p.Served, p.Misses, p.Events, p.Bytes, printable(dash(p.Agent)), p.TierReason)
-			}
-			return tw.Flush()
+			_, err = io.WriteString(c.stdout, peerCacheText(peers))
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -325,6 +321,43 @@ a new record.`,
 			return nil
 		},
 	}
+}
+
+// peerCacheText lays out `peers cache`: a row a peer (its full ID, which
+// `peers forget` takes, its tier, when it was last seen and whether it is
+// reputed), then, indented, its value history, byte counts in binary units,
+// and why it has its tier; every line fits in maxHelpWidth columns.
+func peerCacheText(peers []api.CachedPeer) string {
+	var rows strings.Builder
+	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER ID\tTIER\tLAST SEEN (UTC)\tREPUTED")
+	for _, p := range peers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.PeerID, p.Tier, whenMinute(p.LastSeen), yesNo(p.Reputed))
+	}
+	tw.Flush()
+	lines := strings.Split(strings.TrimSuffix(rows.String(), "\n"), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + "\n")
+	for i, p := range peers {
+		b.WriteString(lines[i+1] + "\n")
+		detail := fmt.Sprintf("value: %s; served %d of its requests, %d asked for what never existed here; gave %s and %s of blobs; "+
+			"first seen %s; agent %s", orNone(p.Value), p.Served, p.Misses, humanize.Plural(int(p.Events), "event"),
+			humanize.Bytes(p.Bytes), whenMinute(p.FirstSeen), printable(dash(p.Agent)))
+		for _, para := range []string{detail, "why " + printable(p.TierReason)} {
+			for _, l := range wrapWords(para, maxHelpWidth-4) {
+				b.WriteString("    " + l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// whenMinute is when to the minute, for a table that must fit.
+func whenMinute(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04")
 }
 
 // when formats a time of the peer cache for a table: UTC to the second,

@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/core"
 )
 
 // TestInitProfileSaysWhatItChanges: `init --profile local` says, as it
@@ -157,5 +160,38 @@ func TestReachWords(t *testing.T) {
 		if got := reachWords(r); !strings.HasPrefix(got, want) {
 			t.Errorf("reachWords(%q) = %q, want %q…", r, got, want)
 		}
+	}
+}
+
+// TestPeersCacheFits: `peers cache` fits in 100 columns, however long its
+// counts and reasons, keeps each full peer ID (what `peers forget` takes),
+// prints byte counts in binary units, and keeps the daemon's order (most
+// recently seen first).
+func TestPeersCacheFits(t *testing.T) {
+	const other = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo"
+	now := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
+	peers := []api.CachedPeer{
+		{PeerID: other, LastSeen: now, FirstSeen: now.Add(-time.Hour), Tier: "valued", Value: "events, blobs", Reputed: true,
+			Agent:      "wats/v1.2.3-with-a-long-build-suffix",
+			Counts:     core.Counts{Served: 18446744073709551615, Misses: 18446744073709551615, Events: 123456789, Bytes: 5 << 30},
+			TierReason: "valued: " + strings.Repeat("a long reason that goes on, ", 8)},
+		{PeerID: testPeer, LastSeen: now.Add(-time.Minute), Tier: "new", TierReason: "new: met less than 10 minutes ago"},
+	}
+	text := peerCacheText(peers)
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	for _, want := range []string{"5.0 GiB of blobs", "123456789 events", other + "  valued", "2026-03-01 12:30", "why new: met less than 10 minutes ago"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("peers cache says no %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, other) > strings.Index(text, testPeer) {
+		t.Errorf("peers cache changed the order (most recently seen first):\n%s", text)
+	}
+	if strings.Contains(text, "5368709120") {
+		t.Errorf("peers cache prints bytes without units:\n%s", text)
 	}
 }
