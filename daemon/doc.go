@@ -9,6 +9,8 @@
 // Files:
 //   - run.go: Run.
 //   - server.go: Handler, Serve, the shutdown of the servers.
+//   - logring.go: LogRing, the daemon's last log lines, and GET
+//     api.PathLog (docs/adr/0050).
 //   - handlers.go: one method per path; helpers.go: JSON in and out,
 //     query parameters, the sentences of a failed fetch.
 //   - import.go: the import of a file by its descriptor (ADR 0036);

@@ -27,6 +27,8 @@
 //     that need no running daemon.
 //   - cmd_node.go: id, status, peers, events, sync: thin calls of the
 //     control API with text and --json output.
+//   - cmd_diag_bundle.go: `wats diag bundle`, the archive of a bug report
+//     (docs/adr/0050).
 //   - output.go: terminal detection, the views of `wats sync` (progress
 //     bar, plain lines, JSON lines).
 //   - devnet.go: `wats devnet up|run|status|exec|logs|down`: flags, hints and
