@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"time"
 
@@ -80,4 +81,13 @@ func WriteMonth(path string, m Month) error {
 		return fmt.Errorf("bandwidth: write the month's count: %w", err)
 	}
 	return nil
+}
+
+// FileIn returns the path of MonthFile in the repo directory dir; "" (a
+// node in memory) for "".
+func FileIn(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, MonthFile)
 }

@@ -274,3 +274,23 @@ func ReadRequest(s network.Stream, start time.Time, prio uint8) (req *Request, r
 	}
 	return req, release, answer, err
 }
+
+// HelloAnswer reads the answer to a hello (resp and err, Call's) sent by
+// a node on network: wrong says how it shows the peer on another network
+// ("answered: " and a wrong_network error's message, or "is on network
+// X" for a hello naming another), else ""; err is a failed call, or an
+// answer that is not a hello.
+func HelloAnswer(resp *Response, err error, network string) (wrong string, _ error) {
+	var perr *Error
+	switch {
+	case errors.As(err, &perr) && perr.Code == CodeWrongNetwork:
+		return "answered: " + perr.Message, nil
+	case err != nil:
+		return "", err
+	case resp.Hello == nil:
+		return "", fmt.Errorf("answered with %q", resp.Type)
+	case resp.Hello.Network != network:
+		return fmt.Sprintf("is on network %q", resp.Hello.Network), nil
+	}
+	return "", nil
+}

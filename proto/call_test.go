@@ -322,3 +322,28 @@ func TestCallPagesOutliveTheFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloAnswer: an answer to a hello shows the peer on another network
+// by a wrong_network error or a hello naming another; any other error,
+// or an answer that is not a hello, is an error.
+func TestHelloAnswer(t *testing.T) {
+	callErr := errors.New("stream reset")
+	for _, c := range []struct {
+		resp  *Response
+		err   error
+		wrong string
+		fails bool
+	}{
+		{&Response{Type: TypeHello, Hello: &Hello{Network: "n"}}, nil, "", false},
+		{&Response{Type: TypeHello, Hello: &Hello{Network: "m"}}, nil, `is on network "m"`, false},
+		{nil, &Error{Code: CodeWrongNetwork, Message: "elsewhere"}, "answered: elsewhere", false},
+		{nil, &Error{Code: CodeInternal, Message: "x"}, "", true},
+		{nil, callErr, "", true},
+		{&Response{Type: TypeSync, Sync: &SyncResponse{}}, nil, "", true},
+	} {
+		wrong, err := HelloAnswer(c.resp, c.err, "n")
+		if wrong != c.wrong || (err != nil) != c.fails {
+			t.Errorf("HelloAnswer(%+v, %v) = %q, %v; want %q, error %v", c.resp, c.err, wrong, err, c.wrong, c.fails)
+		}
+	}
+}
