@@ -59,6 +59,7 @@ func (n *Node) Status() api.Status {
 		HolePunches:  n.punches.Status(),
 		DHT:          n.routing.Load().Status(n.cfg.P2P.DHT),
 		Disk:         n.db.DiskStatus(),
+		Bandwidth:    n.bw.Status(),
 	}
 }
 
@@ -77,6 +78,7 @@ func (n *Node) Peers() []api.Peer {
 			ap.Score, ap.HasScore = n.gossip.Score(p)
 		}
 		ap.Conn = n.punches.Kind(n.host, p)
+		ap.BytesUp, ap.BytesDown = n.bw.Peer(p)
 		out = append(out, ap)
 	}
 	return out

@@ -47,9 +47,10 @@ var retryDelay = blobs.BackoffDelay
 type blobsNode Node
 
 // Serves says whether p is served blocks over bitswap (blobs.serve): any
-// peer with "all", else only peers that completed hello.
+// peer with "all", else only peers that completed hello; past
+// bandwidth.monthly_up_bytes, only peers with standing (docs/adr/0048).
 func (b *blobsNode) Serves(p peer.ID) bool {
-	return b.cfg.Blobs.Serve == config.ServeAll || (*Node)(b).helloed(p)
+	return (b.cfg.Blobs.Serve == config.ServeAll || (*Node)(b).helloed(p)) && b.bw.Serves(p)
 }
 
 // AdmitStream holds p to its cap of inbound bitswap streams.

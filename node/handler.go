@@ -138,7 +138,6 @@ func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message
 // ownHello is this node's hello: its network, agent, features, listen
 // addresses (at most proto.MaxListenAddrs) and head.
 func (n *Node) ownHello() *proto.Hello {
-	l := n.cfg.Limits
 	return &proto.Hello{
 		Version:  proto.Version,
 		Network:  n.cfg.Network,
@@ -146,11 +145,7 @@ func (n *Node) ownHello() *proto.Hello {
 		Features: Features,
 		Listen:   proto.Strings(n.host.Addrs(), proto.MaxListenAddrs),
 		Head:     n.events.Head(),
-		// Advertised so that peers pace themselves (ADR 0024).
-		Limits: &proto.HelloLimits{
-			HelloPerMin: int64(l.HelloPerMin), SyncPerMin: int64(l.SyncPerMin),
-			ReplicatePerMin: int64(l.ReplicatePerMin), ReportPerMin: int64(l.ReportPerMin),
-		},
+		Limits:   peers.HelloLimits(n.cfg.Limits),
 	}
 }
 
@@ -204,8 +199,9 @@ func (n *Node) hold(st *peerState, k peers.StreamKind, caps [limits.NumTiers]int
 // libp2p's basic host's (which it does the same as, but for the cap and
 // the shorter deadline): hold the peer to its cap of streams not yet
 // negotiated, negotiate the protocol (p2p.Negotiate), then hand the stream
-// to the protocol's handler.
+// to the protocol's handler, metered by the bandwidth caps.
 func (n *Node) acceptStream(s network.Stream) {
+	s = n.bw.Wrap(s) // counted and capped (docs/adr/0048)
 	st := n.peerOf(s.Conn().RemotePeer())
 	if !n.hold(st, peers.Unnegotiated, p2p.UnnegotiatedCap, "unnegotiated") {
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded)
@@ -241,17 +237,9 @@ func (n *Node) greet(ctx context.Context, p peer.ID) error {
 // sendHello sends this node's hello to p and records the answer.
 func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	resp, err := n.call(ctx, p, n.ownHello())
-	var perr *proto.Error
-	var wrong string // what says that p is on another network
-	switch {
-	case errors.As(err, &perr) && perr.Code == proto.CodeWrongNetwork:
-		wrong = "answered: " + perr.Message
-	case err != nil:
+	wrong, err := proto.HelloAnswer(resp, err, n.cfg.Network) // what says that p is on another network
+	if err != nil {
 		return fmt.Errorf("node: hello to %s: %w", p, err)
-	case resp.Hello == nil:
-		return fmt.Errorf("node: hello to %s: answered with %q", p, resp.Type)
-	case resp.Hello.Network != n.cfg.Network:
-		wrong = fmt.Sprintf("is on network %q", resp.Hello.Network)
 	}
 	if wrong != "" {
 		n.m.WrongNetwork()

@@ -21,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	msmux "github.com/multiformats/go-multistream"
 
+	"github.com/wats-network/wats/bandwidth"
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/catchup"
 	"github.com/wats-network/wats/challenge"
@@ -72,7 +73,8 @@ type Node struct {
 	// dialed is closed once the dials of Start (bootstrap peers, known
 	// peers) have all succeeded or failed.
 	dialed chan struct{}
-	host   host.Host
+	host   host.Host        // metered by bw: every stream it opens
+	bw     *bandwidth.Meter // the streams' traffic and [bandwidth] caps (docs/adr/0048)
 	dialer *p2p.Dialer
 	gater  *p2p.Gater
 	gossip *gossip.Gossip // nil when gossip is off
@@ -180,9 +182,15 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	b := cfg.Bandwidth
+	if n.bw, err = bandwidth.New(bandwidth.Options{UpBytesPerS: b.UpBytesPerS, DownBytesPerS: b.DownBytesPerS, MonthlyUpBytes: b.MonthlyUpBytes,
+		File: bandwidth.FileIn(o.Dir), Now: now, Log: n.log, Standing: n.standing}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if n.host, err = p2p.NewHost(n.cfg, key, n.o.Agent, n.gater, n.peers.Has, nat...); err != nil {
 		return nil, err
 	}
+	n.host = n.bw.Host(n.host)
 	n.dialer = p2p.NewDialer(n.host, n.log)
 	var ok2 bool
 	if n.selfID, ok2 = peers.RawID(n.host.ID()); !ok2 {
@@ -280,6 +288,7 @@ func (n *Node) Start(ctx context.Context) error {
 		n.go_(func() { n.lost.Run(n.ctx) })
 	}
 	n.go_(func() { n.db.WatchMemtables(n.ctx) })
+	n.go_(func() { n.bw.Run(n.ctx) }) // the month's bytes sent kept in the repo
 	n.log.Info("node started", "peer", n.host.ID(), "network", n.cfg.Network,
 		"addrs", n.FullAddrs(), "gossip", n.gossip != nil, "dht", n.cfg.P2P.DHT)
 	return nil
@@ -480,6 +489,7 @@ func (n *Node) newMetrics() *metrics.Metrics {
 			}
 			return 0, false, false
 		},
+		Bandwidth: func() metrics.Bandwidth { return metrics.Bandwidth(n.bw.Counts()) },
 	})
 }
 

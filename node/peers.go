@@ -221,6 +221,13 @@ func (n *Node) abuse(p peer.ID, c peers.Counter) {
 	}
 }
 
+// standing is peers.Table.StandingOf p now: the class of its bytes
+// within the bandwidth caps (docs/adr/0048).
+func (n *Node) standing(p peer.ID) bool {
+	now, mono := n.clock()
+	return n.run.StandingOf(p, now, mono)
+}
+
 // linked reports whether p has a connection, direct or relayed (network.
 // Limited): a peer reached through a relay is a peer like another for
 // hello, sync and its run state.
