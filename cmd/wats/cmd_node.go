@@ -137,6 +137,7 @@ func statusLines(st *api.Status) [][2]string {
 	add("puzzles", "%d given to peers that asked too much, %d solved, %d failed; each now costs %d bits of work",
 		st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed, st.ChallengeEffort)
 	add("blobs", "%d complete, %s of the %s allowed", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
+	add("bandwidth", "%s", bandwidthWords(st.Bandwidth))
 	add("reachable", "%s", reachWords(st.Reachability))
 	add("hole punches", "%d worked, %d failed (direct connections opened through a NAT)", st.HolePunches.Succeeded, st.HolePunches.Failed)
 	for _, a := range st.RelayAddrs {
@@ -168,6 +169,28 @@ func statusLines(st *api.Status) [][2]string {
 	}
 	add("uptime", "%s", time.Duration(st.UptimeSeconds)*time.Second)
 	return lines
+}
+
+// bandwidthWords is the status line of [bandwidth]: the bytes sent and
+// received since the start in MiB, against the caps in MiB/s, and the
+// month's bytes sent against the monthly cap (docs/adr/0048).
+func bandwidthWords(b api.BandwidthStatus) string {
+	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+	rate := func(n uint64) string {
+		if n == 0 {
+			return "no cap"
+		}
+		return fmt.Sprintf("cap %.1f MiB/s", mib(n))
+	}
+	s := fmt.Sprintf("%.1f MiB sent (%s), %.1f MiB received (%s) since the start; %.1f MiB sent in %s",
+		mib(b.UpBytes), rate(b.UpBytesPerS), mib(b.DownBytes), rate(b.DownBytesPerS), mib(b.MonthUpBytes), b.Month)
+	switch {
+	case b.MonthlyUpBytes == 0:
+		return s + " (no monthly cap)"
+	case b.StrangerBlobsStopped:
+		return s + fmt.Sprintf(", the monthly cap of %.1f MiB reached: blobs go only to peers with standing until the month ends", mib(b.MonthlyUpBytes))
+	}
+	return s + fmt.Sprintf(" of the %.1f MiB a month allowed", mib(b.MonthlyUpBytes))
 }
 
 // reachWords says what AutoNAT found (api.Status.Reachability) in words.
