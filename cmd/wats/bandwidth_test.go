@@ -1,0 +1,167 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wats-network/wats/api"
+)
+
+// configSet sets each key of kv in the repo dir with `config set`.
+func configSet(t *testing.T, env []string, bin, dir string, kv ...[2]string) {
+	t.Helper()
+	for _, p := range kv {
+		if code, _, stderr := runBin(t, env, bin, "config", "set", p[0], p[1], "--repo", dir); code != 0 {
+			t.Fatalf("config set %s %s --repo %s: exit %d: %s", p[0], p[1], dir, code, stderr)
+		}
+	}
+}
+
+// addRandomBlob adds a blob of size random bytes to the daemon of dir and
+// returns its CID.
+func addRandomBlob(t *testing.T, env []string, bin, dir string, size int) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "blob")
+	data := make([]byte, size)
+	rand.Read(data)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runBin(t, env, bin, "blob", "add", file, "--repo", dir)
+	if code != 0 {
+		t.Fatalf("blob add: exit %d: %s", code, stderr)
+	}
+	return strings.SplitN(strings.TrimSpace(out), ":", 2)[0]
+}
+
+// blobGet fetches cid of size bytes from the peer at addr into the daemon
+// of dir, and returns the exit code, stderr and the time it took.
+func blobGet(t *testing.T, env []string, bin, dir, cid string, size int, addr string) (int, string, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	code, _, stderr := runBinWithin(t, 3*time.Minute, env, bin, "blob", "get", cid, "--size", fmt.Sprint(size),
+		"--from", addr, "-o", filepath.Join(t.TempDir(), "got"), "--repo", dir)
+	return code, stderr, time.Since(start)
+}
+
+// statusOf returns `wats status --json` of the daemon of dir.
+func statusOf(t *testing.T, env []string, bin, dir string) api.Status {
+	t.Helper()
+	code, out, stderr := runBin(t, env, bin, "status", "--json", "--repo", dir)
+	var st api.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status --json: exit %d: %s%s", code, out, stderr)
+	}
+	return st
+}
+
+// TestBandwidthCapsE2E: between two real daemons, a blob served under a's
+// up cap arrives at 60–105% of the cap, and one a reads under its down
+// cap likewise; status and its JSON show the caps and the bytes.
+func TestBandwidthCapsE2E(t *testing.T) {
+	bin, tmp, env := e2eSetup(t)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	initLocal(t, env, bin, a, b)
+	const up, down = 2 << 20, 1 << 20
+	for _, dir := range []string{a, b} {
+		configSet(t, env, bin, dir, [2]string{"blobs.auto_fetch", "false"}, [2]string{"p2p.mdns", "false"})
+	}
+	configSet(t, env, bin, a, [2]string{"bandwidth.up_bytes_per_s", fmt.Sprint(up)}, [2]string{"bandwidth.down_bytes_per_s", fmt.Sprint(down)})
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
+	for _, c := range []struct {
+		name          string
+		from, to      string
+		size, capRate int
+	}{
+		{"a's up cap", a, b, 2 * up, up},
+		{"a's down cap", b, a, 2 * down, down},
+	} {
+		cid := addRandomBlob(t, env, bin, c.from, c.size)
+		code, stderr, d := blobGet(t, env, bin, c.to, cid, c.size, idOf(t, env, bin, c.from).Addrs[0])
+		if code != 0 {
+			t.Fatalf("%s: blob get: exit %d: %s", c.name, code, stderr)
+		}
+		rate := float64(c.size) / d.Seconds()
+		t.Logf("%s: %d bytes in %v: %.0f%% of the cap", c.name, c.size, d, 100*rate/float64(c.capRate))
+		if rate < 0.6*float64(c.capRate) || rate > 1.05*float64(c.capRate) {
+			t.Errorf("%s: %d bytes in %v, %.0f bytes/s; want 60–105%% of %d", c.name, c.size, d, rate, c.capRate)
+		}
+	}
+	st := statusOf(t, env, bin, a).Bandwidth
+	if st.UpBytesPerS != up || st.DownBytesPerS != down || st.UpBytes < 2*up || st.DownBytes < 2*down || st.MonthUpBytes < st.UpBytes {
+		t.Errorf("a's status: %+v", st)
+	}
+	if _, out, _ := runBin(t, env, bin, "status", "--repo", a); !strings.Contains(out, "(cap 2.0 MiB/s)") || !strings.Contains(out, "(cap 1.0 MiB/s)") {
+		t.Errorf("status does not show the caps:\n%s", out)
+	}
+	var peers []api.Peer
+	if _, out, _ := runBin(t, env, bin, "peers", "ls", "--json", "--repo", a); json.Unmarshal([]byte(out), &peers) != nil || len(peers) != 1 ||
+		peers[0].BytesUp < 2*up || peers[0].BytesDown < 2*down {
+		t.Errorf("a's peers: %s", out)
+	}
+}
+
+// TestMonthlyUpCapE2E: a daemon with a small bandwidth.monthly_up_bytes
+// serves a stranger (a peer that dialled it) a blob until the cap, then
+// refuses it more; restarted, it still does, with the month's count read
+// back from its repo; a peer it dialled (standing) is still served.
+func TestMonthlyUpCapE2E(t *testing.T) {
+	bin, tmp, env := e2eSetup(t)
+	a, s, d := filepath.Join(tmp, "a"), filepath.Join(tmp, "stranger"), filepath.Join(tmp, "dialled")
+	initLocal(t, env, bin, a, s, d)
+	for _, dir := range []string{a, s, d} {
+		configSet(t, env, bin, dir, [2]string{"blobs.auto_fetch", "false"}, [2]string{"p2p.mdns", "false"}, [2]string{"p2p.dht", "off"})
+	}
+	const monthly = 1 << 20
+	configSet(t, env, bin, a, [2]string{"bandwidth.monthly_up_bytes", fmt.Sprint(monthly)})
+	proc, _ := startBinDaemonProc(t, env, bin, a)
+	startBinDaemon(t, env, bin, s)
+	first, second := 3*monthly/2, 64<<10
+	cid1, cid2 := addRandomBlob(t, env, bin, a, first), addRandomBlob(t, env, bin, a, second)
+	addr := idOf(t, env, bin, a).Addrs[0]
+	if code, stderr, _ := blobGet(t, env, bin, s, cid1, first, addr); code != 0 {
+		t.Fatalf("the stranger's first blob, under the cap: exit %d: %s", code, stderr)
+	}
+	st := statusOf(t, env, bin, a).Bandwidth
+	if !st.StrangerBlobsStopped || st.MonthUpBytes < uint64(first) || st.Month != time.Now().UTC().Format("2006-01") {
+		t.Fatalf("after the cap: %+v", st)
+	}
+	if code, _, _ := blobGet(t, env, bin, s, cid2, second, addr); code == 0 {
+		t.Error("a stranger was served a blob past the monthly cap")
+	}
+
+	// A restart: the month's count read back.
+	_ = proc.Process.Signal(syscall.SIGTERM)
+	_ = proc.Wait()
+	var kept struct {
+		Month   string `json:"month"`
+		UpBytes uint64 `json:"up_bytes"`
+	}
+	if b, err := os.ReadFile(filepath.Join(a, "bandwidth.json")); err != nil || json.Unmarshal(b, &kept) != nil || kept.UpBytes < st.MonthUpBytes || kept.Month != st.Month {
+		t.Fatalf("bandwidth.json after a stop: %+v, %v; status said %+v", kept, err, st)
+	}
+	startBinDaemon(t, env, bin, a)
+	addr = idOf(t, env, bin, a).Addrs[0]
+	if st := statusOf(t, env, bin, a).Bandwidth; !st.StrangerBlobsStopped || st.MonthUpBytes < kept.UpBytes {
+		t.Errorf("after a restart: %+v, the file held %+v", st, kept)
+	}
+	if code, _, _ := blobGet(t, env, bin, s, cid2, second, addr); code == 0 {
+		t.Error("after a restart, a stranger was served a blob past the monthly cap")
+	}
+	// A peer a dialled has standing: served.
+	startBinDaemon(t, env, bin, d)
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idOf(t, env, bin, d).Addrs[0], "--repo", a); code != 0 {
+		t.Fatalf("peers connect: exit %d: %s", code, stderr)
+	}
+	if code, stderr, _ := blobGet(t, env, bin, d, cid2, second, addr); code != 0 {
+		t.Errorf("a peer with standing past the monthly cap: exit %d: %s", code, stderr)
+	}
+}
