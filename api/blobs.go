@@ -31,6 +31,14 @@ type BlobInfo struct {
 	CID string `json:"cid"`
 	// Size is the file size in bytes.
 	Size uint64 `json:"size"`
+	// Name is the file name the first event of the log that named the
+	// blob with a name gave it (BlobRef.Name); "" (left out) when none
+	// did. Only GET PathBlobs fills it in.
+	Name string `json:"name,omitempty"`
+	// Added is when the blob was stored here (imported, or fetched to the
+	// end), to the millisecond; the zero time (left out) for a blob stored
+	// by a version that did not keep it. Only GET PathBlobs fills it in.
+	Added time.Time `json:"added,omitzero"`
 }
 
 // AddBlob stores the bytes of r as a blob (POST PathBlobs). For a file,

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -45,7 +47,7 @@ import (
 const KeyPrefix = "/blobs/"
 
 // metaPrefix holds one record per blob: key metaPrefix/<cid string>,
-// value the file size as an unsigned varint.
+// value metaValue's.
 const metaPrefix = "/meta"
 
 // ErrIncomplete: the blob is not pinned in the store (never imported,
@@ -95,6 +97,9 @@ type StoreOptions struct {
 	// the import or fetch, which keeps nothing of the blob. Removals are
 	// not asked: they are how room is made.
 	Room func(n int) error
+	// Now, if set, is the clock of the time each blob is recorded as
+	// added (BlobInfo.Added); nil means time.Now.
+	Now func() time.Time
 }
 
 // MaxQuotaBytes bounds StoreOptions.QuotaBytes, 2^62 bytes: far beyond
@@ -130,11 +135,14 @@ func (o *StoreOptions) Validate() error {
 	return nil
 }
 
-// BlobInfo is one pinned (complete) blob: its root CID and file size in
-// bytes.
+// BlobInfo is one pinned (complete) blob: its root CID, file size in
+// bytes, and the time it was added (imported, or fetched to the end), to
+// the millisecond; the zero time for a blob recorded before the store
+// kept that time.
 type BlobInfo struct {
-	CID  cid.Cid
-	Size uint64
+	CID   cid.Cid
+	Size  uint64
+	Added time.Time
 }
 
 // Store holds blobs in the node's pebble database (docs/design.md §9, §10)
@@ -193,6 +201,9 @@ type Store struct {
 		// one (0 for none: a blob stored before ADR 0037, whose leaves
 		// are in pebble).
 		files map[cid.Cid]uint64
+		// added holds the time each pinned blob was added, in Unix
+		// milliseconds, for those whose record has it.
+		added map[cid.Cid]int64
 		// nextFile is the number of the last data file made or found.
 		nextFile uint64
 		// synced holds the data files synced in the background whose
@@ -287,13 +298,14 @@ func (s *Store) load(ctx context.Context) error {
 	defer res.Close()
 	seen := make(map[cid.Cid]bool)
 	files := make(map[cid.Cid]uint64)
+	added := make(map[cid.Cid]int64)
 	for r := range res.Next() {
 		if r.Error != nil {
 			return fmt.Errorf("blobs: listing sizes: %w", r.Error)
 		}
 		k := ds.RawKey(r.Key)
 		c, err := cid.Decode(k.BaseNamespace())
-		size, num, ok := parseMeta(r.Value)
+		size, num, at, ok := parseMeta(r.Value)
 		if err != nil || !ok {
 			return fmt.Errorf("blobs: bad size record %q", r.Key)
 		}
@@ -308,6 +320,9 @@ func (s *Store) load(ctx context.Context) error {
 		seen[c] = true
 		if num != 0 {
 			files[c] = num
+		}
+		if at != 0 {
+			added[c] = at
 		}
 	}
 	for c := range blobs {
@@ -335,7 +350,7 @@ func (s *Store) load(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	s.mu.blobs, s.mu.used, s.mu.refs, s.mu.files = blobs, used, refs, files
+	s.mu.blobs, s.mu.used, s.mu.refs, s.mu.files, s.mu.added = blobs, used, refs, files, added
 	s.mu.Unlock()
 	return nil
 }
@@ -414,24 +429,38 @@ func metaKey(c cid.Cid) ds.Key {
 	return ds.NewKey(metaPrefix).ChildString(c.String())
 }
 
-// metaValue is a size record's value: the file size, then the number of
-// the blob's data file (ADR 0037), each an unsigned varint. A record
-// written before ADR 0037 has the size alone.
-func metaValue(size, num uint64) []byte {
-	return binary.AppendUvarint(binary.AppendUvarint(nil, size), num)
+// metaValue is a size record's value: the file size, the number of the
+// blob's data file (ADR 0037) and the time it was added in Unix
+// milliseconds, each an unsigned varint. A record written before ADR 0037
+// has the size alone; one written before the time was kept, the size and
+// the number.
+func metaValue(size, num uint64, added int64) []byte {
+	v := binary.AppendUvarint(binary.AppendUvarint(nil, size), num)
+	return binary.AppendUvarint(v, uint64(max(added, 0)))
 }
 
-// parseMeta reads a size record; num is 0 for a record of the size alone.
-func parseMeta(v []byte) (size, num uint64, ok bool) {
+// parseMeta reads a size record; num is 0 for a record of the size alone,
+// added 0 for one without the time.
+func parseMeta(v []byte) (size, num uint64, added int64, ok bool) {
 	size, n := binary.Uvarint(v)
 	if n <= 0 || size > core.MaxSafeInt {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	if n == len(v) {
-		return size, 0, true
+		return size, 0, 0, true
 	}
 	num, m := binary.Uvarint(v[n:])
-	return size, num, m > 0 && n+m == len(v)
+	if m <= 0 {
+		return 0, 0, 0, false
+	}
+	if n += m; n == len(v) {
+		return size, num, 0, true
+	}
+	at, m := binary.Uvarint(v[n:])
+	if m <= 0 || n+m != len(v) || at > math.MaxInt64 {
+		return 0, 0, 0, false
+	}
+	return size, num, int64(at), true
 }
 
 // Dropped returns the blobs OpenStore removed because the node had
@@ -474,7 +503,11 @@ func (s *Store) List() []BlobInfo {
 	defer s.mu.Unlock()
 	out := make([]BlobInfo, 0, len(s.mu.blobs))
 	for c, size := range s.mu.blobs {
-		out = append(out, BlobInfo{CID: c, Size: size})
+		b := BlobInfo{CID: c, Size: size}
+		if at, ok := s.mu.added[c]; ok {
+			b.Added = time.UnixMilli(at)
+		}
+		out = append(out, b)
 	}
 	return out
 }
@@ -633,7 +666,12 @@ func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file
 // file and location records it names.
 func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64) error {
 	c := root.Cid()
-	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num)); err != nil {
+	now := time.Now
+	if s.opts.Now != nil {
+		now = s.opts.Now
+	}
+	added := now().UnixMilli()
+	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num, added)); err != nil {
 		return fmt.Errorf("blobs: size record: %w", err)
 	}
 	if err := s.pinner.Pin(ctx, root, true, ""); err != nil {
@@ -646,6 +684,9 @@ func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64) e
 	if err := s.dstore.Sync(ctx, ds.NewKey("/")); err != nil {
 		return fmt.Errorf("blobs: sync: %w", err)
 	}
+	s.mu.Lock()
+	s.mu.added[c] = added
+	s.mu.Unlock()
 	return nil
 }
 
@@ -679,6 +720,7 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	s.mu.Lock()
 	delete(s.mu.blobs, c)
 	delete(s.mu.files, c)
+	delete(s.mu.added, c)
 	s.mu.used -= size
 	for _, h := range bl {
 		if s.mu.refs[h]--; s.mu.refs[h] <= 0 {

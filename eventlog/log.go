@@ -50,9 +50,10 @@ const (
 	// usageKey holds the log's bytes and authors.
 	usageKey = KeyPrefix + "m/usage"
 	// cidIndexDone marks a complete "ev/c/" index whose values are the
-	// declared sizes (cidSizeValue); an index of an older version, whose
-	// values are empty, is built again at Open.
-	cidIndexDone = KeyPrefix + "m/cids2"
+	// declared sizes and the first name given (cidValue); an index of an
+	// older version (empty values, then sizes alone) is built again at
+	// Open.
+	cidIndexDone = KeyPrefix + "m/cids3"
 	// cidEnd is the exclusive upper bound of the CID index keys.
 	cidEnd = KeyPrefix + "c0"
 	// posEnd is the exclusive upper bound of the position keys.
@@ -81,22 +82,29 @@ func SpanPolicy(startKey []byte) (policy pebble.SpanPolicy, endKey []byte, err e
 
 func cidKey(c string) []byte { return append([]byte(cidPrefix), c...) }
 
-// cidSizeValue is the value of a CID's index key: the size the events
-// declare for it, 8 bytes big-endian; sizesDiffer when two events declare
-// different sizes.
+// cidSizeValue is the start of the value of a CID's index key: the size
+// the events declare for it, 8 bytes big-endian; the first name an event
+// gives it follows (none: nothing follows). sizesDiffer when two events
+// declare different sizes.
 func cidSizeValue(size uint64) []byte { return binary.BigEndian.AppendUint64(nil, size) }
 
 // sizesDiffer is the value of the index key of a CID that events name
 // with different sizes.
 var sizesDiffer = []byte{0}
 
-// cidValue returns the index value of a CID named with size, given the
-// value it had (nil: none).
-func cidValue(old []byte, size uint64) []byte {
-	if old != nil && !bytes.Equal(old, cidSizeValue(size)) {
+// cidValue returns the index value of a CID named with size and name
+// ("" for none: BlobRef.Name, at most MaxBlobNameBytes), given the value
+// it had (nil: none). The first name given is kept.
+func cidValue(old []byte, size uint64, name string) []byte {
+	switch {
+	case old == nil:
+		return append(cidSizeValue(size), name...)
+	case len(old) < 8 || binary.BigEndian.Uint64(old) != size:
 		return sizesDiffer
+	case len(old) == 8 && name != "":
+		return append(bytes.Clone(old), name...)
 	}
-	return cidSizeValue(size)
+	return old
 }
 
 func posKey(pos core.Cursor) []byte {
@@ -231,7 +239,7 @@ func (l *Log) indexCIDs() error {
 			continue // a damaged event names nothing usable
 		}
 		for _, r := range e.Blobs {
-			sizes[r.CID] = cidValue(sizes[r.CID], r.Size)
+			sizes[r.CID] = cidValue(sizes[r.CID], r.Size, r.Name)
 		}
 	}
 	for c, v := range sizes {
@@ -280,10 +288,25 @@ func (l *Log) BlobSize(c string) (size uint64, ok bool, err error) {
 		return 0, false, fmt.Errorf("eventlog: look up blob %q: %w", c, err)
 	}
 	defer closer.Close()
-	if len(v) != 8 {
+	if len(v) < 8 {
 		return 0, true, fmt.Errorf("eventlog: blob %s: %w", c, ErrSizesDiffer)
 	}
 	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// BlobName returns the file name the first event of the log that gave
+// the blob c (its canonical CID string) a name gave it: "" when no event
+// names it, or none gave it a name, or events name it with different
+// sizes. One pebble lookup.
+func (l *Log) BlobName(c string) (string, error) {
+	v, err := l.cidIndexValue(c)
+	if err != nil {
+		return "", fmt.Errorf("eventlog: look up blob %q: %w", c, err)
+	}
+	if len(v) <= 8 {
+		return "", nil
+	}
+	return string(v[8:]), nil
 }
 
 // ErrSizesDiffer: events of the log name one blob with different sizes.
@@ -538,7 +561,7 @@ func (l *Log) commit(group []*appendReq) {
 					return
 				}
 			}
-			cidVals[r.CID] = cidValue(old, r.Size)
+			cidVals[r.CID] = cidValue(old, r.Size, r.Name)
 		}
 		kept = append(kept, st)
 	}

@@ -861,3 +861,51 @@ func TestSpanPolicyKeepsEventsInTablesOfTheirOwn(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestBlobName: the CID index keeps the first name an event gives a blob
+// (a later name, or none, leaves it; a blob first named without a name
+// takes the first name given later), across groups; a blob named with
+// two sizes has none; and an index of the version before names (sizes
+// alone, the marker "m/cids2") is built again at Open with the names.
+func TestBlobName(t *testing.T) {
+	db := memDB(t)
+	l := openLog(t, db)
+	const a = "bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzab4"
+	const b = "bafkr4iaq4xht2pekj6pti2gizrmo5kciskrc7ww3ygwlejaqdeaejqovkm"
+	const c = "bafkr4ihkpkq7zhx5xyig3o3qg2nhl2lhd6rj2uv5kvjwoen7df2hpohqee"
+	k := testKey(t, 1)
+	ev := func(body string, refs ...BlobRef) *Event { return mustNew(t, k, testNow, "file", body, refs) }
+	if _, err := l.Append([]*Event{ev(`{"n":1}`, BlobRef{CID: a, Size: 3, Name: "first.txt"}), ev(`{"n":2}`, BlobRef{CID: a, Size: 3, Name: "second.txt"}),
+		ev(`{"n":3}`, BlobRef{CID: b, Size: 5})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append([]*Event{ev(`{"n":4}`, BlobRef{CID: b, Size: 5, Name: "later.bin"}), ev(`{"n":5}`, BlobRef{CID: a, Size: 3}),
+		ev(`{"n":6}`, BlobRef{CID: c, Size: 1, Name: "one.bin"}), ev(`{"n":7}`, BlobRef{CID: c, Size: 2, Name: "two.bin"})}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		for x, want := range map[string]string{a: "first.txt", b: "later.bin", c: "", "bafkr4nothing": ""} {
+			if got, err := l.BlobName(x); got != want || err != nil {
+				t.Errorf("%s: BlobName(%s) = %q, %v; want %q", when, x, got, err, want)
+			}
+		}
+		if size, ok, err := l.BlobSize(a); size != 3 || !ok || err != nil {
+			t.Errorf("%s: BlobSize(a) = %d, %v, %v; want 3 beside the name", when, size, ok, err)
+		}
+	}
+	check(l, "after Append")
+	// As the version before names left it: sizes alone, its marker.
+	for x, v := range map[string][]byte{a: cidSizeValue(3), b: cidSizeValue(5), c: sizesDiffer} {
+		if err := db.Set(cidKey(x), v, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Delete([]byte(cidIndexDone), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte(KeyPrefix+"m/cids2"), nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	check(openLog(t, db), "after Open rebuilt the index")
+}

@@ -101,7 +101,7 @@ func (n *Node) PeerCache() []api.CachedPeer {
 func (n *Node) Fetches() []api.Fetch { return store.Fetches(n.fetch.Fetcher().InFlight()) }
 
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).
-func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs) }
+func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs, n.events) }
 
 // Blobs returns the node's blob store.
 func (n *Node) Blobs() *blobs.Store { return n.blobs }

@@ -121,7 +121,7 @@ func (o *Offline) Blobs() []api.BlobInfo {
 	if o.blobs == nil {
 		return []api.BlobInfo{}
 	}
-	return BlobList(o.blobs)
+	return BlobList(o.blobs, o.events)
 }
 
 // Peers are the records of the peer cache without a daemon (what
@@ -133,13 +133,26 @@ func (o *Offline) Peers() []peercache.Entry {
 	return o.peers.All()
 }
 
-// BlobList is the answer of GET api.PathBlobs for the store s.
-func BlobList(s *blobs.Store) []api.BlobInfo {
+// BlobList is the answer of GET api.PathBlobs for the store s: each blob
+// with the name the events of l give it (eventlog.Log.BlobName; l nil or
+// a failed lookup: none), newest first (by the time added; a blob without
+// one last, as the oldest), then by CID.
+func BlobList(s *blobs.Store, l *eventlog.Log) []api.BlobInfo {
 	list := s.List()
 	out := make([]api.BlobInfo, 0, len(list))
 	for _, b := range list {
-		out = append(out, api.BlobInfo{CID: b.CID.String(), Size: b.Size})
+		bi := api.BlobInfo{CID: b.CID.String(), Size: b.Size, Added: b.Added}
+		if l != nil {
+			bi.Name, _ = l.BlobName(bi.CID) // a name is a help: a damaged index shows none
+		}
+		out = append(out, bi)
 	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Added.Equal(out[j].Added) {
+			return out[i].Added.After(out[j].Added)
+		}
+		return out[i].CID < out[j].CID
+	})
 	return out
 }
 

@@ -68,7 +68,7 @@ func TestBlobAddByDescriptor(t *testing.T) {
 	}
 	_, out, _ = runBin(t, env, bin, "blob", "ls", "--json", "--repo", a)
 	var list []api.BlobInfo
-	if json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0] != bi {
+	if json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].CID != bi.CID || list[0].Size != bi.Size || list[0].Added.IsZero() {
 		t.Errorf("blob ls after the refusals: %q; want the one blob %+v", out, bi)
 	}
 

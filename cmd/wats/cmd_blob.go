@@ -105,8 +105,13 @@ func (c *cli) blobLsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List the blobs stored here: CID and size",
-		Args:  noArgs,
+		Short: "List the blobs stored here, newest first: when added, size, name, CID",
+		Long: `List the complete blobs of the node's store, the most recently added first (as
+'peers cache' lists the most recently seen first): when each was added (UTC;
+"-" for a blob stored by a version that did not keep the time, listed last),
+its size in bytes (what 'blob get --size' takes), the file name an event of
+the log gave it ("-" when no event names it with one) and its CID.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *store.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
 			if err != nil {
@@ -115,9 +120,9 @@ func (c *cli) blobLsCmd() *cobra.Command {
 			if asJSON {
 				return c.printJSON(list)
 			}
-			tw := c.table("CID\tSIZE")
+			tw := c.table("ADDED (UTC)\tSIZE\tNAME\tCID")
 			for _, b := range list {
-				fmt.Fprintf(tw, "%s\t%d\n", b.CID, b.Size)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", whenMinute(b.Added), b.Size, printable(dash(b.Name)), b.CID)
 			}
 			return tw.Flush()
 		},

@@ -195,3 +195,33 @@ func TestPeersCacheFits(t *testing.T) {
 		t.Errorf("peers cache prints bytes without units:\n%s", text)
 	}
 }
+
+// TestBlobLsNamesAndOrder: `blob ls` shows each blob's time added, exact
+// size, name ("-" for none) and CID, in the daemon's order (newest first,
+// a blob without a time last).
+func TestBlobLsNamesAndOrder(t *testing.T) {
+	const c1, c2, c3 = "bafkqaaa", "bafkqaalb", "bafkqaalc"
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathBlobs, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, []api.BlobInfo{
+			{CID: c2, Size: 1 << 20, Name: "report.pdf", Added: time.Date(2026, 3, 1, 12, 30, 5, 0, time.UTC)},
+			{CID: c1, Size: 0, Added: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)},
+			{CID: c3, Size: 7, Name: "old\x1b[31m.txt"},
+		})
+	})
+	dir := fakeDaemon(t, mux)
+	code, stdout, stderr := runCLI(t, "", "blob", "ls", "--repo", dir)
+	if code != exitOK {
+		t.Fatalf("blob ls: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	want := []string{"ADDED (UTC) SIZE NAME CID", "2026-03-01 12:30 1048576 report.pdf " + c2, "2026-03-01 09:00 0 - " + c1, "- 7 old\\x1b[31m.txt " + c3}
+	if len(lines) != len(want) {
+		t.Fatalf("blob ls:\n%s\nwant %d lines", stdout, len(want))
+	}
+	for i, l := range lines {
+		if got := strings.Join(strings.Fields(l), " "); got != want[i] {
+			t.Errorf("line %d: %q, want %q", i, got, want[i])
+		}
+	}
+}
