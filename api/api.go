@@ -377,3 +377,15 @@ type SyncProgress struct {
 type ErrorBody struct {
 	Error string `json:"error"`
 }
+
+// PathDashboard answers GET with a Dashboard; 404 when the dashboard is
+// off (api.dashboard_addr = "").
+const PathDashboard = "/v1/dashboard"
+
+// Dashboard is where the daemon serves its web dashboard (GET
+// PathDashboard).
+type Dashboard struct {
+	// URL is the dashboard's address with its access token, which the
+	// daemon makes anew at each start: http://HOST:PORT/?token=…
+	URL string `json:"url"`
+}

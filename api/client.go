@@ -141,6 +141,17 @@ func (c *Client) ID(ctx context.Context) (*ID, error) {
 	return &out, nil
 }
 
+// Dashboard returns where the daemon serves its web dashboard, with the
+// access token (GET PathDashboard): an *Error matching ErrNotFound when
+// the dashboard is off.
+func (c *Client) Dashboard(ctx context.Context) (*Dashboard, error) {
+	var out Dashboard
+	if err := c.getJSON(ctx, PathDashboard, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Status returns the daemon's status (GET PathStatus).
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var out Status

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -526,11 +527,13 @@ func TestWireNames(t *testing.T) {
 			PeerTiers: map[string]int{"new": 1}, StrangerSlots: 14, StrangerSlotsUsed: 15,
 			Log:          LogUsage{Events: 16, Bytes: 17, Authors: 18, MaxEvents: 19, MaxBytes: 20, MaxEventsPerAuthor: 21, MaxBytesPerAuthor: 22, Commits: 23},
 			Reachability: "private", RelayAddrs: []string{"r"}, HolePunches: HolePunches{Succeeded: 24, Failed: 25},
-			DHT: DHTStatus{Mode: "auto", Server: true, RoutingTable: 26, LANRoutingTable: 31, ProviderRecords: 27, MaxProviderRecords: 28, ProviderRecordsRefused: 30, Discovered: 29}},
+			DHT:       DHTStatus{Mode: "auto", Server: true, RoutingTable: 26, LANRoutingTable: 31, ProviderRecords: 27, MaxProviderRecords: 28, ProviderRecordsRefused: 30, Discovered: 29},
+			Bandwidth: BandwidthStatus{UpBytes: 32, DownBytes: 33, UpBytesPerS: 34, DownBytesPerS: 35, MonthlyUpBytes: 36, MonthUpBytes: 37, Month: "2026-12", StrangerBlobsStopped: true}},
 			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15,` +
 				`"log":{"events":16,"bytes":17,"authors":18,"max_events":19,"max_bytes":20,"max_events_per_author":21,"max_bytes_per_author":22,"commits":23},` +
 				`"reachability":"private","relay_addrs":["r"],"hole_punches":{"succeeded":24,"failed":25},` +
-				`"dht":{"mode":"auto","server":true,"routing_table":26,"lan_routing_table":31,"provider_records":27,"max_provider_records":28,"provider_records_refused":30,"discovered":29}}`},
+				`"dht":{"mode":"auto","server":true,"routing_table":26,"lan_routing_table":31,"provider_records":27,"max_provider_records":28,"provider_records_refused":30,"discovered":29},` +
+				`"bandwidth":{"up_bytes":32,"down_bytes":33,"up_bytes_per_s":34,"down_bytes_per_s":35,"monthly_up_bytes":36,"month_up_bytes":37,"month":"2026-12","stranger_blobs_stopped":true}}`},
 		{FetchRequest{CID: "c", Size: 1, From: "p"}, `{"cid":"c","size":1,"from":"p"}`},
 		{FetchProgress{Bytes: 1, Size: 2, Done: true}, `{"bytes":1,"size":2,"done":true}`},
 		{FetchProgress{Size: 2, Finding: true}, `{"bytes":0,"size":2,"finding":true}`},
@@ -540,8 +543,13 @@ func TestWireNames(t *testing.T) {
 			`{"stored":["a"],"skipped":[],"failed":[{"cid":"c","reason":"r"}]}`},
 		{AddEventRequest{Kind: "file", Body: jsontext.Value(`{}`), Blobs: []BlobRef{{CID: "c", Size: 1, Name: "n"}}},
 			`{"kind":"file","body":{},"blobs":[{"cid":"c","size":1,"name":"n"}]}`},
-		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true, Score: -1.5, HasScore: true, Conn: "relayed"},
-			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"not_wats":false,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true,"conn":"relayed"}`},
+		{Peer{PeerID: "p", Addrs: nil, Agent: "g", Hello: true, Head: 1, Cursor: 2, Direction: "inbound", Tier: "new", TierReason: "r", Reputed: true, Score: -1.5, HasScore: true, Conn: "relayed",
+			Served: 3, Challenged: 4, Refused: 5, BytesUp: 6, BytesDown: 7},
+			`{"peer_id":"p","addrs":[],"agent":"g","hello":true,"not_wats":false,"head":1,"cursor":2,"direction":"inbound","tier":"new","tier_reason":"r","reputed":true,"score":-1.5,"has_score":true,"conn":"relayed",` +
+				`"served":3,"challenged":4,"refused":5,"bytes_up":6,"bytes_down":7}`},
+		{Fetch{CID: "c", Size: 1, Held: 2, Started: time.Date(2026, 12, 4, 1, 2, 3, 0, time.UTC), Finding: true, Provider: "p"},
+			`{"cid":"c","size":1,"held":2,"started":"2026-12-04T01:02:03Z","finding":true,"provider":"p"}`},
+		{Dashboard{URL: "u"}, `{"url":"u"}`},
 		{EventPage{Events: []jsontext.Value{jsontext.Value(`{}`)}, Next: 1, More: true, Head: 2},
 			`{"events":[{}],"next":1,"more":true,"head":2}`},
 		{SyncProgress{Peer: "p", Received: 1, Stored: 2, Dropped: 3, Cursor: 4, PeerHead: 5, Done: true},

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
+	"github.com/wats-network/wats/dashboard"
 	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/repo"
 )
 
 // Run is `wats daemon`: it locks the repo, starts a node on it, serves the
-// control API on r.SocketPath() (and metrics on api.metrics_addr when set)
+// control API on r.SocketPath() (the dashboard on api.dashboard_addr and
+// metrics on api.metrics_addr when set)
 // and blocks until ctx is cancelled, then shuts down cleanly. It returns an
 // error if the node could not start or a server failed. opts configure the
 // node (nil: the defaults); Options.Dir is r's. logRing, if not nil, keeps the
@@ -48,16 +51,48 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	errc := make(chan error, 2)
-	go func() { errc <- serveControl(sctx, n, logRing, cl, sock) }()
-	servers := 1
+	errc := make(chan error, 4)
+	servers := 0
+	// fail stops what started and returns err.
+	fail := func(err error) error {
+		stop()
+		cl.Close()
+		for ; servers > 0; servers-- {
+			<-errc
+		}
+		n.Close()
+		return err
+	}
+	var dash *dashboard.Dashboard
+	var dl net.Listener
+	dashURL := ""
+	if addr := r.Config.API.DashboardAddr; addr != "" {
+		if dl, err = net.Listen("tcp", addr); err != nil {
+			return fail(fmt.Errorf("daemon: dashboard listener %s: %w", addr, err))
+		}
+		if dash, err = dashboard.New(dashboard.Options{Gatherer: n.Gatherer()}); err != nil {
+			dl.Close()
+			return fail(err)
+		}
+		dashURL = dash.URL(dl.Addr().String())
+	}
+	control := handler(n, logRing, dashURL)
+	servers++
+	go func() { errc <- serveControl(sctx, control, cl, sock) }()
+	if dash != nil {
+		servers += 2
+		go func() { errc <- serveHTTP(sctx, dl, dash.Handler(control), nil) }()
+		start := time.Now()
+		go func() {
+			dash.Run(sctx, time.Now, func() time.Duration { return time.Since(start) })
+			errc <- nil
+		}()
+		log.Info("dashboard listening", "addr", dl.Addr().String(), "url", "`wats dashboard` prints it, with its token")
+	}
 	if addr := r.Config.API.MetricsAddr; addr != "" {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			stop()
-			<-errc
-			n.Close()
-			return fmt.Errorf("daemon: metrics listener %s: %w", addr, err)
+			return fail(fmt.Errorf("daemon: metrics listener %s: %w", addr, err))
 		}
 		servers++
 		go func() { errc <- serveHTTP(sctx, l, metricsHandler(n), nil) }()

@@ -22,9 +22,20 @@ type handlers struct{ *node.Node }
 // Handler returns the control API of n (docs/design.md §12) as an
 // http.Handler. See package api for the paths and shapes. log is the
 // daemon's LogRing, served on api.PathLog; nil answers 404 there.
-func Handler(n *node.Node, log *LogRing) http.Handler {
+func Handler(n *node.Node, log *LogRing) http.Handler { return handler(n, log, "") }
+
+// handler is Handler, with the dashboard's URL (and token) that GET
+// api.PathDashboard answers; "" when the dashboard is off.
+func handler(n *node.Node, log *LogRing, dashboardURL string) *http.ServeMux {
 	h := handlers{n}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathDashboard, func(w http.ResponseWriter, _ *http.Request) {
+		if dashboardURL == "" {
+			writeError(w, http.StatusNotFound, errors.New(`the dashboard is off: api.dashboard_addr is ""`))
+			return
+		}
+		writeJSON(w, http.StatusOK, api.Dashboard{URL: dashboardURL})
+	})
 	mux.HandleFunc("GET "+api.PathID, h.id)
 	mux.HandleFunc("GET "+api.PathStatus, answer(n.Status))
 	mux.HandleFunc("GET "+api.PathPeers, answer(n.Peers))
@@ -78,7 +89,7 @@ func Serve(ctx context.Context, n *node.Node, path string) error {
 	if err != nil {
 		return err
 	}
-	return serveControl(ctx, n, nil, l, path)
+	return serveControl(ctx, Handler(n, nil), l, path)
 }
 
 // listenControl listens on the control socket at path, mode 0600.
@@ -94,10 +105,10 @@ func listenControl(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// serveControl serves the control API of n and log on l, the socket at
-// path, until ctx ends, and removes the socket file then.
-func serveControl(ctx context.Context, n *node.Node, log *LogRing, l net.Listener, path string) error {
-	return serveHTTP(ctx, wrapListener(l), Handler(n, log), func() { os.Remove(path) })
+// serveControl serves the control API h on l, the socket at path, until
+// ctx ends, and removes the socket file then.
+func serveControl(ctx context.Context, h http.Handler, l net.Listener, path string) error {
+	return serveHTTP(ctx, wrapListener(l), h, func() { os.Remove(path) })
 }
 
 // serveHTTP serves h on l until ctx ends, then shuts down within 5 s.

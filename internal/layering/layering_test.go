@@ -54,8 +54,11 @@ var allowed = map[string][]string{
 	// A database apart from a running node: its options, offline reads,
 	// check and repair, the lost events' record.
 	"store": {"eventlog", "blobs", "peercache", "peers", "limits", "repo", "api", "proto", "internal/ackmark", "internal/diskspace"},
+	// The web dashboard: its page, the control API's read-only views
+	// behind a token, the history of the metrics (docs/adr/0049).
+	"dashboard": {"api"},
 	// The control server of a running node, and Run for `wats daemon`.
-	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics"},
+	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics", "dashboard"},
 	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/wats-network/wats/internal/attack"
+)
+
+// chromium returns the path of Debian's Chromium, which .ci/run installs.
+// Without it the browser tests are skipped, unless WATS_REQUIRE_BROWSER is
+// set (as .ci/run sets it), where they fail.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("WATS_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH, and WATS_REQUIRE_BROWSER is set")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// browser starts a headless Chromium of its own (a new profile, no
+// network of its own beyond what pages ask) and returns a context of a
+// tab in it.
+func browser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1280, 1400),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls the page until the JavaScript expression is true, for up to
+// 30 s.
+func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil || !ok {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
+		t.Fatalf("the dashboard never showed %s: %v\npage:\n%s", what, err, text)
+	}
+}
+
+// TestDashboardInABrowser: a default-profile daemon's dashboard, opened in
+// Chromium at the URL `wats dashboard` prints, shows the node's peer ID, a
+// peer connecting, an event added, a peer's bytes and requests refused to
+// an attacker, and fits a phone's width; without the token it answers 401,
+// with a wrong one 403.
+func TestDashboardInABrowser(t *testing.T) {
+	path := chromium(t)
+	bin, tmp, env := e2eSetup(t)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	initDefault(t, env, bin, a, b)
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
+	idA, idB := idOf(t, env, bin, a), idOf(t, env, bin, b)
+
+	code, out, stderr := runBin(t, env, bin, "dashboard", "--repo", a)
+	if code != 0 {
+		t.Fatalf("dashboard: exit %d: %s", code, stderr)
+	}
+	u, err := url.Parse(strings.TrimSpace(out))
+	if err != nil || u.Query().Get("token") == "" || !strings.HasPrefix(u.Host, "127.0.0.1:") {
+		t.Fatalf("dashboard printed %q: %v", out, err)
+	}
+
+	// The token refused and accepted, over plain HTTP.
+	plain := http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		target string
+		status int
+	}{
+		{"http://" + u.Host + "/", http.StatusUnauthorized},
+		{"http://" + u.Host + "/api/v1/status", http.StatusUnauthorized},
+		{"http://" + u.Host + "/?token=wrong", http.StatusForbidden},
+		{"http://" + u.Host + "/api/v1/status?token=wrong", http.StatusForbidden},
+		{u.String(), http.StatusSeeOther},
+	} {
+		resp, err := plain.Get(tc.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("GET %s: %d, want %d", strings.Replace(tc.target, u.Query().Get("token"), "TOKEN", 1), resp.StatusCode, tc.status)
+		}
+	}
+
+	ctx := browser(t, path)
+	if err := chromedp.Do(ctx, chromedp.Navigate(u.String())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the node's peer ID", fmt.Sprintf(`document.getElementById("peer-id").textContent === %q`, idA.PeerID))
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") {
+		t.Errorf("the page's URL still carries the token: %q, %v", loc, err)
+	}
+
+	// A peer connecting.
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idB.Addrs[0], "--repo", a); code != 0 {
+		t.Fatalf("peers connect: exit %d: %s", code, stderr)
+	}
+	waitFor(t, ctx, "the peer that connected", fmt.Sprintf(`document.querySelector('tr[data-peer=%q]') !== null`, idB.PeerID))
+
+	// An event appearing.
+	code, out, stderr = runBin(t, env, bin, "events", "add", "--kind", "dashboard-test", "--body", `{"text":"<b>not html</b>"}`, "--repo", a)
+	if code != 0 {
+		t.Fatalf("events add: exit %d: %s", code, stderr)
+	}
+	eventID := strings.TrimSpace(out)
+	waitFor(t, ctx, "the event added", fmt.Sprintf(`(r => r !== null && r.textContent.includes("dashboard-test"))(document.querySelector('tr[data-event=%q]'))`, eventID))
+
+	// Requests refused to a peer flooding hello and sync, counted.
+	tcp := idA.Addrs[0]
+	for _, addr := range idA.Addrs {
+		if strings.Contains(addr, "/tcp/") {
+			tcp = addr
+		}
+	}
+	target, err := attack.ParseTarget(tcp, networkOf(t, env, bin, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		if _, err := attack.Attack(actx, attack.OneIDFlood, target, attack.Options{}); err != nil && actx.Err() == nil {
+			t.Errorf("the flood: %v", err)
+		}
+	}()
+	defer func() { cancel(); <-flooded }()
+	waitFor(t, ctx, "requests refused", `[...document.querySelectorAll("#request-rows td.refused")].some(td => Number(td.textContent) > 0)`)
+
+	// The graphs drawn, and the page on a phone: nothing wider than the
+	// screen (tables scroll in their cards).
+	waitFor(t, ctx, "the graphs", `document.querySelectorAll(".chart canvas").length === 3`)
+	shoot(t, ctx, "dashboard.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page within a phone's width", `document.documentElement.scrollWidth <= 390`)
+	shoot(t, ctx, "dashboard-phone.png")
+}
+
+// shoot writes a screenshot of the page to the directory
+// WATS_SCREENSHOTS names, if set (`make screenshots` does, for the README).
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("WATS_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	time.Sleep(6 * time.Second) // a history sample more, for the graphs
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// networkOf returns the network of the repo at dir.
+func networkOf(t *testing.T, env []string, bin, dir string) string {
+	t.Helper()
+	code, out, stderr := runBin(t, env, bin, "config", "get", "network", "--repo", dir)
+	if code != 0 {
+		t.Fatalf("config get network: exit %d: %s", code, stderr)
+	}
+	return strings.Trim(strings.TrimSpace(out), `"`)
+}

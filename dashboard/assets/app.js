@@ -1,0 +1,229 @@
+// The wats dashboard: reads the node's read-only views (/api/v1/...) every
+// 2 s and its metrics' history (/api/history) every 5 s, and draws them.
+// Every string from the node or its peers is set as text, never as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+function bytes(n) {
+  if (n == null) return "–";
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? n.toFixed(0) : n.toFixed(n < 10 ? 2 : 1)) + " " + units[i];
+}
+const rate = (n) => bytes(n) + "/s";
+function duration(s) {
+  const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+  if (d) return `${d} d ${h} h`;
+  if (h) return `${h} h ${m} min`;
+  if (m) return `${m} min ${s % 60} s`;
+  return `${s} s`;
+}
+// short shows a peer ID or a hash as its start and end; the whole is its title.
+function short(id, head = 8, tail = 6) {
+  const s = el("span", { class: "mono", title: id });
+  s.textContent = id.length > head + tail + 1 ? id.slice(0, head) + "…" + id.slice(-tail) : id;
+  return s;
+}
+function bar(used, max) {
+  const b = el("div", { class: "bar", role: "progressbar" });
+  const f = max > 0 ? Math.min(1, used / max) : 0;
+  if (f > 0.9) b.classList.add("high");
+  const s = el("span");
+  s.style.width = (f * 100).toFixed(1) + "%";
+  b.append(s);
+  return b;
+}
+function replace(id, nodes) { $(id).replaceChildren(...nodes); }
+
+async function get(path) {
+  const r = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  if (r.status === 401 || r.status === 403) {
+    throw new Error("the token is not valid any more (a restarted daemon makes a new one): run `wats dashboard` for the URL");
+  }
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+let identity = null;
+
+async function poll() {
+  try {
+    if (!identity) identity = await get("/api/v1/id");
+    const status = await get("/api/v1/status");
+    const head = status.head;
+    const after = Math.max(0, head - 10);
+    const [peers, page, blobs, fetches, diag] = await Promise.all([
+      get("/api/v1/peers"), get(`/api/v1/events?after=${after}&limit=10`), get("/api/v1/blobs"),
+      get("/api/v1/blobs/fetches"), get("/api/v1/diag"),
+    ]);
+    showNode(identity, status);
+    showBandwidth(status);
+    showPeers(peers);
+    showLog(status, page, after);
+    showBlobs(status, blobs, fetches);
+    showAdmission(status, diag);
+    $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    $("error").textContent = "";
+  } catch (e) {
+    $("error").textContent = String(e.message || e);
+  }
+}
+
+function showNode(id, st) {
+  $("peer-id").textContent = id.peer_id;
+  $("network").textContent = "network " + id.network;
+  const r = $("reachability");
+  r.textContent = st.reachability;
+  r.className = "badge " + st.reachability;
+  r.title = { public: "peers can dial this node", private: "behind a NAT or firewall: reached through relays", unknown: "not yet found out" }[st.reachability] || "";
+  $("agent").textContent = id.agent;
+  $("uptime").textContent = duration(st.uptime_seconds);
+  replace("addrs", (id.addrs || []).map((a) => el("li", { class: "mono" }, a)));
+}
+
+function showBandwidth(st) {
+  const b = st.bandwidth;
+  if (!b) { $("bandwidth-now").textContent = "not measured by this daemon"; return; }
+  const last = (k) => { const s = history && history.series[k]; return s ? s[s.length - 1] : null; };
+  const up = last("wats_bandwidth_bytes_total:up"), down = last("wats_bandwidth_bytes_total:down");
+  $("bandwidth-now").textContent = `now ↑ ${up == null ? "–" : rate(up)}  ↓ ${down == null ? "–" : rate(down)} · since start ↑ ${bytes(b.up_bytes)} ↓ ${bytes(b.down_bytes)}`;
+  const caps = [];
+  caps.push("up cap " + (b.up_bytes_per_s ? rate(b.up_bytes_per_s) : "none"));
+  caps.push("down cap " + (b.down_bytes_per_s ? rate(b.down_bytes_per_s) : "none"));
+  caps.push(`sent in ${b.month} ${bytes(b.month_up_bytes)}` + (b.monthly_up_bytes ? ` of ${bytes(b.monthly_up_bytes)} a month` : ""));
+  const p = $("bandwidth-caps");
+  p.replaceChildren(caps.join(" · "));
+  if (b.stranger_blobs_stopped) {
+    p.append(el("br"), el("span", { class: "stopped" }, "monthly cap reached: blobs are served only to peers with standing until the month ends"));
+  }
+}
+
+function showPeers(peers) {
+  peers.sort((a, b) => (b.hello - a.hello) || a.peer_id.localeCompare(b.peer_id));
+  $("peer-count").textContent = `(${peers.length})`;
+  replace("peer-rows", peers.map((p) => {
+    const tier = el("td", { class: "tier-" + p.tier, title: p.tier_reason || "" }, p.tier || "–");
+    return el("tr", { "data-peer": p.peer_id },
+      el("td", {}, short(p.peer_id)), tier,
+      el("td", { title: (p.addrs || []).join("\n") }, `${p.conn || "–"}, ${p.direction}`),
+      el("td", { class: "num" }, bytes(p.bytes_up)), el("td", { class: "num" }, bytes(p.bytes_down)),
+      el("td", { class: "num" }, p.served ?? 0), el("td", { class: "num" }, (p.refused ?? 0) + (p.challenged ? ` (+${p.challenged} challenged)` : "")));
+  }));
+}
+
+function showLog(st, page, after) {
+  const l = st.log;
+  const r = lastRate("wats_events_stored_total");
+  $("log-summary").textContent = `${l.events} events from ${l.authors} authors, head #${st.head}` +
+    (r == null ? "" : ` · ${(r * 60).toFixed(1)} stored a minute`);
+  const q = [];
+  if (l.max_events) q.push(el("div", {}, `events ${l.events} of ${l.max_events}`), bar(l.events, l.max_events));
+  if (l.max_bytes) q.push(el("div", {}, `bytes ${bytes(l.bytes)} of ${bytes(l.max_bytes)}`), bar(l.bytes, l.max_bytes));
+  replace("log-quotas", q);
+  const rows = page.events.map((e, i) => el("tr", { "data-event": e.id },
+    el("td", { class: "num" }, after + i + 1),
+    el("td", {}, new Date(e.time).toLocaleString()),
+    el("td", {}, e.kind), el("td", {}, short(e.author)), el("td", {}, short(e.id, 12, 0)),
+    el("td", { class: "num" }, (e.blobs || []).length)));
+  replace("event-rows", rows.reverse());
+}
+
+function showBlobs(st, blobs, fetches) {
+  $("blob-summary").textContent = `${st.blobs} held, ${bytes(st.blob_bytes)}` + (st.blob_quota_bytes ? ` of ${bytes(st.blob_quota_bytes)}` : "");
+  replace("blob-quota", st.blob_quota_bytes ? [bar(st.blob_bytes, st.blob_quota_bytes)] : []);
+  $("fetch-count").textContent = `(${fetches.length})`;
+  replace("fetch-rows", fetches.length ? fetches.map((f) => el("li", { "data-cid": f.cid },
+    short(f.cid, 12, 6), ` ${bytes(f.held)} of ${bytes(f.size)}, `,
+    f.provider ? el("span", {}, "from ", short(f.provider)) : (f.finding ? "finding providers" : "waiting"),
+    bar(f.held, f.size))) : [el("li", { class: "muted" }, "none")]);
+  const shown = blobs.slice(-10).reverse();
+  replace("blob-rows", shown.length ? shown.map((b) => el("li", { "data-cid": b.cid },
+    short(b.cid, 12, 6), " ", b.name ? el("span", {}, b.name, " ") : "", el("span", { class: "muted" }, bytes(b.size)))) :
+    [el("li", { class: "muted" }, "none")]);
+}
+
+function showAdmission(st, diag) {
+  const refused = diag.requests.reduce((n, r) => n + r.refused, 0);
+  $("admission-now").textContent = `${refused} requests refused since start · challenges: ${st.challenges_issued} sent, ` +
+    `${st.challenges_solved} solved, ${st.challenges_failed} failed · effort ${st.challenge_effort} bits · ` +
+    `${st.in_flight} requests in flight · stranger slots ${st.stranger_slots_used} of ${st.stranger_slots}`;
+  replace("request-rows", diag.requests.map((r) => el("tr", { "data-request": r.type },
+    el("td", {}, r.type), el("td", { class: "num" }, r.accepted), el("td", { class: "num refused" }, r.refused))));
+}
+
+// The graphs, from the history.
+let history = null;
+const charts = {};
+
+function lastRate(key) {
+  const s = history && history.series[key];
+  return s ? s[s.length - 1] : null;
+}
+
+function perMinute(s) { return s ? s.map((v) => v == null ? null : v * 60) : null; }
+
+function chart(id, title, series, data, yFmt) {
+  const box = $(id);
+  const width = Math.max(240, box.clientWidth);
+  if (charts[id] && charts[id].series.length === series.length + 1) {
+    charts[id].setData(data);
+    if (Math.abs(charts[id].width - width) > 4) charts[id].setSize({ width, height: 180 });
+    return;
+  }
+  if (charts[id]) charts[id].destroy();
+  charts[id] = new uPlot({
+    title, width, height: 180,
+    series: [{}, ...series],
+    axes: [{}, { values: (u, vals) => vals.map(yFmt), size: 70 }],
+    legend: { live: false },
+  }, data, box);
+}
+
+async function pollHistory() {
+  try {
+    history = await get("/api/history");
+  } catch (e) {
+    $("error").textContent = String(e.message || e);
+    return;
+  }
+  const t = history.times.map((ms) => ms / 1000);
+  const s = (k) => history.series[k] || t.map(() => null);
+  chart("bandwidth-chart", "bytes a second, last hour", [
+    { label: "up", stroke: "#c2410c", width: 2 },
+    { label: "down", stroke: "#1d4ed8", width: 2 },
+  ], [t, s("wats_bandwidth_bytes_total:up"), s("wats_bandwidth_bytes_total:down")], rate);
+  const types = ["hello", "sync", "replicate", "crash_report"];
+  const colors = ["#7c3aed", "#1d4ed8", "#0f766e", "#b45309"];
+  chart("admission-chart", "refused a minute, by request; challenges a minute", [
+    ...types.map((ty, i) => ({ label: "refused " + ty, stroke: colors[i], width: 2 })),
+    { label: "challenges sent", stroke: "#b91c1c", dash: [4, 4] },
+    { label: "solved", stroke: "#15803d", dash: [4, 4] },
+  ], [t, ...types.map((ty) => perMinute(s("wats_requests_refused_total:" + ty))),
+    perMinute(s("wats_challenges_issued_total")), perMinute(s("wats_challenges_solved_total"))], (v) => v.toFixed(0));
+  chart("defence-chart", "a minute: bans, strangers evicted or refused, streams refused; effort (bits)", [
+    { label: "bans", stroke: "#b91c1c", width: 2 },
+    { label: "strangers evicted", stroke: "#b45309", width: 2 },
+    { label: "strangers refused", stroke: "#7c3aed" },
+    { label: "streams refused", stroke: "#0f766e" },
+    { label: "effort", stroke: "#667085", dash: [2, 4] },
+  ], [t, perMinute(s("wats_peers_banned_total")), perMinute(s("wats_strangers_evicted_total")),
+    perMinute(s("wats_strangers_refused_total")), perMinute(s("wats_streams_refused_total")), s("wats_challenge_effort_bits")], (v) => v.toFixed(0));
+}
+
+poll();
+pollHistory();
+setInterval(poll, 2000);
+setInterval(pollHistory, 5000);
+window.addEventListener("resize", pollHistory);
