@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 100000x
 N        ?= 1000000
 
-.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack bench-kubo devnet sim lint tidy clean
+.PHONY: all build test test-short race fuzz bench bench-sync bench-fetch bench-attack bench-kubo devnet sim lint tidy clean screenshots
 
 all: build
 
@@ -23,6 +23,11 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## screenshots: the dashboard's screenshots in docs/img, taken by its browser test (needs chromium)
+screenshots:
+	mkdir -p docs/img
+	WATS_SCREENSHOTS=$(CURDIR)/docs/img WATS_REQUIRE_BROWSER=1 $(GO) test -count=1 -run TestDashboardInABrowser ./cmd/wats
 
 ## test-short: the fast tests only (no end-to-end devnet)
 test-short:

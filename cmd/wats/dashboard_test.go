@@ -152,12 +152,16 @@ func TestDashboardInABrowser(t *testing.T) {
 	flooded := make(chan struct{})
 	go func() {
 		defer close(flooded)
-		if _, err := attack.Attack(actx, attack.OneIDFlood, target, attack.Options{}); err != nil && actx.Err() == nil {
+		st, err := attack.Attack(actx, attack.OneIDFlood, target, attack.Options{})
+		if err != nil && actx.Err() == nil {
 			t.Errorf("the flood: %v", err)
 		}
+		t.Logf("the flood: %+v", st)
 	}()
 	defer func() { cancel(); <-flooded }()
 	waitFor(t, ctx, "requests refused", `[...document.querySelectorAll("#request-rows td.refused")].some(td => Number(td.textContent) > 0)`)
+	cancel()
+	<-flooded
 
 	// The graphs drawn, and the page on a phone: nothing wider than the
 	// screen (tables scroll in their cards).
@@ -179,7 +183,7 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	time.Sleep(6 * time.Second) // a history sample more, for the graphs
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ function bytes(n) {
   return (i === 0 ? n.toFixed(0) : n.toFixed(n < 10 ? 2 : 1)) + " " + units[i];
 }
 const rate = (n) => bytes(n) + "/s";
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 function duration(s) {
   const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
   if (d) return `${d} d ${h} h`;
@@ -33,7 +34,7 @@ function duration(s) {
 // short shows a peer ID or a hash as its start and end; the whole is its title.
 function short(id, head = 8, tail = 6) {
   const s = el("span", { class: "mono", title: id });
-  s.textContent = id.length > head + tail + 1 ? id.slice(0, head) + "…" + id.slice(-tail) : id;
+  s.textContent = id.length > head + tail + 1 ? id.slice(0, head) + "…" + (tail ? id.slice(-tail) : "") : id;
   return s;
 }
 function bar(used, max) {
@@ -126,7 +127,7 @@ function showPeers(peers) {
 function showLog(st, page, after) {
   const l = st.log;
   const r = lastRate("wats_events_stored_total");
-  $("log-summary").textContent = `${l.events} events from ${l.authors} authors, head #${st.head}` +
+  $("log-summary").textContent = `${plural(l.events, "event")} from ${plural(l.authors, "author")}, newest #${st.head}` +
     (r == null ? "" : ` · ${(r * 60).toFixed(1)} stored a minute`);
   const q = [];
   if (l.max_events) q.push(el("div", {}, `events ${l.events} of ${l.max_events}`), bar(l.events, l.max_events));
@@ -186,7 +187,7 @@ function chart(id, title, series, data, yFmt) {
   charts[id] = new uPlot({
     title, width, height: 180,
     series: [{}, ...series],
-    axes: [{}, { values: (u, vals) => vals.map(yFmt), size: 70 }],
+    axes: [{}, { values: (u, vals) => vals.map(yFmt), size: 84 }],
     legend: { live: false },
   }, data, box);
 }
