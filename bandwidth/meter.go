@@ -68,6 +68,7 @@ type Meter struct {
 	// pending is the bytes sent not yet added to month; monthMu guards
 	// month and written (month.UpBytes at the last write of File).
 	pending atomic.Uint64
+	writeMu sync.Mutex
 	monthMu sync.Mutex
 	month   Month
 	written Month
@@ -298,18 +299,25 @@ func (m *Meter) Run(ctx context.Context) {
 }
 
 // Flush writes the month's count to Options.File if it changed since the
-// last write.
+// last write. The count is read under monthMu and written outside it, so
+// that a slow fsync never holds Status or Serves; writeMu orders the
+// writes.
 func (m *Meter) Flush() error {
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
 	m.monthMu.Lock()
-	defer m.monthMu.Unlock()
 	m.fold(m.o.Now())
-	if m.o.File == "" || m.month == m.written {
+	mo, written := m.month, m.written
+	m.monthMu.Unlock()
+	if m.o.File == "" || mo == written {
 		return nil
 	}
-	if err := WriteMonth(m.o.File, m.month); err != nil {
+	if err := WriteMonth(m.o.File, mo); err != nil {
 		return err
 	}
-	m.written = m.month
+	m.monthMu.Lock()
+	m.written = mo
+	m.monthMu.Unlock()
 	return nil
 }
 
