@@ -376,6 +376,7 @@ func (w *walk) accept(ctx context.Context, b blocks.Block) error {
 	n := uint64(len(b.RawData()))
 	w.received += n
 	w.x.received.Add(n)
+	w.x.node.Observe(Event{Kind: Received, Peer: w.a.p, Size: n})
 	if w.received > w.budget {
 		return fmt.Errorf("%w: %s: more than %d bytes received for %d declared", ErrBadBlob, w.root, w.budget, w.size)
 	}

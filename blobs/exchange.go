@@ -152,7 +152,8 @@ type Event struct {
 	Peer peer.ID
 	// CID is the block an Unheld peer wanted.
 	CID cid.Cid
-	// Size is the size of the blob a Served provider completed, in bytes.
+	// Size is the size of the blob a Served provider completed, or of the
+	// blocks of a Sent or Received, in bytes.
 	Size uint64
 }
 
@@ -171,6 +172,11 @@ const (
 	// Served: the provider completed a blob for a fetch: value it gave.
 	// It is not told of a blob fetched from the fetch's Request.Requester.
 	Served
+	// Sent: the exchange's server sent the peer blocks of Size bytes in
+	// one message (what a peer fetches from this node).
+	Sent
+	// Received: a fetch accepted a block of Size bytes from the peer.
+	Received
 )
 
 // ExchangeStats are the exchange's counters since it started.
@@ -240,6 +246,7 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 			return x.node.Serves(p) && st.Referenced(c)
 		}),
 		server.MaxOutstandingBytesPerPeer(serverMaxOutstandingBytes),
+		server.WithTracer(sentTracer{x}),
 	)
 	x.net.Start(x.server, (*receiver)(x))
 	// bsnet reads messages of up to 4 MiB; these handlers replace its own
@@ -252,6 +259,26 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 	}
 	return x
 }
+
+// sentTracer tells the exchange's Node of the blocks its server sends
+// (Sent).
+type sentTracer struct{ x *Exchange }
+
+// MessageSent implements tracer.Tracer: boxo's server calls it as it
+// sends msg to p.
+func (t sentTracer) MessageSent(p peer.ID, msg bsmsg.BitSwapMessage) {
+	var n uint64
+	for _, b := range msg.Blocks() {
+		n += uint64(len(b.RawData()))
+	}
+	if n > 0 {
+		t.x.node.Observe(Event{Kind: Sent, Peer: p, Size: n})
+	}
+}
+
+// MessageReceived implements tracer.Tracer; the exchange reads its
+// messages itself (handleStream).
+func (sentTracer) MessageReceived(peer.ID, bsmsg.BitSwapMessage) {}
 
 // bitswapPrefix starts the ids of bitswap's protocols
 // (/ipfs/bitswap/1.2.0, 1.1.0, 1.0.0 and the unversioned one).

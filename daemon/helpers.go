@@ -239,3 +239,17 @@ const maxBodyBytes = 64 << 10
 // fetchProgressEvery is the least time between two progress lines of a
 // fetch (the last line is always sent).
 const fetchProgressEvery = 100 * time.Millisecond
+
+// fetches is the answer of GET api.PathBlobFetches: the fetches in
+// flight, oldest first.
+func fetches(in []blobs.InFlight) []api.Fetch {
+	out := make([]api.Fetch, 0, len(in))
+	for _, f := range in {
+		af := api.Fetch{CID: f.CID.String(), Size: f.Size, Held: f.Held, Started: f.Started.UTC(), Finding: f.Finding}
+		if f.Provider != "" {
+			af.Provider = f.Provider.String()
+		}
+		out = append(out, af)
+	}
+	return out
+}

@@ -51,7 +51,7 @@ func handler(n *node.Node, log *LogRing, dashboardURL string) *http.ServeMux {
 	mux.HandleFunc("POST "+api.PathBlobImport, h.importBlob)
 	mux.HandleFunc("POST "+api.PathBlobStreamFile, h.streamBlobFile)
 	mux.HandleFunc("GET "+api.PathBlobs, answer(n.BlobList))
-	mux.HandleFunc("GET "+api.PathBlobFetches, answer(n.Fetches))
+	mux.HandleFunc("GET "+api.PathBlobFetches, answer(func() []api.Fetch { return fetches(n.Fetching().Fetcher().InFlight()) }))
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
 	mux.HandleFunc("DELETE "+api.PathBlobs+"/{cid}", h.removeBlob)

@@ -40,6 +40,7 @@ type Metrics struct {
 	headsFrames      *prometheus.CounterVec // heads announcements, by direction
 	headsPulls       *prometheus.CounterVec // pulls on announcements, by outcome
 	blobFetches      *prometheus.CounterVec // by source and outcome
+	blobBytes        *prometheus.CounterVec // by direction and class
 	blobImports      *prometheus.CounterVec // by via and outcome
 
 	misses         *prometheus.CounterVec // requests that asked for what never existed, by type
@@ -163,6 +164,9 @@ func New(src Sources) *Metrics {
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wats_peers", Help: "Connected peers that completed hello.",
 	}, n.Peers)
+	m.blobBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wats_blob_bytes_total", Help: "Bytes of blob blocks served to peers (served: sent by the bitswap server) and fetched from them (fetched: accepted by a fetch), by the peer's class: standing (a peer with standing, docs/adr/0048) or stranger.",
+	}, []string{"direction", "class"})
 	m.blobFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wats_blob_fetches_total",
 		Help: "Blob fetches, by source (gossip, sync, crash_report, replicate, api) and outcome (stored, refused: over max_blob_bytes or the quota before any request, invalid: not what the event declares, failed: no provider served it, skipped: over the peer's fetch slots, dropped: auto-fetch queue full).",
@@ -298,7 +302,7 @@ func New(src Sources) *Metrics {
 	m.reg.MustRegister(diskFree, diskFull, bandwidthCollector(n.Bandwidth))
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps, m.headsStreams, m.headsFrames, m.headsPulls)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
-	m.reg.MustRegister(m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
+	m.reg.MustRegister(m.blobBytes, m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
 		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
@@ -344,8 +348,22 @@ const (
 
 func (m *Metrics) WrongNetwork() { m.wrongNetworks.Inc() }
 
-func (m *Metrics) Miss(k core.Request)           { m.missesByKind[k].Inc() }
-func (m *Metrics) BitswapMiss()                  { m.misses.WithLabelValues("bitswap").Inc() }
+func (m *Metrics) Miss(k core.Request) { m.missesByKind[k].Inc() }
+func (m *Metrics) BitswapMiss()        { m.misses.WithLabelValues("bitswap").Inc() }
+
+// BlobBytes counts n bytes of blob blocks served to a peer (served) or
+// fetched from one, by its class (standing or not).
+func (m *Metrics) BlobBytes(served, standing bool, n uint64) {
+	dir, class := "fetched", "stranger"
+	if served {
+		dir = "served"
+	}
+	if standing {
+		class = "standing"
+	}
+	m.blobBytes.WithLabelValues(dir, class).Add(float64(n))
+}
+
 func (m *Metrics) StreamRefused(kind string)     { m.streamsRefused.WithLabelValues(kind).Inc() }
 func (m *Metrics) DhtRefused()                   { m.dhtRefusals.Inc() }
 func (m *Metrics) StreamTimeout(kind string)     { m.streamTimeouts.WithLabelValues(kind).Inc() }

@@ -97,9 +97,6 @@ func (n *Node) PeerCache() []api.CachedPeer {
 	return store.CachedPeers(n.peers.All(), now, func(id peer.ID) (limits.History, bool, bool) { return n.run.Live(id, mono) })
 }
 
-// Fetches returns the fetches in flight (GET api.PathBlobFetches).
-func (n *Node) Fetches() []api.Fetch { return store.Fetches(n.fetch.Fetcher().InFlight()) }
-
 // BlobList returns the complete blobs of the store (GET api.PathBlobs).
 func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs, n.events) }
 

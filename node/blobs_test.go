@@ -104,6 +104,19 @@ func TestBlobsAndCrashDumpsReachEveryNodeByGossip(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBlobs(t, 20*time.Second, []eventlog.BlobRef{file, dump}, a, b, c)
+
+	// Each blob was fetched twice (the file by b and c, the dump by a and
+	// c): the blob bytes fetched count each accepted block once (the
+	// file's bytes and the few hundred of its root's links), and the bytes
+	// served at least as many.
+	var fetched, served float64
+	for _, n := range []*testNode{a, b, c} {
+		fetched += n.m.Value("wats_blob_bytes_total", "fetched")
+		served += n.m.Value("wats_blob_bytes_total", "served")
+	}
+	if want := float64(2 * (file.Size + dump.Size)); fetched < want || fetched > want+4096 || served < fetched {
+		t.Errorf("blob bytes fetched %v and served %v, want %v (and up to 4 KiB of links) fetched and at least as many served", fetched, served, want)
+	}
 }
 
 func TestAutoFetchBySyncAndOff(t *testing.T) {

@@ -105,6 +105,8 @@ func (b *blobsNode) Observe(e blobs.Event) {
 		n.abuse(e.Peer, peers.Misses)
 	case blobs.Served:
 		n.gave(e.Peer, 0, e.Size)
+	case blobs.Sent, blobs.Received:
+		n.m.BlobBytes(e.Kind == blobs.Sent, n.standing(e.Peer), e.Size)
 	}
 }
 
