@@ -127,7 +127,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idB.Addrs[0], "--repo", a); code != 0 {
 		t.Fatalf("peers connect: exit %d: %s", code, stderr)
 	}
-	waitFor(t, ctx, "the peer that connected", fmt.Sprintf(`document.querySelector('tr[data-peer=%q]') !== null`, idB.PeerID))
+	waitFor(t, ctx, "the peer that connected, with bytes sent and received", fmt.Sprintf(
+		`(r => r !== null && !/^(–|0 B)$/.test(r.cells[3].textContent) && !/^(–|0 B)$/.test(r.cells[4].textContent))(document.querySelector('tr[data-peer=%q]'))`, idB.PeerID))
 
 	// An event appearing.
 	code, out, stderr = runBin(t, env, bin, "events", "add", "--kind", "dashboard-test", "--body", `{"text":"<b>not html</b>"}`, "--repo", a)
