@@ -78,6 +78,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats peers cache", []string{"peers", "cache"}, b, false},
 		{"wats limits", []string{"limits"}, a, false},
 		{"wats diag", []string{"diag"}, a, false},
+		{"wats dashboard", []string{"dashboard"}, a, false},
 		{"wats events add", []string{"events", "add", "--kind", "note", "--body", `{"n":1}`}, a, false},
 		{"wats events ls", []string{"events", "ls"}, a, false},
 		{"wats events tail", []string{"events", "tail", "--after", "0"}, a, true},
