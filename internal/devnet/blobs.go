@@ -123,7 +123,7 @@ func (d *blobDemo) refresh(ctx context.Context) {
 			}
 			for _, w := range want {
 				for _, b := range list {
-					if b == w {
+					if b.CID == w.CID && b.Size == w.Size { // the list's also has a name and time
 						held[i]++
 						break
 					}
