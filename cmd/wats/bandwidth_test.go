@@ -68,7 +68,7 @@ func statusOf(t *testing.T, env []string, bin, dir string) api.Status {
 func TestBandwidthCapsE2E(t *testing.T) {
 	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
-	initLocal(t, env, bin, a, b)
+	initDefault(t, env, bin, a, b)
 	const up, down = 2 << 20, 1 << 20
 	for _, dir := range []string{a, b} {
 		configSet(t, env, bin, dir, [2]string{"blobs.auto_fetch", "false"}, [2]string{"p2p.mdns", "false"})
@@ -116,7 +116,7 @@ func TestBandwidthCapsE2E(t *testing.T) {
 func TestMonthlyUpCapE2E(t *testing.T) {
 	bin, tmp, env := e2eSetup(t)
 	a, s, d := filepath.Join(tmp, "a"), filepath.Join(tmp, "stranger"), filepath.Join(tmp, "dialled")
-	initLocal(t, env, bin, a, s, d)
+	initDefault(t, env, bin, a, s, d)
 	for _, dir := range []string{a, s, d} {
 		configSet(t, env, bin, dir, [2]string{"blobs.auto_fetch", "false"}, [2]string{"p2p.mdns", "false"}, [2]string{"p2p.dht", "off"})
 	}
