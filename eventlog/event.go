@@ -481,15 +481,37 @@ func checkBlob(i int, b *BlobRef) error {
 	if b.Size > core.MaxSafeInt {
 		return invalid(ErrTooLarge, field("size"), "%d beyond 2^53", b.Size)
 	}
-	if len(b.Name) > MaxBlobNameBytes {
-		return invalid(ErrTooLarge, field("name"), "%d bytes over %d", len(b.Name), MaxBlobNameBytes)
+	if err := checkBlobName(field("name"), b.Name); err != nil {
+		return err
 	}
-	if !utf8.ValidString(b.Name) {
-		return invalid(ErrMalformed, field("name"), "not valid UTF-8")
+	return nil
+}
+
+// CheckBlobName checks name by the rule of a blob's name in an event
+// (BlobRef.Name, docs/design.md §5): valid UTF-8 without control
+// characters (U+0000–U+001F, U+007F), at most MaxBlobNameBytes bytes; ""
+// is valid. The error is a *ValidationError of field "name" wrapping
+// ErrTooLarge (too long) or ErrMalformed. The blob store checks the name
+// a local add gives a blob by the same rule.
+func CheckBlobName(name string) error {
+	if err := checkBlobName("name", name); err != nil {
+		return err
 	}
-	for _, r := range b.Name {
+	return nil
+}
+
+// checkBlobName is CheckBlobName with the error's field given; nil (a
+// nil pointer) when name is valid.
+func checkBlobName(field, name string) *ValidationError {
+	if len(name) > MaxBlobNameBytes {
+		return invalid(ErrTooLarge, field, "%d bytes over %d", len(name), MaxBlobNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return invalid(ErrMalformed, field, "not valid UTF-8")
+	}
+	for _, r := range name {
 		if r < 0x20 || r == 0x7f {
-			return invalid(ErrMalformed, field("name"), "control character %U", r)
+			return invalid(ErrMalformed, field, "control character %U", r)
 		}
 	}
 	return nil
