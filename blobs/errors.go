@@ -18,6 +18,9 @@ var (
 	ErrQuota = errors.New("blobs: blob quota exceeded")
 	// ErrInvalidOptions: an option of OpenStore is out of its range.
 	ErrInvalidOptions = errors.New("blobs: invalid options")
+	// ErrBadName: the name an import gives a blob breaks the rule of an
+	// event's blob name (eventlog.CheckBlobName); nothing is read.
+	ErrBadName = errors.New("blobs: bad blob name")
 )
 
 // ErrSizeMismatch is the error a fetcher wraps (with %w) when a blob turns

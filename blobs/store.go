@@ -43,7 +43,8 @@ import (
 // pebble database (docs/design.md §10: disjoint key prefixes in the one DB; the
 // event log uses "ev/", the peer cache "p/"). Under it: "/blobs/blocks/…"
 // (boxo blockstore), "/blobs/pins/…" and "/blobs/dirty…" (boxo dspinner),
-// "/blobs/meta/<cid>" (this file: the size of each pinned blob).
+// "/blobs/meta/<cid>" (this file: the size of each pinned blob, its data
+// file, the time it was added and the name its add gave it).
 const KeyPrefix = "/blobs/"
 
 // metaPrefix holds one record per blob: key metaPrefix/<cid string>,
@@ -138,11 +139,15 @@ func (o *StoreOptions) Validate() error {
 // BlobInfo is one pinned (complete) blob: its root CID, file size in
 // bytes, and the time it was added (imported, or fetched to the end), to
 // the millisecond; the zero time for a blob recorded before the store
-// kept that time.
+// kept that time. Name is the name the operator gave it when adding it
+// here (ImportSized; the file's base name for `wats blob add`), at most
+// eventlog.MaxBlobNameBytes bytes; "" for none (a fetched blob, an import
+// without one, a record written before the store kept names).
 type BlobInfo struct {
 	CID   cid.Cid
 	Size  uint64
 	Added time.Time
+	Name  string
 }
 
 // Store holds blobs in the node's pebble database (docs/design.md §9, §10)
@@ -204,6 +209,9 @@ type Store struct {
 		// added holds the time each pinned blob was added, in Unix
 		// milliseconds, for those whose record has it.
 		added map[cid.Cid]int64
+		// names holds the name each pinned blob's add gave it, for those
+		// whose record has one.
+		names map[cid.Cid]string
 		// nextFile is the number of the last data file made or found.
 		nextFile uint64
 		// synced holds the data files synced in the background whose
@@ -299,13 +307,14 @@ func (s *Store) load(ctx context.Context) error {
 	seen := make(map[cid.Cid]bool)
 	files := make(map[cid.Cid]uint64)
 	added := make(map[cid.Cid]int64)
+	names := make(map[cid.Cid]string)
 	for r := range res.Next() {
 		if r.Error != nil {
 			return fmt.Errorf("blobs: listing sizes: %w", r.Error)
 		}
 		k := ds.RawKey(r.Key)
 		c, err := cid.Decode(k.BaseNamespace())
-		size, num, at, ok := parseMeta(r.Value)
+		size, num, at, name, ok := parseMeta(r.Value)
 		if err != nil || !ok {
 			return fmt.Errorf("blobs: bad size record %q", r.Key)
 		}
@@ -323,6 +332,9 @@ func (s *Store) load(ctx context.Context) error {
 		}
 		if at != 0 {
 			added[c] = at
+		}
+		if name != "" {
+			names[c] = name
 		}
 	}
 	for c := range blobs {
@@ -350,7 +362,7 @@ func (s *Store) load(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	s.mu.blobs, s.mu.used, s.mu.refs, s.mu.files, s.mu.added = blobs, used, refs, files, added
+	s.mu.blobs, s.mu.used, s.mu.refs, s.mu.files, s.mu.added, s.mu.names = blobs, used, refs, files, added, names
 	s.mu.Unlock()
 	return nil
 }
@@ -431,36 +443,56 @@ func metaKey(c cid.Cid) ds.Key {
 
 // metaValue is a size record's value: the file size, the number of the
 // blob's data file (ADR 0037) and the time it was added in Unix
-// milliseconds, each an unsigned varint. A record written before ADR 0037
-// has the size alone; one written before the time was kept, the size and
-// the number.
-func metaValue(size, num uint64, added int64) []byte {
+// milliseconds, each an unsigned varint; then, for a blob its add named
+// (docs/adr/0051), the name's length in bytes as an unsigned varint and
+// its bytes. A record written before ADR 0037 has the size alone; one
+// written before the time was kept, the size and the number; one without
+// a name, the three numbers (as before names were kept).
+func metaValue(size, num uint64, added int64, name string) []byte {
 	v := binary.AppendUvarint(binary.AppendUvarint(nil, size), num)
-	return binary.AppendUvarint(v, uint64(max(added, 0)))
+	v = binary.AppendUvarint(v, uint64(max(added, 0)))
+	if name == "" {
+		return v
+	}
+	return append(binary.AppendUvarint(v, uint64(len(name))), name...)
 }
 
 // parseMeta reads a size record; num is 0 for a record of the size alone,
-// added 0 for one without the time.
-func parseMeta(v []byte) (size, num uint64, added int64, ok bool) {
+// added 0 for one without the time, name "" for one without a name. A
+// name longer than eventlog.MaxBlobNameBytes, or failing
+// eventlog.CheckBlobName, makes the record bad (not ok), as does a byte
+// past the name.
+func parseMeta(v []byte) (size, num uint64, added int64, name string, ok bool) {
 	size, n := binary.Uvarint(v)
 	if n <= 0 || size > core.MaxSafeInt {
-		return 0, 0, 0, false
+		return 0, 0, 0, "", false
 	}
 	if n == len(v) {
-		return size, 0, 0, true
+		return size, 0, 0, "", true
 	}
 	num, m := binary.Uvarint(v[n:])
 	if m <= 0 {
-		return 0, 0, 0, false
+		return 0, 0, 0, "", false
 	}
 	if n += m; n == len(v) {
-		return size, num, 0, true
+		return size, num, 0, "", true
 	}
 	at, m := binary.Uvarint(v[n:])
-	if m <= 0 || n+m != len(v) || at > math.MaxInt64 {
-		return 0, 0, 0, false
+	if m <= 0 || at > math.MaxInt64 {
+		return 0, 0, 0, "", false
 	}
-	return size, num, int64(at), true
+	if n += m; n == len(v) {
+		return size, num, int64(at), "", true
+	}
+	l, m := binary.Uvarint(v[n:])
+	if m <= 0 || l == 0 || l > eventlog.MaxBlobNameBytes || uint64(len(v)-n-m) != l {
+		return 0, 0, 0, "", false
+	}
+	name = string(v[n+m:])
+	if eventlog.CheckBlobName(name) != nil {
+		return 0, 0, 0, "", false
+	}
+	return size, num, int64(at), name, true
 }
 
 // Dropped returns the blobs OpenStore removed because the node had
@@ -507,6 +539,7 @@ func (s *Store) List() []BlobInfo {
 		if at, ok := s.mu.added[c]; ok {
 			b.Added = time.UnixMilli(at)
 		}
+		b.Name = s.mu.names[c]
 		out = append(out, b)
 	}
 	return out
@@ -524,6 +557,13 @@ func (s *Store) List() []BlobInfo {
 // before are deleted, nothing is pinned and the quota is unchanged. A
 // blob already pinned is not counted twice.
 func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error) {
+	return s.importNamed(ctx, r, "")
+}
+
+// importNamed is Import that records name (checked already) as the
+// blob's name: in its size record for a new blob, in place of the name
+// it had for one already pinned (unless name is "").
+func (s *Store) importNamed(ctx context.Context, r io.Reader, name string) (cid.Cid, uint64, error) {
 	if s.opts.ReadOnly {
 		return cid.Undef, 0, errors.New("blobs: import: the store is read-only")
 	}
@@ -568,9 +608,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 	s.mu.Unlock()
 	if already {
 		rec.undo() // the blob's own file holds every leaf already
+		if err := s.rename(ctx, c, name); err != nil {
+			return cid.Undef, 0, err
+		}
 		return c, size, nil
 	}
-	if err := s.pinSealed(ctx, root, size, file); err != nil {
+	if err := s.pinSealed(ctx, root, size, file, name); err != nil {
 		rec.undo()
 		return cid.Undef, 0, err
 	}
@@ -578,6 +621,28 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (cid.Cid, uint64, error
 		return cid.Undef, 0, err
 	}
 	return c, size, nil
+}
+
+// rename makes name the name of the pinned blob c, rewriting its size
+// record with the same size, data file and time; a name of "", or the
+// one c has, changes nothing. REQUIRES: writeMu held, c pinned.
+func (s *Store) rename(ctx context.Context, c cid.Cid, name string) error {
+	s.mu.Lock()
+	size, num, at, old := s.mu.blobs[c], s.mu.files[c], s.mu.added[c], s.mu.names[c]
+	s.mu.Unlock()
+	if name == "" || name == old {
+		return nil
+	}
+	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num, at, name)); err != nil {
+		return fmt.Errorf("blobs: size record: %w", err)
+	}
+	if err := s.dstore.Sync(ctx, metaKey(c)); err != nil {
+		return fmt.Errorf("blobs: sync: %w", err)
+	}
+	s.mu.Lock()
+	s.mu.names[c] = name
+	s.mu.Unlock()
+	return nil
 }
 
 // CheckImport reports whether Import would take a blob of size bytes now:
@@ -641,9 +706,9 @@ func (s *Store) addPinned(ctx context.Context, c cid.Cid, size, num uint64, r *R
 // and pins the blob with its unsynced record (ADR 0037): the pin returns
 // once the leaves are in the page cache, and file is synced in the
 // background (syncLater); if the node stops before that, the blob is
-// checked at the next open. On failure the unsynced record is deleted and
-// the caller discards file.
-func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file *dataFile) error {
+// checked at the next open. name, "" for none, goes in its size record.
+// On failure the unsynced record is deleted and the caller discards file.
+func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file *dataFile, name string) error {
 	if err := file.seal(); err != nil {
 		return fmt.Errorf("blobs: %s: %w", root.Cid(), err)
 	}
@@ -652,7 +717,7 @@ func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file
 	if err != nil { // synced with the pin
 		return fmt.Errorf("blobs: %s: %w", root.Cid(), err)
 	}
-	if err := s.pinRoot(ctx, root, size, file.num); err != nil {
+	if err := s.pinRoot(ctx, root, size, file.num, name); err != nil {
 		_ = s.db.Delete(unsyncedKey(file.num), pebble.NoSync)
 		return err
 	}
@@ -661,17 +726,18 @@ func (s *Store) pinSealed(ctx context.Context, root ipld.Node, size uint64, file
 }
 
 // pinRoot writes the size record (with the number of the blob's data
-// file, already synced), then the pin, then syncs: the pin marks the blob
-// complete, and a record without a pin is dropped at open, with the data
-// file and location records it names.
-func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64) error {
+// file, already synced, the time added and name, "" for none), then the
+// pin, then syncs: the pin marks the blob complete, and a record without
+// a pin is dropped at open, with the data file and location records it
+// names.
+func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64, name string) error {
 	c := root.Cid()
 	now := time.Now
 	if s.opts.Now != nil {
 		now = s.opts.Now
 	}
 	added := now().UnixMilli()
-	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num, added)); err != nil {
+	if err := s.dstore.Put(ctx, metaKey(c), metaValue(size, num, added, name)); err != nil {
 		return fmt.Errorf("blobs: size record: %w", err)
 	}
 	if err := s.pinner.Pin(ctx, root, true, ""); err != nil {
@@ -686,6 +752,9 @@ func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64) e
 	}
 	s.mu.Lock()
 	s.mu.added[c] = added
+	if name != "" {
+		s.mu.names[c] = name
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -721,6 +790,7 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	delete(s.mu.blobs, c)
 	delete(s.mu.files, c)
 	delete(s.mu.added, c)
+	delete(s.mu.names, c)
 	s.mu.used -= size
 	for _, h := range bl {
 		if s.mu.refs[h]--; s.mu.refs[h] <= 0 {
@@ -952,12 +1022,20 @@ func (s *Store) CIDs() []cid.Cid {
 // ImportSized is Import of a blob whose size the caller knows (a file's,
 // a request's Content-Length), size bytes, checked first (CheckImport) so
 // that a blob over the bounds is refused before a byte is read; a size of
-// -1 is not known.
-func (s *Store) ImportSized(ctx context.Context, r io.Reader, size int64) (cid.Cid, uint64, error) {
+// -1 is not known. name, "" for none, is the name the operator gives the
+// blob (BlobInfo.Name, docs/adr/0051), kept in its size record: checked
+// first by the rule of an event's blob name (eventlog.CheckBlobName, at
+// most eventlog.MaxBlobNameBytes bytes), a bad one an error wrapping
+// ErrBadName with nothing read. A blob already stored takes the new name
+// in place of its old one (an empty name keeps the old).
+func (s *Store) ImportSized(ctx context.Context, r io.Reader, size int64, name string) (cid.Cid, uint64, error) {
+	if err := eventlog.CheckBlobName(name); err != nil {
+		return cid.Undef, 0, fmt.Errorf("%w: %w", ErrBadName, err)
+	}
 	if size >= 0 {
 		if err := s.CheckImport(uint64(size)); err != nil {
 			return cid.Undef, 0, err
 		}
 	}
-	return s.Import(ctx, r)
+	return s.importNamed(ctx, r, name)
 }

@@ -266,7 +266,7 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 	s.mu.Lock()
 	delete(s.mu.pending, root) // the blob's now, whatever follows
 	s.mu.Unlock()
-	if err := s.pinSealed(ctx, nd, size, file); err != nil {
+	if err := s.pinSealed(ctx, nd, size, file, ""); err != nil {
 		_ = file.discard()
 		if ipld.IsNotFound(err) || errors.Is(err, ipld.ErrNotFound{}) {
 			return fmt.Errorf("%w: %v", ErrIncomplete, err)

@@ -104,10 +104,10 @@ func (n *Node) BlobList() []api.BlobInfo { return store.BlobList(n.blobs, n.even
 func (n *Node) Blobs() *blobs.Store { return n.blobs }
 
 // ImportBlob stores the bytes of r, size of them or -1 if not known, as a
-// blob (blobs.Store.ImportSized, with its bounds) and counts the import by
-// via and outcome.
-func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, via metrics.ImportVia) (cid.Cid, uint64, error) {
-	c, got, err := n.blobs.ImportSized(ctx, r, size)
+// blob named name, "" for none (blobs.Store.ImportSized, with its bounds
+// and name rule), and counts the import by via and outcome.
+func (n *Node) ImportBlob(ctx context.Context, r io.Reader, size int64, name string, via metrics.ImportVia) (cid.Cid, uint64, error) {
+	c, got, err := n.blobs.ImportSized(ctx, r, size, name)
 	n.m.BlobImport(via, blobs.Outcome(err)) // stored, refused or failed: an import has no content fault
 	return c, got, err
 }

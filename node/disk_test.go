@@ -53,7 +53,7 @@ func TestFullDiskRefusesWritesAndServesPeers(t *testing.T) {
 	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), r.Dir) || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("an event on a full disk: %v; want ErrDiskFull naming %s", err, r.Dir)
 	}
-	if _, _, err := a.ImportBlob(context.Background(), bytes.NewReader(make([]byte, 1<<20)), 1<<20, metrics.ImportUpload); !errors.Is(err, ErrDiskFull) {
+	if _, _, err := a.ImportBlob(context.Background(), bytes.NewReader(make([]byte, 1<<20)), 1<<20, "", metrics.ImportUpload); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a blob on a full disk: %v; want ErrDiskFull", err)
 	}
 	if st := a.Status().Disk; st == nil || !st.Full {

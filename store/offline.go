@@ -134,15 +134,17 @@ func (o *Offline) Peers() []peercache.Entry {
 }
 
 // BlobList is the answer of GET api.PathBlobs for the store s: each blob
-// with the name the events of l give it (eventlog.Log.BlobName; l nil or
-// a failed lookup: none), newest first (by the time added; a blob without
-// one last, as the oldest), then by CID.
+// with its name (docs/adr/0051): the one its add on this node gave it
+// (blobs.BlobInfo.Name), else the one the events of l give it
+// (eventlog.Log.BlobName; l nil or a failed lookup: none); newest first
+// (by the time added; a blob without one last, as the oldest), then by
+// CID.
 func BlobList(s *blobs.Store, l *eventlog.Log) []api.BlobInfo {
 	list := s.List()
 	out := make([]api.BlobInfo, 0, len(list))
 	for _, b := range list {
-		bi := api.BlobInfo{CID: b.CID.String(), Size: b.Size, Added: b.Added}
-		if l != nil {
+		bi := api.BlobInfo{CID: b.CID.String(), Size: b.Size, Added: b.Added, Name: b.Name}
+		if bi.Name == "" && l != nil {
 			bi.Name, _ = l.BlobName(bi.CID) // a name is a help: a damaged index shows none
 		}
 		out = append(out, bi)

@@ -491,7 +491,7 @@ func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if old.blobs != nil {
 		safely(&rep.Found, func() {
 			_ = readBlobs(old.blobs, &rep.Found, func(b blobs.BlobInfo, rd io.Reader) error {
-				c, size, err := nblobs.Import(context.Background(), rd)
+				c, size, err := nblobs.ImportSized(context.Background(), rd, -1, b.Name)
 				switch {
 				case err != nil:
 					return err

@@ -40,7 +40,7 @@ func TestDHTAttacksHonestFetchServed(t *testing.T) {
 	holder := startDHTNode(t, victim)
 	data := make([]byte, 2<<20)
 	_, _ = rand.Read(data)
-	c, size, err := holder.ImportBlob(context.Background(), bytes.NewReader(data), int64(len(data)), metrics.ImportUpload)
+	c, size, err := holder.ImportBlob(context.Background(), bytes.NewReader(data), int64(len(data)), "", metrics.ImportUpload)
 	if err != nil {
 		t.Fatal(err)
 	}
