@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,5 +142,44 @@ func TestUploadCopiesByChunk(t *testing.T) {
 	}
 	if largest != uploadCopyBytes {
 		t.Errorf("the largest read of the upload was %d bytes, want %d", largest, uploadCopyBytes)
+	}
+}
+
+// TestAddFileName: AddFileOptions.Name goes to the daemon as the query
+// parameter name, escaped, on both paths (the descriptor's and the
+// upload's), and the answer holds it; no name sends no parameter.
+func TestAddFileName(t *testing.T) {
+	const name = "my report & notes, é?.pdf"
+	for _, upload := range []bool{false, true} {
+		for _, give := range []string{name, ""} {
+			var got []string
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST "+PathBlobs, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				got = append(got, "upload:"+r.URL.RawQuery)
+				io.WriteString(w, `{"cid":"uploaded","size":3,"name":`+strconv.Quote(r.URL.Query().Get("name"))+`}`)
+			})
+			mux.HandleFunc("POST "+PathBlobImport, func(w http.ResponseWriter, r *http.Request) {
+				got = append(got, "import:"+r.URL.RawQuery)
+				w.Header().Set("Content-Type", ContentTypeNDJSON)
+				io.WriteString(w, `{"bytes":3,"size":3,"done":true,"cid":"imported"}`+"\n")
+			})
+			c := fakeDaemon(t, mux)
+			bi, err := c.AddFile(t.Context(), tempFile(t, "abc"), &AddFileOptions{Upload: upload, Name: give})
+			if err != nil || bi.Name != give {
+				t.Errorf("upload %v, name %q: %+v, %v", upload, give, bi, err)
+			}
+			query := ""
+			if give != "" {
+				query = url.Values{"name": {give}}.Encode()
+			}
+			want := "import:" + query
+			if upload || !canPassFiles {
+				want = "upload:" + query
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("upload %v, name %q: the daemon saw %q; want %q", upload, give, got, want)
+			}
+		}
 	}
 }

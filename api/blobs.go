@@ -21,6 +21,10 @@ import (
 
 // PathBlobs takes a POSTed blob (the file's bytes, application/octet-stream)
 // and answers with its BlobInfo; answers GET with a JSON array of BlobInfo.
+// A POST's query parameter name, optional, is the name the blob is kept
+// under (BlobInfo.Name): at most 255 bytes of UTF-8 without control
+// characters, the rule of an event's blob name (BlobRef.Name); a bad one
+// is answered 400 and nothing is stored.
 // GET PathBlobs + "/{cid}?size=N" streams a complete blob of exactly N bytes;
 // DELETE PathBlobs + "/{cid}" removes one.
 const PathBlobs = "/v1/blobs"
@@ -31,9 +35,12 @@ type BlobInfo struct {
 	CID string `json:"cid"`
 	// Size is the file size in bytes.
 	Size uint64 `json:"size"`
-	// Name is the file name the first event of the log that named the
-	// blob with a name gave it (BlobRef.Name); "" (left out) when none
-	// did. Only GET PathBlobs fills it in.
+	// Name is the blob's file name (docs/adr/0051): the one its add on
+	// this node gave it (the name query parameter of POST PathBlobs or
+	// PathBlobImport: `wats blob add` sends the file's base name, or
+	// --name), else the one the first event of the log that named the
+	// blob with a name gave it (BlobRef.Name); "" (left out) when neither
+	// did. A POST's answer holds the name it gave.
 	Name string `json:"name,omitempty"`
 	// Added is when the blob was stored here (imported, or fetched to the
 	// end), to the millisecond; the zero time (left out) for a blob stored
@@ -44,7 +51,7 @@ type BlobInfo struct {
 // AddBlob stores the bytes of r as a blob (POST PathBlobs). For a file,
 // AddFile is faster: on the daemon's host the daemon reads it itself.
 func (c *Client) AddBlob(ctx context.Context, r io.Reader) (*BlobInfo, error) {
-	return c.upload(ctx, r, -1, nil)
+	return c.upload(ctx, r, -1, "", nil)
 }
 
 // PathBlobImport takes a POST without a body whose request head carries,
@@ -52,10 +59,11 @@ func (c *Client) AddBlob(ctx context.Context, r io.Reader) (*BlobInfo, error) {
 // descriptor (ADR 0036): a regular file open for reading. The daemon reads
 // the file through that descriptor, from its start, as many bytes as its
 // size when the import begins, and stores them as POST PathBlobs would
-// store the same bytes: the same blob, the same bounds. A refusal before
-// the first byte is read is an ErrorBody: StatusNoDescriptor (no
-// descriptor came), 400 (it is not a regular file open for reading, or
-// more than one came), 413 (over blobs.max_blob_bytes or the quota).
+// store the same bytes: the same blob, the same bounds, the same optional
+// query parameter name. A refusal before the first byte is read is an
+// ErrorBody: StatusNoDescriptor (no descriptor came), 400 (it is not a
+// regular file open for reading, more than one came, or the name is
+// bad), 413 (over blobs.max_blob_bytes or the quota).
 // Otherwise the answer is NDJSON lines of ImportProgress, the last one
 // with Done or Error set.
 const PathBlobImport = "/v1/blobs/import"
@@ -93,6 +101,10 @@ type AddFileOptions struct {
 	// read so far: by the daemon (PathBlobImport's lines) or by this
 	// client as it uploads them.
 	Progress func(read uint64)
+	// Name, if set, is the name the daemon keeps the blob under (the
+	// name query parameter; BlobInfo.Name), by the rule of an event's
+	// blob name: a bad one is the daemon's 400. "" gives none.
+	Name string
 }
 
 // AddFile stores the regular file f as a blob: its bytes from its start
@@ -118,12 +130,21 @@ func (c *Client) AddFile(ctx context.Context, f *os.File, opts *AddFileOptions) 
 		o = *opts
 	}
 	if !o.Upload && canPassFiles {
-		bi, err := c.importFile(ctx, f, o.Progress)
+		bi, err := c.importFile(ctx, f, o.Name, o.Progress)
 		if !errors.Is(err, errNoDescriptor) {
 			return bi, err
 		}
 	}
-	return c.upload(ctx, io.NewSectionReader(f, 0, fi.Size()), fi.Size(), o.Progress)
+	return c.upload(ctx, io.NewSectionReader(f, 0, fi.Size()), fi.Size(), o.Name, o.Progress)
+}
+
+// namedPath is path with the query parameter name=name, or path alone
+// for a name of "".
+func namedPath(path, name string) string {
+	if name == "" {
+		return path
+	}
+	return path + "?" + url.Values{"name": {name}}.Encode()
 }
 
 // errNoDescriptor: the daemon took no descriptor (it answered 404 or 405,
@@ -239,9 +260,9 @@ func (c *Client) streamFile(ctx context.Context, req FetchRequest, f *os.File, p
 }
 
 // importFile passes f to the daemon on a connection of its own
-// (PathBlobImport) and reads the answer.
-func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint64)) (*BlobInfo, error) {
-	resp, done, err := c.postFile(ctx, PathBlobImport, f, nil)
+// (PathBlobImport, the blob named name) and reads the answer.
+func (c *Client) importFile(ctx context.Context, f *os.File, name string, progress func(uint64)) (*BlobInfo, error) {
+	resp, done, err := c.postFile(ctx, namedPath(PathBlobImport, name), f, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -262,24 +283,25 @@ func (c *Client) importFile(ctx context.Context, f *os.File, progress func(uint6
 	case err != nil:
 		return nil, err
 	}
-	return &BlobInfo{CID: last.CID, Size: last.Size}, nil
+	return &BlobInfo{CID: last.CID, Size: last.Size, Name: name}, nil
 }
 
 // errImportFailed: PathBlobImport's last line has Error set.
 var errImportFailed = errors.New("api: import failed")
 
-// upload POSTs the bytes of r to PathBlobs: size of them, or, with size
-// -1, as many as r holds (for some readers, such as a *bytes.Reader,
-// net/http knows how many). progress, if set, sees the bytes read from r.
+// upload POSTs the bytes of r to PathBlobs, the blob named name ("" for
+// none): size of them, or, with size -1, as many as r holds (for some
+// readers, such as a *bytes.Reader, net/http knows how many). progress,
+// if set, sees the bytes read from r.
 // A known size goes as Content-Length with "Expect: 100-continue": the
 // daemon refuses a blob over its bounds before any byte is sent.
-func (c *Client) upload(ctx context.Context, r io.Reader, size int64, progress func(uint64)) (*BlobInfo, error) {
+func (c *Client) upload(ctx context.Context, r io.Reader, size int64, name string, progress func(uint64)) (*BlobInfo, error) {
 	if size == 0 {
 		r = http.NoBody // a Content-Length of 0 with a body means "unknown"
 	} else if progress != nil {
 		r = &progressReader{r: r, fn: progress}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+PathBlobs, r)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+namedPath(PathBlobs, name), r)
 	if err != nil {
 		return nil, err
 	}

@@ -181,17 +181,37 @@ func (h handlers) forgetPeer(w http.ResponseWriter, r *http.Request) {
 	writeDone(w, h.ForgetPeer(id), peercache.ErrNotFound, fmt.Errorf("peer %s is not in the peer cache", id))
 }
 
-// addBlob stores the request body as a blob. The store refuses it,
-// having stored nothing, past blobs.max_blob_bytes or the quota (413): at
-// once for a Content-Length past them, before the body is read (a client
-// that sent "Expect: 100-continue" sends none of it).
+// addBlob stores the request body as a blob, named by the query's name
+// (blobName). The store refuses it, having stored nothing, past
+// blobs.max_blob_bytes or the quota (413): at once for a Content-Length
+// past them, before the body is read (a client that sent "Expect:
+// 100-continue" sends none of it).
 func (h handlers) addBlob(w http.ResponseWriter, r *http.Request) {
-	c, size, err := h.ImportBlob(r.Context(), r.Body, r.ContentLength, metrics.ImportUpload)
+	name, ok := blobName(w, r)
+	if !ok {
+		return
+	}
+	c, size, err := h.ImportBlob(r.Context(), r.Body, r.ContentLength, name, metrics.ImportUpload)
 	if err != nil {
 		writeError(w, importStatus(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size})
+	writeJSON(w, http.StatusOK, api.BlobInfo{CID: c.String(), Size: size, Name: name})
+}
+
+// blobName reads the name an add gives its blob: the query parameter
+// name of POST api.PathBlobs and api.PathBlobImport, "" for none. It
+// must keep the rule of an event's blob name (eventlog.CheckBlobName: at
+// most eventlog.MaxBlobNameBytes bytes of UTF-8, no control character);
+// a bad one is answered 400, before any byte of the blob is read, and ok
+// is false.
+func blobName(w http.ResponseWriter, r *http.Request) (name string, ok bool) {
+	name = r.URL.Query().Get("name")
+	if err := eventlog.CheckBlobName(name); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("the blob's name %q: %w", name, err))
+		return "", false
+	}
+	return name, true
 }
 
 // getBlob streams a blob that is complete and exactly of the declared

@@ -15,8 +15,8 @@ import (
 
 // importBlob stores as a blob the file whose descriptor came with the
 // request (api.PathBlobImport, ADR 0036), read through that descriptor
-// only. Refusals before the first byte is read have a status of their
-// own; then NDJSON lines report the bytes read, the last the blob or the
+// only, named by the query's name (blobName). Refusals before the first
+// byte is read have a status of their own (a bad name: 400); then NDJSON lines report the bytes read, the last the blob or the
 // error. The stream starts at its first line, importProgressEvery after
 // the start: a quick import answers with one line.
 func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
@@ -26,6 +26,10 @@ func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	name, ok := blobName(w, r)
+	if !ok {
+		return
+	}
 	var send func(any)
 	line := func(p api.ImportProgress) {
 		if send == nil {
@@ -35,7 +39,7 @@ func (h handlers) importBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	rd := &fileReader{ctx: r.Context(), r: io.NewSectionReader(f, 0, size), size: size, last: time.Now(),
 		report: func(n int64) { line(api.ImportProgress{Bytes: uint64(n), Size: uint64(size)}) }}
-	c, got, err := h.ImportBlob(r.Context(), rd, size, metrics.ImportDescriptor)
+	c, got, err := h.ImportBlob(r.Context(), rd, size, name, metrics.ImportDescriptor)
 	switch {
 	case err != nil && send == nil:
 		writeError(w, importStatus(err), err)
