@@ -15,6 +15,7 @@ import (
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/store"
 )
 
@@ -24,16 +25,27 @@ func (c *cli) blobCmd() *cobra.Command {
 }
 
 func (c *cli) blobAddCmd() *cobra.Command {
-	var asJSON, upload bool
+	var (
+		asJSON, upload bool
+		name           string
+	)
 	cmd := &cobra.Command{
-		Use:   "add FILE [--json] [--upload]",
-		Short: "Store FILE as a blob; print it as CID:SIZE:NAME",
+		Use:   "add FILE [--name NAME] [--json] [--upload]",
+		Short: "Store FILE as a blob named by its file name; print it as CID:SIZE:NAME",
 		Long: `Store FILE in the node's blob store as a UnixFS file (CIDv1, BLAKE3, 1 MiB
-chunks) and print it as CID:SIZE:NAME (SIZE in bytes, NAME the file's base
-name): the form 'events add --blob' takes, and 'replicate' (which ignores
-NAME). A file larger than blobs.max_blob_bytes, or past blobs.quota_bytes, is
-refused and nothing is stored. FILE must be a regular file: a directory is
-not stored (store its files one by one, or an archive of it).
+chunks) and print it as CID:SIZE:NAME (SIZE in bytes, NAME the blob's name):
+the form 'events add --blob' takes, and 'replicate' (which ignores NAME). A
+file larger than blobs.max_blob_bytes, or past blobs.quota_bytes, is refused
+and nothing is stored. FILE must be a regular file: a directory is not
+stored (store its files one by one, or an archive of it).
+
+The node keeps the blob under a name, which 'blob ls' shows: FILE's base
+name, or NAME with --name. A name follows the rule of a blob's name in an
+event: at most 255 bytes of UTF-8, no control characters. A --name that
+breaks it is a usage error; a base name that breaks it (a newline in the
+file name, bytes that are not UTF-8) is dropped, with a note on stderr,
+and the blob is stored without a name (CID:SIZE printed). Adding a blob
+the node holds already gives it the new name.
 
 The command opens FILE and passes it open to the daemon over its socket; the
 daemon reads it through that descriptor, so it reads only what you could
@@ -44,31 +56,79 @@ terminal a progress bar shows the import.`,
   wats events add --kind file --blob "$ref"`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			blobName, err := c.addName(cmd.Flags().Changed("name"), name, args[0])
+			if err != nil {
+				return err
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err
 			}
-			bi, err := c.addFile(cmd.Context(), cl, args[0], "blob add", upload)
+			bi, err := c.addFile(cmd.Context(), cl, args[0], "blob add", upload, blobName)
 			if err != nil {
 				return err
 			}
+			bi.Name = blobName // an older daemon's answer holds none
 			if asJSON {
 				return c.printJSON(bi)
 			}
-			fmt.Fprintf(c.stdout, "%s:%d:%s\n", bi.CID, bi.Size, filepath.Base(args[0]))
+			if blobName == "" {
+				fmt.Fprintf(c.stdout, "%s:%d\n", bi.CID, bi.Size)
+				return nil
+			}
+			fmt.Fprintf(c.stdout, "%s:%d:%s\n", bi.CID, bi.Size, blobName)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&name, "name", "", "the blob's name (default: FILE's base name)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&upload, "upload", false, "send the file's bytes over the socket rather than the open file")
 	return cmd
 }
 
-// addFile stores the regular file at path as a blob, passed open to the
-// daemon or, with upload or where it cannot take it, uploaded
-// (api.Client.AddFile), with a progress bar on stderr when it is a
-// terminal. cmd names the command for the error about a non-file.
-func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upload bool) (*api.BlobInfo, error) {
+// addName is the name `blob add` gives the blob of the file at path: the
+// --name flag's value if set (given), else path's base name. A name must
+// keep the rule of an event's blob name (eventlog.CheckBlobName, which
+// the daemon applies too): a --name that breaks it is a usage error; a
+// base name that does is dropped ("", no name) with a note on stderr, as
+// a file name is not the operator's to fix.
+func (c *cli) addName(given bool, flag, path string) (string, error) {
+	if given {
+		if reason := nameProblem(flag); reason != "" {
+			return "", usageErrorf("--name %q: %s (a blob's name is at most %d bytes of UTF-8, without control characters)",
+				flag, reason, eventlog.MaxBlobNameBytes)
+		}
+		return flag, nil
+	}
+	base := filepath.Base(path)
+	if reason := nameProblem(base); reason != "" {
+		fmt.Fprintf(c.stderr, "note: the file name %q is not kept as the blob's name (%s); give one with --name\n", base, reason)
+		return "", nil
+	}
+	return base, nil
+}
+
+// nameProblem is what is wrong with a blob's name by
+// eventlog.CheckBlobName ("not valid UTF-8", "256 bytes over 255"), ""
+// for nothing.
+func nameProblem(name string) string {
+	err := eventlog.CheckBlobName(name)
+	var ve *eventlog.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// addFile stores the regular file at path as a blob named name ("" for
+// none, checked already), passed open to the daemon or, with upload or
+// where it cannot take it, uploaded (api.Client.AddFile), with a progress
+// bar on stderr when it is a terminal. cmd names the command for the
+// error about a non-file.
+func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upload bool, name string) (*api.BlobInfo, error) {
 	regular := func(fi os.FileInfo, err error) error {
 		if err == nil && !fi.Mode().IsRegular() {
 			err = fmt.Errorf("%s is a directory or another non-file: %s takes a file", path, cmd)
@@ -88,7 +148,7 @@ func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upl
 	if err := regular(fi, err); err != nil {
 		return nil, err
 	}
-	opts := &api.AddFileOptions{Upload: upload}
+	opts := &api.AddFileOptions{Upload: upload, Name: name}
 	bar := c.byteBar(fi.Size(), "add "+filepath.Base(path))
 	if bar != nil {
 		opts.Progress = func(n uint64) { _ = bar.Set64(min(int64(n), bar.GetMax64())) }
@@ -109,8 +169,12 @@ func (c *cli) blobLsCmd() *cobra.Command {
 		Long: `List the complete blobs of the node's store, the most recently added first (as
 'peers cache' lists the most recently seen first): when each was added (UTC;
 "-" for a blob stored by a version that did not keep the time, listed last),
-its size in bytes (what 'blob get --size' takes), the file name an event of
-the log gave it ("-" when no event names it with one) and its CID.`,
+its size in bytes (what 'blob get --size' takes), its name and its CID.
+
+A blob's name is the one 'blob add' gave it on this node (the file's base
+name, or --name), else the one the first event of the log that names the
+blob with a name gives it ("-" for neither): the operator's choice here
+comes before the network's (docs/adr/0051).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *store.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })

@@ -50,7 +50,7 @@ prints the event's id, as 'events add' does (with --json, the signed event).`,
 				return err
 			}
 			if dumpFile != "" {
-				bi, err := c.addFile(cmd.Context(), cl, dumpFile, "crash report --dump", false)
+				bi, err := c.addFile(cmd.Context(), cl, dumpFile, "crash report --dump", false, "")
 				if err != nil {
 					return err
 				}
