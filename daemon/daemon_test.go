@@ -74,6 +74,12 @@ func apiClient(t *testing.T, n *node.Node) *api.Client {
 // does, until the test ends, and returns the socket's path.
 func serveSocket(t *testing.T, n *node.Node) string {
 	t.Helper()
+	return serveSocketWith(t, n, nil)
+}
+
+// serveSocketWith is serveSocket with the daemon's log ring (nil: none).
+func serveSocketWith(t *testing.T, n *node.Node, ring *LogRing) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -81,7 +87,7 @@ func serveSocket(t *testing.T, n *node.Node) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n, nil), nil) }()
+	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n, ring), nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -228,21 +227,7 @@ func TestAPILog(t *testing.T) {
 // until the test ends, and returns a client for it.
 func logClient(t *testing.T, n *node.Node, ring *LogRing) *api.Client {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "api.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveHTTP(ctx, wrapListener(l), Handler(n, ring), nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	c := api.NewClient(sock)
+	c := api.NewClient(serveSocketWith(t, n, ring))
 	t.Cleanup(c.Close)
 	return c
 }
