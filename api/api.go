@@ -386,6 +386,7 @@ const PathDashboard = "/v1/dashboard"
 // PathDashboard).
 type Dashboard struct {
 	// URL is the dashboard's address with its access token, which the
-	// daemon makes anew at each start: http://HOST:PORT/?token=…
+	// daemon makes anew at each start, as the path's first segment:
+	// http://HOST:PORT/TOKEN/
 	URL string `json:"url"`
 }

@@ -20,8 +20,8 @@ import (
 )
 
 // PathBlobs takes a POSTed blob (the file's bytes, application/octet-stream)
-// and answers with its BlobInfo; answers GET with a JSON array of BlobInfo.
-// A POST's query parameter name, optional, is the name the blob is kept
+// and answers with its BlobInfo; answers GET with a JSON array of BlobInfo,
+// newest first (GET ?limit=N: the newest N; 0 or none, all). A POST's query parameter name, optional, is the name the blob is kept
 // under (BlobInfo.Name): at most 255 bytes of UTF-8 without control
 // characters, the rule of an event's blob name (BlobRef.Name); a bad one
 // is answered 400 and nothing is stored.

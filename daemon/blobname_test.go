@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/wats-network/wats/api"
@@ -88,5 +90,51 @@ func TestAddNamedBlob(t *testing.T) {
 	var out bytes.Buffer
 	if err := c.GetBlob(ctx, x.CID, x.Size, &out); err != nil || !bytes.Equal(out.Bytes(), unnamedData) {
 		t.Errorf("the blob renamed reads back as %d bytes, %v", out.Len(), err)
+	}
+}
+
+// TestBlobListLimit: GET /v1/blobs?limit=N answers the newest N blobs
+// (the dashboard asks for 10); 0 or none, all; a limit that is not a
+// number is a 400.
+func TestBlobListLimit(t *testing.T) {
+	n := startNode(t, nil)
+	c := apiClient(t, n)
+	for i := range 3 {
+		f, _ := randFile(t, 1000+i, uint64(10+i))
+		if _, err := addFile(t, c, f, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", c.Socket())
+	}}}
+	all, err := c.Blobs(context.Background())
+	if err != nil || len(all) != 3 {
+		t.Fatalf("blobs: %v, %v", all, err)
+	}
+	for _, tc := range []struct {
+		query  string
+		status int
+		n      int
+	}{{"", 200, 3}, {"?limit=0", 200, 3}, {"?limit=2", 200, 2}, {"?limit=3", 200, 3}, {"?limit=4", 200, 3}, {"?limit=x", 400, 0}, {"?limit=-1", 400, 0}} {
+		resp, err := hc.Get("http://wats" + api.PathBlobs + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []api.BlobInfo
+		if resp.StatusCode == 200 {
+			if err := json.UnmarshalRead(resp.Body, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || len(got) != tc.n {
+			t.Errorf("GET %s%s: %d with %d blobs, want %d with %d", api.PathBlobs, tc.query, resp.StatusCode, len(got), tc.status, tc.n)
+		}
+		for i := range got {
+			if got[i].CID != all[i].CID {
+				t.Errorf("GET %s%s: blob %d is %s, want the newest first (%s)", api.PathBlobs, tc.query, i, got[i].CID, all[i].CID)
+			}
+		}
 	}
 }

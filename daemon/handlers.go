@@ -538,3 +538,18 @@ func (h handlers) blobSize(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.BlobSize{CID: c.String(), Size: size, Source: "event"})
 	}
 }
+
+// blobList answers GET api.PathBlobs: the blobs, newest first, the
+// newest ?limit=N of them when N > 0.
+func (h handlers) blobList(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryUint(r, "limit", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	list := h.BlobList()
+	if limit > 0 && uint64(len(list)) > limit {
+		list = list[:limit]
+	}
+	writeJSON(w, http.StatusOK, list)
+}

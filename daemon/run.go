@@ -81,7 +81,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 	go func() { errc <- serveControl(sctx, control, cl, sock) }()
 	if dash != nil {
 		servers += 2
-		go func() { errc <- serveHTTP(sctx, dl, dash.Handler(control), nil) }()
+		go func() { errc <- serveTCP(sctx, dl, dash.Handler(control)) }()
 		start := time.Now()
 		go func() {
 			dash.Run(sctx, time.Now, func() time.Duration { return time.Since(start) })
@@ -95,7 +95,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 			return fail(fmt.Errorf("daemon: metrics listener %s: %w", addr, err))
 		}
 		servers++
-		go func() { errc <- serveHTTP(sctx, l, metricsHandler(n), nil) }()
+		go func() { errc <- serveTCP(sctx, l, metricsHandler(n)) }()
 	}
 	log.Info("control API listening", "socket", sock)
 	notifyStarted(log)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/node"
@@ -50,7 +51,7 @@ func handler(n *node.Node, log *LogRing, dashboardURL string) *http.ServeMux {
 	mux.HandleFunc("POST "+api.PathBlobs, h.addBlob)
 	mux.HandleFunc("POST "+api.PathBlobImport, h.importBlob)
 	mux.HandleFunc("POST "+api.PathBlobStreamFile, h.streamBlobFile)
-	mux.HandleFunc("GET "+api.PathBlobs, answer(n.BlobList))
+	mux.HandleFunc("GET "+api.PathBlobs, h.blobList)
 	mux.HandleFunc("GET "+api.PathBlobFetches, answer(func() []api.Fetch { return fetches(n.Fetching().Fetcher().InFlight()) }))
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}", h.getBlob)
 	mux.HandleFunc("GET "+api.PathBlobs+"/{cid}/size", h.blobSize)
@@ -113,19 +114,43 @@ func serveControl(ctx context.Context, h http.Handler, l net.Listener, path stri
 
 // serveHTTP serves h on l until ctx ends, then shuts down within 5 s.
 func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, cleanup func()) error {
+	return serve(ctx, l, &http.Server{Handler: h}, cleanup)
+}
+
+// Bounds of the servers on TCP (the dashboard's, the metrics'): any local
+// user can reach them, and none may starve the daemon of descriptors or
+// memory (docs/adr/0049).
+const (
+	// MaxTCPConns is the most connections a TCP server holds at once;
+	// more wait in the kernel's backlog.
+	MaxTCPConns = 64
+	// TCPIdleTimeout closes a connection idle between requests, and
+	// TCPWriteTimeout one whose answer takes longer to write.
+	TCPIdleTimeout  = 30 * time.Second
+	TCPWriteTimeout = 30 * time.Second
+	// TCPMaxHeaderBytes bounds a request's header.
+	TCPMaxHeaderBytes = 16 << 10
+)
+
+// serveTCP serves h on the TCP listener l until ctx ends, within the
+// bounds above.
+func serveTCP(ctx context.Context, l net.Listener, h http.Handler) error {
+	return serve(ctx, netutil.LimitListener(l, MaxTCPConns), &http.Server{
+		Handler: h, IdleTimeout: TCPIdleTimeout, WriteTimeout: TCPWriteTimeout, MaxHeaderBytes: TCPMaxHeaderBytes,
+	}, nil)
+}
+
+// serve serves srv on l until ctx ends, then shuts down within 5 s.
+func serve(ctx context.Context, l net.Listener, srv *http.Server, cleanup func()) error {
 	// Requests' contexts end when the server shuts down, so that streams
 	// (tail, sync) end at once instead of holding Shutdown for its timeout.
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		// The control socket's connections carry the descriptors of
-		// imports (wrapListener, ADR 0036); the metrics listener's do not.
-		ConnContext: connContext,
-		ConnState:   connState,
-	}
+	srv.ReadHeaderTimeout = 10 * time.Second
+	srv.BaseContext = func(net.Listener) context.Context { return base }
+	// The control socket's connections carry the descriptors of imports
+	// (wrapListener, ADR 0036); the TCP listeners' do not.
+	srv.ConnContext, srv.ConnState = connContext, connState
 	srv.RegisterOnShutdown(cancelRequests)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -60,9 +60,10 @@ func NewHistory() *History {
 
 // Add records a sample of families taken at wall (the x axis) and mono
 // (the monotonic clock: rates are over its elapsed time, so a wall clock
-// stepped back or forward changes no rate). A counter's first sample,
-// a counter that went down (the daemon restarted its count) and a sample
-// whose mono did not advance have no rate (NaN).
+// stepped back or forward changes no rate). The first sample, a counter
+// that went down and a sample whose mono did not advance have no rate
+// (NaN); a counter new since the last sample (a label value counted for
+// the first time) counts from 0.
 func (h *History) Add(wall time.Time, mono time.Duration, families []*dto.MetricFamily) {
 	values, counters := extract(families)
 	h.mu.Lock()
@@ -74,9 +75,11 @@ func (h *History) Add(wall time.Time, mono time.Duration, families []*dto.Metric
 			row[k] = v
 			continue
 		}
-		prev, ok := h.last[k]
+		// A counter the last sample lacked (a label value counted for
+		// the first time) was 0 then.
+		prev := h.last[k]
 		h.last[k] = v
-		if !ok || !h.sampled || dt <= 0 || v < prev {
+		if !h.sampled || dt <= 0 || v < prev {
 			row[k] = math.NaN()
 			continue
 		}

@@ -22,7 +22,11 @@ func families(t *testing.T, up, down, effort float64) []*dto.MetricFamily {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "wats_challenge_effort_bits"})
 	g.Set(effort)
 	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "wats_not_recorded_total"})
-	reg.MustRegister(bw, g, other)
+	bans := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wats_peers_banned_total"}, []string{"reason"})
+	if effort >= 10 { // a ban, from the third sample on: its series starts then
+		bans.WithLabelValues("stream_flood").Add(5)
+	}
+	reg.MustRegister(bw, g, other, bans)
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +80,10 @@ func TestHistoryRates(t *testing.T) {
 	}
 	if got, want := values(v, "wats_challenge_effort_bits"), []float64{8, 9, 10, 10, 8}; !same(got, want) {
 		t.Errorf("effort: %v, want %v", got, want)
+	}
+	// The bans counted from the third sample: 5 in its 5 s, then none.
+	if got, want := values(v, "wats_peers_banned_total"), []float64{nan, nan, 1, nan, nan}; !same(got, want) {
+		t.Errorf("bans: %v, want %v (a counter new since the last sample counts from 0)", got, want)
 	}
 	if _, ok := v.Series["wats_not_recorded_total"]; ok {
 		t.Error("a metric not Recorded is kept")

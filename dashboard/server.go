@@ -73,9 +73,12 @@ func NewToken() (string, error) {
 func (d *Dashboard) Token() string { return d.o.Token }
 
 // URL returns the dashboard's URL at the listener address addr (a
-// host:port), with the token: what `wats dashboard` prints.
+// host:port), with the token as its path's first segment: what `wats
+// dashboard` prints. The page's script and its requests are relative to
+// it, so every one carries the token, and no cookie (which a browser
+// shares with every port of the host) holds it.
 func (d *Dashboard) URL(addr string) string {
-	u := url.URL{Scheme: "http", Host: addr, Path: "/", RawQuery: url.Values{"token": {d.o.Token}}.Encode()}
+	u := url.URL{Scheme: "http", Host: addr, Path: "/" + d.o.Token + "/"}
 	return u.String()
 }
 
@@ -106,8 +109,7 @@ func (d *Dashboard) Run(ctx context.Context, now func() time.Time, mono func() t
 func (d *Dashboard) Handler(control http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets") // a fixed embedded directory
-	files := http.FileServerFS(static)
-	mux.Handle("GET /", files)
+	mux.Handle("GET /", http.FileServerFS(static))
 	for _, p := range Forwarded {
 		mux.Handle("GET /api"+p, http.StripPrefix("/api", control))
 	}
@@ -118,22 +120,12 @@ func (d *Dashboard) Handler(control http.Handler) http.Handler {
 	return d.guard(mux)
 }
 
-// CookieName returns the name of the cookie that carries the token of the
-// dashboard at host (a Host header): one per port, since browsers share
-// a host's cookies among its ports and two nodes' dashboards have two
-// tokens.
-func CookieName(host string) string {
-	_, port, err := net.SplitHostPort(host)
-	if err != nil || port == "" {
-		port = "80"
-	}
-	return "wats_dashboard_" + port
-}
-
-// guard answers every request that is not a GET or HEAD with the token:
-// 405 for another method, 401 without a token, 403 with a wrong one. A
-// right token in the URL is moved into a cookie, and the page asked for
-// again without it (so that it leaves no history entry or Referer).
+// guard answers a request only with the token, as the first segment of
+// its path (/TOKEN/…, the URL's form) or as "Authorization: Bearer
+// TOKEN" (for scripts): 401 without a token, 403 with a wrong one, 405
+// for a method but GET and HEAD, 421 for a Host header that names this
+// machine by neither an IP address nor localhost (a DNS name rebound to
+// 127.0.0.1 by another site). Answers that refuse close the connection.
 func (d *Dashboard) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -142,40 +134,63 @@ func (d *Dashboard) guard(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
+		refuse := func(status int, msg string) {
+			h.Set("Connection", "close")
+			http.Error(w, msg, status)
+		}
+		if !localHost(r.Host) {
+			refuse(http.StatusMisdirectedRequest, "the dashboard answers only at 127.0.0.1, [::1] or localhost")
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
-			http.Error(w, "the dashboard only shows the node: GET and HEAD", http.StatusMethodNotAllowed)
+			refuse(http.StatusMethodNotAllowed, "the dashboard only shows the node: GET and HEAD")
 			return
 		}
-		q := r.URL.Query()
-		if t := q.Get("token"); t != "" {
+		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			if !d.valid(t) {
-				http.Error(w, "wrong token: run `wats dashboard` for the dashboard's URL", http.StatusForbidden)
+				refuse(http.StatusForbidden, wrongToken)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: CookieName(r.Host), Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			next.ServeHTTP(w, r)
 			return
 		}
-		t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			if c, err := r.Cookie(CookieName(r.Host)); err == nil {
-				t, ok = c.Value, true
-			}
-		}
+		first, rest, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		switch {
-		case !ok || t == "":
+		case first == "" || first == "api" || isAsset(first):
+			// "/", the API or an asset asked for without the token.
 			h.Set("WWW-Authenticate", `Bearer realm="wats dashboard"`)
-			http.Error(w, "this is a wats node's dashboard: open the URL that `wats dashboard` prints, which carries its access token", http.StatusUnauthorized)
-		case !d.valid(t):
-			http.Error(w, "wrong token (the daemon makes a new one at each start): run `wats dashboard` for the dashboard's URL", http.StatusForbidden)
+			refuse(http.StatusUnauthorized, "this is a wats node's dashboard: open the URL that `wats dashboard` prints, which carries its access token")
+		case !d.valid(first):
+			refuse(http.StatusForbidden, wrongToken)
+		case !slash:
+			http.Redirect(w, r, "/"+first+"/", http.StatusMovedPermanently)
 		default:
-			next.ServeHTTP(w, r)
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/" + rest
+			r2.URL.RawPath = ""
+			next.ServeHTTP(w, r2)
 		}
 	})
+}
+
+// isAsset reports whether name is a file of the page (index.html,
+// app.js, …).
+func isAsset(name string) bool {
+	_, err := fs.Stat(assets, "assets/"+name)
+	return err == nil
+}
+
+const wrongToken = "wrong token (the daemon makes a new one at each start): run `wats dashboard` for the dashboard's URL"
+
+// localHost reports whether host (a Host header) names this machine by an
+// IP address or as localhost, with or without a port.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return host == "localhost" || net.ParseIP(host) != nil
 }
 
 func (d *Dashboard) valid(t string) bool {

@@ -44,9 +44,7 @@ func TestTokenRefusedAndAccepted(t *testing.T) {
 	bearer := func(tok string) func(*http.Request) {
 		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
 	}
-	cookie := func(name, tok string) func(*http.Request) {
-		return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: name, Value: tok}) }
-	}
+	host := func(name string) func(*http.Request) { return func(r *http.Request) { r.Host = name } }
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -56,25 +54,35 @@ func TestTokenRefusedAndAccepted(t *testing.T) {
 		body   string
 	}{
 		{"page without a token", "GET", "/", nil, 401, "wats dashboard"},
+		{"index without a token", "GET", "/index.html", nil, 401, ""},
+		{"script without a token", "GET", "/app.js", nil, 401, ""},
 		{"api without a token", "GET", "/api/v1/status", nil, 401, ""},
 		{"history without a token", "GET", PathHistory, nil, 401, ""},
-		{"script without a token", "GET", "/app.js", nil, 401, ""},
-		{"empty bearer", "GET", "/api/v1/status", bearer(""), 401, ""},
+		{"wrong token", "GET", "/nope/", nil, 403, "wrong token"},
+		{"wrong token, api", "GET", "/nope/api/v1/status", nil, 403, "wrong token"},
+		{"token one byte short", "GET", "/secret-toke/", nil, 403, "wrong token"},
+		{"token one byte long", "GET", "/secret-tokenn/", nil, 403, "wrong token"},
+		{"the token past a dot segment", "GET", "/x/../secret-token/api/v1/status", nil, 403, ""},
+		{"empty bearer", "GET", "/api/v1/status", bearer(""), 403, "wrong token"},
 		{"wrong bearer", "GET", "/api/v1/status", bearer("secret-tokeN"), 403, "wrong token"},
-		{"bearer one byte short", "GET", "/api/v1/status", bearer("secret-toke"), 403, "wrong token"},
-		{"wrong token in the URL", "GET", "/?token=nope", nil, 403, "wrong token"},
-		{"wrong cookie", "GET", "/api/v1/peers", cookie("wats_dashboard_5180", "nope"), 403, ""},
-		{"another port's cookie", "GET", "/api/v1/peers", cookie("wats_dashboard_5181", "secret-token"), 401, ""},
-		{"bearer", "GET", "/api/v1/status", bearer("secret-token"), 200, "GET /v1/status"},
-		{"cookie", "GET", "/api/v1/peers", cookie("wats_dashboard_5180", "secret-token"), 200, "GET /v1/peers"},
-		{"page", "GET", "/", bearer("secret-token"), 200, "<title>wats node</title>"},
-		{"script", "GET", "/app.js", bearer("secret-token"), 200, "use strict"},
-		{"history", "GET", PathHistory, bearer("secret-token"), 200, `"interval_seconds":5`},
-		{"fetches", "GET", "/api/v1/blobs/fetches", bearer("secret-token"), 200, "GET /v1/blobs/fetches"},
-		{"a path not forwarded", "GET", "/api/v1/config", bearer("secret-token"), 404, ""},
-		{"pprof is not forwarded", "GET", "/api/debug/pprof/", bearer("secret-token"), 404, ""},
-		{"POST with the token", "POST", "/api/v1/events", bearer("secret-token"), 405, "GET and HEAD"},
-		{"DELETE with the token", "DELETE", "/api/v1/blobs/x", bearer("secret-token"), 405, ""},
+		{"a name rebound to this machine", "GET", "/secret-token/", host("evil.example:5180"), 421, "127.0.0.1"},
+		{"a name rebound, with a bearer", "GET", "/api/v1/status", func(r *http.Request) { r.Host = "evil.example"; r.Header.Set("Authorization", "Bearer secret-token") }, 421, ""},
+		{"page", "GET", "/secret-token/", nil, 200, "<title>wats node</title>"},
+		{"page at localhost", "GET", "/secret-token/", host("localhost:5180"), 200, "<title>wats node</title>"},
+		{"page at [::1]", "GET", "/secret-token/", host("[::1]:5180"), 200, "<title>wats node</title>"},
+		{"no trailing slash", "GET", "/secret-token", nil, 301, ""},
+		{"script", "GET", "/secret-token/app.js", nil, 200, "use strict"},
+		{"status", "GET", "/secret-token/api/v1/status", nil, 200, "GET /v1/status"},
+		{"fetches", "GET", "/secret-token/api/v1/blobs/fetches", nil, 200, "GET /v1/blobs/fetches"},
+		{"history", "GET", "/secret-token" + PathHistory, nil, 200, `"interval_seconds":5`},
+		{"bearer", "GET", "/api/v1/peers", bearer("secret-token"), 200, "GET /v1/peers"},
+		{"HEAD", "HEAD", "/secret-token/api/v1/status", nil, 200, ""},
+		{"a path not forwarded", "GET", "/secret-token/api/v1/config", nil, 404, ""},
+		{"pprof is not forwarded", "GET", "/secret-token/api/debug/pprof/", nil, 404, ""},
+		{"the log is not forwarded", "GET", "/secret-token/api/v1/log", nil, 404, ""},
+		{"POST with the token", "POST", "/secret-token/api/v1/events", nil, 405, "GET and HEAD"},
+		{"DELETE with a bearer", "DELETE", "/api/v1/blobs/x", bearer("secret-token"), 405, ""},
+		{"OPTIONS", "OPTIONS", "/secret-token/", nil, 405, ""},
 		{"POST without a token", "POST", "/api/v1/peers/connect", nil, 405, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,34 +93,27 @@ func TestTokenRefusedAndAccepted(t *testing.T) {
 			if w.Code == 401 && w.Header().Get("WWW-Authenticate") == "" {
 				t.Error("401 without WWW-Authenticate")
 			}
+			if w.Code >= 400 && w.Code != 404 && w.Header().Get("Connection") != "close" {
+				t.Error("a refusal keeps the connection open")
+			}
 			if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 				t.Errorf("Content-Security-Policy %q", csp)
+			}
+			if len(w.Result().Cookies()) != 0 {
+				t.Errorf("sets a cookie: %v", w.Result().Cookies())
 			}
 		})
 	}
 }
 
-// TestTokenInTheURLBecomesACookie: the URL `wats dashboard` prints sets
-// the cookie and sends the browser to the same page without the token;
-// the cookie then opens the page.
-func TestTokenInTheURLBecomesACookie(t *testing.T) {
+func TestURL(t *testing.T) {
 	d, h := newTestDashboard(t)
 	u := d.URL("127.0.0.1:5180")
-	if u != "http://127.0.0.1:5180/?token=secret-token" {
+	if u != "http://127.0.0.1:5180/secret-token/" {
 		t.Fatalf("URL %q", u)
 	}
-	w := do(h, "GET", "/?token=secret-token&x=1", nil)
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/?x=1" {
-		t.Fatalf("first visit: %d to %q", w.Code, w.Header().Get("Location"))
-	}
-	cookies := w.Result().Cookies()
-	if len(cookies) != 1 || cookies[0].Name != "wats_dashboard_5180" || cookies[0].Value != "secret-token" ||
-		!cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookies %+v", cookies)
-	}
-	w = do(h, "GET", "/", func(r *http.Request) { r.AddCookie(cookies[0]) })
-	if w.Code != 200 {
-		t.Fatalf("with the cookie: %d", w.Code)
+	if w := do(h, "GET", strings.TrimPrefix(u, "http://127.0.0.1:5180"), nil); w.Code != 200 {
+		t.Fatalf("GET %s: %d", u, w.Code)
 	}
 }
 
@@ -128,17 +129,5 @@ func TestNewTokenIsRandom(t *testing.T) {
 	d, err := New(Options{Gatherer: prometheus.NewRegistry()})
 	if err != nil || len(d.Token()) != 22 {
 		t.Fatalf("New made token %q, %v", d.Token(), err)
-	}
-}
-
-func TestCookieName(t *testing.T) {
-	for host, want := range map[string]string{
-		"127.0.0.1:5180": "wats_dashboard_5180",
-		"[::1]:7":        "wats_dashboard_7",
-		"localhost":      "wats_dashboard_80",
-	} {
-		if got := CookieName(host); got != want {
-			t.Errorf("CookieName(%q) = %q, want %q", host, got, want)
-		}
 	}
 }

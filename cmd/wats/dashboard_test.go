@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,15 +72,15 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 
 // TestDashboardInABrowser: a default-profile daemon's dashboard, opened in
 // Chromium at the URL `wats dashboard` prints, shows the node's peer ID, a
-// peer connecting, an event added, a peer's bytes and requests refused to
-// an attacker, and fits a phone's width; without the token it answers 401,
-// with a wrong one 403.
+// peer connecting with its bytes each way, an event added, requests refused
+// to an attacker, fits a phone's width, and says so when the daemon is
+// gone; without the token it answers 401, with a wrong one 403.
 func TestDashboardInABrowser(t *testing.T) {
 	path := chromium(t)
 	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
 	initDefault(t, env, bin, a, b)
-	startBinDaemon(t, env, bin, a)
+	daemonA, _ := startBinDaemonProc(t, env, bin, a)
 	startBinDaemon(t, env, bin, b)
 	idA, idB := idOf(t, env, bin, a), idOf(t, env, bin, b)
 
@@ -88,9 +89,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatalf("dashboard: exit %d: %s", code, stderr)
 	}
 	u, err := url.Parse(strings.TrimSpace(out))
-	if err != nil || u.Query().Get("token") == "" || !strings.HasPrefix(u.Host, "127.0.0.1:") {
-		t.Fatalf("dashboard printed %q: %v", out, err)
+	if err != nil || len(u.Path) < 20 || !strings.HasSuffix(u.Path, "/") || !strings.HasPrefix(u.Host, "127.0.0.1:") {
+		t.Fatalf("dashboard printed %q (want http://127.0.0.1:PORT/TOKEN/): %v", out, err)
 	}
+	token := strings.Trim(u.Path, "/")
 
 	// The token refused and accepted, over plain HTTP.
 	plain := http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -99,10 +101,12 @@ func TestDashboardInABrowser(t *testing.T) {
 		status int
 	}{
 		{"http://" + u.Host + "/", http.StatusUnauthorized},
+		{"http://" + u.Host + "/app.js", http.StatusUnauthorized},
 		{"http://" + u.Host + "/api/v1/status", http.StatusUnauthorized},
-		{"http://" + u.Host + "/?token=wrong", http.StatusForbidden},
-		{"http://" + u.Host + "/api/v1/status?token=wrong", http.StatusForbidden},
-		{u.String(), http.StatusSeeOther},
+		{"http://" + u.Host + "/wrong-token/", http.StatusForbidden},
+		{"http://" + u.Host + "/wrong-token/api/v1/status", http.StatusForbidden},
+		{u.String(), http.StatusOK},
+		{u.String() + "api/v1/status", http.StatusOK},
 	} {
 		resp, err := plain.Get(tc.target)
 		if err != nil {
@@ -110,7 +114,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.status {
-			t.Errorf("GET %s: %d, want %d", strings.Replace(tc.target, u.Query().Get("token"), "TOKEN", 1), resp.StatusCode, tc.status)
+			t.Errorf("GET %s: %d, want %d", strings.Replace(tc.target, token, "TOKEN", 1), resp.StatusCode, tc.status)
 		}
 	}
 
@@ -119,8 +123,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the node's peer ID", fmt.Sprintf(`document.getElementById("peer-id").textContent === %q`, idA.PeerID))
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") {
-		t.Errorf("the page's URL still carries the token: %q, %v", loc, err)
+	if cookies, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || cookies != "" {
+		t.Errorf("the page set cookies %q (%v): a cookie is sent to every port of 127.0.0.1", cookies, err)
 	}
 
 	// A peer connecting.
@@ -173,6 +177,14 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	waitFor(t, ctx, "the page within a phone's width", `document.documentElement.scrollWidth <= 390`)
 	shoot(t, ctx, "dashboard-phone.png")
+
+	// The daemon gone: the page says so rather than show stale figures as
+	// current.
+	if err := daemonA.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = daemonA.Wait()
+	waitFor(t, ctx, "that the daemon stopped answering", `!document.getElementById("banner").hidden && document.getElementById("banner").textContent.includes("not answered")`)
 }
 
 // shoot writes a screenshot of the page to the directory

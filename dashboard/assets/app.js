@@ -1,6 +1,8 @@
-// The wats dashboard: reads the node's read-only views (/api/v1/...) every
-// 2 s and its metrics' history (/api/history) every 5 s, and draws them.
-// Every string from the node or its peers is set as text, never as HTML.
+// The wats dashboard: reads the node's read-only views (api/v1/...) every
+// 2 s and its metrics' history (api/history) every 5 s, and draws them.
+// Every path is relative to the page's, /TOKEN/: each request carries the
+// token. Every string from the node or its peers is set as text, never as
+// HTML, in an element that isolates its direction.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -33,7 +35,7 @@ function duration(s) {
 }
 // short shows a peer ID or a hash as its start and end; the whole is its title.
 function short(id, head = 8, tail = 6) {
-  const s = el("span", { class: "mono", title: id });
+  const s = el("span", { class: "mono peer-text", title: id });
   s.textContent = id.length > head + tail + 1 ? id.slice(0, head) + "…" + (tail ? id.slice(-tail) : "") : id;
   return s;
 }
@@ -48,26 +50,49 @@ function bar(used, max) {
 }
 function replace(id, nodes) { $(id).replaceChildren(...nodes); }
 
+// stopped is set once the token is refused: the daemon restarted (it makes
+// a new token at each start), and polling again would never succeed.
+let stopped = false;
+let failingSince = null;
+
+class Refused extends Error {}
+
 async function get(path) {
-  const r = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  const r = await fetch(path, { cache: "no-store" });
   if (r.status === 401 || r.status === 403) {
-    throw new Error("the token is not valid any more (a restarted daemon makes a new one): run `wats dashboard` for the URL");
+    throw new Refused("the daemon refuses this page's token: it has restarted (it makes a new token at each start). Run `wats dashboard` for the new URL.");
   }
   if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   return r.json();
 }
 
-let identity = null;
+// unreachable shows the banner over the page, and greys the figures that
+// stopped being current.
+function unreachable(e) {
+  if (e instanceof Refused) stopped = true;
+  if (!failingSince) failingSince = new Date();
+  const b = $("banner");
+  b.textContent = e instanceof Refused ? e.message :
+    `The daemon has not answered since ${failingSince.toLocaleTimeString()}: what the page shows is from before then. (${e.message || e})`;
+  b.hidden = false;
+  document.body.classList.add("stale");
+}
+
+function reachable() {
+  failingSince = null;
+  $("banner").hidden = true;
+  document.body.classList.remove("stale");
+}
 
 async function poll() {
+  if (stopped) return;
   try {
-    if (!identity) identity = await get("/api/v1/id");
-    const status = await get("/api/v1/status");
+    const [identity, status] = await Promise.all([get("api/v1/id"), get("api/v1/status")]);
     const head = status.head;
     const after = Math.max(0, head - 10);
     const [peers, page, blobs, fetches, diag] = await Promise.all([
-      get("/api/v1/peers"), get(`/api/v1/events?after=${after}&limit=10`), get("/api/v1/blobs"),
-      get("/api/v1/blobs/fetches"), get("/api/v1/diag"),
+      get("api/v1/peers"), get(`api/v1/events?after=${after}&limit=10`), get("api/v1/blobs?limit=10"),
+      get("api/v1/blobs/fetches"), get("api/v1/diag"),
     ]);
     showNode(identity, status);
     showBandwidth(status);
@@ -76,9 +101,9 @@ async function poll() {
     showBlobs(status, blobs, fetches);
     showAdmission(status, diag);
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
-    $("error").textContent = "";
+    reachable();
   } catch (e) {
-    $("error").textContent = String(e.message || e);
+    unreachable(e);
   }
 }
 
@@ -136,7 +161,7 @@ function showLog(st, page, after) {
   const rows = page.events.map((e, i) => el("tr", { "data-event": e.id },
     el("td", { class: "num" }, after + i + 1),
     el("td", {}, new Date(e.time).toLocaleString()),
-    el("td", {}, e.kind), el("td", {}, short(e.author)), el("td", {}, short(e.id, 12, 0)),
+    el("td", { class: "peer-text" }, e.kind), el("td", {}, short(e.author)), el("td", {}, short(e.id, 12, 0)),
     el("td", { class: "num" }, (e.blobs || []).length)));
   replace("event-rows", rows.reverse());
 }
@@ -149,17 +174,17 @@ function showBlobs(st, blobs, fetches) {
     short(f.cid, 12, 6), ` ${bytes(f.held)} of ${bytes(f.size)}, `,
     f.provider ? el("span", {}, "from ", short(f.provider)) : (f.finding ? "finding providers" : "waiting"),
     bar(f.held, f.size))) : [el("li", { class: "muted" }, "none")]);
-  const shown = blobs.slice(-10).reverse();
+  const shown = blobs.slice(0, 10); // newest first
   replace("blob-rows", shown.length ? shown.map((b) => el("li", { "data-cid": b.cid },
-    short(b.cid, 12, 6), " ", b.name ? el("span", {}, b.name, " ") : "", el("span", { class: "muted" }, bytes(b.size)))) :
+    short(b.cid, 12, 6), " ", b.name ? el("span", { class: "peer-text" }, b.name) : "", " ", el("span", { class: "muted" }, bytes(b.size)))) :
     [el("li", { class: "muted" }, "none")]);
 }
 
 function showAdmission(st, diag) {
   const refused = diag.requests.reduce((n, r) => n + r.refused, 0);
-  $("admission-now").textContent = `${refused} requests refused since start · challenges: ${st.challenges_issued} sent, ` +
+  $("admission-now").textContent = `${plural(refused, "request")} refused since start · challenges: ${st.challenges_issued} sent, ` +
     `${st.challenges_solved} solved, ${st.challenges_failed} failed · effort ${st.challenge_effort} bits · ` +
-    `${st.in_flight} requests in flight · stranger slots ${st.stranger_slots_used} of ${st.stranger_slots}`;
+    `${plural(st.in_flight, "request")} in flight · stranger slots ${st.stranger_slots_used} of ${st.stranger_slots}`;
   replace("request-rows", diag.requests.map((r) => el("tr", { "data-request": r.type },
     el("td", {}, r.type), el("td", { class: "num" }, r.accepted), el("td", { class: "num refused" }, r.refused))));
 }
@@ -193,10 +218,11 @@ function chart(id, title, series, data, yFmt) {
 }
 
 async function pollHistory() {
+  if (stopped) return;
   try {
-    history = await get("/api/history");
+    history = await get("api/history");
   } catch (e) {
-    $("error").textContent = String(e.message || e);
+    unreachable(e);
     return;
   }
   const t = history.times.map((ms) => ms / 1000);
