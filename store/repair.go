@@ -352,6 +352,13 @@ func scanAll(db *pebble.DB, rep *CheckReport) {
 // database with its value. The daemon must not run (the database is
 // locked while it does). now verifies events' times.
 func Check(r *repo.Repo, now time.Time) (*CheckReport, error) {
+	// A running daemon holds the database: pebble would refuse to open it,
+	// which reads as damage. Say who holds it instead (repo.ErrLocked).
+	release, err := r.RLock()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	rep := &CheckReport{}
 	if _, err := os.Stat(r.DBPath()); err != nil {
 		if errors.Is(err, os.ErrNotExist) {

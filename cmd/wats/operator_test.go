@@ -571,4 +571,8 @@ func TestDamagedRepoCLI(t *testing.T) {
 	if code, _, stderr := runBin(t, env, bin, "repo", "repair", "--repo", dir); code != 1 || !strings.Contains(stderr, "in use") {
 		t.Errorf("repo repair with the daemon running: exit %d, stderr %q", code, stderr)
 	}
+	// check, likewise: a running daemon's database is in use, not damaged.
+	if code, out, stderr := runBin(t, env, bin, "repo", "check", "--repo", dir); code != 1 || !strings.Contains(stderr, "in use") || strings.Contains(out+stderr, "damaged") {
+		t.Errorf("repo check with the daemon running: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 }
