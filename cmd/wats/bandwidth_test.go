@@ -165,3 +165,23 @@ func TestMonthlyUpCapE2E(t *testing.T) {
 		t.Errorf("a peer with standing past the monthly cap: exit %d: %s", code, stderr)
 	}
 }
+
+// TestBandwidthWords: status's bandwidth line gives each count in the unit
+// it reaches, as every byte count of the CLI, and says what a cap means.
+func TestBandwidthWords(t *testing.T) {
+	for _, tc := range []struct {
+		b    api.BandwidthStatus
+		want string
+	}{
+		{api.BandwidthStatus{UpBytes: 26 << 10, DownBytes: 512, Month: "2026-12", MonthUpBytes: 29189},
+			"26.0 KiB sent (no cap), 512 B received (no cap) since the start; 28.5 KiB sent in 2026-12 (no monthly cap)"},
+		{api.BandwidthStatus{UpBytes: 3 << 20, UpBytesPerS: 8 << 20, DownBytesPerS: 1 << 20, Month: "2026-12", MonthUpBytes: 5 << 30, MonthlyUpBytes: 10 << 30},
+			"3.0 MiB sent (cap 8.0 MiB/s), 0 B received (cap 1.0 MiB/s) since the start; 5.0 GiB sent in 2026-12 of the 10.0 GiB a month allowed"},
+		{api.BandwidthStatus{Month: "2026-12", MonthUpBytes: 1 << 30, MonthlyUpBytes: 1 << 30, StrangerBlobsStopped: true},
+			"0 B sent (no cap), 0 B received (no cap) since the start; 1.0 GiB sent in 2026-12, the monthly cap of 1.0 GiB reached: blobs go only to peers with standing until the month ends"},
+	} {
+		if got := bandwidthWords(tc.b); got != tc.want {
+			t.Errorf("bandwidthWords(%+v) =\n%q, want\n%q", tc.b, got, tc.want)
+		}
+	}
+}

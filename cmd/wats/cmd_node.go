@@ -175,22 +175,21 @@ func statusLines(st *api.Status) [][2]string {
 // received since the start in MiB, against the caps in MiB/s, and the
 // month's bytes sent against the monthly cap (docs/adr/0048).
 func bandwidthWords(b api.BandwidthStatus) string {
-	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
 	rate := func(n uint64) string {
 		if n == 0 {
 			return "no cap"
 		}
-		return fmt.Sprintf("cap %.1f MiB/s", mib(n))
+		return "cap " + humanize.Bytes(n) + "/s"
 	}
-	s := fmt.Sprintf("%.1f MiB sent (%s), %.1f MiB received (%s) since the start; %.1f MiB sent in %s",
-		mib(b.UpBytes), rate(b.UpBytesPerS), mib(b.DownBytes), rate(b.DownBytesPerS), mib(b.MonthUpBytes), b.Month)
+	s := fmt.Sprintf("%s sent (%s), %s received (%s) since the start; %s sent in %s",
+		humanize.Bytes(b.UpBytes), rate(b.UpBytesPerS), humanize.Bytes(b.DownBytes), rate(b.DownBytesPerS), humanize.Bytes(b.MonthUpBytes), b.Month)
 	switch {
 	case b.MonthlyUpBytes == 0:
 		return s + " (no monthly cap)"
 	case b.StrangerBlobsStopped:
-		return s + fmt.Sprintf(", the monthly cap of %.1f MiB reached: blobs go only to peers with standing until the month ends", mib(b.MonthlyUpBytes))
+		return s + fmt.Sprintf(", the monthly cap of %s reached: blobs go only to peers with standing until the month ends", humanize.Bytes(b.MonthlyUpBytes))
 	}
-	return s + fmt.Sprintf(" of the %.1f MiB a month allowed", mib(b.MonthlyUpBytes))
+	return s + fmt.Sprintf(" of the %s a month allowed", humanize.Bytes(b.MonthlyUpBytes))
 }
 
 // reachWords says what AutoNAT found (api.Status.Reachability) in words.

@@ -23,8 +23,8 @@ exits 1 when something is damaged. It also tells of acknowledged events the
 database lost with a damaged WAL tail (the repo's acked mark, ADR 0045) and
 how many came back from peers since; it exits 1 while some are missing. The
 daemon must be stopped (with one running, it says which holds the repo). A
-database that does not open at all is read one
-table file at a time, to say how many events 'repo repair' would keep.`,
+database that does not open at all is read one table file at a time, to say
+how many events 'repo repair' would keep.`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			r, err := c.openRepo()
