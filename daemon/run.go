@@ -96,6 +96,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 		}
 		servers++
 		go func() { errc <- serveTCP(sctx, l, metricsHandler(n)) }()
+		log.Info("metrics listening", "addr", l.Addr().String())
 	}
 	log.Info("control API listening", "socket", sock)
 	notifyStarted(log)

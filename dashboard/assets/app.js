@@ -111,7 +111,7 @@ function showNode(id, st) {
   $("peer-id").textContent = id.peer_id;
   $("network").textContent = "network " + id.network;
   const r = $("reachability");
-  r.textContent = st.reachability;
+  r.textContent = "reachability: " + st.reachability;
   r.className = "badge " + st.reachability;
   r.title = { public: "peers can dial this node", private: "behind a NAT or firewall: reached through relays", unknown: "not yet found out" }[st.reachability] || "";
   $("agent").textContent = id.agent;
@@ -155,7 +155,7 @@ function showLog(st, page, after) {
   $("log-summary").textContent = `${plural(l.events, "event")} from ${plural(l.authors, "author")}, newest #${st.head}` +
     (r == null ? "" : ` · ${(r * 60).toFixed(1)} stored a minute`);
   const q = [];
-  if (l.max_events) q.push(el("div", {}, `events ${l.events} of ${l.max_events}`), bar(l.events, l.max_events));
+  if (l.max_events) q.push(el("div", {}, `events ${l.events.toLocaleString()} of ${l.max_events.toLocaleString()}`), bar(l.events, l.max_events));
   if (l.max_bytes) q.push(el("div", {}, `bytes ${bytes(l.bytes)} of ${bytes(l.max_bytes)}`), bar(l.bytes, l.max_bytes));
   replace("log-quotas", q);
   const rows = page.events.map((e, i) => el("tr", { "data-event": e.id },
@@ -227,10 +227,15 @@ async function pollHistory() {
   }
   const t = history.times.map((ms) => ms / 1000);
   const s = (k) => history.series[k] || t.map(() => null);
+  // A cap of 0 is none: no line.
+  const cap = (k) => s(k).map((v) => v ? v : null);
   chart("bandwidth-chart", "bytes a second, last hour", [
     { label: "up", stroke: "#c2410c", width: 2 },
     { label: "down", stroke: "#1d4ed8", width: 2 },
-  ], [t, s("wats_bandwidth_bytes_total:up"), s("wats_bandwidth_bytes_total:down")], rate);
+    { label: "up cap", stroke: "#c2410c", dash: [6, 4] },
+    { label: "down cap", stroke: "#1d4ed8", dash: [6, 4] },
+  ], [t, s("wats_bandwidth_bytes_total:up"), s("wats_bandwidth_bytes_total:down"),
+    cap("wats_bandwidth_cap_bytes_per_second:up"), cap("wats_bandwidth_cap_bytes_per_second:down")], rate);
   const types = ["hello", "sync", "replicate", "crash_report"];
   const colors = ["#7c3aed", "#1d4ed8", "#0f766e", "#b45309"];
   chart("admission-chart", "refused a minute, by request; challenges a minute", [
