@@ -140,7 +140,8 @@ function showPeers(peers) {
   peers.sort((a, b) => (b.hello - a.hello) || a.peer_id.localeCompare(b.peer_id));
   $("peer-count").textContent = `(${peers.length})`;
   replace("peer-rows", peers.map((p) => {
-    const tier = el("td", { class: "tier-" + p.tier, title: p.tier_reason || "" }, p.tier || "–");
+    const tier = el("td", { class: "tier tier-" + p.tier }, p.tier || "–",
+      p.tier_reason ? el("div", { class: "muted reason" }, p.tier_reason) : "");
     return el("tr", { "data-peer": p.peer_id },
       el("td", {}, short(p.peer_id)), tier,
       el("td", { title: (p.addrs || []).join("\n") }, `${p.conn || "–"}, ${p.direction}`),
