@@ -59,7 +59,7 @@ var allowed = map[string][]string{
 	"dashboard": {"api"},
 	// The control server of a running node, and Run for `wats daemon`.
 	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics", "dashboard"},
-	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
+	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "eventlog", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
 	// protocol, as an outside peer is.
