@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,7 +16,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/wats-network/wats/internal/attack"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/wats-network/wats/proto"
 )
 
 // chromium returns the path of Debian's Chromium, which .ci/run installs.
@@ -73,7 +77,7 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 // TestDashboardInABrowser: a default-profile daemon's dashboard, opened in
 // Chromium at the URL `wats dashboard` prints, shows the node's peer ID, a
 // peer connecting with its bytes each way, an event added, requests refused
-// to an attacker, fits a phone's width, and says so when the daemon is
+// to a peer over its hello budget, fits a phone's width, and says so when the daemon is
 // gone; without the token it answers 401, with a wrong one 403.
 func TestDashboardInABrowser(t *testing.T) {
 	path := chromium(t)
@@ -142,31 +146,37 @@ func TestDashboardInABrowser(t *testing.T) {
 	eventID := strings.TrimSpace(out)
 	waitFor(t, ctx, "the event added", fmt.Sprintf(`(r => r !== null && r.textContent.includes("dashboard-test"))(document.querySelector('tr[data-event=%q]'))`, eventID))
 
-	// Requests refused to a peer flooding hello and sync, counted.
-	tcp := idA.Addrs[0]
-	for _, addr := range idA.Addrs {
-		if strings.Contains(addr, "/tcp/") {
-			tcp = addr
-		}
-	}
-	target, err := attack.ParseTarget(tcp, networkOf(t, env, bin, a))
+	// Requests refused, counted: a peer says hello past its burst (15,
+	// ADR 0014), one request after the other, until one is refused, and
+	// stays connected; the totals and its row count it.
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, cancel := context.WithCancel(context.Background())
-	flooded := make(chan struct{})
-	go func() {
-		defer close(flooded)
-		st, err := attack.Attack(actx, attack.OneIDFlood, target, attack.Options{})
-		if err != nil && actx.Err() == nil {
-			t.Errorf("the flood: %v", err)
+	defer h.Close()
+	info, err := peer.AddrInfoFromString(tcpAddr(idA.Addrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Connect(cctx, *info); err != nil {
+		t.Fatal(err)
+	}
+	hello := &proto.Hello{Version: proto.Version, Network: networkOf(t, env, bin, a), Agent: "dashboard-test", Features: []string{}, Listen: []string{}}
+	refused := false
+	for i := 0; i < 40 && !refused; i++ {
+		_, err := proto.Call(cctx, h, info.ID, hello)
+		if refused = errors.Is(err, proto.ErrRefused); err != nil && !refused {
+			t.Fatalf("hello %d: %v", i+1, err)
 		}
-		t.Logf("the flood: %+v", st)
-	}()
-	defer func() { cancel(); <-flooded }()
+	}
+	if !refused {
+		t.Fatal("40 hellos in a row, none refused")
+	}
 	waitFor(t, ctx, "requests refused", `[...document.querySelectorAll("#request-rows td.refused")].some(td => Number(td.textContent) > 0)`)
-	cancel()
-	<-flooded
+	waitFor(t, ctx, "the peer's requests refused", fmt.Sprintf(
+		`(r => r !== null && Number(r.cells[6].textContent.split(" ")[0]) > 0)(document.querySelector('tr[data-peer=%q]'))`, h.ID()))
 
 	// The graphs drawn, and the page on a phone: nothing wider than the
 	// screen (tables scroll in their cards).
@@ -213,4 +223,14 @@ func networkOf(t *testing.T, env []string, bin, dir string) string {
 		t.Fatalf("config get network: exit %d: %s", code, stderr)
 	}
 	return strings.Trim(strings.TrimSpace(out), `"`)
+}
+
+// tcpAddr returns the first of addrs over TCP.
+func tcpAddr(addrs []string) string {
+	for _, a := range addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	return addrs[0]
 }
