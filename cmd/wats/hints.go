@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/wats-network/wats/api"
 )
 
 // The hints the CLI prints (the next command to run, how to start a daemon,
@@ -81,8 +86,18 @@ var pkgPrefixes = []string{"api", "catchup", "config", "eventlog", "gossip", "js
 
 // userMessage is err as the CLI prints it: its text without the package
 // prefixes of pkgPrefixes where they open the message, a line or a wrapped
-// part ("sync: node: x" becomes "sync: x").
-func userMessage(err error) string { return stripPkgPrefixes(err.Error()) }
+// part ("sync: node: x" becomes "sync: x"), and without the HTTP status of
+// a daemon's refusal (4xx; a 500 keeps it, for a bug report).
+func userMessage(err error) string {
+	s := err.Error()
+	// A refusal of the daemon (4xx) says in its message what was wrong
+	// and what to do: its HTTP status adds nothing for a person.
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
+		s = strings.Replace(s, fmt.Sprintf("%d %s: ", ae.Status, http.StatusText(ae.Status)), "", 1)
+	}
+	return stripPkgPrefixes(s)
+}
 
 func stripPkgPrefixes(s string) string {
 	var b strings.Builder

@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wats-network/wats/api"
 )
 
 func TestHintName(t *testing.T) {
@@ -164,5 +167,24 @@ func TestRepoFlagDefault(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "status", "--repo", "")
 	if code != exitUsage || !strings.Contains(stderr, "no repo directory") {
 		t.Errorf("--repo '': exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestUserMessageDropsARefusalsStatus: a daemon's 4xx is printed as its
+// message, which says what was wrong; a 500 keeps its status.
+func TestUserMessageDropsARefusalsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("blob get: %w", &api.Error{Status: 404, Message: "blob bafy: no size known: give it with --size N"}),
+			"blob get: blob bafy: no size known: give it with --size N"},
+		{&api.Error{Status: 400, Message: "limit must be a whole number"}, "limit must be a whole number"},
+		{&api.Error{Status: 500, Message: "pebble: closed"}, "500 Internal Server Error: pebble: closed"},
+		{errors.New("api: 404 Not Found: not from the daemon"), "404 Not Found: not from the daemon"},
+	} {
+		if got := userMessage(tc.err); got != tc.want {
+			t.Errorf("userMessage(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
