@@ -142,6 +142,12 @@ func (m *Meter) peer(p peer.ID) *peerCount {
 	return pc
 }
 
+// Standing reports whether p's bytes are of class Standing now, as the
+// caps class them (at most ClassTTL old): what the node's other counts by
+// class (blob bytes served and fetched) use, so that they agree with the
+// caps and never ask Options.Standing on a hot path.
+func (m *Meter) Standing(p peer.ID) bool { return m.classOf(p, m.peer(p)) == Standing }
+
 // classOf returns p's class, asking Options.Standing at most once a
 // ClassTTL.
 func (m *Meter) classOf(p peer.ID, pc *peerCount) Class {

@@ -261,3 +261,25 @@ func TestMeterBounds(t *testing.T) {
 		t.Error("the zero Options cap something")
 	}
 }
+
+// TestMeterStanding: Standing answers as the caps class a peer, asking
+// Options.Standing once a ClassTTL at most.
+func TestMeterStanding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asked := 0
+		standing := true
+		m := newTestMeter(t, Options{Now: time.Now, Standing: func(peer.ID) bool { asked++; return standing }})
+		if !m.Standing(peerA) || !m.Standing(peerA) || asked != 1 {
+			t.Fatalf("twice at once: asked %d times, want 1", asked)
+		}
+		standing = false
+		time.Sleep(ClassTTL - time.Nanosecond)
+		if !m.Standing(peerA) || asked != 1 {
+			t.Fatalf("just within ClassTTL: asked %d times, want the class kept", asked)
+		}
+		time.Sleep(time.Nanosecond)
+		if m.Standing(peerA) || asked != 2 {
+			t.Fatalf("at ClassTTL: asked %d times, want the class asked again (stranger)", asked)
+		}
+	})
+}

@@ -106,7 +106,7 @@ func (b *blobsNode) Observe(e blobs.Event) {
 	case blobs.Served:
 		n.gave(e.Peer, 0, e.Size)
 	case blobs.Sent, blobs.Received:
-		n.m.BlobBytes(e.Kind == blobs.Sent, n.standing(e.Peer), e.Size)
+		n.m.BlobBytes(e.Kind == blobs.Sent, n.bw.Standing(e.Peer), e.Size)
 	}
 }
 
