@@ -53,7 +53,7 @@ type ClientOptions struct {
 	// Stored is told, after each write, what came from p: the events it
 	// added, the rejections (invalid events: Invalid counts those that are
 	// abuse signals).
-	Stored func(p peer.ID, added []*eventlog.Event, rejected []error)
+	Stored func(p peer.ID, added []*eventlog.Event, rejected []error, overQuota int)
 	// Refused, if set, is told of each refusal a run waited out.
 	Refused func()
 	// Synced, if set, is told of each run that ended well and stored or
@@ -93,8 +93,9 @@ type Progress struct {
 	// Peer is the peer synced from.
 	Peer peer.ID
 	// Received counts the events received from the peer; Stored those of
-	// them that were new and valid; Dropped those that were invalid.
-	Received, Stored, Dropped uint64
+	// them that were new and valid; Dropped those that were invalid;
+	// OverQuota those valid and new that the log's quota refused.
+	Received, Stored, Dropped, OverQuota uint64
 	// Cursor is how far the peer's log has been synced: the next sync asks
 	// for the events after it.
 	Cursor core.Cursor
@@ -311,7 +312,7 @@ func (c *Client) store(p peer.ID, group []Page, st *Progress) error {
 			raws = append(raws, vp.Raws...)
 		}
 	}
-	added, err := c.o.Log.AppendEncoded(ok, raws)
+	added, overQuota, err := c.o.Log.AppendEncoded(ok, raws)
 	if err != nil {
 		return fmt.Errorf("catchup: store synced events: %w", err)
 	}
@@ -323,12 +324,13 @@ func (c *Client) store(p peer.ID, group []Page, st *Progress) error {
 	next := group[len(group)-1].Next
 	st.Stored += uint64(len(added))
 	st.Dropped += uint64(len(rejected))
+	st.OverQuota += uint64(overQuota)
 	st.Cursor = next
 	if next > st.PeerHead {
 		st.PeerHead = next
 	}
 	if c.o.Stored != nil {
-		c.o.Stored(p, added, rejected)
+		c.o.Stored(p, added, rejected, overQuota)
 	}
 	for _, r := range rejected {
 		c.o.Logger.Debug("dropped an invalid synced event", "peer", p, "err", r)

@@ -67,7 +67,7 @@ func newTestClient(t *testing.T) *testClient {
 			return &proto.Response{Type: proto.TypeSync, Sync: &proto.SyncResponse{}}, nil
 		},
 		Spawn: func(f func()) { tc.wg.Go(f) },
-		Stored: func(_ peer.ID, added []*eventlog.Event, rejected []error) {
+		Stored: func(_ peer.ID, added []*eventlog.Event, rejected []error, _ int) {
 			tc.added += len(added)
 			tc.invalid += Invalid(rejected)
 		},

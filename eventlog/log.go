@@ -366,13 +366,14 @@ func (l *Log) Append(events []*Event) (added []*Event, err error) {
 // group commit (the sync client does it beside the write of the page
 // before, so that the commit, which runs one group at a time, does not).
 // A raws of another length than events is an ErrMalformed error, and
-// nothing is added.
-func (l *Log) AppendEncoded(events []*Event, raws [][]byte) (added []*Event, err error) {
+// nothing is added. overQuota counts the events the quota refused
+// (SetQuota), each of them once.
+func (l *Log) AppendEncoded(events []*Event, raws [][]byte) (added []*Event, overQuota int, err error) {
 	if len(raws) != len(events) {
-		return nil, invalid(ErrMalformed, "", "%d encoded forms for %d events", len(raws), len(events))
+		return nil, 0, invalid(ErrMalformed, "", "%d encoded forms for %d events", len(raws), len(events))
 	}
 	r := l.enqueue(events, raws)
-	return r.added, r.err
+	return r.added, r.overQuota, r.err
 }
 
 // Add is Append for one event, saying why it was not added: (true, nil)
@@ -398,9 +399,10 @@ type appendReq struct {
 	wake chan struct{}
 	lead bool
 
-	added    []*Event
-	err      error
-	quotaErr error // the first quota refusal, for Add
+	added     []*Event
+	err       error
+	quotaErr  error // the first quota refusal, for Add
+	overQuota int   // the events the quota refused
 }
 
 // enqueue runs r through the group commit and returns it done.
@@ -542,6 +544,7 @@ func (l *Log) commit(group []*appendReq) {
 				if st.req.quotaErr == nil {
 					st.req.quotaErr = err
 				}
+				st.req.overQuota++
 				continue
 			}
 		}

@@ -627,18 +627,18 @@ func TestAppendEncoded(t *testing.T) {
 		raws[i] = raw
 	}
 	for _, bad := range [][][]byte{raws[:2], append(append([][]byte(nil), raws...), raws[0])} {
-		if added, err := a.AppendEncoded(evs, bad); !errors.Is(err, ErrMalformed) || len(added) != 0 || a.Head() != 0 {
+		if added, _, err := a.AppendEncoded(evs, bad); !errors.Is(err, ErrMalformed) || len(added) != 0 || a.Head() != 0 {
 			t.Fatalf("%d forms for %d events: added %d, %v", len(bad), len(evs), len(added), err)
 		}
 	}
-	added, err := a.AppendEncoded(evs, raws)
+	added, _, err := a.AppendEncoded(evs, raws)
 	if err != nil || len(added) != 3 {
 		t.Fatalf("AppendEncoded: %d added, %v", len(added), err)
 	}
 	if _, err := b.Append(evs); err != nil {
 		t.Fatal(err)
 	}
-	if added, err := a.AppendEncoded(evs[:1], raws[:1]); err != nil || len(added) != 0 {
+	if added, _, err := a.AppendEncoded(evs[:1], raws[:1]); err != nil || len(added) != 0 {
 		t.Fatalf("again: %d added, %v", len(added), err)
 	}
 	pa, _, _, err := a.Page(0, 10, 1<<20)

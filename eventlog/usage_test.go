@@ -143,6 +143,25 @@ func TestQuota(t *testing.T) {
 	if u, err := l.AuthorUsage("12D3KooWNeverSeen"); err != nil || u != (Usage{}) {
 		t.Errorf("unknown author: %+v, %v", u, err)
 	}
+	// AppendEncoded counts what the quota refused, each event once.
+	raws := make([][]byte, 0, 3)
+	for _, e := range []*Event{ea[3], ea[4], ea[3]} {
+		raw, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	if added, over, err := l.AppendEncoded([]*Event{ea[3], ea[4], ea[3]}, raws); err != nil || len(added) != 0 || over != 2 {
+		t.Errorf("AppendEncoded over the quota: %d added, %d over it, %v; want 0, 2, nil", len(added), over, err)
+	}
+	rawB, err := eb[0].Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, over, err := l.AppendEncoded(eb[:1], [][]byte{rawB}); err != nil || len(added) != 0 || over != 0 {
+		t.Errorf("AppendEncoded of a stored event: %d added, %d over the quota, %v; want 0, 0, nil", len(added), over, err)
+	}
 	// Lifting the quota lets the refused events in.
 	l.SetQuota(nil)
 	if ok, err := l.Add(ea[4]); !ok || err != nil {

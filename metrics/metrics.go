@@ -29,6 +29,7 @@ type Metrics struct {
 	wrongNetworks prometheus.Counter
 	syncBusyN     prometheus.Counter // sync requests refused for want of memory
 	syncRefusedN  prometheus.Counter // this node's sync requests that a peer refused
+	syncOverQuota prometheus.Counter // synced events the log's quota refused
 
 	challengesIssued prometheus.Counter
 	challengesSolved prometheus.Counter
@@ -139,6 +140,9 @@ func New(src Sources) *Metrics {
 	})
 	m.syncRefusedN = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_sync_client_refused_total", Help: "Sync requests of this node that a peer refused as over its rate limit.",
+	})
+	m.syncOverQuota = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wats_sync_over_quota_total", Help: "Synced events, valid and new, that the log's quota ([events]) refused; gossip counts its own in wats_gossip_ignored_total{reason=\"quota\"}.",
 	})
 	m.challengesIssued = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "wats_challenges_issued_total", Help: "b3 challenges sent to peers (ADR 0014).",
@@ -304,7 +308,7 @@ func New(src Sources) *Metrics {
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
 	m.reg.MustRegister(m.blobBytes, m.blobFetches, m.blobImports, blobExchange, blobBytes, rewants, quota)
 	m.reg.MustRegister(m.requests, m.badRequests, m.stored, m.dropped, m.served,
-		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.gossipRejects, head, peers,
+		m.wrongNetworks, m.syncBusyN, m.syncRefusedN, m.syncOverQuota, m.gossipRejects, head, peers,
 		m.challengesIssued, m.challengesSolved, m.challengesFailed, effort, inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -327,6 +331,9 @@ func (m *Metrics) ChallengeFailed(reason string) {
 	m.failedN.Add(1)
 }
 func (m *Metrics) SyncRefused() { m.syncRefusedN.Inc() }
+
+// SyncOverQuota counts k synced events the log's quota refused.
+func (m *Metrics) SyncOverQuota(k int) { m.syncOverQuota.Add(float64(k)) }
 func (m *Metrics) BlobFetch(source, outcome string) {
 	m.blobFetches.WithLabelValues(source, outcome).Inc()
 }

@@ -58,10 +58,11 @@ func (n *Node) syncLoop() {
 
 // syncStored carries out what a sync from p stored (ADR 0030): events this
 // node lacked are value, events that do not verify are invalid messages;
-// events from the future are not.
-func (n *Node) syncStored(p peer.ID, added []*eventlog.Event, rejected []error) {
+// events from the future are not; events over the log's quota are counted.
+func (n *Node) syncStored(p peer.ID, added []*eventlog.Event, rejected []error, overQuota int) {
 	n.m.EventsStored("sync", len(added))
 	n.m.EventsDropped("sync", len(rejected))
+	n.m.SyncOverQuota(overQuota)
 	n.gave(p, uint64(len(added)), 0)
 	if bad := catchup.Invalid(rejected); bad > 0 {
 		if ps := n.run.Get(p); ps != nil {
