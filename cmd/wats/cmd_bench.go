@@ -17,7 +17,8 @@ import (
 func (c *cli) benchCmd() *cobra.Command {
 	return withoutRepo(group("bench", "Measure the node's throughput, and its service under attack, on this machine",
 		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd(),
-		c.benchGossipCmd(), c.benchGossipWorkerCmd(), c.benchDiskCmd(), c.benchVsIPFSCmd()), "in temporary directories, or --dir/--keep DIR")
+		c.benchGossipCmd(), c.benchGossipWorkerCmd(), c.benchDiskCmd(), c.benchVsIPFSCmd(),
+		c.benchTransportCmd(), c.benchTransportWorkerCmd()), "in temporary directories, or --dir/--keep DIR")
 }
 
 func (c *cli) benchSyncCmd() *cobra.Command {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,9 +18,13 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		transport string
 		get       bool
 		jsonOut   bool
+		profDir   string
+		profSecs  int
+		rounds    int
+		ceiling   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get] [--ceiling] [--rounds N]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
@@ -35,7 +40,19 @@ the file is checked against the blob before anything is reported.
 
 Each figure is printed as it is measured; with --json, every line of
 standard output is one JSON object: {"figure": …} for the import and the
-fetch, then {"result": …}.`,
+fetch, then {"result": …}.
+
+With --ceiling, each round also times one libp2p stream of --size bytes
+between two processes over the fetch's transport (what 'bench transport'
+times; TCP for --transport any), before the fetch in odd rounds and after it
+in even ones, and prints the fetch's rate over the stream's. With --rounds N
+node1 fetches the blob N times (removing it before each fetch but the
+first), and the summary is the median round's (by that ratio).
+
+With --cpuprofile DIR, CPU profiles of both daemons during the fetch are
+written to DIR/node0.pprof (the provider) and DIR/node1.pprof (the fetcher),
+taken through their control APIs for --profile-seconds from just before the
+fetch (go tool pprof DIR/node1.pprof).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 1 || size > core.MaxSafeInt {
@@ -46,7 +63,10 @@ fetch, then {"result": …}.`,
 			default:
 				return usageErrorf("--transport %q: must be any, tcp or quic", transport)
 			}
-			o := bench.FetchOptions{Size: size, Transport: transport}
+			if rounds < 1 {
+				return usageErrorf("--rounds must be at least 1, got %d", rounds)
+			}
+			o := bench.FetchOptions{Size: size, Transport: transport, Rounds: rounds, Ceiling: ceiling, CPUProfileDir: profDir, CPUProfileSeconds: profSecs}
 			if jsonOut {
 				o.Measured = printFigure[bench.FetchFigure](c)
 			} else {
@@ -56,7 +76,11 @@ fetch, then {"result": …}.`,
 					fetch = "blob get (node1)"
 				}
 				o.Measured = func(f bench.FetchFigure) {
-					fmt.Fprintf(c.stdout, "%-18s %v, %.0f MiB/s\n", map[string]string{"import": "import (node0)", "fetch": fetch}[f.Op], f.Seconds, f.MiBPerS)
+					label := map[string]string{"import": "import (node0)", "fetch": fetch, "ceiling": "ceiling (stream)"}[f.Op]
+					if f.Round > 0 && (rounds > 1 || ceiling) {
+						label = fmt.Sprintf("%d: %s", f.Round, label)
+					}
+					fmt.Fprintf(c.stdout, "%-21s %v, %.0f MiB/s\n", label, f.Seconds, f.MiBPerS)
 				}
 			}
 			if get {
@@ -71,6 +95,10 @@ fetch, then {"result": …}.`,
 			}
 			fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
 			fmt.Fprintf(c.stdout, "fetched over       %s\n", strings.Join(res.Conns, ", "))
+			if ceiling {
+				fmt.Fprintf(c.stdout, "fetch/ceiling      %.2f (round %d of %d; lowest %.2f, highest %.2f), ceiling %.0f MiB/s\n",
+					res.FetchOverCeiling, res.Median, rounds, res.FetchOverCeilingMin, res.FetchOverCeilingMax, res.CeilingMiBPerS)
+			}
 			fmt.Fprintf(c.stdout, "CPU during fetch   node1 %v, node0 %v\n", res.FetcherCPU, res.ProviderCPU)
 			fmt.Fprintf(c.stdout, "peak RSS fetcher   %s\n", rssString(res.FetcherPeakRSS))
 			fmt.Fprintf(c.stdout, "peak RSS provider  %s\n", rssString(res.ProviderPeakRSS))
@@ -84,6 +112,10 @@ fetch, then {"result": …}.`,
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
 	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
+	cmd.Flags().IntVar(&rounds, "rounds", 1, "fetches of the blob by node1, removed before each but the first")
+	cmd.Flags().BoolVar(&ceiling, "ceiling", false, "time the transport's ceiling (one libp2p stream) in each round, and the fetch's ratio to it")
+	cmd.Flags().StringVar(&profDir, "cpuprofile", "", "write CPU profiles of both daemons during the fetch to this directory")
+	cmd.Flags().IntVar(&profSecs, "profile-seconds", 5, "how long the daemons' CPU profiles run (whole seconds, from just before the fetch)")
 	return cmd
 }
 
@@ -93,4 +125,87 @@ func rssString(n uint64) string {
 		return "n/a (Linux only)"
 	}
 	return humanize.Bytes(n)
+}
+
+func (c *cli) benchTransportCmd() *cobra.Command {
+	var (
+		size      uint64
+		transport string
+		rounds    int
+		jsonOut   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "transport [--size BYTES] [--transport both|tcp|quic] [--rounds N]",
+		Short: "Time one libp2p stream between two processes: the ceiling of a blob fetch",
+		Long: `Start a second process of this binary with a libp2p host built as a daemon
+builds its own (TCP with Noise and yamux, QUIC; the resource manager of the
+default config) on 127.0.0.1, and time one stream of --size bytes from it to a
+host of this process, which reads and discards them: the most a blob fetch
+between two daemons on this machine could reach over that transport
+(docs/adr/0053). With --transport both, TCP and QUIC alternate, TCP first in
+odd rounds. Prints MiB/s and the CPU time of each side; with --json, one
+JSON object a line, each stream's figure. 'bench fetch --ceiling' times the
+same stream in the same run as a fetch.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if size < 1 || size > core.MaxSafeInt {
+				return usageErrorf("--size %d: must be 1..2^53 bytes", size)
+			}
+			if rounds < 1 {
+				return usageErrorf("--rounds must be at least 1, got %d", rounds)
+			}
+			ts := []string{transport}
+			switch transport {
+			case "tcp", "quic":
+			case "both":
+				ts = []string{"tcp", "quic"}
+			default:
+				return usageErrorf("--transport %q: must be both, tcp or quic", transport)
+			}
+			ceil, err := bench.StartCeiling(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer ceil.Close()
+			for r := 1; r <= rounds; r++ {
+				order := ts
+				if r%2 == 0 {
+					order = slices.Clone(ts)
+					slices.Reverse(order)
+				}
+				for _, t := range order {
+					f, err := ceil.Measure(cmd.Context(), t, size)
+					if err != nil {
+						return err
+					}
+					if jsonOut {
+						printFigure[bench.TransportFigure](c)(f)
+						continue
+					}
+					fmt.Fprintf(c.stdout, "%d: %-5s %s in %v, %.0f MiB/s (CPU: receiver %v, sender %v)\n",
+						r, t, humanize.Bytes(f.Bytes), f.Seconds, f.MiBPerS, f.ReceiverCPU, f.SenderCPU)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&size, "size", 256<<20, "the bytes the stream carries")
+	cmd.Flags().StringVar(&transport, "transport", "both", "the transports: both (TCP and QUIC), tcp or quic")
+	cmd.Flags().IntVar(&rounds, "rounds", 3, "streams of each transport")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line, each stream's figure")
+	return cmd
+}
+
+// benchTransportWorkerCmd is the second process of the transport ceiling,
+// which bench.StartCeiling starts.
+func (c *cli) benchTransportWorkerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "transport-worker",
+		Short:  "The sending process of 'bench transport' (prints its peer ID and addresses as JSON)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.TransportWorker(cmd.Context(), c.stdout)
+		},
+	}
 }
