@@ -77,7 +77,10 @@ type walk struct {
 	out      map[string]item // requested, not received; by cid.KeyString
 	written  []cid.Cid
 	ms       bsnetwork.MessageSender
-	seq      int32
+	// bc is the block transfer's stream to the provider, when it speaks
+	// it (docs/adr/0053); nil while none is open, and for bitswap.
+	bc  *blocksConn
+	seq int32
 	// reaskDue: the wants in flight are to be sent again (rewant): a
 	// message of the provider was dropped unread, a connection of several
 	// to it closed, or a third of the idle timeout passed in silence.
@@ -85,7 +88,7 @@ type walk struct {
 	// wq takes the checked blocks to the writer goroutine, which stores
 	// them (several in one pebble batch when they queue up), so that
 	// receiving and checking overlap the writes.
-	wq    chan blocks.Block
+	wq    chan queued
 	wdone chan struct{}
 	werr  error // the writer's first error; read after wdone
 }
@@ -93,29 +96,44 @@ type walk struct {
 // writeQueue is how many checked blocks wait for the writer, at most.
 const writeQueue = 4
 
+// queued is a checked block on its way to the writer, with the buffer of
+// leafBufs that holds its bytes, if any (returned once it is written).
+type queued struct {
+	blk blocks.Block
+	buf *[]byte
+}
+
 // writer stores the blocks of wq until it is closed.
 func (w *walk) writer(ctx context.Context) {
 	defer close(w.wdone)
 	batch := make([]blocks.Block, 0, writeQueue)
-	for b := range w.wq {
-		batch = append(batch[:0], b)
+	bufs := make([]*[]byte, 0, writeQueue)
+	for q := range w.wq {
+		batch, bufs = append(batch[:0], q.blk), append(bufs[:0], q.buf)
 	more:
 		for len(batch) < writeQueue {
 			select {
-			case b, ok := <-w.wq:
+			case q, ok := <-w.wq:
 				if !ok {
 					break more
 				}
-				batch = append(batch, b)
+				batch, bufs = append(batch, q.blk), append(bufs, q.buf)
 			default:
 				break more
 			}
 		}
-		if w.werr != nil {
-			continue // drain after a failure
+		if w.werr == nil { // else drain after a failure
+			if err := w.x.store.putBlocks(ctx, w.root, batch); err != nil {
+				w.werr = fmt.Errorf("%w: %w", ErrStore, err)
+			}
 		}
-		if err := w.x.store.putBlocks(ctx, w.root, batch); err != nil {
-			w.werr = fmt.Errorf("%w: %w", ErrStore, err)
+		// The leaves are in their data file (or dropped): their buffers
+		// go back.
+		for i, b := range bufs {
+			if b != nil {
+				putLeafBuf(b)
+			}
+			batch[i] = nil
 		}
 	}
 }
@@ -185,7 +203,7 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 		seq: 1 << 30,
 	}
 	x.register(w.a)
-	w.wq, w.wdone = make(chan blocks.Block, writeQueue), make(chan struct{})
+	w.wq, w.wdone = make(chan queued, writeQueue), make(chan struct{})
 	go w.writer(context.WithoutCancel(ctx))
 	defer w.close()
 	// The idle timeout is counted in thirds: after each silent third the
@@ -236,10 +254,15 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 				// One of several connections closed: what it carried
 				// (wants, blocks on their way) may be lost.
 				w.reaskDue = true
+			case e.err != nil:
+				if !x.net.IsConnectedToPeer(ctx, p) {
+					return w.written, fmt.Errorf("%w: %s: %w", ErrProviderGone, p, e.err)
+				}
+				return w.written, e.err
 			case e.dontHave.Defined():
 				return w.written, fmt.Errorf("%w: %s has no block %s", ErrDontHave, p, e.dontHave)
 			default:
-				if err := w.accept(ctx, e.blk); err != nil {
+				if err := w.accept(ctx, e.blk, e.buf); err != nil {
 					return w.written, err
 				}
 				// Counted from the last block received (or the first wants).
@@ -256,7 +279,9 @@ func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size 
 // block that still comes twice is taken once; the second copy is
 // unsolicited, dropped. Counted in ExchangeStats.Rewants.
 func (w *walk) rewant(ctx context.Context) error {
-	if len(w.out) == 0 || w.ms == nil {
+	// The block transfer's stream is one, ordered and reliable: what it
+	// loses ends it, and the attempt with it.
+	if len(w.out) == 0 || w.ms == nil || w.bc != nil {
 		return nil
 	}
 	_ = w.ms.Reset()
@@ -283,6 +308,9 @@ func (w *walk) close() {
 		out = append(out, it.c)
 	}
 	w.x.unregister(w.a, out)
+	if w.bc != nil {
+		w.bc.close(len(out) > 0)
+	}
 	if w.ms != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 		sendCancels(ctx, w.ms, out)
@@ -321,22 +349,34 @@ func (w *walk) fill(ctx context.Context) error {
 		}
 		w.queue = w.queue[1:]
 		w.out[it.c.KeyString()] = it
-		w.x.want(w.a, it.c)
 		batch = append(batch, it.c)
 	}
 	if len(batch) == 0 {
 		return nil
 	}
-	if w.ms == nil {
+	if w.ms == nil && w.bc == nil {
 		if err := w.x.connect(ctx, w.a.p); err != nil {
 			return err
 		}
 		if err := w.x.node.Prepare(ctx, w.a.p); err != nil {
 			return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
 		}
-		if err := w.openSender(ctx); err != nil {
-			return err
+		if !w.x.bitswapOnly {
+			// A provider that does not speak the block transfer (kubo, an
+			// older wats) is asked over bitswap.
+			w.bc, _ = w.x.openBlocks(ctx, w.a)
 		}
+		if w.bc == nil {
+			if err := w.openSender(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if w.bc != nil {
+		return w.bc.request(batch)
+	}
+	for _, c := range batch {
+		w.x.want(w.a, c)
 	}
 	if err := sendWants(ctx, w.ms, batch, &w.seq); err != nil {
 		if !errors.Is(err, network.ErrResourceLimitExceeded) {
@@ -365,8 +405,15 @@ func (w *walk) openSender(ctx context.Context) error {
 }
 
 // accept checks a block received for an item in flight, writes it and
-// expands it.
-func (w *walk) accept(ctx context.Context, b blocks.Block) error {
+// expands it. buf, if set, is the buffer of leafBufs that holds b's bytes:
+// it goes back once b is written, or now if b is not.
+func (w *walk) accept(ctx context.Context, b blocks.Block, buf *[]byte) (err error) {
+	handed := false // to the writer, which returns buf
+	defer func() {
+		if buf != nil && !handed {
+			putLeafBuf(buf)
+		}
+	}()
 	k := b.Cid().KeyString()
 	it, ok := w.out[k]
 	if !ok {
@@ -384,7 +431,8 @@ func (w *walk) accept(ctx context.Context, b blocks.Block) error {
 		return err
 	}
 	select {
-	case w.wq <- b:
+	case w.wq <- queued{blk: b, buf: buf}:
+		handed = true
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -51,6 +51,8 @@ type Exchange struct {
 	node   Node
 	// dialer dials providers (ExchangeOptions.Dialer, or the host).
 	dialer host.Host
+	// bitswapOnly is ExchangeOptions.BitswapOnly.
+	bitswapOnly bool
 
 	mu struct {
 		sync.Mutex
@@ -96,6 +98,11 @@ type ExchangeOptions struct {
 	// asked for in this long (a provider fault). 0 means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// BitswapOnly makes fetches ask over bitswap even a provider that
+	// speaks wats's block transfer (BlocksProtocol): for the tests of the
+	// bitswap client, and the benches that compare the two. A node does
+	// not set it. Serving is unchanged.
+	BitswapOnly bool
 }
 
 // Node is everything the exchange asks of the node that runs it, in one
@@ -230,7 +237,7 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 		o = *opts
 	}
 	o.EnsureDefaults()
-	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, node: o.Node, dialer: o.Dialer}
+	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, node: o.Node, dialer: o.Dialer, bitswapOnly: o.BitswapOnly}
 	if x.node == nil {
 		x.node = BaseNode{}
 	}
@@ -257,6 +264,7 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 			h.SetStreamHandler(id, x.handleStream)
 		}
 	}
+	h.SetStreamHandler(BlocksProtocol, x.handleBlocks)
 	return x
 }
 
@@ -437,6 +445,7 @@ func (x *Exchange) Close() {
 			h.RemoveStreamHandler(id)
 		}
 	}
+	h.RemoveStreamHandler(BlocksProtocol)
 	x.net.Stop()
 	x.server.Close()
 }
@@ -449,12 +458,19 @@ func (x *Exchange) Stats() ExchangeStats {
 // Host returns the libp2p host the exchange runs on.
 func (x *Exchange) Host() host.Host { return x.net.Host() }
 
-// event is what the receiver hands an attempt: a block it asked for, a
-// provider's "don't have" for one, or the provider's disconnection.
+// event is what the receiver (or the block transfer's reader) hands an
+// attempt: a block it asked for, a provider's "don't have" for one, the
+// provider's disconnection, or the end of a block transfer's stream.
 type event struct {
 	blk      blocks.Block
 	dontHave cid.Cid
 	gone     bool
+	// err ends the attempt: the block transfer's stream failed or its
+	// provider broke a rule of it (blocksConn).
+	err error
+	// buf, if set, holds blk's bytes: a buffer of leafBufs, returned once
+	// the block is written (or dropped).
+	buf *[]byte
 }
 
 // attempt is one FetchFrom in progress: its provider and its inbox.

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -167,7 +168,9 @@ func resourceLimits(cfg *config.Config) (rcmgr.PartialLimitConfig, rcmgr.BaseLim
 	// most 2 KiB at a time.
 	p.Protocol[proto.HeadsID] = limit(streams/8, streams/8, 16<<20)
 	p.ProtocolPeer[proto.HeadsID] = limit(headsStreamsPerPeer, headsStreamsPerPeer, 1<<20)
-	for _, id := range blobs.Protocols {
+	// wats's block transfer (docs/adr/0053) is held as bitswap is: it
+	// carries the same blocks, and its streams share the bitswap service.
+	for _, id := range append(slices.Clone(blobs.Protocols), blobs.BlocksProtocol) {
 		p.Protocol[id] = limit(bitswapIn, bitswapIn, 128<<20)
 		p.ProtocolPeer[id] = limit(MaxBitswapStreamsPerPeer, MaxBitswapStreamsPerPeer, bitswapPeerMemory)
 	}
