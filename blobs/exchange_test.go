@@ -75,10 +75,22 @@ func (n *peerNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Add
 // TestFetchBetweenTwoHosts: b fetches blobs of several sizes from a and
 // holds them; d streams them (Fetcher.Stream) and writes exactly their
 // bytes, one leaf a write at most, and holds them too.
+// Both ways a fetch asks: wats's block transfer (docs/adr/0053), and
+// bitswap, which a wats node uses with any other provider.
 func TestFetchBetweenTwoHosts(t *testing.T) {
+	for _, bitswapOnly := range []bool{false, true} {
+		name := "blocks"
+		if bitswapOnly {
+			name = "bitswap"
+		}
+		t.Run(name, func(t *testing.T) { testFetchBetweenTwoHosts(t, ExchangeOptions{BitswapOnly: bitswapOnly}) })
+	}
+}
+
+func testFetchBetweenTwoHosts(t *testing.T, xo ExchangeOptions) {
 	a := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	b := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
-	d := newPeerNode(t, StoreOptions{}, ExchangeOptions{})
+	b := newPeerNode(t, StoreOptions{}, xo)
+	d := newPeerNode(t, StoreOptions{}, xo)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i, n := range []int{0, 1, ChunkSize, ChunkSize + 1, 5*ChunkSize + 7} {
