@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -375,7 +376,7 @@ func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
 	}
 	lines := newFetchLines(ndjsonLines(w), req.Size)
 	lines.line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
-	out := &progressWriter{w: f, report: lines.bytes}
+	out := &progressWriter{w: f, report: lines.bytes, behind: f}
 	n, err := h.Fetching().StreamAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from, Wait: lines.wait}, out)
 	lines.end(n, err, func() string { return fetchFailure(c, err, from != "") })
 }
@@ -440,7 +441,22 @@ type progressWriter struct {
 	w      io.Writer
 	n      uint64
 	report func(written uint64)
+	// behind, if set, is the file w writes from its start: every
+	// writeBehindBytes written, their writeback to the disk is started
+	// (startWriteback), so that the fsync that the CLI makes before its
+	// rename waits for the last few MiB only, not the whole blob
+	// (docs/adr/0053). started is the bytes whose writeback has started.
+	behind  *os.File
+	started uint64
 }
+
+// writeBehindBytes is how many bytes of a blob get's file are written
+// before their writeback starts: 8 chunks.
+const writeBehindBytes = 8 << 20
+
+// writeback is startWriteback; a variable so that a test can see the
+// ranges.
+var writeback = startWriteback
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	k, err := p.w.Write(b)
@@ -466,6 +482,10 @@ func (p *progressWriter) ReadFrom(r io.Reader) (int64, error) {
 func (p *progressWriter) count(k int64) {
 	p.n += uint64(k)
 	p.report(p.n)
+	if p.behind != nil && p.n-p.started >= writeBehindBytes {
+		writeback(p.behind, int64(p.started), int64(p.n-p.started))
+		p.started = p.n
+	}
 }
 
 // replicate asks a peer to replicate blobs (api.PathReplicate).
