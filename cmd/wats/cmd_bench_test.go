@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +87,72 @@ func TestBenchSyncJSON(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[len(lines)-3], `{"figure":"catch_up_over_single_verify","value":`) {
 		t.Errorf("the median ratio's line %q", lines[len(lines)-3])
+	}
+}
+
+// TestBenchTransport: bench transport times one stream a transport and
+// round between two processes (this binary's transport-worker), TCP
+// first in odd rounds and QUIC first in even ones, each carrying exactly
+// --size bytes; bench fetch --ceiling times the same stream in each round
+// of the fetch and reports the fetch's ratio to it.
+func TestBenchTransport(t *testing.T) {
+	bin := watsBinary(t)
+	env := e2eEnv(t.TempDir())
+	code, stdout, stderr := runBin(t, env, bin, "bench", "transport", "--size", "1048577", "--rounds", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var f struct {
+			Figure struct {
+				Transport string  `json:"transport"`
+				Bytes     uint64  `json:"bytes"`
+				MiBPerS   float64 `json:"mib_per_s"`
+			} `json:"figure"`
+		}
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if f.Figure.Bytes != 1048577 || f.Figure.MiBPerS <= 0 {
+			t.Errorf("figure %+v: want 1048577 bytes at a rate", f.Figure)
+		}
+		order = append(order, f.Figure.Transport)
+	}
+	if want := []string{"tcp", "quic", "quic", "tcp"}; !slices.Equal(order, want) {
+		t.Errorf("transports in the order %v, want %v", order, want)
+	}
+
+	code, stdout, stderr = runBin(t, env, bin, "bench", "fetch", "--size", "2097153", "--transport", "quic", "--ceiling", "--rounds", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench fetch: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	type ceiling struct {
+		Transport string  `json:"transport"`
+		MiBPerS   float64 `json:"mib_per_s"`
+	}
+	var res struct {
+		Result struct {
+			Median           int     `json:"median_round"`
+			FetchOverCeiling float64 `json:"fetch_over_ceiling"`
+			Rounds           []struct {
+				FetchMiBPerS     float64  `json:"fetch_mib_per_s"`
+				Ceiling          *ceiling `json:"ceiling"`
+				FetchOverCeiling float64  `json:"fetch_over_ceiling"`
+			} `json:"rounds"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatal(err)
+	}
+	r := res.Result
+	if len(r.Rounds) != 2 || r.FetchOverCeiling <= 0 || r.Median < 1 {
+		t.Fatalf("result %+v: want 2 rounds and a ratio", r)
+	}
+	for _, round := range r.Rounds {
+		if round.Ceiling == nil || round.Ceiling.Transport != "quic" || round.FetchOverCeiling != round.FetchMiBPerS/round.Ceiling.MiBPerS {
+			t.Errorf("round %+v: want a QUIC ceiling and the fetch's ratio to it", round)
+		}
 	}
 }

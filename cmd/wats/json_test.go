@@ -92,7 +92,8 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
 		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", true},
 		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", true},
-		{"wats bench fetch", []string{"bench", "fetch", "--size", "3145729", "--get"}, "", true},
+		{"wats bench fetch", []string{"bench", "fetch", "--size", "3145729", "--get", "--ceiling", "--rounds", "2"}, "", true},
+		{"wats bench transport", []string{"bench", "transport", "--size", "1048577", "--rounds", "1"}, "", true},
 		{"wats bench disk", []string{"bench", "disk", "--duration", "200ms", "--every", "10ms", "--dir", tmp}, "", false},
 		{"wats devnet down", []string{"devnet", "down", "--dir", filepath.Join(tmp, "no-devnet")}, "", false},
 	}
