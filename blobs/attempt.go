@@ -178,9 +178,16 @@ func (w *walk) flush() error {
 //     wants in flight are sent again (bitswap sends a message once: a
 //     stream or connection that ends can take wants or blocks with it).
 //
+// A provider that speaks wats's block transfer (BlocksProtocol, ADR 0053)
+// is asked on one stream of it, by the same rules: the blocks come in the
+// order asked, each checked against its CID as it is read (else
+// ErrBadBlocks, as for a length past ChunkSize), and the stream's end
+// ends the attempt (nothing is sent again on it). Any other provider is
+// asked over bitswap.
+//
 // Errors: the ones above belong to the CID; ErrDontHave, ErrProviderGone,
-// ErrStalled, a failed dial or ctx's deadline belong to the provider;
-// ctx's cancellation to the caller.
+// ErrStalled, ErrBadBlocks, a failed dial or ctx's deadline belong to the
+// provider; ctx's cancellation to the caller.
 func (x *Exchange) FetchFrom(ctx context.Context, p peer.ID, root cid.Cid, size uint64, progress func(done uint64)) (written []cid.Cid, err error) {
 	switch {
 	case root.Type() == cid.Raw && size > ChunkSize:

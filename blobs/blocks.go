@@ -251,11 +251,12 @@ type blocksConn struct {
 	once  sync.Once
 }
 
-// openBlocks opens a stream of the block transfer to a's provider; an
-// error means the provider does not speak it (or cannot open a stream
-// now), and the attempt asks over bitswap.
+// openBlocks opens a stream of the block transfer to a's provider, on a
+// direct connection (never a relayed one, docs/adr/0040); an error means
+// the provider does not speak it (or cannot open a stream now), and the
+// attempt asks over bitswap.
 func (x *Exchange) openBlocks(ctx context.Context, a *attempt) (*blocksConn, error) {
-	s, err := x.net.Host().NewStream(network.WithAllowLimitedConn(ctx, "blocks"), a.p, BlocksProtocol)
+	s, err := x.net.Host().NewStream(ctx, a.p, BlocksProtocol)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,10 @@
 // Store (a boxo blockstore and pinner on the node's pebble DB, with
 // reservations, reference-counted garbage collection and Complete); the
 // Exchange (boxo's bitswap server held to complete blobs and admitted
-// peers, and a bitswap client held to one provider, a byte budget and a
-// message cap); and the Fetcher, which drives a Plan over the Exchange.
+// peers, wats's own block transfer served by the same rules, and a client
+// held to one provider, a byte budget and a message cap that asks over
+// the block transfer a provider that speaks it and over bitswap any
+// other); and the Fetcher, which drives a Plan over the Exchange.
 //
 // It imports no other wats package but core (docs/design.md §2), only
 // libp2p, boxo, go-ds-pebble, pebble and golang-lru.
@@ -95,7 +97,12 @@
 // before any request), runs the Plan, each attempt an Exchange.FetchFrom
 // that asks one provider for the blocks covering the declared size within
 // Budget(size) bytes, and pins with Store.Complete only a complete blob of
-// exactly the declared size. Content faults (ErrSizeMismatch,
+// exactly the declared size. An attempt asks only for the blocks the store
+// lacks: what an earlier provider delivered stays and is not asked again.
+// With a provider that speaks BlocksProtocol (/wats/blocks/1, ADR 0053)
+// the blocks come on one stream, back to back, each checked against its
+// CID as it is read (a block that is not the one asked for is the
+// provider's fault, ErrBadBlocks); with any other, over bitswap. Content faults (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob) end the plan without backing the provider off.
 //
 //	n, err := f.Stream(ctx, req, w)               // Fetch, and the file to w meanwhile (ADR 0035)
@@ -145,6 +152,9 @@
 //   - storefetch.go: Reservation, Reserve, Referenced, the block access of
 //     a fetch, DropUnreferenced, Complete.
 //   - exchange.go: Exchange (bitswap server and receiver), MaxMessageBytes.
+//   - blocks.go: wats's block transfer (BlocksProtocol): its wire format
+//     and bounds (MaxRequestCIDs, MaxCIDBytes), the provider's handler and
+//     the fetcher's stream (ADR 0053).
 //   - attempt.go: FetchFrom, the walk of one attempt, Budget, MaxDepth,
 //     MaxLinks; parseNode, the checks of a block that the walk and the
 //     stream share.

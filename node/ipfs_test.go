@@ -47,6 +47,9 @@ func newBitswapOnly(t *testing.T, data []byte) *bitswapOnly {
 	h := rawHost(t)
 	x := blobs.NewExchange(h, st, nil)
 	t.Cleanup(x.Close)
+	// An IPFS node speaks bitswap and not wats's block transfer, so the
+	// fetch asks it over bitswap (docs/adr/0053).
+	h.RemoveStreamHandler(blobs.BlocksProtocol)
 	return &bitswapOnly{h: h, x: x, cid: c.String(), size: size}
 }
 
