@@ -165,9 +165,13 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 			}
 			return
 		}
+		// Whether p is served is decided as a request arrives, for all it
+		// asks, as bitswap's server decides each want as it arrives: a
+		// blob begun under the monthly cap (ADR 0048) is served whole.
+		serves := x.node.Serves(p)
 		for _, c := range cs {
 			var n int
-			buf, n = x.appendBlock(buf[:0], p, c)
+			buf, n = x.appendBlock(buf[:0], p, c, serves)
 			_ = s.SetWriteDeadline(time.Now().Add(BodyTimeout(len(buf))))
 			if _, err := s.Write(buf); err != nil {
 				_ = s.Reset()
@@ -182,9 +186,10 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 
 // appendBlock appends the response for block c, asked by p, to b and
 // returns it with the block's size: its length and its bytes, or a length
-// of 0 (size 0) when it is not served to p.
-func (x *Exchange) appendBlock(b []byte, p peer.ID, c cid.Cid) ([]byte, int) {
-	if !x.node.Serves(p) {
+// of 0 (size 0) when it is not served to p (serves: Node.Serves(p) when
+// the request came).
+func (x *Exchange) appendBlock(b []byte, p peer.ID, c cid.Cid, serves bool) ([]byte, int) {
+	if !serves {
 		return append(b, 0), 0
 	}
 	if !x.store.Referenced(c) {

@@ -24,7 +24,7 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		ceiling   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get] [--ceiling] [--rounds N]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--ceiling] [--rounds N]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
@@ -112,10 +112,10 @@ fetch (go tool pprof DIR/node1.pprof).`,
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
 	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
-	cmd.Flags().IntVar(&rounds, "rounds", 1, "fetches of the blob by node1, removed before each but the first")
-	cmd.Flags().BoolVar(&ceiling, "ceiling", false, "time the transport's ceiling (one libp2p stream) in each round, and the fetch's ratio to it")
+	cmd.Flags().IntVar(&rounds, "rounds", 1, "fetches by node1; each but the first after a blob rm")
+	cmd.Flags().BoolVar(&ceiling, "ceiling", false, "time one libp2p stream in each round too, and the fetch's ratio to it")
 	cmd.Flags().StringVar(&profDir, "cpuprofile", "", "write CPU profiles of both daemons during the fetch to this directory")
-	cmd.Flags().IntVar(&profSecs, "profile-seconds", 5, "how long the daemons' CPU profiles run (whole seconds, from just before the fetch)")
+	cmd.Flags().IntVar(&profSecs, "profile-seconds", 5, "the profiles' length in seconds, from before the fetch")
 	return cmd
 }
 
