@@ -79,8 +79,11 @@ type walk struct {
 	ms       bsnetwork.MessageSender
 	// bc is the block transfer's stream to the provider, when it speaks
 	// it (docs/adr/0053); nil while none is open, and for bitswap.
-	bc  *blocksConn
-	seq int32
+	bc *blocksConn
+	// overBitswap: the attempt asks over bitswap (the provider did not
+	// open the block transfer), to its end.
+	overBitswap bool
+	seq         int32
 	// reaskDue: the wants in flight are to be sent again (rewant): a
 	// message of the provider was dropped unread, a connection of several
 	// to it closed, or a third of the idle timeout passed in silence.
@@ -368,12 +371,13 @@ func (w *walk) fill(ctx context.Context) error {
 		if err := w.x.node.Prepare(ctx, w.a.p); err != nil {
 			return fmt.Errorf("blobs: provider %s: %w", w.a.p, err)
 		}
-		if !w.x.bitswapOnly {
+		if !w.x.bitswapOnly && !w.overBitswap {
 			// A provider that does not speak the block transfer (kubo, an
 			// older wats) is asked over bitswap.
 			w.bc, _ = w.x.openBlocks(ctx, w.a)
 		}
 		if w.bc == nil {
+			w.overBitswap = true
 			if err := w.openSender(ctx); err != nil {
 				return err
 			}
