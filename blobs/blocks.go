@@ -53,9 +53,6 @@ const (
 	// (CIDv1, BLAKE3-256) are 36 bytes; 128 leaves room for any hash of
 	// up to 64 bytes with its prefixes.
 	MaxCIDBytes = 128
-	// maxRequestBytes is the longest request: its count and
-	// MaxRequestCIDs CIDs with their lengths.
-	maxRequestBytes = binary.MaxVarintLen64 + MaxRequestCIDs*(1+MaxCIDBytes)
 )
 
 // blockBufBytes is the memory a stream of the block transfer holds on
@@ -166,8 +163,9 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 			return
 		}
 		// Whether p is served is decided as a request arrives, for all it
-		// asks, as bitswap's server decides each want as it arrives: a
-		// blob begun under the monthly cap (ADR 0048) is served whole.
+		// asks, as bitswap's server decides each want as it arrives: what
+		// a stranger asked before the monthly cap (ADR 0048) was reached
+		// is sent in full.
 		serves := x.node.Serves(p)
 		for _, c := range cs {
 			var n int
