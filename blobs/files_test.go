@@ -198,7 +198,8 @@ func TestDamagedDataFile(t *testing.T) {
 
 // TestCompleteCopiesHeldLeaves: a fetched blob that shares a leaf with a
 // blob held already gets its own copy at Complete, so removing the other
-// blob leaves it whole; a fetch that gives up leaves no data file.
+// blob leaves it whole; a fetch that gives up leaves its data file, as a
+// partial blob (ADR 0054), until the partial is removed.
 func TestCompleteCopiesHeldLeaves(t *testing.T) {
 	src, _, _ := newStore(t, StoreOptions{})
 	dst, db, _ := newStore(t, StoreOptions{})
