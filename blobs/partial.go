@@ -179,6 +179,38 @@ func (s *Store) loadPartials() error {
 	return nil
 }
 
+// loadPartialLocs loads the location records of the partials' data files
+// and their sizes, for a read-only store (a writable one's sweepData does
+// it).
+func (s *Store) loadPartialLocs() error {
+	files := make(map[uint64]*dataFile)
+	s.mu.Lock()
+	for _, p := range s.mu.partials {
+		if p.file == nil {
+			continue
+		}
+		if fi, err := s.fs.Stat(s.dataPath(p.file.num)); err == nil {
+			p.file.size = fi.Size()
+			files[p.file.num] = p.file
+		}
+	}
+	s.mu.Unlock()
+	if len(files) == 0 {
+		return nil
+	}
+	p := []byte(LocPrefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: core.PrefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if l, ok := parseLoc(it.Key(), it.Value()); ok && files[l.file] != nil {
+			files[l.file].locs[string(it.Key()[len(p):len(it.Key())-8])] = l
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
 // hide makes the leaves of data file num invisible to readers until its
 // partial's check at resume. REQUIRES: s.mu held.
 func (s *Store) hide(num uint64) {

@@ -301,6 +301,12 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	if err := s.loadPartials(); err != nil {
 		return nil, err
 	}
+	if s.opts.ReadOnly {
+		// What sweepData does for a writable store, without deleting.
+		if err := s.loadPartialLocs(); err != nil {
+			return nil, err
+		}
+	}
 	if !s.opts.ReadOnly {
 		if err := s.sweep(ctx); err != nil {
 			return nil, err
