@@ -55,6 +55,12 @@ const (
 // when no fetch of it runs (ADR 0054).
 var ErrFetching = errors.New("blobs: the blob is being fetched")
 
+// partialSyncBytes is how many bytes of leaves a fetch stores between two
+// syncs of pebble's WAL (ADR 0054): what a kill of the process can lose
+// of a partial blob's location records, at most; a sync every 16 MiB
+// costs a fetch next to nothing.
+const partialSyncBytes = 16 << 20
+
 // partialSynced is bit 0 of a partial record's flags: its data file was
 // synced when the store was closed, and its leaves need no check.
 const partialSynced = 1
@@ -74,6 +80,9 @@ type partial struct {
 	// or written since; until then its file is hidden from readers.
 	checked  bool
 	fetching int  // the live Reservations counting it
+	// unsynced is the bytes of leaves stored since pebble's WAL was last
+	// synced for it (partialSyncBytes).
+	unsynced uint64
 	drop     bool // dropped when its last fetch ends (a content fault)
 	// resumeMu serializes opening and closing the file for fetches and
 	// the check at resume.

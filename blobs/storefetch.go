@@ -171,7 +171,23 @@ func (s *Store) putBlock(ctx context.Context, root cid.Cid, b blocks.Block) erro
 	}
 	s.mu.Lock()
 	p.progressed = s.now().UnixMilli()
+	p.unsynced += uint64(len(b.RawData()))
+	syncNow := p.unsynced >= partialSyncBytes
+	if syncNow {
+		p.unsynced = 0
+	}
 	s.mu.Unlock()
+	if syncNow {
+		// pebble keeps writes without a sync in the process's memory
+		// until its WAL's block fills: a kill would take the partial
+		// record and the location records of this fetch with it. The
+		// data file needs no sync for that: the leaves, in the page
+		// cache, outlive the process, and are checked when the fetch
+		// resumes (ADR 0054).
+		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+			return fmt.Errorf("blobs: partial %s: %w", root, err)
+		}
+	}
 	return nil
 }
 
