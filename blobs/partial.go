@@ -79,7 +79,7 @@ type partial struct {
 	// checked: its leaves were checked against their CIDs since open,
 	// or written since; until then its file is hidden from readers.
 	checked  bool
-	fetching int  // the live Reservations counting it
+	fetching int // the live Reservations counting it
 	// unsynced is the bytes of leaves stored since pebble's WAL was last
 	// synced for it (partialSyncBytes).
 	unsynced uint64
