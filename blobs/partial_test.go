@@ -13,6 +13,7 @@ import (
 	"github.com/ipfs/boxo/ipld/merkledag"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // fileBlocks returns the root of the blob c held complete by src and its
@@ -360,5 +361,51 @@ func TestPartialRemove(t *testing.T) {
 	res.Release()
 	if len(dst.Partials()) != 0 || len(dataFiles(t, dst)) != 0 || countBlocks(t, dst) != 0 {
 		t.Fatal("something of a dropped partial is left")
+	}
+}
+
+// TestFetchResumesFromTheSameProvider, on real libp2p hosts: the only
+// provider stalls after the root and three leaves of six, and the fetch
+// fails; later the same provider serves, and the next fetch, a stream,
+// goes on from the three leaves kept: it says so, receives only the other
+// three, and writes the whole blob (ADR 0054).
+func TestFetchResumesFromTheSameProvider(t *testing.T) {
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{IdleTimeout: 300 * time.Millisecond})
+	p := newFakeProvider(t)
+	data := randBytes(6*ChunkSize, 90)
+	c, size := p.add(data)
+	serveLeaves(t, p, c, func(i int) bool { return i < 3 })
+	if err := n.f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{p.info()}}}); !errors.Is(err, ErrStalled) {
+		t.Fatalf("fetch from a provider that stalls: %v, want ErrStalled", err)
+	}
+	if ps := n.st.Partials(); len(ps) != 1 || ps[0].Held != 3*ChunkSize {
+		t.Fatalf("partials after the stall: %+v, want the blob with 3 leaves", ps)
+	}
+	_, sentBefore := p.stats()
+	receivedBefore := n.x.Stats().ReceivedBytes
+
+	serveLeaves(t, p, c, func(int) bool { return true })
+	var resumed uint64
+	var w recorder
+	req := Request{CID: c, Size: size, Sources: Sources{First: p.h.ID(), FirstExempt: true, Named: []peer.AddrInfo{p.info()}},
+		Resumed: func(held, _ uint64) { resumed = held }}
+	got, err := n.f.Stream(testCtx(t), req, &w)
+	if err != nil {
+		t.Fatalf("the fetch that resumes: %v", err)
+	}
+	if got != size || !bytes.Equal(w.bytes(), data) {
+		t.Fatalf("wrote %d bytes that differ from the blob", got)
+	}
+	if resumed != 3*ChunkSize {
+		t.Fatalf("the fetch said it resumed from %d bytes, want 3 leaves", resumed)
+	}
+	if _, sent := p.stats(); sent-sentBefore != 3 {
+		t.Fatalf("the provider sent %d blocks the second time, want the 3 leaves not kept", sent-sentBefore)
+	}
+	if r := n.x.Stats().ReceivedBytes - receivedBefore; r != 3*ChunkSize {
+		t.Fatalf("received %d bytes the second time, want the 3 leaves not kept (%d)", r, 3*ChunkSize)
+	}
+	if ps := n.st.Partials(); len(ps) != 0 {
+		t.Fatalf("partials after completion: %+v", ps)
 	}
 }
