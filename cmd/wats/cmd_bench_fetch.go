@@ -17,9 +17,11 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		transport string
 		get       bool
 		jsonOut   bool
+		resume    bool
+		runs      int
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get | --resume [--runs N]]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
@@ -33,6 +35,13 @@ FILE' (this binary, in a process of its own) into the temporary directory:
 the time is that command's, from start to the file written and renamed, and
 the file is checked against the blob before anything is reported.
 
+With --resume, it times fetches that resume (docs/adr/0054) against whole
+ones, --runs times each, alternating which goes first: node1's whole fetch
+through its API; and node1's fetch killed (SIGKILL) once it holds half the
+blob, its daemon restarted, and the fetch asked again, timed from that
+request (and from the restart) to the blob stored. node1 removes the blob
+after each. It reports the medians and their ratios to the whole fetch.
+
 Each figure is printed as it is measured; with --json, every line of
 standard output is one JSON object: {"figure": …} for the import and the
 fetch, then {"result": …}.`,
@@ -45,6 +54,15 @@ fetch, then {"result": …}.`,
 			case "any", "tcp", "quic":
 			default:
 				return usageErrorf("--transport %q: must be any, tcp or quic", transport)
+			}
+			if resume {
+				if get {
+					return usageErrorf("--resume times fetches through the API; leave out --get")
+				}
+				if runs < 1 || runs > 100 {
+					return usageErrorf("--runs %d: must be 1..100", runs)
+				}
+				return c.benchResume(cmd, bench.ResumeOptions{Size: size, Transport: transport, Runs: runs}, jsonOut)
 			}
 			o := bench.FetchOptions{Size: size, Transport: transport}
 			if jsonOut {
@@ -84,7 +102,37 @@ fetch, then {"result": …}.`,
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
 	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
+	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume after node1 is killed half way against whole ones")
+	cmd.Flags().IntVar(&runs, "runs", 3, "with --resume, the pairs of fetches timed")
 	return cmd
+}
+
+// benchResume runs and prints `bench fetch --resume`.
+func (c *cli) benchResume(cmd *cobra.Command, o bench.ResumeOptions, jsonOut bool) error {
+	if jsonOut {
+		o.Measured = printFigure[bench.ResumeFigure](c)
+	} else {
+		o.Log = c.progress
+		o.Measured = func(f bench.ResumeFigure) {
+			if f.Op == "whole" {
+				fmt.Fprintf(c.stdout, "run %d whole fetch      %v\n", f.Run, f.Seconds)
+				return
+			}
+			fmt.Fprintf(c.stdout, "run %d after a restart  %v from %s held (%v from the restart)\n", f.Run, f.Seconds, humanize.Bytes(f.Held), f.WithRestart)
+		}
+	}
+	res, err := bench.Resume(cmd.Context(), o)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return printResult(c, res)
+	}
+	fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
+	fmt.Fprintf(c.stdout, "median whole       %v\n", res.Whole)
+	fmt.Fprintf(c.stdout, "median resumed     %v, %.2f of a whole fetch (%v, %.2f, from the restart)\n",
+		res.Resume, res.Ratio, res.ResumeWithRestart, res.RatioWithRestart)
+	return nil
 }
 
 // rssString is a peak RSS as bench fetch prints it.
