@@ -132,6 +132,7 @@ func (c *cli) benchResume(cmd *cobra.Command, o bench.ResumeOptions, jsonOut boo
 	fmt.Fprintf(c.stdout, "median whole       %v\n", res.Whole)
 	fmt.Fprintf(c.stdout, "median resumed     %v, %.2f of a whole fetch (%v, %.2f, from the restart)\n",
 		res.Resume, res.Ratio, res.ResumeWithRestart, res.RatioWithRestart)
+	fmt.Fprintf(c.stdout, "median of a run's  %.2f (its resumed fetch over its whole one)\n", res.PairRatio)
 	return nil
 }
 

@@ -505,7 +505,7 @@ func (c *cli) blobRmCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm CID [--json]",
-		Short: "Remove a blob from the store (unpin it)",
+		Short: "Remove a blob from the store (unpin it), or a partial blob (blob ls --partial)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.clientFor(c.checkCID, args[0])

@@ -66,6 +66,11 @@ type ResumeResult struct {
 	ResumeWithRestart Seconds `json:"resume_with_restart_s"`
 	Ratio             float64 `json:"ratio"`
 	RatioWithRestart  float64 `json:"ratio_with_restart"`
+	// PairRatio is the median, over the runs, of each run's resumed
+	// fetch's time over its whole fetch's: the two of a run are timed
+	// back to back, so a load that drifts over the runs (other processes
+	// on the machine) weighs less on it than on Ratio.
+	PairRatio float64 `json:"pair_ratio"`
 }
 
 // Resume is `wats bench fetch --resume`: it starts two daemons as Fetch
@@ -176,14 +181,23 @@ func Resume(ctx context.Context, o ResumeOptions) (*ResumeResult, error) {
 		}
 	}
 	var w, r, rr []float64
+	pairs := make(map[int][2]float64)
 	for _, f := range res.Figures {
+		s := time.Duration(f.Seconds).Seconds()
+		p := pairs[f.Run]
 		if f.Op == "whole" {
-			w = append(w, time.Duration(f.Seconds).Seconds())
+			w, p[0] = append(w, s), s
 		} else {
-			r = append(r, time.Duration(f.Seconds).Seconds())
+			r, p[1] = append(r, s), s
 			rr = append(rr, time.Duration(f.WithRestart).Seconds())
 		}
+		pairs[f.Run] = p
 	}
+	var pr []float64
+	for _, p := range pairs {
+		pr = append(pr, ratio(p[1], p[0]))
+	}
+	res.PairRatio = median(pr)
 	secs := func(x float64) Seconds { return Seconds(time.Duration(x * float64(time.Second))) }
 	res.Whole, res.Resume, res.ResumeWithRestart = secs(median(w)), secs(median(r)), secs(median(rr))
 	res.Ratio, res.RatioWithRestart = ratio(median(r), median(w)), ratio(median(rr), median(w))
