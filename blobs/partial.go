@@ -534,6 +534,28 @@ func (s *Store) trim(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// dropPinnedPartial drops the partial of c, a blob an import has just
+// pinned: at once if no fetch of it runs, else when the last ends (the
+// fetch then finds the blob complete). REQUIRES: writeMu held.
+func (s *Store) dropPinnedPartial(ctx context.Context, c cid.Cid) {
+	s.mu.Lock()
+	p := s.mu.partials[c]
+	switch {
+	case p == nil:
+		s.mu.Unlock()
+		return
+	case p.fetching > 0:
+		p.drop = true
+		s.mu.Unlock()
+		return
+	}
+	delete(s.mu.partials, c)
+	s.mu.Unlock()
+	if p.recorded {
+		_ = s.dropPartial(ctx, c, p) // a crash here leaves it to the sweep at open
+	}
+}
+
 // removePartial drops the partial root if no fetch of it runs (else an
 // error wrapping ErrFetching); ok is false when there is none. REQUIRES:
 // writeMu held.

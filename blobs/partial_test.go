@@ -319,12 +319,13 @@ func TestPartialBound(t *testing.T) {
 
 // TestPartialRemove: `blob rm` of a partial blob removes it, unless a
 // fetch of it runs (ErrFetching); a content fault drops it when the fetch
-// ends.
+// ends; so does an import of the blob.
 func TestPartialRemove(t *testing.T) {
 	src, _, _ := newStore(t, StoreOptions{})
 	dst, db, _ := newStore(t, StoreOptions{})
 	ctx := context.Background()
-	c, size, err := src.Import(ctx, bytes.NewReader(randBytes(3*ChunkSize, 80)))
+	data := randBytes(3*ChunkSize, 80)
+	c, size, err := src.Import(ctx, bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,6 +362,19 @@ func TestPartialRemove(t *testing.T) {
 	res.Release()
 	if len(dst.Partials()) != 0 || len(dataFiles(t, dst)) != 0 || countBlocks(t, dst) != 0 {
 		t.Fatal("something of a dropped partial is left")
+	}
+
+	// An import of the blob: its partial goes.
+	fetchPart(t, dst, c, size, root, leaves[:2])
+	if _, _, err := dst.Import(ctx, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if ps := dst.Partials(); len(ps) != 0 || len(dataFiles(t, dst)) != 1 || countPrefix(t, db, PartialPrefix) != 0 {
+		t.Fatalf("after an import of a partial blob: partials %+v, data files %v", ps, dataFiles(t, dst))
+	}
+	var out bytes.Buffer
+	if err := dst.Export(ctx, c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("export of the imported blob: %v", err)
 	}
 }
 

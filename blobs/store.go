@@ -672,6 +672,7 @@ func (s *Store) importNamed(ctx context.Context, r io.Reader, name string) (cid.
 	if err := s.addPinned(ctx, c, size, file.num, nil); err != nil {
 		return cid.Undef, 0, err
 	}
+	s.dropPinnedPartial(ctx, c)
 	return c, size, nil
 }
 
