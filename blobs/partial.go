@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -346,6 +347,21 @@ func (s *Store) resumeLocked(root cid.Cid, p *partial) (held uint64, err error) 
 	return d.held(), nil
 }
 
+// heldLeaf returns the length of the leaf it (not a root) when a data
+// file holds it, from its location record, without reading it: what the
+// walk of a fetch needs of a leaf held already (ADR 0054). The leaves of
+// a partial not checked since a crash are not found.
+func (s *Store) heldLeaf(it item) (n uint64, ok bool) {
+	if it.depth == 0 || it.c.Type() != cid.Raw {
+		return 0, false
+	}
+	l, ok, err := s.locate(it.c.Hash())
+	if err != nil || !ok {
+		return 0, false
+	}
+	return uint64(l.n), true
+}
+
 // open reports whether the file is open for writing.
 func (d *dataFile) open() bool {
 	d.mu.Lock()
@@ -411,11 +427,30 @@ func (d *dataFile) closeIdle() error {
 func (d *dataFile) check() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// The leaves in file order, checked by a worker a core (at most 4):
+	// hashing is most of the work, and no fetch runs meanwhile.
+	hs := make([]string, 0, len(d.locs))
+	for h := range d.locs {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b string) int { return cmp.Compare(d.locs[a].off, d.locs[b].off) })
+	bad := make([]bool, len(hs))
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(hs); i += workers {
+				c := cid.NewCidV1(cid.Raw, mh.Multihash(hs[i]))
+				_, ok, err := d.s.readLeafAt(c, d.locs[hs[i]], true)
+				bad[i] = err != nil || !ok
+			}
+		})
+	}
+	wg.Wait()
 	b := d.s.db.NewBatch()
 	defer b.Close()
-	for h, l := range d.locs {
-		c := cid.NewCidV1(cid.Raw, mh.Multihash(h))
-		if _, ok, err := d.s.readLeafAt(c, l, true); err == nil && ok {
+	for i, h := range hs {
+		if !bad[i] {
 			continue
 		}
 		delete(d.locs, h)
