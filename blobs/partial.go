@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +38,9 @@ import (
 // declared size of its last fetch, its data file's number (0 for none
 // yet), the time a leaf was last stored for it (Unix milliseconds) and
 // flags (bit 0: the file was synced at a clean Close), each an unsigned
-// varint.
+// varint, then the boot id of the operating system its leaves were
+// written under (StoreOptions.BootID), an unsigned varint length and the
+// bytes, at most maxBootID.
 const PartialPrefix = "bp/"
 
 // Defaults of the bounds on partial blobs (ADR 0054).
@@ -62,6 +65,10 @@ var ErrFetching = errors.New("blobs: the blob is being fetched")
 // costs a fetch next to nothing.
 const partialSyncBytes = 16 << 20
 
+// maxBootID bounds the boot id in a partial record, in bytes (Linux's is
+// a 36-byte UUID).
+const maxBootID = 64
+
 // partialSynced is bit 0 of a partial record's flags: its data file was
 // synced when the store was closed, and its leaves need no check.
 const partialSynced = 1
@@ -77,6 +84,8 @@ type partial struct {
 	progressed int64
 	recorded   bool // its partial record is written
 	synced     bool // its record says its file was synced
+	// boot is the boot id its leaves were written under ("" unknown).
+	boot string
 	// checked: its leaves were checked against their CIDs since open,
 	// or written since; until then its file is hidden from readers.
 	checked  bool
@@ -119,23 +128,39 @@ func partialValue(p *partial) []byte {
 		flags |= partialSynced
 	}
 	v := binary.AppendUvarint(binary.AppendUvarint(nil, p.size), num)
-	return binary.AppendUvarint(binary.AppendUvarint(v, uint64(max(p.progressed, 0))), flags)
+	v = binary.AppendUvarint(binary.AppendUvarint(v, uint64(max(p.progressed, 0))), flags)
+	return append(binary.AppendUvarint(v, uint64(len(p.boot))), p.boot...)
 }
 
 // parsePartial reads a partial record; ok is false for a malformed one.
-func parsePartial(v []byte) (size, num uint64, progressed int64, synced, ok bool) {
-	var f [4]uint64
+func parsePartial(v []byte) (size, num uint64, progressed int64, synced bool, boot string, ok bool) {
+	var f [5]uint64
 	for i := range f {
 		x, n := binary.Uvarint(v)
 		if n <= 0 {
-			return 0, 0, 0, false, false
+			return 0, 0, 0, false, "", false
 		}
 		f[i], v = x, v[n:]
 	}
-	if len(v) != 0 || f[0] > core.MaxSafeInt || f[2] > math.MaxInt64 {
-		return 0, 0, 0, false, false
+	if f[4] > maxBootID || uint64(len(v)) != f[4] || f[0] > core.MaxSafeInt || f[2] > math.MaxInt64 {
+		return 0, 0, 0, false, "", false
 	}
-	return f[0], f[1], int64(f[2]), f[3]&partialSynced != 0, true
+	return f[0], f[1], int64(f[2]), f[3]&partialSynced != 0, string(v), true
+}
+
+// readBootID returns the boot id of the running operating system: Linux's
+// /proc/sys/kernel/random/boot_id, new at each boot; "" where there is
+// none.
+func readBootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > maxBootID {
+		return ""
+	}
+	return s
 }
 
 func (s *Store) now() time.Time {
@@ -158,17 +183,25 @@ func (s *Store) loadPartials() error {
 	s.mu.Lock()
 	for it.First(); it.Valid(); it.Next() {
 		root, err := cid.Cast(it.Key()[len(p):])
-		size, num, at, synced, ok := parsePartial(it.Value())
+		size, num, at, synced, boot, ok := parsePartial(it.Value())
 		_, pinned := s.mu.blobs[root]
 		if err != nil || !ok || pinned {
 			stale = append(stale, slices.Clone(it.Key()))
 			continue
 		}
-		pt := &partial{size: size, progressed: at, recorded: true, synced: synced, checked: synced}
+		// Its leaves are whole if its file was synced at a clean Close,
+		// or if they were written under this boot of the operating
+		// system: a leaf's location record is written once its write
+		// returned, and until the next boot the page cache (or the
+		// disk) gives back every write that returned, whatever became
+		// of the process. After a reboot (a power cut, a kernel crash)
+		// they may be torn, and are checked when a fetch resumes.
+		whole := synced || boot != "" && boot == s.boot
+		pt := &partial{size: size, progressed: at, recorded: true, synced: synced, checked: whole, boot: boot}
 		if num != 0 {
 			pt.file = &dataFile{s: s, num: num, locs: make(map[string]location), indexed: true, idle: true}
 			s.mu.nextFile = max(s.mu.nextFile, num)
-			if !synced {
+			if !whole {
 				s.hide(num)
 			}
 		}
@@ -259,7 +292,7 @@ func (s *Store) partialFor(root cid.Cid, leaf bool) (*partial, error) {
 	}
 	p := s.mu.partials[root]
 	if p == nil {
-		p = &partial{checked: true}
+		p = &partial{checked: true, boot: s.boot}
 		s.mu.partials[root] = p
 	}
 	ready := p.recorded && (!leaf || p.file != nil && p.file.open())
@@ -315,7 +348,7 @@ func (s *Store) resume(root cid.Cid, p *partial) (held uint64, err error) {
 // resumeLocked is resume. REQUIRES: p.resumeMu held.
 func (s *Store) resumeLocked(root cid.Cid, p *partial) (held uint64, err error) {
 	s.mu.Lock()
-	d, checked, synced := p.file, p.checked, p.synced
+	d, checked, stale := p.file, p.checked, p.synced || p.boot != s.boot
 	s.mu.Unlock()
 	if d == nil {
 		return 0, nil
@@ -325,11 +358,11 @@ func (s *Store) resumeLocked(root cid.Cid, p *partial) (held uint64, err error) 
 			return 0, fmt.Errorf("blobs: checking partial %s: %w", root, err)
 		}
 	}
-	if synced {
-		// Unsynced before the first new write: a crash from here on
-		// leaves leaves to check.
+	if stale {
+		// Unsynced, of this boot, before the first new write: a crash
+		// from here on leaves leaves to check unless under this boot.
 		s.mu.Lock()
-		p.synced = false
+		p.synced, p.boot = false, s.boot
 		v := partialValue(p)
 		s.mu.Unlock()
 		if err := s.db.Set(partialKey(root), v, pebble.Sync); err != nil {

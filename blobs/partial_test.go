@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,18 +100,23 @@ func finish(t *testing.T, dst *Store, c cid.Cid, size uint64, root blocks.Block,
 }
 
 // TestPartialKeptAcrossReopen: the leaves a fetch that did not complete
-// stored are kept across a Close and an Open, and across a reopen without
-// Close (a crash of the process), never listed, counted or served; the
-// next fetch goes on from them and stores only the rest (ADR 0054).
+// stored are kept across a Close and an Open, across a reopen without
+// Close (a crash of the process) and across one under another boot id (a
+// crash of the machine), never listed, counted or served; the next fetch
+// goes on from them and stores only the rest (ADR 0054). Only after a
+// reboot are they hidden until the fetch resumes and checks them.
 func TestPartialKeptAcrossReopen(t *testing.T) {
-	for _, clean := range []bool{true, false} {
-		name := map[bool]string{true: "close", false: "crash"}[clean]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		clean bool
+		boot  string // at the reopen
+	}{{"close", true, "boot 1"}, {"crash", false, "boot 1"}, {"reboot", false, "boot 2"}} {
+		t.Run(tc.name, func(t *testing.T) {
 			src, _, _ := newStore(t, StoreOptions{})
 			dir := t.TempDir()
 			db := openDB(t, dir)
 			t.Cleanup(func() { db.Close() })
-			dst, err := OpenStore(db, inDir(dir, nil))
+			dst, err := OpenStore(db, inDir(dir, &StoreOptions{BootID: "boot 1"}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,12 +130,12 @@ func TestPartialKeptAcrossReopen(t *testing.T) {
 			if got := fetchPart(t, dst, c, size, root, leaves[:3]); got != 0 {
 				t.Fatalf("a first fetch resumed from %d bytes", got)
 			}
-			if clean {
+			if tc.clean {
 				if err := dst.Close(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if dst, err = OpenStore(db, inDir(dir, nil)); err != nil {
+			if dst, err = OpenStore(db, inDir(dir, &StoreOptions{BootID: tc.boot})); err != nil {
 				t.Fatal(err)
 			}
 			ps := dst.Partials()
@@ -144,10 +150,11 @@ func TestPartialKeptAcrossReopen(t *testing.T) {
 					t.Fatalf("block %s of a partial blob is served", b.Cid())
 				}
 			}
-			// After a crash the leaves are hidden until checked; after a
-			// clean Close they are known synced and whole.
-			if ok, _ := dst.HasBlock(ctx, leaves[0].Cid()); ok != clean {
-				t.Fatalf("a leaf of the partial visible before its fetch resumed: %v, want %v", ok, clean)
+			// After a reboot the leaves are hidden until checked; after a
+			// clean Close they are known synced, after a crash of the
+			// process written under this boot: whole.
+			if ok, _ := dst.HasBlock(ctx, leaves[0].Cid()); ok != (tc.boot == "boot 1") {
+				t.Fatalf("a leaf of the partial visible before its fetch resumed: %v", ok)
 			}
 			resumed, stored := finish(t, dst, c, size, root, leaves, data)
 			if resumed != 3*ChunkSize || stored != 3 {
@@ -160,15 +167,16 @@ func TestPartialKeptAcrossReopen(t *testing.T) {
 	}
 }
 
-// TestPartialTornLeafDropped: after a crash, a partial's last leaf cut
-// short (the file lost its end) and a leaf damaged on disk are dropped at
-// the check when the fetch resumes, fetched again, and never exported.
+// TestPartialTornLeafDropped: after a crash of the machine (another boot
+// id), a partial's last leaf cut short (the file lost its end) and a leaf
+// damaged on disk are dropped at the check when the fetch resumes,
+// fetched again, and never exported.
 func TestPartialTornLeafDropped(t *testing.T) {
 	src, _, _ := newStore(t, StoreOptions{})
 	dir := t.TempDir()
 	db := openDB(t, dir)
 	t.Cleanup(func() { db.Close() })
-	dst, err := OpenStore(db, inDir(dir, nil))
+	dst, err := OpenStore(db, inDir(dir, &StoreOptions{BootID: "boot 1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +209,8 @@ func TestPartialTornLeafDropped(t *testing.T) {
 	}
 	f.Close()
 
-	// Reopened without Close: as after a crash.
-	if dst, err = OpenStore(db, inDir(dir, nil)); err != nil {
+	// Reopened without Close under another boot id: as after a power cut.
+	if dst, err = OpenStore(db, inDir(dir, &StoreOptions{BootID: "boot 2"})); err != nil {
 		t.Fatal(err)
 	}
 	resumed, stored := finish(t, dst, c, size, root, leaves, data)
@@ -421,5 +429,29 @@ func TestFetchResumesFromTheSameProvider(t *testing.T) {
 	}
 	if ps := n.st.Partials(); len(ps) != 0 {
 		t.Fatalf("partials after completion: %+v", ps)
+	}
+}
+
+// TestPartialRecord: a partial record reads back as written, its boot id
+// at maxBootID bytes and not one past it; a record cut short or with a
+// byte past its end is malformed.
+func TestPartialRecord(t *testing.T) {
+	for _, boot := range []string{"", "4ea647ce-f9fe-42d0-a92c-03629289ce6e", strings.Repeat("b", maxBootID)} {
+		p := &partial{size: 5 << 20, file: &dataFile{num: 7}, progressed: 1_800_000_000_000, synced: true, boot: boot}
+		v := partialValue(p)
+		size, num, at, synced, got, ok := parsePartial(v)
+		if !ok || size != p.size || num != 7 || at != p.progressed || !synced || got != boot {
+			t.Fatalf("boot %q: read back %d %d %d %v %q %v", boot, size, num, at, synced, got, ok)
+		}
+		if _, _, _, _, _, ok := parsePartial(v[:len(v)-1]); ok && len(boot) > 0 {
+			t.Fatalf("boot %q: a record cut short is read", boot)
+		}
+		if _, _, _, _, _, ok := parsePartial(append(v, 0)); ok {
+			t.Fatalf("boot %q: a record with a byte past its end is read", boot)
+		}
+	}
+	p := &partial{boot: strings.Repeat("b", maxBootID+1)}
+	if _, _, _, _, _, ok := parsePartial(partialValue(p)); ok {
+		t.Fatal("a boot id one byte past maxBootID is read")
 	}
 }

@@ -1,6 +1,7 @@
 package blobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -108,6 +109,13 @@ type StoreOptions struct {
 	// dropped. 0 means DefaultMaxPartialBytes (1 GiB); below 0, none is
 	// kept.
 	MaxPartialBytes int64
+	// BootID is the boot id of the operating system (ADR 0054): the
+	// leaves of a partial blob written under the running boot are whole
+	// after an unclean stop, and are not checked. "" means Linux's
+	// /proc/sys/kernel/random/boot_id; where there is none, the leaves of
+	// every partial left by an unclean stop are checked. Tests set it to
+	// stand for a reboot.
+	BootID string
 	// MaxPartialAge is blobs.max_partial_age: a partial blob to which no
 	// leaf was added for longer is dropped (ADR 0054), checked when a
 	// fetch ends and at open. 0 means DefaultMaxPartialAge (7 days);
@@ -249,6 +257,8 @@ type Store struct {
 		hidden map[uint64]bool
 	}
 	hiddenN atomic.Int32
+	// boot is StoreOptions.BootID, or the one read at open.
+	boot string
 }
 
 // OpenStore opens the blob store on db, which the caller owns and closes
@@ -281,6 +291,7 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 		s.fs = vfs.Default
 	}
 	s.mu.partials = make(map[cid.Cid]*partial)
+	s.boot = cmp.Or(s.opts.BootID, readBootID())
 	s.mu.hidden = make(map[uint64]bool)
 	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
 	inner := blockstore.NewBlockstore(s.dstore)

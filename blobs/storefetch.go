@@ -97,7 +97,7 @@ func (s *Store) Reserve(root cid.Cid, size uint64) (*Reservation, error) {
 	s.mu.reserved += size
 	p := s.mu.partials[root]
 	if p == nil {
-		p = &partial{checked: true}
+		p = &partial{checked: true, boot: s.boot}
 		s.mu.partials[root] = p
 	}
 	p.fetching++
