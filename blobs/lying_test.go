@@ -376,7 +376,7 @@ func TestLyingInnerNode(t *testing.T) {
 }
 
 // rawBlock makes a raw BLAKE3 block of data, as a blob's leaves are.
-func rawBlock(t *testing.T, data []byte) blocks.Block {
+func rawBlock(t testing.TB, data []byte) blocks.Block {
 	t.Helper()
 	c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum(data)
 	if err != nil {

@@ -455,3 +455,29 @@ func TestPartialRecord(t *testing.T) {
 		t.Fatal("a boot id one byte past maxBootID is read")
 	}
 }
+
+// BenchmarkPartialCheck256MiB: the check of a partial's leaves when its
+// fetch resumes after a reboot (ADR 0054), 256 leaves of 1 MiB read from
+// the page cache and hashed.
+func BenchmarkPartialCheck256MiB(b *testing.B) {
+	s, _, _ := newStore(b, StoreOptions{})
+	ctx := context.Background()
+	root := rawBlock(b, []byte("the root of a partial blob")).Cid()
+	for i := range 256 {
+		if err := s.PutBlock(ctx, root, rawBlock(b, randBytes(ChunkSize, uint64(1000+i)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	d := s.mu.partials[root].file
+	s.mu.Unlock()
+	b.SetBytes(256 * ChunkSize)
+	for b.Loop() {
+		if err := d.check(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := d.held(); n != 256*ChunkSize {
+		b.Fatalf("%d bytes held after the checks", n)
+	}
+}
