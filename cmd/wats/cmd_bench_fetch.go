@@ -19,6 +19,7 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		jsonOut   bool
 		resume    bool
 		runs      int
+		keepNone  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get | --resume [--runs N]]",
@@ -41,6 +42,9 @@ through its API; and node1's fetch killed (SIGKILL) once it holds half the
 blob, its daemon restarted, and the fetch asked again, timed from that
 request (and from the restart) to the blob stored. node1 removes the blob
 after each. It reports the medians and their ratios to the whole fetch.
+With --keep-none the daemons keep no partial blob (blobs.max_partial_bytes =
+0), as before ADR 0054: the anchor, the fetch after the restart starting from
+nothing.
 
 Each figure is printed as it is measured; with --json, every line of
 standard output is one JSON object: {"figure": …} for the import and the
@@ -62,7 +66,7 @@ fetch, then {"result": …}.`,
 				if runs < 1 || runs > 100 {
 					return usageErrorf("--runs %d: must be 1..100", runs)
 				}
-				return c.benchResume(cmd, bench.ResumeOptions{Size: size, Transport: transport, Runs: runs}, jsonOut)
+				return c.benchResume(cmd, bench.ResumeOptions{Size: size, Transport: transport, Runs: runs, KeepNone: keepNone}, jsonOut)
 			}
 			o := bench.FetchOptions{Size: size, Transport: transport}
 			if jsonOut {
@@ -104,6 +108,7 @@ fetch, then {"result": …}.`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
 	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume after node1 is killed half way against whole ones")
 	cmd.Flags().IntVar(&runs, "runs", 3, "with --resume, the pairs of fetches timed")
+	cmd.Flags().BoolVar(&keepNone, "keep-none", false, "with --resume, keep no partial blob (the anchor: as before ADR 0054)")
 	return cmd
 }
 

@@ -25,6 +25,10 @@ type ResumeOptions struct {
 	// Runs is how many pairs of fetches are timed: a whole fetch and one
 	// that resumes, alternating which goes first (at least 1).
 	Runs int
+	// KeepNone sets node1's blobs.max_partial_bytes to 0: it keeps
+	// nothing of a fetch that did not complete, as before ADR 0054, and
+	// the fetch after the restart starts from nothing (the anchor).
+	KeepNone bool
 	// Log, if set, gets a line of progress a step.
 	Log func(format string, args ...any)
 	// Measured, if set, gets each figure as soon as it is measured.
@@ -97,6 +101,9 @@ func Resume(ctx context.Context, o ResumeOptions) (*ResumeResult, error) {
 			cfg.Blobs.MaxBlobBytes = max(cfg.Blobs.MaxBlobBytes, int64(size))
 			cfg.Blobs.QuotaBytes = max(cfg.Blobs.QuotaBytes, int64(size))
 			cfg.Blobs.MaxPartialBytes = max(cfg.Blobs.MaxPartialBytes, int64(size))
+			if o.KeepNone {
+				cfg.Blobs.MaxPartialBytes = 0
+			}
 			cfg.Blobs.AutoFetch = false
 			if o.Transport == "tcp" || o.Transport == "quic" {
 				cfg.P2P.Listen = []string{transportListen(o.Transport)}
