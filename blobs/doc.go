@@ -103,10 +103,10 @@
 // partial blob (ADR 0054): its leaves in its data file, its inner nodes
 // and a partial record under PartialPrefix, never served, listed as a
 // blob, exported or counted by the quota. The next Reserve of the blob
-// goes on from it (Reservation.Resumed, Request.Resumed): after a stop
-// that was not clean its leaves are first checked against their CIDs,
-// hidden from readers until then, and a torn or damaged one is dropped
-// and fetched again. StoreOptions.MaxPartialBytes and MaxPartialAge bound
+// goes on from it (Reservation.Resumed, Request.Resumed): after a reboot
+// of the machine (StoreOptions.BootID) its leaves are first checked
+// against their CIDs, hidden from readers until then, and a torn or
+// damaged one is dropped and fetched again. StoreOptions.MaxPartialBytes and MaxPartialAge bound
 // the partials no fetch runs for, the least recently progressed dropped
 // first; a content fault drops the partial at once, and Remove removes
 // one (Store.Partials lists them).
