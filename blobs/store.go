@@ -96,8 +96,9 @@ type StoreOptions struct {
 	Pinned func(cid.Cid)
 	// Room, if set, is asked before each leaf is written to a data file,
 	// with its size; its error (the node's: a full disk, ADR 0044) fails
-	// the import or fetch, which keeps nothing of the blob. Removals are
-	// not asked: they are how room is made.
+	// the import, which keeps nothing of the blob, or the fetch, which
+	// keeps what it stored before as a partial blob (ADR 0054; Remove
+	// removes it). Removals are not asked: they are how room is made.
 	Room func(n int) error
 	// Now, if set, is the clock of the time each blob is recorded as
 	// added (BlobInfo.Added) and a partial blob as progressed; nil means
