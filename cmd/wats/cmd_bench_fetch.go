@@ -106,9 +106,9 @@ fetch, then {"result": …}.`,
 	cmd.Flags().StringVar(&transport, "transport", "any", "the transports: any (TCP, then QUIC), tcp or quic")
 	cmd.Flags().BoolVar(&get, "get", false, "time 'blob get -o FILE' on node1 instead of the API's fetch")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object a line: each figure, then the result")
-	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume after node1 is killed half way against whole ones")
+	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume (node1 killed half way) against whole ones")
 	cmd.Flags().IntVar(&runs, "runs", 3, "with --resume, the pairs of fetches timed")
-	cmd.Flags().BoolVar(&keepNone, "keep-none", false, "with --resume, keep no partial blob (the anchor: as before ADR 0054)")
+	cmd.Flags().BoolVar(&keepNone, "keep-none", false, "with --resume, keep no partial blob (the anchor)")
 	return cmd
 }
 
