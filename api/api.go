@@ -123,6 +123,12 @@ type Status struct {
 	Blobs          int    `json:"blobs"`
 	BlobBytes      uint64 `json:"blob_bytes"`
 	BlobQuotaBytes uint64 `json:"blob_quota_bytes"`
+	// PartialBlobs counts the partial blobs kept (docs/adr/0054: what
+	// fetches that did not complete verified, for the next fetch to go on
+	// from); PartialBytes is the bytes of their data files, bounded by
+	// blobs.max_partial_bytes, not counted by the quota.
+	PartialBlobs int    `json:"partial_blobs"`
+	PartialBytes uint64 `json:"partial_bytes"`
 	// PeerTiers counts the connected peers by tier (docs/adr/0030).
 	PeerTiers map[string]int `json:"peer_tiers"`
 	// StrangerSlots and StrangerSlotsUsed are the inbound connection

@@ -390,6 +390,12 @@ type FetchProgress struct {
 	// Bytes is how many bytes of the blob are held; Size its declared size.
 	Bytes uint64 `json:"bytes"`
 	Size  uint64 `json:"size"`
+	// Resumed is the bytes of the blob the node held already when the
+	// fetch began, verified by an earlier fetch that did not complete (a
+	// provider gone, a restart, a crash; docs/adr/0054): the fetch goes
+	// on from them. Set on every line from the one that says so; 0 for a
+	// fetch from nothing.
+	Resumed uint64 `json:"resumed,omitzero"`
 	// Finding is set while the daemon looks for providers: it asks its
 	// connected peers whether they hold the blob, and the DHT, at once
 	// (docs/adr/0047). Provider is the peer ID of the provider whose
@@ -594,6 +600,39 @@ func (c *Client) BlobSize(ctx context.Context, cid string) (*BlobSize, error) {
 		return nil, err
 	}
 	return &bs, nil
+}
+
+// PathBlobPartials answers GET with a JSON array of PartialBlob: the
+// partial blobs the node keeps (docs/adr/0054), the least recently
+// progressed first. DELETE PathBlobs/{cid} removes one (409 while a fetch
+// of it runs).
+const PathBlobPartials = "/v1/blobs/partials"
+
+// PartialBlob is a blob not complete of which the node keeps what fetches
+// verified, never served, for the next fetch to go on from
+// (docs/adr/0054).
+type PartialBlob struct {
+	CID string `json:"cid"`
+	// Size is the declared size of its last fetch; Held the bytes of it
+	// held (verified, stored); Bytes the bytes of its data file, what
+	// counts against blobs.max_partial_bytes.
+	Size  uint64 `json:"size"`
+	Held  uint64 `json:"held"`
+	Bytes uint64 `json:"bytes"`
+	// Progressed is when a byte was last added to it (UTC).
+	Progressed time.Time `json:"progressed"`
+	// Fetching: a fetch of it runs now.
+	Fetching bool `json:"fetching"`
+}
+
+// PartialBlobs returns the partial blobs the node keeps (GET
+// PathBlobPartials).
+func (c *Client) PartialBlobs(ctx context.Context) ([]PartialBlob, error) {
+	var out []PartialBlob
+	if err := c.getJSON(ctx, PathBlobPartials, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // PathBlobFetches answers GET with a JSON array of Fetch: the fetches in

@@ -523,13 +523,13 @@ func TestWireNames(t *testing.T) {
 	}{
 		{ID{PeerID: "p", Addrs: []string{"a"}, Network: "n", Agent: "g"},
 			`{"peer_id":"p","addrs":["a"],"network":"n","agent":"g"}`},
-		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10, Blobs: 11, BlobBytes: 12, BlobQuotaBytes: 13,
+		{Status{PeerID: "p", Network: "n", Agent: "g", Peers: 1, Events: 2, Head: 3, Gossip: true, UptimeSeconds: 4, Dropped: 5, InFlight: 6, ChallengeEffort: 7, ChallengesIssued: 8, ChallengesSolved: 9, ChallengesFailed: 10, Blobs: 11, BlobBytes: 12, BlobQuotaBytes: 13, PartialBlobs: 38, PartialBytes: 39,
 			PeerTiers: map[string]int{"new": 1}, StrangerSlots: 14, StrangerSlotsUsed: 15,
 			Log:          LogUsage{Events: 16, Bytes: 17, Authors: 18, MaxEvents: 19, MaxBytes: 20, MaxEventsPerAuthor: 21, MaxBytesPerAuthor: 22, Commits: 23},
 			Reachability: "private", RelayAddrs: []string{"r"}, HolePunches: HolePunches{Succeeded: 24, Failed: 25},
 			DHT:       DHTStatus{Mode: "auto", Server: true, RoutingTable: 26, LANRoutingTable: 31, ProviderRecords: 27, MaxProviderRecords: 28, ProviderRecordsRefused: 30, Discovered: 29},
 			Bandwidth: BandwidthStatus{UpBytes: 32, DownBytes: 33, UpBytesPerS: 34, DownBytesPerS: 35, MonthlyUpBytes: 36, MonthUpBytes: 37, Month: "2026-12", StrangerBlobsStopped: true}},
-			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15,` +
+			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"partial_blobs":38,"partial_bytes":39,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15,` +
 				`"log":{"events":16,"bytes":17,"authors":18,"max_events":19,"max_bytes":20,"max_events_per_author":21,"max_bytes_per_author":22,"commits":23},` +
 				`"reachability":"private","relay_addrs":["r"],"hole_punches":{"succeeded":24,"failed":25},` +
 				`"dht":{"mode":"auto","server":true,"routing_table":26,"lan_routing_table":31,"provider_records":27,"max_provider_records":28,"provider_records_refused":30,"discovered":29},` +
@@ -538,6 +538,8 @@ func TestWireNames(t *testing.T) {
 		{FetchProgress{Bytes: 1, Size: 2, Done: true}, `{"bytes":1,"size":2,"done":true}`},
 		{FetchProgress{Size: 2, Finding: true}, `{"bytes":0,"size":2,"finding":true}`},
 		{FetchProgress{Bytes: 2, Size: 2, Provider: "p", Done: true}, `{"bytes":2,"size":2,"provider":"p","done":true}`},
+		{FetchProgress{Bytes: 3, Size: 4, Resumed: 2}, `{"bytes":3,"size":4,"resumed":2}`},
+		{PartialBlob{CID: "c", Size: 4, Held: 2, Bytes: 3, Progressed: time.Date(2026, 12, 4, 1, 2, 3, 0, time.UTC), Fetching: true}, `{"cid":"c","size":4,"held":2,"bytes":3,"progressed":"2026-12-04T01:02:03Z","fetching":true}`},
 		{ReplicateRequest{Peer: "p", Blobs: []BlobInfo{{CID: "c", Size: 1}}}, `{"peer":"p","blobs":[{"cid":"c","size":1}]}`},
 		{ReplicateResult{Stored: []string{"a"}, Skipped: []string{}, Failed: []FailedBlob{{CID: "c", Reason: "r"}}},
 			`{"stored":["a"],"skipped":[],"failed":[{"cid":"c","reason":"r"}]}`},

@@ -79,8 +79,8 @@
 // ("/blobs/meta/<cid>") summed at open. Export writes a blob only if it is
 // pinned (ErrIncomplete) and exactly of the declared size
 // (ErrSizeMismatch). Remove unpins and deletes at once the blocks no
-// other pinned blob holds; blocks no pinned blob holds (a fetch cut off by
-// a crash) are deleted at open, and are never served.
+// other pinned blob holds; blocks no pinned blob and no partial blob
+// holds are deleted at open, and are never served.
 //
 // The leaves are not in pebble but in a data file per blob in
 // StoreOptions.DataDir, indexed by location records under LocPrefix (ADR
@@ -104,6 +104,19 @@
 // CID as it is read (a block that is not the one asked for is the
 // provider's fault, ErrBadBlocks); with any other, over bitswap. Content faults (ErrSizeMismatch,
 // ErrCollection, ErrBadBlob) end the plan without backing the provider off.
+//
+// A fetch that does not complete (its providers gone or failed, its
+// caller gone, the node restarted or killed) leaves what it verified as a
+// partial blob (ADR 0054): its leaves in its data file, its inner nodes
+// and a partial record under PartialPrefix, never served, listed as a
+// blob, exported or counted by the quota. The next Reserve of the blob
+// goes on from it (Reservation.Resumed, Request.Resumed): after a reboot
+// of the machine (StoreOptions.BootID) its leaves are first checked
+// against their CIDs, hidden from readers until then, and a torn or
+// damaged one is dropped and fetched again. StoreOptions.MaxPartialBytes and MaxPartialAge bound
+// the partials no fetch runs for, the least recently progressed dropped
+// first; a content fault drops the partial at once, and Remove removes
+// one (Store.Partials lists them).
 //
 //	n, err := f.Stream(ctx, req, w)               // Fetch, and the file to w meanwhile (ADR 0035)
 //
@@ -150,7 +163,9 @@
 //   - store.go: Store, StoreOptions, BlobInfo, KeyPrefix, CIDBuilder,
 //     ErrIncomplete; the reference counts and the sweep at open.
 //   - storefetch.go: Reservation, Reserve, Referenced, the block access of
-//     a fetch, DropUnreferenced, Complete.
+//     a fetch, Complete.
+//   - partial.go: the partial blobs (ADR 0054): their records, the check
+//     when a fetch resumes, the bounds, Partials, their removal.
 //   - exchange.go: Exchange (bitswap server and receiver), MaxMessageBytes.
 //   - blocks.go: wats's block transfer (BlocksProtocol): its wire format
 //     and bounds (MaxRequestCIDs, MaxCIDBytes), the provider's handler and

@@ -188,6 +188,11 @@ type Request struct {
 	// Progress, if set, is told the file bytes held so far and Size, from
 	// the fetch's goroutine.
 	Progress func(done, total uint64)
+	// Resumed, if set, is told once, before any request, the bytes of
+	// the blob's leaves held already from an earlier fetch that did not
+	// complete (ADR 0054) and Size, when there are any: the fetch goes
+	// on from them.
+	Resumed func(held, total uint64)
 	// Wait, if set, is told what the fetch waits for each time that
 	// changes, from the fetch's goroutine: providers being found, or a
 	// provider's attempt (the one that served, on success).
@@ -217,8 +222,10 @@ func (r *Request) wait(w Waiting) {
 // ErrCollection or ErrBadBlob when the content does not fit (ADR 0014:
 // the blob is logged and ignored, never used); otherwise the Plan's
 // ErrNoProvider, ErrAttempts or ErrFetchTimeout with the last provider's
-// error; or ctx's error. On failure the blocks it wrote that no complete
-// blob holds are deleted.
+// error; or ctx's error. On failure what it verified and stored is kept
+// as a partial blob, never served (ADR 0054), for the next fetch of the
+// blob to go on from, from any provider; after a content fault it is
+// deleted.
 func (f *Fetcher) Fetch(ctx context.Context, r Request) error {
 	if done, err := f.complete(r); done {
 		return err
@@ -273,13 +280,15 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		return err // before any request (ADR 0014)
 	}
 	defer res.Release()
+	if held := res.Resumed(); held > 0 && r.Resumed != nil {
+		r.Resumed(held, r.Size)
+	}
 	pl := NewPlan(r.Sources, f.x.Host().ID(), f.backoff, f.now())
 	f.learn(pl)
 	var progress func(uint64)
 	if r.Progress != nil {
 		progress = func(done uint64) { r.Progress(done, r.Size) }
 	}
-	var written []cid.Cid
 	var s *search
 	defer func() {
 		if s != nil {
@@ -307,7 +316,7 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 			break
 		}
 		r.wait(Waiting{Provider: p})
-		err := f.attempt(ctx, p, deadline, r, res, progress, &written)
+		err := f.attempt(ctx, p, deadline, r, res, progress)
 		pl.Report(p, err, f.now())
 		if pl.Done() || ctx.Err() != nil {
 			break
@@ -318,8 +327,9 @@ func (f *Fetcher) run(ctx context.Context, r Request) error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		if derr := f.st.DropUnreferenced(context.WithoutCancel(ctx), written); derr != nil {
-			err = errors.Join(err, derr)
+		if ContentFault(err) {
+			// What it stored is of no use: not kept (ADR 0054).
+			res.Drop()
 		}
 		return fmt.Errorf("blobs: fetch %s (%d bytes): %w", r.CID, r.Size, err)
 	}
@@ -340,14 +350,12 @@ func (f *Fetcher) learn(pl *Plan) {
 // attempt runs one provider's attempt until deadline and pins the blob on
 // success. A block deleted under it by a concurrent Remove is fetched once
 // more from the same provider.
-func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r Request, res *Reservation, progress func(uint64), written *[]cid.Cid) error {
+func (f *Fetcher) attempt(ctx context.Context, p peer.ID, deadline time.Time, r Request, res *Reservation, progress func(uint64)) error {
 	actx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var err error
 	for range 2 {
-		var w []cid.Cid
-		w, err = f.x.FetchFrom(actx, p, r.CID, r.Size, progress)
-		*written = append(*written, w...)
+		_, err = f.x.FetchFrom(actx, p, r.CID, r.Size, progress)
 		if err != nil {
 			return err
 		}

@@ -110,7 +110,9 @@ func (s *Store) locations(h mh.Multihash, limit int) ([]location, error) {
 			ls = append(ls, l)
 		}
 	}
-	return ls, errors.Join(it.Error(), it.Close())
+	// The leaves of a partial blob not yet checked since a crash may be
+	// torn: not read until its check (ADR 0054).
+	return s.visible(ls), errors.Join(it.Error(), it.Close())
 }
 
 // locateIn returns the location of the leaf with multihash h in data file
@@ -215,6 +217,10 @@ type dataFile struct {
 	// fetch's, so that GetBlock finds it); an import writes them all at
 	// the end.
 	indexed bool
+	// idle: the file of a partial blob (ADR 0054), closed while no fetch
+	// writes to it; reopen opens it again, and its writes then go at
+	// size (WriteAt), the file being open from its start.
+	idle, reopened bool
 }
 
 // newDataFile creates the next data file. REQUIRES: not ReadOnly.
@@ -262,7 +268,13 @@ func (d *dataFile) put(c cid.Cid, data []byte) error {
 	// vfs.File.Write may change its argument in general; the files of
 	// vfs.Default (the operating system's) and of vfs.NewMem do not, and
 	// data may be read by others meanwhile (a block in flight).
-	if _, err := d.f.Write(data); err != nil {
+	var err error
+	if d.reopened {
+		_, err = d.f.WriteAt(data, d.size)
+	} else {
+		_, err = d.f.Write(data)
+	}
+	if err != nil {
 		return fmt.Errorf("blobs: data file %d: %w", d.num, err)
 	}
 	d.size += l.n
@@ -365,14 +377,15 @@ func (s *Store) dropSynced(b *pebble.Batch) error {
 }
 
 // Close waits until the data files of the pinned blobs are synced and
-// deletes their unsynced records. Call it before closing the database;
+// deletes their unsynced records, and syncs the files of the partial
+// blobs no fetch writes to (ADR 0054: not checked at the next open). Call it before closing the database;
 // nothing is written to the store after it.
 func (s *Store) Close() error {
 	s.syncs.Wait()
 	var err error
 	if !s.opts.ReadOnly {
 		b := s.db.NewBatch()
-		err = errors.Join(s.dropSynced(b), b.Commit(pebble.Sync), b.Close())
+		err = errors.Join(s.dropSynced(b), b.Commit(pebble.Sync), b.Close(), s.syncPartials())
 	}
 	if n := s.syncErrors.Load(); n > 0 {
 		err = errors.Join(err, fmt.Errorf("blobs: %d data files could not be synced; their blobs are checked at the next open", n))
@@ -515,14 +528,33 @@ func (s *Store) removeData(num uint64, hs []string) error {
 }
 
 // sweepData deletes the data files and location records of no pinned
-// blob (an import or a fetch cut off by a crash) and sets the next file
-// number past every one seen. REQUIRES: s.mu.files loaded.
+// blob and no partial one (an import cut off by a crash, a fetch whose
+// partial record was lost), loads the location records of the partial
+// blobs' files (ADR 0054), and sets the next file number past every one
+// seen. REQUIRES: s.mu.files and s.mu.partials loaded.
 func (s *Store) sweepData() error {
 	live := make(map[uint64]bool)
+	partFiles := make(map[uint64]*dataFile)
 	s.mu.Lock()
 	for _, num := range s.mu.files {
 		live[num] = true
 		s.mu.nextFile = max(s.mu.nextFile, num)
+	}
+	for _, p := range s.mu.partials {
+		if p.file == nil {
+			continue
+		}
+		fi, err := s.fs.Stat(s.dataPath(p.file.num))
+		if err != nil {
+			// Gone (or never made before a crash): the partial holds
+			// no leaf, and a new file is made at its next leaf.
+			s.unhide(p.file.num)
+			p.file = nil
+			continue
+		}
+		p.file.size = fi.Size()
+		live[p.file.num] = true
+		partFiles[p.file.num] = p.file
 	}
 	s.mu.Unlock()
 	if err := s.fs.MkdirAll(s.opts.DataDir, 0o755); err != nil {
@@ -554,6 +586,11 @@ func (s *Store) sweepData() error {
 	defer b.Close()
 	for it.First(); it.Valid(); it.Next() {
 		l, ok := parseLoc(it.Key(), it.Value())
+		if d := partFiles[l.file]; ok && d != nil {
+			h := it.Key()[len(p) : len(it.Key())-8]
+			d.locs[string(h)] = l
+			continue
+		}
 		if ok && live[l.file] {
 			continue
 		}

@@ -198,7 +198,8 @@ func TestDamagedDataFile(t *testing.T) {
 
 // TestCompleteCopiesHeldLeaves: a fetched blob that shares a leaf with a
 // blob held already gets its own copy at Complete, so removing the other
-// blob leaves it whole; a fetch that gives up leaves no data file.
+// blob leaves it whole; a fetch that gives up leaves its data file, as a
+// partial blob (ADR 0054), until the partial is removed.
 func TestCompleteCopiesHeldLeaves(t *testing.T) {
 	src, _, _ := newStore(t, StoreOptions{})
 	dst, db, _ := newStore(t, StoreOptions{})
@@ -241,7 +242,8 @@ func TestCompleteCopiesHeldLeaves(t *testing.T) {
 		t.Fatalf("data files %v, want the fetched blob's", files)
 	}
 
-	// A fetch that gives up: its leaves and file go with its reservation.
+	// A fetch that gives up: its leaves and file are kept as a partial
+	// blob (ADR 0054) until it is removed.
 	c3, s3, err := src.Import(ctx, bytes.NewReader(randBytes(2*ChunkSize, 48)))
 	if err != nil {
 		t.Fatal(err)
@@ -268,11 +270,23 @@ func TestCompleteCopiesHeldLeaves(t *testing.T) {
 		t.Fatalf("data files while fetching: %v", files)
 	}
 	res.Release()
+	if files := dataFiles(t, dst); len(files) != 2 {
+		t.Fatalf("data files after a fetch gave up: %v, want the blob's and the partial's", files)
+	}
+	if dst.Referenced(leaf.Cid()) {
+		t.Fatal("a leaf of a partial blob is served")
+	}
+	if err := dst.Remove(ctx, c3); err != nil {
+		t.Fatalf("remove of a partial blob: %v", err)
+	}
 	if files := dataFiles(t, dst); len(files) != 1 {
-		t.Fatalf("data files after a fetch gave up: %v", files)
+		t.Fatalf("data files after the partial's removal: %v", files)
 	}
 	if n := locRecords(t, db); n != 2 {
-		t.Fatalf("%d location records after a fetch gave up, want the blob's 2", n)
+		t.Fatalf("%d location records after the partial's removal, want the blob's 2", n)
+	}
+	if err := dst.Remove(ctx, c3); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("remove of a removed partial: %v, want ErrIncomplete", err)
 	}
 }
 

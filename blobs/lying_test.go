@@ -376,7 +376,7 @@ func TestLyingInnerNode(t *testing.T) {
 }
 
 // rawBlock makes a raw BLAKE3 block of data, as a blob's leaves are.
-func rawBlock(t *testing.T, data []byte) blocks.Block {
+func rawBlock(t testing.TB, data []byte) blocks.Block {
 	t.Helper()
 	c, err := cid.V1Builder{Codec: cid.Raw, MhType: 0x1e}.Sum(data)
 	if err != nil {
@@ -429,13 +429,17 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 		t.Fatalf("fetch from the node with the cut-off blob: %v, want DONT_HAVE", err)
 	}
 
-	// After a restart: still not used, and its leftover blocks are gone.
+	// After a restart (no Close: as after a crash): still not used, and
+	// kept as a partial blob (ADR 0054), its two leaves checked again.
 	x.Close()
 	if st, err = OpenStore(db, inDir(dir, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if k := countBlocks(t, st); k != 0 {
-		t.Fatalf("%d blocks of the cut-off fetch left after a restart", k)
+	if k := countBlocks(t, st); k != 3 {
+		t.Fatalf("%d blocks of the cut-off fetch kept after a restart, want its 3", k)
+	}
+	if ps := st.Partials(); len(ps) != 1 || !ps[0].CID.Equals(c) || ps[0].Held != 2*ChunkSize || ps[0].Size != size {
+		t.Fatalf("partials after a restart: %+v, want %s holding 2 leaves", ps, c)
 	}
 	x = NewExchange(h, st, nil)
 	t.Cleanup(x.Close)
@@ -443,29 +447,41 @@ func TestTransferCutOffHalfWay(t *testing.T) {
 	n = &peerNode{h: h, st: st, x: x, f: f}
 	assertUnused(t, n, c, size)
 
-	// Cut off again, this time with DONT_HAVE for the rest: a second
-	// provider completes the fetch with the blocks the first did not send.
+	// Cut off again, this time with DONT_HAVE after one more leaf: a
+	// second provider completes the fetch with the blocks neither the
+	// first fetch nor this one's first provider stored.
 	wantsSoFar, _ := cutter.stats()
 	cutter.answer = func(i int, c cid.Cid) reply {
-		if i < len(wantsSoFar)+3 {
+		if i < len(wantsSoFar)+1 {
 			return serveIt
 		}
 		return dontHave
 	}
 	honest := newFakeProvider(t)
 	honest.add(data)
-	err = f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{cutter.info(), honest.info()}}})
+	var resumed uint64
+	err = f.Fetch(testCtx(t), Request{CID: c, Size: size, Sources: Sources{Named: []peer.AddrInfo{cutter.info(), honest.info()}},
+		Resumed: func(held, _ uint64) { resumed = held }})
 	if err != nil {
 		t.Fatalf("fetch with a second provider: %v", err)
+	}
+	if resumed != 2*ChunkSize {
+		t.Fatalf("the fetch said it resumed from %d bytes, want the 2 leaves kept", resumed)
 	}
 	var out bytes.Buffer
 	if err := st.Export(context.Background(), c, size, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("export after completion: %v", err)
 	}
-	if _, sent := honest.stats(); sent != 4 {
-		// The cutter's three blocks were kept within the fetch: the
-		// second provider sent only the other four.
-		t.Fatalf("the second provider sent %d of 7 blocks, want 4", sent)
+	if _, sent := cutter.stats(); sent != 4 {
+		t.Fatalf("the cutter sent %d blocks in all, want 3 then 1", sent)
+	}
+	if _, sent := honest.stats(); sent != 3 {
+		// The three blocks kept across the restart and the one the
+		// cutter sent after it: the second provider sent only the rest.
+		t.Fatalf("the second provider sent %d of 7 blocks, want 3", sent)
+	}
+	if ps := st.Partials(); len(ps) != 0 {
+		t.Fatalf("partials after completion: %+v", ps)
 	}
 }
 

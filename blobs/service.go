@@ -135,6 +135,9 @@ type Asked struct {
 	// the fetch waits for (Request.Wait).
 	Progress func(done, total uint64)
 	Wait     func(Waiting)
+	// Resumed, if set, is told the bytes held already from an earlier
+	// fetch that did not complete (Request.Resumed, ADR 0054).
+	Resumed func(held, total uint64)
 }
 
 // FetchAsked is the fetch an operator asks for: a.CID of the declared
@@ -166,7 +169,7 @@ func (s *Service) asked(a Asked) Request {
 		guesses = s.o.Guesses(MaxAttempts)
 	}
 	src := Sources{First: a.From, FirstExempt: a.From != "", Named: s.o.Hints.Get(a.CID), Guesses: guesses}
-	return Request{CID: a.CID, Size: a.Size, Sources: src, Progress: a.Progress, Wait: a.Wait}
+	return Request{CID: a.CID, Size: a.Size, Sources: src, Progress: a.Progress, Wait: a.Wait, Resumed: a.Resumed}
 }
 
 // Hint records providers, which a gossip envelope named, as the newest

@@ -1,6 +1,7 @@
 package blobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -95,12 +96,32 @@ type StoreOptions struct {
 	Pinned func(cid.Cid)
 	// Room, if set, is asked before each leaf is written to a data file,
 	// with its size; its error (the node's: a full disk, ADR 0044) fails
-	// the import or fetch, which keeps nothing of the blob. Removals are
-	// not asked: they are how room is made.
+	// the import, which keeps nothing of the blob, or the fetch, which
+	// keeps what it stored before as a partial blob (ADR 0054; Remove
+	// removes it). Removals are not asked: they are how room is made.
 	Room func(n int) error
 	// Now, if set, is the clock of the time each blob is recorded as
-	// added (BlobInfo.Added); nil means time.Now.
+	// added (BlobInfo.Added) and a partial blob as progressed; nil means
+	// time.Now.
 	Now func() time.Time
+	// MaxPartialBytes is blobs.max_partial_bytes: the most bytes of the
+	// data files of partial blobs kept while no fetch runs for them (ADR
+	// 0054), at most 2^62; past it the least recently progressed are
+	// dropped. 0 means DefaultMaxPartialBytes (1 GiB); below 0, none is
+	// kept.
+	MaxPartialBytes int64
+	// BootID is the boot id of the operating system (ADR 0054): the
+	// leaves of a partial blob written under the running boot are whole
+	// after an unclean stop, and are not checked. "" means Linux's
+	// /proc/sys/kernel/random/boot_id; where there is none, the leaves of
+	// every partial left by an unclean stop are checked. Tests set it to
+	// stand for a reboot.
+	BootID string
+	// MaxPartialAge is blobs.max_partial_age: a partial blob to which no
+	// leaf was added for longer is dropped (ADR 0054), checked when a
+	// fetch ends and at open. 0 means DefaultMaxPartialAge (7 days);
+	// below 0, no age bound.
+	MaxPartialAge time.Duration
 }
 
 // MaxQuotaBytes bounds StoreOptions.QuotaBytes, 2^62 bytes: far beyond
@@ -119,6 +140,12 @@ func (o *StoreOptions) EnsureDefaults() *StoreOptions {
 	if o.QuotaBytes == 0 {
 		o.QuotaBytes = DefaultQuotaBytes
 	}
+	if o.MaxPartialBytes == 0 {
+		o.MaxPartialBytes = DefaultMaxPartialBytes
+	}
+	if o.MaxPartialAge == 0 {
+		o.MaxPartialAge = DefaultMaxPartialAge
+	}
 	return o
 }
 
@@ -132,6 +159,8 @@ func (o *StoreOptions) Validate() error {
 		return fmt.Errorf("%w: max blob bytes %d beyond 2^53", ErrInvalidOptions, o.MaxBlobBytes)
 	case o.QuotaBytes > MaxQuotaBytes:
 		return fmt.Errorf("%w: quota bytes %d beyond 2^62", ErrInvalidOptions, o.QuotaBytes)
+	case o.MaxPartialBytes > MaxQuotaBytes:
+		return fmt.Errorf("%w: max partial bytes %d beyond 2^62", ErrInvalidOptions, o.MaxPartialBytes)
 	}
 	return nil
 }
@@ -219,12 +248,18 @@ type Store struct {
 		synced []uint64
 		// dropped holds the blobs checkUnsynced removed at open.
 		dropped []cid.Cid
-		// pending holds the data file of each blob being fetched, from
-		// its first leaf until Complete pins it or the last Reservation
-		// for it is released; fetching counts those Reservations.
-		pending  map[cid.Cid]*dataFile
-		fetching map[cid.Cid]int
+		// partials holds the blobs not complete that fetches reserved
+		// room for or stored blocks of (ADR 0054): from the first
+		// Reserve or block until Complete pins the blob, Remove removes
+		// it or a bound drops it.
+		partials map[cid.Cid]*partial
+		// hidden holds the data files of partials whose leaves are not
+		// checked since open (hiddenN counts them): not read until then.
+		hidden map[uint64]bool
 	}
+	hiddenN atomic.Int32
+	// boot is StoreOptions.BootID, or the one read at open.
+	boot string
 }
 
 // OpenStore opens the blob store on db, which the caller owns and closes
@@ -256,8 +291,9 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	if s.fs == nil {
 		s.fs = vfs.Default
 	}
-	s.mu.pending = make(map[cid.Cid]*dataFile)
-	s.mu.fetching = make(map[cid.Cid]int)
+	s.mu.partials = make(map[cid.Cid]*partial)
+	s.boot = cmp.Or(s.opts.BootID, readBootID())
+	s.mu.hidden = make(map[uint64]bool)
 	s.dstore = namespace.Wrap(pds, ds.NewKey(KeyPrefix))
 	inner := blockstore.NewBlockstore(s.dstore)
 	s.bstore = &leafstore{Blockstore: inner, s: s}
@@ -274,6 +310,15 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.loadPartials(); err != nil {
+		return nil, err
+	}
+	if s.opts.ReadOnly {
+		// What sweepData does for a writable store, without deleting.
+		if err := s.loadPartialLocs(); err != nil {
+			return nil, err
+		}
+	}
 	if !s.opts.ReadOnly {
 		if err := s.sweep(ctx); err != nil {
 			return nil, err
@@ -286,6 +331,12 @@ func OpenStore(db *pebble.DB, opts *StoreOptions) (*Store, error) {
 			return nil, err
 		}
 		s.mu.dropped = dropped
+		s.writeMu.Lock()
+		err = s.trim(ctx)
+		s.writeMu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("blobs: dropping partial blobs past the bounds: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -375,10 +426,23 @@ func (s *Store) sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("blobs: listing blocks: %w", err)
 	}
+	// The inner nodes of partial blobs are kept with them (ADR 0054).
+	keep := make(map[string]bool)
+	s.mu.Lock()
+	roots := make([]cid.Cid, 0, len(s.mu.partials))
+	for c := range s.mu.partials {
+		roots = append(roots, c)
+	}
+	s.mu.Unlock()
+	for _, c := range roots {
+		for _, n := range s.partialNodes(ctx, c) {
+			keep[string(n.Hash())] = true
+		}
+	}
 	var drop []cid.Cid
 	s.mu.Lock()
 	for c := range keys {
-		if s.mu.refs[string(c.Hash())] == 0 {
+		if s.mu.refs[string(c.Hash())] == 0 && !keep[string(c.Hash())] {
 			drop = append(drop, c)
 		}
 	}
@@ -620,6 +684,7 @@ func (s *Store) importNamed(ctx context.Context, r io.Reader, name string) (cid.
 	if err := s.addPinned(ctx, c, size, file.num, nil); err != nil {
 		return cid.Undef, 0, err
 	}
+	s.dropPinnedPartial(ctx, c)
 	return c, size, nil
 }
 
@@ -762,9 +827,12 @@ func (s *Store) pinRoot(ctx context.Context, root ipld.Node, size, num uint64, n
 // Remove unpins the blob c, drops it from the list and the quota, and
 // deletes at once the blocks of its DAG that no other pinned blob
 // reaches (reference-counted garbage collection, ADR 0029), so that a
-// removed blob is neither served nor kept on disk. Removing a blob that is
-// not pinned returns an error wrapping ErrIncomplete. A crash half way
-// leaves blocks that the sweep at the next open deletes.
+// removed blob is neither served nor kept on disk. A partial blob (ADR
+// 0054) is removed likewise: its data file, location records, record and
+// inner nodes no other blob holds; while a fetch of it runs, an error
+// wrapping ErrFetching. Removing a blob neither pinned nor partial
+// returns an error wrapping ErrIncomplete. A crash half way leaves blocks
+// that the sweep at the next open deletes.
 func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -773,6 +841,10 @@ func (s *Store) Remove(ctx context.Context, c cid.Cid) error {
 	num := s.mu.files[c]
 	s.mu.Unlock()
 	if !ok {
+		// A partial blob (ADR 0054) is removed too.
+		if found, err := s.removePartial(ctx, c); found {
+			return err
+		}
 		return fmt.Errorf("%w: %s", ErrIncomplete, c)
 	}
 	bl, err := s.dagBlocks(ctx, c)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cockroachdb/pebble/v2"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
@@ -15,92 +16,101 @@ import (
 // This file is the store's side of a fetch (ADR 0029): room reserved under
 // the quota before any request, blocks written unreferenced (so never
 // served, listed or exported), the leaves to the blob's own data file
-// (ADR 0037), and Complete, which pins a blob only when every block is
-// there and it is exactly of its declared size.
+// (ADR 0037), kept as a partial blob when the fetch does not complete
+// (ADR 0054, partial.go), and Complete, which pins a blob only when every
+// block is there and it is exactly of its declared size.
 
 // Reservation is room under blobs.quota_bytes promised to one fetch, taken
 // by Reserve before any request (ADR 0014). Release gives it back; Complete
 // turns it into the pinned blob's share of the quota. Safe to release more
-// than once. It also holds the fetch's data file (ADR 0037): when the last
-// Reservation for a blob that is not pinned is released, the leaves it
-// fetched are deleted.
+// than once. It also counts the fetch on the blob's partial (ADR 0054):
+// when the last Reservation of a blob that is not pinned is released,
+// what its fetches stored is kept as a partial blob, within the bounds
+// (StoreOptions.MaxPartialBytes, MaxPartialAge), for the next fetch to go
+// on from.
 type Reservation struct {
-	s    *Store
-	root cid.Cid
-	size uint64
-	once sync.Once
+	s       *Store
+	root    cid.Cid
+	size    uint64
+	p       *partial // the partial counting this fetch
+	resumed uint64
+	once    sync.Once
 }
 
 // Release gives the reserved room back and, if no other fetch of the
-// blob holds a Reservation, deletes the leaves this one fetched unless
-// Complete pinned them. Calling it again does nothing.
+// blob holds a Reservation and Complete did not pin it, keeps what its
+// fetches stored as a partial blob, then applies the bounds on partial
+// blobs (or drops it, after Drop). Calling it again does nothing.
 func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
 	r.s.mu.Lock()
 	r.releaseLocked()
-	var drop *dataFile
-	if r.s.mu.fetching[r.root] == 0 {
-		drop = r.s.mu.pending[r.root]
-		delete(r.s.mu.pending, r.root)
-	}
+	idle := r.s.mu.partials[r.root] == r.p && r.p.fetching == 0
 	r.s.mu.Unlock()
-	if drop != nil {
-		_ = drop.discard() // a crash here leaves it to the sweep at open
+	if idle {
+		r.s.idle(r.root, r.p)
 	}
 }
+
+// Drop makes the blob's partial dropped, not kept, when the last
+// Reservation of it is released: its fetch found a content fault (ADR
+// 0014), and what it stored is of no use.
+func (r *Reservation) Drop() {
+	r.s.mu.Lock()
+	r.p.drop = true
+	r.s.mu.Unlock()
+}
+
+// Resumed returns the bytes of the blob's leaves held when the
+// reservation was taken: what an earlier fetch that did not complete
+// stored and verified (ADR 0054), checked again if a crash may have torn
+// it; 0 for a fetch that starts from nothing.
+func (r *Reservation) Resumed() uint64 { return r.resumed }
 
 // releaseLocked gives the room back once. REQUIRES: r.s.mu held.
 func (r *Reservation) releaseLocked() {
 	r.once.Do(func() {
 		r.s.mu.reserved -= r.size
-		if r.s.mu.fetching[r.root]--; r.s.mu.fetching[r.root] <= 0 {
-			delete(r.s.mu.fetching, r.root)
-		}
+		r.p.fetching--
 	})
 }
 
 // Reserve checks a declared size against blobs.max_blob_bytes and the room
 // left under blobs.quota_bytes (the pinned blobs and the other
-// reservations counted), as ADR 0014 asks before any request, and reserves
-// size bytes for a fetch of the blob root. The error wraps ErrTooLarge or
-// ErrQuota, with the figures.
+// reservations counted; partial blobs are not, ADR 0054), as ADR 0014 asks
+// before any request, and reserves size bytes for a fetch of the blob
+// root. The error wraps ErrTooLarge or ErrQuota, with the figures. If a
+// partial of root is held, it is made ready for the fetch to go on from:
+// its leaves checked if a crash may have torn them (a damaged one is
+// dropped, to be fetched again); an error doing so wraps ErrStore.
 func (s *Store) Reserve(root cid.Cid, size uint64) (*Reservation, error) {
 	if s.opts.ReadOnly {
 		return nil, errors.New("blobs: the store is read-only")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := CheckBeforeFetch(size, s.opts.MaxBlobBytes, s.mu.used+s.mu.reserved, s.opts.QuotaBytes); err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
 	s.mu.reserved += size
-	s.mu.fetching[root]++
-	return &Reservation{s: s, root: root, size: size}, nil
-}
-
-// pendingFile returns the data file of the fetch of root, made at its
-// first leaf.
-func (s *Store) pendingFile(root cid.Cid) (*dataFile, error) {
-	s.mu.Lock()
-	d := s.mu.pending[root]
+	p := s.mu.partials[root]
+	if p == nil {
+		p = &partial{checked: true, boot: s.boot}
+		s.mu.partials[root] = p
+	}
+	p.fetching++
+	p.size = size
 	s.mu.Unlock()
-	if d != nil {
-		return d, nil
-	}
-	d, err := s.newDataFile(true)
+	r := &Reservation{s: s, root: root, size: size, p: p}
+	held, err := s.resume(root, p)
 	if err != nil {
-		return nil, err
+		r.Release()
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if other := s.mu.pending[root]; other != nil {
-		_ = d.discard() // another attempt made one meanwhile
-		return other, nil
-	}
-	s.mu.pending[root] = d
-	return d, nil
+	r.resumed = held
+	return r, nil
 }
 
 // Reserved returns the bytes reserved by fetches in flight.
@@ -148,14 +158,37 @@ func (s *Store) putBlock(ctx context.Context, root cid.Cid, b blocks.Block) erro
 	if s.opts.ReadOnly {
 		return errors.New("blobs: the store is read-only")
 	}
-	if b.Cid().Type() != cid.Raw {
+	leaf := b.Cid().Type() == cid.Raw
+	p, err := s.partialFor(root, leaf)
+	if err != nil || p == nil {
+		return err // nil: root is pinned, and its file holds every leaf
+	}
+	if !leaf {
 		return s.bstore.Put(ctx, b)
 	}
-	d, err := s.pendingFile(root)
-	if err != nil {
+	if err := p.file.put(b.Cid(), b.RawData()); err != nil {
 		return err
 	}
-	return d.put(b.Cid(), b.RawData())
+	s.mu.Lock()
+	p.progressed = s.now().UnixMilli()
+	p.unsynced += uint64(len(b.RawData()))
+	syncNow := p.unsynced >= partialSyncBytes
+	if syncNow {
+		p.unsynced = 0
+	}
+	s.mu.Unlock()
+	if syncNow {
+		// pebble keeps writes without a sync in the process's memory
+		// until its WAL's block fills: a kill would take the partial
+		// record and the location records of this fetch with it. The
+		// data file needs no sync for that: the leaves, in the page
+		// cache, outlive the process, and are checked when the fetch
+		// resumes (ADR 0054).
+		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+			return fmt.Errorf("blobs: partial %s: %w", root, err)
+		}
+	}
+	return nil
 }
 
 // putBlocks writes blocks fetched for root, unreferenced (as PutBlock).
@@ -167,25 +200,6 @@ func (s *Store) putBlocks(ctx context.Context, root cid.Cid, bs []blocks.Block) 
 	}
 	s.stored.notify()
 	return nil
-}
-
-// DropUnreferenced deletes those of the blocks cs in pebble that no
-// pinned blob holds: the leftovers of a fetch that gave up (its leaves, in
-// its data file, go when its Reservation is released). Blocks of pinned
-// blobs are kept.
-func (s *Store) DropUnreferenced(ctx context.Context, cs []cid.Cid) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	var errs []error
-	for _, c := range cs {
-		if c.Type() == cid.Raw || s.Referenced(c) {
-			continue
-		}
-		if err := s.bstore.DeleteBlock(ctx, c); err != nil && !ipld.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Complete pins the fetched blob root of the declared size: only when
@@ -226,10 +240,11 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 	if err != nil {
 		return err
 	}
-	file, err := s.pendingFile(root)
+	p, err := s.partialFor(root, true)
 	if err != nil {
 		return fmt.Errorf("blobs: complete %s: %w", root, err)
 	}
+	file := p.file
 	for _, h := range bl {
 		c := cid.NewCidV1(cid.Raw, mh.Multihash(h))
 		if file.has(c.Hash()) {
@@ -264,14 +279,23 @@ func (s *Store) Complete(ctx context.Context, root cid.Cid, size uint64, r *Rese
 		}
 	}
 	s.mu.Lock()
-	delete(s.mu.pending, root) // the blob's now, whatever follows
+	delete(s.mu.partials, root) // the blob's now, whatever follows
+	s.unhide(file.num)
 	s.mu.Unlock()
 	if err := s.pinSealed(ctx, nd, size, file, ""); err != nil {
 		_ = file.discard()
+		_ = s.db.Delete(partialKey(root), pebble.NoSync)
 		if ipld.IsNotFound(err) || errors.Is(err, ipld.ErrNotFound{}) {
 			return fmt.Errorf("%w: %v", ErrIncomplete, err)
 		}
 		return err
 	}
-	return s.addPinned(ctx, root, size, file.num, r)
+	if err := s.addPinned(ctx, root, size, file.num, r); err != nil {
+		return err
+	}
+	// After the pin: a record left by a crash here is deleted at open.
+	if err := s.db.Delete(partialKey(root), pebble.NoSync); err != nil {
+		return fmt.Errorf("blobs: partial record of %s: %w", root, err)
+	}
+	return nil
 }

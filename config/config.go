@@ -258,6 +258,34 @@ type BlobsConfig struct {
 	// arrive by gossip or sync, within max_blob_bytes and quota_bytes.
 	// Default true.
 	AutoFetch bool `toml:"auto_fetch"`
+	// MaxPartialBytes (key `blobs.max_partial_bytes`) bounds the bytes of
+	// the partial blobs kept while no fetch runs for them, what fetches
+	// that did not complete verified, for the next fetch to go on from
+	// (ADR 0054); past it the least recently progressed are dropped.
+	// 0..core.MaxSafeInt, 0 keeping none. Not counted by quota_bytes.
+	// Default 1 GiB.
+	MaxPartialBytes int64 `toml:"max_partial_bytes"`
+	// MaxPartialAge (key `blobs.max_partial_age`): a partial blob to which
+	// no leaf was added for longer is dropped (ADR 0054). 0 (no age
+	// bound)..MaxPartialAge. Default 168h (7 days).
+	MaxPartialAge Duration `toml:"max_partial_age"`
+}
+
+// MaxPartialAge bounds blobs.max_partial_age: a year.
+const MaxPartialAge = 365 * 24 * time.Hour
+
+// PartialBounds returns blobs.max_partial_bytes and blobs.max_partial_age
+// as blobs.StoreOptions takes them: a 0 of either (none kept, no age
+// bound) as -1, since 0 there means the default.
+func (b BlobsConfig) PartialBounds() (maxBytes int64, maxAge time.Duration) {
+	maxBytes, maxAge = b.MaxPartialBytes, b.MaxPartialAge.Duration
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	if maxAge == 0 {
+		maxAge = -1
+	}
+	return maxBytes, maxAge
 }
 
 // EventsConfig is the table [events]: the quotas of the event log (ADR
@@ -369,8 +397,9 @@ func Default() *Config {
 		},
 		Limits:    limits.DefaultConfig(),
 		PeerCache: PeerCacheConfig{MaxPeers: peercache.DefaultMaxPeers},
-		Blobs:     BlobsConfig{MaxBlobBytes: blobs.DefaultMaxBlobBytes, QuotaBytes: blobs.DefaultQuotaBytes, Serve: ServePeers, AutoFetch: true},
-		Events:    EventsConfig{MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000, MaxBytesPerAuthor: 256 << 20},
+		Blobs: BlobsConfig{MaxBlobBytes: blobs.DefaultMaxBlobBytes, QuotaBytes: blobs.DefaultQuotaBytes, Serve: ServePeers, AutoFetch: true,
+			MaxPartialBytes: blobs.DefaultMaxPartialBytes, MaxPartialAge: Duration{blobs.DefaultMaxPartialAge}},
+		Events: EventsConfig{MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000, MaxBytesPerAuthor: 256 << 20},
 		API: APIConfig{
 			MetricsAddr:   "",
 			DashboardAddr: DefaultDashboardAddr,

@@ -308,6 +308,18 @@ var keyDocs = map[string]keyDoc{
 		allowed: "max_blob_bytes..2^53 bytes",
 		example: "quota_bytes = 4294967296",
 	},
+	"blobs.max_partial_bytes": {
+		what: "Most bytes of partial blobs kept: what fetches that did not complete (a provider gone, a " +
+			"restart, a crash) verified, never served, so that the next fetch goes on from it. Past it the " +
+			"least recently progressed go first. Not counted by quota_bytes (docs/adr/0054).",
+		allowed: "0..2^53 bytes; 0 keeps none",
+		example: "max_partial_bytes = 1073741824",
+	},
+	"blobs.max_partial_age": {
+		what:    "A partial blob to which no byte was added for longer is dropped (docs/adr/0054).",
+		allowed: fmt.Sprintf("a duration up to %q; \"0s\" means no age bound", durationText(MaxPartialAge)),
+		example: `max_partial_age = "168h"`,
+	},
 	"events.max_events": {
 		what: "Most events the log holds, all authors together. Past 90% of it no event of an author " +
 			"new to the log is stored; at it, only this node's own. Nothing stored is dropped (docs/adr/0031).",

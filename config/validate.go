@@ -37,6 +37,10 @@ func (c *Config) problems() []*Error {
 		ch.bad("blobs.quota_bytes", q, "below max_blob_bytes or above 2^53", "blobs.max_blob_bytes")
 	}
 	ch.oneOf("blobs.serve", c.Blobs.Serve, ServePeers, ServeAll)
+	if b := c.Blobs.MaxPartialBytes; b < 0 || b > core.MaxSafeInt {
+		ch.bad("blobs.max_partial_bytes", b, "not in 0..2^53")
+	}
+	ch.durationRange("blobs.max_partial_age", c.Blobs.MaxPartialAge, 0, MaxPartialAge)
 	c.Events.validate(&ch)
 	c.Bandwidth.validate(&ch)
 	if m := c.PeerCache.MaxPeers; m < 1 || m > MaxPeerCache {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wats-network/wats/blobs"
 )
 
 func addrs(n int, format string) []string {
@@ -230,6 +232,14 @@ func TestBlobsTable(t *testing.T) {
 		"[blobs]\nmax_blob_bytes = 9007199254740993\n":                                 false,
 		"[blobs]\nmax_blob_bytes = 100\nquota_bytes = 99\n":                            false,
 		"[blobs]\nquota_bytes = 9007199254740993\n":                                    false,
+		"[blobs]\nmax_partial_bytes = 0\n":                                             true,
+		"[blobs]\nmax_partial_bytes = 9007199254740992\n":                              true,
+		"[blobs]\nmax_partial_bytes = 9007199254740993\n":                              false,
+		"[blobs]\nmax_partial_bytes = -1\n":                                            false,
+		"[blobs]\nmax_partial_age = \"0s\"\n":                                          true,
+		"[blobs]\nmax_partial_age = \"8760h\"\n":                                       true,
+		"[blobs]\nmax_partial_age = \"8760h0m0.001s\"\n":                               false,
+		"[blobs]\nmax_partial_age = \"-1s\"\n":                                         false,
 	} {
 		_, err := Parse([]byte(file), "c.toml")
 		if ok != (err == nil) {
@@ -243,6 +253,19 @@ func TestBlobsTable(t *testing.T) {
 
 // TestBandwidthTable: the caps at and just past each bound; 0 is
 // unlimited, a negative value an error that names the key.
+// TestPartialBounds: blobs.max_partial_bytes and max_partial_age as the
+// blob store takes them, a 0 of either meaning none kept and no age bound
+// (-1 there, where 0 is the default); the defaults are blobs'.
+func TestPartialBounds(t *testing.T) {
+	d := Default()
+	if b, a := d.Blobs.PartialBounds(); b != blobs.DefaultMaxPartialBytes || a != blobs.DefaultMaxPartialAge {
+		t.Fatalf("default partial bounds %d, %v", b, a)
+	}
+	if b, a := (BlobsConfig{}).PartialBounds(); b != -1 || a != -1 {
+		t.Fatalf("partial bounds of 0: %d, %v; want -1, -1", b, a)
+	}
+}
+
 func TestBandwidthTable(t *testing.T) {
 	for file, want := range map[string]string{
 		"[bandwidth]\nup_bytes_per_s = 0\ndown_bytes_per_s = 0\nmonthly_up_bytes = 0\n":               "",

@@ -258,7 +258,34 @@ func (h handlers) removeBlob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeDone(w, h.Blobs().Remove(r.Context(), c), blobs.ErrIncomplete, fmt.Errorf("blob %s is not stored here", c))
+	err := h.Blobs().Remove(r.Context(), c)
+	if errors.Is(err, blobs.ErrFetching) {
+		writeError(w, http.StatusConflict, fmt.Errorf("blob %s is being fetched; its partial bytes are removed once the fetch ends", c))
+		return
+	}
+	writeDone(w, err, blobs.ErrIncomplete, fmt.Errorf("blob %s is not stored here", c))
+}
+
+// partialBlobs answers GET api.PathBlobPartials, as store.PartialList
+// does without a daemon.
+func (h handlers) partialBlobs() []api.PartialBlob {
+	ps := h.Blobs().Partials()
+	out := make([]api.PartialBlob, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, api.PartialBlob{CID: p.CID.String(), Size: p.Size, Held: p.Held, Bytes: p.Bytes,
+			Progressed: p.Progressed.UTC(), Fetching: p.Fetching})
+	}
+	return out
+}
+
+// status answers GET api.PathStatus: the node's, with its partial blobs.
+func (h handlers) status() api.Status {
+	st := h.Status()
+	for _, p := range h.Blobs().Partials() {
+		st.PartialBlobs++
+		st.PartialBytes += p.Bytes
+	}
+	return st
 }
 
 func (h handlers) reportCrash(w http.ResponseWriter, r *http.Request) {
@@ -333,7 +360,7 @@ func (h handlers) fetchBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	lines := newFetchLines(ndjsonLines(w), req.Size)
 	err := h.Fetching().FetchAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from,
-		Progress: func(done, _ uint64) { lines.bytes(done) }, Wait: lines.wait})
+		Progress: func(done, _ uint64) { lines.bytes(done) }, Wait: lines.wait, Resumed: lines.resumed})
 	lines.end(req.Size, err, func() string { return fetchFailure(c, err, from != "") })
 }
 
@@ -377,7 +404,7 @@ func (h handlers) streamBlobFile(w http.ResponseWriter, r *http.Request) {
 	lines := newFetchLines(ndjsonLines(w), req.Size)
 	lines.line(api.FetchProgress{Size: req.Size}) // the answer's head now: the first bytes may take a while
 	out := &progressWriter{w: f, report: lines.bytes, behind: f}
-	n, err := h.Fetching().StreamAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from, Wait: lines.wait}, out)
+	n, err := h.Fetching().StreamAsked(r.Context(), blobs.Asked{CID: c, Size: req.Size, From: from, Wait: lines.wait, Resumed: lines.resumed}, out)
 	lines.end(n, err, func() string { return fetchFailure(c, err, from != "") })
 }
 
@@ -421,6 +448,15 @@ func (l *fetchLines) wait(w blobs.Waiting) {
 	l.line(l.p)
 }
 
+// resumed reports the bytes held already when the fetch began
+// (blobs.Request.Resumed), at once; every later line carries them.
+func (l *fetchLines) resumed(held, _ uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Resumed = held
+	l.line(l.p)
+}
+
 // end writes the last line of a fetch that ended with err after n bytes:
 // Done, with the provider of the last attempt (the one that served), or
 // Error, what failure says of err.
@@ -429,7 +465,7 @@ func (l *fetchLines) end(n uint64, err error, failure func() string) {
 	defer l.mu.Unlock()
 	l.p.Bytes, l.p.Finding = n, false
 	if err != nil {
-		l.line(api.FetchProgress{Bytes: n, Size: l.p.Size, Error: failure()})
+		l.line(api.FetchProgress{Bytes: n, Size: l.p.Size, Resumed: l.p.Resumed, Error: failure()})
 		return
 	}
 	l.p.Done = true

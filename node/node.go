@@ -155,7 +155,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 
 	n.stores, err = store.OpenStores(store.StoresOptions{Dir: o.Dir, Log: n.log, Statfs: o.Statfs, Now: now(),
 		MaxPeers: cfg.PeerCache.MaxPeers, MaxBlobBytes: uint64(cfg.Blobs.MaxBlobBytes), QuotaBytes: uint64(cfg.Blobs.QuotaBytes),
-		Pinned: n.blobPinned})
+		Pinned: n.blobPinned, PartialBounds: cfg.Blobs.PartialBounds})
 	ok := false
 	defer func() {
 		if !ok { // what New opened, it closes

@@ -124,6 +124,26 @@ func (o *Offline) Blobs() []api.BlobInfo {
 	return BlobList(o.blobs, o.events)
 }
 
+// PartialBlobs is the answer of GET api.PathBlobPartials without a daemon.
+func (o *Offline) PartialBlobs() []api.PartialBlob {
+	if o.blobs == nil {
+		return []api.PartialBlob{}
+	}
+	return PartialList(o.blobs)
+}
+
+// PartialList is the answer of GET api.PathBlobPartials for the store s:
+// its partial blobs (docs/adr/0054), the least recently progressed first.
+func PartialList(s *blobs.Store) []api.PartialBlob {
+	ps := s.Partials()
+	out := make([]api.PartialBlob, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, api.PartialBlob{CID: p.CID.String(), Size: p.Size, Held: p.Held, Bytes: p.Bytes,
+			Progressed: p.Progressed.UTC(), Fetching: p.Fetching})
+	}
+	return out
+}
+
 // Peers are the records of the peer cache without a daemon (what
 // CachedPeers answers GET api.PathPeerCache with).
 func (o *Offline) Peers() []peercache.Entry {

@@ -29,6 +29,10 @@ type StoresOptions struct {
 	// (blobs.StoreOptions.Pinned).
 	MaxBlobBytes, QuotaBytes uint64
 	Pinned                   func(cid.Cid)
+	// PartialBounds, if set, returns the bounds on the partial blobs kept
+	// (blobs.StoreOptions.MaxPartialBytes and MaxPartialAge): the node's
+	// is config.BlobsConfig.PartialBounds. Unset: the defaults.
+	PartialBounds func() (maxBytes int64, maxAge time.Duration)
 }
 
 // Stores are a running node's stores, on one database: the event log
@@ -84,10 +88,14 @@ func OpenStores(o StoresOptions) (*Stores, error) {
 	if k := s.Peers.Migrated(); k > 0 {
 		o.Log.Info("dropped peer cache records of an older version that showed no value (docs/adr/0030)", "count", k)
 	}
-	if s.Blobs, err = blobs.OpenStore(s.DB.DB, &blobs.StoreOptions{
+	bo := &blobs.StoreOptions{
 		MaxBlobBytes: o.MaxBlobBytes, QuotaBytes: o.QuotaBytes,
 		DataDir: DataDir(s.DB.Dir), FS: s.DB.FilesFS, Pinned: o.Pinned, Room: s.DB.Room,
-	}); err != nil {
+	}
+	if o.PartialBounds != nil {
+		bo.MaxPartialBytes, bo.MaxPartialAge = o.PartialBounds()
+	}
+	if s.Blobs, err = blobs.OpenStore(s.DB.DB, bo); err != nil {
 		return s, fmt.Errorf("store: open blob store: %w", err)
 	}
 	for _, c := range s.Blobs.Dropped() {

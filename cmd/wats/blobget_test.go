@@ -123,7 +123,8 @@ func TestBlobGetStreams(t *testing.T) {
 			err, len(prefix), len(data3), bytes.Equal(prefix, data3[:min(len(prefix), len(data3))]), stderr.String())
 	}
 
-	// Again with -o FILE: no file, no temporary file.
+	// Again with -o FILE: no file, no temporary file. The fetch goes on
+	// from what the cut-off one verified (ADR 0054), and says so first.
 	da, _ = startBinDaemonProc(t, env, bin, a)
 	part := filepath.Join(out, "part.bin")
 	get = exec.Command(bin, "blob", "get", cid3, "--size", size3, "--from", from(), "-o", part, "--repo", b)
@@ -145,7 +146,8 @@ func TestBlobGetStreams(t *testing.T) {
 		time.Sleep(time.Millisecond) // waiting on another process
 	}
 	killDaemon(t, da)
-	if ee, ok := get.Wait().(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "Error: could not fetch blob "+cid3) {
+	if ee, ok := get.Wait().(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "resuming: ") ||
+		!strings.Contains(stderr.String(), " already held\nError: could not fetch blob "+cid3) {
 		t.Fatalf("-o FILE with its provider killed: exit %v, stderr %q", get.ProcessState, stderr.String())
 	}
 	noneLeft("after a fetch cut off", "got.bin")

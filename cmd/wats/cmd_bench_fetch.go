@@ -22,9 +22,12 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		profSecs  int
 		rounds    int
 		ceiling   bool
+		resume    bool
+		runs      int
+		keepNone  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--ceiling] [--rounds N]",
+		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get] [--ceiling] [--rounds N] | --resume [--runs N]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
@@ -37,6 +40,16 @@ With --get, node1 gets the blob as an operator does, by 'wats blob get CID -o
 FILE' (this binary, in a process of its own) into the temporary directory:
 the time is that command's, from start to the file written and renamed, and
 the file is checked against the blob before anything is reported.
+
+With --resume, it times fetches that resume (docs/adr/0054) against whole
+ones, --runs times each, alternating which goes first: node1's whole fetch
+through its API; and node1's fetch killed (SIGKILL) once it holds half the
+blob, its daemon restarted, and the fetch asked again, timed from that
+request (and from the restart) to the blob stored. node1 removes the blob
+after each. It reports the medians and their ratios to the whole fetch.
+With --keep-none the daemons keep no partial blob (blobs.max_partial_bytes =
+0), as before ADR 0054: the anchor, the fetch after the restart starting from
+nothing.
 
 Each figure is printed as it is measured; with --json, every line of
 standard output is one JSON object: {"figure": …} for the import and the
@@ -65,6 +78,15 @@ fetch (go tool pprof DIR/node1.pprof).`,
 			}
 			if rounds < 1 {
 				return usageErrorf("--rounds must be at least 1, got %d", rounds)
+			}
+			if resume {
+				if get || ceiling || rounds != 1 {
+					return usageErrorf("--resume times fetches through the API; leave out --get, --ceiling and --rounds")
+				}
+				if runs < 1 || runs > 100 {
+					return usageErrorf("--runs %d: must be 1..100", runs)
+				}
+				return c.benchResume(cmd, bench.ResumeOptions{Size: size, Transport: transport, Runs: runs, KeepNone: keepNone}, jsonOut)
 			}
 			o := bench.FetchOptions{Size: size, Transport: transport, Rounds: rounds, Ceiling: ceiling, CPUProfileDir: profDir, CPUProfileSeconds: profSecs}
 			if jsonOut {
@@ -116,7 +138,39 @@ fetch (go tool pprof DIR/node1.pprof).`,
 	cmd.Flags().BoolVar(&ceiling, "ceiling", false, "time one libp2p stream in each round too, and the fetch's ratio to it")
 	cmd.Flags().StringVar(&profDir, "cpuprofile", "", "write CPU profiles of both daemons during the fetch to this directory")
 	cmd.Flags().IntVar(&profSecs, "profile-seconds", 5, "the profiles' length in seconds, from before the fetch")
+	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume (node1 killed half way) against whole ones")
+	cmd.Flags().IntVar(&runs, "runs", 3, "with --resume, the pairs of fetches timed")
+	cmd.Flags().BoolVar(&keepNone, "keep-none", false, "with --resume, keep no partial blob (the anchor)")
 	return cmd
+}
+
+// benchResume runs and prints `bench fetch --resume`.
+func (c *cli) benchResume(cmd *cobra.Command, o bench.ResumeOptions, jsonOut bool) error {
+	if jsonOut {
+		o.Measured = printFigure[bench.ResumeFigure](c)
+	} else {
+		o.Log = c.progress
+		o.Measured = func(f bench.ResumeFigure) {
+			if f.Op == "whole" {
+				fmt.Fprintf(c.stdout, "run %d whole fetch      %v\n", f.Run, f.Seconds)
+				return
+			}
+			fmt.Fprintf(c.stdout, "run %d after a restart  %v from %s held (%v from the restart)\n", f.Run, f.Seconds, humanize.Bytes(f.Held), f.WithRestart)
+		}
+	}
+	res, err := bench.Resume(cmd.Context(), o)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return printResult(c, res)
+	}
+	fmt.Fprintf(c.stdout, "blob               %s (%s)\n", humanize.Bytes(res.Bytes), res.CID)
+	fmt.Fprintf(c.stdout, "median whole       %v\n", res.Whole)
+	fmt.Fprintf(c.stdout, "median resumed     %v, %.2f of a whole fetch (%v, %.2f, from the restart)\n",
+		res.Resume, res.Ratio, res.ResumeWithRestart, res.RatioWithRestart)
+	fmt.Fprintf(c.stdout, "median of a run's  %.2f (its resumed fetch over its whole one)\n", res.PairRatio)
+	return nil
 }
 
 // rssString is a peak RSS as bench fetch prints it.

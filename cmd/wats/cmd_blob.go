@@ -16,6 +16,7 @@ import (
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/store"
 )
 
@@ -162,7 +163,7 @@ func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upl
 }
 
 func (c *cli) blobLsCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, partial bool
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the blobs stored here, newest first: when added, size, name, CID",
@@ -174,9 +175,19 @@ its size in bytes (what 'blob get --size' takes), its name and its CID.
 A blob's name is the one 'blob add' gave it on this node (the file's base
 name, or --name), else the one the first event of the log that names the
 blob with a name gives it ("-" for neither): the operator's choice here
-comes before the network's (docs/adr/0051).`,
+comes before the network's (docs/adr/0051).
+
+With --partial it lists the partial blobs instead: what fetches that did not
+complete (a provider gone, a restart, a crash) verified and stored, never
+served, kept for the next 'blob get' of the blob to go on from, within
+blobs.max_partial_bytes and blobs.max_partial_age (docs/adr/0054): when a byte
+was last added (UTC), the bytes held of the declared size, the bytes on disk,
+whether a fetch of it runs, and its CID. 'blob rm CID' removes one.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if partial {
+				return c.listPartials(cmd, asJSON)
+			}
 			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *store.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
 			if err != nil {
 				return err
@@ -192,7 +203,30 @@ comes before the network's (docs/adr/0051).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&partial, "partial", false, "list the partial blobs kept from fetches that did not complete")
 	return cmd
+}
+
+// listPartials prints the partial blobs (blob ls --partial).
+func (c *cli) listPartials(cmd *cobra.Command, asJSON bool) error {
+	list, err := askOrRead(c, cmd, (*api.Client).PartialBlobs, func(o *store.Offline) ([]api.PartialBlob, error) { return o.PartialBlobs(), nil })
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.printJSON(list)
+	}
+	tw := c.table("PROGRESSED (UTC)\tHELD\tSIZE\tON DISK\tFETCHING\tCID")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", whenMinute(p.Progressed), p.Held, p.Size, p.Bytes, yesNo(p.Fetching), p.CID)
+	}
+	return tw.Flush()
+}
+
+// resuming is what blob get says of a fetch that goes on from held bytes
+// (docs/adr/0054): "resuming: 256.0 MiB of 512.0 MiB already held".
+func resuming(held, size uint64) string {
+	return fmt.Sprintf("resuming: %s of %s already held", humanize.Bytes(held), humanize.Bytes(size))
 }
 
 func (c *cli) blobGetCmd() *cobra.Command {
@@ -214,6 +248,12 @@ checked against blobs.max_blob_bytes and the quota before any request). The
 bytes are written while the fetch runs, in order, each as soon as it is
 verified and every byte before it has been (ADR 0035); the node keeps the
 blob too. On a terminal a progress bar shows the bytes written.
+
+A fetch that did not complete (a provider gone, the daemon restarted or
+killed) left what it verified in the node, as a partial blob ('blob ls
+--partial'): the next get goes on from it, from any provider, and says so
+on stderr ("resuming: 256.0 MiB of 512.0 MiB already held"; with --json,
+"resumed" is the bytes held when it began; docs/adr/0054).
 
 FILE is written only as a complete blob of exactly the declared size N (ADR
 0014): the bytes go to a temporary file beside it (.wats-blob-*), which is
@@ -280,6 +320,7 @@ shell pipeline, set -o pipefail to see that status).`,
 			}
 			req := api.FetchRequest{CID: args[0], Size: uint64(size), From: from}
 			var provider string // the peer that served it, when known
+			var resumed uint64  // the bytes held when the fetch began
 			if toStdout {
 				return c.streamBlob(cmd.Context(), cl, req, c.stdout)
 			}
@@ -295,11 +336,11 @@ shell pipeline, set -o pipefail to see that status).`,
 				if err != nil {
 					return err
 				}
-			} else if provider, err = c.streamToFile(cmd.Context(), cl, req, out); err != nil {
+			} else if provider, resumed, err = c.streamToFile(cmd.Context(), cl, req, out); err != nil {
 				return err
 			}
 			if asJSON {
-				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out, Provider: provider})
+				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out, Provider: provider, Resumed: resumed})
 			}
 			fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s%s\n", out, size, args[0], fromPeer(provider))
 			return nil
@@ -318,10 +359,10 @@ shell pipeline, set -o pipefail to see that status).`,
 // removed and out is left as it was. It returns the peer ID of the
 // provider that served the blob ("" when the node held it). On a
 // terminal, the progress bar says what the fetch waits for.
-func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) (from string, err error) {
+func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) (from string, resumed uint64, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
 	if err != nil {
-		return "", fmt.Errorf("-o %s: %w", out, err)
+		return "", 0, fmt.Errorf("-o %s: %w", out, err)
 	}
 	renamed := false
 	defer func() {
@@ -331,7 +372,7 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 		}
 	}()
 	if err := tmp.Chmod(0o644); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	// On the daemon's host the daemon writes into tmp itself, through its
 	// descriptor (api.Client.StreamBlobToFile): no byte crosses the socket.
@@ -339,6 +380,13 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 	bar := c.byteBar(int64(req.Size), label)
 	var waiting string
 	progress := func(p api.FetchProgress) {
+		if p.Resumed > 0 && resumed == 0 {
+			resumed = p.Resumed
+			if bar != nil {
+				_ = bar.Clear()
+			}
+			fmt.Fprintln(c.stderr, resuming(p.Resumed, p.Size))
+		}
 		from = p.Provider // the last attempt's: on success, the one that served
 		if bar == nil {
 			return
@@ -355,28 +403,28 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 	_, err = cl.StreamBlobToFile(ctx, req, tmp, progress)
 	endBar(c.stderr, bar, err)
 	if err := c.streamError(err); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if uint64(fi.Size()) != req.Size {
-		return "", fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
+		return "", 0, fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
 	}
 	// Synced before the rename, so that out never names a file whose
 	// bytes a crash could lose.
 	if err := tmp.Sync(); err != nil {
-		return "", fmt.Errorf("-o %s: %w", out, err)
+		return "", 0, fmt.Errorf("-o %s: %w", out, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("-o %s: %w", out, err)
+		return "", 0, fmt.Errorf("-o %s: %w", out, err)
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	renamed = true
-	return from, nil
+	return from, resumed, nil
 }
 
 // streamBlob has the daemon fetch the blob req names and writes its bytes
@@ -419,6 +467,10 @@ type blobWritten struct {
 	Size     uint64 `json:"size"`
 	File     string `json:"file"`
 	Provider string `json:"provider,omitempty"`
+	// Resumed is the bytes of the blob the node held already when the
+	// fetch began, from one that did not complete (docs/adr/0054); left
+	// out for none.
+	Resumed uint64 `json:"resumed,omitempty"`
 }
 
 // fetchWaiting is what a fetch's progress line p says it waits for, as a
@@ -453,7 +505,7 @@ func (c *cli) blobRmCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm CID [--json]",
-		Short: "Remove a blob from the store (unpin it)",
+		Short: "Remove a blob from the store (unpin it), or a partial blob (blob ls --partial)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.clientFor(c.checkCID, args[0])

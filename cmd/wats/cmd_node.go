@@ -137,6 +137,10 @@ func statusLines(st *api.Status) [][2]string {
 	add("puzzles", "%d given to peers that asked too much, %d solved, %d failed; each now costs %d bits of work",
 		st.ChallengesIssued, st.ChallengesSolved, st.ChallengesFailed, st.ChallengeEffort)
 	add("blobs", "%d complete, %s of the %s allowed", st.Blobs, humanize.Bytes(st.BlobBytes), humanize.Bytes(st.BlobQuotaBytes))
+	if st.PartialBlobs > 0 {
+		add("partial blobs", "%d kept from fetches that did not complete, %s on disk ('blob ls --partial'; the next get goes on from them)",
+			st.PartialBlobs, humanize.Bytes(st.PartialBytes))
+	}
 	add("bandwidth", "%s", bandwidthWords(st.Bandwidth))
 	add("reachable", "%s", reachWords(st.Reachability))
 	add("hole punches", "%d worked, %d failed (direct connections opened through a NAT)", st.HolePunches.Succeeded, st.HolePunches.Failed)
