@@ -80,8 +80,9 @@ type ClientOptions struct {
 // use.
 type Client struct {
 	o ClientOptions
-	// RunPages bounds the pages of a run that does not set its own;
-	// MaxPagesPerRun unless a test shrinks it before the first run.
+	// RunPages bounds the pages of a run that does not set its own, and
+	// those of each peer in a catch-up from several; MaxPagesPerRun
+	// unless a test shrinks it before the first run.
 	RunPages int
 	// SpreadLag is how far past its cursor a peer's head is when Trigger
 	// has it join a catch-up from several peers: SpreadMinLag unless a

@@ -369,8 +369,8 @@ func (r *spreadRun) fetch(sp *spreadPeer, rng proto.IDRange, moved func(next str
 		sp.pages++
 		pages := sp.pages
 		r.mu.Unlock()
-		if pages > MaxPagesPerRun {
-			return fmt.Errorf("%w: %d pages from %s", ErrRunBound, MaxPagesPerRun, sp.id)
+		if pages > r.c.RunPages {
+			return fmt.Errorf("%w: %d pages from %s", ErrRunBound, r.c.RunPages, sp.id)
 		}
 		resp, err := r.ask(sp, &proto.SyncRequest{Limit: core.MaxPageEvents, IDs: &proto.IDRange{From: from, To: rng.To}})
 		if err != nil {

@@ -511,3 +511,24 @@ func TestCheckIDPage(t *testing.T) {
 		t.Fatal("an id nested in another member taken for the event's")
 	}
 }
+
+// TestSpreadPageBound: a peer serves at most Client.RunPages pages in a
+// catch-up (MaxPagesPerRun by default); at the bound the catch-up ends
+// well, one page past it the peer is dropped.
+func TestSpreadPageBound(t *testing.T) {
+	// 2,000 events in 16 shards: one page each (a shard of more than 256
+	// of them is some 20 standard deviations away).
+	for _, bound := range []int{16, 15} {
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			cl := newCluster(t, 1, 2000)
+			cl.RunPages = bound
+			_, err := cl.syncAll(t)
+			if past := errors.Is(err, ErrRunBound); past != (bound < 16) {
+				t.Fatalf("RunPages %d: %v", bound, err)
+			}
+			if bound == 16 {
+				cl.holdsAll(t)
+			}
+		})
+	}
+}
