@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,9 +30,9 @@ import (
 // shard it held goes back to the queue, from where it stopped.
 //
 // Once every shard is fetched and stored, each peer checks the shards it
-// did not serve: a fingerprint request (count and sum of the ids) over up
-// to groupShards of them at a time, compared with the same over this
-// node's log; a range that differs is halved until it is one shard, which
+// did not serve: a fingerprint request (count and sum of the ids) over
+// groupShards shards at a time, compared with the same over this node's
+// log; a range that differs is halved until it is one shard, which
 // is fetched from that peer. When every shard of a peer was served by it
 // or matches, every event at a position up to the head it advertised when
 // it joined is held here, and its position cursor is set to that head:
@@ -443,26 +444,22 @@ func (r *spreadRun) ask(sp *spreadPeer, req *proto.SyncRequest) (*proto.Response
 	}
 }
 
-// check compares sp's ids with this node's over the shards sp did not
-// serve, groupShards at a time, and fetches from sp what differs
-// (reconcile).
+// check compares sp's ids with this node's, groupShards shards at a
+// time, and fetches from sp what differs (reconcile); a group whose
+// shards sp served all is skipped. The shards sp served in a group
+// match too, unless sp stored events in them since: those are fetched.
 func (r *spreadRun) check(sp *spreadPeer) error {
 	r.mu.Lock()
-	shards, served := r.mu.shards, append([]int(nil), r.mu.servedBy...)
+	shards, served := r.mu.shards, slices.Clone(r.mu.servedBy)
 	r.mu.Unlock()
-	for a := 0; a < len(shards); {
-		if served[a] == sp.src {
-			a++
+	for a := 0; a < len(shards); a += groupShards {
+		b := min(a+groupShards, len(shards))
+		if !slices.ContainsFunc(served[a:b], func(src int) bool { return src != sp.src }) {
 			continue
-		}
-		b := a + 1
-		for b < len(shards) && b-a < groupShards && served[b] != sp.src {
-			b++
 		}
 		if err := r.reconcile(sp, shards[a:b]); err != nil {
 			return err
 		}
-		a = b
 	}
 	return nil
 }
