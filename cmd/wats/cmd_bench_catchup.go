@@ -56,7 +56,7 @@ many_over_one (the median round's). Progress goes to stderr (not with --json).`,
 	}
 	cmd.Flags().IntVarP(&n, "events", "n", 90_000, "events every peer holds")
 	cmd.Flags().IntVar(&peers, "peers", 4, "peers that hold the events")
-	cmd.Flags().IntVar(&rounds, "rounds", 1, "pairs of catch-ups (from one peer, from all), who goes first alternating")
+	cmd.Flags().IntVar(&rounds, "rounds", 1, "pairs of catch-ups, from one peer and from all, alternating")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the repos (default: a temp dir, removed after)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print each figure as a JSON line (NDJSON) as it is measured")
 	return cmd
