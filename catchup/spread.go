@@ -63,13 +63,6 @@ const spreadWorkers = 2
 // was dropped.
 var ErrSpreadIncomplete = errors.New("catchup: no peer left to serve the catch-up's shards")
 
-// shard states of a spreadRun.
-const (
-	shardPending = iota // in the queue
-	shardTaken          // a worker pages through it
-	shardDone           // fetched (or matched) by shardServed's peer
-)
-
 // spreadRun is one catch-up from several peers.
 type spreadRun struct {
 	c      *Client
@@ -87,11 +80,11 @@ type spreadRun struct {
 		// cond is signalled when a shard is queued or done, a page is
 		// stored, a peer is dropped or the run's context ends.
 		cond *sync.Cond
-		// shards is the plan; state, from (where a shard's next page
-		// starts) and servedBy (the index of the peer that fetched it)
-		// are by shard. INVARIANT: queue holds the pending shards.
+		// shards is the plan; from (where a shard's next page starts)
+		// and servedBy (the index of the peer that fetched it or found
+		// it the same, -1 until then) are by shard. INVARIANT: every
+		// shard is in queue (pending), taken by a worker, or served.
 		shards   []proto.IDRange
-		state    []int
 		from     []string
 		servedBy []int
 		queue    []int
@@ -169,7 +162,7 @@ func (c *Client) newSpreadRun(ctx context.Context, events uint64) *spreadRun {
 	r.mu.cond = sync.NewCond(&r.mu.Mutex)
 	r.mu.shards = planShards(events)
 	n := len(r.mu.shards)
-	r.mu.state, r.mu.from, r.mu.servedBy = make([]int, n), make([]string, n), make([]int, n)
+	r.mu.from, r.mu.servedBy = make([]string, n), make([]int, n)
 	r.mu.queue = make([]int, n)
 	for i, s := range r.mu.shards {
 		r.mu.from[i], r.mu.servedBy[i], r.mu.queue[i] = s.From, -1, i
@@ -275,9 +268,8 @@ func (r *spreadRun) work(sp *spreadPeer, first bool) {
 		r.mu.Lock()
 		r.mu.taken--
 		if err == nil {
-			r.mu.state[i], r.mu.servedBy[i] = shardDone, sp.src
+			r.mu.servedBy[i] = sp.src
 		} else {
-			r.mu.state[i] = shardPending
 			r.mu.queue = append(r.mu.queue, i)
 		}
 		r.mu.cond.Broadcast()
@@ -313,7 +305,6 @@ func (r *spreadRun) take(sp *spreadPeer) (shard int, ok bool) {
 			return 0, false
 		case len(r.mu.queue) > 0:
 			shard, r.mu.queue = r.mu.queue[0], r.mu.queue[1:]
-			r.mu.state[shard] = shardTaken
 			r.mu.taken++
 			return shard, true
 		case r.mu.taken == 0 && r.mu.delivered == r.mu.stored:
