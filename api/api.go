@@ -353,8 +353,25 @@ type EventPage struct {
 // SyncRequest is the body of POST PathSync.
 type SyncRequest struct {
 	// Peer is a peer ID of a connected peer, or a full multiaddr to dial
-	// first.
+	// first; "" with All.
 	Peer string `json:"peer"`
+	// All, set without a Peer, syncs from every connected peer that
+	// completed hello at once: those that serve sync by id range in one
+	// catch-up spread across them (ADR 0052), the others by position. The
+	// lines then carry each peer's share (SyncProgress.Shares).
+	All bool `json:"all,omitzero"`
+}
+
+// SyncShare is one peer's part of a sync from several (SyncRequest.All):
+// the fields of SyncProgress, for that peer.
+type SyncShare struct {
+	Peer     string `json:"peer"`
+	Received uint64 `json:"received"`
+	Stored   uint64 `json:"stored"`
+	Dropped  uint64 `json:"dropped"`
+	Cursor   uint64 `json:"cursor"`
+	PeerHead uint64 `json:"peer_head"`
+	Done     bool   `json:"done"`
 }
 
 // SyncProgress is one line of the PathSync stream. Counts are cumulative
@@ -377,6 +394,10 @@ type SyncProgress struct {
 	Done bool `json:"done"`
 	// Error is set on the last line of a failed sync.
 	Error string `json:"error,omitempty"`
+	// Shares are each peer's part of a sync from several (SyncRequest.All),
+	// whose line has Peer "", the counts summed over the peers, Cursor 0
+	// and PeerHead the highest of the peers' heads.
+	Shares []SyncShare `json:"shares,omitempty"`
 }
 
 // ErrorBody is the body of every non-2xx response.

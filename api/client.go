@@ -270,6 +270,14 @@ func (c *Client) Sync(ctx context.Context, peer string, fn func(SyncProgress)) (
 		func(p *SyncProgress) (bool, string) { return p.Done, p.Error }, ErrSyncFailed)
 }
 
+// SyncAll asks the daemon to sync from every connected peer at once (POST
+// PathSync with SyncRequest.All; ADR 0052), as Sync does for one: each
+// line carries every peer's share (SyncProgress.Shares).
+func (c *Client) SyncAll(ctx context.Context, fn func(SyncProgress)) (*SyncProgress, error) {
+	return postProgress(ctx, c, PathSync, SyncRequest{All: true}, "sync", fn,
+		func(p *SyncProgress) (bool, string) { return p.Done, p.Error }, ErrSyncFailed)
+}
+
 // postProgress POSTs req to path and reads the NDJSON progress lines of
 // the answer, each given to fn (if not nil), until the final one: a line
 // for which final says done or an error. It returns that line, with nil or

@@ -446,11 +446,38 @@ func TestSync(t *testing.T) {
 		t.Fatalf("saw %d progress lines, want 3", len(seen))
 	}
 	want := SyncProgress{Peer: "P", Received: 600, Stored: 590, Dropped: 10, Cursor: 600, PeerHead: 600, Done: true}
-	if *final != want || seen[2] != want {
+	if !reflect.DeepEqual(*final, want) || !reflect.DeepEqual(seen[2], want) {
 		t.Errorf("final = %+v, want %+v", *final, want)
 	}
 	if seen[0].Received != 256 || seen[0].Done {
 		t.Errorf("first = %+v", seen[0])
+	}
+}
+
+// TestClientSyncAll: a sync from every peer is asked with "all" and no
+// peer, and its lines carry each peer's share.
+func TestClientSyncAll(t *testing.T) {
+	lines := []string{
+		`{"peer":"","received":10,"stored":10,"dropped":0,"cursor":0,"peer_head":20,"shares":[{"peer":"A","received":10,"stored":10,"dropped":0,"cursor":0,"peer_head":20,"done":false},{"peer":"B","received":0,"stored":0,"dropped":0,"cursor":0,"peer_head":20,"done":false}]}`,
+		`{"peer":"","received":20,"stored":20,"dropped":0,"cursor":0,"peer_head":20,"done":true,"shares":[{"peer":"A","received":12,"stored":12,"dropped":0,"cursor":20,"peer_head":20,"done":true},{"peer":"B","received":8,"stored":8,"dropped":0,"cursor":20,"peer_head":20,"done":true}]}`,
+	}
+	var req SyncRequest
+	h := streamer(t, "POST", PathSync, lines, false)
+	c := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := json.UnmarshalRead(r.Body, &req); err != nil {
+			t.Error(err)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	final, err := c.SyncAll(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !req.All || req.Peer != "" {
+		t.Errorf("sync request = %+v", req)
+	}
+	if len(final.Shares) != 2 || final.Shares[1] != (SyncShare{Peer: "B", Received: 8, Stored: 8, Cursor: 20, PeerHead: 20, Done: true}) {
+		t.Errorf("final shares = %+v", final.Shares)
 	}
 }
 

@@ -20,7 +20,7 @@
 //	                                prefix (8 to 64 hex), 404 if none,
 //	                                409 if several
 //	GET  /v1/tail?after=N           NDJSON: one event per line, forever
-//	POST /v1/sync                   SyncRequest -> NDJSON: SyncProgress lines
+//	POST /v1/sync                   SyncRequest -> NDJSON: SyncProgress lines (with "all": every peer's share)
 //	POST /v1/blobs/fetch            FetchRequest -> NDJSON: FetchProgress lines
 //	POST /v1/blobs/stream           FetchRequest -> the blob's bytes in order
 //	                                as they are fetched, then the trailer

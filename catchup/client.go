@@ -1,10 +1,12 @@
 package catchup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +63,13 @@ type ClientOptions struct {
 	Synced func(p peer.ID, st Progress)
 	// Spawn runs a function in a goroutine the node waits for at Close.
 	Spawn func(func())
+	// SyncIDs, if set, reports whether p serves sync by id range
+	// (proto.FeatureSyncIDs): a peer that does takes part in the
+	// catch-ups from several peers (ADR 0052). nil: none does.
+	SyncIDs func(p peer.ID) bool
+	// Context bounds the catch-ups from several peers, which outlive the
+	// call that starts one (SyncAll); nil is context.Background().
+	Context context.Context
 	// Logger gets the debug lines of failed runs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,9 +80,26 @@ type ClientOptions struct {
 // use.
 type Client struct {
 	o ClientOptions
-	// RunPages bounds the pages of a run that does not set its own;
-	// MaxPagesPerRun unless a test shrinks it before the first run.
+	// RunPages bounds the pages of a run that does not set its own, and
+	// those of each peer in a catch-up from several; MaxPagesPerRun
+	// unless a test shrinks it before the first run.
 	RunPages int
+	// SpreadLag is how far past its cursor a peer's head is when Trigger
+	// has it join a catch-up from several peers: SpreadMinLag unless a
+	// test shrinks it before the first sync.
+	SpreadLag core.Cursor
+	// StallTimeout bounds each request of a catch-up from several peers,
+	// beyond the call's own bound (proto.ResponseTimeout): a peer that
+	// does not answer within it is dropped from the catch-up and its
+	// shard goes to the others. 0 (the default) leaves the call's alone;
+	// a test shrinks it before the first sync.
+	StallTimeout time.Duration
+	// spread guards run, the catch-up from several peers running (nil
+	// for none), and the workers and closed of every spreadRun.
+	spread struct {
+		sync.Mutex
+		run *spreadRun
+	}
 }
 
 // NewClient returns the Client of o.
@@ -84,7 +110,10 @@ func NewClient(o ClientOptions) *Client {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Client{o: o, RunPages: MaxPagesPerRun}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	return &Client{o: o, RunPages: MaxPagesPerRun, SpreadLag: SpreadMinLag}
 }
 
 // Progress is how far a sync from one peer has come, reported after every
@@ -184,6 +213,97 @@ func (c *Client) Sync(ctx context.Context, p peer.ID, run SyncRun) (Progress, er
 	return st, nil
 }
 
+// spreads reports whether a sync from p joins a catch-up from several
+// peers (Trigger).
+func (c *Client) spreads(p peer.ID) bool {
+	if c.o.SyncIDs == nil || !c.o.SyncIDs(p) {
+		return false
+	}
+	head, ok := c.o.Head(p)
+	return ok && head >= c.o.Cursor(p)+c.SpreadLag
+}
+
+// SyncAll syncs from every peer of ps now, and reports each one's
+// progress after every write: those that serve sync by id range in one
+// catch-up spread across them (joining the one running; ADR 0052), the
+// others by position, each as Sync does, all at once. It returns when
+// every sync ended, or with ctx's error (the syncs go on). A peer whose
+// sync from it is running already (by position) is waited for.
+func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Progress)) ([]Progress, error) {
+	var mu sync.Mutex
+	all := make([]Progress, len(ps))
+	errs := make([]error, len(ps))
+	runs := make(map[*spreadRun][]int) // the run each peer is in, with the peers' indexes
+	tell := func() {
+		if progress != nil {
+			progress(slices.Clone(all))
+		}
+	}
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		all[i] = Progress{Peer: p, Cursor: c.o.Cursor(p)}
+		all[i].PeerHead, _ = c.o.Head(p)
+		if c.o.SyncIDs != nil && c.o.SyncIDs(p) {
+			r := c.spreadRunning(p)
+			if r == nil {
+				r, _ = c.join(c.o.Context, p)
+			}
+			if r != nil {
+				runs[r] = append(runs[r], i)
+				continue
+			}
+		}
+		wg.Go(func() {
+			st, err := c.Sync(ctx, p, SyncRun{Progress: func(st Progress) {
+				mu.Lock()
+				defer mu.Unlock()
+				all[i] = st
+				tell()
+			}})
+			mu.Lock()
+			all[i], errs[i] = st, err
+			mu.Unlock()
+		})
+	}
+	for r, idx := range runs {
+		show := func(sts []Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, i := range idx {
+				for _, st := range sts {
+					if st.Peer == ps[i] {
+						all[i] = st
+					}
+				}
+			}
+			tell()
+		}
+		r.watch(show)
+		wg.Go(func() {
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return
+			}
+			show(r.final)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, i := range idx {
+				if errs[i] = r.peerError(ps[i]); errs[i] == nil && !all[i].Done {
+					errs[i] = cmp.Or(r.err, ErrSpreadIncomplete)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return slices.Clone(all), err
+	}
+	return slices.Clone(all), errors.Join(errs...)
+}
+
 // has reports whether the log holds the event with this id.
 func (c *Client) has(id string) bool {
 	ok, err := c.o.Log.Has(id)
@@ -191,8 +311,15 @@ func (c *Client) has(id string) bool {
 }
 
 // Trigger starts a background sync from p unless one is running. Runs
-// that end at the page bound with progress are continued at once.
+// that end at the page bound with progress are continued at once. A peer
+// that serves sync by id range and whose head is SpreadMinLag or more
+// past its cursor joins the catch-up from several peers instead (ADR
+// 0052), which starts with it if none runs.
 func (c *Client) Trigger(ctx context.Context, p peer.ID) {
+	if c.spreads(p) {
+		c.join(ctx, p)
+		return
+	}
 	c.o.Spawn(func() {
 		for {
 			st, err := c.Sync(ctx, p, SyncRun{SkipIfBusy: true})

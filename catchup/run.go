@@ -59,6 +59,9 @@ type page struct {
 	events []jsontext.Value
 	next   core.Cursor
 	more   bool
+	// src is the index of the peer the page came from in a catch-up from
+	// several peers (spreadRun.peers); 0 in a run from one.
+	src int
 }
 
 // Options shape a run (Run).
@@ -324,6 +327,11 @@ type verifyStage struct {
 	// after which no more are handed on and the store stage ends the run
 	// at that page.
 	stop context.CancelFunc
+	// over, if set, is called in stop's place, once for each source
+	// (page.src) whose pages handed on hold more than MaxInvalidPerRun
+	// rejected events: a catch-up from several peers drops that peer and
+	// goes on with the others (ADR 0052).
+	over func(src int)
 
 	// pages takes the fetched pages (deliver), up to PipelineDepth
 	// waiting for a verifier; the fetch closes it.
@@ -386,14 +394,14 @@ func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan Page {
 				// the next page is in flight while this one verifies.
 				runtime.Gosched()
 				ok, raws, _, rejected := eventlog.VerifyPage(pg.events, v.now(), v.known)
-				res <- Page{Events: pg.events, Next: pg.next, More: pg.more, OK: ok, Raws: raws, Rejected: rejected}
+				res <- Page{Events: pg.events, Next: pg.next, More: pg.more, OK: ok, Raws: raws, Rejected: rejected, src: pg.src}
 			}()
 		}
 	}()
 	out := make(chan Page, storeGroupPages)
 	go func() {
 		defer close(out)
-		dropped := 0
+		dropped := make(map[int]int) // rejected events by source
 		for res := range results {
 			vp := <-res
 			vp.weight = pageBytes(vp.Events)
@@ -417,10 +425,17 @@ func (v *verifyStage) verify(ctx context.Context, in <-chan page) <-chan Page {
 			case <-ctx.Done():
 			}
 			// The store stage ends the run at this page (MaxInvalidPerRun);
-			// verify no more of the peer's pages meanwhile.
-			if dropped += len(vp.Rejected); dropped > MaxInvalidPerRun {
-				v.stop()
-				break
+			// verify no more of the peer's pages meanwhile. In a catch-up
+			// from several peers, the peer alone is dropped.
+			before := dropped[vp.src]
+			if dropped[vp.src] += len(vp.Rejected); dropped[vp.src] > MaxInvalidPerRun {
+				if v.over == nil {
+					v.stop()
+					break
+				}
+				if before <= MaxInvalidPerRun {
+					v.over(vp.src)
+				}
 			}
 		}
 		for res := range results { // ctx ended: wait for the verifiers
@@ -531,4 +546,6 @@ type Page struct {
 	// weight is pageBytes, held from the verify stage's ahead budget
 	// until the page is stored.
 	weight int64
+	// src is page.src: the peer the page came from.
+	src int
 }

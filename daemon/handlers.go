@@ -149,6 +149,21 @@ func (h handlers) sync(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
+	if req.All {
+		if req.Peer != "" {
+			writeError(w, http.StatusBadRequest, errors.New("a sync from all peers names no peer"))
+			return
+		}
+		line := ndjsonLines(w)
+		sts, err := h.SyncAll(r.Context(), func(sts []node.SyncProgress) { line(apiSyncShares(sts)) })
+		last := apiSyncShares(sts)
+		last.Done = err == nil
+		if err != nil {
+			last.Error = err.Error()
+		}
+		line(last)
+		return
+	}
 	p, err := h.ResolvePeer(r.Context(), req.Peer)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)

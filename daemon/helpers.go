@@ -25,6 +25,20 @@ func apiSyncProgress(st node.SyncProgress) api.SyncProgress {
 		Cursor: uint64(st.Cursor), PeerHead: uint64(st.PeerHead), Done: st.Done}
 }
 
+// apiSyncShares is a sync from several peers as the control API reports
+// it: the counts summed, with each peer's share (api.SyncShare). Done is
+// the caller's to set.
+func apiSyncShares(sts []node.SyncProgress) api.SyncProgress {
+	out := api.SyncProgress{Shares: make([]api.SyncShare, 0, len(sts))}
+	for _, st := range sts {
+		out.Received, out.Stored, out.Dropped = out.Received+st.Received, out.Stored+st.Stored, out.Dropped+st.Dropped
+		out.PeerHead = max(out.PeerHead, uint64(st.PeerHead))
+		out.Shares = append(out.Shares, api.SyncShare{Peer: st.Peer.String(), Received: st.Received, Stored: st.Stored,
+			Dropped: st.Dropped, Cursor: uint64(st.Cursor), PeerHead: uint64(st.PeerHead), Done: st.Done})
+	}
+	return out
+}
+
 // queryUint reads a decimal uint64 query parameter, def when absent.
 func queryUint(r *http.Request, name string, def uint64) (uint64, error) {
 	s := r.URL.Query().Get(name)

@@ -41,9 +41,9 @@ import (
 	"github.com/wats-network/wats/store"
 )
 
-// Features are the hello features this node advertises: it solves the b3
-// challenge (ADR 0014 addendum) and announces and reads heads (docs/adr/0041).
-var Features = []string{proto.FeatureChallenge, proto.FeatureHeads}
+// Features are the hello features this node advertises: it solves the b3 challenge (ADR 0014
+// addendum), announces and reads heads (docs/adr/0041), serves sync by id range (docs/adr/0052).
+var Features = []string{proto.FeatureChallenge, proto.FeatureHeads, proto.FeatureSyncIDs}
 
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.

@@ -29,8 +29,7 @@ func (n *Node) newSyncClient() *catchup.Client {
 		Head:       n.run.Head,
 		Pacer:      n.run.Pacer,
 		Share: func(p peer.ID) catchup.Share {
-			now, mono := n.clock()
-			if ps := n.run.Get(p); ps != nil && !n.run.Standing(ps, now, mono) {
+			if now, mono := n.clock(); n.run.Get(p) != nil && !n.run.Standing(n.run.Get(p), now, mono) {
 				return n.run.NewAuthorShare(p, n.clock, n.linked)
 			}
 			return nil
@@ -42,8 +41,10 @@ func (n *Node) newSyncClient() *catchup.Client {
 		Synced: func(p peer.ID, st catchup.Progress) {
 			n.plog.Info(p, "synced", "synced", "peer", p, "stored", st.Stored, "dropped", st.Dropped, "cursor", st.Cursor)
 		},
-		Spawn:  n.go_,
-		Logger: n.log,
+		Spawn:   n.go_,
+		Logger:  n.log,
+		SyncIDs: func(p peer.ID) bool { return n.run.Serves(p, proto.FeatureSyncIDs) },
+		Context: n.ctx,
 	})
 }
 
@@ -64,10 +65,8 @@ func (n *Node) syncStored(p peer.ID, added []*eventlog.Event, rejected []error, 
 	n.m.EventsDropped("sync", len(rejected))
 	n.m.SyncOverQuota(overQuota)
 	n.gave(p, uint64(len(added)), 0)
-	if bad := catchup.Invalid(rejected); bad > 0 {
-		if ps := n.run.Get(p); ps != nil {
-			n.count(ps, peers.Invalid, bad)
-		}
+	if ps, bad := n.run.Get(p), catchup.Invalid(rejected); ps != nil && bad > 0 {
+		n.count(ps, peers.Invalid, bad)
 	}
 	if n.fetch != nil {
 		n.fetch.Queue(added, p, "sync")
@@ -89,6 +88,11 @@ func (n *Node) SyncPeer(ctx context.Context, p peer.ID, progress func(SyncProgre
 		}
 	}
 	return n.sync.Sync(ctx, p, catchup.SyncRun{Progress: progress})
+}
+
+// SyncAll syncs from every peer that completed hello now (catchup.Client.SyncAll, ADR 0052).
+func (n *Node) SyncAll(ctx context.Context, progress func([]SyncProgress)) ([]SyncProgress, error) {
+	return n.sync.SyncAll(ctx, n.run.Helloed(-1), progress)
 }
 
 // Heads announcements (docs/adr/0041): this node announces its head to

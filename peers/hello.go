@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -147,4 +148,15 @@ func cacheableAddrs(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// Serves reports whether connected peer p advertised feature in its hello
+// (proto.FeatureSyncIDs, say); false before a hello.
+func (t *Table[L]) Serves(p peer.ID, feature string) bool {
+	if st := t.Get(p); st != nil {
+		if h := st.Hello(); h != nil {
+			return slices.Contains(h.Features, feature)
+		}
+	}
+	return false
 }

@@ -1,10 +1,13 @@
 package peers
 
 import (
+	"encoding/hex"
 	"sync/atomic"
 
+	"github.com/go-json-experiment/json/jsontext"
 	pool "github.com/libp2p/go-buffer-pool"
 
+	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
@@ -138,9 +141,31 @@ const PageBufBytes = 128 << 10
 // the page is read, p keeps twice its bytes; done gives the buffer and
 // the memory back once the response is written. On an error p is released
 // already and done does nothing.
+//
+// A request by id range (proto.FeatureSyncIDs, ADR 0052) is answered with
+// the events of the range in id order (eventlog.Log.PageIDsInto), within
+// the same bounds, or with its fingerprint (eventlog.Log.Fingerprint, at
+// most proto.MaxFingerprintIDs ids counted), next being the log's head.
 func (p *Page) Read(log *eventlog.Log, r *proto.SyncRequest) (resp *proto.SyncResponse, done func(), err error) {
+	if r.IDs != nil && r.Fingerprint {
+		p.Release()
+		count, sum, more, err := log.Fingerprint(r.IDs.From, r.IDs.To, proto.MaxFingerprintIDs)
+		if err != nil {
+			return nil, func() {}, err
+		}
+		return &proto.SyncResponse{Next: log.Head(), More: more, Count: int64(count),
+			Fingerprint: hex.EncodeToString(sum[:])}, func() {}, nil
+	}
 	buf := pool.Get(PageBufBytes)[:0]
-	events, next, more, err := log.PageInto(&buf, r.After, r.Limit, p.Budget)
+	var events []jsontext.Value
+	var next core.Cursor
+	var more bool
+	if r.IDs != nil {
+		next = log.Head() // read first: the page holds every event up to it in the range
+		events, more, err = log.PageIDsInto(&buf, r.IDs.From, r.IDs.To, r.Limit, p.Budget)
+	} else {
+		events, next, more, err = log.PageInto(&buf, r.After, r.Limit, p.Budget)
+	}
 	if err != nil {
 		pool.Put(buf)
 		p.Release()

@@ -47,6 +47,8 @@
 //   - encode.go: Marshal and friends through json v2, GREASE.
 //   - frame.go: WriteFrame and ReadFrame (unsigned-varint length prefix).
 //   - call.go: Call, the client side of a request; WriteMessage.
+//   - syncids.go: sync by id range and a range's fingerprint, the
+//     extension of ADR 0052 (FeatureSyncIDs).
 //
 // # Decisions left to other packages
 //

@@ -54,6 +54,13 @@ func goldens() []golden {
 			Limits: &HelloLimits{HelloPerMin: 60, SyncPerMin: 600, ReplicatePerMin: 120, ReportPerMin: 0},
 		}},
 		{name: "sync_request", kind: "request", msg: &SyncRequest{After: 41, Limit: 100}},
+		{name: "sync_request_ids", kind: "request", msg: &SyncRequest{Limit: core.MaxPageEvents,
+			IDs: &IDRange{From: "4000000000000000000000000000000000000000000000000000000000000000",
+				To: "8000000000000000000000000000000000000000000000000000000000000000"}}},
+		{name: "sync_request_fingerprint", kind: "request", msg: &SyncRequest{Limit: core.MaxPageEvents,
+			IDs: &IDRange{From: "c000000000000000000000000000000000000000000000000000000000000000"}, Fingerprint: true}},
+		{name: "sync_response_fingerprint", kind: "response", msg: &SyncResponse{Next: 90000,
+			Count: 5512, Fingerprint: "0f3a5c0000000000000000000000000000000000000000000000000000000042"}},
 		{name: "sync_request_solution", kind: "request", msg: &SyncRequest{After: 0, Limit: core.MaxPageEvents},
 			sol: &Solution{Alg: "b3", Seed: testSeed, Nonce: "18446744073709551615"}},
 		{name: "sync_response", kind: "response", msg: &SyncResponse{

@@ -97,11 +97,25 @@ type HelloLimits struct {
 //	limit  integer 1..core.MaxSafeInt, optional (core.MaxPageEvents); above
 //	       core.MaxPageEvents it is treated as core.MaxPageEvents.
 //
+//	ids    IDRange object, optional, omitted when nil: an extension (ADR
+//	       0052), sent only to a peer that advertised FeatureSyncIDs (older
+//	       peers ignore it, and would answer by position). Asks for the
+//	       events whose ids fall in the range, in id order, in place of
+//	       those after "after" (then sent as "0" and not read).
+//	fingerprint  boolean, optional (false), with "ids" only: asks for the
+//	       range's count and fingerprint (SyncResponse) in place of its
+//	       events.
+//
 // In Go, Limit 0 means core.MaxPageEvents; a decoded SyncRequest always has
-// Limit in 1..MaxPageEvents.
+// Limit in 1..MaxPageEvents. Either form costs one sync token at the
+// responder (ADR 0014), and a page of either is bounded alike.
 type SyncRequest struct {
 	After core.Cursor `json:"after" wire:"required"`
 	Limit int         `json:"limit"`
+	// IDs, optional (nil when absent): the id range asked for (ADR 0052).
+	IDs *IDRange `json:"ids,omitzero"`
+	// Fingerprint, with IDs: the range's fingerprint, not its events.
+	Fingerprint bool `json:"fingerprint,omitzero"`
 }
 
 // SyncResponse is a page of the responder's log (docs/design.md §4, §5).
@@ -117,10 +131,28 @@ type SyncRequest struct {
 //	next   cursor (decimal string), required: the position after the last
 //	       event returned; the "after" of the next page.
 //	more   boolean, required: whether the log holds events after next.
+//
+// The answer to a request with "ids" (ADR 0052) has the same members with
+// other meanings, and two more for a fingerprint:
+//
+//	events  the events whose ids fall in the range, in ascending id order,
+//	        as bounded above (none for a fingerprint).
+//	next    the responder's head (as Hello.Head): where its log stood.
+//	more    whether the range holds events past the last one returned; for
+//	        a fingerprint, whether it holds more than MaxFingerprintIDs
+//	        ids, count and fingerprint then covering the first
+//	        MaxFingerprintIDs.
+//	count   integer 0..core.MaxSafeInt, optional (0): the ids counted.
+//	fingerprint  string, optional (""): the sum of the ids counted, as
+//	        256-bit big-endian numbers, modulo 2^256, in 64 lowercase hex
+//	        digits (IDSum).
 type SyncResponse struct {
 	Events []jsontext.Value `json:"events" wire:"required"`
 	Next   core.Cursor      `json:"next" wire:"required"`
 	More   bool             `json:"more" wire:"required"`
+	// Count and Fingerprint answer a fingerprint request (ADR 0052).
+	Count       int64  `json:"count,omitzero"`
+	Fingerprint string `json:"fingerprint,omitzero"`
 }
 
 // BlobRef names a blob to replicate.

@@ -90,6 +90,10 @@ const ID protocol.ID = "/wats/1"
 //     0014: rate limits) and challenge, with the top-level "solution" field
 //     of a resubmitted request (ADR 0014 addendum of 2026-10-18: load
 //     challenge). GREASE fields (_grease…) in any message.
+//   - 1, extended (2026-12-05, ADR 0052): a sync request may carry "ids"
+//     and "fingerprint", and its answer "count" and "fingerprint", sent
+//     only to peers whose hello advertises FeatureSyncIDs; older peers
+//     ignore them, so the Version stays (syncids.go).
 const Version = 1
 
 // DHTProtocol returns the protocol ID of the Kademlia DHT of a network

@@ -367,6 +367,12 @@ func (m *SyncRequest) validate() error {
 	if m.Limit < 0 || m.Limit > core.MaxPageEvents {
 		return badRequest("sync: \"limit\": %d is outside 1..%d", m.Limit, core.MaxPageEvents)
 	}
+	if m.IDs != nil {
+		return m.IDs.validate()
+	}
+	if m.Fingerprint {
+		return badRequest("sync: \"fingerprint\" without \"ids\"")
+	}
 	return nil
 }
 
@@ -383,6 +389,12 @@ func (m *SyncResponse) validate() error {
 	}
 	if total > MaxPageBytes {
 		return badRequest("sync: \"events\": %d bytes in all, more than %d", total, MaxPageBytes)
+	}
+	if err := checkInt("sync: \"count\"", m.Count, 0); err != nil {
+		return err
+	}
+	if m.Fingerprint != "" && !isID(m.Fingerprint) {
+		return badRequest("sync: \"fingerprint\": not %d lowercase hex digits", IDHexLen)
 	}
 	return nil
 }

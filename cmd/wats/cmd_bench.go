@@ -16,7 +16,7 @@ import (
 
 func (c *cli) benchCmd() *cobra.Command {
 	return withoutRepo(group("bench", "Measure the node's throughput, and its service under attack, on this machine",
-		c.benchSyncCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd(),
+		c.benchSyncCmd(), c.benchCatchupCmd(), c.benchFetchCmd(), c.benchAttackCmd(), c.benchAttackWorkerCmd(),
 		c.benchGossipCmd(), c.benchGossipWorkerCmd(), c.benchDiskCmd(), c.benchVsIPFSCmd(),
 		c.benchTransportCmd(), c.benchTransportWorkerCmd()), "in temporary directories, or --dir/--keep DIR")
 }
@@ -120,6 +120,10 @@ var syncFigureLabels = map[string]string{
 	"dropped":                         "dropped",
 	"commits":                         "commits",
 	"disk_bytes_per_event":            "disk bytes/event",
+	"peers":                           "peers",
+	"catch_up_one_ns":                 "from one peer",
+	"catch_up_many_ns":                "from all peers",
+	"many_over_one":                   "all/one",
 }
 
 // printSyncFigure prints one figure of bench sync as it comes: a JSON line
@@ -150,6 +154,10 @@ func (c *cli) printSyncFigure(f bench.Figure, jsonOut bool) {
 	case "catch_up_over_single_verify":
 		if f.Round == 0 {
 			v += " (the median round; ADR 0034: at most 0.80)"
+		}
+	case "many_over_one":
+		if f.Round == 0 {
+			v += " (the median round)"
 		}
 	}
 	label := syncFigureLabels[f.Name]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +88,44 @@ func TestBenchSyncJSON(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[len(lines)-3], `{"figure":"catch_up_over_single_verify","value":`) {
 		t.Errorf("the median ratio's line %q", lines[len(lines)-3])
+	}
+}
+
+// TestBenchCatchupJSON: bench catchup, end to end with real daemons at the
+// default limits (ADR 0052), prints a figure a line; the catch-up from
+// every peer brings each event once, the shares adding up to the events.
+func TestBenchCatchupJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts five daemons and fills two logs of 20,000 events")
+	}
+	bin := watsBinary(t)
+	const events = 20000 // past catchup.SpreadMinLag: a catch-up from both
+	code, stdout, stderr := runBin(t, nil, bin, "bench", "catchup", "-n", strconv.Itoa(events), "--peers", "2", "--dir", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	// events, peers, fill_ns; one, many, ratio and 2 shares; rounds, ratio.
+	if len(lines) != 3+5+2 {
+		t.Fatalf("%d lines, want 10:\n%s", len(lines), stdout)
+	}
+	var from float64
+	for _, line := range lines {
+		var f struct {
+			Figure string  `json:"figure"`
+			Round  int     `json:"round"`
+			Value  float64 `json:"value"`
+			Unit   string  `json:"unit"`
+		}
+		if err := json.Unmarshal([]byte(line), &f, json.RejectUnknownMembers(true)); err != nil || f.Figure == "" || f.Unit == "" {
+			t.Fatalf("line %q: %+v, %v", line, f, err)
+		}
+		if strings.HasPrefix(f.Figure, "events_from_") {
+			from += f.Value
+		}
+	}
+	if from != events {
+		t.Fatalf("the peers' shares add up to %v events, want %d:\n%s", from, events, stdout)
 	}
 }
 

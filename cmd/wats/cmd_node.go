@@ -797,14 +797,20 @@ func tailLine(row string) string {
 func (c *cli) syncCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "sync PEER",
-		Short: "Catch up on a peer's log now, showing progress",
+		Use:   "sync [PEER]",
+		Short: "Catch up on a peer's log, or on every connected peer's, now, showing progress",
 		Long: `Ask the daemon to sync PEER's log to its head now. PEER is the peer ID of
-a connected peer or a full multiaddr to dial first. On a terminal this shows
-a progress bar; otherwise it prints a line per progress report; --json prints
-the reports as JSON lines.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+a connected peer or a full multiaddr to dial first. Without PEER, sync from
+every connected peer at once: the peers that serve sync by id range share
+the catch-up between them, each within its own rate limits (ADR 0052), and
+the output shows each peer's share (the events that came from it). On a
+terminal this shows a progress bar; otherwise it prints a line per progress
+report; --json prints the reports as JSON lines.`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.syncAll(cmd.Context(), asJSON)
+			}
 			cl, err := c.clientFor(c.checkSyncPeer, args[0])
 			if err != nil {
 				return err
@@ -831,6 +837,33 @@ the reports as JSON lines.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each progress report as a JSON line")
 	return cmd
+}
+
+// syncAll is `wats sync` without a PEER: a sync from every connected peer
+// (api.Client.SyncAll), each peer's share shown.
+func (c *cli) syncAll(ctx context.Context, asJSON bool) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var view syncView
+	switch {
+	case asJSON:
+		view = &jsonSyncView{w: c.stdout}
+	case isTerminal(c.stdout):
+		view = newBarSyncView(c.stdout)
+	default:
+		view = &lineSyncView{w: c.stdout}
+	}
+	final, err := cl.SyncAll(ctx, view.update)
+	view.done(final, err)
+	switch {
+	case errors.Is(err, api.ErrSyncFailed):
+		return &daemonError{what: "sync from every peer", msg: final.Error, err: err}
+	case errors.Is(err, api.ErrStreamEnded):
+		return fmt.Errorf("sync from every peer did not finish: %w", errStreamClosed)
+	}
+	return c.apiError(err)
 }
 
 // printValue writes a JSON value from the daemon, indented.

@@ -83,6 +83,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats events ls", []string{"events", "ls"}, a, false},
 		{"wats events tail", []string{"events", "tail", "--after", "0"}, a, true},
 		{"wats sync", []string{"sync", id.PeerID}, b, true},
+		{"wats sync", []string{"sync"}, b, true}, // from every peer: each line with the shares
 		{"wats blob add", []string{"blob", "add", file}, a, false},
 		{"wats blob ls", []string{"blob", "ls"}, a, false},
 		{"wats blob get", []string{"blob", "get", cid, "--size", size, "-o", filepath.Join(tmp, "got.bin")}, a, false},
@@ -91,6 +92,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats crash ls", []string{"crash", "ls"}, a, false},
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
 		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", true},
+		{"wats bench catchup", []string{"bench", "catchup", "-n", "50", "--peers", "2", "--dir", filepath.Join(tmp, "catchup")}, "", true},
 		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", true},
 		{"wats bench fetch", []string{"bench", "fetch", "--size", "3145729", "--get", "--ceiling", "--rounds", "2"}, "", true},
 		{"wats bench transport", []string{"bench", "transport", "--size", "1048577", "--rounds", "1"}, "", true},

@@ -75,7 +75,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"events", "get", testEvID[:7]}, "want 8 to 64 lowercase hex characters"},
 		{[]string{"events", "get", testEvID + "0"}, "want 8 to 64 lowercase hex characters"},
 		{[]string{"events", "get", strings.Repeat("A", 64)}, "want 8 to 64 lowercase hex characters"},
-		{[]string{"sync"}, "accepts 1 arg"},
+		{[]string{"sync", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"sync", "garbage"}, `"garbage" is neither a peer ID (12D3KooW…) nor a full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)`},
 		{[]string{"sync", "12D3KooWA"}, "is neither a peer ID"},
 		{[]string{"sync", "/ip4/127.0.0.1/tcp/1"}, "has no /p2p/"},
@@ -407,9 +407,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 const (
 	testPeer = "12D3KooWJ1TsijH7H5F74hfAD5XishQz3sxrmAtVY37GtNd9CqYf"
-	testAddr = "/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer
-	testEvID = "32eacf574f511cbd9f083456265f57f3c734c4cde90c8203b25d8ed024340ea7"
-	testEv   = `{"id":"` + testEvID + `","author":"` + testPeer + `","time":1767225600000,"kind":"note","body":{"n":42},"blobs":[],"sig":"x"}`
+	// testPeer2 is a second peer, of a sync from several.
+	testPeer2 = "12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp"
+	testAddr  = "/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer
+	testEvID  = "32eacf574f511cbd9f083456265f57f3c734c4cde90c8203b25d8ed024340ea7"
+	testEv    = `{"id":"` + testEvID + `","author":"` + testPeer + `","time":1767225600000,"kind":"note","body":{"n":42},"blobs":[],"sig":"x"}`
 )
 
 // testAPI is a fake control API with fixed answers.
@@ -467,6 +469,16 @@ func testAPI(t *testing.T) http.Handler {
 	})
 	mux.HandleFunc("POST "+api.PathSync, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		var req api.SyncRequest
+		if json.UnmarshalRead(r.Body, &req) == nil && req.All {
+			io.WriteString(w, `{"peer":"","received":100,"stored":100,"dropped":0,"cursor":0,"peer_head":300,"shares":[`+
+				`{"peer":"`+testPeer+`","received":100,"stored":100,"dropped":0,"cursor":0,"peer_head":300,"done":false},`+
+				`{"peer":"`+testPeer2+`","received":0,"stored":0,"dropped":0,"cursor":0,"peer_head":300,"done":false}]}`+"\n")
+			io.WriteString(w, `{"peer":"","received":300,"stored":300,"dropped":0,"cursor":0,"peer_head":300,"done":true,"shares":[`+
+				`{"peer":"`+testPeer+`","received":225,"stored":225,"dropped":0,"cursor":300,"peer_head":300,"done":true},`+
+				`{"peer":"`+testPeer2+`","received":75,"stored":75,"dropped":0,"cursor":300,"peer_head":300,"done":true}]}`+"\n")
+			return
+		}
 		io.WriteString(w, `{"peer":"`+testPeer+`","received":256,"stored":250,"dropped":6,"cursor":256,"peer_head":300}`+"\n")
 		io.WriteString(w, `{"peer":"`+testPeer+`","received":300,"stored":290,"dropped":10,"cursor":300,"peer_head":300,"done":true}`+"\n")
 	})
@@ -497,6 +509,10 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 		{[]string{"events", "get", testEvID[:9]}, []string{`"id": "` + testEvID + `"`}},
 		{[]string{"sync", testPeer}, []string{"sync " + testPeer + ": cursor 256/300", "synced " + testPeer + " to 300: received 300 events, stored 290 new, dropped 10 invalid"}},
 		{[]string{"sync", testPeer, "--json"}, []string{`{"peer":"` + testPeer + `","received":256,`, `"done":true}`}},
+		{[]string{"sync"}, []string{"sync from 2 peers: received 100, stored 100, dropped 0; stored from each: …" + testPeer[len(testPeer)-8:] + " 100, …" + testPeer2[len(testPeer2)-8:] + " 0",
+			"synced from 2 peers: received 300 events, stored 300 new, dropped 0 invalid\n  " + testPeer + ": received 225, stored 225 (75% of the new), dropped 0; cursor 300, done\n  " +
+				testPeer2 + ": received 75, stored 75 (25% of the new)"}},
+		{[]string{"sync", "--json"}, []string{`"shares":[{"peer":"` + testPeer + `","received":100`}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", append(tc.args, "--repo", dir)...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -85,19 +86,56 @@ func (v *lineSyncView) update(p api.SyncProgress) {
 	if p.Done || p.Error != "" {
 		return // done prints the summary
 	}
+	if p.Shares != nil {
+		fmt.Fprintf(v.w, "sync from %d peers: received %d, stored %d, dropped %d; %s\n",
+			len(p.Shares), p.Received, p.Stored, p.Dropped, sharesLine(p.Shares))
+		return
+	}
 	fmt.Fprintf(v.w, "sync %s: cursor %d/%d, received %d, stored %d, dropped %d\n",
 		p.Peer, p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
 }
 
 func (v *lineSyncView) done(final *api.SyncProgress, err error) {
-	if err == nil && final != nil {
+	if final != nil && (err == nil || final.Shares != nil) {
 		fmt.Fprintln(v.w, syncSummary(final))
 	}
 }
 
 func syncSummary(p *api.SyncProgress) string {
+	if p.Shares != nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "synced from %d peers: received %d events, stored %d new, dropped %d invalid",
+			len(p.Shares), p.Received, p.Stored, p.Dropped)
+		for _, s := range p.Shares {
+			state := "done"
+			if !s.Done {
+				state = "not done"
+			}
+			fmt.Fprintf(&b, "\n  %s: received %d, stored %d (%s of the new), dropped %d; cursor %d, %s",
+				s.Peer, s.Received, s.Stored, percent(s.Stored, p.Stored), s.Dropped, s.Cursor, state)
+		}
+		return b.String()
+	}
 	return fmt.Sprintf("synced %s to %d: received %d events, stored %d new, dropped %d invalid",
 		p.Peer, p.Cursor, p.Received, p.Stored, p.Dropped)
+}
+
+// sharesLine is each peer's share of a sync from several, on one line:
+// the events stored from each, by short peer id.
+func sharesLine(shares []api.SyncShare) string {
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("%s %d", shortPeer(s.Peer), s.Stored)
+	}
+	return "stored from each: " + strings.Join(parts, ", ")
+}
+
+// percent is part of whole as a whole percentage, "-" of nothing.
+func percent(part, whole uint64) string {
+	if whole == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", part*100/whole)
 }
 
 // barSyncView draws a progress bar of the cursor against the peer's head.
@@ -109,10 +147,14 @@ type barSyncView struct {
 func newBarSyncView(w io.Writer) *barSyncView { return &barSyncView{w: w} }
 
 func (v *barSyncView) update(p api.SyncProgress) {
+	desc, at := "sync "+shortPeer(p.Peer), p.Cursor
+	if p.Shares != nil { // from several peers: the events stored against the highest head
+		desc, at = fmt.Sprintf("sync from %d peers", len(p.Shares)), p.Stored
+	}
 	if v.bar == nil {
 		v.bar = progressbar.NewOptions64(int64(max(p.PeerHead, 1)),
 			progressbar.OptionSetWriter(v.w),
-			progressbar.OptionSetDescription("sync "+shortPeer(p.Peer)),
+			progressbar.OptionSetDescription(desc),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetItsString("events"),
 			progressbar.OptionShowIts(),
@@ -124,7 +166,10 @@ func (v *barSyncView) update(p api.SyncProgress) {
 	if int64(p.PeerHead) > v.bar.GetMax64() {
 		v.bar.ChangeMax64(int64(p.PeerHead))
 	}
-	_ = v.bar.Set64(int64(min(p.Cursor, uint64(v.bar.GetMax64()))))
+	if p.Shares != nil {
+		v.bar.Describe(desc + ": " + sharesLine(p.Shares))
+	}
+	_ = v.bar.Set64(int64(min(at, uint64(v.bar.GetMax64()))))
 }
 
 func (v *barSyncView) done(final *api.SyncProgress, err error) {
