@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -195,4 +197,51 @@ func TestHeldEventIgnoredBeforeVerification(t *testing.T) {
 	if stored != 1 || authorCalls != calls {
 		t.Fatalf("copies stored %d times, asked the author budget %d more times", stored, authorCalls-calls)
 	}
+}
+
+// TestCloseWaitsForValidators: Close waits for a validator still in
+// Options.Store (a durable write, ADR 0031), and a validator called after
+// Close began ignores its message without a callback, so that none
+// reaches the stores once Close returned (the node closes them next).
+func TestCloseWaitsForValidators(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		first, second := testEvent(t, now), testEvent(t, now)
+		entered, release := make(chan struct{}), make(chan struct{})
+		var calls atomic.Int32
+		g := &Gossip{self: "self", opts: Options{
+			Now:    func() time.Time { return now },
+			Has:    func(string) bool { calls.Add(1); return false },
+			Author: func(peer.ID, string, int, bool) bool { return true },
+			Store: func(Delivery) error {
+				entered <- struct{}{}
+				<-release
+				return nil
+			},
+		}}
+		msg := func(data []byte) *pubsub.Message { return &pubsub.Message{Message: &pubsubpb.Message{Data: data}} }
+		result := make(chan pubsub.ValidationResult, 1)
+		go func() { result <- g.validate(context.Background(), "peer", msg(envelope(t, first, nil, 0))) }()
+		<-entered
+		stopped := make(chan struct{})
+		go func() {
+			g.stopValidators()
+			close(stopped)
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Close's wait returned while a validator was in Store")
+		default:
+		}
+		before := calls.Load()
+		if got := g.validate(context.Background(), "peer", msg(envelope(t, second, nil, 0))); got != pubsub.ValidationIgnore || calls.Load() != before {
+			t.Fatalf("a validator after Close: %v, %d callbacks; want ignore and none", got, calls.Load()-before)
+		}
+		close(release)
+		<-stopped
+		if got := <-result; got != pubsub.ValidationAccept {
+			t.Fatalf("the validator in Store: %v, want accept", got)
+		}
+	})
 }

@@ -145,6 +145,13 @@ type Gossip struct {
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+	// validators counts the topic validator's calls in progress; Close
+	// waits for them, so that none reaches Options' callbacks (and the
+	// stores behind them) after it returns. closed, under validatorsMu,
+	// turns away the calls that come after Close began.
+	validatorsMu sync.Mutex
+	validators   sync.WaitGroup
+	closed       bool
 	// trace is the file of Options.TracePath, nil without.
 	trace *fileTracer
 	// refused remembers what the inspector dropped, to take it out of
@@ -298,8 +305,11 @@ func (g *Gossip) Peers() []peer.ID { return g.topic.ListPeers() }
 // gossipsub mesh), and a channel closed at the next change of the mesh.
 func (g *Gossip) Mesh() ([]peer.ID, <-chan struct{}) { return g.mesh.Mesh() }
 
-// Close leaves the topic and waits for the subscription's reader to return.
+// Close leaves the topic and waits for the subscription's reader and the
+// topic validator's calls in progress to return; a call that comes after
+// Close began ignores its message and calls none of Options' callbacks.
 func (g *Gossip) Close() error {
+	g.stopValidators()
 	g.sub.Cancel()
 	g.cancel()
 	g.done.Wait()
@@ -309,6 +319,27 @@ func (g *Gossip) Close() error {
 		err = errors.Join(err, g.trace.Close())
 	}
 	return err
+}
+
+// enterValidator counts a call of the topic validator in progress, or
+// says false once Close began.
+func (g *Gossip) enterValidator() bool {
+	g.validatorsMu.Lock()
+	defer g.validatorsMu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.validators.Add(1)
+	return true
+}
+
+// stopValidators turns away the topic validator's later calls and waits
+// for those in progress.
+func (g *Gossip) stopValidators() {
+	g.validatorsMu.Lock()
+	g.closed = true
+	g.validatorsMu.Unlock()
+	g.validators.Wait()
 }
 
 // ErrEnvelope is wrapped by every validation error of an envelope.
@@ -350,6 +381,10 @@ func decode(b []byte) (*proto.Envelope, *eventlog.Event, error) {
 // lets gossipsub forward, only what is stored; our own publications were
 // stored before they were published.
 func (g *Gossip) validate(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	if !g.enterValidator() {
+		return pubsub.ValidationIgnore // leaving the topic
+	}
+	defer g.validators.Done()
 	env, ev, err := decode(msg.Data)
 	if err == nil && from != g.self {
 		// Budgets and duplicates first: each is cheaper than a signature.
