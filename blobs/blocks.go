@@ -128,14 +128,8 @@ func noEOF(err error) error {
 // the peer and a complete blob holds it (Store.Referenced), else a length
 // of 0 (and an Unheld event, as bitswap's DONT_HAVE).
 func (x *Exchange) handleBlocks(s network.Stream) {
-	p := s.Conn().RemotePeer()
-	if err := s.Scope().SetService(ServiceName); err != nil {
-		_ = s.Reset()
-		return
-	}
-	release, ok := x.node.AdmitStream(p)
+	p, release, ok := x.admit(s)
 	if !ok {
-		_ = s.Reset()
 		return
 	}
 	defer release()

@@ -329,6 +329,23 @@ func BodyTimeout(n int) time.Duration {
 	return FirstMessageTimeout + time.Duration(n)*time.Second/MinBodyRate
 }
 
+// admit attaches an inbound stream of the exchange (bitswap's or the
+// block transfer's) to ServiceName's scope and holds it to the peer's
+// stream cap (Node.AdmitStream); it resets the stream and says false when
+// either refuses. The caller calls release when the stream ends.
+func (x *Exchange) admit(s network.Stream) (p peer.ID, release func(), ok bool) {
+	p = s.Conn().RemotePeer()
+	if err := s.Scope().SetService(ServiceName); err != nil {
+		_ = s.Reset()
+		return p, nil, false
+	}
+	if release, ok = x.node.AdmitStream(p); !ok {
+		_ = s.Reset()
+		return p, nil, false
+	}
+	return p, release, true
+}
+
 // handleStream reads the bitswap messages of an incoming stream and hands
 // each to the server (wants) and to the fetch attempts (blocks); a message
 // begun and not read (no memory for it, a body cut off) is told to p's
@@ -341,14 +358,8 @@ func BodyTimeout(n int) time.Duration {
 // with its memory reserved in the stream's scope before it is read, a
 // protocol error resets the stream, and EOF closes it.
 func (x *Exchange) handleStream(s network.Stream) {
-	p := s.Conn().RemotePeer()
-	if err := s.Scope().SetService(ServiceName); err != nil {
-		_ = s.Reset()
-		return
-	}
-	release, ok := x.node.AdmitStream(p)
+	p, release, ok := x.admit(s)
 	if !ok {
-		_ = s.Reset()
 		return
 	}
 	defer release()

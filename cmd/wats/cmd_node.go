@@ -815,15 +815,7 @@ report; --json prints the reports as JSON lines.`,
 			if err != nil {
 				return err
 			}
-			var view syncView
-			switch {
-			case asJSON:
-				view = &jsonSyncView{w: c.stdout}
-			case isTerminal(c.stdout):
-				view = newBarSyncView(c.stdout)
-			default:
-				view = &lineSyncView{w: c.stdout}
-			}
+			view := c.syncView(asJSON)
 			final, err := cl.Sync(cmd.Context(), args[0], view.update)
 			view.done(final, err)
 			switch {
@@ -839,6 +831,18 @@ report; --json prints the reports as JSON lines.`,
 	return cmd
 }
 
+// syncView is how a sync's progress is shown: JSON lines with --json, a
+// bar on a terminal, else a line a report.
+func (c *cli) syncView(asJSON bool) syncView {
+	switch {
+	case asJSON:
+		return &jsonSyncView{w: c.stdout}
+	case isTerminal(c.stdout):
+		return newBarSyncView(c.stdout)
+	}
+	return &lineSyncView{w: c.stdout}
+}
+
 // syncAll is `wats sync` without a PEER: a sync from every connected peer
 // (api.Client.SyncAll), each peer's share shown.
 func (c *cli) syncAll(ctx context.Context, asJSON bool) error {
@@ -846,15 +850,7 @@ func (c *cli) syncAll(ctx context.Context, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	var view syncView
-	switch {
-	case asJSON:
-		view = &jsonSyncView{w: c.stdout}
-	case isTerminal(c.stdout):
-		view = newBarSyncView(c.stdout)
-	default:
-		view = &lineSyncView{w: c.stdout}
-	}
+	view := c.syncView(asJSON)
 	final, err := cl.SyncAll(ctx, view.update)
 	view.done(final, err)
 	switch {
