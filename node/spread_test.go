@@ -51,8 +51,8 @@ func spreadSources(t *testing.T, k int, evs []*eventlog.Event, syncPerMin int) [
 
 // TestCatchUpFromSeveralPeers: a new node behind four peers, whose logs
 // order the same events differently, catches up from all four at once
-// over real libp2p hosts (ADR 0052): it ends with every event once, each
-// peer served a share, and each peer's cursor is at its head, from which
+// over real libp2p hosts (ADR 0052): it ends with every event once, the
+// peers served shares, and each peer's cursor is at its head, from which
 // sync by position carries on.
 func TestCatchUpFromSeveralPeers(t *testing.T) {
 	const events = 8000
@@ -74,13 +74,24 @@ func TestCatchUpFromSeveralPeers(t *testing.T) {
 		}
 		return true
 	})
+	// Each peer that joined while shards were left served a share; one
+	// whose hello came after the others' bursts took every shard (a slow
+	// machine) only had its shards checked by fingerprint. At least two
+	// served, none served every event.
 	var served float64
+	sharing := 0
 	for i, s := range srcs {
 		got := s.m.Value("wats_sync_events_served_total")
-		if got == 0 || got >= events {
-			t.Fatalf("peer %d served %v events, want a share", i, got)
+		if got >= events {
+			t.Fatalf("peer %d served %v events of %d, want a share", i, got, events)
+		}
+		if got > 0 {
+			sharing++
 		}
 		served += got
+	}
+	if sharing < 2 {
+		t.Fatalf("%d peers served a share, want at least 2", sharing)
 	}
 	if served > 1.5*events {
 		t.Fatalf("the peers served %v events for %d", served, events)

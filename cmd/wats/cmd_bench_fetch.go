@@ -27,7 +27,7 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		keepNone  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size BYTES] [--transport any|tcp|quic] [--get] [--ceiling] [--rounds N] | --resume [--runs N]",
+		Use:   "fetch [--size N] [--transport T] [--get] [--ceiling] [--rounds N] [--resume]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
