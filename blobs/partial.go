@@ -656,18 +656,7 @@ func (s *Store) dropPartial(ctx context.Context, root cid.Cid, p *partial) error
 		s.unhide(p.file.num)
 		s.mu.Unlock()
 	}
-	keep := make(map[string]bool)
-	s.mu.Lock()
-	others := make([]cid.Cid, 0, len(s.mu.partials))
-	for c := range s.mu.partials {
-		others = append(others, c)
-	}
-	s.mu.Unlock()
-	for _, c := range others {
-		for _, n := range s.partialNodes(ctx, c) {
-			keep[string(n.Hash())] = true
-		}
-	}
+	keep := s.partialsNodes(ctx)
 	for _, n := range s.partialNodes(ctx, root) {
 		if keep[string(n.Hash())] || s.Referenced(n) {
 			continue
@@ -677,6 +666,24 @@ func (s *Store) dropPartial(ctx context.Context, root cid.Cid, p *partial) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// partialsNodes returns the multihashes of the inner nodes that the
+// partial blobs in s.mu.partials hold: what a drop or a sweep keeps.
+func (s *Store) partialsNodes(ctx context.Context) map[string]bool {
+	s.mu.Lock()
+	roots := make([]cid.Cid, 0, len(s.mu.partials))
+	for c := range s.mu.partials {
+		roots = append(roots, c)
+	}
+	s.mu.Unlock()
+	keep := make(map[string]bool)
+	for _, c := range roots {
+		for _, n := range s.partialNodes(ctx, c) {
+			keep[string(n.Hash())] = true
+		}
+	}
+	return keep
 }
 
 // maxPartialNodes bounds the inner nodes partialNodes visits.

@@ -427,18 +427,7 @@ func (s *Store) sweep(ctx context.Context) error {
 		return fmt.Errorf("blobs: listing blocks: %w", err)
 	}
 	// The inner nodes of partial blobs are kept with them (ADR 0054).
-	keep := make(map[string]bool)
-	s.mu.Lock()
-	roots := make([]cid.Cid, 0, len(s.mu.partials))
-	for c := range s.mu.partials {
-		roots = append(roots, c)
-	}
-	s.mu.Unlock()
-	for _, c := range roots {
-		for _, n := range s.partialNodes(ctx, c) {
-			keep[string(n.Hash())] = true
-		}
-	}
+	keep := s.partialsNodes(ctx)
 	var drop []cid.Cid
 	s.mu.Lock()
 	for c := range keys {
