@@ -214,7 +214,7 @@ func (c *Client) StreamBlobToFile(ctx context.Context, req FetchRequest, f *os.F
 	if progress != nil {
 		w = &countingWriter{w: f, fn: func(n uint64) { progress(FetchProgress{Bytes: n, Size: req.Size}) }}
 	}
-	return c.StreamBlob(ctx, req, w)
+	return c.StreamBlob(ctx, req, w, progress)
 }
 
 // countingWriter tells fn the bytes written through it so far.
@@ -424,7 +424,8 @@ var ErrFetchFailed = errors.New("api: fetch failed")
 // PathBlobStream takes a POSTed FetchRequest: the daemon makes the blob
 // complete as PathBlobFetch does (the same fetch, ADR 0014's rules) and
 // answers with the blob's bytes in order while the fetch runs (ADR 0035):
-// 200, ContentTypeBlob, HeaderBlobSize the declared size, a body of the
+// 200, ContentTypeBlob, HeaderBlobSize the declared size (and
+// HeaderBlobResumed when a partial blob is resumed), a body of the
 // file's bytes, each leaf written once it is verified and every byte
 // before it has been, then the trailer TrailerBlobStatus: BlobComplete
 // when the blob is complete in the node and the body is exactly the
@@ -455,6 +456,10 @@ const (
 	ContentTypeBlob = "application/octet-stream"
 	// HeaderBlobSize is the declared size the body is held to, in bytes.
 	HeaderBlobSize = "Wats-Blob-Size"
+	// HeaderBlobResumed, when present, is the bytes of the blob the node
+	// held already, from a fetch that did not complete, when this one
+	// began (ADR 0054); absent when it held none or the blob whole.
+	HeaderBlobResumed = "Wats-Blob-Resumed"
 	// TrailerBlobStatus is BlobComplete or BlobFailed.
 	TrailerBlobStatus = "Wats-Blob-Status"
 	// TrailerBlobError says why the blob failed, one sentence of
@@ -480,8 +485,10 @@ const MaxBlobErrorBytes = 2 << 10
 // a prefix of the blob, and the error wraps ErrFetchFailed with the
 // daemon's reason, ErrStreamEnded when the answer was cut off, or
 // ErrTooLarge when the daemon sent more than req.Size bytes; or it is w's
-// error, or ctx's.
-func (c *Client) StreamBlob(ctx context.Context, req FetchRequest, w io.Writer) (uint64, error) {
+// error, or ctx's. progress, if set, is told once, before any byte, of
+// the bytes the node held already from a fetch that did not complete
+// (FetchProgress.Resumed, from HeaderBlobResumed), when there were some.
+func (c *Client) StreamBlob(ctx context.Context, req FetchRequest, w io.Writer, progress func(FetchProgress)) (uint64, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, fmt.Errorf("api: encode stream request: %w", err)
@@ -491,6 +498,9 @@ func (c *Client) StreamBlob(ctx context.Context, req FetchRequest, w io.Writer) 
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if held, err := strconv.ParseUint(resp.Header.Get(HeaderBlobResumed), 10, 64); err == nil && held > 0 && held < req.Size && progress != nil {
+		progress(FetchProgress{Size: req.Size, Resumed: held})
+	}
 	out := &errWriter{w: w}
 	n, err := io.CopyBuffer(out, io.LimitReader(resp.Body, int64(min(req.Size, core.MaxSafeInt))), make([]byte, 256<<10))
 	written := uint64(n)

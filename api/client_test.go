@@ -708,7 +708,7 @@ func TestStreamBlob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakeDaemon(t, blobStreamer(t, tc.body, tc.status, tc.msg, tc.abort))
 			var out strings.Builder
-			n, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, &out)
+			n, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, &out, nil)
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.wantMsg) {
 				t.Fatalf("StreamBlob: %v, want %v %q", err, tc.want, tc.wantMsg)
 			}
@@ -719,11 +719,45 @@ func TestStreamBlob(t *testing.T) {
 	}
 }
 
+// TestStreamBlobResumed: the head's HeaderBlobResumed is told to progress
+// once, before any byte, when it is a count of bytes short of the blob;
+// anything else (none, 0, the whole blob or more, not a number) is not.
+func TestStreamBlobResumed(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   uint64 // 0: progress not called
+	}{{"3", 3}, {"4", 4}, {"", 0}, {"0", 0}, {"5", 0}, {"6", 0}, {"-1", 0}, {"3 bytes", 0}} {
+		inner := blobStreamer(t, "hello", BlobComplete, "", false)
+		c := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tc.header != "" {
+				w.Header().Set(HeaderBlobResumed, tc.header)
+			}
+			inner.ServeHTTP(w, r)
+		}))
+		var out strings.Builder
+		var told []FetchProgress
+		_, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, &out, func(p FetchProgress) {
+			told = append(told, p)
+			if out.Len() != 0 {
+				t.Errorf("header %q: told after %d bytes were written", tc.header, out.Len())
+			}
+		})
+		switch {
+		case err != nil:
+			t.Errorf("header %q: %v", tc.header, err)
+		case tc.want == 0 && len(told) != 0:
+			t.Errorf("header %q: told %+v, want nothing", tc.header, told)
+		case tc.want != 0 && (len(told) != 1 || told[0] != FetchProgress{Size: 5, Resumed: tc.want}):
+			t.Errorf("header %q: told %+v, want once Resumed %d of 5", tc.header, told, tc.want)
+		}
+	}
+}
+
 // TestStreamBlobWriterError: a failing writer's error is returned as is.
 func TestStreamBlobWriterError(t *testing.T) {
 	c := fakeDaemon(t, blobStreamer(t, "hello", BlobComplete, "", false))
 	broken := errors.New("disk full")
-	if _, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, failingWriter{broken}); !errors.Is(err, broken) {
+	if _, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, failingWriter{broken}, nil); !errors.Is(err, broken) {
 		t.Fatalf("StreamBlob into a failing writer: %v, want its error", err)
 	}
 }
@@ -737,7 +771,7 @@ func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
 func TestStreamBlobErrorBound(t *testing.T) {
 	for _, n := range []int{MaxBlobErrorBytes, MaxBlobErrorBytes + 1} {
 		c := fakeDaemon(t, blobStreamer(t, "", BlobFailed, strings.Repeat("x", n), false))
-		_, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, io.Discard)
+		_, err := c.StreamBlob(t.Context(), FetchRequest{CID: "B", Size: 5}, io.Discard, nil)
 		if !errors.Is(err, ErrFetchFailed) || strings.Count(err.Error(), "x") != MaxBlobErrorBytes {
 			t.Errorf("a reason of %d bytes: %d kept, %.200v", n, strings.Count(fmt.Sprint(err), "x"), err)
 		}

@@ -307,7 +307,7 @@ func TestAPIBlobStream(t *testing.T) {
 	}
 	from := a.Host().Addrs()[0].String() + "/p2p/" + a.ID().String()
 	var out bytes.Buffer
-	n, err := cb.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: from}, &out)
+	n, err := cb.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size, From: from}, &out, nil)
 	if err != nil || n != bi.Size || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("stream from a: %d bytes, %v", n, err)
 	}
@@ -315,7 +315,7 @@ func TestAPIBlobStream(t *testing.T) {
 		t.Fatalf("after the stream b lists %+v, want the blob", list)
 	}
 	out.Reset()
-	if n, err := ca.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, &out); err != nil || n != bi.Size || !bytes.Equal(out.Bytes(), data) {
+	if n, err := ca.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size}, &out, nil); err != nil || n != bi.Size || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("stream of a held blob: %d bytes, %v", n, err)
 	}
 	// A size mismatch, from the provider (c lacks the blob) and held.
@@ -327,7 +327,7 @@ func TestAPIBlobStream(t *testing.T) {
 		from string
 	}{{"fetched", cc, from}, {"held", ca, ""}} {
 		out.Reset()
-		n, err := tc.cl.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size + 1, From: tc.from}, &out)
+		n, err := tc.cl.StreamBlob(ctx, api.FetchRequest{CID: bi.CID, Size: bi.Size + 1, From: tc.from}, &out, nil)
 		if !errors.Is(err, api.ErrFetchFailed) || !strings.Contains(err.Error(), "not of the declared size") || n != 0 || out.Len() != 0 {
 			t.Errorf("%s, declared one byte more: %d bytes, %v; want a failure and nothing", tc.name, n, err)
 		}
@@ -337,7 +337,7 @@ func TestAPIBlobStream(t *testing.T) {
 	}
 	var apiErr *api.Error
 	for _, req := range []api.FetchRequest{{CID: "nope", Size: 1}, {CID: bi.CID, Size: bi.Size, From: "nobody"}} {
-		if _, err := cb.StreamBlob(ctx, req, &out); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+		if _, err := cb.StreamBlob(ctx, req, &out, nil); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
 			t.Errorf("stream %+v: %v, want 400", req, err)
 		}
 	}

@@ -390,6 +390,14 @@ func (h handlers) streamBlob(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", api.ContentTypeBlob)
 	w.Header().Set(api.HeaderBlobSize, strconv.FormatUint(req.Size, 10))
 	w.Header().Set("Trailer", api.TrailerBlobStatus+", "+api.TrailerBlobError)
+	// What a partial blob holds is read before the fetch starts, so that
+	// the head, sent now, can say it: the fetch's own word of it
+	// (blobs.Asked.Resumed) may come after its first leaf is written.
+	for _, p := range h.Blobs().Partials() {
+		if p.CID.Equals(c) && p.Size == req.Size && p.Held > 0 {
+			w.Header().Set(api.HeaderBlobResumed, strconv.FormatUint(p.Held, 10))
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 	out := flushingWriter{w: w, rc: http.NewResponseController(w)}
 	_ = out.rc.Flush() // the headers now: the first bytes may take a while

@@ -151,6 +151,15 @@ func TestBlobGetStreams(t *testing.T) {
 		t.Fatalf("-o FILE with its provider killed: exit %v, stderr %q", get.ProcessState, stderr.String())
 	}
 	noneLeft("after a fetch cut off", "got.bin")
+
+	// And with -o -, the provider back: the whole blob, after the line
+	// that says how much was held.
+	startBinDaemonProc(t, env, bin, a)
+	code, stdout, errs := runBin(t, env, bin, "blob", "get", cid3, "--size", size3, "--from", from(), "-o", "-", "--repo", b)
+	if code != 0 || stdout != string(data3) || !strings.HasPrefix(errs, "resuming: ") || !strings.HasSuffix(errs, " already held\n") {
+		t.Fatalf("-o - after a cut-off fetch: exit %d, %d of %d bytes (equal: %v), stderr %q",
+			code, len(stdout), len(data3), stdout == string(data3), errs)
+	}
 }
 
 // killDaemon kills a daemon with SIGKILL and reaps it.

@@ -429,13 +429,19 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 
 // streamBlob has the daemon fetch the blob req names and writes its bytes
 // to w as they come (api.Client.StreamBlob), with a progress bar of the
-// bytes written on stderr when it is a terminal.
+// bytes written on stderr when it is a terminal, after the line that says
+// how much of it the node held already, if it resumes a fetch.
 func (c *cli) streamBlob(ctx context.Context, cl *api.Client, req api.FetchRequest, w io.Writer) error {
 	bar := c.byteBar(int64(req.Size), "get "+shortCID(req.CID))
 	if bar != nil {
 		w = io.MultiWriter(w, bar)
 	}
-	_, err := cl.StreamBlob(ctx, req, w)
+	_, err := cl.StreamBlob(ctx, req, w, func(p api.FetchProgress) {
+		if bar != nil {
+			_ = bar.Clear()
+		}
+		fmt.Fprintln(c.stderr, resuming(p.Resumed, p.Size))
+	})
 	endBar(c.stderr, bar, err)
 	return c.streamError(err)
 }
