@@ -221,6 +221,9 @@ type dataFile struct {
 	// writes to it; reopen opens it again, and its writes then go at
 	// size (WriteAt), the file being open from its start.
 	idle, reopened bool
+	// behind is the drop-behind of a fetch's file (indexed), ADR 0053's
+	// addendum; off for an import's.
+	behind dropBehind
 }
 
 // newDataFile creates the next data file. REQUIRES: not ReadOnly.
@@ -233,11 +236,17 @@ func (s *Store) newDataFile(indexed bool) (*dataFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blobs: data file: %w", err)
 	}
-	// No writeback is started while the file is written (pebble's
+	// An import's file starts no writeback while it is written (pebble's
 	// BytesPerSync, sync_file_range): on ext4 the blocks it allocates
 	// would join the journal's next commit, and the pin's sync of the WAL
-	// would then wait for the whole file to reach the disk (ADR 0037).
-	return &dataFile{s: s, num: num, f: f, locs: make(map[string]location), indexed: indexed}, nil
+	// would then wait for the whole file to reach the disk (ADR 0037). A
+	// fetch's drops behind while the disk keeps up (ADR 0053, addendum):
+	// the pin's sync then waits for its last step only.
+	d := &dataFile{s: s, num: num, f: f, locs: make(map[string]location), indexed: indexed}
+	if indexed {
+		d.behind = newDropBehind(newFileCache(f.Fd()), 0)
+	}
+	return d, nil
 }
 
 // has reports whether the leaf with multihash h is in the file.
@@ -285,6 +294,24 @@ func (d *dataFile) put(c cid.Cid, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// settleBehind and startBehind are the two halves of a step of the
+// file's drop-behind (dropBehind), taken around a sync of pebble's WAL.
+func (d *dataFile) settleBehind() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f != nil {
+		d.behind.settle()
+	}
+}
+
+func (d *dataFile) startBehind() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f != nil {
+		d.behind.start(d.size)
+	}
 }
 
 // seal ends the writes to the file and writes the location records an

@@ -438,6 +438,7 @@ func (d *dataFile) reopen() error {
 		return fmt.Errorf("blobs: data file %d: %w", d.num, err)
 	}
 	d.f, d.size, d.idle, d.reopened = f, fi.Size(), false, true
+	d.behind = newDropBehind(newFileCache(f.Fd()), d.size)
 	return nil
 }
 

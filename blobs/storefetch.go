@@ -183,10 +183,15 @@ func (s *Store) putBlock(ctx context.Context, root cid.Cid, b blocks.Block) erro
 		// record and the location records of this fetch with it. The
 		// data file needs no sync for that: the leaves, in the page
 		// cache, outlive the process, and are checked when the fetch
-		// resumes (ADR 0054).
+		// resumes (ADR 0054). The sync is a step of the file's
+		// drop-behind too (ADR 0053, addendum): settled before it, so
+		// that it finds none of the file's blocks in flight, started
+		// after.
+		p.file.settleBehind()
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
 			return fmt.Errorf("blobs: partial %s: %w", root, err)
 		}
+		p.file.startBehind()
 	}
 	return nil
 }
