@@ -239,6 +239,14 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 			progress(slices.Clone(all))
 		}
 	}
+	// A catch-up started here is planned for the peer furthest ahead,
+	// not the first to join it.
+	var plan uint64
+	for _, p := range ps {
+		if c.o.SyncIDs != nil && c.o.SyncIDs(p) {
+			plan = max(plan, c.lag(p))
+		}
+	}
 	var wg sync.WaitGroup
 	for i, p := range ps {
 		all[i] = Progress{Peer: p, Cursor: c.o.Cursor(p)}
@@ -246,7 +254,7 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 		if c.o.SyncIDs != nil && c.o.SyncIDs(p) {
 			r := c.spreadRunning(p)
 			if r == nil {
-				r, _ = c.join(c.o.Context, p)
+				r, _ = c.join(c.o.Context, p, plan)
 			}
 			if r != nil {
 				runs[r] = append(runs[r], i)
@@ -317,7 +325,7 @@ func (c *Client) has(id string) bool {
 // 0052), which starts with it if none runs.
 func (c *Client) Trigger(ctx context.Context, p peer.ID) {
 	if c.spreads(p) {
-		c.join(ctx, p)
+		c.join(ctx, p, 0)
 		return
 	}
 	c.o.Spawn(func() {

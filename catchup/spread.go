@@ -122,10 +122,11 @@ type spreadPeer struct {
 	pages   int
 }
 
-// join adds p to the catch-up from several peers running, or starts one:
-// false when a sync from p is running already (its lock is taken).
-// REQUIRES: p serves sync by id range.
-func (c *Client) join(ctx context.Context, p peer.ID) (*spreadRun, bool) {
+// join adds p to the catch-up from several peers running, or starts one
+// planned for the larger of p's lag and events (the most events another
+// peer about to join is ahead by): false when a sync from p is running
+// already (its lock is taken). REQUIRES: p serves sync by id range.
+func (c *Client) join(ctx context.Context, p peer.ID, events uint64) (*spreadRun, bool) {
 	mu := c.o.Lock(p)
 	if !mu.TryLock() {
 		return nil, false
@@ -134,12 +135,17 @@ func (c *Client) join(ctx context.Context, p peer.ID) (*spreadRun, bool) {
 	defer c.spread.Unlock()
 	r := c.spread.run
 	if r == nil {
-		head, _ := c.o.Head(p)
-		r = c.newSpreadRun(ctx, uint64(head-min(head, c.o.Cursor(p))))
+		r = c.newSpreadRun(ctx, max(events, c.lag(p)))
 		c.spread.run = r
 	}
 	r.add(p, mu.Unlock)
 	return r, true
+}
+
+// lag is how many events p's head is past its cursor here.
+func (c *Client) lag(p peer.ID) uint64 {
+	head, _ := c.o.Head(p)
+	return uint64(head - min(head, c.o.Cursor(p)))
 }
 
 // spreadRunning returns the catch-up from several peers running that p

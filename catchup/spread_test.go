@@ -55,6 +55,10 @@ type spreadPeerLog struct {
 	log      *eventlog.Log
 	lie      func(ctx context.Context, r *proto.SyncRequest) (*proto.Response, bool, error)
 	requests atomic.Int64
+	// idPages counts the requests for a page of an id range; head, if
+	// set, is the head the peer advertises instead of its log's.
+	idPages atomic.Int64
+	head    core.Cursor
 }
 
 // serve answers r from the peer's log.
@@ -72,6 +76,7 @@ func (sp *spreadPeerLog) serve(ctx context.Context, r *proto.SyncRequest) (*prot
 		count, sum, more, ferr := sp.log.Fingerprint(r.IDs.From, r.IDs.To, proto.MaxFingerprintIDs)
 		page.Count, page.Fingerprint, page.More, err = int64(count), hex.EncodeToString(sum[:]), more, ferr
 	case r.IDs != nil:
+		sp.idPages.Add(1)
 		page.Events, page.More, err = sp.log.PageIDsInto(nil, r.IDs.From, r.IDs.To, r.Limit, proto.MaxPageBytes)
 	default:
 		page.Events, page.Next, page.More, err = sp.log.Page(r.After, r.Limit, proto.MaxPageBytes)
@@ -134,7 +139,12 @@ func newCluster(t *testing.T, k, n int) *cluster {
 			cl.cursors[p] = c
 			return nil
 		},
-		Head:  func(p peer.ID) (core.Cursor, bool) { return cl.peers[p].log.Head(), true },
+		Head: func(p peer.ID) (core.Cursor, bool) {
+			if h := cl.peers[p].head; h != 0 {
+				return h, true
+			}
+			return cl.peers[p].log.Head(), true
+		},
 		Pacer: func(peer.ID) *limits.Pacer { return limits.NewPacer(0) },
 		Room:  func(int) error { return nil },
 		Spawn: func(f func()) { cl.wg.Go(f) },
@@ -212,6 +222,31 @@ func (cl *cluster) requests() int64 {
 		n += p.requests.Load()
 	}
 	return n
+}
+
+// TestSpreadPlannedForTheFurthestPeer: a catch-up of every peer is
+// planned for the peer furthest ahead, whichever joins first: with one
+// that advertises 200,000 events, its shards (one page each here, the
+// logs holding 500) are those of 200,000 events, more than the fewest a
+// plan has.
+func TestSpreadPlannedForTheFurthestPeer(t *testing.T) {
+	cl := newCluster(t, 2, 500)
+	cl.peers[cl.ids[1]].head = 200_000
+	if _, err := cl.syncAll(t); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdsAll(t)
+	want := len(planShards(200_000))
+	if want <= MinShards {
+		t.Fatalf("a plan of 200,000 events has %d shards, no more than a plan's fewest", want)
+	}
+	var pages int64
+	for _, p := range cl.peers {
+		pages += p.idPages.Load()
+	}
+	if pages < int64(want) {
+		t.Fatalf("%d pages asked by id range: the catch-up was not planned for 200,000 events (%d shards)", pages, want)
+	}
 }
 
 // TestSpreadFetchesWhatOnePeerAloneHolds: a peer that holds events the
