@@ -178,7 +178,8 @@ func TestBandwidthWords(t *testing.T) {
 		{api.BandwidthStatus{UpBytes: 3 << 20, UpBytesPerS: 8 << 20, DownBytesPerS: 1 << 20, Month: "2026-12", MonthUpBytes: 5 << 30, MonthlyUpBytes: 10 << 30},
 			"3.0 MiB sent (cap 8.0 MiB/s), 0 B received (cap 1.0 MiB/s) since the start; 5.0 GiB sent in 2026-12 of the 10.0 GiB a month allowed"},
 		{api.BandwidthStatus{Month: "2026-12", MonthUpBytes: 1 << 30, MonthlyUpBytes: 1 << 30, StrangerBlobsStopped: true},
-			"0 B sent (no cap), 0 B received (no cap) since the start; 1.0 GiB sent in 2026-12, the monthly cap of 1.0 GiB reached: blobs go only to peers with standing until the month ends"},
+			"0 B sent (no cap), 0 B received (no cap) since the start; 1.0 GiB sent in 2026-12, the monthly cap of 1.0 GiB reached: " +
+				"until the month ends, blobs go only to peers this node dialled or has known for a while"},
 	} {
 		if got := bandwidthWords(tc.b); got != tc.want {
 			t.Errorf("bandwidthWords(%+v) =\n%q, want\n%q", tc.b, got, tc.want)

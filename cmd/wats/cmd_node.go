@@ -176,8 +176,11 @@ func statusLines(st *api.Status) [][2]string {
 }
 
 // bandwidthWords is the status line of [bandwidth]: the bytes sent and
-// received since the start in MiB, against the caps in MiB/s, and the
-// month's bytes sent against the monthly cap (docs/adr/0048).
+// received since the start, against the caps a second, and the month's
+// bytes sent against the monthly cap (docs/adr/0048), in words: the peers
+// with standing that blobs still go to past the monthly cap are those
+// this node dialled or has known for a while (met in an earlier run, or
+// ten minutes ago), as ADR 0041 defines them.
 func bandwidthWords(b api.BandwidthStatus) string {
 	rate := func(n uint64) string {
 		if n == 0 {
@@ -191,7 +194,8 @@ func bandwidthWords(b api.BandwidthStatus) string {
 	case b.MonthlyUpBytes == 0:
 		return s + " (no monthly cap)"
 	case b.StrangerBlobsStopped:
-		return s + fmt.Sprintf(", the monthly cap of %s reached: blobs go only to peers with standing until the month ends", humanize.Bytes(b.MonthlyUpBytes))
+		return s + fmt.Sprintf(", the monthly cap of %s reached: until the month ends, blobs go only to peers "+
+			"this node dialled or has known for a while", humanize.Bytes(b.MonthlyUpBytes))
 	}
 	return s + fmt.Sprintf(" of the %s a month allowed", humanize.Bytes(b.MonthlyUpBytes))
 }

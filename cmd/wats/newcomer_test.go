@@ -107,7 +107,9 @@ func TestStatusInWords(t *testing.T) {
 			HolePunches: api.HolePunches{Succeeded: 2, Failed: 1},
 			DHT:         api.DHTStatus{Mode: "auto", RoutingTable: 4, LANRoutingTable: 1, Discovered: 1, ProviderRecords: 10, MaxProviderRecords: 10, ProviderRecordsRefused: 3},
 			Disk:        &api.DiskStatus{FreeBytes: 5 << 30, ReserveBytes: 64 << 20},
-			Log:         api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
+			Bandwidth: api.BandwidthStatus{UpBytes: 3 << 30, UpBytesPerS: 8 << 20, DownBytes: 5 << 20, Month: "2026-12",
+				MonthUpBytes: 1 << 40, MonthlyUpBytes: 1 << 40, StrangerBlobsStopped: true},
+			Log: api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
 	})
 	dir := fakeDaemon(t, mux)
 	code, stdout, stderr := runCLI(t, "", "status", "--repo", dir)
@@ -131,13 +133,15 @@ func TestStatusInWords(t *testing.T) {
 		"dht peers: 4 in the network's table, 1 in this LAN's; 1 node of this network found by the last search",
 		"dht records: 10 of 10 notes of who holds which blob, kept for other nodes; 3 turned away since the start because the store was full",
 		"disk: 5.0 GiB free, 64.0 MiB of it kept in reserve; writes accepted",
+		"bandwidth: 3.0 GiB sent (cap 8.0 MiB/s), 5.0 MiB received (no cap) since the start; 1.0 TiB sent in 2026-12, " +
+			"the monthly cap of 1.0 TiB reached: until the month ends, blobs go only to peers this node dialled or has known for a while",
 		"uptime: 1m5s",
 	} {
 		if !strings.Contains(words, want) {
 			t.Errorf("status says no %q:\n%s", want, stdout)
 		}
 	}
-	for _, jargon := range []string{"refused, full", "stranger", "in flight", "effort", "quota", "head:"} {
+	for _, jargon := range []string{"refused, full", "stranger", "in flight", "effort", "quota", "head:", "standing"} {
 		if strings.Contains(stdout, jargon) {
 			t.Errorf("status still says %q:\n%s", jargon, stdout)
 		}

@@ -132,7 +132,7 @@ function showBandwidth(st) {
   const p = $("bandwidth-caps");
   p.replaceChildren(caps.join(" · "));
   if (b.stranger_blobs_stopped) {
-    p.append(el("br"), el("span", { class: "stopped" }, "monthly cap reached: blobs are served only to peers with standing until the month ends"));
+    p.append(el("br"), el("span", { class: "stopped" }, "monthly cap reached: until the month ends, blobs are served only to peers this node dialled or has known for a while"));
   }
 }
 
