@@ -97,7 +97,8 @@ func TestMalformedArgumentsAreUsageErrors(t *testing.T) {
 
 // TestStatusInWords: every line of `wats status` says what it counts in
 // words, none of the ADRs' terms (a store "full", "stranger slots", "in
-// flight", "effort"), and --json keeps its field names.
+// flight", "effort"), wrapped to fit in 100 columns under the column
+// where the values start, and --json keeps its field names.
 func TestStatusInWords(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +117,16 @@ func TestStatusInWords(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status: exit %d: %s", code, stderr)
 	}
-	words := strings.Join(strings.Fields(stdout), " ") // the columns' padding aside
+	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+		if label, _, _ := strings.Cut(line, ":"); strings.HasPrefix(line, " ") && !strings.HasPrefix(line, strings.Repeat(" ", len("hole punches: "))) ||
+			!strings.HasPrefix(line, " ") && len(label) > len("hole punches") {
+			t.Errorf("a line that does not start at a label or under the values: %q", line)
+		}
+	}
+	words := strings.Join(strings.Fields(stdout), " ") // the columns' padding and wrapping aside
 	for _, want := range []string{
 		"peers: 2 connected (each greeted with hello)",
 		"peer tiers: 1 normal, 1 suspect (valued peers are served the most, then normal, new, suspect)",
@@ -151,6 +161,21 @@ func TestStatusInWords(t *testing.T) {
 		if code != exitOK || !strings.Contains(stdout, field) {
 			t.Errorf("status --json: exit %d, no %s:\n%s", code, field, stdout)
 		}
+	}
+}
+
+// TestStatusText: a value past maxHelpWidth columns goes on under the
+// column where values start, cut between words but never between a
+// number and its unit; an empty value keeps its label.
+func TestStatusText(t *testing.T) {
+	x := strings.Repeat("x ", 40) // 80 columns
+	got := statusText([][2]string{{"peer id", "short"}, {"hole punches", x + "12.5 MiB sent"}, {"empty", ""}})
+	want := "peer id:      short\n" +
+		"hole punches: " + strings.TrimSpace(x) + "\n" +
+		"              12.5 MiB sent\n" +
+		"empty:        \n"
+	if got != want {
+		t.Errorf("statusText:\n%s\nwant:\n%s", got, want)
 	}
 }
 
