@@ -13,17 +13,26 @@ import (
 )
 
 // TestInitProfileSaysWhatItChanges: `init --profile local` says, as it
-// makes the repo, all that the profile changes (mDNS among it), and so
-// does init's help; a plain init names no profile.
+// makes the repo, all that the profile changes (mDNS among it) in lines
+// of 100 columns at most, and so does init's help; a plain init names no
+// profile.
 func TestInitProfileSaysWhatItChanges(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
 	code, stdout, stderr := runCLI(t, "", "init", "--profile", "local", "--repo", dir)
 	if code != exitOK {
 		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
 	}
+	words := strings.Join(strings.Fields(stdout), " ")
 	for _, want := range []string{"profile local:", "127.0.0.1", "ports the system picks", "turns mDNS on", "DHT server"} {
-		if !strings.Contains(stdout, want) {
+		if !strings.Contains(words, want) {
 			t.Errorf("init --profile local says no %q:\n%s", want, stdout)
+		}
+	}
+	_, profileLines, _ := strings.Cut(stdout, "profile local:")
+	profileLines, _, _ = strings.Cut("profile local:"+profileLines, "\nedit ")
+	for _, line := range strings.Split(profileLines, "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("init --profile local: a line of %d columns: %q", n, line)
 		}
 	}
 	code, stdout, stderr = runCLI(t, "", "init", "--repo", filepath.Join(t.TempDir(), "plain"))
