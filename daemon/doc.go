@@ -1,6 +1,8 @@
 // Package daemon runs a node as `wats daemon` (Run): on a repo, locked
-// while it runs, with the control API served on the repo's Unix socket and
-// the metrics on api.metrics_addr when set (docs/design.md §12). Handler is
+// while it runs, with the control API served on the repo's Unix socket,
+// the web dashboard on api.dashboard_addr unless it is "" (package
+// dashboard, docs/adr/0049) and the metrics on api.metrics_addr when set
+// (docs/design.md §12). Handler is
 // the control API as an http.Handler: each path of package api,
 // answered from the node's exported methods, with the HTTP status of each
 // outcome. Package node builds and runs the node itself and knows nothing

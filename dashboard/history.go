@@ -32,6 +32,9 @@ var Recorded = []struct{ Name, Label string }{
 	{"wats_strangers_evicted_total", ""},
 	{"wats_strangers_refused_total", ""},
 	{"wats_streams_refused_total", ""},
+	{"wats_challenges_failed_total", ""},
+	{"wats_gossip_ignored_total", "reason"},
+	{"wats_dht_requests_refused_total", ""},
 	{"wats_events_stored_total", ""},
 	{"wats_peers", ""},
 }

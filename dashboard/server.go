@@ -122,10 +122,13 @@ func (d *Dashboard) Handler(control http.Handler) http.Handler {
 
 // guard answers a request only with the token, as the first segment of
 // its path (/TOKEN/…, the URL's form) or as "Authorization: Bearer
-// TOKEN" (for scripts): 401 without a token, 403 with a wrong one, 405
-// for a method but GET and HEAD, 421 for a Host header that names this
-// machine by neither an IP address nor localhost (a DNS name rebound to
-// 127.0.0.1 by another site). Answers that refuse close the connection.
+// TOKEN" (for scripts): 401 without a token, 403 with a wrong one,
+// whatever the request's method or Host (ADR 0049: without the token
+// every page and endpoint answers 401 or 403); with the token, 421 for a
+// Host header that names this machine by neither an IP address nor
+// localhost (a DNS name rebound to 127.0.0.1 by another site) and 405
+// for a method but GET and HEAD. Answers that refuse close the
+// connection.
 func (d *Dashboard) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -138,6 +141,32 @@ func (d *Dashboard) guard(next http.Handler) http.Handler {
 			h.Set("Connection", "close")
 			http.Error(w, msg, status)
 		}
+		// The token first: a request without it learns nothing more.
+		r2 := r
+		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			if !d.valid(t) {
+				refuse(http.StatusForbidden, wrongToken)
+				return
+			}
+		} else {
+			first, rest, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			switch {
+			case first == "" || first == "api" || isAsset(first):
+				// "/", the API or an asset asked for without the token.
+				h.Set("WWW-Authenticate", `Bearer realm="wats dashboard"`)
+				refuse(http.StatusUnauthorized, "this is a wats node's dashboard: open the URL that `wats dashboard` prints, which carries its access token")
+				return
+			case !d.valid(first):
+				refuse(http.StatusForbidden, wrongToken)
+				return
+			case slash:
+				r2 = r.Clone(r.Context())
+				r2.URL.Path = "/" + rest
+				r2.URL.RawPath = ""
+			default:
+				r2 = nil // "/TOKEN": redirected to "/TOKEN/" below
+			}
+		}
 		if !localHost(r.Host) {
 			refuse(http.StatusMisdirectedRequest, "the dashboard answers only at 127.0.0.1, [::1] or localhost")
 			return
@@ -147,30 +176,11 @@ func (d *Dashboard) guard(next http.Handler) http.Handler {
 			refuse(http.StatusMethodNotAllowed, "the dashboard only shows the node: GET and HEAD")
 			return
 		}
-		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			if !d.valid(t) {
-				refuse(http.StatusForbidden, wrongToken)
-				return
-			}
-			next.ServeHTTP(w, r)
+		if r2 == nil {
+			http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
 			return
 		}
-		first, rest, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-		switch {
-		case first == "" || first == "api" || isAsset(first):
-			// "/", the API or an asset asked for without the token.
-			h.Set("WWW-Authenticate", `Bearer realm="wats dashboard"`)
-			refuse(http.StatusUnauthorized, "this is a wats node's dashboard: open the URL that `wats dashboard` prints, which carries its access token")
-		case !d.valid(first):
-			refuse(http.StatusForbidden, wrongToken)
-		case !slash:
-			http.Redirect(w, r, "/"+first+"/", http.StatusMovedPermanently)
-		default:
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = "/" + rest
-			r2.URL.RawPath = ""
-			next.ServeHTTP(w, r2)
-		}
+		next.ServeHTTP(w, r2)
 	})
 }
 

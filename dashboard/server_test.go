@@ -83,7 +83,14 @@ func TestTokenRefusedAndAccepted(t *testing.T) {
 		{"POST with the token", "POST", "/secret-token/api/v1/events", nil, 405, "GET and HEAD"},
 		{"DELETE with a bearer", "DELETE", "/api/v1/blobs/x", bearer("secret-token"), 405, ""},
 		{"OPTIONS", "OPTIONS", "/secret-token/", nil, 405, ""},
-		{"POST without a token", "POST", "/api/v1/peers/connect", nil, 405, ""},
+		// Without the token, 401 or 403 whatever the method or Host.
+		{"POST without a token", "POST", "/api/v1/peers/connect", nil, 401, "wats dashboard"},
+		{"OPTIONS without a token", "OPTIONS", "/", nil, 401, ""},
+		{"DELETE with a wrong token", "DELETE", "/nope/api/v1/blobs/x", nil, 403, "wrong token"},
+		{"POST with a wrong bearer", "POST", "/api/v1/events", bearer("nope"), 403, "wrong token"},
+		{"a name rebound, without a token", "GET", "/", host("evil.example"), 401, ""},
+		{"a name rebound, with a wrong token", "GET", "/nope/", host("evil.example"), 403, ""},
+		{"a name rebound, no trailing slash", "GET", "/secret-token", host("evil.example"), 421, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := do(h, tc.method, tc.target, tc.set)

@@ -303,6 +303,26 @@ func New(src Sources) *Metrics {
 		}
 		return 0
 	})
+	// The labelled counters are exported from the start with every label
+	// value the node counts, at 0: each query of docs/grafana has a series
+	// before the first count (a panel says 0, not "No data"), and a rate
+	// sees the first count rise from 0.
+	tierNames := make([]string, 0, limits.NumTiers)
+	for t := range limits.NumTiers {
+		tierNames = append(tierNames, limits.Tier(t).String())
+	}
+	zero(m.stored, []string{"local", "gossip", "sync", "crash_report"})
+	zero(m.dropped, []string{"sync", "crash_report"})
+	zero(m.badRequests, []string{string(proto.CodeTooLarge), string(proto.CodeBadRequest), string(proto.CodeUnsupported), "frame", "heads"})
+	zero(m.challengesFailed, []string{"alg", "seed", "mac", "expired", "nonce", "work", "replayed", "ceiling"})
+	zero(m.streamsRefused, []string{"unnegotiated", "wats", "bitswap", "protocol"})
+	zero(m.streamTimeouts, []string{"negotiation", "wats", "wats_response", "bitswap"})
+	zero(m.bans, []string{"stream flood", "gossip spam"})
+	zero(m.strangerEvicts, tierNames)
+	zero(m.blobBytes, []string{"served", "fetched"}, []string{"standing", "stranger"})
+	zero(m.blobFetches, []string{"gossip", "sync", "crash_report", "replicate", "api"},
+		[]string{"stored", "refused", "invalid", "failed", "skipped", "dropped"})
+	zero(m.blobImports, []string{string(ImportUpload), string(ImportDescriptor)}, []string{"stored", "refused", "failed"})
 	m.reg.MustRegister(diskFree, diskFull, bandwidthCollector(n.Bandwidth))
 	m.reg.MustRegister(m.gossipIgnores, m.syncGaps, m.headsStreams, m.headsFrames, m.headsPulls)
 	m.reg.MustRegister(m.misses, m.streamsRefused, m.dhtRefusals, m.streamTimeouts, m.tierChanges, m.persisted, m.deferred, m.reportsShared, m.strangerEvicts, m.bans, m.strangersBusy, tiers)
@@ -412,6 +432,22 @@ func bandwidthCollector(read func() Bandwidth) prometheus.Collector {
 		ch <- prometheus.MustNewConstMetric(month, prometheus.GaugeValue, float64(b.MonthUp))
 		ch <- prometheus.MustNewConstMetric(monthly, prometheus.GaugeValue, float64(b.MonthlyUpCap))
 	}}
+}
+
+// zero makes vec's child of each combination of values (a list per
+// label, in the vector's order of labels), so that it is exported at 0.
+func zero(vec *prometheus.CounterVec, values ...[]string) {
+	var each func(prefix []string, rest [][]string)
+	each = func(prefix []string, rest [][]string) {
+		if len(rest) == 0 {
+			vec.WithLabelValues(prefix...)
+			return
+		}
+		for _, v := range rest[0] {
+			each(append(prefix[:len(prefix):len(prefix)], v), rest[1:])
+		}
+	}
+	each(nil, values)
 }
 
 // collectorFunc is a prometheus.Collector of metrics made at each scrape.

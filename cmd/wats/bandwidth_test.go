@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/repo"
 )
 
 // configSet sets each key of kv in the repo dir with `config set`.
@@ -109,6 +112,70 @@ func TestBandwidthCapsE2E(t *testing.T) {
 	}
 }
 
+// TestBandwidthCapsSyncAndGossipE2E: a's down cap holds what a catch-up
+// of b's log (sync pages) and b's new events (gossip, heads and the pulls
+// they lead to) bring it, not only blobs: between two real daemons, the
+// events' bodies alone, over the time they took to arrive, come at no
+// more than the cap (and the catch-up at a fair share of it).
+func TestBandwidthCapsSyncAndGossipE2E(t *testing.T) {
+	bin, tmp, env := e2eSetup(t)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	initDefault(t, env, bin, a, b)
+	const down = 256 << 10
+	configSet(t, env, bin, a, [2]string{"bandwidth.down_bytes_per_s", fmt.Sprint(down)})
+	startBinDaemon(t, env, bin, a)
+	startBinDaemon(t, env, bin, b)
+	ca, cb := api.NewClient(filepath.Join(a, repo.SocketFile)), api.NewClient(filepath.Join(b, repo.SocketFile))
+	body := jsontext.Value(`{"text":"` + strings.Repeat("x", 15000) + `"}`)
+	add := func(n int) int {
+		for range n {
+			if _, err := cb.AddEvent(t.Context(), "note", body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n * len(body)
+	}
+	// arrival waits until a holds want events and returns the rate, in
+	// bytes a second, of bodies bytes since start.
+	arrival := func(want uint64, bodies int, start time.Time) float64 {
+		t.Helper()
+		for deadline := start.Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			st, err := ca.Status(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Events >= want {
+				return float64(bodies) / time.Since(start).Seconds()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a holds %d events after a minute, want %d", st.Events, want)
+			}
+		}
+	}
+
+	synced := add(64) // 64 × 15 KB: 3.7 s at the cap
+	start := time.Now()
+	if _, err := ca.Connect(t.Context(), idOf(t, env, bin, b).Addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	rate := arrival(64, synced, start)
+	t.Logf("the catch-up: %d bytes of bodies at %.0f%% of the cap", synced, 100*rate/down)
+	if rate > 1.05*down || rate < 0.3*down {
+		t.Errorf("the catch-up's bodies came at %.0f bytes/s; want 30–105%% of the cap, %d", rate, down)
+	}
+
+	start = time.Now()
+	gossiped := add(48)
+	rate = arrival(64+48, gossiped, start)
+	t.Logf("gossip: %d bytes of bodies at %.0f%% of the cap", gossiped, 100*rate/down)
+	if rate > 1.05*down {
+		t.Errorf("the new events' bodies came at %.0f bytes/s, over the cap of %d", rate, down)
+	}
+	if st, err := ca.Status(t.Context()); err != nil || st.Bandwidth.DownBytes < uint64(synced+gossiped) {
+		t.Errorf("a's status: %+v, %v; want at least %d bytes received", st.Bandwidth, err, synced+gossiped)
+	}
+}
+
 // TestMonthlyUpCapE2E: a daemon with a small bandwidth.monthly_up_bytes
 // serves a stranger (a peer that dialled it) a blob until the cap, then
 // refuses it more; restarted, it still does, with the month's count read
@@ -178,7 +245,8 @@ func TestBandwidthWords(t *testing.T) {
 		{api.BandwidthStatus{UpBytes: 3 << 20, UpBytesPerS: 8 << 20, DownBytesPerS: 1 << 20, Month: "2026-12", MonthUpBytes: 5 << 30, MonthlyUpBytes: 10 << 30},
 			"3.0 MiB sent (cap 8.0 MiB/s), 0 B received (cap 1.0 MiB/s) since the start; 5.0 GiB sent in 2026-12 of the 10.0 GiB a month allowed"},
 		{api.BandwidthStatus{Month: "2026-12", MonthUpBytes: 1 << 30, MonthlyUpBytes: 1 << 30, StrangerBlobsStopped: true},
-			"0 B sent (no cap), 0 B received (no cap) since the start; 1.0 GiB sent in 2026-12, the monthly cap of 1.0 GiB reached: blobs go only to peers with standing until the month ends"},
+			"0 B sent (no cap), 0 B received (no cap) since the start; 1.0 GiB sent in 2026-12, the monthly cap of 1.0 GiB reached: " +
+				"until the month ends, blobs go only to peers this node dialled or has known for a while"},
 	} {
 		if got := bandwidthWords(tc.b); got != tc.want {
 			t.Errorf("bandwidthWords(%+v) =\n%q, want\n%q", tc.b, got, tc.want)

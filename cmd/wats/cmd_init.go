@@ -96,7 +96,13 @@ database (which belongs to the old identity).
 			fmt.Fprintf(c.stdout, "initialized a wats repo at %s\n", c.repoDir)
 			fmt.Fprintf(c.stdout, "peer id: %s\n", repo.PeerID(r))
 			if profile != "" {
-				fmt.Fprintf(c.stdout, "profile %s: %s\n", profile, profileDoc(profile))
+				// What the profile changes, wrapped as in init's help.
+				for i, line := range wrapWords("profile "+profile+": "+profileDoc(profile), maxHelpWidth-2) {
+					if i > 0 {
+						line = "  " + line
+					}
+					fmt.Fprintln(c.stdout, line)
+				}
 			}
 			fmt.Fprintf(c.stdout, "edit %s, then start the node with: %s\n",
 				configPath(c.repoDir), c.hint("daemon", "--repo", c.repoDir))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -89,17 +90,47 @@ the same as JSON, with fields that stay as they are for scripts.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Status, func(st *api.Status) error {
-				tw := tabwriter.NewWriter(c.stdout, 0, 0, 1, ' ', 0)
-				for _, l := range statusLines(st) {
-					fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
-				}
-				return tw.Flush()
+				_, err := io.WriteString(c.stdout, statusText(statusLines(st)))
+				return err
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
+
+// statusText lays out status's lines: each label, then what it says from
+// one column on, wrapped between words to fit in maxHelpWidth columns
+// (a number and its unit kept on one line), its further lines indented
+// to that column.
+func statusText(lines [][2]string) string {
+	col := 0
+	for _, l := range lines {
+		col = max(col, len(l[0])+2) // "label:" and a space
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		// A NUL, which no value holds (peers' strings are made
+		// printable), holds a number to its unit while wrapWords cuts;
+		// a space again once it has.
+		glued := numberAndUnit.ReplaceAllString(l[1], "$1\x00$2")
+		parts := wrapWords(glued, maxHelpWidth-col)
+		if len(parts) == 0 {
+			parts = []string{""}
+		}
+		for i, part := range parts {
+			label := ""
+			if i == 0 {
+				label = l[0] + ":"
+			}
+			fmt.Fprintf(&b, "%-*s%s\n", col, label, strings.ReplaceAll(part, "\x00", " "))
+		}
+	}
+	return b.String()
+}
+
+// numberAndUnit matches a number, a space and a unit of bytes.
+var numberAndUnit = regexp.MustCompile(`(\d) (B|KiB|MiB|GiB|TiB|PiB)\b`)
 
 // statusLines are the lines of `wats status`, each a label and what it
 // says, in words a newcomer reads without the ADRs.
@@ -176,8 +207,11 @@ func statusLines(st *api.Status) [][2]string {
 }
 
 // bandwidthWords is the status line of [bandwidth]: the bytes sent and
-// received since the start in MiB, against the caps in MiB/s, and the
-// month's bytes sent against the monthly cap (docs/adr/0048).
+// received since the start, against the caps a second, and the month's
+// bytes sent against the monthly cap (docs/adr/0048), in words: the peers
+// with standing that blobs still go to past the monthly cap are those
+// this node dialled or has known for a while (met in an earlier run, or
+// ten minutes ago), as ADR 0041 defines them.
 func bandwidthWords(b api.BandwidthStatus) string {
 	rate := func(n uint64) string {
 		if n == 0 {
@@ -191,7 +225,8 @@ func bandwidthWords(b api.BandwidthStatus) string {
 	case b.MonthlyUpBytes == 0:
 		return s + " (no monthly cap)"
 	case b.StrangerBlobsStopped:
-		return s + fmt.Sprintf(", the monthly cap of %s reached: blobs go only to peers with standing until the month ends", humanize.Bytes(b.MonthlyUpBytes))
+		return s + fmt.Sprintf(", the monthly cap of %s reached: until the month ends, blobs go only to peers "+
+			"this node dialled or has known for a while", humanize.Bytes(b.MonthlyUpBytes))
 	}
 	return s + fmt.Sprintf(" of the %s a month allowed", humanize.Bytes(b.MonthlyUpBytes))
 }

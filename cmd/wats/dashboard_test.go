@@ -77,7 +77,8 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 // TestDashboardInABrowser: a default-profile daemon's dashboard, opened in
 // Chromium at the URL `wats dashboard` prints, shows the node's peer ID, a
 // peer connecting with its bytes each way, an event added, requests refused
-// to a peer over its hello budget, fits a phone's width, and says so when the daemon is
+// to a peer over its hello budget, graphs of refusals by reason and of the
+// defence's figures, fits a phone's width, and says so when the daemon is
 // gone; without the token it answers 401, with a wrong one 403.
 func TestDashboardInABrowser(t *testing.T) {
 	path := chromium(t)
@@ -181,6 +182,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	// The graphs drawn, and the page on a phone: nothing wider than the
 	// screen (tables scroll in their cards).
 	waitFor(t, ctx, "the graphs", `document.querySelectorAll(".chart canvas").length === 3`)
+	waitFor(t, ctx, "refusals by reason and the defence's figures over time", `(text => [
+		"refused a minute, by reason", "hello over its rate limit", "strangers' connections, slots full", "streams over a peer's cap",
+		"gossip over a budget or quota", "DHT requests over a peer's budget",
+		"challenges sent", "solved", "failed", "bans", "strangers evicted", "effort",
+	].every(w => text.includes(w)))(document.getElementById("admission-chart").innerText + document.getElementById("defence-chart").innerText)`)
 	shoot(t, ctx, "dashboard.png")
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2))); err != nil {
 		t.Fatal(err)

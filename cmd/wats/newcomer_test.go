@@ -13,17 +13,26 @@ import (
 )
 
 // TestInitProfileSaysWhatItChanges: `init --profile local` says, as it
-// makes the repo, all that the profile changes (mDNS among it), and so
-// does init's help; a plain init names no profile.
+// makes the repo, all that the profile changes (mDNS among it) in lines
+// of 100 columns at most, and so does init's help; a plain init names no
+// profile.
 func TestInitProfileSaysWhatItChanges(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
 	code, stdout, stderr := runCLI(t, "", "init", "--profile", "local", "--repo", dir)
 	if code != exitOK {
 		t.Fatalf("init --profile local: exit %d: %s", code, stderr)
 	}
+	words := strings.Join(strings.Fields(stdout), " ")
 	for _, want := range []string{"profile local:", "127.0.0.1", "ports the system picks", "turns mDNS on", "DHT server"} {
-		if !strings.Contains(stdout, want) {
+		if !strings.Contains(words, want) {
 			t.Errorf("init --profile local says no %q:\n%s", want, stdout)
+		}
+	}
+	_, profileLines, _ := strings.Cut(stdout, "profile local:")
+	profileLines, _, _ = strings.Cut("profile local:"+profileLines, "\nedit ")
+	for _, line := range strings.Split(profileLines, "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("init --profile local: a line of %d columns: %q", n, line)
 		}
 	}
 	code, stdout, stderr = runCLI(t, "", "init", "--repo", filepath.Join(t.TempDir(), "plain"))
@@ -97,7 +106,8 @@ func TestMalformedArgumentsAreUsageErrors(t *testing.T) {
 
 // TestStatusInWords: every line of `wats status` says what it counts in
 // words, none of the ADRs' terms (a store "full", "stranger slots", "in
-// flight", "effort"), and --json keeps its field names.
+// flight", "effort"), wrapped to fit in 100 columns under the column
+// where the values start, and --json keeps its field names.
 func TestStatusInWords(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
@@ -107,14 +117,25 @@ func TestStatusInWords(t *testing.T) {
 			HolePunches: api.HolePunches{Succeeded: 2, Failed: 1},
 			DHT:         api.DHTStatus{Mode: "auto", RoutingTable: 4, LANRoutingTable: 1, Discovered: 1, ProviderRecords: 10, MaxProviderRecords: 10, ProviderRecordsRefused: 3},
 			Disk:        &api.DiskStatus{FreeBytes: 5 << 30, ReserveBytes: 64 << 20},
-			Log:         api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
+			Bandwidth: api.BandwidthStatus{UpBytes: 3 << 30, UpBytesPerS: 8 << 20, DownBytes: 5 << 20, Month: "2026-12",
+				MonthUpBytes: 1 << 40, MonthlyUpBytes: 1 << 40, StrangerBlobsStopped: true},
+			Log: api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
 	})
 	dir := fakeDaemon(t, mux)
 	code, stdout, stderr := runCLI(t, "", "status", "--repo", dir)
 	if code != exitOK {
 		t.Fatalf("status: exit %d: %s", code, stderr)
 	}
-	words := strings.Join(strings.Fields(stdout), " ") // the columns' padding aside
+	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+		if label, _, _ := strings.Cut(line, ":"); strings.HasPrefix(line, " ") && !strings.HasPrefix(line, strings.Repeat(" ", len("hole punches: "))) ||
+			!strings.HasPrefix(line, " ") && len(label) > len("hole punches") {
+			t.Errorf("a line that does not start at a label or under the values: %q", line)
+		}
+	}
+	words := strings.Join(strings.Fields(stdout), " ") // the columns' padding and wrapping aside
 	for _, want := range []string{
 		"peers: 2 connected (each greeted with hello)",
 		"peer tiers: 1 normal, 1 suspect (valued peers are served the most, then normal, new, suspect)",
@@ -131,13 +152,15 @@ func TestStatusInWords(t *testing.T) {
 		"dht peers: 4 in the network's table, 1 in this LAN's; 1 node of this network found by the last search",
 		"dht records: 10 of 10 notes of who holds which blob, kept for other nodes; 3 turned away since the start because the store was full",
 		"disk: 5.0 GiB free, 64.0 MiB of it kept in reserve; writes accepted",
+		"bandwidth: 3.0 GiB sent (cap 8.0 MiB/s), 5.0 MiB received (no cap) since the start; 1.0 TiB sent in 2026-12, " +
+			"the monthly cap of 1.0 TiB reached: until the month ends, blobs go only to peers this node dialled or has known for a while",
 		"uptime: 1m5s",
 	} {
 		if !strings.Contains(words, want) {
 			t.Errorf("status says no %q:\n%s", want, stdout)
 		}
 	}
-	for _, jargon := range []string{"refused, full", "stranger", "in flight", "effort", "quota", "head:"} {
+	for _, jargon := range []string{"refused, full", "stranger", "in flight", "effort", "quota", "head:", "standing"} {
 		if strings.Contains(stdout, jargon) {
 			t.Errorf("status still says %q:\n%s", jargon, stdout)
 		}
@@ -147,6 +170,21 @@ func TestStatusInWords(t *testing.T) {
 		if code != exitOK || !strings.Contains(stdout, field) {
 			t.Errorf("status --json: exit %d, no %s:\n%s", code, field, stdout)
 		}
+	}
+}
+
+// TestStatusText: a value past maxHelpWidth columns goes on under the
+// column where values start, cut between words but never between a
+// number and its unit; an empty value keeps its label.
+func TestStatusText(t *testing.T) {
+	x := strings.Repeat("x ", 40) // 80 columns
+	got := statusText([][2]string{{"peer id", "short"}, {"hole punches", x + "12.5 MiB sent"}, {"empty", ""}})
+	want := "peer id:      short\n" +
+		"hole punches: " + strings.TrimSpace(x) + "\n" +
+		"              12.5 MiB sent\n" +
+		"empty:        \n"
+	if got != want {
+		t.Errorf("statusText:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -132,7 +132,7 @@ function showBandwidth(st) {
   const p = $("bandwidth-caps");
   p.replaceChildren(caps.join(" · "));
   if (b.stranger_blobs_stopped) {
-    p.append(el("br"), el("span", { class: "stopped" }, "monthly cap reached: blobs are served only to peers with standing until the month ends"));
+    p.append(el("br"), el("span", { class: "stopped" }, "monthly cap reached: until the month ends, blobs are served only to peers this node dialled or has known for a while"));
   }
 }
 
@@ -237,22 +237,33 @@ async function pollHistory() {
     { label: "down cap", stroke: "#1d4ed8", dash: [6, 4] },
   ], [t, s("wats_bandwidth_bytes_total:up"), s("wats_bandwidth_bytes_total:down"),
     cap("wats_bandwidth_cap_bytes_per_second:up"), cap("wats_bandwidth_cap_bytes_per_second:down")], rate);
+  // Refusals by reason: a request over its rate limit (by type), a
+  // stranger's connection with the stranger slots full, a stream over the
+  // peer's cap, a gossiped envelope over a budget or the log's quota, a DHT
+  // request over the peer's budget.
   const types = ["hello", "sync", "replicate", "crash_report"];
   const colors = ["#7c3aed", "#1d4ed8", "#0f766e", "#b45309"];
-  chart("admission-chart", "refused a minute, by request; challenges a minute", [
-    ...types.map((ty, i) => ({ label: "refused " + ty, stroke: colors[i], width: 2 })),
+  const sum = (...ss) => t.map((_, i) => ss.reduce((n, x) => x[i] == null ? n : (n ?? 0) + x[i], null));
+  const gossip = sum(...["peer_budget", "author_budget", "quota"].map((r) => s("wats_gossip_ignored_total:" + r)));
+  chart("admission-chart", "refused a minute, by reason", [
+    ...types.map((ty, i) => ({ label: ty + " over its rate limit", stroke: colors[i], width: 2 })),
+    { label: "strangers' connections, slots full", stroke: "#be185d", width: 2 },
+    { label: "streams over a peer's cap", stroke: "#0891b2" },
+    { label: "gossip over a budget or quota", stroke: "#4d7c0f" },
+    { label: "DHT requests over a peer's budget", stroke: "#667085" },
+  ], [t, ...types.map((ty) => perMinute(s("wats_requests_refused_total:" + ty))),
+    perMinute(s("wats_strangers_refused_total")), perMinute(s("wats_streams_refused_total")), perMinute(gossip),
+    perMinute(s("wats_dht_requests_refused_total"))], (v) => v.toFixed(0));
+  chart("defence-chart", "a minute: challenges, bans, strangers evicted; effort (bits)", [
     { label: "challenges sent", stroke: "#b91c1c", dash: [4, 4] },
     { label: "solved", stroke: "#15803d", dash: [4, 4] },
-  ], [t, ...types.map((ty) => perMinute(s("wats_requests_refused_total:" + ty))),
-    perMinute(s("wats_challenges_issued_total")), perMinute(s("wats_challenges_solved_total"))], (v) => v.toFixed(0));
-  chart("defence-chart", "a minute: bans, strangers evicted or refused, streams refused; effort (bits)", [
+    { label: "failed", stroke: "#7c2d12", dash: [4, 4] },
     { label: "bans", stroke: "#b91c1c", width: 2 },
     { label: "strangers evicted", stroke: "#b45309", width: 2 },
-    { label: "strangers refused", stroke: "#7c3aed" },
-    { label: "streams refused", stroke: "#0f766e" },
     { label: "effort", stroke: "#667085", dash: [2, 4] },
-  ], [t, perMinute(s("wats_peers_banned_total")), perMinute(s("wats_strangers_evicted_total")),
-    perMinute(s("wats_strangers_refused_total")), perMinute(s("wats_streams_refused_total")), s("wats_challenge_effort_bits")], (v) => v.toFixed(0));
+  ], [t, perMinute(s("wats_challenges_issued_total")), perMinute(s("wats_challenges_solved_total")),
+    perMinute(s("wats_challenges_failed_total")), perMinute(s("wats_peers_banned_total")),
+    perMinute(s("wats_strangers_evicted_total")), s("wats_challenge_effort_bits")], (v) => v.toFixed(0));
 }
 
 poll();

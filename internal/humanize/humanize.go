@@ -9,10 +9,15 @@ import (
 )
 
 // Bytes formats a byte count n with one decimal in the largest binary
-// unit it reaches, e.g. "3.0 MiB", "1.5 GiB", and in bytes below a KiB,
+// unit it reaches, up to PiB, e.g. "3.0 MiB", "1.5 GiB", "2.0 TiB" (a
+// monthly cap of bandwidth.monthly_up_bytes), and in bytes below a KiB,
 // e.g. "512 B".
 func Bytes(n uint64) string {
 	switch {
+	case n >= 1<<50:
+		return fmt.Sprintf("%.1f PiB", float64(n)/(1<<50))
+	case n >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(n)/(1<<40))
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:

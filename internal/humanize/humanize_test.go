@@ -5,6 +5,7 @@ import "testing"
 func TestBytes(t *testing.T) {
 	for n, want := range map[uint64]string{
 		0: "0 B", 1023: "1023 B", 1 << 10: "1.0 KiB", 3<<20 + 12345: "3.0 MiB", 3 << 29: "1.5 GiB",
+		1<<40 - 1<<30: "1023.0 GiB", 1 << 40: "1.0 TiB", 20 << 40: "20.0 TiB", 1 << 50: "1.0 PiB", 1 << 53: "8.0 PiB",
 	} {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
