@@ -14,8 +14,9 @@ const (
 	// PathConnect takes a POSTed ConnectRequest, dials the address, waits
 	// for hello to complete and answers with the Peer.
 	PathConnect = "/v1/peers/connect"
-	// PathEvents answers GET ?after=N&limit=N with an EventPage, and takes a
-	// POSTed AddEventRequest, answering with the stored signed event.
+	// PathEvents answers GET ?after=N&limit=N with an EventPage (and
+	// &author_use=1, its AuthorUse), and takes a POSTed AddEventRequest,
+	// answering with the stored signed event.
 	PathEvents = "/v1/events"
 	// PathEvent is the prefix of GET /v1/events/{id}: the event whose id
 	// is {id} or starts with it. {id} is a full event id or a prefix of
@@ -348,6 +349,17 @@ type EventPage struct {
 	More bool `json:"more"`
 	// Head is the cursor of the newest event in the log.
 	Head uint64 `json:"head"`
+	// AuthorUse is, asked for with author_use=1, what each author of the
+	// page's events holds in the log now, by peer ID: its part of the
+	// per-author quotas (events.max_events_per_author, …, ADR 0031).
+	AuthorUse map[string]AuthorUse `json:"author_use,omitempty"`
+}
+
+// AuthorUse is what one author holds in the log: events and the bytes of
+// their JSON.
+type AuthorUse struct {
+	Events uint64 `json:"events"`
+	Bytes  uint64 `json:"bytes"`
 }
 
 // SyncRequest is the body of POST PathSync.

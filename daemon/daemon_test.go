@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -141,6 +142,42 @@ func TestAPIEvents(t *testing.T) {
 	}
 	if n.Events().Head() != 1 {
 		t.Fatalf("head %d after refused adds, want 1", n.Events().Head())
+	}
+
+	// author_use=1: what each author of the page holds; nothing without it;
+	// 400 for another value.
+	if _, err := c.AddEvent(ctx, "note", jsontext.Value(`{"text":"again"}`)); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", c.Socket())
+	}}}
+	get := func(q string) (int, api.EventPage) {
+		resp, err := hc.Get("http://wats" + api.PathEvents + "?after=0&limit=1" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page api.EventPage
+		if resp.StatusCode == http.StatusOK {
+			if err := json.UnmarshalRead(resp.Body, &page); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode, page
+	}
+	u, _ := n.Events().AuthorUsage(n.ID().String())
+	if code, page := get("&author_use=1"); code != http.StatusOK || len(page.AuthorUse) != 1 ||
+		page.AuthorUse[n.ID().String()] != (api.AuthorUse{Events: 2, Bytes: u.Bytes}) || u.Bytes == 0 {
+		t.Errorf("author_use=1: %d, %+v; want the node's 2 events, %d bytes", code, page.AuthorUse, u.Bytes)
+	}
+	for _, q := range []string{"", "&author_use=0"} {
+		if code, page := get(q); code != http.StatusOK || page.AuthorUse != nil {
+			t.Errorf("%q: %d, %+v; want no author_use", q, code, page.AuthorUse)
+		}
+	}
+	if code, _ := get("&author_use=yes"); code != http.StatusBadRequest {
+		t.Errorf("author_use=yes: %d, want 400", code)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -72,7 +73,42 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request) {
 	if events == nil {
 		events = []jsontext.Value{}
 	}
-	writeJSON(w, http.StatusOK, api.EventPage{Events: events, Next: uint64(next), More: more, Head: uint64(h.Events().Head())})
+	page := api.EventPage{Events: events, Next: uint64(next), More: more, Head: uint64(h.Events().Head())}
+	switch r.URL.Query().Get("author_use") {
+	case "", "0":
+	case "1":
+		if page.AuthorUse, err = h.authorUse(events); err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("author_use must be 0 or 1, not %q", r.URL.Query().Get("author_use")))
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// authorUse is what each author of events holds in the log now
+// (api.EventPage.AuthorUse): one lookup an author.
+func (h handlers) authorUse(events []jsontext.Value) (map[string]api.AuthorUse, error) {
+	out := make(map[string]api.AuthorUse)
+	for _, raw := range events {
+		var ev struct {
+			Author string `json:"author"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("an event of the log: %w", err)
+		}
+		if _, ok := out[ev.Author]; ok {
+			continue
+		}
+		u, err := h.Events().AuthorUsage(ev.Author)
+		if err != nil {
+			return nil, err
+		}
+		out[ev.Author] = api.AuthorUse{Events: u.Events, Bytes: u.Bytes}
+	}
+	return out, nil
 }
 
 func (h handlers) addEvent(w http.ResponseWriter, r *http.Request) {

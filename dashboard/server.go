@@ -26,7 +26,7 @@ var assets embed.FS
 // "/api" and the path (GET only: the dashboard changes nothing).
 var Forwarded = []string{
 	api.PathID, api.PathStatus, api.PathPeers, api.PathEvents, api.PathBlobs,
-	api.PathBlobFetches, api.PathLimits, api.PathDiag,
+	api.PathBlobFetches, api.PathBlobPartials, api.PathLimits, api.PathDiag,
 }
 
 // PathHistory answers GET with the History's View.

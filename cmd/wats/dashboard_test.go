@@ -146,6 +146,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	eventID := strings.TrimSpace(out)
 	waitFor(t, ctx, "the event added", fmt.Sprintf(`(r => r !== null && r.textContent.includes("dashboard-test"))(document.querySelector('tr[data-event=%q]'))`, eventID))
+	// Its author's part of the per-author quotas, and the partial blobs
+	// (none kept).
+	waitFor(t, ctx, "the event's author's use", fmt.Sprintf(
+		`(u => u !== null && /^[\d,]+ (of [\d,]+ )?events?, [\d.]+ (B|KiB|MiB)/.test(u.textContent))(document.querySelector('tr[data-event=%q] .author-use'))`, eventID))
+	waitFor(t, ctx, "the partial blobs", `document.querySelector('#partial-count').textContent === "(0, 0 B)"`)
 
 	// Requests refused, counted: a peer says hello past its burst (15,
 	// ADR 0014), one request after the other, until one is refused, and

@@ -90,15 +90,15 @@ async function poll() {
     const [identity, status] = await Promise.all([get("api/v1/id"), get("api/v1/status")]);
     const head = status.head;
     const after = Math.max(0, head - 10);
-    const [peers, page, blobs, fetches, diag] = await Promise.all([
-      get("api/v1/peers"), get(`api/v1/events?after=${after}&limit=10`), get("api/v1/blobs?limit=10"),
-      get("api/v1/blobs/fetches"), get("api/v1/diag"),
+    const [peers, page, blobs, fetches, partials, diag] = await Promise.all([
+      get("api/v1/peers"), get(`api/v1/events?after=${after}&limit=10&author_use=1`), get("api/v1/blobs?limit=10"),
+      get("api/v1/blobs/fetches"), get("api/v1/blobs/partials"), get("api/v1/diag"),
     ]);
     showNode(identity, status);
     showBandwidth(status);
     showPeers(peers);
     showLog(status, page, after);
-    showBlobs(status, blobs, fetches);
+    showBlobs(status, blobs, fetches, partials);
     showAdmission(status, diag);
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     reachable();
@@ -159,15 +159,24 @@ function showLog(st, page, after) {
   if (l.max_events) q.push(el("div", {}, `events ${l.events.toLocaleString()} of ${l.max_events.toLocaleString()}`), bar(l.events, l.max_events));
   if (l.max_bytes) q.push(el("div", {}, `bytes ${bytes(l.bytes)} of ${bytes(l.max_bytes)}`), bar(l.bytes, l.max_bytes));
   replace("log-quotas", q);
+  // An author's part of the per-author quotas: what it holds now.
+  const use = (a) => {
+    const u = (page.author_use || {})[a];
+    if (!u) return "–";
+    const me = l.max_events_per_author, mb = l.max_bytes_per_author;
+    return el("span", { class: "author-use" },
+      me ? `${u.events.toLocaleString()} of ${me.toLocaleString()} events` : plural(u.events, "event"),
+      ", " + bytes(u.bytes) + (mb ? ` of ${bytes(mb)}` : ""), mb ? bar(u.bytes, mb) : "");
+  };
   const rows = page.events.map((e, i) => el("tr", { "data-event": e.id },
     el("td", { class: "num" }, after + i + 1),
     el("td", {}, new Date(e.time).toLocaleString()),
-    el("td", { class: "peer-text" }, e.kind), el("td", {}, short(e.author)), el("td", {}, short(e.id, 12, 0)),
-    el("td", { class: "num" }, (e.blobs || []).length)));
+    el("td", { class: "peer-text" }, e.kind), el("td", {}, short(e.author)), el("td", {}, use(e.author)),
+    el("td", {}, short(e.id, 12, 0)), el("td", { class: "num" }, (e.blobs || []).length)));
   replace("event-rows", rows.reverse());
 }
 
-function showBlobs(st, blobs, fetches) {
+function showBlobs(st, blobs, fetches, partials) {
   $("blob-summary").textContent = `${st.blobs} held, ${bytes(st.blob_bytes)}` + (st.blob_quota_bytes ? ` of ${bytes(st.blob_quota_bytes)}` : "");
   replace("blob-quota", st.blob_quota_bytes ? [bar(st.blob_bytes, st.blob_quota_bytes)] : []);
   $("fetch-count").textContent = `(${fetches.length})`;
@@ -175,6 +184,13 @@ function showBlobs(st, blobs, fetches) {
     short(f.cid, 12, 6), ` ${bytes(f.held)} of ${bytes(f.size)}, `,
     f.provider ? el("span", {}, "from ", short(f.provider)) : (f.finding ? "finding providers" : "waiting"),
     bar(f.held, f.size))) : [el("li", { class: "muted" }, "none")]);
+  // Partial blobs: what fetches that did not complete verified, kept for
+  // the next fetch to go on from (ADR 0054); the least recently progressed
+  // first, as the API lists them.
+  $("partial-count").textContent = `(${partials.length}, ${bytes(partials.reduce((n, p) => n + p.bytes, 0))})`;
+  replace("partial-rows", partials.length ? partials.slice(0, 10).map((p) => el("li", { "data-cid": p.cid },
+    short(p.cid, 12, 6), ` ${bytes(p.held)} of ${bytes(p.size)} held`, p.fetching ? ", being fetched" : "",
+    bar(p.held, p.size))) : [el("li", { class: "muted" }, "none")]);
   const shown = blobs.slice(0, 10); // newest first
   replace("blob-rows", shown.length ? shown.map((b) => el("li", { "data-cid": b.cid },
     short(b.cid, 12, 6), " ", b.name ? el("span", { class: "peer-text" }, b.name) : "", " ", el("span", { class: "muted" }, bytes(b.size)))) :
