@@ -53,6 +53,9 @@ type Exchange struct {
 	dialer host.Host
 	// bitswapOnly is ExchangeOptions.BitswapOnly.
 	bitswapOnly bool
+	// turns are the peers' turns to be sent a block of the block
+	// transfer (sendBlock).
+	turns turns
 
 	mu struct {
 		sync.Mutex
