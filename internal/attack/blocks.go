@@ -207,7 +207,8 @@ func cycle(leaves []cid.Cid, next *int) []cid.Cid {
 }
 
 // blocksAsk writes a request for cs on s and reads every answer from r,
-// counting it answered if any block came, and the blocks' bytes.
+// counting the blocks' bytes as they come, and the request answered once
+// every answer came with some block.
 func blocksAsk(s network.MuxedStream, r *bufio.Reader, cs []cid.Cid, st *stats) error {
 	st.requests.Add(1)
 	if _, err := s.Write(appendBlocksRequest(nil, cs)); err != nil {
@@ -216,14 +217,14 @@ func blocksAsk(s network.MuxedStream, r *bufio.Reader, cs []cid.Cid, st *stats) 
 	var got int64
 	for range cs {
 		n, err := readBlock(r)
+		st.bytes.Add(n)
 		if err != nil {
 			return err
 		}
 		got += n
 	}
-	if got > 0 { // a request served (with blocks), and their bytes
+	if got > 0 { // a request served, with blocks
 		st.answered.Add(1)
-		st.bytes.Add(got)
 	}
 	return nil
 }
@@ -266,7 +267,7 @@ func blocksPast(s network.MuxedStream, r *bufio.Reader, req []byte, st *stats) e
 var errAnswered = errors.New("attack: a request past a bound was answered")
 
 // readBlock reads one answer of the block transfer from r and discards
-// its block: the block's size (0: not served).
+// its block: the bytes of it read (0: not served).
 func readBlock(r *bufio.Reader) (int64, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -275,10 +276,8 @@ func readBlock(r *bufio.Reader) (int64, error) {
 	if n > blocksMaxBlock {
 		return 0, fmt.Errorf("attack: a block of %d bytes", n)
 	}
-	if _, err := r.Discard(int(n)); err != nil {
-		return 0, err
-	}
-	return int64(n), nil
+	k, err := r.Discard(int(n))
+	return int64(k), err
 }
 
 // appendBlocksRequest appends a request frame for cs to b (any count and
