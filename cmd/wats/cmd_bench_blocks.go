@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,7 +58,7 @@ func (c *cli) benchBlocks(cmd *cobra.Command, f blocksAttackFlags, size uint64) 
 	}
 	run, err := pickScenarios(bench.BlocksScenarios, func(s bench.BlocksScenario) string { return s.Name }, f.scenario, names)
 	if err != nil {
-		return err
+		return usageErrorf("--attack %q: must be one of %s", f.scenario, strings.Join(names, ", "))
 	}
 	if f.duration < 5*time.Second {
 		return usageErrorf("--duration %v: at least 5s", f.duration)
