@@ -174,15 +174,20 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 // streams, so that it takes the share of one fetcher of the node's
 // sending, and the memory of one block (reserved in s's scope at
 // Node.Priority's priority, from a pool of buffers) only while it writes.
-// The turn must come within BodyTimeout of a chunk (errTurn: another
-// stream of p holds it), and the answer be written within BodyTimeout of
+// The turn must come within BodyTimeout of a chunk, and before the
+// exchange closes (errTurn: another stream of p holds it), and the answer be written within BodyTimeout of
 // its length (a timeout error: p does not read it).
 func (x *Exchange) sendBlock(s network.Stream, p peer.ID, c cid.Cid, serves bool) error {
-	done, ok := x.turns.take(p, answerTimeout(blockBufBytes))
+	done, ok := x.turns.take(p, answerTimeout(blockBufBytes), x.closing)
 	if !ok {
 		return errTurn
 	}
 	defer done()
+	select {
+	case <-x.closing: // the store may be closing too
+		return errTurn
+	default:
+	}
 	if err := s.Scope().ReserveMemory(blockBufBytes, x.node.Priority(p)); err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@ type turn struct {
 }
 
 // take waits up to wait for p's turn; ok is false if it did not come
-// (another stream of p held it all that time). done gives it back, once.
-func (t *turns) take(p peer.ID, wait time.Duration) (done func(), ok bool) {
+// (another stream of p held it all that time) or stop was closed first.
+// done gives it back, once.
+func (t *turns) take(p peer.ID, wait time.Duration, stop <-chan struct{}) (done func(), ok bool) {
 	t.mu.Lock()
 	if t.peers == nil {
 		t.peers = make(map[peer.ID]*turn)
@@ -53,6 +54,9 @@ func (t *turns) take(p peer.ID, wait time.Duration) (done func(), ok bool) {
 		select {
 		case tu.sem <- struct{}{}:
 		case <-timer.C:
+			leave()
+			return nil, false
+		case <-stop:
 			leave()
 			return nil, false
 		}

@@ -13,23 +13,24 @@ import (
 
 // TestTurnsOnePerPeer: a peer has one turn at a time; another peer's is
 // its own; a turn that does not come within the wait is refused, and one
-// given back goes to the next stream of its peer; the table forgets a
+// given back goes to the next stream of its peer, a wait ends when its
+// stop is closed (the exchange closing); the table forgets a
 // peer once no stream holds or waits for its turn.
 func TestTurnsOnePerPeer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ts turns
 		a, b := peer.ID("a"), peer.ID("b")
-		doneA, ok := ts.take(a, time.Second)
+		doneA, ok := ts.take(a, time.Second, nil)
 		if !ok {
 			t.Fatal("a's first turn refused")
 		}
-		doneB, ok := ts.take(b, time.Second)
+		doneB, ok := ts.take(b, time.Second, nil)
 		if !ok {
 			t.Fatal("b's turn refused while a holds its own")
 		}
 		doneB()
 		start := time.Now()
-		if _, ok := ts.take(a, time.Second); ok {
+		if _, ok := ts.take(a, time.Second, nil); ok {
 			t.Fatal("a second turn of a while its first is held")
 		}
 		if waited := time.Since(start); waited != time.Second {
@@ -37,7 +38,7 @@ func TestTurnsOnePerPeer(t *testing.T) {
 		}
 		got := make(chan bool)
 		go func() {
-			done, ok := ts.take(a, time.Second)
+			done, ok := ts.take(a, time.Second, nil)
 			if ok {
 				done()
 			}
@@ -49,6 +50,18 @@ func TestTurnsOnePerPeer(t *testing.T) {
 		if !<-got {
 			t.Fatal("a's turn, given back, did not go to its waiting stream")
 		}
+		doneA, _ = ts.take(a, time.Second, nil)
+		stop := make(chan struct{})
+		go func() {
+			_, ok := ts.take(a, time.Minute, stop)
+			got <- ok
+		}()
+		synctest.Wait()
+		close(stop)
+		if <-got {
+			t.Fatal("a turn taken after its stop was closed")
+		}
+		doneA()
 		if n := ts.waiting(); n != 0 {
 			t.Fatalf("%d peers left in the table; want 0", n)
 		}
