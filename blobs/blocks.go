@@ -118,28 +118,21 @@ func noEOF(err error) error {
 
 // handleBlocks serves a stream of the block transfer, with the shape of
 // handleStream: attached to ServiceName's scope and held to the peer's
-// cap (Node.AdmitStream), the memory of one block reserved in its scope at
-// Node.Priority's priority, its first request due within
+// cap (Node.AdmitStream), its first request due within
 // FirstMessageTimeout (else a Held event) and each later one within
-// streamIdle, each response written within BodyTimeout of its length; a
-// frame past a bound resets it, the fetcher's close ends it.
+// streamIdle; a frame past a bound resets it, the fetcher's close ends it.
 //
-// Each CID asked is answered in order: the block, if Node.Serves admits
-// the peer and a complete blob holds it (Store.Referenced), else a length
-// of 0 (and an Unheld event, as bitswap's DONT_HAVE).
+// Each CID asked is answered in order (sendBlock): the block, if
+// Node.Serves admits the peer and a complete blob holds it
+// (Store.Referenced), else a length of 0 (and an Unheld event, as
+// bitswap's DONT_HAVE).
 func (x *Exchange) handleBlocks(s network.Stream) {
 	p, release, ok := x.admit(s)
 	if !ok {
 		return
 	}
 	defer release()
-	if err := s.Scope().ReserveMemory(blockBufBytes, x.node.Priority(p)); err != nil {
-		_ = s.Reset()
-		return
-	}
-	defer s.Scope().ReleaseMemory(blockBufBytes)
 	r := bufio.NewReaderSize(s, 4096)
-	buf := make([]byte, 0, blockBufBytes)
 	wait := FirstMessageTimeout
 	for first := true; ; first = false {
 		_ = s.SetReadDeadline(time.Now().Add(wait))
@@ -162,19 +155,73 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 		// is sent in full.
 		serves := x.node.Serves(p)
 		for _, c := range cs {
-			var n int
-			buf, n = x.appendBlock(buf[:0], p, c, serves)
-			_ = s.SetWriteDeadline(time.Now().Add(BodyTimeout(len(buf))))
-			if _, err := s.Write(buf); err != nil {
+			if err := x.sendBlock(s, p, c, serves); err != nil {
+				// An answer left unread past its deadline is a stream held
+				// (docs/adr/0030 §6): a timeout in p's history.
+				if isTimeout(err) {
+					x.node.Observe(Event{Kind: Held, Peer: p})
+				}
 				_ = s.Reset()
 				return
-			}
-			if n > 0 {
-				x.node.Observe(Event{Kind: Sent, Peer: p, Size: uint64(n)})
 			}
 		}
 	}
 }
+
+// sendBlock writes the answer for block c, asked by p, on s (serves:
+// Node.Serves(p) when the request came), in p's turn (docs/adr/0056): a
+// peer has one answer being read and written at a time, whatever its
+// streams, so that it takes the share of one fetcher of the node's
+// sending, and the memory of one block (reserved in s's scope at
+// Node.Priority's priority, from a pool of buffers) only while it writes.
+// The turn must come within BodyTimeout of a chunk, and before the
+// exchange closes (errTurn: another stream of p holds it), and the answer be written within BodyTimeout of
+// its length (a timeout error: p does not read it).
+func (x *Exchange) sendBlock(s network.Stream, p peer.ID, c cid.Cid, serves bool) error {
+	done, ok := x.turns.take(p, answerTimeout(blockBufBytes), x.closing)
+	if !ok {
+		return errTurn
+	}
+	defer done()
+	select {
+	case <-x.closing: // the store may be closing too
+		return errTurn
+	default:
+	}
+	if err := s.Scope().ReserveMemory(blockBufBytes, x.node.Priority(p)); err != nil {
+		return err
+	}
+	defer s.Scope().ReleaseMemory(blockBufBytes)
+	buf := sendBufs.Get().(*[]byte)
+	defer sendBufs.Put(buf)
+	b, n := x.appendBlock((*buf)[:0], p, c, serves)
+	if cap(b) >= blockBufBytes {
+		*buf = b[:0]
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(answerTimeout(len(b))))
+	if _, err := s.Write(b); err != nil {
+		return err
+	}
+	if n > 0 {
+		x.node.Observe(Event{Kind: Sent, Peer: p, Size: uint64(n)})
+	}
+	return nil
+}
+
+// answerTimeout is the time an answer of n bytes of the block transfer
+// may take to be written: BodyTimeout(n), as a message read; a variable
+// so that tests can shorten it.
+var answerTimeout = BodyTimeout
+
+// errTurn: a stream of the block transfer waited for its peer's turn
+// (sendBlock) longer than an answer may take to write: another stream of
+// the peer held it, and is reset for it.
+var errTurn = errors.New("blobs: the peer's turn to be sent a block did not come")
+
+// sendBufs are the buffers the provider's side of the block transfer
+// reads answers into, blockBufBytes each: one per peer being written to
+// (sendBlock), given back after the write.
+var sendBufs = sync.Pool{New: func() any { b := make([]byte, 0, blockBufBytes); return &b }}
 
 // appendBlock appends the response for block c, asked by p, to b and
 // returns it with the block's size: its length and its bytes, or a length

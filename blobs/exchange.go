@@ -53,6 +53,12 @@ type Exchange struct {
 	dialer host.Host
 	// bitswapOnly is ExchangeOptions.BitswapOnly.
 	bitswapOnly bool
+	// turns are the peers' turns to be sent a block of the block
+	// transfer (sendBlock); closing, closed by Close, ends the waits for
+	// them.
+	turns     turns
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	mu struct {
 		sync.Mutex
@@ -237,7 +243,8 @@ func NewExchange(h host.Host, st *Store, opts *ExchangeOptions) *Exchange {
 		o = *opts
 	}
 	o.EnsureDefaults()
-	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, node: o.Node, dialer: o.Dialer, bitswapOnly: o.BitswapOnly}
+	x := &Exchange{store: st, window: o.Window, idle: o.IdleTimeout, node: o.Node, dialer: o.Dialer, bitswapOnly: o.BitswapOnly,
+		closing: make(chan struct{})}
 	if x.node == nil {
 		x.node = BaseNode{}
 	}
@@ -457,6 +464,7 @@ func (x *Exchange) Close() {
 		}
 	}
 	h.RemoveStreamHandler(BlocksProtocol)
+	x.closeOnce.Do(func() { close(x.closing) })
 	x.net.Stop()
 	x.server.Close()
 }

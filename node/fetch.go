@@ -86,11 +86,11 @@ func (b *blobsNode) Prepare(ctx context.Context, p peer.ID) error {
 	return ctx.Err()
 }
 
-// Observe counts what a peer did: a stream it held (a timeout), a block
-// it wanted that no complete blob holds, a blob it served (value it gave).
-// A wanted root that an event here names is an expected miss (a blob
-// removed here, or not fetched yet); any other is a miss, counted in the
-// peer's history (ADR 0030).
+// Observe counts what a peer did: a stream held (a timeout), a block
+// wanted that no complete blob holds, a blob served (value it gave),
+// blocks moved (peers.Peer.BlocksMoved). A wanted root that an event here
+// names is an expected miss (a blob removed here, or not fetched yet); any
+// other is a miss, counted in the peer's history (ADR 0030).
 func (b *blobsNode) Observe(e blobs.Event) {
 	n := (*Node)(b)
 	switch e.Kind {
@@ -107,6 +107,7 @@ func (b *blobsNode) Observe(e blobs.Event) {
 		n.gave(e.Peer, 0, e.Size)
 	case blobs.Sent, blobs.Received:
 		n.m.BlobBytes(e.Kind == blobs.Sent, n.bw.Standing(e.Peer), e.Size)
+		n.peerOf(e.Peer).BlocksMoved(n.mono(n.now()))
 	}
 }
 

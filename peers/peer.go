@@ -176,6 +176,16 @@ func newPeer[L any](p peer.ID, dir network.Direction, remote string, mono time.D
 	return st
 }
 
+// BlocksMoved records blocks of a blob sent to p or received from it at
+// mono (a bitswap message, an answer of the block transfer): p is active
+// as by a request served, counted in its requests served on this stay, so
+// that the stranger slots spare a peer in the middle of a blob as they
+// spare one being served syncs (docs/adr/0056).
+func (st *Peer[L]) BlocksMoved(mono time.Duration) {
+	st.lastActive.Store(int64(mono))
+	st.servedHere.Add(1)
+}
+
 // RawID returns the raw 32-byte Ed25519 public key of p: the "endpoint id"
 // of ADR 0014's puzzle (docs/design.md §3). ok is false for other key
 // types, which the gater refuses anyway.

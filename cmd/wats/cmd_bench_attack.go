@@ -176,6 +176,7 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.IDs, "ids", 1, "ids of a hoarding attack")
 	cmd.Flags().IntVar(&o.Rate, "rate", 550, "fresh ids a second of a Sybil attack")
 	cmd.Flags().StringSliceVar(&sources, "source", nil, "local addresses the ids dial from, each new id from the next (cycled)")
+	cmd.Flags().StringVar(&o.CID, "cid", "", "the root of a blob the daemon holds (the block transfer's attacks)")
 	return cmd
 }
 

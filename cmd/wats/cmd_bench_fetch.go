@@ -25,9 +25,10 @@ func (c *cli) benchFetchCmd() *cobra.Command {
 		resume    bool
 		runs      int
 		keepNone  bool
+		atk       blocksAttackFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "fetch [--size N] [--transport T] [--get] [--ceiling] [--rounds N] [--resume]",
+		Use:   "fetch [--size N] [--get] [--ceiling] [--rounds N] [--resume|--attack S]",
 		Short: "Time a blob's import into one daemon and its fetch by a second over bitswap",
 		Long: `Start two daemons (real processes, as 'devnet up' does) in a temporary
 directory, import a blob of --size pseudo-random bytes into node0 through its
@@ -65,7 +66,9 @@ first), and the summary is the median round's (by that ratio).
 With --cpuprofile DIR, CPU profiles of both daemons during the fetch are
 written to DIR/node0.pprof (the provider) and DIR/node1.pprof (the fetcher),
 taken through their control APIs for --profile-seconds from just before the
-fetch (go tool pprof DIR/node1.pprof).`,
+fetch (go tool pprof DIR/node1.pprof).
+
+` + blocksAttackHelp,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if size < 1 || size > core.MaxSafeInt {
@@ -78,6 +81,10 @@ fetch (go tool pprof DIR/node1.pprof).`,
 			}
 			if rounds < 1 {
 				return usageErrorf("--rounds must be at least 1, got %d", rounds)
+			}
+			if atk.scenario != "" {
+				atk.jsonOut = jsonOut
+				return c.benchBlocks(cmd, atk, size)
 			}
 			if resume {
 				if get || ceiling || rounds != 1 {
@@ -141,6 +148,7 @@ fetch (go tool pprof DIR/node1.pprof).`,
 	cmd.Flags().BoolVar(&resume, "resume", false, "time fetches that resume (node1 killed half way) against whole ones")
 	cmd.Flags().IntVar(&runs, "runs", 3, "with --resume, the pairs of fetches timed")
 	cmd.Flags().BoolVar(&keepNone, "keep-none", false, "with --resume, keep no partial blob (the anchor)")
+	atk.register(cmd)
 	return cmd
 }
 

@@ -59,6 +59,9 @@ type Options struct {
 	// the internet, where libp2p's per-IP connection limits apply (they
 	// exempt loopback). Nil: the system's choice.
 	Sources []net.IP
+	// CID is the root of a blob the node holds, whose blocks the block
+	// transfer's attacks ask for (blocks.go).
+	CID string
 }
 
 // Stats count what an attacker did.
@@ -70,10 +73,18 @@ type Stats struct {
 	Answered int64 `json:"answered"` // requests served
 	Streams  int64 `json:"streams"`  // streams opened to hold
 	Reset    int64 `json:"reset"`    // of those, reset by the node
+	// Bytes counts the bytes of blocks the node sent the attacker (the
+	// block transfer's attacks).
+	Bytes int64 `json:"bytes,omitempty"`
+	// Error says why an attack could not start (the block transfer's
+	// attacks: the blob's blocks could not be listed).
+	Error string `json:"error,omitempty"`
 }
 
 type stats struct {
 	ids, conns, failed, requests, answered, streams, reset atomic.Int64
+	bytes                                                  atomic.Int64
+	err                                                    atomic.Value // string
 	// sources are Options.Sources; next picks the next one.
 	sources []net.IP
 	next    atomic.Uint64
@@ -94,9 +105,13 @@ func (s *stats) newIdentity() (*Identity, error) {
 }
 
 func (s *stats) snapshot() Stats {
+	e, _ := s.err.Load().(string)
 	return Stats{IDs: s.ids.Load(), Conns: s.conns.Load(), Failed: s.failed.Load(), Requests: s.requests.Load(),
-		Answered: s.answered.Load(), Streams: s.streams.Load(), Reset: s.reset.Load()}
+		Answered: s.answered.Load(), Streams: s.streams.Load(), Reset: s.reset.Load(), Bytes: s.bytes.Load(), Error: e}
 }
+
+// setErr records why the attack could not run (Stats.Error).
+func (s *stats) setErr(err error) { s.err.Store(err.Error()) }
 
 // Attack runs the named attack on t until ctx ends, and returns what the
 // attacker did.

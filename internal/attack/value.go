@@ -63,7 +63,7 @@ func extraAttack(ctx context.Context, name string, t Target, o Options, st *stat
 	case ValueSybils:
 		atRate(ctx, o.Rate, 1024, func() { valueSybil(ctx, t, st) })
 	default:
-		return dhtAttack(ctx, name, t, o, st)
+		return dhtAttack(ctx, name, t, o, st) || blocksAttack(ctx, name, t, o, st)
 	}
 	return true
 }
