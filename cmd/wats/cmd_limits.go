@@ -45,14 +45,17 @@ of config.toml.`,
 					}
 					return fmt.Sprintf("%d a minute", v)
 				}
-				fmt.Fprintf(c.stdout, "gossip (docs/adr/0031): envelopes per forwarding peer %s (limits.gossip_per_min), "+
-					"of new authors from all strangers %s (limits.stranger_gossip_per_min)\n", perMin(g.PerPeer), perMin(g.Strangers))
-				fmt.Fprintf(c.stdout, "  new events per author %s (limits.author_per_min), of all new authors together %s "+
-					"(limits.stranger_author_per_min); an author is new for %d minutes (limits.new_author_minutes)\n",
-					perMin(g.PerAuthor), perMin(g.NewAuthors), g.NewAuthorMinutes)
-				fmt.Fprintf(c.stdout, "sync (docs/adr/0041): events of new authors from peers without standing, all together, %s "+
-					"(limits.stranger_sync_per_min)\n", perMin(g.NewAuthorsBySync))
-				fmt.Fprintf(c.stdout, "\nper tier (docs/adr/0030: limits.suspect_percent = %d, limits.valued_percent = %d, limits.miss_per_min = %d):\n",
+				fmt.Fprintln(c.stdout, "gossip (docs/adr/0031):")
+				fmt.Fprintf(c.stdout, "  envelopes per forwarding peer: %s (limits.gossip_per_min)\n", perMin(g.PerPeer))
+				fmt.Fprintf(c.stdout, "  of new authors, from all strangers: %s (limits.stranger_gossip_per_min)\n", perMin(g.Strangers))
+				fmt.Fprintf(c.stdout, "  new events per author: %s (limits.author_per_min)\n", perMin(g.PerAuthor))
+				fmt.Fprintf(c.stdout, "  of all new authors together: %s (limits.stranger_author_per_min)\n", perMin(g.NewAuthors))
+				fmt.Fprintf(c.stdout, "  an author is new for %d minutes (limits.new_author_minutes)\n", g.NewAuthorMinutes)
+				fmt.Fprintln(c.stdout, "sync (docs/adr/0041):")
+				fmt.Fprintf(c.stdout, "  new authors' events from strangers, all together: %s (limits.stranger_sync_per_min)\n",
+					perMin(g.NewAuthorsBySync))
+				fmt.Fprintf(c.stdout, "\nper tier, a minute (docs/adr/0030): suspects %d%% and valued peers %d%% of the rates\n"+
+					"(limits.suspect_percent, limits.valued_percent); misses: limits.miss_per_min = %d\n",
 					l.SuspectPercent, l.ValuedPercent, l.MissPerMin)
 				tw = c.table("TIER\tHELLO\tSYNC\tREPLICATE\tCRASH_REPORT\tMISSES")
 				for _, t := range l.Tiers {

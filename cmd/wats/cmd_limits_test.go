@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,9 +37,11 @@ func TestLimitsAndDiag(t *testing.T) {
 		want []string
 	}{
 		{[]string{"limits"}, []string{"sync", "600", "150", "100ms", "limits.sync_per_min", "crash_report", "unlimited", "blob fetches per peer: 4",
-			"limits.suspect_percent = 10", "suspect  6      60    12         unlimited     3",
-			"envelopes per forwarding peer 6000 a minute (limits.gossip_per_min), of new authors from all strangers 1200 a minute",
-			"new events per author unlimited (limits.author_per_min), of all new authors together 600 a minute", "new for 10 minutes"}},
+			"suspects 10% and valued peers 200% of the rates", "suspect  6      60    12         unlimited     3",
+			"envelopes per forwarding peer: 6000 a minute (limits.gossip_per_min)\n",
+			"of new authors, from all strangers: 1200 a minute (limits.stranger_gossip_per_min)\n",
+			"new events per author: unlimited (limits.author_per_min)\n",
+			"of all new authors together: 600 a minute (limits.stranger_author_per_min)\n", "new for 10 minutes"}},
 		{[]string{"limits", "--json"}, []string{`"per_min": 600`, `"burst": 150`, `"max_tracked_peers": 65536`, `"stranger_author_per_min": 600`}},
 		{[]string{"diag"}, []string{"REQUEST  ACCEPTED  REFUSED (the peer asked too often)\n", "sync     150       25\n",
 			"peers with a rate budget of their own: 3\n", "log lines written about what peers did: 1\n",
@@ -52,6 +55,11 @@ func TestLimitsAndDiag(t *testing.T) {
 		for _, w := range tc.want {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, stdout)
+			}
+		}
+		for _, line := range strings.Split(stdout, "\n") {
+			if len(line) > maxHelpWidth && !slices.Contains(tc.args, "--json") {
+				t.Errorf("%v: a line of %d columns, more than %d: %q", tc.args, len(line), maxHelpWidth, line)
 			}
 		}
 	}
