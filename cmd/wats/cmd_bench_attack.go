@@ -64,6 +64,7 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
   fingerprint-flood-open-N  the same as fast as streams open, reading nothing
   fingerprint-sybil-R     R fresh ids a second say hello, ask for one
                           whole-space fingerprint each, and leave
+  ids-sybil-sync-330      their control: sybil-sync's ids, the same log
   ids-pages-N             N ids ask for pages by id range and read none
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills

@@ -53,6 +53,9 @@ var syncIDsScenarios = []AttackScenario{
 	{Name: "fingerprint-flood-open-8", Attack: attack.FingerprintFloodOpen, IDs: 8, CatchUp: attackLogEvents},
 	{Name: "fingerprint-sybil-50", Attack: attack.FingerprintSybil, Rate: 50, CatchUp: attackLogEvents},
 	{Name: "fingerprint-sybil-330", Attack: attack.FingerprintSybil, Rate: 330, CatchUp: attackLogEvents},
+	// The control of the fingerprint Sybils: as many fresh ids, each
+	// asking for a page by position instead (sybil-sync's shape).
+	{Name: "ids-sybil-sync-330", Attack: attack.SybilSync, Rate: 330, CatchUp: attackLogEvents},
 	{Name: "ids-pages-8", Attack: attack.IDsPages, IDs: 8, CatchUp: attackLogEvents},
 	{Name: "ids-pages-64", Attack: attack.IDsPages, IDs: 64, CatchUp: attackLogEvents},
 }
