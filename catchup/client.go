@@ -227,15 +227,17 @@ func (c *Client) spreads(p peer.ID) bool {
 // progress after every write: those that serve sync by id range in one
 // catch-up spread across them (joining the one running; ADR 0052), the
 // others by position, each as Sync does, all at once. It returns when
-// every sync ended, or with ctx's error (the syncs go on). A peer whose
-// sync from it is running already (by position) is waited for.
+// every sync ended, or with ctx's error (the syncs go on, and progress is
+// not called once SyncAll has returned: the caller's writer of progress
+// may be gone, as an API request's is once its client hung up).
 func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Progress)) ([]Progress, error) {
 	var mu sync.Mutex
 	all := make([]Progress, len(ps))
 	errs := make([]error, len(ps))
 	runs := make(map[*spreadRun][]int) // the run each peer is in, with the peers' indexes
+	returned := false                  // under mu: progress is not called any more
 	tell := func() {
-		if progress != nil {
+		if progress != nil && !returned {
 			progress(slices.Clone(all))
 		}
 	}
@@ -286,8 +288,9 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 			}
 			tell()
 		}
-		r.watch(show)
+		unwatch := r.watch(show)
 		wg.Go(func() {
+			defer unwatch()
 			select {
 			case <-r.done:
 			case <-ctx.Done():
@@ -306,6 +309,7 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	returned = true
 	if err := ctx.Err(); err != nil {
 		return slices.Clone(all), err
 	}

@@ -93,7 +93,7 @@ type spreadRun struct {
 		taken             int
 		delivered, stored int
 		peers             []*spreadPeer
-		watchers          []func([]Progress)
+		watchers          []*func([]Progress)
 	}
 	// workers counts the workers running; closed is set once it fell to
 	// zero, after which no peer joins. Both are guarded by the Client's
@@ -571,7 +571,7 @@ func (r *spreadRun) write(group []Page) error {
 		}
 	}
 	for _, w := range watchers {
-		w(progress)
+		(*w)(progress)
 	}
 	return nil
 }
@@ -623,16 +623,23 @@ func (r *spreadRun) finish(err error) {
 		}
 	}
 	for _, w := range watchers {
-		w(r.final)
+		(*w)(r.final)
 	}
 }
 
 // watch calls f with each peer's progress after every write, and at the
-// end.
-func (r *spreadRun) watch(f func([]Progress)) {
+// end, until unwatch is called (a call in progress then may still end
+// after it).
+func (r *spreadRun) watch(f func([]Progress)) (unwatch func()) {
+	w := &f
 	r.mu.Lock()
-	r.mu.watchers = append(r.mu.watchers, f)
+	r.mu.watchers = append(r.mu.watchers, w)
 	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		r.mu.watchers = slices.DeleteFunc(r.mu.watchers, func(x *func([]Progress)) bool { return x == w })
+		r.mu.Unlock()
+	}
 }
 
 // peerError returns the error that dropped p from r, or nil.

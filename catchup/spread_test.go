@@ -446,6 +446,49 @@ func TestSpreadStalledPeer(t *testing.T) {
 	}
 }
 
+// TestSyncAllTellsNothingAfterItReturns: a SyncAll whose ctx ends while
+// the catch-up goes on returns, and its progress is not called again as
+// the catch-up writes the pages after (the daemon's writer of progress is
+// an API response, gone once its client hung up).
+func TestSyncAllTellsNothingAfterItReturns(t *testing.T) {
+	cl := newCluster(t, 2, 3000)
+	gate := make(chan struct{})
+	var served atomic.Int64
+	for _, sp := range cl.peers {
+		sp.lie = func(ctx context.Context, _ *proto.SyncRequest) (*proto.Response, bool, error) {
+			if served.Add(1) > 4 { // a few pages written, then held until the caller has gone
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+			}
+			return nil, false, nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var returned atomic.Bool
+	var before, after atomic.Int64
+	_, err := cl.SyncAll(ctx, cl.ids, func([]Progress) {
+		if returned.Load() {
+			after.Add(1)
+			return
+		}
+		if before.Add(1) == 1 {
+			cancel()
+		}
+	})
+	returned.Store(true)
+	if !errors.Is(err, context.Canceled) || before.Load() == 0 {
+		t.Fatalf("SyncAll: %v after %d lines of progress", err, before.Load())
+	}
+	close(gate)
+	cl.wg.Wait() // the catch-up ends in the background
+	cl.holdsAll(t)
+	if n := after.Load(); n != 0 {
+		t.Fatalf("progress called %d times after SyncAll returned", n)
+	}
+}
+
 // TestTriggerJoinsPeersFarBehind: Trigger has a peer SpreadLag or more
 // ahead join the catch-up running, and one less ahead synced by position.
 func TestTriggerJoinsPeersFarBehind(t *testing.T) {

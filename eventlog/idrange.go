@@ -103,45 +103,6 @@ func (l *Log) PageIDsInto(buf *[]byte, from, to string, limit, maxBytes int) (ev
 	return events, more, nil
 }
 
-// Fingerprint counts the stored ids from from (inclusive) to to
-// (exclusive; "" for the end of the id space), at most max of them, and
-// sums them as 256-bit big-endian numbers modulo 2^256 (ADR 0052: two
-// logs with the same count and sum in a range hold the same ids in it,
-// but for a collision no honest peer meets). more reports that the range
-// holds more than max ids, count and sum then being of the first max.
-// from and to are 64 lowercase hex digits (ErrMalformed); max is at least
-// 1 (ErrBadArgument).
-func (l *Log) Fingerprint(from, to string, max int) (count int, sum [32]byte, more bool, err error) {
-	if max < 1 {
-		return 0, sum, false, fmt.Errorf("%w: fingerprint max %d (must be ≥ 1)", ErrBadArgument, max)
-	}
-	lower, upper, err := idRangeBounds(from, to)
-	if err != nil {
-		return 0, sum, false, err
-	}
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return 0, sum, false, fmt.Errorf("eventlog: fingerprint: %w", err)
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if count == max {
-			more = true
-			break
-		}
-		id := it.Key()[len(idPrefix):]
-		if len(id) != 32 {
-			return 0, sum, false, fmt.Errorf("eventlog: fingerprint: damaged id key %q", it.Key())
-		}
-		AddID(&sum, [32]byte(id))
-		count++
-	}
-	if err := it.Error(); err != nil {
-		return 0, sum, false, fmt.Errorf("eventlog: fingerprint: %w", err)
-	}
-	return count, sum, more, nil
-}
-
 // AddID adds id to sum, both 256-bit big-endian numbers, modulo 2^256
 // (Fingerprint's sum).
 func AddID(sum *[32]byte, id [32]byte) {

@@ -179,6 +179,10 @@ type Log struct {
 		sync.RWMutex
 		f *seenFilter
 	}
+	// sums are the count and sum of the ids in each bucket of the id
+	// space, for Fingerprint (idsums.go): built at Open, added to by
+	// commit under the write lock once the batch is committed.
+	sums idSums
 }
 
 // Open returns the log stored in db, loading its head. It does not take
@@ -201,7 +205,7 @@ func Open(db *pebble.DB) (*Log, error) {
 		return nil, fmt.Errorf("eventlog: open: %w", err)
 	}
 	l.mu.changed = make(chan struct{})
-	if l.seen.f, err = loadSeen(db, l.head.Load()); err != nil {
+	if l.seen.f, err = loadSeen(db, l.head.Load(), &l.sums); err != nil {
 		return nil, err
 	}
 	if err := l.indexCIDs(); err != nil {
@@ -647,10 +651,15 @@ func (l *Log) commit(group []*appendReq) {
 		st.req.added = append(st.req.added, st.e)
 	}
 	l.seen.Unlock()
+	l.sums.Lock()
+	for _, st := range kept {
+		l.sums.add(st.id)
+	}
+	l.sums.Unlock()
 	if full {
 		// Rebuilt from the store, twice as large; until it succeeds the
 		// old filter (more false positives, never a wrong answer) serves.
-		if seen, err := loadSeen(l.db, pos); err == nil {
+		if seen, err := loadSeen(l.db, pos, nil); err == nil {
 			l.seen.Lock()
 			l.seen.f = seen
 			l.seen.Unlock()

@@ -34,8 +34,8 @@ type seenFilter struct {
 }
 
 // loadSeen builds the filter from the id keys in db, for a log of head
-// events.
-func loadSeen(db *pebble.DB, head uint64) (*seenFilter, error) {
+// events, and adds each id to sums (if not nil: at Open, in the same scan).
+func loadSeen(db *pebble.DB, head uint64, sums *idSums) (*seenFilter, error) {
 	capacity := max(2*head, minSeenCapacity)
 	s := &seenFilter{f: bloom.NewWithEstimates(uint(capacity), seenFalsePositive), capacity: capacity}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte(idPrefix), UpperBound: core.PrefixEnd([]byte(idPrefix))})
@@ -44,8 +44,12 @@ func loadSeen(db *pebble.DB, head uint64) (*seenFilter, error) {
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		s.f.Add(it.Key()[len(idPrefix):])
+		id := it.Key()[len(idPrefix):]
+		s.f.Add(id)
 		s.count++
+		if sums != nil && len(id) == 32 {
+			sums.add([32]byte(id))
+		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("eventlog: load ids: %w", err)

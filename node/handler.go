@@ -113,18 +113,16 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 
 var errNotStarted = &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 
-var errTooBusy = &proto.Error{Code: proto.CodeInternal, Message: "too busy to serve a sync page: retry later"}
-
 // syncPage serves st's sync request within its bounds (peers.Table.Page:
 // at most peers.MaxPagesPerPeer pages at once, of at most its tier's
-// budget, from the page pool) with one page of the local log
-// (peers.Page.Read); done gives the page's memory back once the response
-// is written.
+// budget, from the page pool; past them a refusal to wait out) with one
+// page of the local log (peers.Page.Read); done gives the page's memory
+// back once the response is written.
 func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	pg := n.run.Page(st)
+	pg, busy := n.run.Page(st)
 	if pg == nil {
 		n.m.SyncBusy()
-		return errTooBusy, func() {}
+		return busy, func() {}
 	}
 	page, done, err := pg.Read(n.events, r)
 	if err != nil {

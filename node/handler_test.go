@@ -45,7 +45,8 @@ func TestStrangersPagesAreSmaller(t *testing.T) {
 }
 
 // TestPagesPerPeer: a peer is served peers.MaxPagesPerPeer pages at once; one
-// more is "too busy", and costs the pool nothing.
+// more is refused "too busy" with peers.BusyPeerRetry to wait, and costs
+// the pool nothing.
 func TestPagesPerPeer(t *testing.T) {
 	n := startNode(t, testConfig(false, time.Hour))
 	publish(t, n, 3)
@@ -56,7 +57,8 @@ func TestPagesPerPeer(t *testing.T) {
 		resp, done := n.syncPage(st, req)
 		dones = append(dones, done)
 		_, page := resp.(*proto.SyncResponse)
-		if page != (i < peers.MaxPagesPerPeer) {
+		busy, _ := resp.(*proto.Refused)
+		if page != (i < peers.MaxPagesPerPeer) || !page && (busy == nil || busy.RetryAfterMs != peers.BusyPeerRetry.Milliseconds()) {
 			t.Fatalf("page %d at once: %+v", i+1, resp)
 		}
 	}

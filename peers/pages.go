@@ -3,6 +3,7 @@ package peers
 import (
 	"encoding/hex"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	pool "github.com/libp2p/go-buffer-pool"
@@ -64,25 +65,46 @@ type Page struct {
 	Budget int
 }
 
-// Page reserves the memory of a sync page served to st: nil ("too busy")
-// when st is served MaxPagesPerPeer pages already, or when the pool cannot
-// give even MinPageBytes within the share of st's tier. The budget is its
-// tier's, halved down to MinPageBytes while the pool cannot give it, so
-// that many slow readers (each held up to proto.ResponseTimeout) get
-// smaller pages instead of growing the heap.
-func (t *Table[L]) Page(st *Peer[L]) *Page {
+// Page reserves the memory of a sync page served to st, or returns the
+// refusal to answer with instead: BusyPeer when st is served
+// MaxPagesPerPeer pages already, BusyPool when the pool cannot give even
+// MinPageBytes within the share of st's tier. The budget is its tier's,
+// halved down to MinPageBytes while the pool cannot give it, so that many
+// slow readers (each held up to proto.ResponseTimeout) get smaller pages
+// instead of growing the heap.
+func (t *Table[L]) Page(st *Peer[L]) (*Page, *proto.Refused) {
 	if st.pages.Add(1) > MaxPagesPerPeer {
 		st.pages.Add(-1)
-		return nil
+		return nil, BusyPeer
 	}
 	p := t.PageFor(st.Tier())
 	if p == nil {
 		st.pages.Add(-1)
-		return nil
+		return nil, BusyPool
 	}
 	p.of = &st.pages
-	return p
+	return p, nil
 }
+
+// The answers to a sync request that Page cannot serve: refusals, which a
+// requester waits out and asks again after (a catch-up drops a peer that
+// answers with an error, ADR 0055). A catch-up asks a peer from two
+// workers at once (ADR 0052), and reads each page a moment before the
+// handler has let go of it, so that a third request can meet the peer's
+// MaxPagesPerPeer: BusyPeer asks it to wait BusyPeerRetry, that moment
+// and more. BusyPool, the pool short for the peer's tier, asks for
+// BusyPoolRetry: pages are held up to proto.ResponseTimeout.
+var (
+	BusyPeer = &proto.Refused{Reason: "too busy to serve a sync page: retry later", RetryAfterMs: BusyPeerRetry.Milliseconds()}
+	BusyPool = &proto.Refused{Reason: "too busy to serve a sync page: retry later", RetryAfterMs: BusyPoolRetry.Milliseconds()}
+)
+
+// BusyPeerRetry and BusyPoolRetry are the waits BusyPeer and BusyPool ask
+// for.
+const (
+	BusyPeerRetry = 100 * time.Millisecond
+	BusyPoolRetry = time.Second
+)
 
 // PageFor reserves the memory of a sync page served to a peer of tier
 // tier, as Page does but for no peer in particular.

@@ -495,7 +495,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			pg = w.table.Page(st)
+			pg, _ = w.table.Page(st)
 		} else {
 			tier, ok := tierNames[f[1]]
 			if !ok {

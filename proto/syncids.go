@@ -25,10 +25,12 @@ const FeatureSyncIDs = "sync-ids"
 const IDHexLen = 64
 
 // MaxFingerprintIDs bounds the ids a responder counts for one fingerprint
-// request: 65,536, sixteen of the requester's shards of 4,096 events, a
-// few milliseconds of reading the id index. A request costs one sync token
-// like a page of 256 events; past the bound the responder stops counting
-// and says "more", and the requester asks a smaller range.
+// request: 65,536, sixteen of the requester's shards of 4,096 events (the
+// responder adds up sums it keeps by bucket of the id space and reads the
+// index only where the range or the bound cuts a bucket, ADR 0055). A
+// request costs one sync token like a page of 256 events; past the bound
+// the responder stops counting and says "more", and the requester asks a
+// smaller range.
 const MaxFingerprintIDs = 1 << 16
 
 // IDRange is the "ids" object of a sync request (ADR 0052): the event ids

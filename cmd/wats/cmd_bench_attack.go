@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,18 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
                           provider records (docs/adr/0040)
   dht-sybil               200 fresh ids a second put 32 provider records
                           each on the DHT, and leave
+  ids-none                sync by ids (docs/adr/0055), no attack: the daemon
+                          holds 100,000 events (one in 8 of 16 KiB), and a
+                          fresh daemon catches up by id range from it and
+                          from a second peer holding the same while the
+                          attack runs (as in each scenario below)
+  fingerprint-flood-N     N ids ask for whole-space fingerprints, 16 at once
+                          an id, each waiting for its answer
+  fingerprint-flood-open-N  the same as fast as streams open, reading nothing
+  fingerprint-sybil-R     R fresh ids a second say hello, ask for one
+                          whole-space fingerprint each, and leave
+  ids-sybil-sync-330      their control: sybil-sync's ids, the same log
+  ids-pages-N             N ids ask for pages by id range and read none
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills
                           times: acknowledged events against those present
@@ -90,6 +103,10 @@ machine under this load; docs/reliability.md records them with the command.`,
 				if err == nil && !jsonOut {
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)
+					if u := r.CatchUp; u != nil {
+						c.progress("  catch-up %.1f s, %d of %d events during the attack, %d late, %d never %s",
+							u.Seconds, u.DuringAttack, u.Events, u.Late, u.Never, u.Error)
+					}
 				}
 				return r, err
 			})
@@ -120,6 +137,9 @@ machine under this load; docs/reliability.md records them with the command.`,
 					mib(r.RSSStart), mib(r.RSSPeak), mib(r.RSSEnd), r.LogLinesPerMin, r.CPUPct, attackerSummary(r.Attacker))
 			}
 			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if err := catchUpTable(c, results); err != nil {
 				return err
 			}
 			if kr != nil {
@@ -181,3 +201,24 @@ func (c *cli) benchAttackWorkerCmd() *cobra.Command {
 }
 
 func attackName(s bench.AttackScenario) string { return s.Name }
+
+// catchUpTable prints the honest catch-ups of the scenarios of sync by ids
+// that ran, if any: time, events delivered during the attack, late and
+// never, and from which peer.
+func catchUpTable(c *cli, results []bench.AttackResult) error {
+	if !slices.ContainsFunc(results, func(r bench.AttackResult) bool { return r.CatchUp != nil }) {
+		return nil
+	}
+	tw := c.table("SCENARIO\tCATCH-UP\tEVENTS\tDURING ATTACK\tLATE\tNEVER\tFROM ATTACKED/OTHER\tERROR")
+	for _, r := range results {
+		if u := r.CatchUp; u != nil {
+			took := "not done"
+			if u.Seconds > 0 {
+				took = fmt.Sprintf("%.1f s", u.Seconds)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d / %d\t%s\n", r.Scenario.Name, took, u.Events,
+				u.DuringAttack, u.Late, u.Never, u.FromAttacked, u.FromOther, u.Error)
+		}
+	}
+	return tw.Flush()
+}

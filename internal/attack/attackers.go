@@ -131,6 +131,8 @@ func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error
 		sybils(ctx, t, o, name, st)
 	case HoardUnnegotiated, HoardPrefix:
 		hoard(ctx, t, o, name == HoardPrefix, st)
+	case FingerprintFlood, FingerprintFloodOpen, FingerprintSybil, IDsPages: // sync by ids (syncids.go)
+		syncIDsAttack(ctx, name, t, o, st)
 	default:
 		if !extraAttack(ctx, name, t, o, st) {
 			return Stats{}, fmt.Errorf("attack: unknown attack %q; known: %s", name, strings.Join(Attacks, ", "))

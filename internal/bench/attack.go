@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,10 @@ type AttackScenario struct {
 	// Netns: the attacker ran in a network namespace, its ids dialling
 	// from addresses of their own (--netns).
 	Netns bool `json:"netns,omitempty"`
+	// CatchUp, if not 0, is the events preloaded in the daemon's log, and
+	// in a second peer's, for the honest catch-up by id range that runs
+	// with the attack (HonestCatchUp; the scenarios of sync by ids).
+	CatchUp int `json:"catch_up,omitempty"`
 }
 
 // AttackScenarios are the scenarios of ADR 0030's attack suite, in order.
@@ -85,6 +90,8 @@ type AttackResult struct {
 	CPUPct float64 `json:"cpu_pct"`
 	// Attacker is what the attacker process did.
 	Attacker attack.Stats `json:"attacker"`
+	// CatchUp is what the honest catch-up saw (Scenario.CatchUp), or nil.
+	CatchUp *CatchUpResult `json:"catch_up,omitempty"`
 }
 
 // KillResult is the kill -9 scenario's figures: the kills, the events
@@ -144,7 +151,10 @@ func attackDaemon(ctx context.Context, dir string, an *attackNet) (*devnet.Netwo
 // temporary directory removed after: the honest load (attack.DefaultHonest:
 // its warm-up first, then duration) in this process, the attacker, if s
 // has one, in a `wats bench attack-worker` process of this binary at nice
-// 19. It fails if the daemon does not start or the attacker fails.
+// 19. A scenario of sync by ids (s.CatchUp) preloads the daemon's log and
+// a second peer's, and adds the honest catch-up (HonestCatchUp), whose
+// figures it waits for (up to catchUpGrace past the attack). It fails if
+// the daemon does not start or the attacker fails.
 func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*AttackResult, error) {
 	dir, err := os.MkdirTemp("", "wats-bench-attack-")
 	if err != nil {
@@ -157,6 +167,18 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 			return nil, err
 		}
 		defer an.close()
+	}
+	var other *devnet.Daemon // the second peer of the honest catch-up
+	var otherAddr string
+	if s.CatchUp > 0 {
+		otherDir, err := preloadAttack(ctx, dir, s.CatchUp)
+		if err != nil {
+			return nil, fmt.Errorf("preload: %w", err)
+		}
+		if other, otherAddr, err = startOther(ctx, otherDir); err != nil {
+			return nil, err
+		}
+		defer devnet.StopDaemons([]*devnet.Daemon{other})
 	}
 	d, t, err := attackDaemon(ctx, dir, an)
 	if err != nil {
@@ -180,6 +202,13 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 	honest := make(chan attack.HonestResult, 1)
 	go func() { honest <- attack.RunHonest(actx, honestT, h, warm) }()
 	<-warm // the honest peers have their records: the attack starts
+	var catchUp chan *CatchUpResult
+	if other != nil {
+		catchUp = make(chan *CatchUpResult, 1)
+		go func() {
+			catchUp <- startCatchUp(ctx, d, honestT, otherAddr, filepath.Join(dir, "fresh"), time.Now().Add(duration))
+		}()
+	}
 
 	res.RSSStart = currentRSS(pid)
 	lines0 := countLines(logPath)
@@ -232,6 +261,9 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 	res.LogLines = countLines(logPath) - lines0
 	res.LogLinesPerMin = float64(res.LogLines) / res.Seconds * 60
 	res.HonestServedPct, res.NewcomersServedPct = res.Honest.ServedPct(), res.Honest.NewcomersPct()
+	if catchUp != nil {
+		res.CatchUp = <-catchUp
+	}
 	if worker != nil {
 		if err := worker.Wait(); err != nil {
 			return nil, fmt.Errorf("attacker: %w", err)

@@ -229,31 +229,47 @@ func startBenchDaemon(ctx context.Context, exe, rdir string, i int) (*devnet.Dae
 // events, signed once, each repo in an order of its own (batches in
 // another order, events shuffled in each).
 func fillPeers(ctx context.Context, dir string, k, n int, progress func(string)) ([]string, error) {
-	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var repos []string
+	for i := range k {
+		repos = append(repos, filepath.Join(dir, fmt.Sprintf("peer-%d", i)))
+	}
+	return repos, fillRepos(ctx, repos, catchupConfig(), n, benchBody, progress)
+}
+
+// benchBody is the body of the seq-th event of `bench catchup`.
+func benchBody(seq int) jsontext.Value {
+	return jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
+}
+
+// fillRepos creates a repo of config cfg in each of rdirs (a repo there
+// already is kept) and fills each with the same n signed events, the seq-th
+// of body body(seq), by 16 authors, signed once, each repo in an order of
+// its own (batches in another order, events shuffled in each).
+func fillRepos(ctx context.Context, rdirs []string, cfg *config.Config, n int, body func(seq int) jsontext.Value,
+	progress func(string)) error {
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var logs []*node.Node
 	defer func() {
 		for _, nd := range logs {
 			nd.Close()
 		}
 	}()
-	for i := range k {
-		rdir := filepath.Join(dir, fmt.Sprintf("peer-%d", i))
-		r, err := devnet.PrepareRepo(rdir, catchupConfig())
+	for _, rdir := range rdirs {
+		r, err := devnet.PrepareRepo(rdir, cfg)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		nd, err := node.New(r.Config, r.Key, &node.Options{Dir: r.Dir, Logger: quiet, Agent: "wats/bench"})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		repos, logs = append(repos, rdir), append(logs, nd)
+		logs = append(logs, nd)
 	}
 	keys := make([]crypto.PrivKey, 16)
 	for i := range keys {
 		key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		keys[i] = key
 	}
@@ -266,19 +282,18 @@ func fillPeers(ctx context.Context, dir string, k, n int, progress func(string))
 		var signed [][]*eventlog.Event
 		for b := w; b < min(w+window, batches); b++ {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 			start, end := b*singleCheckBatch, min((b+1)*singleCheckBatch, n)
 			events := make([]*eventlog.Event, end-start)
 			err := onWorkers(runtime.GOMAXPROCS(0), len(events), func(i int) error {
 				seq := start + i
-				body := jsontext.Value(`{"n":` + strconv.Itoa(seq) + `,"text":"benchmark event ` + strconv.Itoa(seq) + `"}`)
-				ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body, nil)
+				ev, err := eventlog.New(keys[seq%len(keys)], base.Add(time.Duration(seq/256)*time.Millisecond), "note", body(seq), nil)
 				events[i] = ev
 				return err
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			signed = append(signed, events)
 		}
@@ -288,7 +303,7 @@ func fillPeers(ctx context.Context, dir string, k, n int, progress func(string))
 				evs := slices.Clone(signed[b])
 				rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 				if _, err := nd.Events().Append(evs); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
@@ -296,11 +311,11 @@ func fillPeers(ctx context.Context, dir string, k, n int, progress func(string))
 	}
 	for _, nd := range logs {
 		if err := nd.Close(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	logs = nil
-	return repos, nil
+	return nil
 }
 
 // catchUpFrom starts a new daemon in rdir, connects it to peers (full
