@@ -315,6 +315,14 @@ func hoard(ctx context.Context, t Target, o Options, prefix bool, st *stats) {
 // closes its connection, after retry when a dial fails) and running hold
 // perID times at once on its connection, until ctx ends.
 func holders(ctx context.Context, t Target, ids, perID int, retry time.Duration, st *stats, hold func(*Conn)) {
+	readyHolders(ctx, t, ids, perID, retry, st, nil, func(c *Conn, _ int) { hold(c) })
+}
+
+// readyHolders is holders whose connections are made ready first: one
+// that ready turns down is closed and, after retry, dialled again. hold
+// is told the number (0..perID-1) of its worker on the connection.
+func readyHolders(ctx context.Context, t Target, ids, perID int, retry time.Duration, st *stats,
+	ready func(*Conn) bool, hold func(c *Conn, w int)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for range ids {
@@ -331,9 +339,14 @@ func holders(ctx context.Context, t Target, ids, perID int, retry time.Duration,
 					continue
 				}
 				st.conns.Add(1)
+				if ready != nil && !ready(c) {
+					c.Close()
+					Pause(ctx, retry)
+					continue
+				}
 				var swg sync.WaitGroup
-				for range perID {
-					swg.Go(func() { hold(c) })
+				for w := range perID {
+					swg.Go(func() { hold(c, w) })
 				}
 				swg.Wait()
 				c.Close()

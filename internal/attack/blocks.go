@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/ipfs/boxo/ipld/merkledag"
@@ -113,36 +112,7 @@ const (
 // its perID workers run (w: the worker's number on it): the node serves
 // blocks only to peers that did.
 func helloHolders(ctx context.Context, t Target, ids, perID int, st *stats, work func(c *Conn, w int)) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for range ids {
-		wg.Go(func() {
-			id, err := st.newIdentity()
-			if err != nil {
-				return
-			}
-			for ctx.Err() == nil {
-				c, err := id.Dial(ctx, t, nil)
-				if err != nil {
-					st.failed.Add(1)
-					Pause(ctx, 100*time.Millisecond)
-					continue
-				}
-				st.conns.Add(1)
-				if !c.hello(ctx, st) {
-					c.Close()
-					Pause(ctx, 100*time.Millisecond)
-					continue
-				}
-				var swg sync.WaitGroup
-				for w := range perID {
-					swg.Go(func() { work(c, w) })
-				}
-				swg.Wait()
-				c.Close()
-			}
-		})
-	}
+	readyHolders(ctx, t, ids, perID, 100*time.Millisecond, st, func(c *Conn) bool { return c.hello(ctx, st) }, work)
 }
 
 // hello says hello on c (not advertising "challenge": the node then

@@ -239,25 +239,12 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 		}
 	}
 	start := time.Now()
-	var peak uint64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			peak = max(peak, currentRSS(pid))
-			select {
-			case <-actx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
+	peak := samplePeakRSS(actx, pid)
 	res.Honest = <-honest
-	wg.Wait()
+	res.RSSPeak = peak()
 	res.Seconds = time.Since(start).Seconds()
 	res.CPUPct = 100 * (cpuTime(pid) - cpu0).Seconds() / res.Seconds
-	res.RSSPeak, res.RSSEnd = max(peak, currentRSS(pid)), currentRSS(pid)
+	res.RSSEnd = currentRSS(pid)
 	res.LogLines = countLines(logPath) - lines0
 	res.LogLinesPerMin = float64(res.LogLines) / res.Seconds * 60
 	res.HonestServedPct, res.NewcomersServedPct = res.Honest.ServedPct(), res.Honest.NewcomersPct()

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wats-network/wats/config"
@@ -250,21 +249,8 @@ func RunBlocks(ctx context.Context, s BlocksScenario, o BlocksOptions) (*BlocksR
 		}
 	}
 
-	var peak uint64
 	sctx, stopSampling := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			peak = max(peak, currentRSS(pid))
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
+	peak := samplePeakRSS(sctx, pid)
 	start := time.Now()
 	for time.Since(start) < o.Duration && ctx.Err() == nil {
 		at := time.Since(start)
@@ -283,9 +269,8 @@ func RunBlocks(ctx context.Context, s BlocksScenario, o BlocksOptions) (*BlocksR
 	}
 	res.Seconds = time.Since(start).Seconds()
 	stopSampling()
-	wg.Wait()
 	res.CPUPct = 100 * (cpuTime(pid) - cpu0).Seconds() / time.Since(t0).Seconds()
-	res.RSSPeak, res.RSSEnd = max(peak, currentRSS(pid)), currentRSS(pid)
+	res.RSSPeak, res.RSSEnd = peak(), currentRSS(pid)
 	res.LogLines = countLines(logPath) - lines0
 	var times []Seconds
 	for _, f := range res.Fetches {

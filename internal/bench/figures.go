@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,12 +11,37 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // currentRSS returns a process's resident set in bytes (VmRSS), or 0.
 func currentRSS(pid int) uint64 { return procStatusKB(pid, "VmRSS:") }
+
+// samplePeakRSS reads the resident set of process pid every 250 ms until
+// ctx ends; peak, once ctx has ended, waits for the sampler and returns
+// the highest reading, the last one taken then included.
+func samplePeakRSS(ctx context.Context, pid int) (peak func() uint64) {
+	var top uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			top = max(top, currentRSS(pid))
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		wg.Wait()
+		return max(top, currentRSS(pid))
+	}
+}
 
 // procStatusKB reads a "kB" field of /proc/PID/status, in bytes; 0 where
 // that is not available.
