@@ -153,8 +153,20 @@ func TestBlobGetStreams(t *testing.T) {
 	noneLeft("after a fetch cut off", "got.bin")
 
 	// And with -o -, the provider back: the whole blob, after the line
-	// that says how much was held.
+	// that says how much was held. b may still hold a QUIC connection to
+	// the killed provider, which QUIC finds dead only at its idle timeout
+	// (a hello on it times out): connected again first, until a hello
+	// completes.
 	startBinDaemonProc(t, env, bin, a)
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		code, _, stderr := runBin(t, env, bin, "peers", "connect", from(), "--repo", b)
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b could not connect to the restarted provider in 90 s: %s", stderr)
+		}
+	}
 	code, stdout, errs := runBin(t, env, bin, "blob", "get", cid3, "--size", size3, "--from", from(), "-o", "-", "--repo", b)
 	if code != 0 || stdout != string(data3) || !strings.HasPrefix(errs, "resuming: ") || !strings.HasSuffix(errs, " already held\n") {
 		t.Fatalf("-o - after a cut-off fetch: exit %d, %d of %d bytes (equal: %v), stderr %q",
