@@ -216,25 +216,7 @@ func RunAttack(ctx context.Context, s AttackScenario, duration time.Duration) (*
 	var worker *exec.Cmd
 	var workerOut bytes.Buffer
 	if s.Attack != "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		addr := t.Addr.String() + "/p2p/" + t.ID.String()
-		// The flags of cmd/wats's `bench attack-worker`, which calls
-		// AttackWorker.
-		args := []string{"bench", "attack-worker", "--attack", s.Attack, "--target", addr,
-			"--network", t.Network, "--duration", duration.String(),
-			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1))}
-		worker = exec.Command(exe, args...)
-		if an != nil {
-			worker = an.command(exe, append(args, "--source", strings.Join(an.sources, ","))...)
-		}
-		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
-		// The attacker runs at the lowest priority, every thread of it:
-		// the figures describe the node, not two processes sharing the
-		// cores.
-		if err := startNiced(worker); err != nil {
+		if worker, _, err = startAttacker(t, s.Attack, duration, s.IDs, s.Rate, "", an, &workerOut); err != nil {
 			return nil, err
 		}
 	}
@@ -369,4 +351,34 @@ func AttackWorker(ctx context.Context, name string, t attack.Target, o attack.Op
 		return err
 	}
 	return json.NewEncoder(w).Encode(st)
+}
+
+// startAttacker starts a `wats bench attack-worker` process of this
+// binary (cmd/wats's flags, which call AttackWorker): attack against t
+// for at most d, with ids ids and rate fresh ids a second (each at least
+// 1) and, if not "", the blob cid to attack; in an's network namespace,
+// its ids dialling from an address each, when an is set. It runs at the
+// lowest priority, every thread of it: the figures describe the node, not
+// two processes sharing the cores. Its standard output (its figures, one
+// JSON object) goes to out. It returns the process and the flags given.
+func startAttacker(t attack.Target, name string, d time.Duration, ids, rate int, cid string, an *attackNet, out *bytes.Buffer) (*exec.Cmd, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []string{"bench", "attack-worker", "--attack", name,
+		"--target", t.Addr.String() + "/p2p/" + t.ID.String(), "--network", t.Network,
+		"--duration", d.String(), "--ids", strconv.Itoa(max(ids, 1)), "--rate", strconv.Itoa(max(rate, 1))}
+	if cid != "" {
+		args = append(args, "--cid", cid)
+	}
+	worker := exec.Command(exe, args...)
+	if an != nil {
+		worker = an.command(exe, append(args, "--source", strings.Join(an.sources, ","))...)
+	}
+	worker.Stdout, worker.Stderr = out, os.Stderr
+	if err := startNiced(worker); err != nil {
+		return nil, nil, err
+	}
+	return worker, args, nil
 }

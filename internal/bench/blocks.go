@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -217,22 +216,10 @@ func RunBlocks(ctx context.Context, s BlocksScenario, o BlocksOptions) (*BlocksR
 		if err != nil {
 			return nil, err
 		}
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		// The flags of cmd/wats's `bench attack-worker`; it runs until
-		// interrupted, the duration a bound in case it is not.
-		args := []string{"bench", "attack-worker", "--attack", s.Attack,
-			"--target", t.Addr.String() + "/p2p/" + t.ID.String(), "--network", t.Network,
-			"--duration", (o.Duration + blocksRamp + FetchDeadline).String(),
-			"--ids", strconv.Itoa(max(s.IDs, 1)), "--rate", strconv.Itoa(max(s.Rate, 1)), "--cid", target.CID}
-		worker = exec.Command(exe, args...)
-		if an != nil {
-			worker = an.command(exe, append(args, "--source", strings.Join(an.sources, ","))...)
-		}
-		worker.Stdout, worker.Stderr = &workerOut, os.Stderr
-		if err := startNiced(worker); err != nil {
+		// It runs until interrupted, the duration a bound in case it is
+		// not.
+		var args []string
+		if worker, args, err = startAttacker(t, s.Attack, o.Duration+blocksRamp+FetchDeadline, s.IDs, s.Rate, target.CID, an, &workerOut); err != nil {
 			return nil, err
 		}
 		defer func() {
