@@ -18,7 +18,7 @@ import (
 // a node holding 600 events, with the honest load, so that the shapes
 // `wats bench attack` runs keep doing what their names say: the closed
 // loop's fingerprints are answered, the open loop's streams are opened and
-// never read, the Sybils ask for their fingerprints and are answered, pages
+// never read, each Sybil asks for its fingerprint and is answered, pages
 // by id range are served and held unread; and the honest peers are served.
 func TestSyncIDsAttacksSmoke(t *testing.T) {
 	if testing.Short() {
@@ -55,10 +55,8 @@ func TestSyncIDsAttacksSmoke(t *testing.T) {
 	checks := map[string]func(attack.Stats) bool{
 		attack.FingerprintFlood:     func(s attack.Stats) bool { return s.Answered > 0 && s.Requests >= s.Answered },
 		attack.FingerprintFloodOpen: func(s attack.Stats) bool { return s.Streams > 0 && s.Answered == 0 },
-		// Some of its dials fail on a loaded machine (a race run beside
-		// others): answered at all is the shape.
-		attack.FingerprintSybil: func(s attack.Stats) bool { return s.IDs > 1 && s.Answered > 0 && s.Requests >= s.Answered },
-		attack.IDsPages:         func(s attack.Stats) bool { return s.Streams > 0 && s.Answered > 0 },
+		attack.FingerprintSybil:     func(s attack.Stats) bool { return s.IDs > 1 && s.Answered > s.IDs/2 },
+		attack.IDsPages:             func(s attack.Stats) bool { return s.Streams > 0 && s.Answered > 0 },
 	}
 	type outcome struct {
 		name string
