@@ -175,7 +175,9 @@ func (x *Exchange) handleBlocks(s network.Stream) {
 // sending, and the memory of one block (reserved in s's scope at
 // Node.Priority's priority, from a pool of buffers) only while it writes.
 // The turn must come within BodyTimeout of a chunk, and before the
-// exchange closes (errTurn: another stream of p holds it), and the answer be written within BodyTimeout of
+// exchange closes (errTurn: another stream of p holds it); the store is
+// read only while the exchange is open (errClosed: Close waits for the
+// reads in progress); the answer must be written within BodyTimeout of
 // its length (a timeout error: p does not read it).
 func (x *Exchange) sendBlock(s network.Stream, p peer.ID, c cid.Cid, serves bool) error {
 	done, ok := x.turns.take(p, answerTimeout(blockBufBytes), x.closing)
@@ -183,18 +185,19 @@ func (x *Exchange) sendBlock(s network.Stream, p peer.ID, c cid.Cid, serves bool
 		return errTurn
 	}
 	defer done()
-	select {
-	case <-x.closing: // the store may be closing too
-		return errTurn
-	default:
-	}
 	if err := s.Scope().ReserveMemory(blockBufBytes, x.node.Priority(p)); err != nil {
 		return err
 	}
 	defer s.Scope().ReleaseMemory(blockBufBytes)
 	buf := sendBufs.Get().(*[]byte)
 	defer sendBufs.Put(buf)
+	x.reads.RLock()
+	if x.readsClosed { // the store may be closed next
+		x.reads.RUnlock()
+		return errClosed
+	}
 	b, n := x.appendBlock((*buf)[:0], p, c, serves)
+	x.reads.RUnlock()
 	if cap(b) >= blockBufBytes {
 		*buf = b[:0]
 	}
@@ -217,6 +220,10 @@ var answerTimeout = BodyTimeout
 // (sendBlock) longer than an answer may take to write: another stream of
 // the peer held it, and is reset for it.
 var errTurn = errors.New("blobs: the peer's turn to be sent a block did not come")
+
+// errClosed: an answer of the block transfer was to read the store after
+// the exchange closed.
+var errClosed = errors.New("blobs: the exchange is closed")
 
 // sendBufs are the buffers the provider's side of the block transfer
 // reads answers into, blockBufBytes each: one per peer being written to

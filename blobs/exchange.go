@@ -59,6 +59,12 @@ type Exchange struct {
 	turns     turns
 	closing   chan struct{}
 	closeOnce sync.Once
+	// reads holds the exchange open while an answer of the block transfer
+	// reads the store (sendBlock): Close takes it to write, and returns
+	// only once no answer reads the store, which its caller may close
+	// next. readsClosed, under reads, is set by Close.
+	reads       sync.RWMutex
+	readsClosed bool
 
 	mu struct {
 		sync.Mutex
@@ -465,6 +471,9 @@ func (x *Exchange) Close() {
 	}
 	h.RemoveStreamHandler(BlocksProtocol)
 	x.closeOnce.Do(func() { close(x.closing) })
+	x.reads.Lock()
+	x.readsClosed = true
+	x.reads.Unlock()
 	x.net.Stop()
 	x.server.Close()
 }

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+	mh "github.com/multiformats/go-multihash"
 )
 
 // TestTurnsOnePerPeer: a peer has one turn at a time; another peer's is
@@ -185,5 +187,67 @@ func TestBlocksUnreadAnswerIsHeld(t *testing.T) {
 	}
 	if _, err := answers(bufio.NewReader(s), 1); err == nil {
 		t.Fatal("the held stream's answer was read whole; want it reset")
+	}
+}
+
+// blockingNode blocks the first Unheld event it is told (an answer of the
+// block transfer reading the store) until release is closed, and records
+// whether that event has returned.
+type blockingNode struct {
+	BaseNode
+	entered, release chan struct{}
+	once             sync.Once
+	returned         atomic.Bool
+	unheld           atomic.Int64
+}
+
+func (n *blockingNode) Observe(e Event) {
+	if e.Kind != Unheld {
+		return
+	}
+	n.unheld.Add(1)
+	n.once.Do(func() {
+		close(n.entered)
+		<-n.release
+		n.returned.Store(true)
+	})
+}
+
+// TestBlocksCloseWaitsForReads: Close returns only once no answer of the
+// block transfer reads the store, which its caller closes next; an answer
+// asked for after Close does not read the store.
+func TestBlocksCloseWaitsForReads(t *testing.T) {
+	ctx := testCtx(t)
+	node := &blockingNode{entered: make(chan struct{}), release: make(chan struct{})}
+	n := newPeerNode(t, StoreOptions{}, ExchangeOptions{Node: node})
+	h, err := mh.Sum([]byte("not held"), mh.SHA2_256, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cid.NewCidV1(cid.Raw, h)
+	fetcher := newHost(t)
+	s := blocksStream(t, fetcher, n)
+	if _, err := s.Write(appendRequest(nil, []cid.Cid{c})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-node.entered:
+	case <-ctx.Done():
+		t.Fatal("the answer did not read the store")
+	}
+	closed := make(chan bool)
+	go func() {
+		n.x.Close()
+		closed <- node.returned.Load()
+	}()
+	close(node.release)
+	if !<-closed {
+		t.Fatal("Close returned while an answer was reading the store")
+	}
+	if _, err := s.Write(appendRequest(nil, []cid.Cid{c})); err == nil {
+		_, _ = answers(bufio.NewReader(s), 2)
+	}
+	if got := node.unheld.Load(); got != 1 {
+		t.Fatalf("the store was read for %d answers; want 1, none after Close", got)
 	}
 }
