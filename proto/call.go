@@ -28,7 +28,8 @@ var ErrBadResponse = errors.New("proto: bad response")
 // MaxResponseBytes (reserving that memory with the stream's resource scope),
 // all within req's type's Timeout (ResponseTimeout, ReplicateTimeout for
 // replicate) or ctx's deadline if sooner. It closes the stream after a
-// well-formed response and resets it otherwise.
+// well-formed response and resets it otherwise. A request whose
+// connection closed under it is sent once more, on a new stream (call).
 //
 // Errors:
 //   - an "error" response: the *Error itself (not wrapped);
@@ -56,8 +57,25 @@ func Call(ctx context.Context, h host.Host, p peer.ID, req Message) (*Response, 
 	return call(ctx, h, p, t, b)
 }
 
-// call is Call for a request of type t already encoded as b.
+// call is Call for a request of type t already encoded as b. A request
+// whose connection died under it (its stream failed and the connection is
+// closed now, before ctx ended) is sent once more, on a new stream, over
+// another connection to p or a new one: a connection to a peer that
+// restarted can be one the peer no longer has, which libp2p still picks
+// for new streams until QUIC's idle timeout closes it (UDP brings no FIN).
+// Every request type may be sent twice: hello and sync change nothing,
+// and the events of replicate and crash_report are stored once by id.
 func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Response, error) {
+	resp, died, err := callOnce(ctx, h, p, t, b)
+	if died && ctx.Err() == nil {
+		resp, _, err = callOnce(ctx, h, p, t, b)
+	}
+	return resp, err
+}
+
+// callOnce is call over one stream; died reports that the request failed
+// because the stream's connection closed.
+func callOnce(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (_ *Response, died bool, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout())
 	defer cancel()
 	// Requests may go over a relayed (limited) connection: hello and sync
@@ -65,14 +83,14 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	// behind a NAT until a hole punch (docs/adr/0040). Blobs never do.
 	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "wats"), p, ID)
 	if err != nil {
-		return nil, callError(ctx, t, p, err)
+		return nil, false, callError(ctx, t, p, err)
 	}
 	// A cancelled ctx resets the stream, which ends any read or write.
 	stop := context.AfterFunc(ctx, func() { s.Reset() })
 	defer stop()
-	fail := func(err error) (*Response, error) {
+	fail := func(err error) (*Response, bool, error) {
 		s.Reset()
-		return nil, callError(ctx, t, p, err)
+		return nil, ctx.Err() == nil && s.Conn().IsClosed(), callError(ctx, t, p, err)
 	}
 	if err := s.Scope().SetService(ServiceName); err != nil {
 		return fail(err)
@@ -99,24 +117,24 @@ func call(ctx context.Context, h host.Host, p peer.ID, t Type, b []byte) (*Respo
 	resp, err := DecodeResponse(rb)
 	if err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%w: %s call to %s: %v", ErrBadResponse, t, p, err)
+		return nil, false, fmt.Errorf("%w: %s call to %s: %v", ErrBadResponse, t, p, err)
 	}
 	switch resp.Type {
 	case t:
 		s.Close()
-		return resp, nil
+		return resp, false, nil
 	case TypeError:
 		s.Close()
-		return nil, resp.Error
+		return nil, false, resp.Error
 	case TypeRefused:
 		s.Close()
-		return nil, &RefusedError{Refused: *resp.Refused}
+		return nil, false, &RefusedError{Refused: *resp.Refused}
 	case TypeChallenge:
 		s.Close()
-		return nil, &ChallengeError{Challenge: *resp.Challenge}
+		return nil, false, &ChallengeError{Challenge: *resp.Challenge}
 	}
 	s.Reset()
-	return nil, fmt.Errorf("%w: %s call to %s: answered with %s", ErrBadResponse, t, p, resp.Type)
+	return nil, false, fmt.Errorf("%w: %s call to %s: answered with %s", ErrBadResponse, t, p, resp.Type)
 }
 
 // ReadStreamFrame is ReadFrame on a libp2p stream, with the payload's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,5 +346,55 @@ func TestHelloAnswer(t *testing.T) {
 		if wrong != c.wrong || (err != nil) != c.fails {
 			t.Errorf("HelloAnswer(%+v, %v) = %q, %v; want %q, error %v", c.resp, c.err, wrong, err, c.wrong, c.fails)
 		}
+	}
+}
+
+// TestCallAgainWhenTheConnectionDies: a request whose connection closes
+// under it is sent once more, on a new connection, and answered there; a
+// request whose stream alone is reset, or whose second connection dies
+// too, fails, sent no more than twice.
+func TestCallAgainWhenTheConnectionDies(t *testing.T) {
+	page := &SyncResponse{Next: 3}
+	for _, tc := range []struct {
+		name      string
+		fail      func(s network.Stream) // how the handler fails request i
+		failures  int                    // the first failures requests fail
+		wantCalls int32
+		wantErr   bool
+	}{
+		{"connection closed once", func(s network.Stream) { s.Conn().Close() }, 1, 2, false},
+		{"connection closed twice", func(s network.Stream) { s.Conn().Close() }, 2, 2, true},
+		{"stream reset", func(s network.Stream) { s.Reset() }, 1, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			client, server := hostPair(t, func(s network.Stream) {
+				if _, err := ReadFrame(s, MaxRequestBytes); err != nil {
+					s.Reset()
+					return
+				}
+				if int(calls.Add(1)) <= tc.failures {
+					tc.fail(s)
+					return
+				}
+				WriteMessage(s, page, nil)
+				s.Close()
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			resp, err := Call(ctx, client, server.ID(), &SyncRequest{})
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Fatalf("the request was sent %d times; want %d (err %v)", got, tc.wantCalls, err)
+			}
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("the call succeeded; want its error")
+				}
+				return
+			}
+			if err != nil || resp.Sync == nil || resp.Sync.Next != 3 {
+				t.Fatalf("got %+v, %v; want the page", resp, err)
+			}
+		})
 	}
 }
