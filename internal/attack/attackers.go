@@ -66,9 +66,13 @@ type Options struct {
 
 // Stats count what an attacker did.
 type Stats struct {
-	IDs      int64 `json:"ids"`      // identities made
-	Conns    int64 `json:"conns"`    // connections that completed the handshake
-	Failed   int64 `json:"failed"`   // dials that failed (refused, reset)
+	IDs    int64 `json:"ids"`    // identities made
+	Conns  int64 `json:"conns"`  // connections that completed the handshake
+	Failed int64 `json:"failed"` // dials that failed (refused, reset)
+	// Cut counts the fresh ids (the Sybils' attacks) still at work when
+	// the run ended: dialling, asking or holding their connection. A dial
+	// the end cut off is not counted as failed.
+	Cut      int64 `json:"cut,omitempty"`
 	Requests int64 `json:"requests"` // requests sent
 	Answered int64 `json:"answered"` // requests served
 	Streams  int64 `json:"streams"`  // streams opened to hold
@@ -82,9 +86,9 @@ type Stats struct {
 }
 
 type stats struct {
-	ids, conns, failed, requests, answered, streams, reset atomic.Int64
-	bytes                                                  atomic.Int64
-	err                                                    atomic.Value // string
+	ids, conns, failed, cut, requests, answered, streams, reset atomic.Int64
+	bytes                                                       atomic.Int64
+	err                                                         atomic.Value // string
 	// sources are Options.Sources; next picks the next one.
 	sources []net.IP
 	next    atomic.Uint64
@@ -106,7 +110,7 @@ func (s *stats) newIdentity() (*Identity, error) {
 
 func (s *stats) snapshot() Stats {
 	e, _ := s.err.Load().(string)
-	return Stats{IDs: s.ids.Load(), Conns: s.conns.Load(), Failed: s.failed.Load(), Requests: s.requests.Load(),
+	return Stats{IDs: s.ids.Load(), Conns: s.conns.Load(), Failed: s.failed.Load(), Cut: s.cut.Load(), Requests: s.requests.Load(),
 		Answered: s.answered.Load(), Streams: s.streams.Load(), Reset: s.reset.Load(), Bytes: s.bytes.Load(), Error: e}
 }
 
@@ -275,10 +279,15 @@ func sybil(ctx context.Context, t Target, hold time.Duration, hello, sync bool, 
 
 // withFresh runs f with a fresh id's connection to t (freshConn), within
 // requestTimeout (f's ctx), and closes it after; nothing when the dial
-// fails.
+// fails. An id still at work when ctx (the run) ends is counted as cut.
 func withFresh(ctx context.Context, t Target, st *stats, f func(ctx context.Context, c *Conn)) {
-	dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	dctx, cancel := context.WithTimeoutCause(ctx, requestTimeout, errRequestTimeout)
 	defer cancel()
+	defer func() {
+		if ctx.Err() != nil {
+			st.cut.Add(1)
+		}
+	}()
 	c, _ := freshConn(dctx, t, st)
 	if c == nil {
 		return
@@ -288,7 +297,8 @@ func withFresh(ctx context.Context, t Target, st *stats, f func(ctx context.Cont
 }
 
 // freshConn makes a fresh id and connects it to t, counting both; nil
-// (counted as failed) when the dial fails.
+// when the dial fails, counted as failed unless the run's end cut it off
+// (ctx ended, and not at errRequestTimeout).
 func freshConn(ctx context.Context, t Target, st *stats) (*Conn, *Identity) {
 	id, err := st.newIdentity()
 	if err != nil {
@@ -296,7 +306,9 @@ func freshConn(ctx context.Context, t Target, st *stats) (*Conn, *Identity) {
 	}
 	c, err := id.Dial(ctx, t, nil)
 	if err != nil {
-		st.failed.Add(1)
+		if cause := context.Cause(ctx); cause == nil || cause == errRequestTimeout {
+			st.failed.Add(1)
+		}
 		return nil, nil
 	}
 	st.conns.Add(1)

@@ -34,6 +34,10 @@ import (
 // requestTimeout bounds one request of a client here.
 const requestTimeout = 10 * time.Second
 
+// errRequestTimeout is the cause of a fresh id's context that ended at
+// requestTimeout, told apart from the end of the run (withFresh).
+var errRequestTimeout = errors.New("attack: the id's requests timed out")
+
 // Target is the daemon under attack: its peer ID and a TCP multiaddr.
 type Target struct {
 	ID   peer.ID
