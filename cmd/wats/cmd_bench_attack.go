@@ -160,8 +160,12 @@ machine under this load; docs/reliability.md records them with the command.`,
 func mib(n uint64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 func attackerSummary(s attack.Stats) string {
-	return fmt.Sprintf("%d ids, %d conns (%d failed), %d requests (%d served), %d streams held (%d reset)",
-		s.IDs, s.Conns, s.Failed, s.Requests, s.Answered, s.Streams, s.Reset)
+	cut := ""
+	if s.Cut > 0 {
+		cut = fmt.Sprintf(", %d cut off by the end", s.Cut)
+	}
+	return fmt.Sprintf("%d ids%s, %d conns (%d failed), %d requests (%d served), %d streams held (%d reset)",
+		s.IDs, cut, s.Conns, s.Failed, s.Requests, s.Answered, s.Streams, s.Reset)
 }
 
 // benchAttackWorkerCmd is the attacker process of `bench attack`, which
