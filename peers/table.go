@@ -81,6 +81,8 @@ type Table[L any] struct {
 	f fetches
 	// pages is the memory of the sync pages being served (pages.go).
 	pages *limits.Pool
+	// ch are the peers this node chose to dial (chosen.go).
+	ch choices
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.
@@ -144,6 +146,7 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
 		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
+	t.ch.dialling, t.ch.kept = make(map[peer.ID]int), make(map[peer.ID]struct{})
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil
 }
@@ -290,6 +293,7 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 	}
 	// Built before it is published: st.mu needs no lock until Store.
 	st := newPeer[L](p, dir, remote, mono)
+	st.chosen.Store(t.ch.chosen(p))
 	if r, ok := t.cache.Get(p); ok {
 		st.persisted.Store(true)
 		st.recordMade.Store(r.FirstSeen.UnixNano())
