@@ -38,9 +38,11 @@ func (c *choices) chosen(p peer.ID) bool {
 // the dial is in flight (by the dial's connection, or by p's own crossing
 // it) is chosen, and so is p's state when done reports it connected,
 // whoever opened its connection: a chosen dial of a peer connected
-// inbound gives it standing. Standing so gained lasts for p's stay; a
-// later stay is chosen only by a dial of its own. done may be called more
-// than once; the first call counts.
+// inbound gives it standing. Standing so gained lasts for p's stay and,
+// as the Table remembers a disconnected peer (RecentFor), for its
+// reconnections: a chosen peer that restarts and dials this node back, or
+// a relayed one dialled again, keeps it. done may be called more than
+// once; the first call counts.
 func (t *Table[L]) Choose(p peer.ID) (done func(connected bool)) {
 	t.ch.mu.Lock()
 	t.ch.dialling[p]++
