@@ -206,11 +206,11 @@ const (
 )
 
 // Bootstrap dials the bootstrap peers at addrs (full multiaddrs with
-// /p2p/), chosen for the run whoever dials (Choices.ChooseAlways), each in
-// its own goroutine: one connect per peer with all of its
-// addresses, so that the dial ranker chooses among them (rather than one
-// connection per address). connect dials and greets one; it returns after
-// the first try of each. A peer whose try failed is tried again in a
+// /p2p/), chosen for the run whoever dials (Choices.ChooseAlways), each
+// in its own goroutine: one connect per peer with all of its addresses,
+// so that the dial ranker chooses among them (rather than one connection
+// per address). connect dials and greets one; it returns after the first
+// try of each. A peer whose try failed is tried again in a
 // goroutine of retry's (BootstrapRetryFirst), until it connects, the host
 // has enough peers (at least connsLow), or ctx is done.
 func (d *Dialer) Bootstrap(ctx context.Context, addrs []string, connsLow int,
