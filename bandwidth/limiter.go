@@ -17,8 +17,9 @@ type Class uint8
 
 // The Classes, in the order they are served.
 const (
-	// Standing is a peer with standing: one this node dialled, a reputed
-	// or valued peer, or an established author.
+	// Standing is a peer with standing: one this node chose to dial (not
+	// any it dialled: ADR 0041's addendum), a reputed or valued peer, or
+	// an established author.
 	Standing Class = iota
 	// Stranger is every other peer: it gets what the peers with standing
 	// leave.

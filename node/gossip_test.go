@@ -306,9 +306,11 @@ func TestAppScore(t *testing.T) {
 			n.m.Value("wats_peers_banned_total", "gossip spam"))
 	}
 
-	// A peer with standing (this node dialled it) is descored at the
-	// floor, not cut off (ADR 0041).
+	// A peer with standing (this node chose to dial it) is descored at
+	// the floor, not cut off (ADR 0041).
+	chosen := n.run.Choose("peer-c")
 	dialled := connectFake("peer-c", network.DirOutbound)
+	chosen(true)
 	n.graylisted(dialled.ID(), int(peers.SpamBan)+1)
 	if n.gater.Banned(dialled.ID()) || n.appScore(dialled.ID()) != -peers.MaxSpamPenalty {
 		t.Errorf("a peer with standing at the floor: banned %v, score %v; want not banned, score %v",

@@ -8,8 +8,9 @@ import (
 )
 
 // TestMDNSFindsPeersOfTheSameNetwork: two nodes with p2p.mdns on find each
-// other on the LAN and complete hello; a node of another network is not
-// dialled.
+// other on the LAN and complete hello; each chose to dial the other, so
+// each has standing at the other, whichever connection they kept (ADR
+// 0041's addendum); a node of another network is not dialled.
 func TestMDNSFindsPeersOfTheSameNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mDNS waits for multicast announcements")
@@ -33,6 +34,7 @@ func TestMDNSFindsPeersOfTheSameNetwork(t *testing.T) {
 	if ok := a.helloed(b.ID()); !ok {
 		t.Fatalf("a's hello peers %v do not include b", a.run.Helloed(-1))
 	}
+	waitFor(t, 10*time.Second, "standing both ways", func() bool { return a.standing(b.ID()) && b.standing(a.ID()) })
 	if len(other.run.Helloed(-1)) != 0 {
 		t.Fatalf("the node of another network completed hello with %d peers", len(other.run.Helloed(-1)))
 	}

@@ -191,7 +191,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 		return nil, err
 	}
 	n.host = n.bw.Host(n.host)
-	n.dialer = p2p.NewDialer(n.host, n.log)
+	n.dialer = p2p.NewDialer(n.host, n.run, n.log)
 	var ok2 bool
 	if n.selfID, ok2 = peers.RawID(n.host.ID()); !ok2 {
 		return nil, errors.New("node: the identity key is not Ed25519")
@@ -251,7 +251,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if n.cfg.P2P.MDNS {
 		var err error
-		if n.mdns, err = p2p.StartMDNS(n.ctx, n.host, n.cfg.Network, n.go_, n.log); err != nil {
+		if n.mdns, err = n.dialer.StartMDNS(n.ctx, n.cfg.Network, n.go_); err != nil {
 			return err
 		}
 	}

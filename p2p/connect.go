@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -78,13 +77,13 @@ func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(contex
 	return d.Dial(ctx, found)
 }
 
-// StartMDNS starts mDNS discovery on h among the nodes of network (a
-// service name of their own, so that nodes of different networks on one
-// LAN do not dial each other), connecting within 30 s, in a goroutine of
-// spawn's, to each peer found while ctx lasts; a failed dial is logged at
-// debug level.
-func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func()), log *slog.Logger) (mdns.Service, error) {
-	s := mdns.NewMdnsService(h, "_wats-"+network+"._udp", mdnsNotifee{ctx, h, spawn, log})
+// StartMDNS starts mDNS discovery on the Dialer's host among the nodes of
+// network (a service name of their own, so that nodes of different
+// networks on one LAN do not dial each other), dialling within 30 s, as a
+// dial this node chose (Dial), in a goroutine of spawn's, each peer found
+// while ctx lasts; a failed dial is logged at debug level.
+func (d *Dialer) StartMDNS(ctx context.Context, network string, spawn func(func())) (mdns.Service, error) {
+	s := mdns.NewMdnsService(d.host, "_wats-"+network+"._udp", mdnsNotifee{ctx, d, spawn})
 	if err := s.Start(); err != nil {
 		return nil, fmt.Errorf("p2p: start mDNS: %w", err)
 	}
@@ -93,20 +92,19 @@ func StartMDNS(ctx context.Context, h host.Host, network string, spawn func(func
 
 type mdnsNotifee struct {
 	ctx   context.Context
-	h     host.Host
+	d     *Dialer
 	spawn func(func())
-	log   *slog.Logger
 }
 
 func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
-	if ai.ID == m.h.ID() || m.ctx.Err() != nil {
+	if ai.ID == m.d.host.ID() || m.ctx.Err() != nil {
 		return
 	}
 	m.spawn(func() {
 		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 		defer cancel()
-		if err := m.h.Connect(ctx, ai); err != nil {
-			m.log.Debug("mDNS peer unreachable", "peer", ai.ID, "err", err)
+		if err := m.d.Dial(ctx, ai); err != nil {
+			m.d.log.Debug("mDNS peer unreachable", "peer", ai.ID, "err", err)
 		}
 	})
 }

@@ -21,27 +21,51 @@ import (
 
 // Dialer is how a node dials the peers it chose: an operator's connect
 // (by address, or by peer ID at the addresses the DHT gave), the redial of
-// the peer cache, discovery, the bootstrap peers. Every such dial is tried
-// once more when the security handshake failed (AgainAfterHandshake).
+// the peer cache, discovery (the DHT's rendezvous, mDNS), the bootstrap
+// peers. Every such dial is tried once more when the security handshake
+// failed (AgainAfterHandshake), and is recorded as chosen (Choices): the
+// peers it reaches have standing (ADR 0041's addendum). The host's other
+// dials (a DHT query's, a fetch's providers, autonat's, a relay's, a hole
+// punch's) do not go through it, and give none.
 type Dialer struct {
-	host host.Host
-	log  *slog.Logger
+	host    host.Host
+	choices Choices
+	log     *slog.Logger
 }
 
-// NewDialer returns the Dialer of h, which logs failed dials of DialEach
-// and Bootstrap to log.
-func NewDialer(h host.Host, log *slog.Logger) *Dialer { return &Dialer{host: h, log: log} }
+// Choices records the dials a node chose (peers.Table): the peers they
+// reach have standing (ADR 0041's addendum).
+type Choices interface {
+	// Choose is told of a chosen dial of p before it starts; done after
+	// it returns, with whether it connected.
+	Choose(p peer.ID) (done func(connected bool))
+	// ChooseAlways is told of a peer chosen for the run whoever dials (a
+	// bootstrap peer).
+	ChooseAlways(p peer.ID)
+}
 
-// Dial connects to ai, once more when the security handshake failed
-// (AgainAfterHandshake): a node that restarts redials its known peers
-// while they may be dialling it.
+// NewDialer returns the Dialer of h, which records its dials in choices
+// (nil: nowhere) and logs failed dials of DialEach and Bootstrap to log.
+func NewDialer(h host.Host, choices Choices, log *slog.Logger) *Dialer {
+	return &Dialer{host: h, choices: choices, log: log}
+}
+
+// Dial connects to ai as a dial this node chose (Choices.Choose), once
+// more when the security handshake failed (AgainAfterHandshake): a node
+// that restarts redials its known peers while they may be dialling it.
 func (d *Dialer) Dial(ctx context.Context, ai peer.AddrInfo) error {
-	return AgainAfterHandshake(ctx, func(again bool) error {
+	done := func(bool) {}
+	if d.choices != nil {
+		done = d.choices.Choose(ai.ID)
+	}
+	err := AgainAfterHandshake(ctx, func(again bool) error {
 		if again {
 			d.ClearBackoff(ai.ID) // the failed dial's backoff
 		}
 		return d.host.Connect(ctx, ai)
 	})
+	done(err == nil)
+	return err
 }
 
 // ClearBackoff clears the swarm's backoff of earlier failed dials of p:
@@ -182,10 +206,11 @@ const (
 )
 
 // Bootstrap dials the bootstrap peers at addrs (full multiaddrs with
-// /p2p/), each in its own goroutine: one connect per peer with all of its
-// addresses, so that the dial ranker chooses among them (rather than one
-// connection per address). connect dials and greets one; it returns after
-// the first try of each. A peer whose try failed is tried again in a
+// /p2p/), chosen for the run whoever dials (Choices.ChooseAlways), each
+// in its own goroutine: one connect per peer with all of its addresses,
+// so that the dial ranker chooses among them (rather than one connection
+// per address). connect dials and greets one; it returns after the first
+// try of each. A peer whose try failed is tried again in a
 // goroutine of retry's (BootstrapRetryFirst), until it connects, the host
 // has enough peers (at least connsLow), or ctx is done.
 func (d *Dialer) Bootstrap(ctx context.Context, addrs []string, connsLow int,
@@ -210,6 +235,9 @@ func (d *Dialer) Bootstrap(ctx context.Context, addrs []string, connsLow int,
 	}
 	var wg sync.WaitGroup
 	for _, ai := range infos {
+		if d.choices != nil {
+			d.choices.ChooseAlways(ai.ID)
+		}
 		wg.Go(func() {
 			if err := try(ai); err != nil && ctx.Err() == nil {
 				d.log.Warn("bootstrap peer unreachable; will retry", "peer", ai.ID, "addrs", ai.Addrs, "err", err)

@@ -3,9 +3,15 @@ package p2p
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestAgainAfterHandshake: a dial that failed in the security handshake
@@ -58,4 +64,68 @@ func TestAgainAfterHandshake(t *testing.T) {
 			t.Fatalf("a context done in the pause: %v after %d calls; want the first failure after 1", err, calls)
 		}
 	})
+}
+
+// choiceLog records what a Dialer tells its Choices, as "choose P",
+// "done P true|false" and "always P" lines.
+type choiceLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *choiceLog) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines = append(c.lines, s)
+}
+
+func (c *choiceLog) Choose(p peer.ID) func(bool) {
+	c.add("choose " + p.String())
+	return func(ok bool) { c.add(fmt.Sprintf("done %s %v", p, ok)) }
+}
+
+func (c *choiceLog) ChooseAlways(p peer.ID) { c.add("always " + p.String()) }
+
+func (c *choiceLog) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.lines, "\n")
+}
+
+// TestDialerRecordsItsChoices: each dial of the Dialer is told to its
+// Choices before it starts and when it returns, with whether it connected
+// (a dial of a peer connected already connects); a bootstrap peer is
+// chosen for the run before it is dialled; a dial of the host itself,
+// not through the Dialer, is told nothing (ADR 0041's addendum).
+func TestDialerRecordsItsChoices(t *testing.T) {
+	a, b, c := relayedHost(t), relayedHost(t), relayedHost(t)
+	log := new(choiceLog)
+	d := NewDialer(a, log, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bi := peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}
+	if err := d.Dial(ctx, bi); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Connect(ctx, peer.AddrInfo{ID: c.ID(), Addrs: c.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Dial(ctx, bi); err != nil {
+		t.Fatal(err)
+	}
+	gone := relayedHost(t)
+	gi := peer.AddrInfo{ID: gone.ID(), Addrs: gone.Addrs()}
+	_ = gone.Close()
+	if err := d.Dial(ctx, gi); err == nil {
+		t.Fatal("a dial of a closed host connected")
+	}
+	d.Bootstrap(ctx, []string{b.Addrs()[0].String() + "/p2p/" + b.ID().String()}, 8,
+		func(context.Context, peer.AddrInfo) error { return nil }, func(func()) {})
+	want := strings.Join([]string{"choose " + b.ID().String(), "done " + b.ID().String() + " true",
+		"choose " + b.ID().String(), "done " + b.ID().String() + " true",
+		"choose " + gone.ID().String(), "done " + gone.ID().String() + " false",
+		"always " + b.ID().String()}, "\n")
+	if got := log.String(); got != want {
+		t.Errorf("told:\n%s\nwant:\n%s", got, want)
+	}
 }

@@ -51,9 +51,10 @@ type Peer[L any] struct {
 	// metEarlier: it was in the peer cache when the node started (ADR
 	// 0014: "met in an earlier run").
 	metEarlier atomic.Bool
-	// outbound: this node dialled it (its first connection was outbound),
-	// which gives it standing (ADR 0041).
-	outbound atomic.Bool
+	// chosen: this node chose to dial it (Table.Choose, Table.ChooseAlways),
+	// which gives it standing (ADR 0041); the direction of its
+	// connections does not.
+	chosen atomic.Bool
 	// persisted: it has a peer-cache record, which a peer earns by
 	// showing value (ADR 0030).
 	persisted atomic.Bool
@@ -171,7 +172,6 @@ func newPeer[L any](p peer.ID, dir network.Direction, remote string, mono time.D
 	st := &Peer[L]{id: p, connectedAt: int64(mono)}
 	st.raw, st.rawOK = RawID(p)
 	st.lastActive.Store(int64(mono))
-	st.outbound.Store(dir == network.DirOutbound)
 	st.mu.dir, st.mu.remote = dir, remote
 	return st
 }
@@ -250,9 +250,10 @@ func (st *Peer[L]) Reputed(mono time.Duration) bool {
 // Persisted reports whether the peer has a peer-cache record.
 func (st *Peer[L]) Persisted() bool { return st.persisted.Load() }
 
-// Outbound reports whether this node dialled the peer (its first
-// connection of this stay was outbound).
-func (st *Peer[L]) Outbound() bool { return st.outbound.Load() }
+// Chosen reports whether this node chose to dial the peer on this stay
+// (Table.Choose, Table.ChooseAlways): not whether its connection is outbound, which
+// a DHT query's dial is too.
+func (st *Peer[L]) Chosen() bool { return st.chosen.Load() }
 
 // stranger is what the stranger slots read of the peer at mono.
 func (st *Peer[L]) stranger(mono time.Duration) Stranger {

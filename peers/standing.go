@@ -182,18 +182,19 @@ func (t *Table[L]) AuthorTier(author string, now time.Time, mono time.Duration) 
 }
 
 // Standing reports whether st's peer has standing for what it brings at
-// now (mono) (ADR 0041): this node dialled it (an outbound connection: a
-// bootstrap peer, a peer of its cache, one it found, one the operator
-// connected to: peers that chose to be dialled are not peers this node
-// chose), it is reputed (ADR 0014: met in an earlier run, or first hello
-// ten minutes ago), valued, or an established author. Fresh ids that
-// connect to the node have none of these, whatever they did in their
-// first minutes. A suspect has none.
+// now (mono) (ADR 0041): this node chose to dial it (Chosen: a bootstrap
+// peer, a peer of its cache, one found by discovery, one the operator
+// connected to; not a peer that a DHT query, a fetch's provider search,
+// autonat or a relay dialled, whose answers others choose: ADR 0041's
+// addendum), it is reputed (ADR 0014: met in an earlier run, or first
+// hello ten minutes ago), valued, or an established author. Fresh ids
+// that connect to the node, or make it dial them, have none of these,
+// whatever they did in their first minutes. A suspect has none.
 func (t *Table[L]) Standing(st *Peer[L], now time.Time, mono time.Duration) bool {
 	switch tier := st.Tier(); {
 	case tier == limits.TierSuspect:
 		return false
-	case st.Outbound(), tier == limits.TierValued, st.Reputed(mono):
+	case st.Chosen(), tier == limits.TierValued, st.Reputed(mono):
 		return true
 	}
 	_, established := t.AuthorStanding(st.id.String(), now, mono)

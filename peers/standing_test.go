@@ -43,21 +43,29 @@ func TestStrangersSyncShareCountsBytes(t *testing.T) {
 }
 
 // TestStandingOf: the class of a peer's bytes within the bandwidth caps:
-// none for a peer not connected or one that dialled this node fresh; one
-// this node dialled has standing.
+// none for a peer not connected, one that dialled this node fresh, or one
+// this node dialled without choosing it (a DHT query's dial); one this
+// node chose to dial has standing (ADR 0041's addendum).
 func TestStandingOf(t *testing.T) {
 	w := newScriptWorld(t)
 	if _, err := w.run([]string{"table"}); err != nil {
 		t.Fatal(err)
 	}
-	in, out := scriptID(t, "inbound"), scriptID(t, "outbound")
-	if w.table.StandingOf(out, epoch, 0) {
+	in, out, chosen := scriptID(t, "inbound"), scriptID(t, "outbound"), scriptID(t, "chosen")
+	if w.table.StandingOf(chosen, epoch, 0) {
 		t.Error("a peer not connected has standing")
 	}
 	w.table.Connect(in, network.DirInbound, "", epoch, 0)
 	w.table.Connect(out, network.DirOutbound, "", epoch, 0)
-	if w.table.StandingOf(in, epoch, 0) || !w.table.StandingOf(out, epoch, 0) {
-		t.Errorf("StandingOf: inbound %v, outbound %v; want false, true", w.table.StandingOf(in, epoch, 0), w.table.StandingOf(out, epoch, 0))
+	done := w.table.Choose(chosen)
+	w.table.Connect(chosen, network.DirOutbound, "", epoch, 0)
+	done(true)
+	if w.table.StandingOf(in, epoch, 0) || w.table.StandingOf(out, epoch, 0) || !w.table.StandingOf(chosen, epoch, 0) {
+		t.Errorf("StandingOf: inbound %v, outbound %v, chosen %v; want false, false, true", w.table.StandingOf(in, epoch, 0),
+			w.table.StandingOf(out, epoch, 0), w.table.StandingOf(chosen, epoch, 0))
+	}
+	if len(w.table.ch.dialling) != 0 {
+		t.Errorf("%d dials still counted after they returned", len(w.table.ch.dialling))
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 // Bounds of what a Table remembers of disconnected peers (ADR 0030).
 const (
 	// MaxRecent is how many disconnected peers without a peer-cache
-	// record a Table remembers (their value history, first hello and
-	// sync cursor), so that an id that reconnects neither clears its
-	// suspicion nor restarts ADR 0014's ten minutes. About 200 bytes
+	// record a Table remembers (their value history, first hello, sync
+	// cursor and whether this node chose to dial them), so that an id
+	// that reconnects neither clears its suspicion nor restarts ADR
+	// 0014's ten minutes, and one this node chose keeps its standing. About 200 bytes
 	// each: 3 MiB. Past it the least recently disconnected is forgotten.
 	MaxRecent = 16_384
 	// RecentFor is how long such a peer is remembered.
@@ -81,6 +82,8 @@ type Table[L any] struct {
 	f fetches
 	// pages is the memory of the sync pages being served (pages.go).
 	pages *limits.Pool
+	// ch are the peers this node chose to dial (chosen.go).
+	ch choices
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.
@@ -102,6 +105,7 @@ type Table[L any] struct {
 type recentPeer struct {
 	hist       core.Counts   // its history, when it had no record
 	firstHello int64         // as Peer.firstHello
+	chosen     bool          // as Peer.chosen: a reconnection keeps it
 	cursor     core.Cursor   // its sync cursor, when it had no record
 	until      time.Duration // monotonic reading at which it is forgotten
 }
@@ -144,6 +148,7 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
 		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
+	t.ch.dialling, t.ch.kept = make(map[peer.ID]int), make(map[peer.ID]struct{})
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)
 	return t, nil
 }
@@ -290,6 +295,7 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 	}
 	// Built before it is published: st.mu needs no lock until Store.
 	st := newPeer[L](p, dir, remote, mono)
+	st.chosen.Store(t.ch.chosen(p))
 	if r, ok := t.cache.Get(p); ok {
 		st.persisted.Store(true)
 		st.recordMade.Store(r.FirstSeen.UnixNano())
@@ -300,6 +306,9 @@ func (t *Table[L]) create(p peer.ID, dir network.Direction, remote string, now t
 	}
 	if rp, ok := t.recent.Peek(p); ok && rp.until > mono {
 		st.firstHello.Store(rp.firstHello)
+		if rp.chosen {
+			st.chosen.Store(true)
+		}
 		if !st.persisted.Load() {
 			st.hist.store(rp.hist)
 			st.mu.cursor = rp.cursor
@@ -351,14 +360,15 @@ func (t *Table[L]) Leave(p peer.ID, linked func(peer.ID) bool, now time.Time, mo
 				r.RemoteAddr = remote
 			}
 		})
-		if fh := st.firstHello.Load(); fh != 0 {
-			// Keep its first hello for ADR 0014's ten minutes across
-			// reconnects; its history is in its record.
-			t.recent.Add(p, recentPeer{firstHello: fh, until: mono + RecentFor})
+		if fh := st.firstHello.Load(); fh != 0 || st.Chosen() {
+			// Keep its first hello for ADR 0014's ten minutes, and its
+			// being chosen, across reconnects; its history is in its
+			// record.
+			t.recent.Add(p, recentPeer{firstHello: fh, chosen: st.Chosen(), until: mono + RecentFor})
 		}
 		return st
 	}
-	t.recent.Add(p, recentPeer{hist: st.hist.load(), firstHello: st.firstHello.Load(), cursor: cursor, until: mono + RecentFor})
+	t.recent.Add(p, recentPeer{hist: st.hist.load(), firstHello: st.firstHello.Load(), chosen: st.Chosen(), cursor: cursor, until: mono + RecentFor})
 	return st
 }
 

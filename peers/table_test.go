@@ -253,12 +253,17 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return "ok", nil
 	case "connect":
 		dir := network.DirInbound
-		if len(f) > 2 && f[2] == "out" {
+		if len(f) > 2 && (f[2] == "out" || f[2] == "chosen") {
 			dir = network.DirOutbound
 		}
 		p := w.id(f[1])
 		w.linked[p] = true
+		done := func(bool) {}
+		if len(f) > 2 && f[2] == "chosen" {
+			done = w.table.Choose(p)
+		}
 		c := w.table.Connect(p, dir, "", w.wall, w.mono)
+		done(true)
 		switch {
 		case !c.Created:
 			return "known", nil
@@ -266,6 +271,12 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			return fmt.Sprintf("tier %v, evict %s ban %v", c.Peer.Tier(), w.names[c.Evicted.ID()], c.Ban), nil
 		}
 		return fmt.Sprintf("tier %v", c.Peer.Tier()), nil
+	case "choose":
+		w.table.Choose(w.id(f[1]))(len(f) < 3 || f[2] != "failed")
+		return "ok", nil
+	case "always":
+		w.table.ChooseAlways(w.id(f[1]))
+		return "ok", nil
 	case "hello":
 		p := w.id(f[1])
 		h := &proto.Hello{Version: 1, Network: "test", Agent: "script"}

@@ -233,6 +233,78 @@ func TestMonthlyUpCapE2E(t *testing.T) {
 	}
 }
 
+// TestMonthlyUpCapWithTheDHTE2E: with the DHT on, a peer that a's fetch
+// found on the DHT and dialled (a provider, whose record any peer can put)
+// has no standing at a: past a's monthly cap it is not served a blob, as
+// a stranger that dialled a; once a's operator connects to it, it is (ADR
+// 0041's addendum). a is a DHT client, so that the provider's own lookups
+// never dial it first, and no discovery dials (p2p.conns_low 1).
+func TestMonthlyUpCapWithTheDHTE2E(t *testing.T) {
+	bin, tmp, env := e2eSetup(t)
+	a, m, s := filepath.Join(tmp, "a"), filepath.Join(tmp, "middle"), filepath.Join(tmp, "provider")
+	initDefault(t, env, bin, a, m, s)
+	for _, dir := range []string{a, m, s} {
+		configSet(t, env, bin, dir, [2]string{"blobs.auto_fetch", "false"}, [2]string{"p2p.mdns", "false"}, [2]string{"p2p.conns_low", "1"})
+	}
+	const monthly = 1 << 20
+	configSet(t, env, bin, a, [2]string{"bandwidth.monthly_up_bytes", fmt.Sprint(monthly)}, [2]string{"p2p.dht", "client"})
+	for _, dir := range []string{a, m, s} {
+		startBinDaemon(t, env, bin, dir)
+	}
+	addrM := idOf(t, env, bin, m).Addrs[0]
+	for _, dir := range []string{a, s} {
+		if code, _, stderr := runBin(t, env, bin, "peers", "connect", addrM, "--repo", dir); code != 0 {
+			t.Fatalf("peers connect the middle: exit %d: %s", code, stderr)
+		}
+	}
+	// The middle, which a dialled, takes a's month past the cap.
+	first, second := 3*monthly/2, 64<<10
+	cid1, cid2 := addRandomBlob(t, env, bin, a, first), addRandomBlob(t, env, bin, a, second)
+	idA := idOf(t, env, bin, a)
+	if code, stderr, _ := blobGet(t, env, bin, m, cid1, first, idA.Addrs[0]); code != 0 {
+		t.Fatalf("the middle's blob: exit %d: %s", code, stderr)
+	}
+	if st := statusOf(t, env, bin, a).Bandwidth; !st.StrangerBlobsStopped {
+		t.Fatalf("after the cap: %+v", st)
+	}
+
+	// a gets the provider's blob by its CID alone: the DHT names the
+	// provider, and a's fetch dials it.
+	data := make([]byte, 32<<10)
+	_, _ = rand.Read(data)
+	file := filepath.Join(tmp, "provided.bin")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idS := idOf(t, env, bin, s)
+	if w := getBlob(t, env, bin, a, addBlobFile(t, env, bin, s, file).CID, data, filepath.Join(tmp, "got.bin")); w.Provider != idS.PeerID {
+		t.Fatalf("a got the blob from %q, want the provider %s", w.Provider, idS.PeerID)
+	}
+	var peers []api.Peer
+	_, out, _ := runBin(t, env, bin, "peers", "ls", "--json", "--repo", a)
+	if err := json.Unmarshal([]byte(out), &peers); err != nil {
+		t.Fatal(err)
+	}
+	dir := ""
+	for _, p := range peers {
+		if p.PeerID == idS.PeerID {
+			dir = p.Direction
+		}
+	}
+	if dir != api.DirectionOutbound {
+		t.Fatalf("a's connection to the provider: %q, want one a dialled; a's peers: %s", dir, out)
+	}
+	if code, _, _ := blobGet(t, env, bin, s, cid2, second, idA.Addrs[0]); code == 0 {
+		t.Error("a provider a's fetch dialled was served a blob past the monthly cap")
+	}
+	if code, _, stderr := runBin(t, env, bin, "peers", "connect", idS.Addrs[0], "--repo", a); code != 0 {
+		t.Fatalf("peers connect the provider: exit %d: %s", code, stderr)
+	}
+	if code, stderr, _ := blobGet(t, env, bin, s, cid2, second, idA.Addrs[0]); code != 0 {
+		t.Errorf("a peer a's operator connected to, past the monthly cap: exit %d: %s", code, stderr)
+	}
+}
+
 // TestBandwidthWords: status's bandwidth line gives each count in the unit
 // it reaches, as every byte count of the CLI, and says what a cap means.
 func TestBandwidthWords(t *testing.T) {
