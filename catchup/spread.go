@@ -34,13 +34,14 @@ import (
 // groupShards shards at a time, compared with the same over this node's
 // log; a range that differs is halved until it is one shard, of which
 // that peer lists its ids, and only those this node lacks are fetched
-// (idlists.go, ADR 0057; a peer that does not serve the lists has the
-// shard fetched whole). When every shard of a peer was served by it
-// or matches, every event at a position up to the head it advertised when
-// it joined is held here, and its position cursor is set to that head:
-// position-paged sync, gossip and heads pulls carry on from there as
-// before. A peer dropped from the catch-up keeps its cursor, and is synced
-// by position at the next sync.interval.
+// (idlists.go, ADR 0057: when this node holds at least half as many ids
+// there as the peer; otherwise, or from a peer that does not serve the
+// lists, the shard is fetched whole). When every shard of a peer was
+// served by it or matches, every event at a position up to the head it
+// advertised when it joined is held here, and its position cursor is set
+// to that head: position-paged sync, gossip and heads pulls carry on from
+// there as before. A peer dropped from the catch-up keeps its cursor, and
+// is synced by position at the next sync.interval.
 //
 // Peers join the catch-up running (Client.Trigger, Client.SyncAll) while
 // it runs; one that joins once the shards are all fetched checks them all
