@@ -14,11 +14,11 @@ import (
 // peer is asked for the ids it holds in the shard (proto.MaxListIDs an
 // answer, one sync token each) if it serves them
 // (proto.FeatureSyncIDLists) and this node holds at least half as many
-// ids in it as the peer (listPays); this node
-// compares them with its own and fetches only the runs of ids it lacks
-// (fetchRanges). A peer that lacks events this node holds, and has none it
-// lacks, costs one list a shard and sends no event; today's catch-up
-// fetched its every shard again.
+// ids in it as the peer (listPays); this node compares them with its own
+// and fetches only the runs of ids it lacks (fetchRanges). A peer that
+// lacks events this node holds, and has none it lacks, costs one list a
+// shard and sends no event; ADR 0052 alone fetched each such shard again
+// whole.
 
 // ownListIDs bounds the ids of its own this node reads to compare with one
 // answer of a peer's list: sixteen answers' worth, 65,536 (as many as a
