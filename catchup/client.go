@@ -63,10 +63,12 @@ type ClientOptions struct {
 	Synced func(p peer.ID, st Progress)
 	// Spawn runs a function in a goroutine the node waits for at Close.
 	Spawn func(func())
-	// SyncIDs, if set, reports whether p serves sync by id range
-	// (proto.FeatureSyncIDs): a peer that does takes part in the
-	// catch-ups from several peers (ADR 0052). nil: none does.
-	SyncIDs func(p peer.ID) bool
+	// Serves, if set, reports whether p advertised feature in its hello:
+	// a peer that serves sync by id range (proto.FeatureSyncIDs) takes
+	// part in the catch-ups from several peers (ADR 0052), and is asked
+	// for the lists of ids of the ranges that differ if it serves them
+	// (proto.FeatureSyncIDLists, ADR 0057). nil: none does.
+	Serves func(p peer.ID, feature string) bool
 	// Context bounds the catch-ups from several peers, which outlive the
 	// call that starts one (SyncAll); nil is context.Background().
 	Context context.Context
@@ -213,10 +215,15 @@ func (c *Client) Sync(ctx context.Context, p peer.ID, run SyncRun) (Progress, er
 	return st, nil
 }
 
+// serves reports whether p advertised feature (ClientOptions.Serves).
+func (c *Client) serves(p peer.ID, feature string) bool {
+	return c.o.Serves != nil && c.o.Serves(p, feature)
+}
+
 // spreads reports whether a sync from p joins a catch-up from several
 // peers (Trigger).
 func (c *Client) spreads(p peer.ID) bool {
-	if c.o.SyncIDs == nil || !c.o.SyncIDs(p) {
+	if !c.serves(p, proto.FeatureSyncIDs) {
 		return false
 	}
 	head, ok := c.o.Head(p)
@@ -245,7 +252,7 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 	// not the first to join it.
 	var plan uint64
 	for _, p := range ps {
-		if c.o.SyncIDs != nil && c.o.SyncIDs(p) {
+		if c.serves(p, proto.FeatureSyncIDs) {
 			plan = max(plan, c.lag(p))
 		}
 	}
@@ -253,7 +260,7 @@ func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Prog
 	for i, p := range ps {
 		all[i] = Progress{Peer: p, Cursor: c.o.Cursor(p)}
 		all[i].PeerHead, _ = c.o.Head(p)
-		if c.o.SyncIDs != nil && c.o.SyncIDs(p) {
+		if c.serves(p, proto.FeatureSyncIDs) {
 			r := c.spreadRunning(p)
 			if r == nil {
 				r, _ = c.join(c.o.Context, p, plan)

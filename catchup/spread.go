@@ -32,13 +32,16 @@ import (
 // Once every shard is fetched and stored, each peer checks the shards it
 // did not serve: a fingerprint request (count and sum of the ids) over
 // groupShards shards at a time, compared with the same over this node's
-// log; a range that differs is halved until it is one shard, which
-// is fetched from that peer. When every shard of a peer was served by it
-// or matches, every event at a position up to the head it advertised when
-// it joined is held here, and its position cursor is set to that head:
-// position-paged sync, gossip and heads pulls carry on from there as
-// before. A peer dropped from the catch-up keeps its cursor, and is synced
-// by position at the next sync.interval.
+// log; a range that differs is halved until it is one shard, of which
+// that peer lists its ids, and only those this node lacks are fetched
+// (idlists.go, ADR 0057: when this node holds at least half as many ids
+// there as the peer; otherwise, or from a peer that does not serve the
+// lists, the shard is fetched whole). When every shard of a peer was
+// served by it or matches, every event at a position up to the head it
+// advertised when it joined is held here, and its position cursor is set
+// to that head: position-paged sync, gossip and heads pulls carry on from
+// there as before. A peer dropped from the catch-up keeps its cursor, and
+// is synced by position at the next sync.interval.
 //
 // Peers join the catch-up running (Client.Trigger, Client.SyncAll) while
 // it runs; one that joins once the shards are all fetched checks them all
@@ -111,9 +114,11 @@ type spreadPeer struct {
 	head, start core.Cursor
 	pacer       *limits.Pacer
 	share       Share
-	ctx         context.Context
-	cancel      context.CancelFunc
-	unlock      func()
+	// lists: the peer serves the lists of a range's ids (ADR 0057).
+	lists  bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	unlock func()
 	// Guarded by the run's mu: the counts of Progress, the error that
 	// dropped the peer, and whether its shards were all checked.
 	st      Progress
@@ -205,7 +210,8 @@ func (r *spreadRun) has(p peer.ID) bool {
 // lock, which the caller holds. REQUIRES: r.c.spread is held.
 func (r *spreadRun) add(p peer.ID, unlock func()) {
 	c := r.c
-	sp := &spreadPeer{id: p, unlock: unlock, pacer: c.o.Pacer(p), start: c.o.Cursor(p)}
+	sp := &spreadPeer{id: p, unlock: unlock, pacer: c.o.Pacer(p), start: c.o.Cursor(p),
+		lists: c.serves(p, proto.FeatureSyncIDLists)}
 	sp.head, _ = c.o.Head(p)
 	sp.st = Progress{Peer: p, Cursor: sp.start, PeerHead: sp.head}
 	if c.o.Share != nil {
@@ -327,35 +333,46 @@ func (r *spreadRun) fetchShard(sp *spreadPeer, i int) error {
 	r.mu.Lock()
 	rng, from := r.mu.shards[i], r.mu.from[i]
 	r.mu.Unlock()
-	if from == rng.From {
-		same, err := r.same(sp, rng)
-		if err != nil || same {
-			return err
-		}
-	}
-	return r.fetch(sp, proto.IDRange{From: from, To: rng.To}, func(next string) {
+	moved := func(next string) {
 		r.mu.Lock()
 		r.mu.from[i] = next
 		r.mu.Unlock()
-	})
+	}
+	if from == rng.From {
+		same, list, err := r.same(sp, rng)
+		switch {
+		case err != nil || same:
+			return err
+		case list:
+			return r.fetchMissing(sp, rng, moved)
+		}
+	}
+	return r.fetch(sp, proto.IDRange{From: from, To: rng.To}, moved)
 }
 
 // same reports whether sp's ids in rng are this node's (their fingerprints
-// match); false without asking when this node holds none in it.
-func (r *spreadRun) same(sp *spreadPeer, rng proto.IDRange) (bool, error) {
+// match), or sp holds none in it (nothing to fetch); false without asking
+// when this node holds none in it. When they differ, list reports whether
+// the range is to be reconciled by sp's list of its ids (ADR 0057: sp
+// serves them, and this node holds at least half as many ids in it,
+// listPays) rather than fetched whole.
+func (r *spreadRun) same(sp *spreadPeer, rng proto.IDRange) (same, list bool, err error) {
 	n, sum, more, err := r.c.o.Log.Fingerprint(rng.From, rng.To, proto.MaxFingerprintIDs)
 	if err != nil || n == 0 || more {
-		return false, err
+		return false, false, err
 	}
 	resp, err := r.ask(sp, &proto.SyncRequest{Limit: core.MaxPageEvents, IDs: &rng, Fingerprint: true})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	s := resp.Sync
-	if s == nil {
-		return false, fmt.Errorf("%w: answered %q to a fingerprint", ErrBadPage, resp.Type)
+	switch {
+	case s == nil:
+		return false, false, fmt.Errorf("%w: answered %q to a fingerprint", ErrBadPage, resp.Type)
+	case !s.More && (s.Count == 0 || s.Count == int64(n) && s.Fingerprint == hex.EncodeToString(sum[:])):
+		return true, false, nil
 	}
-	return !s.More && s.Count == int64(n) && s.Fingerprint == hex.EncodeToString(sum[:]), nil
+	return false, sp.lists && listPays(int(s.Count), n), nil
 }
 
 // fetch pages through rng at sp in id order and delivers the pages to the
@@ -462,16 +479,20 @@ func (r *spreadRun) check(sp *spreadPeer) error {
 }
 
 // reconcile makes this node hold every id sp holds in the shards of
-// group: nothing to do when their fingerprints match; otherwise each
-// half is reconciled, and a single shard is fetched from sp.
+// group: nothing to do when their fingerprints match (or sp holds none);
+// otherwise each half is reconciled, and of a single shard sp's ids are
+// listed and those this node lacks fetched (ADR 0057), or, when the list
+// does not pay or sp does not serve it, the shard is fetched whole.
 func (r *spreadRun) reconcile(sp *spreadPeer, group []proto.IDRange) error {
 	rng := proto.IDRange{From: group[0].From, To: group[len(group)-1].To}
-	same, err := r.same(sp, rng)
+	same, list, err := r.same(sp, rng)
 	switch {
 	case err != nil:
 		return err
 	case same:
 		return nil
+	case len(group) == 1 && list:
+		return r.fetchMissing(sp, rng, nil)
 	case len(group) == 1:
 		return r.fetch(sp, rng, nil)
 	}

@@ -55,10 +55,11 @@ type spreadPeerLog struct {
 	log      *eventlog.Log
 	lie      func(ctx context.Context, r *proto.SyncRequest) (*proto.Response, bool, error)
 	requests atomic.Int64
-	// idPages counts the requests for a page of an id range; head, if
-	// set, is the head the peer advertises instead of its log's.
-	idPages atomic.Int64
-	head    core.Cursor
+	// idPages counts the requests for a page of an id range, idLists
+	// those for a list of ids; head, if set, is the head the peer
+	// advertises instead of its log's.
+	idPages, idLists atomic.Int64
+	head             core.Cursor
 }
 
 // serve answers r from the peer's log.
@@ -72,6 +73,11 @@ func (sp *spreadPeerLog) serve(ctx context.Context, r *proto.SyncRequest) (*prot
 	page := &proto.SyncResponse{Next: sp.log.Head()}
 	var err error
 	switch {
+	case r.IDs != nil && r.IDList:
+		sp.idLists.Add(1)
+		var ids []string
+		ids, page.More, err = sp.log.IDs(r.IDs.From, r.IDs.To, proto.MaxListIDs)
+		page.IDs = ids
 	case r.IDs != nil && r.Fingerprint:
 		count, sum, more, ferr := sp.log.Fingerprint(r.IDs.From, r.IDs.To, proto.MaxFingerprintIDs)
 		page.Count, page.Fingerprint, page.More, err = int64(count), hex.EncodeToString(sum[:]), more, ferr
@@ -154,7 +160,7 @@ func newCluster(t *testing.T, k, n int) *cluster {
 			cl.stored[p] += len(added)
 			cl.invalid[p] += Invalid(rejected)
 		},
-		SyncIDs: func(peer.ID) bool { return true },
+		Serves: func(peer.ID, string) bool { return true },
 	})
 	t.Cleanup(cl.wg.Wait)
 	return cl

@@ -1,7 +1,9 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -101,6 +103,46 @@ func (l *Log) PageIDsInto(buf *[]byte, from, to string, limit, maxBytes int) (ev
 		start = end
 	}
 	return events, more, nil
+}
+
+// IDs returns the stored ids from from (inclusive) to to (exclusive; ""
+// for the end of the id space), in ascending order, 64 lowercase hex
+// digits each: at most max of them, more reporting that the range holds
+// more (ADR 0057: the list a peer compares with its own, to fetch only the
+// ids it lacks). It reads the keys of the index by id alone. from and to
+// are 64 lowercase hex digits (ErrMalformed); max is at least 1
+// (ErrBadArgument). A range with to at or below from holds nothing.
+func (l *Log) IDs(from, to string, max int) (ids []string, more bool, err error) {
+	if max < 1 {
+		return nil, false, fmt.Errorf("%w: ids max %d (must be ≥ 1)", ErrBadArgument, max)
+	}
+	lower, upper, err := idRangeBounds(from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil, false, nil
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, false, fmt.Errorf("eventlog: ids: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		id := it.Key()[len(idPrefix):]
+		if len(id) != 32 {
+			return nil, false, fmt.Errorf("eventlog: ids: damaged id key %q", it.Key())
+		}
+		if len(ids) == max {
+			more = true
+			break
+		}
+		ids = append(ids, hex.EncodeToString(id))
+	}
+	if err := it.Error(); err != nil {
+		return nil, false, fmt.Errorf("eventlog: ids: %w", err)
+	}
+	return ids, more, nil
 }
 
 // AddID adds id to sum, both 256-bit big-endian numbers, modulo 2^256

@@ -97,6 +97,35 @@ func TestPageIDs(t *testing.T) {
 	}
 }
 
+// TestIDs: a range's ids in ascending order, bounded by max at and past
+// it, the range's ends kept.
+func TestIDs(t *testing.T) {
+	l, ids := idRangeLog(t, 30)
+	zero := strings.Repeat("0", 64)
+	got, more, err := l.IDs(zero, "", 30)
+	if err != nil || more || !slices.Equal(got, ids) {
+		t.Fatalf("whole log at max: %d ids, more %v, %v", len(got), more, err)
+	}
+	if got, more, _ := l.IDs(zero, "", 29); !more || !slices.Equal(got, ids[:29]) {
+		t.Fatalf("one past max: %d ids, more %v", len(got), more)
+	}
+	if got, more, _ := l.IDs(ids[5], ids[9], 100); more || !slices.Equal(got, ids[5:9]) {
+		t.Fatalf("[ids[5], ids[9]): %v, more %v", got, more)
+	}
+	if got, more, _ := l.IDs(ids[5], ids[9], 4); more || len(got) != 4 {
+		t.Fatalf("a range at its max: %d ids, more %v", len(got), more)
+	}
+	if got, more, err := l.IDs(ids[9], ids[5], 100); len(got) != 0 || more || err != nil {
+		t.Fatalf("an empty range: %v, %v, %v", got, more, err)
+	}
+	if _, _, err := l.IDs(zero, "", 0); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("max 0: %v", err)
+	}
+	if _, _, err := l.IDs(zero, strings.ToUpper(ids[3]), 1); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("bad to: %v", err)
+	}
+}
+
 // TestFingerprint: the count and sum of a range, bounded by max at and
 // past it, and equal for two logs holding the same ids in it whatever
 // their order.

@@ -42,8 +42,8 @@ import (
 )
 
 // Features are the hello features this node advertises: it solves the b3 challenge (ADR 0014
-// addendum), announces and reads heads (docs/adr/0041), serves sync by id range (docs/adr/0052).
-var Features = []string{proto.FeatureChallenge, proto.FeatureHeads, proto.FeatureSyncIDs}
+// addendum), announces and reads heads (docs/adr/0041), serves sync by id range (docs/adr/0052) and id lists (0057).
+var Features = []string{proto.FeatureChallenge, proto.FeatureHeads, proto.FeatureSyncIDs, proto.FeatureSyncIDLists}
 
 // Node is a running wats node. Create it with New, then Start; Close stops
 // it. The exported methods are safe for concurrent use.

@@ -164,3 +164,50 @@ func TestCatchUpDropsALiarAndAStall(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpReceivesEachEventOnce: a new node catches up from two peers
+// over real libp2p hosts, one of which holds 24 events the other lacks
+// (ADR 0057). Once the shards are fetched, this node holds those 24, so
+// that each shard the first served differs at the second, which lists
+// its ids (nothing new: nothing fetched), and each shard the second served
+// that holds some of the 24 differs at the first, which lists its ids (the
+// missing ones fetched alone). The peers serve every event once in all;
+// fetched again whole (ADR 0052 alone), each shard that differs was
+// served twice.
+func TestCatchUpReceivesEachEventOnce(t *testing.T) {
+	const events, extra = 10_000, 24
+	evs := spreadEvents(t, events)
+	// At most two of the extra events in each of the catch-up's 16 shards
+	// (of the first hex digit of their ids, some 625 events each): fewer
+	// runs than a shard's pages, fetched apart.
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	per := map[byte]int{}
+	var more []*eventlog.Event
+	for i := 0; len(more) < extra; i++ {
+		e := signed(t, key, time.Now(), fmt.Sprint("only at the first peer ", i))
+		if per[e.ID[0]] < 2 {
+			per[e.ID[0]]++
+			more = append(more, e)
+		}
+	}
+	srcs := spreadSources(t, 2, evs, 0)
+	if _, err := srcs[0].events.Append(more); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, testConfig(false, time.Hour))
+	n.sync.SpreadLag = 100
+	for _, s := range srcs {
+		connect(t, n, s)
+	}
+	waitHead(t, time.Minute, events+extra, n)
+	waitFor(t, 30*time.Second, "every peer's cursor at its head", func() bool {
+		return n.run.Cursor(srcs[0].ID()) == events+extra && n.run.Cursor(srcs[1].ID()) == events
+	})
+	var served float64
+	for _, s := range srcs {
+		served += s.m.Value("wats_sync_events_served_total")
+	}
+	if served != events+extra {
+		t.Fatalf("the peers served %v events for %d", served, events+extra)
+	}
+}

@@ -43,7 +43,7 @@ func (n *Node) newSyncClient() *catchup.Client {
 		},
 		Spawn:   n.go_,
 		Logger:  n.log,
-		SyncIDs: func(p peer.ID) bool { return n.run.Serves(p, proto.FeatureSyncIDs) },
+		Serves:  n.run.Serves,
 		Context: n.ctx,
 	})
 }

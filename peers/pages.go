@@ -168,7 +168,12 @@ const PageBufBytes = 128 << 10
 // the events of the range in id order (eventlog.Log.PageIDsInto), within
 // the same bounds, or with its fingerprint (eventlog.Log.Fingerprint, at
 // most proto.MaxFingerprintIDs ids counted), next being the log's head.
+// An id list request (proto.FeatureSyncIDLists, ADR 0057) is answered
+// with the range's ids (ListIDs).
 func (p *Page) Read(log *eventlog.Log, r *proto.SyncRequest) (resp *proto.SyncResponse, done func(), err error) {
+	if r.IDs != nil && r.IDList {
+		return p.ListIDs(log, *r.IDs)
+	}
 	if r.IDs != nil && r.Fingerprint {
 		p.Release()
 		count, sum, more, err := log.Fingerprint(r.IDs.From, r.IDs.To, proto.MaxFingerprintIDs)
@@ -202,4 +207,23 @@ func (p *Page) Read(log *eventlog.Log, r *proto.SyncRequest) (resp *proto.SyncRe
 		pool.Put(buf)
 		p.Release()
 	}, nil
+}
+
+// ListIDs answers an id list request for rng (ADR 0057) in the memory p
+// holds: the ids of the range from its start, ascending, read from the
+// index by id alone (eventlog.Log.IDs), at most proto.MaxListIDs and as
+// many as p.Budget holds at proto.ListIDBytes an id (a stranger's budget
+// holds all 4,096; one halved to MinPageBytes, 978), more saying whether
+// the range holds ids past the last one; next is the log's head, read
+// first. done gives the memory back once the response is written; on an
+// error p is released already and done does nothing.
+func (p *Page) ListIDs(log *eventlog.Log, rng proto.IDRange) (resp *proto.SyncResponse, done func(), err error) {
+	head := log.Head()
+	ids, more, err := log.IDs(rng.From, rng.To, max(1, min(proto.MaxListIDs, p.Budget/proto.ListIDBytes)))
+	if err != nil {
+		p.Release()
+		return nil, func() {}, err
+	}
+	p.Keep(len(ids) * proto.ListIDBytes)
+	return &proto.SyncResponse{Next: head, More: more, IDs: ids}, p.Release, nil
 }

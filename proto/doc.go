@@ -48,7 +48,8 @@
 //   - frame.go: WriteFrame and ReadFrame (unsigned-varint length prefix).
 //   - call.go: Call, the client side of a request; WriteMessage.
 //   - syncids.go: sync by id range and a range's fingerprint, the
-//     extension of ADR 0052 (FeatureSyncIDs).
+//     extension of ADR 0052 (FeatureSyncIDs), and a range's list of ids,
+//     ADR 0057's (FeatureSyncIDLists).
 //
 // # Decisions left to other packages
 //

@@ -61,6 +61,12 @@ func goldens() []golden {
 			IDs: &IDRange{From: "c000000000000000000000000000000000000000000000000000000000000000"}, Fingerprint: true}},
 		{name: "sync_response_fingerprint", kind: "response", msg: &SyncResponse{Next: 90000,
 			Count: 5512, Fingerprint: "0f3a5c0000000000000000000000000000000000000000000000000000000042"}},
+		{name: "sync_request_id_list", kind: "request", msg: &SyncRequest{Limit: core.MaxPageEvents,
+			IDs: &IDRange{From: "c000000000000000000000000000000000000000000000000000000000000000",
+				To: "c010000000000000000000000000000000000000000000000000000000000000"}, IDList: true}},
+		{name: "sync_response_id_list", kind: "response", msg: &SyncResponse{Next: 90000, More: true,
+			IDs: []string{"c0003a5c00000000000000000000000000000000000000000000000000000042",
+				"c00f000000000000000000000000000000000000000000000000000000000001"}}},
 		{name: "sync_request_solution", kind: "request", msg: &SyncRequest{After: 0, Limit: core.MaxPageEvents},
 			sol: &Solution{Alg: "b3", Seed: testSeed, Nonce: "18446744073709551615"}},
 		{name: "sync_response", kind: "response", msg: &SyncResponse{

@@ -105,6 +105,10 @@ type HelloLimits struct {
 //	fingerprint  boolean, optional (false), with "ids" only: asks for the
 //	       range's count and fingerprint (SyncResponse) in place of its
 //	       events.
+//	id_list  boolean, optional (false), with "ids" only and not with
+//	       "fingerprint": asks for the ids the responder holds in the
+//	       range (SyncResponse's "ids") in place of its events (ADR 0057),
+//	       sent only to a peer that advertised FeatureSyncIDLists.
 //
 // In Go, Limit 0 means core.MaxPageEvents; a decoded SyncRequest always has
 // Limit in 1..MaxPageEvents. Either form costs one sync token at the
@@ -116,6 +120,9 @@ type SyncRequest struct {
 	IDs *IDRange `json:"ids,omitzero"`
 	// Fingerprint, with IDs: the range's fingerprint, not its events.
 	Fingerprint bool `json:"fingerprint,omitzero"`
+	// IDList, with IDs and not Fingerprint: the range's ids, not its
+	// events (ADR 0057).
+	IDList bool `json:"id_list,omitzero"`
 }
 
 // SyncResponse is a page of the responder's log (docs/design.md §4, §5).
@@ -146,6 +153,14 @@ type SyncRequest struct {
 //	fingerprint  string, optional (""): the sum of the ids counted, as
 //	        256-bit big-endian numbers, modulo 2^256, in 64 lowercase hex
 //	        digits (IDSum).
+//
+// The answer to an id list request (ADR 0057) has no events and one more
+// member; "more" then says whether the range holds ids past the last one
+// listed:
+//
+//	ids     ≤ MaxListIDs strings of 64 lowercase hex digits, optional
+//	        (none), strictly ascending: the ids the responder holds in the
+//	        range, from its start. Not with events.
 type SyncResponse struct {
 	Events []jsontext.Value `json:"events" wire:"required"`
 	Next   core.Cursor      `json:"next" wire:"required"`
@@ -153,6 +168,8 @@ type SyncResponse struct {
 	// Count and Fingerprint answer a fingerprint request (ADR 0052).
 	Count       int64  `json:"count,omitzero"`
 	Fingerprint string `json:"fingerprint,omitzero"`
+	// IDs answers an id list request (ADR 0057).
+	IDs IDList `json:"ids,omitzero"`
 }
 
 // BlobRef names a blob to replicate.

@@ -94,6 +94,9 @@ const ID protocol.ID = "/wats/1"
 //     and "fingerprint", and its answer "count" and "fingerprint", sent
 //     only to peers whose hello advertises FeatureSyncIDs; older peers
 //     ignore them, so the Version stays (syncids.go).
+//   - 1, extended (2026-12-05, ADR 0057): a sync request by id range may
+//     carry "id_list", and its answer "ids", sent only to peers whose hello
+//     advertises FeatureSyncIDLists (syncids.go).
 const Version = 1
 
 // DHTProtocol returns the protocol ID of the Kademlia DHT of a network

@@ -24,7 +24,8 @@ import (
 //   - unmarshalers: no known member may be null; integers are plain digits
 //     up to core.MaxSafeInt (json v2 would take -1 and -0); events are
 //     objects, copied in their shortest form, at most core.MaxPageEvents and
-//     MaxPageBytes a page; other lists stop at maxListEntries; a request's
+//     MaxPageBytes a page; an id list stops at MaxListIDs (IDList), other
+//     lists at maxListEntries; a request's
 //     "solution" may hold anything.
 //   - settle: members tagged wire:"required" are present.
 //   - decoded: a sync request's limit is 1 or more, and above core.MaxPageEvents
@@ -51,6 +52,7 @@ func (st *decoder) unmarshalers() *json.Unmarshalers {
 		json.UnmarshalFromFunc(unmarshalList[Provider]),
 		json.UnmarshalFromFunc(unmarshalList[FailedBlob]),
 		json.UnmarshalFromFunc(unmarshalList[core.ShortID]),
+		json.UnmarshalFromFunc(unmarshalIDList),
 	)
 }
 
@@ -367,11 +369,17 @@ func (m *SyncRequest) validate() error {
 	if m.Limit < 0 || m.Limit > core.MaxPageEvents {
 		return badRequest("sync: \"limit\": %d is outside 1..%d", m.Limit, core.MaxPageEvents)
 	}
+	if m.IDList && m.Fingerprint {
+		return badRequest("sync: \"id_list\" with \"fingerprint\"")
+	}
 	if m.IDs != nil {
 		return m.IDs.validate()
 	}
 	if m.Fingerprint {
 		return badRequest("sync: \"fingerprint\" without \"ids\"")
+	}
+	if m.IDList {
+		return badRequest("sync: \"id_list\" without \"ids\"")
 	}
 	return nil
 }
@@ -396,7 +404,10 @@ func (m *SyncResponse) validate() error {
 	if m.Fingerprint != "" && !isID(m.Fingerprint) {
 		return badRequest("sync: \"fingerprint\": not %d lowercase hex digits", IDHexLen)
 	}
-	return nil
+	if len(m.IDs) > 0 && len(m.Events) > 0 {
+		return badRequest("sync: \"ids\" with \"events\"")
+	}
+	return m.IDs.validate()
 }
 
 func (m *BlobRef) validate(field string) error {

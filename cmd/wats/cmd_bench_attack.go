@@ -104,8 +104,8 @@ machine under this load; docs/reliability.md records them with the command.`,
 					c.progress("  honest %.1f%% served, p99 %.1f ms, newcomers %.0f%%; not served: %v, newcomers: %v",
 						r.HonestServedPct, r.Honest.P99ms, r.NewcomersServedPct, r.Honest.Failures, r.Honest.NewcomerFailures)
 					if u := r.CatchUp; u != nil {
-						c.progress("  catch-up %.1f s, %d of %d events during the attack, %d late, %d never %s",
-							u.Seconds, u.DuringAttack, u.Events, u.Late, u.Never, u.Error)
+						c.progress("  catch-up %.1f s, %d of %d events during the attack, %d late, %d never, %d received %s",
+							u.Seconds, u.DuringAttack, u.Events, u.Late, u.Never, u.Received, u.Error)
 					}
 				}
 				return r, err
@@ -208,20 +208,20 @@ func attackName(s bench.AttackScenario) string { return s.Name }
 
 // catchUpTable prints the honest catch-ups of the scenarios of sync by ids
 // that ran, if any: time, events delivered during the attack, late and
-// never, and from which peer.
+// never, from which peer, and the events received (held ones included).
 func catchUpTable(c *cli, results []bench.AttackResult) error {
 	if !slices.ContainsFunc(results, func(r bench.AttackResult) bool { return r.CatchUp != nil }) {
 		return nil
 	}
-	tw := c.table("SCENARIO\tCATCH-UP\tEVENTS\tDURING ATTACK\tLATE\tNEVER\tFROM ATTACKED/OTHER\tERROR")
+	tw := c.table("SCENARIO\tCATCH-UP\tEVENTS\tDURING ATTACK\tLATE\tNEVER\tFROM ATTACKED/OTHER\tRECEIVED\tERROR")
 	for _, r := range results {
 		if u := r.CatchUp; u != nil {
 			took := "not done"
 			if u.Seconds > 0 {
 				took = fmt.Sprintf("%.1f s", u.Seconds)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d / %d\t%s\n", r.Scenario.Name, took, u.Events,
-				u.DuringAttack, u.Late, u.Never, u.FromAttacked, u.FromOther, u.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d / %d\t%d\t%s\n", r.Scenario.Name, took, u.Events,
+				u.DuringAttack, u.Late, u.Never, u.FromAttacked, u.FromOther, u.Received, u.Error)
 		}
 	}
 	return tw.Flush()

@@ -81,9 +81,12 @@ type CatchUpResult struct {
 	Late         uint64 `json:"late"`
 	Never        uint64 `json:"never"`
 	// FromAttacked and FromOther are the events its sync from every peer
-	// stored from each (0 when that sync did not end).
+	// stored from each (0 when that sync did not end); Received the events
+	// it received from both, those it held already included (ADR 0057: a
+	// catch-up fetches each event once, Received close to Events).
 	FromAttacked uint64 `json:"from_attacked"`
 	FromOther    uint64 `json:"from_other"`
+	Received     uint64 `json:"received"`
 	// Error is why its sync failed, if it did.
 	Error string `json:"error,omitempty"`
 }
@@ -187,6 +190,7 @@ func HonestCatchUp(ctx context.Context, dir string, index int, peers []string, w
 	case err == nil:
 		res.Seconds = time.Since(t0).Seconds()
 		for _, sh := range final.Shares {
+			res.Received += sh.Received
 			switch sh.Peer {
 			case ids[0]:
 				res.FromAttacked = sh.Stored
