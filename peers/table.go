@@ -81,6 +81,9 @@ type Table[L any] struct {
 	f fetches
 	// pages is the memory of the sync pages being served (pages.go).
 	pages *limits.Pool
+	// unread are the strangers' pages being written, which a stranger
+	// holding none may take back (Table.Page).
+	unread unreadPages
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.

@@ -58,6 +58,8 @@ type scriptWorld struct {
 	quota, maxBlob, pagePool int64
 	// pages are the sync pages being served, by peer (or tier) name.
 	pages map[string][]*Page
+	// said are what the pages taken back told: a stream reset, a tier.
+	said  []string
 	wall  time.Time
 	mono  time.Duration
 	ids   map[string]peer.ID
@@ -495,7 +497,19 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			pg, _ = w.table.Page(st)
+			name := f[1]
+			reset := func() error { w.said = append(w.said, name+" reset"); return nil }
+			retiered := func(p *Peer[struct{}], t limits.Tier) { w.said = append(w.said, w.names[p.ID()]+" "+t.String()) }
+			pg, busy := w.table.Page(st, w.mono, reset, retiered)
+			if pg == nil {
+				out := "busy (pool)"
+				if busy == BusyPeer {
+					out = "busy (peer)"
+				}
+				return strings.Join(append([]string{out}, w.took()...), "; "), nil
+			}
+			w.pages[f[1]] = append(w.pages[f[1]], pg)
+			return strings.Join(append([]string{fmt.Sprintf("budget %d", pg.Budget)}, w.took()...), "; "), nil
 		} else {
 			tier, ok := tierNames[f[1]]
 			if !ok {
@@ -663,6 +677,13 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		return fmt.Sprintf("%d %v", w.table.Slots().Len(), held), nil
 	}
 	return "", fmt.Errorf("unknown command %q", f[0])
+}
+
+// took returns and forgets what the pages taken back told.
+func (w *scriptWorld) took() []string {
+	said := w.said
+	w.said = nil
+	return said
 }
 
 // TestTableScripts steps through the Table's scripts in testdata/.
