@@ -186,7 +186,8 @@ func (u *unreadPages) remove(p *Page) {
 // takeOldest takes back, at the monotonic reading mono, the page granted
 // first of those unread for UnreadPageGrace, or for SecondPageGrace when
 // its peer is served MaxPagesPerPeer pages: it releases its memory and
-// calls its takeBack. It reports whether it took one.
+// calls its takeBack (unless the page was written and released in the
+// meantime). It reports whether it found one.
 func (u *unreadPages) takeOldest(mono time.Duration) bool {
 	u.mu.Lock()
 	var oldest *Page
@@ -203,8 +204,9 @@ func (u *unreadPages) takeOldest(mono time.Duration) bool {
 	}
 	delete(u.pages, oldest)
 	u.mu.Unlock()
-	oldest.Release()
-	oldest.takeBack()
+	if oldest.release() { // not written in the meantime
+		oldest.takeBack()
+	}
 	return true
 }
 
@@ -266,16 +268,23 @@ func (p *Page) Release() {
 	if p.unread != nil {
 		p.unread.remove(p)
 	}
+	p.release()
+}
+
+// release gives back what the page holds; it reports whether it did (false
+// once released).
+func (p *Page) release() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held < 0 {
-		return
+		return false
 	}
 	p.pool.Release(p.tier, p.held)
 	p.held = -1
 	if p.of != nil {
 		p.of.Add(-1)
 	}
+	return true
 }
 
 // PagesHeld returns what the pages served to peers of tier tier hold of

@@ -742,3 +742,52 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
 }
+
+// TestTakeBackRacesRelease: strangers' pages taken back while their
+// handlers write and release them, from many goroutines at once, leave
+// the pool empty and every peer's count of pages at zero once all are
+// released (run with -race): a page is released once, by whichever comes
+// first, and one written in the meantime is not counted as held unread.
+func TestTakeBackRacesRelease(t *testing.T) {
+	w := newScriptWorld(t)
+	if _, err := w.run([]string{"table", "pages=8388608", "slots=64"}); err != nil {
+		t.Fatal(err)
+	}
+	var sts []*Peer[struct{}]
+	for i := range 16 {
+		name := fmt.Sprintf("s%d", i)
+		if _, err := w.run([]string{"connect", name}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := w.peer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts = append(sts, st)
+	}
+	var wg sync.WaitGroup
+	var timeouts atomic.Int64
+	for i, st := range sts {
+		wg.Go(func() {
+			for k := range 200 {
+				mono := time.Duration(i*200+k) * time.Second // every page old enough to take back
+				pg, _ := w.table.Page(st, mono, func() error { timeouts.Add(1); return nil }, func(*Peer[struct{}], limits.Tier) {})
+				if pg == nil {
+					continue
+				}
+				pg.Keep(pg.Budget)
+				pg.Release()
+			}
+		})
+	}
+	wg.Wait()
+	if held, _ := w.table.PagesHeld(limits.TierNew, nil); held != 0 {
+		t.Fatalf("%d bytes held once every page was released", held)
+	}
+	for _, st := range sts {
+		if n := st.pages.Load(); n != 0 {
+			t.Fatalf("a peer still counts %d pages", n)
+		}
+	}
+	t.Logf("%d pages taken back", timeouts.Load())
+}
