@@ -74,7 +74,7 @@ func (n *Node) handleStream(s network.Stream) {
 		resp = n.serveHello(p, req.Hello)
 	case proto.TypeSync:
 		var done func()
-		resp, done = n.syncPage(st, req.Sync)
+		resp, done = n.syncPage(st, req.Sync, s.Reset)
 		defer done()
 	case proto.TypeCrashReport:
 		resp = n.serveCrashReport(n.ctx, p, req.CrashReport)
@@ -113,13 +113,12 @@ func (n *Node) serveHello(p peer.ID, h *proto.Hello) proto.Message {
 
 var errNotStarted = &proto.Error{Code: proto.CodeInternal, Message: "blob exchange not started"}
 
-// syncPage serves st's sync request within its bounds (peers.Table.Page:
-// at most peers.MaxPagesPerPeer pages at once, of at most its tier's
-// budget, from the page pool; past them a refusal to wait out) with one
-// page of the local log (peers.Page.Read); done gives the page's memory
-// back once the response is written.
-func (n *Node) syncPage(st *peerState, r *proto.SyncRequest) (resp proto.Message, done func()) {
-	pg, busy := n.run.Page(st)
+// syncPage serves st's sync request within its bounds (peers.Table.Page,
+// which may reset the stream to take back a stranger's unread page) with
+// one page of the local log (peers.Page.Read); done gives the page's
+// memory back once the response is written.
+func (n *Node) syncPage(st *peerState, r *proto.SyncRequest, reset func() error) (resp proto.Message, done func()) {
+	pg, busy := n.run.Page(st, n.mono(n.now()), reset, n.tierChanged)
 	if pg == nil {
 		n.m.SyncBusy()
 		return busy, func() {}

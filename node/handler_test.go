@@ -54,7 +54,7 @@ func TestPagesPerPeer(t *testing.T) {
 	st := n.run.Connect("p", network.DirOutbound, "", n.now(), n.mono(n.now())).Peer
 	var dones []func()
 	for i := range peers.MaxPagesPerPeer + 1 {
-		resp, done := n.syncPage(st, req)
+		resp, done := n.syncPage(st, req, noReset)
 		dones = append(dones, done)
 		_, page := resp.(*proto.SyncResponse)
 		busy, _ := resp.(*proto.Refused)
@@ -70,7 +70,7 @@ func TestPagesPerPeer(t *testing.T) {
 	if pages != 0 || after != 0 || held == 0 {
 		t.Fatalf("after the pages: %d pages, %d bytes held (%d while served)", pages, after, held)
 	}
-	if resp, done := n.syncPage(st, req); resp.(*proto.SyncResponse) == nil {
+	if resp, done := n.syncPage(st, req, noReset); resp.(*proto.SyncResponse) == nil {
 		t.Fatal("no page once the others were done")
 	} else {
 		done()
@@ -139,3 +139,6 @@ func servePage(t *testing.T, n *testNode, pg *peers.Page, req *proto.SyncRequest
 	}
 	return resp, done
 }
+
+// noReset is the reset of a stream that syncPage is not given.
+func noReset() error { return nil }

@@ -86,8 +86,10 @@ func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved
 		if class != limits.ClassMiss {
 			add(Served)
 		}
-		st.lastActive.Store(int64(mono))
-		st.servedHere.Add(1)
+		if k != core.Sync { // a sync request is active once its page is granted (Table.Page)
+			st.lastActive.Store(int64(mono))
+			st.servedHere.Add(1)
+		}
 		if solved {
 			add(Solved)
 			v.FirstSolution = !st.persisted.Load() && st.pendingValue() == ""

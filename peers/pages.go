@@ -2,6 +2,7 @@ package peers
 
 import (
 	"encoding/hex"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,33 +58,156 @@ var pageBudget = [limits.NumTiers]int{
 type Page struct {
 	pool *limits.Pool
 	tier limits.Tier
+	// mu guards held: a page being written can be taken back by another
+	// goroutine (Table.Page, for a stranger holding none).
+	mu   sync.Mutex
 	held int64
 	// of counts the pages served to the peer; nil for none.
 	of *atomic.Int32
+	// granted is the monotonic reading at which the page was reserved;
+	// unread the set of strangers' pages being written it joins once read
+	// (nil: it joins none); takeBack resets its stream and counts the
+	// page held unread in its peer's history, for Table.Page.
+	granted  time.Duration
+	unread   *unreadPages
+	takeBack func()
 	// Budget is the page's byte budget (at most its tier's, halved while
 	// the pool is short, at least MinPageBytes).
 	Budget int
 }
 
-// Page reserves the memory of a sync page served to st, or returns the
-// refusal to answer with instead: BusyPeer when st is served
-// MaxPagesPerPeer pages already, BusyPool when the pool cannot give even
-// MinPageBytes within the share of st's tier. The budget is its tier's,
-// halved down to MinPageBytes while the pool cannot give it, so that many
-// slow readers (each held up to proto.ResponseTimeout) get smaller pages
-// instead of growing the heap.
-func (t *Table[L]) Page(st *Peer[L]) (*Page, *proto.Refused) {
-	if st.pages.Add(1) > MaxPagesPerPeer {
+// Page reserves the memory of a sync page served to st at the monotonic
+// reading mono, or returns the refusal to answer with instead: BusyPeer
+// when st is served MaxPagesPerPeer pages already, BusyPool when the pool
+// cannot give even MinPageBytes within the share of st's tier. The budget
+// is its tier's, halved down to MinPageBytes while the pool cannot give
+// it, so that many slow readers (each held up to proto.ResponseTimeout)
+// get smaller pages instead of growing the heap.
+//
+// A refusal is not a request served (ADR 0055, addendum): the Served that
+// admission counted for it is taken back and a Refused counted instead
+// (in its history and on this connection), and it does not make st active for the stranger slots; a page served
+// does (its time, and one more request served on this connection). So an
+// id that asks again and again while the pool is held gains no good weight
+// against its unread pages, and is not spared by the slots for it.
+//
+// A stranger (TierNew) that holds no page and never held one unread
+// (Timeouts) and finds the strangers' share full takes back the page of
+// another stranger unread for UnreadPageGrace or more (SecondPageGrace if
+// that one is served two pages), the oldest first:
+// its stream is reset (reset, which the node gives for each page) and the
+// page counted as held unread (a Timeouts in its peer's history), and the
+// room is reserved for st at once. retiered is told of a tier these counts
+// change, for the node to carry out (the connection manager's tag).
+func (t *Table[L]) Page(st *Peer[L], mono time.Duration, reset func() error, retiered func(*Peer[L], limits.Tier)) (*Page, *proto.Refused) {
+	refuse := func(busy *proto.Refused) (*Page, *proto.Refused) {
 		st.pages.Add(-1)
-		return nil, BusyPeer
+		st.unserve()
+		st.refusedHere.Add(1)
+		if tier, changed := st.Add(Refused, 1); changed {
+			retiered(st, tier)
+		}
+		return nil, busy
 	}
-	p := t.PageFor(st.Tier())
+	first := st.pages.Add(1)
+	if first > MaxPagesPerPeer {
+		return refuse(BusyPeer)
+	}
+	tier := st.Tier()
+	p := t.PageFor(tier)
+	if p == nil && tier == limits.TierNew && first == 1 && st.hist[Timeouts].Load() == 0 {
+		for range maxTakenBack {
+			if !t.unread.takeOldest(mono) {
+				break
+			}
+			if p = t.PageFor(tier); p != nil {
+				break
+			}
+		}
+	}
 	if p == nil {
-		st.pages.Add(-1)
-		return nil, BusyPool
+		return refuse(BusyPool)
 	}
-	p.of = &st.pages
+	p.of, p.granted = &st.pages, mono
+	if tier.Stranger() {
+		p.unread = &t.unread
+		p.takeBack = func() {
+			_ = reset()
+			if tier, changed := st.Add(Timeouts, 1); changed {
+				retiered(st, tier)
+			}
+		}
+	}
+	st.lastActive.Store(int64(mono))
+	st.servedHere.Add(1)
 	return p, nil
+}
+
+// UnreadPageGrace is how long a stranger's page may be written before
+// another stranger holding none may take it back when their share of the
+// pool is full (Table.Page): 5 s, a page of StrangerPageBytes read at
+// 100 KiB/s. SecondPageGrace is the same for a page of a stranger served
+// MaxPagesPerPeer pages at once, which holds more than its one page when
+// others hold none: half a second. An honest requester reads its page as
+// soon as it comes; an id that reads none holds it up to
+// proto.ResponseTimeout otherwise.
+const (
+	UnreadPageGrace = 5 * time.Second
+	SecondPageGrace = 500 * time.Millisecond
+)
+
+// maxTakenBack bounds the pages one request takes back: a page read holds
+// twice its bytes, which can be less than the MinPageBytes asked for.
+const maxTakenBack = 4
+
+// unreadPages are the strangers' pages being written (read, not yet
+// released), which Table.Page may take back.
+type unreadPages struct {
+	mu    sync.Mutex
+	pages map[*Page]struct{}
+}
+
+// add and remove put p in the set and take it out.
+func (u *unreadPages) add(p *Page) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.pages == nil {
+		u.pages = make(map[*Page]struct{})
+	}
+	u.pages[p] = struct{}{}
+}
+
+func (u *unreadPages) remove(p *Page) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.pages, p)
+}
+
+// takeOldest takes back, at the monotonic reading mono, the page granted
+// first of those unread for UnreadPageGrace, or for SecondPageGrace when
+// its peer is served MaxPagesPerPeer pages: it releases its memory and
+// calls its takeBack (unless the page was written and released in the
+// meantime). It reports whether it found one.
+func (u *unreadPages) takeOldest(mono time.Duration) bool {
+	u.mu.Lock()
+	var oldest *Page
+	for p := range u.pages {
+		due := p.granted <= mono-UnreadPageGrace ||
+			p.granted <= mono-SecondPageGrace && p.of != nil && p.of.Load() >= MaxPagesPerPeer
+		if due && (oldest == nil || p.granted < oldest.granted) {
+			oldest = p
+		}
+	}
+	if oldest == nil {
+		u.mu.Unlock()
+		return false
+	}
+	delete(u.pages, oldest)
+	u.mu.Unlock()
+	if oldest.release() { // not written in the meantime
+		oldest.takeBack()
+	}
+	return true
 }
 
 // The answers to a sync request that Page cannot serve: refusals, which a
@@ -122,24 +246,45 @@ func (t *Table[L]) PageFor(tier limits.Tier) *Page {
 }
 
 // Keep shrinks the reservation, once the page is read, to twice its bytes
-// (at most what was reserved: a page holds at most Budget bytes).
+// (at most what was reserved: a page holds at most Budget bytes). A
+// stranger's page is then being written, and may be taken back (Table.Page).
 func (p *Page) Keep(bytes int) {
-	keep := min(int64(2*bytes), p.held)
-	p.pool.Release(p.tier, p.held-keep)
-	p.held = keep
+	p.mu.Lock()
+	live := p.held >= 0
+	if live {
+		keep := min(int64(2*bytes), p.held)
+		p.pool.Release(p.tier, p.held-keep)
+		p.held = keep
+	}
+	p.mu.Unlock()
+	if live && p.unread != nil {
+		p.unread.add(p)
+	}
 }
 
-// Release gives back what the page holds, once it is written; calls after
-// the first do nothing.
+// Release gives back what the page holds, once it is written (or taken
+// back); calls after the first do nothing.
 func (p *Page) Release() {
+	if p.unread != nil {
+		p.unread.remove(p)
+	}
+	p.release()
+}
+
+// release gives back what the page holds; it reports whether it did (false
+// once released).
+func (p *Page) release() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.held < 0 {
-		return
+		return false
 	}
 	p.pool.Release(p.tier, p.held)
 	p.held = -1
 	if p.of != nil {
 		p.of.Add(-1)
 	}
+	return true
 }
 
 // PagesHeld returns what the pages served to peers of tier tier hold of

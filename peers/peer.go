@@ -176,6 +176,18 @@ func newPeer[L any](p peer.ID, dir network.Direction, remote string, mono time.D
 	return st
 }
 
+// unserve takes back the Served that admission counted for a request the
+// node then refused (Table.Page: no page to give), never below zero (a
+// sync request of the miss class was not counted).
+func (st *Peer[L]) unserve() {
+	for {
+		n := st.hist[Served].Load()
+		if n == 0 || st.hist[Served].CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+}
+
 // BlocksMoved records blocks of a blob sent to p or received from it at
 // mono (a bitswap message, an answer of the block transfer): p is active
 // as by a request served, counted in its requests served on this stay, so

@@ -84,6 +84,9 @@ type Table[L any] struct {
 	pages *limits.Pool
 	// ch are the peers this node chose to dial (chosen.go).
 	ch choices
+	// unread are the strangers' pages being written, which a stranger
+	// holding none may take back (Table.Page).
+	unread unreadPages
 
 	// live maps a peer.ID to its *Peer[L] while it is connected, read
 	// without a lock on the request path.

@@ -4,14 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/libp2p/go-libp2p/core/crypto"
 
+	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/peers"
+	"github.com/wats-network/wats/proto"
 )
 
 // TestSyncIDsAttacksSmoke runs each attack on sync by ids briefly against
@@ -63,4 +67,89 @@ func TestSyncIDsAttacksSmoke(t *testing.T) {
 	if res := <-honest; res.Requests == 0 || res.ServedPct() < 90 || res.Newcomers == 0 || res.NewcomersPct() < 90 {
 		t.Fatalf("honest load: %+v", res)
 	}
+}
+
+// TestIDsPagesLeaveNewcomersARoom: ids that hold their pages by id range
+// unread, filling the strangers' share of the page pool, do not keep a
+// newcomer from its page (ADR 0055, addendum): a node whose pool is 4 MiB
+// (p2p.max_memory_mib 64), the strangers' quarter one page of 1 MiB
+// reserved, the events 16 KiB each, so that a page (512 KiB) is past the
+// stream's window and its write waits on a reader that never reads: the
+// ids hold the share with such pages. Past peers.UnreadPageGrace, a
+// newcomer that holds no page takes back the oldest and is served (of
+// five newcomers, a second apart, one at least: the room a newcomer
+// frees goes back to the ids, whose new page must age in turn); before
+// the rule every one was refused "too busy" for the pages' whole write
+// deadline (30 s).
+func TestIDsPagesLeaveNewcomersARoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an attack for seconds")
+	}
+	n := startNodeWith(t, func(c *config.Config) { c.P2P.MaxMemoryMiB = config.MinMemoryMiB })
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("p", eventlog.MaxBodyBytes-64)
+	var evs []*eventlog.Event
+	for i := range 200 {
+		e, err := eventlog.New(key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	if _, err := n.Events().Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := attack.ParseTarget(n.FullAddrs()[0], "attack-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const newcomers = 5 // one a second
+	ctx, cancel := context.WithTimeout(context.Background(), peers.UnreadPageGrace+(newcomers+10)*time.Second)
+	defer cancel()
+	done := make(chan attack.Stats, 1)
+	go func() {
+		st, _ := attack.Attack(ctx, attack.IDsPages, tg, attack.Options{IDs: 2})
+		done <- st
+	}()
+	attack.Pause(ctx, peers.UnreadPageGrace+time.Second)
+	served := 0
+	for range newcomers {
+		if newcomerSynced(t, ctx, tg) {
+			served++
+		}
+		attack.Pause(ctx, time.Second)
+	}
+	cancel()
+	if st := <-done; st.Streams == 0 || served == 0 {
+		t.Fatalf("%d of %d newcomers served a page while the ids held %d pages unread", served, newcomers, st.Streams)
+	}
+}
+
+// newcomerSynced reports whether a fresh id's hello and one sync page
+// from the start of the log were answered (not refused).
+func newcomerSynced(t *testing.T, ctx context.Context, tg attack.Target) bool {
+	t.Helper()
+	id, err := attack.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := id.Dial(ctx, tg, nil)
+	if err != nil {
+		t.Logf("dial: %v", err)
+		return false
+	}
+	defer c.Close()
+	if resp, err := c.Request(ctx, c.Hello(false), nil); err != nil || resp.Hello == nil {
+		t.Logf("hello: %+v, %v", resp, err)
+		return false
+	}
+	resp, err := c.Request(ctx, &proto.SyncRequest{After: 0, Limit: 64}, nil)
+	if err != nil || resp.Sync == nil || len(resp.Sync.Events) == 0 {
+		t.Logf("sync: %+v, %v", resp, err)
+		return false
+	}
+	return true
 }
