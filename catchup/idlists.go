@@ -164,12 +164,8 @@ func checkIDList(ids []string, more bool, r proto.IDRange, from string) (last st
 // Each answer counts as a page toward Client.RunPages.
 func (r *spreadRun) fetchMissing(sp *spreadPeer, rng proto.IDRange, moved func(next string)) error {
 	for from := rng.From; ; {
-		r.mu.Lock()
-		sp.pages++
-		pages := sp.pages
-		r.mu.Unlock()
-		if pages > r.c.RunPages {
-			return fmt.Errorf("%w: %d pages from %s", ErrRunBound, r.c.RunPages, sp.id)
+		if err := r.countPage(sp); err != nil {
+			return err
 		}
 		resp, err := r.ask(sp, &proto.SyncRequest{Limit: core.MaxPageEvents, IDs: &proto.IDRange{From: from, To: rng.To}, IDList: true})
 		if err != nil {

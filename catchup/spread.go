@@ -375,17 +375,26 @@ func (r *spreadRun) same(sp *spreadPeer, rng proto.IDRange) (same, list bool, er
 	return false, sp.lists && listPays(int(s.Count), n), nil
 }
 
+// countPage counts a request about to be sent to sp toward its bound,
+// Client.RunPages a catch-up (ADR 0052 §4): past it, ErrRunBound.
+func (r *spreadRun) countPage(sp *spreadPeer) error {
+	r.mu.Lock()
+	sp.pages++
+	pages := sp.pages
+	r.mu.Unlock()
+	if pages > r.c.RunPages {
+		return fmt.Errorf("%w: %d pages from %s", ErrRunBound, r.c.RunPages, sp.id)
+	}
+	return nil
+}
+
 // fetch pages through rng at sp in id order and delivers the pages to the
 // verify stage; moved, if set, is told where the next page starts after
 // each page delivered.
 func (r *spreadRun) fetch(sp *spreadPeer, rng proto.IDRange, moved func(next string)) error {
 	for from := rng.From; ; {
-		r.mu.Lock()
-		sp.pages++
-		pages := sp.pages
-		r.mu.Unlock()
-		if pages > r.c.RunPages {
-			return fmt.Errorf("%w: %d pages from %s", ErrRunBound, r.c.RunPages, sp.id)
+		if err := r.countPage(sp); err != nil {
+			return err
 		}
 		resp, err := r.ask(sp, &proto.SyncRequest{Limit: core.MaxPageEvents, IDs: &proto.IDRange{From: from, To: rng.To}})
 		if err != nil {

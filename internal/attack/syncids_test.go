@@ -14,9 +14,36 @@ import (
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/internal/attack"
+	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/peers"
 	"github.com/wats-network/wats/proto"
 )
+
+// holdingEvents appends count events of one fresh author to n's log, the
+// body of the i-th body(i), and returns n as a target.
+func holdingEvents(t *testing.T, n *node.Node, count int, body func(i int) string) attack.Target {
+	t.Helper()
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*eventlog.Event
+	for i := range count {
+		e, err := eventlog.New(key, time.Now(), "note", jsontext.Value(body(i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	if _, err := n.Events().Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := attack.ParseTarget(n.FullAddrs()[0], "attack-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
 
 // TestSyncIDsAttacksSmoke runs each attack on sync by ids briefly against
 // a node holding 600 events, with the honest load, so that the shapes
@@ -30,25 +57,7 @@ func TestSyncIDsAttacksSmoke(t *testing.T) {
 		t.Skip("runs attacks for a few seconds")
 	}
 	n := startNodeWith(t, nil)
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []*eventlog.Event
-	for i := range 600 {
-		e, err := eventlog.New(key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"i":%d,"text":"an event to page"}`, i)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-	if _, err := n.Events().Append(evs); err != nil {
-		t.Fatal(err)
-	}
-	tg, err := attack.ParseTarget(n.FullAddrs()[0], "attack-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := holdingEvents(t, n, 600, func(i int) string { return fmt.Sprintf(`{"i":%d,"text":"an event to page"}`, i) })
 	h := attack.Honest{Peers: 2, SyncEvery: 100 * time.Millisecond, HelloEvery: time.Second,
 		NewcomerEvery: 300 * time.Millisecond, Warmup: 500 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,26 +95,8 @@ func TestIDsPagesLeaveNewcomersARoom(t *testing.T) {
 		t.Skip("runs an attack for seconds")
 	}
 	n := startNodeWith(t, func(c *config.Config) { c.P2P.MaxMemoryMiB = config.MinMemoryMiB })
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pad := strings.Repeat("p", eventlog.MaxBodyBytes-64)
-	var evs []*eventlog.Event
-	for i := range 200 {
-		e, err := eventlog.New(key, time.Now(), "note", jsontext.Value(fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-	if _, err := n.Events().Append(evs); err != nil {
-		t.Fatal(err)
-	}
-	tg, err := attack.ParseTarget(n.FullAddrs()[0], "attack-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := holdingEvents(t, n, 200, func(i int) string { return fmt.Sprintf(`{"i":%d,"p":%q}`, i, pad) })
 	const newcomers = 5 // one a second
 	ctx, cancel := context.WithTimeout(context.Background(), peers.UnreadPageGrace+(newcomers+10)*time.Second)
 	defer cancel()
