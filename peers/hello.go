@@ -100,8 +100,9 @@ func (t *Table[L]) Cursor(p peer.ID) core.Cursor {
 // its state, from which the record it earns takes it. A disconnected peer
 // without a record has nothing to keep it in.
 func (t *Table[L]) SaveCursor(p peer.ID, cursor core.Cursor, durable bool) error {
-	if st := t.Get(p); st != nil && !st.persisted.Load() {
-		st.setRunCursor(cursor)
+	// Set in the state even when the peer has a record: a record being
+	// written (Table.Value) reads the state's cursor as it is written.
+	if st := t.Get(p); st != nil && st.setRunCursor(cursor) {
 		return nil
 	}
 	if !t.cache.Has(p) {

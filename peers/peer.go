@@ -110,7 +110,8 @@ type Peer[L any] struct {
 		// connection, as the peer's bucket for us does.
 		pacer *limits.Pacer
 		// cursor is the sync cursor into its log while it has no record
-		// (with one, the record keeps it).
+		// (with one, the record keeps it, and this is the last one saved,
+		// which a record being written reads: SaveCursor).
 		cursor core.Cursor
 		// pending is the value it showed (a peercache Value constant)
 		// while the budget of new records put its record off; "" for
@@ -463,7 +464,6 @@ func (st *Peer[L]) putOff(value string) {
 type recordTaken struct {
 	value  string // what it showed first
 	hello  *proto.Hello
-	cursor core.Cursor
 	remote string
 	total  core.Counts
 }
@@ -491,7 +491,7 @@ func (st *Peer[L]) takeRecord(value string, made time.Time, allow func() bool) (
 		value = st.mu.pending
 	}
 	st.mu.pending = ""
-	rec = recordTaken{value: value, hello: st.mu.hello, cursor: st.mu.cursor, remote: st.mu.remote, total: st.hist.load()}
+	rec = recordTaken{value: value, hello: st.mu.hello, remote: st.mu.remote, total: st.hist.load()}
 	st.mu.folded = rec.total
 	st.recordMade.Store(made.UnixNano()) // before persisted: Fold reads it then
 	st.persisted.Store(true)
@@ -499,17 +499,22 @@ func (st *Peer[L]) takeRecord(value string, made time.Time, allow func() bool) (
 }
 
 // runCursor and setRunCursor are the sync cursor into the peer's log while
-// it has no record (with one, the record keeps it).
+// it has no record (with one, the record keeps it). setRunCursor reports
+// whether the peer had no record when it was set: read under the lock
+// takeRecord marks it persisted under, so that a cursor set as the record
+// is taken is either in the state the record is written from or known to
+// need writing to the record.
 func (st *Peer[L]) runCursor() core.Cursor {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.mu.cursor
 }
 
-func (st *Peer[L]) setRunCursor(c core.Cursor) {
+func (st *Peer[L]) setRunCursor(c core.Cursor) (kept bool) {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.mu.cursor = c
-	st.mu.Unlock()
+	return !st.persisted.Load()
 }
 
 // leaving returns what its record or the recent peers keep of a peer that

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -801,4 +802,87 @@ func TestTakeBackRacesRelease(t *testing.T) {
 		}
 	}
 	t.Logf("%d pages taken back", timeouts.Load())
+}
+
+// gatedFS is an in-memory FS whose files' syncs wait while gate is set
+// (the peer cache's durable writes held, as on a slow disk).
+type gatedFS struct {
+	vfs.FS
+	gate atomic.Pointer[chan struct{}]
+	// waiting is told once a sync waits at the gate.
+	waiting chan struct{}
+	once    sync.Once
+}
+
+func (fs *gatedFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return gatedFile{f, fs}, err
+}
+
+func (fs *gatedFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	return gatedFile{f, fs}, err
+}
+
+type gatedFile struct {
+	vfs.File
+	fs *gatedFS
+}
+
+func (f gatedFile) wait() {
+	if g := f.fs.gate.Load(); g != nil {
+		f.fs.once.Do(func() { close(f.fs.waiting) })
+		<-*g
+	}
+}
+func (f gatedFile) Sync() error     { f.wait(); return f.File.Sync() }
+func (f gatedFile) SyncData() error { f.wait(); return f.File.SyncData() }
+func (f gatedFile) SyncTo(n int64) (bool, error) {
+	f.wait()
+	return f.File.SyncTo(n)
+}
+
+// TestCursorSavedWhileTheRecordIsWritten: a sync cursor saved after a
+// peer's record was taken (it showed value) and before the record is
+// written (the peer cache's writes held by a slow sync of another's) is
+// the cursor the record keeps: before, it was kept nowhere, and the peer
+// was synced again from the cursor of before.
+func TestCursorSavedWhileTheRecordIsWritten(t *testing.T) {
+	w := newScriptWorld(t)
+	if _, err := w.run([]string{"table"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := &gatedFS{FS: vfs.NewMem(), waiting: make(chan struct{})}
+	db, err := pebble.Open("", &pebble.Options{FS: fs, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.closeDB()
+	w.db = db
+	if err := w.open(); err != nil {
+		t.Fatal(err)
+	}
+	p, other := scriptID(t, "saver"), scriptID(t, "other")
+	st := w.table.Connect(p, network.DirOutbound, "", epoch, 0).Peer
+	if err := w.table.SaveCursor(p, 10, false); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	fs.gate.Store(&gate)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.cache.Update(other, true, func(*peercache.Record) {}) })
+	<-fs.waiting // other's write holds the cache's writes
+	wg.Go(func() { w.table.ShowedValue(st, peercache.ValueEvents, epoch, 0) })
+	for !st.Persisted() { // taken, its write waiting
+		runtime.Gosched()
+	}
+	if err := w.table.SaveCursor(p, 500, false); err != nil {
+		t.Fatal(err)
+	}
+	fs.gate.Store(nil)
+	close(gate)
+	wg.Wait()
+	if got := w.table.Cursor(p); got != 500 {
+		t.Fatalf("cursor %d after saving 500 as the record was written", got)
+	}
 }

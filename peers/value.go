@@ -126,7 +126,10 @@ func (t *Table[L]) ShowedValue(st *Peer[L], value string, now time.Time, mono ti
 			r.Agent, r.Features = h.Agent, cacheableFeatures(h.Features)
 			r.MergeAddrs(cacheableAddrs(h.Listen))
 		}
-		r.Cursor = max(r.Cursor, rec.cursor)
+		// The state's cursor as the record is written, not as it was
+		// taken: a SaveCursor meanwhile set it there, and found no
+		// record yet to write it to (SaveCursor).
+		r.Cursor = max(r.Cursor, st.runCursor())
 		r.Value = rec.value
 		r.Counts = rec.total
 		if rec.total.Events > 0 || rec.total.Bytes > 0 {
