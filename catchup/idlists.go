@@ -143,13 +143,11 @@ func checkIDList(ids []string, more bool, r proto.IDRange, from string) (last st
 		return "", fmt.Errorf("%w: an empty id list with more", ErrBadPage)
 	}
 	for i, id := range ids {
-		switch {
-		case len(id) != proto.IDHexLen:
+		if len(id) != proto.IDHexLen {
 			return "", fmt.Errorf("%w: listed id %d is not %d digits", ErrBadPage, i, proto.IDHexLen)
-		case id < from || (r.To != "" && id >= r.To):
-			return "", fmt.Errorf("%w: listed id %d, %.16s…, is outside the range asked for", ErrBadPage, i, id)
-		case id <= last:
-			return "", fmt.Errorf("%w: listed id %d, %.16s…, is not above the one before", ErrBadPage, i, id)
+		}
+		if err := checkNextID("listed id %d", i, id, r, from, last); err != nil {
+			return "", err
 		}
 		last = id
 	}

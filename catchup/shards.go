@@ -111,15 +111,27 @@ func checkIDPage(events []jsontext.Value, r proto.IDRange, from string) (last st
 	last = ""
 	for i, raw := range events {
 		id, ok := claimedID(raw)
-		switch {
-		case !ok || len(id) != proto.IDHexLen:
+		if !ok || len(id) != proto.IDHexLen {
 			return "", fmt.Errorf("%w: event %d has no id", ErrBadPage, i)
-		case id < from || (r.To != "" && id >= r.To):
-			return "", fmt.Errorf("%w: event %d's id %.16s… is outside the range asked for", ErrBadPage, i, id)
-		case id <= last:
-			return "", fmt.Errorf("%w: event %d's id %.16s… is not above the one before", ErrBadPage, i, id)
+		}
+		if err := checkNextID("event %d's id", i, id, r, from, last); err != nil {
+			return "", err
 		}
 		last = id
 	}
 	return last, nil
+}
+
+// checkNextID checks the i-th id of an answer by id range (what, a format
+// of i such as "event %d's id", read only for an error), for the ids of r
+// from from: in [from, r.To) and above last, the one before ("" for
+// none); an error wrapping ErrBadPage otherwise (ADR 0052 §4).
+func checkNextID(what string, i int, id string, r proto.IDRange, from, last string) error {
+	switch {
+	case id < from || (r.To != "" && id >= r.To):
+		return fmt.Errorf("%w: "+what+", %.16s…, is outside the range asked for", ErrBadPage, i, id)
+	case id <= last:
+		return fmt.Errorf("%w: "+what+", %.16s…, is not above the one before", ErrBadPage, i, id)
+	}
+	return nil
 }
