@@ -202,10 +202,19 @@ func TestCatchUpReceivesEachEventOnce(t *testing.T) {
 	}
 	n := startNode(t, testConfig(false, time.Hour))
 	n.sync.SpreadLag = 100
-	for _, s := range srcs {
-		connect(t, n, s)
-	}
+	// The peer that lacks the 24 is greeted first, while this node holds
+	// nothing: a peer greeted later syncs from this node what its hello
+	// names (recordHello), and this node's first events are that peer's
+	// own. Greeted second, it could sync from this node some of the 24
+	// and its head move past the one this test waits for.
+	connect(t, n, srcs[1])
+	connect(t, n, srcs[0])
 	waitHead(t, time.Minute, events+extra, n)
+	for i, want := range []core.Cursor{events + extra, events} {
+		if got := srcs[i].events.Head(); got != want {
+			t.Fatalf("peer %d holds %d events, not its own %d: it synced from this node", i, got, want)
+		}
+	}
 	waitFor(t, 30*time.Second, "every peer's cursor at its head", func() bool {
 		return n.run.Cursor(srcs[0].ID()) == events+extra && n.run.Cursor(srcs[1].ID()) == events
 	})
