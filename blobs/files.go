@@ -297,13 +297,12 @@ func (d *dataFile) put(c cid.Cid, data []byte) error {
 }
 
 // settleBehind and startBehind are the two halves of a step of the
-// file's drop-behind (dropBehind), taken around a sync of pebble's WAL.
-func (d *dataFile) settleBehind() {
+// file's drop-behind (dropBehind), taken around a sync of pebble's WAL;
+// settleBehind reports whether the step goes on (dropBehind.settle).
+func (d *dataFile) settleBehind() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.f != nil {
-		d.behind.settle()
-	}
+	return d.f == nil || d.behind.settle()
 }
 
 func (d *dataFile) startBehind() {

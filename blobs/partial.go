@@ -61,8 +61,10 @@ var ErrFetching = errors.New("blobs: the blob is being fetched")
 
 // partialSyncBytes is how many bytes of leaves a fetch stores between two
 // syncs of pebble's WAL (ADR 0054): what a kill of the process can lose
-// of a partial blob's location records, at most; a sync every 16 MiB
-// costs a fetch next to nothing.
+// of a partial blob's location records, at most, or up to maxHeldSteps
+// more of them while the drop-behind holds its steps for a busy disk
+// (ADR 0053, addendum); a sync every 16 MiB costs a fetch next to
+// nothing.
 const partialSyncBytes = 16 << 20
 
 // maxBootID bounds the boot id in a partial record, in bytes (Linux's is

@@ -186,8 +186,11 @@ func (s *Store) putBlock(ctx context.Context, root cid.Cid, b blocks.Block) erro
 		// resumes (ADR 0054). The sync is a step of the file's
 		// drop-behind too (ADR 0053, addendum): settled before it, so
 		// that it finds none of the file's blocks in flight, started
-		// after.
-		p.file.settleBehind()
+		// after; a step held, for a range not on the disk yet, leaves
+		// the sync to a later one (partialSyncBytes).
+		if !p.file.settleBehind() {
+			return nil
+		}
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
 			return fmt.Errorf("blobs: partial %s: %w", root, err)
 		}
