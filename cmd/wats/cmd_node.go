@@ -257,34 +257,19 @@ func (c *cli) peersCmd() *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the connected peers",
-		Long: `List the connected peers. HELLO: whether hello completed; HEAD: the peer's
-log head as it said in its hello; CURSOR: how far this node has synced the
-peer's log (it can pass HEAD when the peer grew since its hello); SCORE: its
-gossipsub score (below -100 no gossip is exchanged with it, below -1000 it is
-ignored; docs/adr/0031); CONN: direct, hole-punched (a direct connection a
-hole punch opened) or relayed (only through a circuit relay: hello and sync,
-never blobs; docs/adr/0040).`,
+		Long: `List the connected peers, a row each: its peer ID; CONN: direct,
+hole-punched (a direct connection a hole punch opened) or relayed (only
+through a circuit relay: hello and sync, never blobs; docs/adr/0040); its
+TIER; HEAD: the peer's log head as it said in its hello; CURSOR: how far
+this node has synced the peer's log (it can pass HEAD when the peer grew
+since its hello). Below, indented: who dialled, whether hello completed, its
+gossipsub score (below -100 no gossip is exchanged with it, below -1000 it
+is ignored; docs/adr/0031), its agent and the address of its connection.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return show(c, cmd, asJSON, (*api.Client).Peers, func(peers []api.Peer) error {
-				tw := c.table("PEER ID\tDIRECTION\tCONN\tHELLO\tTIER\tSCORE\tHEAD\tCURSOR\tAGENT\tADDRESS")
-				for _, p := range peers {
-					addr := "-"
-					if len(p.Addrs) > 0 {
-						addr = p.Addrs[0]
-					}
-					score := "-"
-					if p.HasScore {
-						score = strconv.FormatFloat(p.Score, 'f', 1, 64)
-					}
-					hello := yesNo(p.Hello)
-					if p.NotWats {
-						hello = "no (not wats)"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-						p.PeerID, p.Direction, dash(p.Conn), hello, dash(p.Tier), score, p.Head, p.Cursor, printable(dash(p.Agent)), printable(addr))
-				}
-				return tw.Flush()
+				_, err := io.WriteString(c.stdout, peersText(peers))
+				return err
 			})
 		},
 	}
@@ -382,6 +367,48 @@ a new record.`,
 			return nil
 		},
 	}
+}
+
+// peersText lays out `peers ls`: a row a peer (its full ID, the kind of
+// its connection, its tier, head and cursor), then, indented, who dialled,
+// whether hello completed, its gossipsub score, agent and address,
+// wrapped at spaces to maxHelpWidth columns (a row fits them while heads
+// and cursors have at most 9 digits).
+func peersText(peers []api.Peer) string {
+	var rows strings.Builder
+	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER ID\tCONN\tTIER\tHEAD\tCURSOR")
+	for _, p := range peers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", p.PeerID, dash(p.Conn), dash(p.Tier), p.Head, p.Cursor)
+	}
+	tw.Flush()
+	lines := strings.Split(strings.TrimSuffix(rows.String(), "\n"), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + "\n")
+	for i, p := range peers {
+		b.WriteString(lines[i+1] + "\n")
+		addr := "-"
+		if len(p.Addrs) > 0 {
+			addr = p.Addrs[0]
+		}
+		score := "none"
+		if p.HasScore {
+			score = strconv.FormatFloat(p.Score, 'f', 1, 64)
+		}
+		hello := "hello completed"
+		switch {
+		case p.NotWats:
+			hello = "no hello (not wats)"
+		case !p.Hello:
+			hello = "no hello yet"
+		}
+		detail := fmt.Sprintf("%s; %s; score %s; agent %s; address %s", p.Direction, hello, score,
+			printable(dash(p.Agent)), printable(addr))
+		for _, l := range wrapWords(detail, maxHelpWidth-4) {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // peerCacheText lays out `peers cache`: a row a peer (its full ID, which

@@ -495,7 +495,7 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 		{[]string{"id", "--json"}, []string{`"peer_id": "` + testPeer + `"`, `"addrs": [`}},
 		{[]string{"status"}, []string{"peers:        2 connected", "uptime:       1m5s\n"}}, // the rest: TestStatusInWords
 		{[]string{"status", "--json"}, []string{`"events": 7`, `"uptime_seconds": 65`}},
-		{[]string{"peers", "ls"}, []string{"PEER ID", "TIER", "SCORE", testPeer, "inbound", "yes", "new", "-12.2"}},
+		{[]string{"peers", "ls"}, []string{"PEER ID", "TIER", testPeer, "inbound; hello completed", "new", "score -12.2"}},
 		{[]string{"peers", "ls", "--json"}, []string{`"direction": "inbound"`}},
 		{[]string{"peers", "connect", testAddr}, []string{"connected to " + testPeer + " (wats/x, head 5)"}},
 		{[]string{"events", "add", "--kind", "note", "--body", `{"n":42}`}, []string{testEvID + "\n"}},

@@ -234,6 +234,33 @@ func TestPeersCacheFits(t *testing.T) {
 	}
 }
 
+// TestPeersLsFits: `peers ls` fits in 100 columns for the widest
+// connection kind and tier and 9-digit heads and cursors, keeps each full
+// peer ID in its row, and says below it who dialled, the hello, the score,
+// agent and address; a long agent wraps, it is not cut.
+func TestPeersLsFits(t *testing.T) {
+	const other = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo"
+	peers := []api.Peer{
+		{PeerID: other, Direction: "outbound", Conn: "hole-punched", Tier: "suspect", Hello: true, HasScore: true,
+			Score: -1234.5, Head: 999_999_999, Cursor: 999_999_999, Agent: "wats/v1.2.3 " + strings.Repeat("build-suffix ", 10),
+			Addrs: []string{"/ip6/2001:db8:ffff:ffff:ffff:ffff:ffff:ffff/udp/65535/quic-v1"}},
+		{PeerID: testPeer, Direction: "inbound", Tier: "new", NotWats: true},
+	}
+	text := peersText(peers)
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > maxHelpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	for _, want := range []string{other + "  hole-punched  suspect  999999999", "outbound; hello completed; score -1234.5",
+		"build-suffix", "address /ip6/2001:db8:ffff:ffff:ffff:ffff:ffff:ffff/udp/65535/quic-v1",
+		testPeer + "  -", "inbound; no hello (not wats); score none; agent -; address -"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("peers ls says no %q:\n%s", want, text)
+		}
+	}
+}
+
 // TestBlobLsNamesAndOrder: `blob ls` shows each blob's time added, exact
 // size, name ("-" for none) and CID, in the daemon's order (newest first,
 // a blob without a time last).
