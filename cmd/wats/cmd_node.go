@@ -375,18 +375,11 @@ a new record.`,
 // wrapped at spaces to maxHelpWidth columns (a row fits them while heads
 // and cursors have at most 9 digits).
 func peersText(peers []api.Peer) string {
-	var rows strings.Builder
-	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER ID\tCONN\tTIER\tHEAD\tCURSOR")
-	for _, p := range peers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", p.PeerID, dash(p.Conn), dash(p.Tier), p.Head, p.Cursor)
-	}
-	tw.Flush()
-	lines := strings.Split(strings.TrimSuffix(rows.String(), "\n"), "\n")
-	var b strings.Builder
-	b.WriteString(lines[0] + "\n")
-	for i, p := range peers {
-		b.WriteString(lines[i+1] + "\n")
+	return rowsAndDetails("PEER ID\tCONN\tTIER\tHEAD\tCURSOR", len(peers), func(i int) string {
+		p := peers[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%d", p.PeerID, dash(p.Conn), dash(p.Tier), p.Head, p.Cursor)
+	}, func(i int) []string {
+		p := peers[i]
 		addr := "-"
 		if len(p.Addrs) > 0 {
 			addr = p.Addrs[0]
@@ -402,10 +395,31 @@ func peersText(peers []api.Peer) string {
 		case !p.Hello:
 			hello = "no hello yet"
 		}
-		detail := fmt.Sprintf("%s; %s; score %s; agent %s; address %s", p.Direction, hello, score,
-			printable(dash(p.Agent)), printable(addr))
-		for _, l := range wrapWords(detail, maxHelpWidth-4) {
-			b.WriteString("    " + l + "\n")
+		return []string{fmt.Sprintf("%s; %s; score %s; agent %s; address %s", p.Direction, hello, score,
+			printable(dash(p.Agent)), printable(addr))}
+	})
+}
+
+// rowsAndDetails lays out a table of n rows, header and row(i) in
+// tab-separated columns, aligned, with under each row the paragraphs
+// details(i), indented by 4 and wrapped at spaces to maxHelpWidth columns.
+func rowsAndDetails(header string, n int, row func(i int) string, details func(i int) []string) string {
+	var rows strings.Builder
+	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i := range n {
+		fmt.Fprintln(tw, row(i))
+	}
+	tw.Flush()
+	lines := strings.Split(strings.TrimSuffix(rows.String(), "\n"), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + "\n")
+	for i := range n {
+		b.WriteString(lines[i+1] + "\n")
+		for _, para := range details(i) {
+			for _, l := range wrapWords(para, maxHelpWidth-4) {
+				b.WriteString("    " + l + "\n")
+			}
 		}
 	}
 	return b.String()
@@ -416,28 +430,16 @@ func peersText(peers []api.Peer) string {
 // reputed), then, indented, its value history, byte counts in binary units,
 // and why it has its tier; every line fits in maxHelpWidth columns.
 func peerCacheText(peers []api.CachedPeer) string {
-	var rows strings.Builder
-	tw := tabwriter.NewWriter(&rows, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER ID\tTIER\tLAST SEEN (UTC)\tREPUTED")
-	for _, p := range peers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.PeerID, p.Tier, whenMinute(p.LastSeen), yesNo(p.Reputed))
-	}
-	tw.Flush()
-	lines := strings.Split(strings.TrimSuffix(rows.String(), "\n"), "\n")
-	var b strings.Builder
-	b.WriteString(lines[0] + "\n")
-	for i, p := range peers {
-		b.WriteString(lines[i+1] + "\n")
+	return rowsAndDetails("PEER ID\tTIER\tLAST SEEN (UTC)\tREPUTED", len(peers), func(i int) string {
+		p := peers[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%s", p.PeerID, p.Tier, whenMinute(p.LastSeen), yesNo(p.Reputed))
+	}, func(i int) []string {
+		p := peers[i]
 		detail := fmt.Sprintf("value: %s; served %d of its requests, %d asked for what never existed here; gave %s and %s of blobs; "+
 			"first seen %s; agent %s", orNone(p.Value), p.Served, p.Misses, humanize.Plural(int(p.Events), "event"),
 			humanize.Bytes(p.Bytes), whenMinute(p.FirstSeen), printable(dash(p.Agent)))
-		for _, para := range []string{detail, "why " + printable(p.TierReason)} {
-			for _, l := range wrapWords(para, maxHelpWidth-4) {
-				b.WriteString("    " + l + "\n")
-			}
-		}
-	}
-	return b.String()
+		return []string{detail, "why " + printable(p.TierReason)}
+	})
 }
 
 // whenMinute is when to the minute, for a table that must fit.
