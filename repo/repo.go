@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/bandwidth"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/internal/fileio"
 )
@@ -36,6 +37,9 @@ const (
 	// by which a start finds acknowledged events the database lost
 	// (docs/adr/0045).
 	AckedFile = "acked"
+	// MovedAsideInfix follows DBDir in the name of a database that `repo
+	// repair` moved aside: db.corrupt-<UTC time>.
+	MovedAsideInfix = ".corrupt-"
 )
 
 // File modes of a repo (docs/design.md §12: repo dir 0700, socket 0600).
@@ -169,10 +173,15 @@ func Init(dir string, opts *InitOptions) (*Repo, error) {
 	var held, foreign []string
 	for _, e := range entries {
 		switch name := e.Name(); {
-		case name == ConfigFile || name == KeyFile || name == DBDir:
+		case name == ConfigFile || name == KeyFile || name == DBDir || name == AckedFile:
 			held = append(held, name)
 		case name == SocketFile || name == LockFile || fileio.IsTemp(name):
 			// a temporary file of Init's writes, which a crash may leave
+		case name == BallastFile || name == bandwidth.MonthFile || strings.HasPrefix(name, DBDir+MovedAsideInfix):
+			// a daemon's or a repair's, which --force keeps: the room
+			// held on the disk, the bytes sent this month (a cap of
+			// the operator's link, not of the identity), a damaged
+			// database moved aside
 		default:
 			foreign = append(foreign, name)
 		}
@@ -201,6 +210,11 @@ func Init(dir string, opts *InitOptions) (*Repo, error) {
 	if opts.Force {
 		if err := os.RemoveAll(r.DBPath()); err != nil {
 			return nil, fmt.Errorf("repo: init --force: delete the old database: %w", err)
+		}
+		// The old database's acknowledged mark: kept, the new database's
+		// first start would count the old one's events as lost.
+		if err := os.Remove(filepath.Join(abs, AckedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("repo: init --force: delete the old database's %s: %w", AckedFile, err)
 		}
 	}
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)

@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/bandwidth"
 	"github.com/wats-network/wats/config"
 )
 
@@ -221,6 +222,45 @@ func TestInitForceReplaces(t *testing.T) {
 	}
 	if PeerID(o) != PeerID(r) || o.Config.Network != "replaced" {
 		t.Errorf("Open after Force: id %s network %q, want %s %q", PeerID(o), o.Config.Network, PeerID(r), "replaced")
+	}
+}
+
+// TestInitAfterADaemonRan: a repo in which a daemon ran (its
+// acknowledged mark, ballast, month's bandwidth count, a database a
+// repair moved aside) is a wats repo, not a foreign directory: Init
+// without Force refuses it as one, and Force replaces it, deleting the
+// database and its acknowledged mark, keeping the rest.
+func TestInitAfterADaemonRan(t *testing.T) {
+	dir := t.TempDir()
+	old := mustInit(t, dir, &InitOptions{})
+	if err := os.MkdirAll(old.DBPath(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	aside := DBDir + MovedAsideInfix + "20261205T101500Z"
+	if err := os.MkdirAll(filepath.Join(dir, aside), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{BallastFile, bandwidth.MonthFile}
+	for _, name := range append([]string{AckedFile}, kept...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Init(dir, &InitOptions{}); !errors.Is(err, ErrAlreadyInitialized) {
+		t.Fatalf("Init of a repo a daemon ran in = %v, want ErrAlreadyInitialized", err)
+	}
+	if _, err := Init(dir, &InitOptions{Force: true}); err != nil {
+		t.Fatalf("Init with Force of a repo a daemon ran in: %v", err)
+	}
+	for _, name := range []string{DBDir, AckedFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Force kept %s: %v", name, err)
+		}
+	}
+	for _, name := range append(kept, aside) {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("Force deleted %s: %v", name, err)
+		}
 	}
 }
 
@@ -513,8 +553,9 @@ func TestPeerIDNilKey(t *testing.T) {
 	}
 }
 
-// TestImports keeps repo's place in the layers: of wats, it imports config
-// and internal/fileio (a leaf: its atomic whole-file write) only.
+// TestImports keeps repo's place in the layers: of wats, it imports config,
+// internal/fileio (a leaf: its atomic whole-file write) and bandwidth (the
+// name of its file in the repo) only.
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -533,8 +574,8 @@ func TestImports(t *testing.T) {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			if strings.HasPrefix(path, "github.com/wats-network/wats") && path != "github.com/wats-network/wats/config" &&
-				path != "github.com/wats-network/wats/internal/fileio" {
-				t.Errorf("%s imports %s: repo imports no wats package but config and internal/fileio", name, path)
+				path != "github.com/wats-network/wats/internal/fileio" && path != "github.com/wats-network/wats/bandwidth" {
+				t.Errorf("%s imports %s: repo imports no wats package but config, internal/fileio and bandwidth", name, path)
 			}
 		}
 	}

@@ -437,12 +437,12 @@ func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if _, err := os.Stat(r.DBPath()); err != nil {
 		return nil, fmt.Errorf("store: repair: %w", err)
 	}
-	moved := r.DBPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	moved := r.DBPath() + repo.MovedAsideInfix + now.UTC().Format("20060102T150405Z")
 	for i := 2; ; i++ { // a repair of the same second
 		if _, err := os.Lstat(moved); errors.Is(err, os.ErrNotExist) {
 			break
 		}
-		moved = fmt.Sprintf("%s.corrupt-%s-%d", r.DBPath(), now.UTC().Format("20060102T150405Z"), i)
+		moved = fmt.Sprintf("%s%s%s-%d", r.DBPath(), repo.MovedAsideInfix, now.UTC().Format("20060102T150405Z"), i)
 	}
 	if err := os.Rename(r.DBPath(), moved); err != nil {
 		return nil, fmt.Errorf("store: repair: move the database aside: %w", err)

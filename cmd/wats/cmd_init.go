@@ -76,7 +76,8 @@ func (c *cli) initCmd() *cobra.Command {
 		Long: `Create the repo directory (mode 0700) with a new Ed25519 identity key
 (mode 0600) and a commented config.toml holding the defaults. Refuses if the
 repo exists, unless --force, which replaces its key and config and deletes its
-database (which belongs to the old identity).
+database (which belongs to the old identity); it keeps the month's bandwidth
+count, the disk ballast and databases a repair moved aside.
 
 --profile starts from the defaults changed for a kind of node:
 ` + profileHelp(),

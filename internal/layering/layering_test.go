@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"limits":    {},
 	"challenge": {},
 	"blobs":     {"proto", "eventlog"},
-	"repo":      {"config", "internal/fileio"},
+	"repo":      {"config", "bandwidth", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
 	"api":       {},
