@@ -276,14 +276,23 @@ func tomlToJSON(s string) string {
 var reloadable = map[string]bool{"log.level": true}
 
 // applyHint says how the keys changed in config.toml take effect in the
-// running daemon.
+// running daemon: a SIGHUP when all are reloadable, a restart when none
+// is, and both said when some are.
 func applyHint(keys []string) string {
+	const sighup = "SIGHUP (kill -HUP PID; the pid is in repo.lock)"
+	var hup []string
 	for _, k := range keys {
-		if !reloadable[k] {
-			return "restart the daemon to apply"
+		if reloadable[k] {
+			hup = append(hup, k)
 		}
 	}
-	return "send the daemon SIGHUP (kill -HUP PID; the pid is in repo.lock) to apply"
+	switch len(hup) {
+	case len(keys):
+		return "send the daemon " + sighup + " to apply"
+	case 0:
+		return "restart the daemon to apply"
+	}
+	return fmt.Sprintf("restart the daemon to apply them all (a %s applies %s alone)", sighup, strings.Join(hup, ", "))
 }
 
 // setArgs parses the command line of `config set` (DisableFlagParsing):
