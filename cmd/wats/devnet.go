@@ -409,7 +409,7 @@ DIR.`,
 				return err
 			}
 			// ctx ends on Ctrl-C (SIGINT) or SIGTERM.
-			o.Stdout, o.Stderr, o.TTY, o.Hint = c.stdout, c.stderr, isTerminal(c.stdout), c.hint
+			o.Stdout, o.Stderr, o.TTY, o.Width, o.Hint = c.stdout, c.stderr, isTerminal(c.stdout), terminalWidth(c.stdout), c.hint
 			return devnet.Run(cmd.Context(), o)
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/wats-network/wats/api"
 )
@@ -23,6 +24,20 @@ func isTerminal(w io.Writer) bool {
 		return false
 	}
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+// terminalWidth is the width in columns of the terminal w writes to; 0
+// when w is not a terminal or its size is not known.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(w) {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
 }
 
 // byteBar returns a progress bar of total bytes on stderr, labelled desc,

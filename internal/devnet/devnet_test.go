@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestStateRoundTrip(t *testing.T) {
@@ -270,6 +273,45 @@ func TestStatusLinesAndTable(t *testing.T) {
 	cv.show(time.Second, vs, nil)
 	if strings.Contains(out.String(), "\x1b") || strings.Count(out.String(), "\n") != 3 {
 		t.Errorf("the plain view = %q, want a line a node and the verdict", out.String())
+	}
+}
+
+// TestConvergenceViewFitsTheTerminal: in a terminal narrower than its
+// lines, the view wraps them itself, at spaces, and its redraw goes back
+// over every row it drew; no row reaches the width (where the terminal
+// would wrap it), a word longer than a row is cut, and a line that fits
+// is left as it is.
+func TestConvergenceViewFitsTheTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		width int
+		want  []string
+	}{
+		{"at 49s: converged", 0, []string{"at 49s: converged"}},
+		{"at 49s: converged", 18, []string{"at 49s: converged"}},
+		{"at 49s: converged", 17, []string{"at 49s:", "converged"}},
+		{"a bbbbbbbbbb c", 5, []string{"a", "bbbb", "bbbb", "bb c"}},
+	} {
+		if got := fitRows(tc.line, tc.width); !slices.Equal(got, tc.want) {
+			t.Errorf("fitRows(%q, %d) = %q, want %q", tc.line, tc.width, got, tc.want)
+		}
+	}
+	vs := views([]string{"a", "b"}, []string{"a", "b"})
+	var out bytes.Buffer
+	cv := newConvergenceView(&out, true)
+	cv.width = 20
+	cv.note = strings.Repeat("a long note ", 10) // 120 columns: 7 rows of under 20
+	cv.show(time.Second, vs, nil)
+	first := out.String()
+	for _, row := range strings.Split(strings.TrimSuffix(first, "\n"), "\n") {
+		if n := utf8.RuneCountInString(strings.TrimPrefix(row, "\x1b[2K")); n >= 20 {
+			t.Errorf("a row of %d columns in a terminal of 20: %q", n, row)
+		}
+	}
+	out.Reset()
+	cv.show(2*time.Second, vs, nil)
+	if rows := strings.Count(first, "\n"); !strings.HasPrefix(out.String(), fmt.Sprintf("\x1b[%dA", rows)) {
+		t.Errorf("the redraw does not go back over the %d rows drawn: %q", rows, out.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,6 +57,10 @@ type RunOptions struct {
 	// errors of the demo.
 	Stdout, Stderr io.Writer
 	TTY            bool
+	// Width is the terminal's width in columns when TTY (0: not known):
+	// the view's lines are wrapped to it, so that its redraw goes back
+	// over exactly the rows it drew.
+	Width int
 	// Hint returns a wats command line to paste for args (e.g. "devnet",
 	// "status", "--dir", DIR), naming the binary as the user runs it.
 	Hint func(args ...string) string
@@ -125,6 +130,7 @@ func Run(ctx context.Context, o RunOptions) (err error) {
 
 	obs := newObserver(d.clients)
 	view := newConvergenceView(o.Stdout, o.TTY)
+	view.width = o.Width
 	var pub *publisher
 	var blobs *blobDemo
 	var sp *spread
@@ -538,7 +544,8 @@ func columnsLegend(demo bool) string {
 type convergenceView struct {
 	w     io.Writer
 	tty   bool
-	drawn int   // lines of the table last drawn, to redraw over
+	width int   // the terminal's columns (0: not known, lines not wrapped)
+	drawn int   // rows of the table last drawn, to redraw over
 	err   error // of the last write: the reader is gone if set
 	// lags (per node) and spread (a summary) are the demo's spread
 	// figures (type spread); nil and "" without --demo.
@@ -576,13 +583,50 @@ func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, publish
 	if cv.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", cv.drawn) // back to the table's first line
 	}
+	rows := 0
 	for _, l := range lines {
-		b.WriteString("\x1b[2K") // clear the old line
-		b.WriteString(l)
-		b.WriteByte('\n')
+		for _, r := range fitRows(l, cv.width) {
+			b.WriteString("\x1b[2K") // clear the old row
+			b.WriteString(r)
+			b.WriteByte('\n')
+			rows++
+		}
 	}
 	_, cv.err = io.WriteString(cv.w, b.String())
-	cv.drawn = len(lines)
+	cv.drawn = rows
+}
+
+// fitRows splits line into rows of fewer than width columns (a rune a
+// column: the view prints no wide characters), at spaces where it can,
+// so that a terminal of that width wraps none of them; width 0 or less:
+// line as one row.
+func fitRows(line string, width int) []string {
+	if width <= 1 || utf8.RuneCountInString(line) < width {
+		return []string{line}
+	}
+	var rows []string
+	row := ""
+	for _, w := range strings.Fields(line) {
+		for utf8.RuneCountInString(w) >= width { // a word longer than a row: cut
+			if row != "" {
+				rows, row = append(rows, row), ""
+			}
+			rs := []rune(w)
+			rows, w = append(rows, string(rs[:width-1])), string(rs[width-1:])
+		}
+		switch {
+		case row == "":
+			row = w
+		case utf8.RuneCountInString(row)+1+utf8.RuneCountInString(w) < width:
+			row += " " + w
+		default:
+			rows, row = append(rows, row), w
+		}
+	}
+	if row != "" {
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // end leaves the table as it is: what follows is printed below it.
