@@ -19,6 +19,7 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p-kad-dht/dual"
 	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	kb "github.com/libp2p/go-libp2p-kbucket"
 	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
 	"github.com/libp2p/go-libp2p/core/discovery"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -528,7 +529,11 @@ func (r *Routing) FindPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error
 			return peer.AddrInfo{ID: p, Addrs: addrs}, nil
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, kb.ErrLookupFailure):
+		return peer.AddrInfo{}, fmt.Errorf("find %s: this node knows no peer to ask yet (its DHT routing table is empty); "+
+			"connect to a peer by its full multiaddr first: %w", p, err)
+	case err != nil:
 		return peer.AddrInfo{}, fmt.Errorf("find %s on the DHT: %w", p, err)
 	}
 	return ai, nil

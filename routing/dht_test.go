@@ -2,10 +2,12 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	dssync "github.com/ipfs/go-datastore/sync"
 	"github.com/libp2p/go-libp2p"
 	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	kb "github.com/libp2p/go-libp2p-kbucket"
 	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -408,5 +411,18 @@ func TestLANAddrFilter(t *testing.T) {
 		if !slices.EqualFunc(got, c.want, ma.Multiaddr.Equal) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestFindPeerWithNoPeerToAsk: a node whose routing tables are empty
+// cannot find a peer by its ID, and says why and what to do, not
+// kad-dht's words alone.
+func TestFindPeerWithNoPeerToAsk(t *testing.T) {
+	lone := newTestRouting(t, "test", Options{Mode: config.DHTAuto})
+	other := newTestRouting(t, "test", Options{Mode: config.DHTAuto})
+	_, err := lone.FindPeer(t.Context(), other.h.ID())
+	if !errors.Is(err, kb.ErrLookupFailure) || !strings.Contains(err.Error(), "knows no peer to ask yet") ||
+		!strings.Contains(err.Error(), "connect to a peer by its full multiaddr first") {
+		t.Fatalf("FindPeer with empty tables = %v", err)
 	}
 }
