@@ -62,9 +62,14 @@ func TestBlobAddByDescriptor(t *testing.T) {
 	big := write("past-max.bin", max+1)
 	for _, args := range [][]string{{"blob", "add", big}, {"blob", "add", "--upload", big}} {
 		code, out, stderr := runBin(t, env, bin, append(args, "--repo", a)...)
-		if code != 1 || out != "" || !strings.Contains(stderr, "blobs.max_blob_bytes") || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: exit %d, %q, stderr %q; want one sentence naming blobs.max_blob_bytes", args, code, out, stderr)
+		if code != 1 || out != "" || !strings.Contains(stderr, "blobs.max_blob_bytes") || strings.Count(stderr, "\n") != 1 ||
+			!strings.Contains(stderr, "the daemon says: blob too large") || !strings.Contains(stderr, "and restart the daemon") {
+			t.Errorf("%v: exit %d, %q, stderr %q; want one sentence naming blobs.max_blob_bytes and what to do", args, code, out, stderr)
 		}
+	}
+	missing := filepath.Join(t.TempDir(), "no-such.bin")
+	if code, _, stderr := runBin(t, env, bin, "blob", "add", missing, "--repo", a); code != 1 || stderr != "Error: "+missing+": no such file\n" {
+		t.Errorf("blob add of a missing file: exit %d, stderr %q", code, stderr)
 	}
 	_, out, _ = runBin(t, env, bin, "blob", "ls", "--json", "--repo", a)
 	var list []api.BlobInfo

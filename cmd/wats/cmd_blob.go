@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,7 +133,10 @@ func nameProblem(name string) string {
 // error about a non-file.
 func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upload bool, name string) (*api.BlobInfo, error) {
 	regular := func(fi os.FileInfo, err error) error {
-		if err == nil && !fi.Mode().IsRegular() {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s: no such file", path)
+		case err == nil && !fi.Mode().IsRegular():
 			err = fmt.Errorf("%s is a directory or another non-file: %s takes a file", path, cmd)
 		}
 		return err
@@ -156,10 +161,21 @@ func (c *cli) addFile(ctx context.Context, cl *api.Client, path, cmd string, upl
 	}
 	bi, err := cl.AddFile(ctx, f, opts)
 	endBar(c.stderr, bar, err)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge {
+		return nil, &daemonError{msg: strings.TrimPrefix(ae.Message, "blobs: ") + "; " + c.tooLargeHint(), err: err}
+	}
 	if err != nil {
 		return nil, c.apiError(err)
 	}
 	return bi, nil
+}
+
+// tooLargeHint says what to do about a blob refused for its size: the
+// bounds are keys of the repo's config, read at the daemon's start.
+func (c *cli) tooLargeHint() string {
+	set := c.hint(append([]string{"config", "set", "KEY", "VALUE"}, c.repoHint()...)...)
+	return fmt.Sprintf("raise the bound it names in %s (%s) and restart the daemon", configPath(c.repoDir), set)
 }
 
 func (c *cli) blobLsCmd() *cobra.Command {
