@@ -36,7 +36,7 @@ var ErrNoKey = errors.New("no such key")
 func lookup(key string) (field, error) {
 	f, ok := fields[key]
 	if !ok {
-		var near string
+		near := "; config.toml lists every key, commented with its default and what it does"
 		if k := nearestKey(key, key[strings.LastIndex(key, ".")+1:]); k != "" {
 			near = fmt.Sprintf("; did you mean %s?", k)
 		}

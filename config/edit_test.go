@@ -28,6 +28,9 @@ func TestKeysAndGet(t *testing.T) {
 	if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "log.level") {
 		t.Errorf("Get(log.levl): %v; want ErrNoKey naming log.level", err)
 	}
+	if _, err := c.Get("nosuch.key"); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "config.toml lists every key") {
+		t.Errorf("Get(nosuch.key): %v; want ErrNoKey saying where the keys are", err)
+	}
 }
 
 func TestDiff(t *testing.T) {
