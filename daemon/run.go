@@ -87,7 +87,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 			dash.Run(sctx, time.Now, func() time.Duration { return time.Since(start) })
 			errc <- nil
 		}()
-		log.Info("dashboard listening", "addr", dl.Addr().String(), "url", "`wats dashboard` prints it, with its token")
+		log.Info("dashboard listening", "addr", dl.Addr().String(), "see", "wats dashboard (its URL with the token)")
 	}
 	if addr := r.Config.API.MetricsAddr; addr != "" {
 		l, err := net.Listen("tcp", addr)
