@@ -507,11 +507,13 @@ func TestCommandsAgainstFakeDaemon(t *testing.T) {
 		{[]string{"events", "get", testEvID, "--json"}, []string{`"id": "` + testEvID + `"`}},
 		{[]string{"events", "get", testEvID[:16]}, []string{`"id": "` + testEvID + `"`}},
 		{[]string{"events", "get", testEvID[:9]}, []string{`"id": "` + testEvID + `"`}},
-		{[]string{"sync", testPeer}, []string{"sync " + testPeer + ": cursor 256/300", "synced " + testPeer + " to 300: received 300 events, stored 290 new, dropped 10 invalid"}},
+		{[]string{"sync", testPeer}, []string{"sync from …" + testPeer[len(testPeer)-8:] + ": at position 256 of 300",
+			"synced " + testPeer + ": received 300 events, stored 290 new, dropped 10 invalid; up to position 300 of its log"}},
 		{[]string{"sync", testPeer, "--json"}, []string{`{"peer":"` + testPeer + `","received":256,`, `"done":true}`}},
 		{[]string{"sync"}, []string{"sync from 2 peers: received 100, stored 100, dropped 0; stored from each: …" + testPeer[len(testPeer)-8:] + " 100, …" + testPeer2[len(testPeer2)-8:] + " 0",
-			"synced from 2 peers: received 300 events, stored 300 new, dropped 0 invalid\n  " + testPeer + ": received 225, stored 225 (75% of the new), dropped 0; cursor 300, done\n  " +
-				testPeer2 + ": received 75, stored 75 (25% of the new)"}},
+			"synced from 2 peers: received 300 events, stored 300 new, dropped 0 invalid\n  " + testPeer +
+				"\n    received 225, stored 225 (75% of those stored), dropped 0; up to position 300 of its log\n  " +
+				testPeer2 + "\n    received 75, stored 75 (25% of those stored)"}},
 		{[]string{"sync", "--json"}, []string{`"shares":[{"peer":"` + testPeer + `","received":100`}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

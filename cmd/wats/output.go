@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // isTerminal reports whether w is a terminal (for progress bars and
@@ -102,12 +103,12 @@ func (v *lineSyncView) update(p api.SyncProgress) {
 		return // done prints the summary
 	}
 	if p.Shares != nil {
-		fmt.Fprintf(v.w, "sync from %d peers: received %d, stored %d, dropped %d; %s\n",
-			len(p.Shares), p.Received, p.Stored, p.Dropped, sharesLine(p.Shares))
+		fmt.Fprintf(v.w, "sync from %s: received %d, stored %d, dropped %d; %s\n",
+			humanize.Plural(len(p.Shares), "peer"), p.Received, p.Stored, p.Dropped, sharesLine(p.Shares))
 		return
 	}
-	fmt.Fprintf(v.w, "sync %s: cursor %d/%d, received %d, stored %d, dropped %d\n",
-		p.Peer, p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
+	fmt.Fprintf(v.w, "sync from %s: at position %d of %d, received %d, stored %d, dropped %d\n",
+		shortPeer(p.Peer), p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
 }
 
 func (v *lineSyncView) done(final *api.SyncProgress, err error) {
@@ -119,20 +120,24 @@ func (v *lineSyncView) done(final *api.SyncProgress, err error) {
 func syncSummary(p *api.SyncProgress) string {
 	if p.Shares != nil {
 		var b strings.Builder
-		fmt.Fprintf(&b, "synced from %d peers: received %d events, stored %d new, dropped %d invalid",
-			len(p.Shares), p.Received, p.Stored, p.Dropped)
+		fmt.Fprintf(&b, "synced from %s: received %s, stored %d new, dropped %d invalid",
+			humanize.Plural(len(p.Shares), "peer"), humanize.Plural(int(p.Received), "event"), p.Stored, p.Dropped)
 		for _, s := range p.Shares {
-			state := "done"
-			if !s.Done {
-				state = "not done"
+			share := ""
+			if p.Stored > 0 {
+				share = fmt.Sprintf(" (%s of those stored)", percent(s.Stored, p.Stored))
 			}
-			fmt.Fprintf(&b, "\n  %s: received %d, stored %d (%s of the new), dropped %d; cursor %d, %s",
-				s.Peer, s.Received, s.Stored, percent(s.Stored, p.Stored), s.Dropped, s.Cursor, state)
+			state := "up to position %d of its log"
+			if !s.Done {
+				state = "not done: at position %d of its log"
+			}
+			fmt.Fprintf(&b, "\n  %s\n    received %d, stored %d%s, dropped %d; "+state,
+				s.Peer, s.Received, s.Stored, share, s.Dropped, s.Cursor)
 		}
 		return b.String()
 	}
-	return fmt.Sprintf("synced %s to %d: received %d events, stored %d new, dropped %d invalid",
-		p.Peer, p.Cursor, p.Received, p.Stored, p.Dropped)
+	return fmt.Sprintf("synced %s: received %s, stored %d new, dropped %d invalid; up to position %d of its log",
+		p.Peer, humanize.Plural(int(p.Received), "event"), p.Stored, p.Dropped, p.Cursor)
 }
 
 // sharesLine is each peer's share of a sync from several, on one line:
