@@ -262,7 +262,8 @@ type Peer struct {
 	// /wats/1 (an IPFS node, say): it takes part in nothing but bitswap,
 	// where it can be a blob provider (docs/adr/0032).
 	NotWats bool `json:"not_wats"`
-	// Head is the peer's log cursor as of its hello.
+	// Head is the peer's log head as far as this node knows: as of its
+	// hello, or Cursor when this node has synced past that since.
 	Head uint64 `json:"head"`
 	// Cursor is how far this node has synced the peer's log (a position in
 	// the peer's log, docs/design.md §5).

@@ -64,7 +64,8 @@ func (t *Table[L]) Diag(logged uint64) api.Diag {
 // Describe fills in what the table knows of connected peer p at the
 // monotonic reading mono (GET api.PathPeers): its hello, the direction of
 // the connection that brought it, whether it speaks /wats/1, its tier and
-// why, its reputation. A peer the table does not hold is left as it is.
+// why, its reputation; its head is the hello's or ap.Cursor, if further (a
+// log only grows). A peer the table does not hold is left as it is.
 func (t *Table[L]) Describe(ap *api.Peer, p peer.ID, mono time.Duration) {
 	st := t.Get(p)
 	if st == nil {
@@ -77,6 +78,7 @@ func (t *Table[L]) Describe(ap *api.Peer, p peer.ID, mono time.Duration) {
 	if h != nil {
 		ap.Hello, ap.Agent, ap.Head = true, h.Agent, uint64(h.Head)
 	}
+	ap.Head = max(ap.Head, ap.Cursor)
 	ap.NotWats = st.NotWats()
 	hist := st.History()
 	ap.Tier, ap.TierReason, ap.Reputed = limits.TierOf(hist).String(), limits.Explain(hist), st.Reputed(mono)

@@ -289,6 +289,9 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			} else if v, ok := strings.CutPrefix(a, "sync="); ok {
 				n, _ := strconv.ParseInt(v, 10, 64)
 				h.Limits = &proto.HelloLimits{SyncPerMin: n}
+			} else if v, ok := strings.CutPrefix(a, "head="); ok {
+				n, _ := strconv.ParseUint(v, 10, 64)
+				h.Head = core.Cursor(n)
 			}
 		}
 		st, first, err := w.table.SetHello(p, h, func() *Peer[struct{}] { return w.table.Connect(p, network.DirInbound, "", w.wall, w.mono).Peer },
@@ -500,6 +503,16 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		var ap api.Peer
 		w.table.Describe(&ap, w.id(f[1]), w.mono)
 		return fmt.Sprintf("served=%d challenged=%d refused=%d", ap.Served, ap.Challenged, ap.Refused), nil
+	case "headof":
+		// headof ID CURSOR: the head the peers list shows of ID (Describe)
+		// when this node has synced its log to CURSOR.
+		cursor, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		ap := api.Peer{Cursor: cursor}
+		w.table.Describe(&ap, w.id(f[1]), w.mono)
+		return fmt.Sprintf("head=%d", ap.Head), nil
 	case "page", "pagefor":
 		// page ID: a sync page served to ID (its tier, its count);
 		// pagefor TIER [N]: N pages for a peer of TIER, counted.
@@ -700,7 +713,7 @@ func (w *scriptWorld) took() []string {
 
 // TestTableScripts steps through the Table's scripts in testdata/.
 func TestTableScripts(t *testing.T) {
-	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch", "pages"} {
+	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch", "pages", "head"} {
 		t.Run(name, func(t *testing.T) {
 			w := newScriptWorld(t)
 			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)

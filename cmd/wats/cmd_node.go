@@ -260,9 +260,9 @@ func (c *cli) peersCmd() *cobra.Command {
 		Long: `List the connected peers, a row each: its peer ID; CONN: direct,
 hole-punched (a direct connection a hole punch opened) or relayed (only
 through a circuit relay: hello and sync, never blobs; docs/adr/0040); its
-TIER; HEAD: the peer's log head as it said in its hello; CURSOR: how far
-this node has synced the peer's log (it can pass HEAD when the peer grew
-since its hello). Below, indented: who dialled, whether hello completed, its
+TIER; HEAD: the peer's log head as far as this node knows (as it said in
+its hello, or as far as this node has synced since); CURSOR: how far this
+node has synced the peer's log. Below, indented: who dialled, whether hello completed, its
 gossipsub score (below -100 no gossip is exchanged with it, below -1000 it
 is ignored; docs/adr/0031), its agent and the address of its connection.`,
 		Args: noArgs,
