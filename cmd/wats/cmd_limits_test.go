@@ -84,3 +84,17 @@ func TestPeersCacheShowsTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestPeersCacheEmpty: an empty peer cache says why, not a bare header.
+func TestPeersCacheEmpty(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathPeerCache, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, []api.CachedPeer{})
+	})
+	dir := fakeDaemon(t, mux)
+	code, stdout, stderr := runCLI(t, "", "peers", "cache", "--repo", dir)
+	if code != exitOK || !strings.HasPrefix(stdout, "no peer remembered yet: a peer gets a record once it shows value") ||
+		strings.Contains(stdout, "PEER ID") {
+		t.Fatalf("peers cache of none: exit %d, %q, %s", code, stdout, stderr)
+	}
+}

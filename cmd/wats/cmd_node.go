@@ -339,6 +339,11 @@ events and blob bytes it gave. --json has every count.`,
 			if asJSON {
 				return c.printJSON(peers)
 			}
+			if len(peers) == 0 {
+				_, err = io.WriteString(c.stdout, "no peer remembered yet: a peer gets a record once it shows value "+
+					"(5 minutes connected, events or blobs given, a challenge solved)\n")
+				return err
+			}
 			_, err = io.WriteString(c.stdout, peerCacheText(peers))
 			return err
 		},
