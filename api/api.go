@@ -230,6 +230,14 @@ type DHTStatus struct {
 	// rendezvous key found (at most 64); the node looks while it has
 	// fewer peers than p2p.conns_low.
 	Discovered int `json:"discovered"`
+	// RequestsGreeted counts the DHT requests of strangers served from
+	// the allowance a hello gave them (both DHTs), and
+	// RequestsRefusedStrangers and LANRequestsRefusedStrangers those the
+	// network's DHT and the LAN DHT refused because the strangers' shared
+	// budget was spent, since the node started (docs/adr/0059).
+	RequestsGreeted             uint64 `json:"requests_greeted"`
+	RequestsRefusedStrangers    uint64 `json:"requests_refused_strangers"`
+	LANRequestsRefusedStrangers uint64 `json:"lan_requests_refused_strangers"`
 }
 
 // LogUsage is the event log's use and its quotas (the [events] keys; 0 is

@@ -111,13 +111,18 @@ const (
 	ReasonOverload
 	// ReasonInvalid: not a request type with a budget.
 	ReasonInvalid
+	// ReasonGreeting: a stranger's hello while the strangers' share of the
+	// node's DHT requests cannot pay for the allowance a greeted stranger
+	// gets (ADR 0059): minting greeted ids costs work while that share is
+	// contested. Decided by the caller of Decide (peers.Table.Admit).
+	ReasonGreeting
 )
 
 var reasonNames = [...]string{ReasonWithin: "within", ReasonSolved: "solved", ReasonRate: "rate",
-	ReasonMisses: "misses", ReasonOverload: "overload", ReasonInvalid: "invalid"}
+	ReasonMisses: "misses", ReasonOverload: "overload", ReasonInvalid: "invalid", ReasonGreeting: "greeting"}
 
 // String returns the reason's name: "within", "solved", "rate", "misses",
-// "overload" or "invalid".
+// "overload", "invalid" or "greeting".
 func (r Reason) String() string {
 	if int(r) >= len(reasonNames) {
 		return "reason(" + strconv.Itoa(int(r)) + ")"

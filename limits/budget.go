@@ -150,6 +150,13 @@ func (b *Budget) HasOwn(k string, t Tier, now int64) bool { return b.decide(k, t
 // unlimited or k <= 0.
 func (b *Budget) ChargeStrangers(k int, now int64) { b.strangers.Charge(k, now) }
 
+// TakeStrangers takes k tokens from the strangers' shared bucket at now
+// if it holds them all (Shared.AllowN), and reports whether it did: a
+// cost paid up front for what a stranger may then draw without it (ADR
+// 0059: the DHT requests a greeted stranger draws from its allowance).
+// True when the share is unlimited; false for k <= 0 or k above its burst.
+func (b *Budget) TakeStrangers(k int, now int64) bool { return b.strangers.AllowN(k, now) }
+
 // EventTokenBytes is the size of event one token of the strangers' shares
 // pays for (ADR 0041): limits.stranger_author_per_min and
 // limits.stranger_sync_per_min count events of up to 4 KiB, and a larger

@@ -201,6 +201,23 @@ func (r *Rate) charge(ns *uint64, rem *uint16, t uint64, k int) {
 	*ns, *rem = tat, uint16(tr)
 }
 
+// allowN takes k tokens at tick t if the bucket holds them all: the k-th
+// would be allowed after the first k-1, i.e. max(TAT, t) + (k-1)·T - t
+// <= τ. Otherwise it takes nothing. k above the burst is never held; k
+// <= 0 takes nothing and fails. REQUIRES: as allow.
+func (r *Rate) allowN(ns *uint64, rem *uint16, t uint64, k int) bool {
+	if k <= 0 || uint64(k) > r.burst {
+		return false
+	}
+	n, m := *ns, *rem
+	r.charge(&n, &m, t, k-1) // within the burst: never clamped
+	if ok, _ := r.allow(&n, &m, t); !ok {
+		return false
+	}
+	*ns, *rem = n, m
+	return true
+}
+
 // has reports whether allow would allow a request at tick t, changing
 // nothing. REQUIRES: as allow.
 func (r *Rate) has(ns uint64, rem uint16, t uint64) bool {
@@ -245,6 +262,16 @@ func (b *Bucket) Allow(now int64) (ok bool, retryAfter time.Duration) {
 		return true, 0
 	}
 	return b.rate.allow(&b.ns, &b.rem, tick(now))
+}
+
+// AllowN takes k tokens at now if the bucket holds them all, and reports
+// whether it did; otherwise it takes nothing. k above the burst is never
+// held, and k <= 0 fails. An unlimited bucket always allows.
+func (b *Bucket) AllowN(k int, now int64) bool {
+	if b.rate.perMin == 0 {
+		return true
+	}
+	return b.rate.allowN(&b.ns, &b.rem, tick(now), k)
 }
 
 // Full reports whether the bucket holds its whole burst at now, i.e. it is
@@ -314,6 +341,19 @@ func (s *Shared) Allow(now int64) (ok bool, retryAfter time.Duration) {
 		return ok
 	})
 	return ok, retryAfter
+}
+
+// AllowN is Bucket.AllowN, safe for concurrent use: k tokens at now if
+// the bucket holds them all, else none.
+func (s *Shared) AllowN(k int, now int64) (ok bool) {
+	if s.rate.perMin == 0 {
+		return true
+	}
+	s.update(func(st *sharedState) bool {
+		ok = s.rate.allowN(&st.ns, &st.rem, tick(now), k)
+		return ok
+	})
+	return ok
 }
 
 // has reports whether the bucket holds a token at tick tk and, with take,

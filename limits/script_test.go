@@ -46,6 +46,19 @@ func runBucketCommand(b **Bucket, f []string) (string, error) {
 			return "", err
 		}
 		return answer((*b).Allow(now)), nil
+	case f[0] == "allown" && len(f) == 3:
+		k, err := strconv.Atoi(f[1])
+		if err != nil {
+			return "", err
+		}
+		now, err := scriptTime(f[2])
+		if err != nil {
+			return "", err
+		}
+		if (*b).AllowN(k, now) {
+			return "ok", nil
+		}
+		return "refused", nil
 	case f[0] == "take" && len(f) == 2:
 		now, err := scriptTime(f[1])
 		if err != nil {

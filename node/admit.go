@@ -28,7 +28,7 @@ func (n *Node) admit(st *peerState, req *proto.Request, class limits.Class, inFl
 	}
 	now, mono := n.clock()
 	solved := req.Solution != nil && n.checkSolution(st, req.Solution, now, mono)
-	v := n.run.Admit(st, k, class, solved, inFlight, mono)
+	v := n.run.Admit(st, k, req.Hello, class, solved, inFlight, mono)
 	if v.Retiered {
 		n.tierChanged(st, v.Tier)
 	}

@@ -162,8 +162,8 @@ func (n *Node) startRouting() error {
 			return routing.BootstrapPeers(n.host.ID(), n.cfg.P2P.Bootstrap, n.peers.Known())
 		},
 		Blobs: n.blobs.CIDs,
-		Tier:  n.run.TierOf,
-		Mono:  func() int64 { return int64(n.mono(n.now())) },
+		Tier:  n.run.TierOf, Greeted: n.run.TakeGreeted,
+		Mono: func() int64 { return int64(n.mono(n.now())) },
 		Refused: func(p peer.ID, typ pb.Message_MessageType, why string) {
 			n.m.DhtRefused()
 			n.plog.Info(p, "dht", "DHT request refused: "+why, "peer", p, "type", typ.String())

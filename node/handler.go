@@ -246,6 +246,7 @@ func (n *Node) sendHello(ctx context.Context, p peer.ID) error {
 	}
 	n.recordHello(p, resp.Hello)
 	n.peerOf(p).SetHeardUs(true)
+	n.routing.Load().Greeted(p) // its DHT looks at p again, now greeted (docs/adr/0059)
 	return nil
 }
 

@@ -171,7 +171,7 @@ func New(cfg *config.Config, key crypto.PrivKey, opts *Options) (*Node, error) {
 	n.db, n.events, n.lost, n.peers, n.blobs = n.stores.DB, n.stores.Events, n.stores.Lost, n.stores.Peers, n.stores.Blobs
 	if n.run, err = peers.NewTable[link](peers.Options{Cache: n.peers, Slots: p2p.StrangerSlots(cfg), Limits: cfg.Limits,
 		MaxBlobBytes: cfg.Blobs.MaxBlobBytes, QuotaBytes: cfg.Blobs.QuotaBytes, PagePoolBytes: p2p.PagePoolBytes(cfg),
-		AuthorFirst: n.authorFirst}); err != nil {
+		AuthorFirst: n.authorFirst, Greeting: func(k int, m time.Duration) (bool, bool) { return n.routing.Load().FundGreeting(k, m) }}); err != nil {
 		return nil, fmt.Errorf("node: limits: %w", err)
 	}
 	n.m.Registry().MustRegister(n.run.Admission().Collector())

@@ -5,6 +5,7 @@ import (
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/limits"
+	"github.com/wats-network/wats/proto"
 )
 
 // Verdict is the decision of Admit about one request, which the node
@@ -28,6 +29,9 @@ type Verdict struct {
 	// (ADR 0030): the node gives it a record (ShowedValue with
 	// peercache.ValueSolved) off the request path.
 	FirstSolution bool
+	// Greeted: a stranger's hello gave it GreetedRequests DHT requests
+	// (ADR 0059).
+	Greeted bool
 	// Tier is the peer's tier after the request's counts; Retiered
 	// reports that it moved there.
 	Tier     limits.Tier
@@ -39,7 +43,9 @@ type Verdict struct {
 // reading mono (docs/design.md §7, ADR 0014, ADR 0030). class is what the
 // cheap existence check found it to ask for; solved reports a solution the
 // node verified (an invalid one is ignored, as if absent: ADR 0014);
-// inFlight is the number of requests being handled, this one included.
+// inFlight is the number of requests being handled, this one included;
+// hello is the request's hello for a hello (nil otherwise): whether it
+// advertises "challenge" (ADR 0014).
 //
 // The decision is limits.Policy.Decide, a pure function of the peer's
 // facts (tier, advertised challenge, reputation), the request and the
@@ -49,14 +55,17 @@ type Verdict struct {
 // stranger's crash report the Policy would serve is also held to the
 // strangers' shared budget (limits.stranger_report_per_min): refused past
 // it, with the wait for its next token; a challenge for a peer that cannot
-// be sent one (no Ed25519 key) is a refusal, or under overload a serve;
-// and the outcome is counted in the peer's value history. It takes no
+// be sent one (no Ed25519 key) is a refusal, or under overload a serve; a
+// stranger's hello gets its greeted allowance of DHT requests, or a
+// challenge when nothing pays for one (greet, ADR 0059); and the outcome
+// is counted in the peer's value history. It takes no
 // lock wider than the peer's own: its admission state's (limits.Held),
 // and its state's for a verified solution; beyond it only the strangers'
 // report budget's, for strangers' reports, and its shard's when the peer
 // connected with the admission Table at its cap (a shared budget by
 // design).
-func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved bool, inFlight int, mono time.Duration) Verdict {
+func (t *Table[L]) Admit(st *Peer[L], k core.Request, hello *proto.Hello, class limits.Class, solved bool, inFlight int,
+	mono time.Duration) Verdict {
 	v := Verdict{Decision: st.adm.Admit(st.facts(mono), limits.Request{Type: k, Class: class, Solved: solved, InFlight: inFlight}, int64(mono))}
 	add := func(c Counter) {
 		tier, changed := st.Add(c, 1)
@@ -74,6 +83,9 @@ func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved
 			v.Decision = limits.Decision{Verdict: limits.Refuse, Reason: limits.ReasonRate, RetryAfter: wait}
 			v.Shared = true
 		}
+	}
+	if k == core.Hello {
+		t.greet(st, hello, solved, mono, &v)
 	}
 	if v.Verdict == limits.Challenge && !st.rawOK {
 		v.Verdict = limits.Refuse
@@ -97,7 +109,7 @@ func (t *Table[L]) Admit(st *Peer[L], k core.Request, class limits.Class, solved
 	case limits.Challenge:
 		add(Challenged)
 		st.challengedHere.Add(1)
-		v.Throttled = v.Reason != limits.ReasonOverload
+		v.Throttled = v.Reason != limits.ReasonOverload && v.Reason != limits.ReasonGreeting
 	default:
 		add(Refused)
 		st.refusedHere.Add(1)

@@ -72,6 +72,10 @@ type Peer[L any] struct {
 	// servedHere counts its requests served on this stay: the stranger
 	// slots spare the strangers served the most.
 	servedHere atomic.Uint32
+	// greeted is what is left of its greeted allowance of DHT requests
+	// (ADR 0059): GreetedRequests from a hello served while it is a
+	// stranger, taken by TakeGreeted.
+	greeted atomic.Int32
 	// challengedHere and refusedHere count its requests answered with a
 	// challenge, and refused, on this stay (what the peers list shows).
 	challengedHere, refusedHere atomic.Uint32

@@ -54,6 +54,10 @@ type Options struct {
 	// established limits.new_author_minutes after (AuthorStanding). Nil:
 	// no author is established by time.
 	AuthorFirst func(author string) (first time.Time, ok bool)
+	// Greeting pays for the greeted allowance of DHT requests a stranger
+	// gets with a served hello (ADR 0059); nil: no allowance, no
+	// challenge for one.
+	Greeting Greeting
 }
 
 // Table is everything a node knows of its peers in a run, and the
@@ -102,6 +106,8 @@ type Table[L any] struct {
 	slots *Slots[*Peer[L]]
 	// lim are the admission limits (Options.Limits).
 	lim limits.Config
+	// greeting is Options.Greeting.
+	greeting Greeting
 }
 
 // recentPeer is what a Table remembers of a disconnected peer.
@@ -149,7 +155,7 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits}
+		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits, greeting: o.Greeting}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.ch.dialling, t.ch.kept = make(map[peer.ID]int), make(map[peer.ID]struct{})
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)

@@ -71,6 +71,11 @@ type scriptWorld struct {
 	firsts map[string]time.Time
 	// releases end the fetches held.
 	releases []func()
+	// dhtPool is the strangers' shared budget of DHT requests that pays
+	// for greeted allowances (Options.Greeting: nil with the DHT off);
+	// dhtServing whether a DHT serves strangers.
+	dhtPool    *limits.Bucket
+	dhtServing bool
 }
 
 func newScriptWorld(t testing.TB) *scriptWorld {
@@ -115,8 +120,14 @@ func (w *scriptWorld) open() error {
 		return err
 	}
 	w.cache = c
+	var greeting Greeting
+	if w.dhtPool != nil {
+		greeting = func(k int, mono time.Duration) (bool, bool) {
+			return w.dhtServing && w.dhtPool.AllowN(k, int64(mono)), w.dhtServing
+		}
+	}
 	w.table, err = NewTable[struct{}](Options{Cache: c, Slots: w.slots, Limits: w.cfg, QuotaBytes: w.quota, MaxBlobBytes: w.maxBlob, PagePoolBytes: w.pagePool,
-		AuthorFirst: func(a string) (time.Time, bool) { t, ok := w.firsts[a]; return t, ok }})
+		AuthorFirst: func(a string) (time.Time, bool) { t, ok := w.firsts[a]; return t, ok }, Greeting: greeting})
 	w.linked = map[peer.ID]bool{}
 	return err
 }
@@ -205,8 +216,14 @@ func (w *scriptWorld) run(f []string) (string, error) {
 	case "table":
 		w.cfg, w.slots, w.quota, w.maxBlob, w.pagePool = limits.DefaultConfig(), 4, 64<<20, 4<<20, 128<<20
 		w.pages = map[string][]*Page{}
+		w.dhtPool, w.dhtServing = nil, false
 		for _, kv := range f[1:] {
 			k, v, _ := strings.Cut(kv, "=")
+			if kv == "dht=client" { // a DHT that serves no stranger
+				r, _ := limits.NewRate(12_000)
+				w.dhtPool = limits.NewBucket(r)
+				continue
+			}
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return "", err
@@ -226,6 +243,16 @@ func (w *scriptWorld) run(f []string) (string, error) {
 				w.quota = int64(n)
 			case "maxblob":
 				w.maxBlob = int64(n)
+			case "dht":
+				// dht=N: a DHT serving strangers, their shared budget
+				// N requests a minute.
+				r, err := limits.NewRate(n)
+				if err != nil {
+					return "", err
+				}
+				w.dhtPool, w.dhtServing = limits.NewBucket(r), true
+			case "challenge":
+				w.cfg.Challenge = n != 0
 			case "pages":
 				w.pagePool = int64(n)
 			default:
@@ -315,8 +342,14 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			return "", fmt.Errorf("unknown request %q", f[2])
 		}
 		class, solved, load := limits.ClassHit, false, 1
+		var hello *proto.Hello
+		if k == core.Hello {
+			hello = &proto.Hello{Version: 1, Network: "test", Agent: "script"}
+		}
 		for _, a := range f[3:] {
 			switch {
+			case a == "challenge" && hello != nil: // the hello advertises it
+				hello.Features = append(hello.Features, proto.FeatureChallenge)
 			case a == "miss":
 				class = limits.ClassMiss
 			case a == "expected":
@@ -329,7 +362,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 				return "", fmt.Errorf("unknown argument %q", a)
 			}
 		}
-		v := w.table.Admit(st, k, class, solved, load, w.mono)
+		v := w.table.Admit(st, k, hello, class, solved, load, w.mono)
 		out := []string{v.Verdict.String()}
 		if v.Verdict != limits.Serve {
 			out = append(out, v.Reason.String())
@@ -341,7 +374,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			on   bool
 			name string
 		}{{v.Miss, "miss"}, {v.Shared, "shared"}, {v.Throttled, "throttled"}, {v.FirstSolution, "first-solution"},
-			{v.Pressure, "pressure"}} {
+			{v.Pressure, "pressure"}, {v.Greeted, "greeted"}} {
 			if flag.on {
 				out = append(out, flag.name)
 			}
@@ -363,7 +396,7 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		}
 		got := map[string]int{}
 		for range n {
-			got[w.table.Admit(st, k, limits.ClassHit, false, 1, w.mono).Verdict.String()]++
+			got[w.table.Admit(st, k, nil, limits.ClassHit, false, 1, w.mono).Verdict.String()]++
 		}
 		keys := slices.Sorted(func(yield func(string) bool) {
 			for k := range got {
@@ -377,6 +410,20 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			out = append(out, fmt.Sprintf("%s=%d", k, got[k]))
 		}
 		return strings.Join(out, " "), nil
+	case "dht":
+		// dht ID N: N DHT requests of ID drawn on its greeted allowance:
+		// how many it had, and what is left.
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		took := 0
+		for range n {
+			if w.table.TakeGreeted(w.id(f[1]), w.mono) {
+				took++
+			}
+		}
+		return fmt.Sprintf("%d from the allowance, %d left", took, w.table.Greeted(w.id(f[1]))), nil
 	case "count":
 		// count ID COUNTER N
 		st, err := w.peer(f[1])
@@ -713,7 +760,7 @@ func (w *scriptWorld) took() []string {
 
 // TestTableScripts steps through the Table's scripts in testdata/.
 func TestTableScripts(t *testing.T) {
-	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch", "pages", "head"} {
+	for _, name := range []string{"value", "admit", "strangers", "restart", "standing", "fetch", "pages", "greeted", "head"} {
 		t.Run(name, func(t *testing.T) {
 			w := newScriptWorld(t)
 			scripttest.Run(t, "testdata/"+name+".txt", 10, w.run)

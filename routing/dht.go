@@ -22,6 +22,7 @@ import (
 	kb "github.com/libp2p/go-libp2p-kbucket"
 	"github.com/libp2p/go-libp2p-kbucket/peerdiversity"
 	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -161,6 +162,9 @@ type Routing struct {
 	// discovered is how many other nodes the last look under the
 	// rendezvous key found (at most discoverLimit).
 	discovered atomic.Int64
+	// recheck emits the event that makes the DHTs look at a greeted peer
+	// again (Greeted).
+	recheck event.Emitter
 	// ctx ends with New's or at Close: boxo's reprovides run on a context
 	// of their own.
 	ctx    context.Context
@@ -197,6 +201,11 @@ type Options struct {
 	Tier func(peer.ID) limits.Tier
 	// Mono returns the node's monotonic clock, in nanoseconds.
 	Mono func() int64
+	// Greeted, if set, takes one request of p's greeted allowance at the
+	// monotonic reading mono (peers.Table.TakeGreeted), reporting whether
+	// it had one: what a stranger that completed hello draws before the
+	// strangers' shared budget (ADR 0059).
+	Greeted func(p peer.ID, mono time.Duration) bool
 	// Refused, if set, is told of each request refused and why.
 	Refused func(p peer.ID, typ pb.Message_MessageType, why string)
 	// Log is the node's logger; nil discards.
@@ -277,6 +286,10 @@ func New(ctx context.Context, opts Options) (_ *Routing, err error) {
 		return nil, fmt.Errorf("routing: start the DHT: %w", err)
 	}
 	r.dht = r.dual.WAN
+	if r.recheck, err = opts.Host.EventBus().Emitter(new(event.EvtPeerProtocolsUpdated)); err != nil {
+		r.dual.Close()
+		return nil, fmt.Errorf("routing: %w", err)
+	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.routed = routedhost.Wrap(opts.Host, r.dual)
 	r.disc = drouting.NewRoutingDiscovery(dualRouter{r.dual})
@@ -288,6 +301,7 @@ func New(ctx context.Context, opts Options) (_ *Routing, err error) {
 	)
 	if err != nil {
 		r.cancel()
+		r.recheck.Close()
 		r.dual.Close()
 		return nil, fmt.Errorf("routing: start providing: %w", err)
 	}
@@ -387,7 +401,7 @@ const dhtKeyPrefix = "/dht"
 // Close stops providing and closes the DHT.
 func (r *Routing) Close() error {
 	r.cancel()
-	return errors.Join(r.prov.Close(), r.dual.Close())
+	return errors.Join(r.prov.Close(), r.dual.Close(), r.recheck.Close())
 }
 
 // DHT is the network's DHT.
@@ -403,6 +417,13 @@ func (r *Routing) Host() host.Host { return r.routed }
 // Discovered is how many other nodes the last look under the rendezvous
 // key found (at most discoverLimit).
 func (r *Routing) Discovered() int { return int(r.discovered.Load()) }
+
+// Requests returns the requests served from greeted allowances, of both
+// DHTs together, and those refused over the strangers' shared budget, of
+// the network's DHT and of the LAN DHT (ADR 0059).
+func (r *Routing) Requests() (greeted, strangersRefused, lanStrangersRefused uint64) {
+	return r.wan.greeted.Load() + r.lan.greeted.Load(), r.wan.strangersRefused.Load(), r.lan.strangersRefused.Load()
+}
 
 // Records returns the provider records held, their bound, and how many
 // new records were refused as the store was full: of both DHTs together.
@@ -612,18 +633,18 @@ func (r *Routing) discover(ctx context.Context, ns string, dial func(iter.Seq[pe
 // request is the DHT's hook on every request a peer sends
 // (dht.OnRequestHook): the request takes a token from the peer's budget
 // (dhtRequestsPerMin by its tier, strangers sharing
-// dhtStrangerRequestsPerMin), and a stranger's provider record needs the
-// strangers' share of its store not full (strangersFull). A
-// request refused is made one the DHT has no handler for, so the DHT
-// answers nothing and closes the stream.
+// dhtStrangerRequestsPerMin, a greeted stranger drawing its allowance
+// first: allow), and a stranger's provider record needs the strangers'
+// share of its store not full (strangersFull). A request refused is made
+// one the DHT has no handler for, so the DHT answers nothing and closes
+// the stream.
 func (r *Routing) request(_ context.Context, s network.Stream, req *pb.Message) {
 	p := s.Conn().RemotePeer()
 	t := r.opts.Tier(p)
 	b := r.boundsOf(s)
-	why := ""
+	why := r.allow(b, p, t, r.opts.Mono())
 	switch {
-	case !b.budget.Allow(string(p), t, r.opts.Mono()):
-		why = "over the peer's budget"
+	case why != "":
 	case req.GetType() == pb.Message_ADD_PROVIDER && t.Stranger() && b.records.strangersFull():
 		why = "the strangers' share of the provider records is full"
 	default:
@@ -633,6 +654,79 @@ func (r *Routing) request(_ context.Context, s network.Stream, req *pb.Message) 
 		r.opts.Refused(p, req.GetType(), why)
 	}
 	req.Type = refusedDHTRequest
+}
+
+// Why allow refuses a request.
+const (
+	overOwnBudget      = "over the peer's budget"
+	overStrangersShare = "over the strangers' shared budget"
+)
+
+// allow takes the token of one request of p, of tier t, at now from b's
+// budget, and returns "" or why it refused: over p's own budget, or, for
+// a stranger, over the strangers' shared one. A stranger draws from its
+// greeted allowance (Options.Greeted, ADR 0059), paid for when it was
+// given, before that shared budget: while Sybils keep the shared budget
+// spent, a stranger that completed hello is still served, within what it
+// paid. Nothing is taken from a budget that refuses.
+func (r *Routing) allow(b bounds, p peer.ID, t limits.Tier, now int64) string {
+	k := string(p)
+	if t.Stranger() && r.opts.Greeted != nil && b.budget.HasOwn(k, t, now) && r.opts.Greeted(p, time.Duration(now)) &&
+		b.budget.AllowOwn(k, t, now) {
+		b.greeted.Add(1)
+		return ""
+	}
+	switch {
+	case b.budget.Allow(k, t, now):
+		return ""
+	case t.Stranger() && b.budget.HasOwn(k, t, now):
+		b.strangersRefused.Add(1)
+		return overStrangersShare
+	}
+	return overOwnBudget
+}
+
+// FundGreeting pays, at the monotonic reading mono, for the greeted
+// allowance of k DHT requests a stranger gets with a served hello
+// (peers.Options.Greeting, ADR 0059): it takes k tokens from the
+// strangers' shared budget of the DHT that serves strangers here (the
+// network's when it is a server, else the LAN's) if that budget holds
+// them all, so that what greeted strangers draw stays within it; funded
+// is false when it holds fewer (the hello is then challenged). serving is
+// false when no DHT serves strangers here (r nil: p2p.dht off; both in
+// client mode): no allowance is worth a challenge then.
+func (r *Routing) FundGreeting(k int, mono time.Duration) (funded, serving bool) {
+	if r == nil {
+		return false, false
+	}
+	b := r.wan
+	if r.dht.Mode() != dht.ModeServer {
+		if r.dual.LAN.Mode() != dht.ModeServer {
+			return false, false
+		}
+		b = r.lan
+	}
+	return b.budget.TakeStrangers(k, int64(mono)), true
+}
+
+// Greeted is told that p answered this node's hello (ADR 0059): if p
+// speaks one of the node's DHT protocols and is in neither routing table,
+// the DHTs look at it again, as when identify completes. A DHT request
+// this node sent p before p recorded the hello may have been refused, p
+// then left out of the routing table until the next bootstrap round (2
+// minutes); p, now greeted, serves this node's requests from the
+// allowance the hello gave it. Nothing for a nil r (p2p.dht off).
+func (r *Routing) Greeted(p peer.ID) {
+	if r == nil || r.dht.RoutingTable().Find(p) != "" || r.dual.LAN.RoutingTable().Find(p) != "" {
+		return
+	}
+	if ps, err := r.opts.Host.Peerstore().SupportsProtocols(p, proto.DHTProtocol(r.opts.Network),
+		proto.DHTLANProtocol(r.opts.Network)); err != nil || len(ps) == 0 {
+		return
+	}
+	if err := r.recheck.Emit(event.EvtPeerProtocolsUpdated{Peer: p}); err != nil {
+		r.opts.Log.Debug("DHT: look at a greeted peer again", "peer", p, "err", err)
+	}
 }
 
 // strangersFull reports whether the provider records held reach
@@ -649,6 +743,10 @@ func (s *recordStore) strangersFull() bool {
 type bounds struct {
 	budget  *limits.Budget
 	records *recordStore
+	// greeted counts the requests served from greeted allowances;
+	// strangersRefused those refused over the strangers' shared budget
+	// (allow).
+	greeted, strangersRefused *atomic.Uint64
 }
 
 // newBounds makes the bounds of a DHT whose keys are in d: its records
@@ -661,6 +759,7 @@ func newBounds(d ds.Batching, maxRecords int, opts Options) (b bounds, err error
 		return b, fmt.Errorf("provider records: %w", err)
 	}
 	b.records.room = opts.Room
+	b.greeted, b.strangersRefused = new(atomic.Uint64), new(atomic.Uint64)
 	return b, nil
 }
 

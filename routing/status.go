@@ -105,6 +105,7 @@ func (r *Routing) Status(mode string) api.DHTStatus {
 		s.LANRoutingTable = r.LAN().RoutingTable().Size()
 		s.ProviderRecords, s.MaxProviderRecords, s.ProviderRecordsRefused = r.Records()
 		s.Discovered = r.Discovered()
+		s.RequestsGreeted, s.RequestsRefusedStrangers, s.LANRequestsRefusedStrangers = r.Requests()
 	}
 	return s
 }
