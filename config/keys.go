@@ -290,6 +290,13 @@ var keyDocs = map[string]keyDoc{
 		allowed: fmt.Sprintf("0..%d events a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_sync_per_min = 6000",
 	},
+	"limits.stranger_dht_per_min": {
+		what: "DHT requests a minute that all peers without a record send to each of this node's DHT " +
+			"servers together, on top of each one's own budget: fresh ids buy no more than this; a " +
+			"stranger that completed hello draws an allowance of its own first (docs/adr/0040, 0059).",
+		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
+		example: "stranger_dht_per_min = 12000",
+	},
 	"peercache.max_peers": {
 		what: "Most peer records kept. A peer gets one only after it showed value (stayed connected, " +
 			"gave events or blobs, solved a challenge); past the bound the least valuable go first, " +

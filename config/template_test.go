@@ -168,6 +168,7 @@ func nonDefault() *Config {
 		ChallengeBaseBits: 12, ChallengeMaxBits: 20,
 		MissPerMin: 0, SuspectPercent: limits.MaxSuspectPercent, ValuedPercent: limits.MaxValuedPercent,
 		GossipPerMin: 1, StrangerGossipPerMin: 2, AuthorPerMin: 3, StrangerAuthorPerMin: 4, NewAuthorMinutes: limits.MaxNewAuthorMinutes,
+		StrangerSyncPerMin: 5, StrangerDHTPerMin: 6,
 		// Not keys: Parse keeps their defaults.
 		OverloadInFlight: limits.DefaultConfig().OverloadInFlight,
 		SolvedPerMin:     limits.DefaultConfig().SolvedPerMin,

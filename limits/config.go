@@ -204,6 +204,16 @@ type Config struct {
 	// peer waits for a token and is charged the events it brought. ADR
 	// 0041.
 	StrangerSyncPerMin int `toml:"stranger_sync_per_min" json:"stranger_sync_per_min"`
+
+	// StrangerDHTPerMin (key limits.stranger_dht_per_min) is the rate of
+	// DHT requests all strangers together (peers without a record) may
+	// send to each of this node's DHT servers (the network's, the LAN's),
+	// on top of each one's own budget, in requests a minute: 0..MaxPerMin,
+	// 0 means unlimited. Default 12000 (a burst of 3,000, then 200 a
+	// second): fresh ids, which cost nothing, buy no more than this
+	// together; a stranger that completed hello draws a greeted allowance
+	// before it (ADR 0059). ADR 0040.
+	StrangerDHTPerMin int `toml:"stranger_dht_per_min" json:"stranger_dht_per_min"`
 }
 
 // GossipBudget returns the BudgetRate of the gossip envelopes peers forward
@@ -229,7 +239,8 @@ func (c Config) AuthorBudget() BudgetRate {
 // envelopes 6,000 a minute per peer and 1,200 from all strangers, new
 // events 600 a minute per author and 600 from all new authors. And ADR
 // 0041's: 6,000 events of new authors a minute from the sync pages of
-// peers without standing.
+// peers without standing. And ADR 0040's: 12,000 DHT requests a minute
+// from all strangers to each DHT.
 func DefaultConfig() Config {
 	return Config{
 		HelloPerMin:        60,
@@ -254,6 +265,7 @@ func DefaultConfig() Config {
 		StrangerAuthorPerMin: 600,
 		NewAuthorMinutes:     int(core.ReputationAge / time.Minute),
 		StrangerSyncPerMin:   6000,
+		StrangerDHTPerMin:    12000,
 	}
 }
 
@@ -372,5 +384,7 @@ func (c Config) Validate() error {
 		fmt.Sprintf("%d..%d minutes", MinNewAuthorMinutes, MaxNewAuthorMinutes))
 	check("limits.stranger_sync_per_min", c.StrangerSyncPerMin, 0, MaxPerMin,
 		fmt.Sprintf("0..%d events a minute of new authors from the sync pages of all peers without standing, 0 means unlimited", MaxPerMin))
+	check("limits.stranger_dht_per_min", c.StrangerDHTPerMin, 0, MaxPerMin,
+		fmt.Sprintf("0..%d DHT requests a minute from all strangers together, 0 means unlimited", MaxPerMin))
 	return errors.Join(errs...)
 }

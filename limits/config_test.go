@@ -14,7 +14,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000}
+	want := Config{60, 600, 120, 10, 4, true, 8, 24, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000, 12000}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v", c)
 	}
@@ -56,6 +56,8 @@ func TestValidateBounds(t *testing.T) {
 		{"limits.author_per_min", func(c *Config, v int) { c.AuthorPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 		{"limits.stranger_author_per_min", func(c *Config, v int) { c.StrangerAuthorPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 		{"limits.new_author_minutes", func(c *Config, v int) { c.NewAuthorMinutes = v }, []int{1, 1440}, []int{0, 1441}},
+		{"limits.stranger_sync_per_min", func(c *Config, v int) { c.StrangerSyncPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
+		{"limits.stranger_dht_per_min", func(c *Config, v int) { c.StrangerDHTPerMin = v }, []int{0, 1, 60_000}, []int{-1, 60_001}},
 	}
 	for _, f := range fields {
 		for _, v := range f.ok {
@@ -89,6 +91,8 @@ func TestValidateBounds(t *testing.T) {
 				"limits.stranger_gossip_per_min": "gossip envelopes a minute from all strangers together",
 				"limits.author_per_min":          "new events a minute per author",
 				"limits.stranger_author_per_min": "events a minute of all new authors together",
+				"limits.stranger_sync_per_min":   "events a minute of new authors from the sync pages of all peers without standing",
+				"limits.stranger_dht_per_min":    "DHT requests a minute from all strangers together",
 			}
 			unit, ok := units[f.key]
 			if !ok {
@@ -169,7 +173,7 @@ challenge_max_bits = 7
 	if err := toml.NewDecoder(strings.NewReader(doc)).DisallowUnknownFields().Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000}
+	want := Config{1, 2, 3, 4, 5, false, 6, 7, 64, 1200, 30, 10, 200, 600, 6000, 1200, 600, 600, 10, 6000, 12000}
 	if c != want {
 		t.Fatalf("decoded %+v", c)
 	}
@@ -200,7 +204,7 @@ func TestConfigJSON(t *testing.T) {
 		`"blob_fetches_per_peer":4,"challenge":true,"challenge_base_bits":8,"challenge_max_bits":24,` +
 		`"overload_in_flight":64,"solved_per_min":1200,"miss_per_min":30,"suspect_percent":10,"valued_percent":200,` +
 		`"stranger_report_per_min":600,"gossip_per_min":6000,"stranger_gossip_per_min":1200,` +
-		`"author_per_min":600,"stranger_author_per_min":600,"new_author_minutes":10,"stranger_sync_per_min":6000}`
+		`"author_per_min":600,"stranger_author_per_min":600,"new_author_minutes":10,"stranger_sync_per_min":6000,"stranger_dht_per_min":12000}`
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}

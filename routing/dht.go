@@ -66,10 +66,6 @@ const (
 	// sends one request to each peer it asks, and an honest provider a
 	// record a blob a day (22 h) to the 20 peers closest to its CID.
 	dhtRequestsPerMin = 600
-	// dhtStrangerRequestsPerMin is what all peers without a record share
-	// a minute: fresh ids, which cost nothing, buy no more than this
-	// together.
-	dhtStrangerRequestsPerMin = 12_000
 
 	// lanRecordsShare: the LAN DHT's records are bounded by a
 	// lanRecordsShare-th of maxProviderRecords (of Options.MaxRecords)
@@ -633,7 +629,7 @@ func (r *Routing) discover(ctx context.Context, ns string, dial func(iter.Seq[pe
 // request is the DHT's hook on every request a peer sends
 // (dht.OnRequestHook): the request takes a token from the peer's budget
 // (dhtRequestsPerMin by its tier, strangers sharing
-// dhtStrangerRequestsPerMin, a greeted stranger drawing its allowance
+// limits.stranger_dht_per_min, a greeted stranger drawing its allowance
 // first: allow), and a stranger's provider record needs the strangers'
 // share of its store not full (strangersFull). A request refused is made
 // one the DHT has no handler for, so the DHT answers nothing and closes
@@ -779,7 +775,7 @@ const refusedDHTRequest pb.Message_MessageType = -1
 
 // newBudget is the budget of DHT requests per peer (request).
 func newBudget(l limits.Config) (*limits.Budget, error) {
-	return limits.NewBudget(limits.BudgetRate{PerMin: dhtRequestsPerMin, StrangersPerMin: dhtStrangerRequestsPerMin,
+	return limits.NewBudget(limits.BudgetRate{PerMin: dhtRequestsPerMin, StrangersPerMin: l.StrangerDHTPerMin,
 		SuspectPercent: l.SuspectPercent, ValuedPercent: l.ValuedPercent})
 }
 

@@ -206,7 +206,7 @@ func testMultihash(t *testing.T, s string) multihash.Multihash {
 // TestDHTBudgetBounds: a peer's DHT requests are let through up to the
 // burst of its budget (a quarter of dhtRequestsPerMin) and refused past
 // it; fresh ids together get the strangers' burst (a quarter of
-// dhtStrangerRequestsPerMin) and no more.
+// limits.stranger_dht_per_min) and no more.
 func TestDHTBudgetBounds(t *testing.T) {
 	b, err := newBudget(limits.DefaultConfig())
 	if err != nil {
@@ -222,7 +222,7 @@ func TestDHTBudgetBounds(t *testing.T) {
 	if b.Allow("p", limits.TierNormal, now) {
 		t.Fatalf("request %d, past the burst, let through", burst+1)
 	}
-	shared := dhtStrangerRequestsPerMin / 4
+	shared := limits.DefaultConfig().StrangerDHTPerMin / 4
 	allowed := 0
 	for i := range shared + 100 {
 		if b.Allow(fmt.Sprint("s", i), limits.TierNew, now) {
