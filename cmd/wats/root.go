@@ -32,7 +32,8 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 over the control API on the repo's Unix socket.
 
 Start with:  WATS init && WATS daemon
-Then:        WATS status, WATS peers ls, WATS events add --kind note --body '{"text":"hi"}'
+Then:        WATS status, WATS peers ls,
+             WATS events add --kind note --body '{"text":"hi"}'
 A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 		SilenceErrors: true,
 		SilenceUsage:  true,
