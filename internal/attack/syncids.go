@@ -120,7 +120,7 @@ func randomIDList() *proto.SyncRequest {
 func smallIDList() *proto.SyncRequest {
 	b := randomID()
 	rng := proto.IDRange{From: hex.EncodeToString(b[:])}
-	if top := binary.BigEndian.Uint16(b[:2]); top < 0xffff-3 { // bit 14 of 256 is the 4s of the top 16
+	if top := binary.BigEndian.Uint16(b[:2]); top < 0xffff-3 { // 2^242 is 4 in the first 16 bits
 		binary.BigEndian.PutUint16(b[:2], top+4)
 		rng.To = hex.EncodeToString(b[:])
 	}
