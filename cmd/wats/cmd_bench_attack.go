@@ -66,6 +66,14 @@ process at the lowest CPU priority (nice 19), attacks it on 127.0.0.1
                           whole-space fingerprint each, and leave
   ids-sybil-sync-330      their control: sybil-sync's ids, the same log
   ids-pages-N             N ids ask for pages by id range and read none
+  id-lists-flood-N        N ids ask for id lists (docs/adr/0057) of 4,096 ids,
+                          16 at once an id, each reading its answer
+  id-lists-small-N        the same with lists of some 6 ids
+  id-lists-open-N         N ids ask for lists as fast as streams open, reading
+                          nothing
+  id-lists-sybil-R        R fresh ids a second say hello, ask for one list
+                          each, read it and leave
+  id-lists-hold-N         N ids ask for lists and hold them unread
   kill9                   events written through the control API while the
                           daemon is killed with SIGKILL and restarted --kills
                           times: acknowledged events against those present

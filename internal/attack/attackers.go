@@ -78,7 +78,8 @@ type Stats struct {
 	Streams  int64 `json:"streams"`  // streams opened to hold
 	Reset    int64 `json:"reset"`    // of those, reset by the node
 	// Bytes counts the bytes of blocks the node sent the attacker (the
-	// block transfer's attacks).
+	// block transfer's attacks), or of the id lists it read
+	// (proto.ListIDBytes an id: the attacks on id lists).
 	Bytes int64 `json:"bytes,omitempty"`
 	// Error says why an attack could not start (the block transfer's
 	// attacks: the blob's blocks could not be listed).
@@ -135,7 +136,8 @@ func Attack(ctx context.Context, name string, t Target, o Options) (Stats, error
 		sybils(ctx, t, o, name, st)
 	case HoardUnnegotiated, HoardPrefix:
 		hoard(ctx, t, o, name == HoardPrefix, st)
-	case FingerprintFlood, FingerprintFloodOpen, FingerprintSybil, IDsPages: // sync by ids (syncids.go)
+	case FingerprintFlood, FingerprintFloodOpen, FingerprintSybil, IDsPages,
+		IDListsFlood, IDListsSmall, IDListsOpen, IDListsSybil, IDListsHold: // sync by ids (syncids.go)
 		syncIDsAttack(ctx, name, t, o, st)
 	default:
 		if !extraAttack(ctx, name, t, o, st) {

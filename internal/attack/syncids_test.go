@@ -53,6 +53,38 @@ func holdingEvents(t *testing.T, n *node.Node, count int, body func(i int) strin
 // the end of the run cut off aside), pages
 // by id range are served and held unread; and the honest peers are served.
 func TestSyncIDsAttacksSmoke(t *testing.T) {
+	syncIDsSmoke(t, map[string]check{
+		attack.FingerprintFlood:     func(s attack.Stats) bool { return s.Answered > 0 && s.Requests >= s.Answered },
+		attack.FingerprintFloodOpen: func(s attack.Stats) bool { return s.Streams > 0 && s.Answered == 0 },
+		attack.FingerprintSybil:     func(s attack.Stats) bool { return s.IDs > 1 && s.Answered > (s.IDs-s.Cut)/2 },
+		attack.IDsPages:             func(s attack.Stats) bool { return s.Streams > 0 && s.Answered > 0 },
+	})
+}
+
+// TestIDListsAttacksSmoke does the same for the attacks on id lists (ADR
+// 0057), against the same node: the closed loop's lists are answered and
+// read, large (from a random point of the id space to its end: 300 ids of
+// the 600 on average; 100 at least an answer, summed) or small (a
+// 16,384th of the space: fewer ids than answers, summed); the open loop's
+// streams are opened and never read; each Sybil is answered its hello and
+// its list, which it reads (those the end cut off aside); lists are
+// served and held unread.
+func TestIDListsAttacksSmoke(t *testing.T) {
+	ids := func(s attack.Stats) int64 { return s.Bytes / proto.ListIDBytes }
+	syncIDsSmoke(t, map[string]check{
+		attack.IDListsFlood: func(s attack.Stats) bool { return s.Answered > 1 && ids(s) >= 100*s.Answered },
+		attack.IDListsSmall: func(s attack.Stats) bool { return s.Answered > 8 && ids(s) < s.Answered },
+		attack.IDListsOpen:  func(s attack.Stats) bool { return s.Streams > 0 && s.Answered == 0 },
+		attack.IDListsSybil: func(s attack.Stats) bool { return s.IDs > 1 && s.Answered > s.IDs-s.Cut && ids(s) > 0 },
+		attack.IDListsHold:  func(s attack.Stats) bool { return s.Streams > 0 && s.Answered > 0 },
+	})
+}
+
+// syncIDsSmoke runs the attacks of checks (attacksHold) against a node
+// holding 600 events, with the honest load, and fails unless the honest
+// peers and the newcomers are served (90% at least).
+func syncIDsSmoke(t *testing.T, checks map[string]check) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs attacks for a few seconds")
 	}
@@ -66,12 +98,7 @@ func TestSyncIDsAttacksSmoke(t *testing.T) {
 	honest := make(chan attack.HonestResult, 1)
 	go func() { honest <- attack.RunHonest(ctx, tg, h, warm) }()
 	<-warm
-	attacksHold(t, tg, attack.Options{IDs: 2, Rate: 20, Hold: 200 * time.Millisecond}, map[string]check{
-		attack.FingerprintFlood:     func(s attack.Stats) bool { return s.Answered > 0 && s.Requests >= s.Answered },
-		attack.FingerprintFloodOpen: func(s attack.Stats) bool { return s.Streams > 0 && s.Answered == 0 },
-		attack.FingerprintSybil:     func(s attack.Stats) bool { return s.IDs > 1 && s.Answered > (s.IDs-s.Cut)/2 },
-		attack.IDsPages:             func(s attack.Stats) bool { return s.Streams > 0 && s.Answered > 0 },
-	})
+	attacksHold(t, tg, attack.Options{IDs: 2, Rate: 20, Hold: 200 * time.Millisecond}, checks)
 	cancel()
 	if res := <-honest; res.Requests == 0 || res.ServedPct() < 90 || res.Newcomers == 0 || res.NewcomersPct() < 90 {
 		t.Fatalf("honest load: %+v", res)

@@ -20,10 +20,10 @@ import (
 	"github.com/wats-network/wats/repo"
 )
 
-// The scenarios of sync by id range (ADR 0052, ADR 0055): the attacked
-// daemon holds a log of attackLogEvents events, so that a whole-space
-// fingerprint counts proto.MaxFingerprintIDs ids and pages are full, and
-// the honest side adds a catch-up that goes by id range: a fresh daemon
+// The scenarios of sync by id range (ADR 0052, ADR 0055, ADR 0057): the
+// attacked daemon holds a log of attackLogEvents events, so that a
+// whole-space fingerprint counts proto.MaxFingerprintIDs ids and pages and
+// id lists are full, and the honest side adds a catch-up that goes by id range: a fresh daemon
 // catches up from the attacked one and from a second peer holding the
 // same events while the attack runs (HonestCatchUp).
 
@@ -58,6 +58,14 @@ var syncIDsScenarios = []AttackScenario{
 	{Name: "ids-sybil-sync-330", Attack: attack.SybilSync, Rate: 330, CatchUp: attackLogEvents},
 	{Name: "ids-pages-8", Attack: attack.IDsPages, IDs: 8, CatchUp: attackLogEvents},
 	{Name: "ids-pages-64", Attack: attack.IDsPages, IDs: 64, CatchUp: attackLogEvents},
+	// The id lists of ADR 0057 (4,096 ids, 274 KiB, an answer of this
+	// log), whose requests the catch-up also sends where a shard differs.
+	{Name: "id-lists-flood-1", Attack: attack.IDListsFlood, IDs: 1, CatchUp: attackLogEvents},
+	{Name: "id-lists-flood-8", Attack: attack.IDListsFlood, IDs: 8, CatchUp: attackLogEvents},
+	{Name: "id-lists-small-8", Attack: attack.IDListsSmall, IDs: 8, CatchUp: attackLogEvents},
+	{Name: "id-lists-open-8", Attack: attack.IDListsOpen, IDs: 8, CatchUp: attackLogEvents},
+	{Name: "id-lists-sybil-330", Attack: attack.IDListsSybil, Rate: 330, CatchUp: attackLogEvents},
+	{Name: "id-lists-hold-64", Attack: attack.IDListsHold, IDs: 64, CatchUp: attackLogEvents},
 }
 
 func init() { AttackScenarios = append(AttackScenarios, syncIDsScenarios...) }
