@@ -91,10 +91,11 @@ type Page struct {
 // id that asks again and again while the pool is held gains no good weight
 // against its unread pages, and is not spared by the slots for it.
 //
-// A stranger (TierNew) that holds no page and never held one unread
-// (Timeouts) and finds the strangers' share full takes back the page of
-// another stranger unread for UnreadPageGrace or more (SecondPageGrace if
-// that one is served two pages), the oldest first:
+// A stranger (TierNew) that holds no page, never held one unread
+// (Timeouts) and was refused fewer than maxRefusedToTakeBack requests on
+// its connection, and finds the strangers' share full, takes back the page
+// of another stranger unread for UnreadPageGrace or more (SecondPageGrace
+// if that one is served two pages), the oldest first:
 // its stream is reset (reset, which the node gives for each page) and the
 // page counted as held unread (a Timeouts in its peer's history), and the
 // room is reserved for st at once. retiered is told of a tier these counts
@@ -115,7 +116,8 @@ func (t *Table[L]) Page(st *Peer[L], mono time.Duration, reset func() error, ret
 	}
 	tier := st.Tier()
 	p := t.PageFor(tier)
-	if p == nil && tier == limits.TierNew && first == 1 && st.hist[Timeouts].Load() == 0 {
+	if p == nil && tier == limits.TierNew && first == 1 && st.hist[Timeouts].Load() == 0 &&
+		st.refusedHere.Load() < maxRefusedToTakeBack {
 		for range maxTakenBack {
 			if !t.unread.takeOldest(mono) {
 				break
@@ -155,6 +157,15 @@ const (
 	UnreadPageGrace = 5 * time.Second
 	SecondPageGrace = 500 * time.Millisecond
 )
+
+// maxRefusedToTakeBack is how many of its requests a stranger's
+// connection may have had refused and still take a page back (Table.Page):
+// 12, what a requester that waits out each "too busy" (a second) is
+// refused in twice UnreadPageGrace and more. An id that asks again at once
+// after each refusal spends them in as many round trips, and then waits
+// its turn behind a newcomer, which would otherwise find the page taken
+// back each time it came due by the id that asks most often.
+const maxRefusedToTakeBack = 12
 
 // maxTakenBack bounds the pages one request takes back: a page read holds
 // twice its bytes, which can be less than the MinPageBytes asked for.

@@ -550,6 +550,25 @@ func (w *scriptWorld) run(f []string) (string, error) {
 		var ap api.Peer
 		w.table.Describe(&ap, w.id(f[1]), w.mono)
 		return fmt.Sprintf("served=%d challenged=%d refused=%d", ap.Served, ap.Challenged, ap.Refused), nil
+	case "pages":
+		// pages ID N: page ID N times; what each said, once with its count
+		// when all said the same.
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return "", err
+		}
+		var outs []string
+		for range n {
+			out, err := w.run([]string{"page", f[1]})
+			if err != nil {
+				return "", err
+			}
+			outs = append(outs, out)
+		}
+		if len(outs) > 0 && slices.Equal(outs, slices.Repeat(outs[:1], len(outs))) {
+			return fmt.Sprintf("%s x%d", outs[0], n), nil
+		}
+		return strings.Join(outs, "; "), nil
 	case "headof":
 		// headof ID CURSOR: the head the peers list shows of ID (Describe)
 		// when this node has synced its log to CURSOR.

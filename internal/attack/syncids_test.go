@@ -166,7 +166,11 @@ func newcomerSynced(t *testing.T, ctx context.Context, tg attack.Target) bool {
 	}
 	resp, err := c.Request(ctx, &proto.SyncRequest{After: 0, Limit: 64}, nil)
 	if err != nil || resp.Sync == nil || len(resp.Sync.Events) == 0 {
-		t.Logf("sync: %+v, %v", resp, err)
+		if err == nil && resp.Refused != nil {
+			t.Logf("sync refused at %s: %+v", time.Now().Format("15:04:05.000"), *resp.Refused)
+		} else {
+			t.Logf("sync: %+v, %v", resp, err)
+		}
 		return false
 	}
 	return true
