@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/wats-network/wats/api"
@@ -122,6 +125,26 @@ func (o *Offline) Blobs() []api.BlobInfo {
 		return []api.BlobInfo{}
 	}
 	return BlobList(o.blobs, o.events)
+}
+
+// BlobSize returns the size of the complete blob c held in the repo; ok
+// is false when it holds none such (not imported, removed, or a fetch that
+// did not complete: ADR 0014 uses only complete blobs).
+func (o *Offline) BlobSize(c cid.Cid) (size uint64, ok bool) {
+	if o.blobs == nil {
+		return 0, false
+	}
+	return o.blobs.SizeOf(c)
+}
+
+// ExportBlob writes the complete blob c of size bytes held in the repo to
+// w (blobs.Store.Export: every leaf checked against its CID as it is
+// read); an error wrapping blobs.ErrIncomplete when it holds none such.
+func (o *Offline) ExportBlob(ctx context.Context, c cid.Cid, size uint64, w io.Writer) error {
+	if o.blobs == nil {
+		return blobs.ErrIncomplete
+	}
+	return o.blobs.Export(ctx, c, size, w)
 }
 
 // PartialBlobs is the answer of GET api.PathBlobPartials without a daemon.

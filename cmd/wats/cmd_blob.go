@@ -280,6 +280,10 @@ says so (with --json: an object with cid, size and file). A FILE that
 exists and is not a regular file (a device such as /dev/null, a named
 pipe) is written to as stdout is, never replaced.
 
+With no daemon running, a complete blob the repo holds is read from it
+(each leaf checked against its CID), as 'blob ls' reads it; any other needs
+the daemon.
+
 With -o - the bytes go to stdout as they come. If the fetch fails part way,
 what was written is a verified prefix of the blob, not the blob: the
 command then says why on stderr and exits 1, after that output (in a
@@ -324,42 +328,14 @@ shell pipeline, set -o pipefail to see that status).`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("size") {
-				bs, err := cl.BlobSize(cmd.Context(), args[0])
-				if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrAmbiguous) {
-					return usageErrorf("%s; give it with --size N", userMessage(err))
-				}
-				if err != nil {
-					return c.apiError(err)
-				}
-				size = int64(bs.Size)
+			g := blobGetArgs{cid: args[0], size: size, sized: cmd.Flags().Changed("size"), out: out, from: from,
+				asJSON: asJSON, toStdout: toStdout, special: special}
+			err = c.blobGetFromDaemon(cmd.Context(), cl, &g)
+			if nd := (*noDaemonError)(nil); errors.As(err, &nd) {
+				// No daemon: a blob the repo holds is read from it.
+				return c.blobGetHeld(cmd.Context(), g, err)
 			}
-			req := api.FetchRequest{CID: args[0], Size: uint64(size), From: from}
-			var provider string // the peer that served it, when known
-			var resumed uint64  // the bytes held when the fetch began
-			if toStdout {
-				return c.streamBlob(cmd.Context(), cl, req, c.stdout)
-			}
-			if special {
-				f, err := os.OpenFile(out, os.O_WRONLY, 0)
-				if err != nil {
-					return fmt.Errorf("-o %s: %w", out, err)
-				}
-				err = c.streamBlob(cmd.Context(), cl, req, f)
-				if cerr := f.Close(); err == nil && cerr != nil {
-					err = fmt.Errorf("-o %s: %w", out, cerr)
-				}
-				if err != nil {
-					return err
-				}
-			} else if provider, resumed, err = c.streamToFile(cmd.Context(), cl, req, out); err != nil {
-				return err
-			}
-			if asJSON {
-				return c.printJSON(blobWritten{CID: args[0], Size: uint64(size), File: out, Provider: provider, Resumed: resumed})
-			}
-			fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s%s\n", out, size, args[0], fromPeer(provider))
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "say what was written as JSON (cid, size, file)")
@@ -367,6 +343,134 @@ shell pipeline, set -o pipefail to see that status).`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the file to write, or - for stdout (required)")
 	cmd.Flags().StringVar(&from, "from", "", "a peer (ID or full multiaddr) to fetch from first, even if it failed lately")
 	return cmd
+}
+
+// blobGetArgs is what `blob get` was asked: the CID, the declared size
+// (sized: given by --size), the output (toStdout: -o -; special: a file
+// that is not a regular one, written as stdout is), --from and --json.
+type blobGetArgs struct {
+	cid                       string
+	size                      int64
+	sized                     bool
+	out, from                 string
+	asJSON, toStdout, special bool
+}
+
+// blobGetFromDaemon is blob get through the daemon: the blob's size asked
+// of it unless --size was given (into g.size), the bytes fetched and
+// streamed to stdout, to a special file, or to a temporary file renamed to
+// g.out.
+func (c *cli) blobGetFromDaemon(ctx context.Context, cl *api.Client, g *blobGetArgs) error {
+	if !g.sized {
+		bs, err := cl.BlobSize(ctx, g.cid)
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrAmbiguous) {
+			return usageErrorf("%s; give it with --size N", userMessage(err))
+		}
+		if err != nil {
+			return c.apiError(err)
+		}
+		g.size = int64(bs.Size)
+	}
+	req := api.FetchRequest{CID: g.cid, Size: uint64(g.size), From: g.from}
+	if g.toStdout {
+		return c.streamBlob(ctx, cl, req, c.stdout)
+	}
+	var provider string // the peer that served it, when known
+	var resumed uint64  // the bytes held when the fetch began
+	if g.special {
+		if err := writeSpecial(g.out, func(w io.Writer) error { return c.streamBlob(ctx, cl, req, w) }); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if provider, resumed, err = c.streamToFile(ctx, cl, req, g.out); err != nil {
+			return err
+		}
+	}
+	return c.saidWritten(blobWritten{CID: g.cid, Size: uint64(g.size), File: g.out, Provider: provider, Resumed: resumed}, g.asJSON, "")
+}
+
+// writeSpecial writes with write to out, a file that is not a regular
+// one (a device, a named pipe), opened as it is, never replaced.
+func writeSpecial(out string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(out, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("-o %s: %w", out, cerr)
+	}
+	return err
+}
+
+// saidWritten says what blob get wrote: as JSON with asJSON, else a line
+// (how, if not "", is said after it: where the bytes came from).
+func (c *cli) saidWritten(w blobWritten, asJSON bool, how string) error {
+	if asJSON {
+		return c.printJSON(w)
+	}
+	fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s%s%s\n", w.File, w.Size, w.CID, fromPeer(w.Provider), how)
+	return nil
+}
+
+// blobGetHeld is blob get with no daemon running: a complete blob the
+// repo holds is read from it (store.Offline.ExportBlob, each leaf checked
+// against its CID) and written as the daemon writes it; any other is
+// noDaemon, with word that the repo does not hold it either.
+func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) error {
+	ci, err := cid.Decode(g.cid)
+	if err != nil {
+		return noDaemon
+	}
+	return c.offline(func(o *store.Offline) error {
+		held, ok := o.BlobSize(ci)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w; the repo does not hold blob %s either", noDaemon, g.cid)
+		case g.sized && uint64(g.size) != held:
+			return fmt.Errorf("the repo holds blob %s of %d bytes, not the --size %d", g.cid, held, g.size)
+		}
+		export := func(w io.Writer) error { return o.ExportBlob(ctx, ci, held, w) }
+		switch {
+		case g.toStdout:
+			return export(c.stdout)
+		case g.special:
+			if err := writeSpecial(g.out, export); err != nil {
+				return err
+			}
+		default:
+			if err := writeRenamed(g.out, export); err != nil {
+				return err
+			}
+		}
+		return c.saidWritten(blobWritten{CID: g.cid, Size: held, File: g.out}, g.asJSON, " (held in the repo)")
+	})
+}
+
+// writeRenamed writes with write to a temporary file beside out, synced,
+// then renamed to out; on failure the temporary file is removed and out
+// left as it was.
+func writeRenamed(out string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	err = errors.Join(tmp.Chmod(0o644), write(tmp))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	return nil
 }
 
 // streamToFile streams the blob req names into a temporary file beside

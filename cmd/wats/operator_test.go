@@ -503,6 +503,30 @@ func TestOfflineReads(t *testing.T) {
 	if code, _, stderr := runBin(t, env, bin, "status", "--repo", a); code != 1 || !strings.Contains(stderr, "no wats daemon is running") {
 		t.Errorf("status without the daemon: exit %d, stderr %q", code, stderr)
 	}
+	// blob get of the blob a holds reads it from the repo, to a file and
+	// to stdout; of one it does not hold, says the daemon is needed.
+	var held []api.BlobInfo
+	if err := json.Unmarshal([]byte(online["blob ls"]), &held); err != nil || len(held) != 1 {
+		t.Fatalf("blob ls: %q", online["blob ls"])
+	}
+	got := filepath.Join(tmp, "got.bin")
+	code, out, stderr := runBin(t, env, bin, "blob", "get", held[0].CID, "-o", got, "--repo", a)
+	if data, err := os.ReadFile(got); code != 0 || err != nil || string(data) != strings.Repeat("x", 4096) ||
+		out != "wrote "+got+": 4096 bytes, blob "+held[0].CID+" (held in the repo)\n" || !strings.Contains(stderr, "no daemon runs: read from "+a) {
+		t.Errorf("blob get -o FILE without the daemon: exit %d, %q, stderr %q, file %q", code, out, stderr, data)
+	}
+	if code, out, stderr := runBin(t, env, bin, "blob", "get", held[0].CID, "-o", "-", "--repo", a); code != 0 || out != strings.Repeat("x", 4096) {
+		t.Errorf("blob get -o - without the daemon: exit %d, %d bytes, stderr %q", code, len(out), stderr)
+	}
+	if code, _, stderr := runBin(t, env, bin, "blob", "get", held[0].CID, "--size", "4095", "-o", "-", "--repo", a); code != 1 ||
+		!strings.Contains(stderr, "of 4096 bytes, not the --size 4095") {
+		t.Errorf("blob get --size of another size without the daemon: exit %d, stderr %q", code, stderr)
+	}
+	const unknown = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
+	if code, _, stderr := runBin(t, env, bin, "blob", "get", unknown, "--size", "10", "-o", got, "--repo", a); code != 1 ||
+		!strings.Contains(stderr, "no wats daemon is running") || !strings.Contains(stderr, "the repo does not hold blob "+unknown+" either") {
+		t.Errorf("blob get of a blob not held, without the daemon: exit %d, stderr %q", code, stderr)
+	}
 	// The daemon starts again after the offline reads: they left no lock.
 	startBinDaemon(t, env, bin, a)
 }
