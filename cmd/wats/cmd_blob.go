@@ -440,7 +440,7 @@ func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) er
 				return err
 			}
 		default:
-			if err := writeRenamed(g.out, export); err != nil {
+			if err := writeRenamed(g.out, func(f *os.File) error { return export(f) }); err != nil {
 				return err
 			}
 		}
@@ -448,28 +448,38 @@ func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) er
 	})
 }
 
-// writeRenamed writes with write to a temporary file beside out, synced,
-// then renamed to out; on failure the temporary file is removed and out
-// left as it was.
-func writeRenamed(out string, write func(io.Writer) error) error {
+// writeRenamed has write fill a temporary file beside out (mode 0644),
+// then syncs it and renames it to out, so that out never names a file
+// whose bytes a crash could lose; on any failure the temporary file is
+// removed and out left as it was. write's error is returned as it is.
+func writeRenamed(out string, write func(tmp *os.File) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
 	if err != nil {
 		return fmt.Errorf("-o %s: %w", out, err)
 	}
-	err = errors.Join(tmp.Chmod(0o644), write(tmp))
-	if err == nil {
-		err = tmp.Sync()
+	renamed := false
+	defer func() {
+		if !renamed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err := write(tmp); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("-o %s: %w", out, err)
 	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return err
+	}
+	renamed = true
 	return nil
 }
 
@@ -480,34 +490,28 @@ func writeRenamed(out string, write func(io.Writer) error) error {
 // provider that served the blob ("" when the node held it). On a
 // terminal, the progress bar says what the fetch waits for.
 func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchRequest, out string) (from string, resumed uint64, err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".wats-blob-*")
-	if err != nil {
-		return "", 0, fmt.Errorf("-o %s: %w", out, err)
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o644); err != nil {
-		return "", 0, err
-	}
+	err = writeRenamed(out, func(tmp *os.File) error { return c.streamInto(ctx, cl, req, tmp, &from, &resumed) })
+	return from, resumed, err
+}
+
+// streamInto streams the blob req names into tmp (streamToFile): the
+// provider that served it and the bytes held when it began go to *from
+// and *resumed; an error if tmp does not then hold exactly its size.
+func (c *cli) streamInto(ctx context.Context, cl *api.Client, req api.FetchRequest, tmp *os.File, from *string, resumed *uint64) error {
 	// On the daemon's host the daemon writes into tmp itself, through its
 	// descriptor (api.Client.StreamBlobToFile): no byte crosses the socket.
 	label := "get " + shortCID(req.CID)
 	bar := c.byteBar(int64(req.Size), label)
 	var waiting string
 	progress := func(p api.FetchProgress) {
-		if p.Resumed > 0 && resumed == 0 {
-			resumed = p.Resumed
+		if p.Resumed > 0 && *resumed == 0 {
+			*resumed = p.Resumed
 			if bar != nil {
 				_ = bar.Clear()
 			}
 			fmt.Fprintln(c.stderr, resuming(p.Resumed, p.Size))
 		}
-		from = p.Provider // the last attempt's: on success, the one that served
+		*from = p.Provider // the last attempt's: on success, the one that served
 		if bar == nil {
 			return
 		}
@@ -520,31 +524,19 @@ func (c *cli) streamToFile(ctx context.Context, cl *api.Client, req api.FetchReq
 			_ = bar.RenderBlank()
 		}
 	}
-	_, err = cl.StreamBlobToFile(ctx, req, tmp, progress)
+	_, err := cl.StreamBlobToFile(ctx, req, tmp, progress)
 	endBar(c.stderr, bar, err)
 	if err := c.streamError(err); err != nil {
-		return "", 0, err
+		return err
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
-		return "", 0, err
+		return err
 	}
 	if uint64(fi.Size()) != req.Size {
-		return "", 0, fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
+		return fmt.Errorf("the daemon sent %d bytes of a %d-byte blob; nothing written", fi.Size(), req.Size)
 	}
-	// Synced before the rename, so that out never names a file whose
-	// bytes a crash could lose.
-	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("-o %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", 0, fmt.Errorf("-o %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return "", 0, err
-	}
-	renamed = true
-	return from, resumed, nil
+	return nil
 }
 
 // streamBlob has the daemon fetch the blob req names and writes its bytes

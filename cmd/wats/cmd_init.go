@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -17,7 +18,7 @@ func profileHelp() string {
 	var b strings.Builder
 	for _, p := range config.Profiles {
 		b.WriteString("\n")
-		for i, line := range wrapWords(p.Name+": "+p.Doc, maxHelpWidth-4) {
+		for i, line := range humanize.Wrap(p.Name+": "+p.Doc, maxHelpWidth-4) {
 			indent := "  "
 			if i > 0 {
 				indent = "    "
@@ -34,28 +35,6 @@ func profileHelp() string {
 // maxHelpWidth is the width, in columns, that help texts and tables fit
 // in (TestHelpLinesFit checks the help).
 const maxHelpWidth = 100
-
-// wrapWords cuts s into lines of at most width bytes, between words (a
-// word longer than width has a line of its own).
-func wrapWords(s string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = w
-		case len(line)+1+len(w) > width:
-			lines = append(lines, line)
-			line = w
-		default:
-			line += " " + w
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
-}
 
 // profileDoc is the Doc of the profile name ("" for none or unknown).
 func profileDoc(name string) string {
@@ -98,7 +77,7 @@ count, the disk ballast and databases a repair moved aside.
 			fmt.Fprintf(c.stdout, "peer id: %s\n", repo.PeerID(r))
 			if profile != "" {
 				// What the profile changes, wrapped as in init's help.
-				for i, line := range wrapWords("profile "+profile+": "+profileDoc(profile), maxHelpWidth-2) {
+				for i, line := range humanize.Wrap("profile "+profile+": "+profileDoc(profile), maxHelpWidth-2) {
 					if i > 0 {
 						line = "  " + line
 					}

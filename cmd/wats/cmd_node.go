@@ -111,10 +111,10 @@ func statusText(lines [][2]string) string {
 	var b strings.Builder
 	for _, l := range lines {
 		// A NUL, which no value holds (peers' strings are made
-		// printable), holds a number to its unit while wrapWords cuts;
+		// printable), holds a number to its unit while humanize.Wrap cuts;
 		// a space again once it has.
 		glued := numberAndUnit.ReplaceAllString(l[1], "$1\x00$2")
-		parts := wrapWords(glued, maxHelpWidth-col)
+		parts := humanize.Wrap(glued, maxHelpWidth-col)
 		if len(parts) == 0 {
 			parts = []string{""}
 		}
@@ -422,7 +422,7 @@ func rowsAndDetails(header string, n int, row func(i int) string, details func(i
 	for i := range n {
 		b.WriteString(lines[i+1] + "\n")
 		for _, para := range details(i) {
-			for _, l := range wrapWords(para, maxHelpWidth-4) {
+			for _, l := range humanize.Wrap(para, maxHelpWidth-4) {
 				b.WriteString("    " + l + "\n")
 			}
 		}

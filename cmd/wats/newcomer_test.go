@@ -46,23 +46,6 @@ func TestInitProfileSaysWhatItChanges(t *testing.T) {
 	}
 }
 
-func TestWrapWords(t *testing.T) {
-	for _, tc := range []struct {
-		s     string
-		width int
-		want  []string
-	}{
-		{"a bb ccc", 4, []string{"a bb", "ccc"}},
-		{"a bb ccc", 3, []string{"a", "bb", "ccc"}},
-		{"abcdef gh", 4, []string{"abcdef", "gh"}},
-		{"", 4, nil},
-	} {
-		if got := wrapWords(tc.s, tc.width); strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
-			t.Errorf("wrapWords(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
-		}
-	}
-}
-
 // TestMalformedArgumentsAreUsageErrors: every malformed argument a
 // command parses (a CID, a peer ID, a multiaddr, an event id), wherever
 // it is given, is a usage error: exit 2, a message that names it, a

@@ -290,7 +290,7 @@ func TestConvergenceViewFitsTheTerminal(t *testing.T) {
 		{"at 49s: converged", 0, []string{"at 49s: converged"}},
 		{"at 49s: converged", 18, []string{"at 49s: converged"}},
 		{"at 49s: converged", 17, []string{"at 49s:", "converged"}},
-		{"a bbbbbbbbbb c", 5, []string{"a", "bbbb", "bbbb", "bb c"}},
+		{"a bbbbbbbbbb c", 5, []string{"a", "bbbb", "bbbb", "bb", "c"}},
 	} {
 		if got := fitRows(tc.line, tc.width); !slices.Equal(got, tc.want) {
 			t.Errorf("fitRows(%q, %d) = %q, want %q", tc.line, tc.width, got, tc.want)

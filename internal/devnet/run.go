@@ -597,34 +597,18 @@ func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, publish
 }
 
 // fitRows splits line into rows of fewer than width columns (a rune a
-// column: the view prints no wide characters), at spaces where it can,
-// so that a terminal of that width wraps none of them; width 0 or less:
-// line as one row.
+// column: the view prints no wide characters), at spaces where it can
+// (humanize.Wrap) and within a word longer than a row, so that a terminal
+// of that width wraps none of them; width 1 or less: line as one row.
 func fitRows(line string, width int) []string {
 	if width <= 1 || utf8.RuneCountInString(line) < width {
 		return []string{line}
 	}
 	var rows []string
-	row := ""
-	for _, w := range strings.Fields(line) {
-		for utf8.RuneCountInString(w) >= width { // a word longer than a row: cut
-			if row != "" {
-				rows, row = append(rows, row), ""
-			}
-			rs := []rune(w)
-			rows, w = append(rows, string(rs[:width-1])), string(rs[width-1:])
+	for _, r := range humanize.Wrap(line, width-1) {
+		for rs := []rune(r); len(rs) > 0; rs = rs[min(len(rs), width-1):] {
+			rows = append(rows, string(rs[:min(len(rs), width-1)]))
 		}
-		switch {
-		case row == "":
-			row = w
-		case utf8.RuneCountInString(row)+1+utf8.RuneCountInString(w) < width:
-			row += " " + w
-		default:
-			rows, row = append(rows, row), w
-		}
-	}
-	if row != "" {
-		rows = append(rows, row)
 	}
 	return rows
 }

@@ -1,11 +1,14 @@
 // Package humanize formats figures as the CLI (cmd/wats) and its harnesses
 // (internal/devnet, internal/bench) print them: byte counts in binary
-// units and counted nouns. It imports no other wats package.
+// units, counted nouns and text wrapped to a width. It imports no other
+// wats package.
 package humanize
 
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Bytes formats a byte count n with one decimal in the largest binary
@@ -35,4 +38,27 @@ func Plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// Wrap cuts s into lines of at most width runes, between words (a run of
+// spaces between two words is one space); a word longer than width has a
+// line of its own, whole. None for a string of no word.
+func Wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width:
+			lines = append(lines, line)
+			line = w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -1,6 +1,9 @@
 package humanize
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestBytes(t *testing.T) {
 	for n, want := range map[uint64]string{
@@ -17,6 +20,24 @@ func TestPlural(t *testing.T) {
 	for n, want := range map[int]string{0: "0 nodes", 1: "1 node", 3: "3 nodes"} {
 		if got := Plural(n, "node"); got != want {
 			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		width int
+		want  []string
+	}{
+		{"a bb ccc", 4, []string{"a bb", "ccc"}},
+		{"a bb ccc", 3, []string{"a", "bb", "ccc"}},
+		{"abcdef gh", 4, []string{"abcdef", "gh"}},
+		{"é é é", 3, []string{"é é", "é"}}, // runes, not bytes
+		{"", 4, nil},
+	} {
+		if got := Wrap(tc.s, tc.width); strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+			t.Errorf("Wrap(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
 		}
 	}
 }
