@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/internal/humanize"
@@ -431,7 +432,16 @@ func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) er
 		case g.sized && uint64(g.size) != held:
 			return fmt.Errorf("the repo holds blob %s of %d bytes, not the --size %d", g.cid, held, g.size)
 		}
-		export := func(w io.Writer) error { return o.ExportBlob(ctx, ci, held, w) }
+		export := func(w io.Writer) error {
+			err := o.ExportBlob(ctx, ci, held, w)
+			if errors.Is(err, blobs.ErrBadBlob) {
+				// One sentence, not a chain of packages, and what to do.
+				_, why, _ := strings.Cut(err.Error(), blobs.ErrBadBlob.Error()+": ")
+				return fmt.Errorf("the repo's copy of blob %s is damaged: %s; %s says what else is",
+					g.cid, why, c.hint(append([]string{"repo", "check"}, c.repoHint()...)...))
+			}
+			return err
+		}
 		switch {
 		case g.toStdout:
 			return export(c.stdout)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -526,6 +528,27 @@ func TestOfflineReads(t *testing.T) {
 	if code, _, stderr := runBin(t, env, bin, "blob", "get", unknown, "--size", "10", "-o", got, "--repo", a); code != 1 ||
 		!strings.Contains(stderr, "no wats daemon is running") || !strings.Contains(stderr, "the repo does not hold blob "+unknown+" either") {
 		t.Errorf("blob get of a blob not held, without the daemon: exit %d, stderr %q", code, stderr)
+	}
+	// A leaf damaged on disk: blob get says so, writes no file, leaves no
+	// temporary one.
+	datafiles, _ := filepath.Glob(filepath.Join(a, "db", "blobs", "*.blob"))
+	if len(datafiles) != 1 {
+		t.Fatalf("data files %q, want the blob's one", datafiles)
+	}
+	df, err := os.OpenFile(datafiles[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := df.WriteAt([]byte("y"), 100); err != nil {
+		t.Fatal(err)
+	}
+	df.Close()
+	os.Remove(got)
+	code, _, stderr = runBin(t, env, bin, "blob", "get", held[0].CID, "-o", got, "--repo", a)
+	temps, _ := filepath.Glob(filepath.Join(tmp, ".wats-blob-*"))
+	if _, err := os.Stat(got); code != 1 || !errors.Is(err, fs.ErrNotExist) || len(temps) != 0 ||
+		!strings.Contains(stderr, "Error: the repo's copy of blob "+held[0].CID+" is damaged: leaf ") || strings.Contains(stderr, "blobs:") {
+		t.Errorf("blob get of a damaged blob without the daemon: exit %d, stderr %q, file %v, temporary files %q", code, stderr, err, temps)
 	}
 	// The daemon starts again after the offline reads: they left no lock.
 	startBinDaemon(t, env, bin, a)
