@@ -137,9 +137,14 @@ func (o *Offline) BlobSize(c cid.Cid) (size uint64, ok bool) {
 	return o.blobs.SizeOf(c)
 }
 
+// ErrBadBlob is blobs.ErrBadBlob, for the callers of ExportBlob that
+// import no blobs package: a leaf damaged on disk.
+var ErrBadBlob = blobs.ErrBadBlob
+
 // ExportBlob writes the complete blob c of size bytes held in the repo to
 // w (blobs.Store.Export: every leaf checked against its CID as it is
-// read); an error wrapping blobs.ErrIncomplete when it holds none such.
+// read); an error wrapping blobs.ErrIncomplete when it holds none such,
+// one wrapping ErrBadBlob for a leaf damaged on disk.
 func (o *Offline) ExportBlob(ctx context.Context, c cid.Cid, size uint64, w io.Writer) error {
 	if o.blobs == nil {
 		return blobs.ErrIncomplete

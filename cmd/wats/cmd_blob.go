@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wats-network/wats/api"
-	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/internal/humanize"
@@ -434,9 +433,9 @@ func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) er
 		}
 		export := func(w io.Writer) error {
 			err := o.ExportBlob(ctx, ci, held, w)
-			if errors.Is(err, blobs.ErrBadBlob) {
+			if errors.Is(err, store.ErrBadBlob) {
 				// One sentence, not a chain of packages, and what to do.
-				_, why, _ := strings.Cut(err.Error(), blobs.ErrBadBlob.Error()+": ")
+				_, why, _ := strings.Cut(err.Error(), store.ErrBadBlob.Error()+": ")
 				return fmt.Errorf("the repo's copy of blob %s is damaged: %s; %s says what else is",
 					g.cid, why, c.hint(append([]string{"repo", "check"}, c.repoHint()...)...))
 			}
