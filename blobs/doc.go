@@ -116,7 +116,9 @@
 // damaged one is dropped and fetched again. StoreOptions.MaxPartialBytes and MaxPartialAge bound
 // the partials no fetch runs for, the least recently progressed dropped
 // first; a content fault drops the partial at once, and Remove removes
-// one (Store.Partials lists them).
+// one (Store.Partials lists them). ReadPartial reads one, every block
+// checked against its CID, for `wats repo repair` to carry it into a new
+// database's store by that store's Reserve, PutBlock and Release.
 //
 //	n, err := f.Stream(ctx, req, w)               // Fetch, and the file to w meanwhile (ADR 0035)
 //
@@ -165,7 +167,7 @@
 //   - storefetch.go: Reservation, Reserve, Referenced, the block access of
 //     a fetch, Complete.
 //   - partial.go: the partial blobs (ADR 0054): their records, the check
-//     when a fetch resumes, the bounds, Partials, their removal.
+//     when a fetch resumes, the bounds, Partials, ReadPartial, their removal.
 //   - exchange.go: Exchange (bitswap server and receiver), MaxMessageBytes.
 //   - blocks.go: wats's block transfer (BlocksProtocol): its wire format
 //     and bounds (MaxRequestCIDs, MaxCIDBytes), the provider's handler and

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ipfs/boxo/ipld/merkledag"
+	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
 	mh "github.com/multiformats/go-multihash"
@@ -781,4 +782,108 @@ func (d *dataFile) syncIdle() error {
 		err = d.s.syncDataDir()
 	}
 	return err
+}
+
+// ReadPartial gives put each block of the partial blob root (ADR 0054)
+// that still reads whole and matches its CID: its inner nodes, from root
+// down through the dag-pb nodes pebble holds (at most maxPartialNodes),
+// then the leaves of its data file in file order. It is how `wats repo
+// repair` carries a partial blob out of a damaged database into a new
+// one's store, by that store's fetch path (Reserve, PutBlock, Release;
+// ADR 0054, addendum), and it trusts nothing of the database but what a
+// CID checks: every block is hashed as it is read, whether or not the
+// partial's leaves are hidden (after a reboot, ADR 0054). A block that does
+// not read (a file cut short or gone, a damaged pebble block) or does not
+// match its CID is not given to put, and its error is in bad; the inner
+// nodes under a bad inner node are not reached (the next fetch asks for
+// them). held is the bytes of the leaves given to put. err is put's
+// error, which ends the read, or one wrapping ErrIncomplete when s holds
+// no partial blob root.
+func (s *Store) ReadPartial(ctx context.Context, root cid.Cid, put func(blocks.Block) error) (held uint64, bad []error, err error) {
+	s.mu.Lock()
+	p := s.mu.partials[root]
+	var locs []location
+	var hs []string
+	if p != nil && p.file != nil {
+		p.file.mu.Lock()
+		for h, l := range p.file.locs {
+			hs, locs = append(hs, h), append(locs, l)
+		}
+		p.file.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if p == nil || !p.recorded {
+		return 0, nil, fmt.Errorf("%w: %s is no partial blob", ErrIncomplete, root)
+	}
+	seen := make(map[string]bool)
+	stack := []cid.Cid{root}
+	for n := 0; len(stack) > 0 && n < maxPartialNodes; {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c.Type() != cid.DagProtobuf || seen[c.KeyString()] {
+			continue
+		}
+		seen[c.KeyString()] = true
+		b, err := s.bstore.Get(ctx, c)
+		if ipld.IsNotFound(err) {
+			continue // not fetched yet
+		}
+		if err == nil {
+			err = matches(c, b.RawData())
+		}
+		var nd *merkledag.ProtoNode
+		if err == nil {
+			nd, err = merkledag.DecodeProtobuf(b.RawData())
+		}
+		if err != nil {
+			bad = append(bad, fmt.Errorf("inner node %s: %w", c, err))
+			continue
+		}
+		n++
+		if err := put(b); err != nil {
+			return held, bad, err
+		}
+		for _, l := range nd.Links() {
+			stack = append(stack, l.Cid)
+		}
+	}
+	order := make([]int, len(locs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(locs[a].off, locs[b].off) })
+	for _, i := range order {
+		c := cid.NewCidV1(cid.Raw, mh.Multihash(hs[i]))
+		data, ok, err := s.readLeafAt(c, locs[i], true)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: its data file is gone", ErrIncomplete)
+		}
+		if err != nil {
+			bad = append(bad, fmt.Errorf("leaf %s: %w", c, err))
+			continue
+		}
+		b, err := blocks.NewBlockWithCid(data, c)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("leaf %s: %w", c, err))
+			continue
+		}
+		if err := put(b); err != nil {
+			return held, bad, err
+		}
+		held += uint64(len(data))
+	}
+	return held, bad, nil
+}
+
+// matches reports, as an error wrapping ErrBadBlob, whether data is not
+// the block c.
+func matches(c cid.Cid, data []byte) error {
+	got, err := c.Prefix().Sum(data)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadBlob, err)
+	}
+	if !got.Equals(c) {
+		return fmt.Errorf("%w: does not match its CID (damaged on disk)", ErrBadBlob)
+	}
+	return nil
 }

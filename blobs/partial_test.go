@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/ipfs/boxo/ipld/merkledag"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
@@ -499,5 +500,78 @@ func BenchmarkPartialCheck256MiB(b *testing.B) {
 	}
 	if n := d.held(); n != 256*ChunkSize {
 		b.Fatalf("%d bytes held after the checks", n)
+	}
+}
+
+// TestReadPartial: ReadPartial gives every block of a partial blob that
+// reads and matches its CID, the inner nodes first, then the leaves in
+// file order; an inner node changed in pebble and a leaf changed in the
+// data file are not given but said, and the leaves under that inner node
+// are given still; put's error ends the read; a blob with no partial is
+// ErrIncomplete.
+func TestReadPartial(t *testing.T) {
+	src, _, _ := newStore(t, StoreOptions{})
+	dst, db, dir := newStore(t, StoreOptions{})
+	ctx := context.Background()
+	data := randBytes(6*ChunkSize, 62)
+	c, size, err := src.Import(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, leaves := fileBlocks(t, src, c)
+	fetchPart(t, dst, c, size, root, leaves[:3])
+	read := func() (got []cid.Cid, held uint64, bad []error) {
+		t.Helper()
+		held, bad, err := dst.ReadPartial(ctx, c, func(b blocks.Block) error {
+			if err := matches(b.Cid(), b.RawData()); err != nil {
+				t.Fatalf("given a block that does not match its CID: %v", err)
+			}
+			got = append(got, b.Cid())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, held, bad
+	}
+	got, held, bad := read()
+	want := []cid.Cid{root.Cid(), leaves[0].Cid(), leaves[1].Cid(), leaves[2].Cid()}
+	if !slices.EqualFunc(got, want, cid.Cid.Equals) || held != 3*ChunkSize || len(bad) != 0 {
+		t.Fatalf("read %v (%d bytes of leaves), bad %v; want %v", got, held, bad, want)
+	}
+
+	// The root changed in pebble, the first leaf in the data file.
+	if err := db.Set(blockKey(root.Cid().Hash()), append(slices.Clone(root.RawData()), 0), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	files := dataFiles(t, dst)
+	if len(files) != 1 {
+		t.Fatalf("data files: %v", files)
+	}
+	for name := range files {
+		f, err := os.OpenFile(filepath.Join(dir, "blobs", name), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte{0xff, 0, 0xff}, 10); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	got, held, bad = read()
+	want = []cid.Cid{leaves[1].Cid(), leaves[2].Cid()}
+	if !slices.EqualFunc(got, want, cid.Cid.Equals) || held != 2*ChunkSize || len(bad) != 2 ||
+		!strings.Contains(bad[0].Error(), "inner node "+root.Cid().String()) || !errors.Is(bad[1], ErrBadBlob) ||
+		!strings.Contains(bad[1].Error(), "leaf "+leaves[0].Cid().String()) {
+		t.Fatalf("read %v (%d bytes of leaves), bad %v; want %v and the root and first leaf said", got, held, bad, want)
+	}
+
+	stop := errors.New("stop")
+	n := 0
+	if _, _, err := dst.ReadPartial(ctx, c, func(blocks.Block) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("put's error: %v after %d blocks, want it after 1", err, n)
+	}
+	if _, _, err := dst.ReadPartial(ctx, leaves[0].Cid(), func(blocks.Block) error { return nil }); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("ReadPartial of no partial: %v, want ErrIncomplete", err)
 	}
 }

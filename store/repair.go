@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-json-experiment/json/jsontext"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
 
 	"github.com/wats-network/wats/blobs"
 	"github.com/wats-network/wats/eventlog"
@@ -104,6 +107,16 @@ type CheckReport struct {
 	// read whole.
 	Blobs        int `json:"blobs"`
 	BlobsDamaged int `json:"blobs_damaged"`
+	// Partials are the partial blobs read (ADR 0054: what fetches that
+	// did not complete verified, for the next fetch to go on from);
+	// PartialsDamaged those with a block that does not read whole or
+	// does not match its CID, each said in Errors. A repair keeps the
+	// rest of each. Not counted by Damaged: a crash of the machine may
+	// tear a partial's last leaves, which its next fetch drops and asks
+	// for again (ADR 0054), and a repair skips the partials past
+	// blobs.max_partial_bytes or max_partial_age unread.
+	Partials        int `json:"partials"`
+	PartialsDamaged int `json:"partials_damaged"`
 	// Peers are the peer-cache records read; PeersDamaged those skipped.
 	Peers        int `json:"peers"`
 	PeersDamaged int `json:"peers_damaged"`
@@ -383,6 +396,9 @@ func Check(r *repo.Repo, now time.Time) (*CheckReport, error) {
 	}
 	if s.blobs != nil {
 		safely(rep, func() { _ = readBlobs(s.blobs, rep, nil) })
+		for _, p := range s.blobs.Partials() {
+			safely(rep, func() { _, _ = readPartial(s.blobs, p.CID, rep, func(blocks.Block) error { return nil }) })
+		}
 	}
 	safely(rep, func() { scanAll(s.db, rep) })
 	if err := reportLost(r.Dir, s, rep); err != nil {
@@ -420,6 +436,15 @@ type RepairReport struct {
 	// EventsKept and BlobsKept are what the new database holds.
 	EventsKept int `json:"events_kept"`
 	BlobsKept  int `json:"blobs_kept"`
+	// PartialsKept are the partial blobs (ADR 0054) the new database
+	// holds, carried over block by block, each checked against its CID,
+	// within blobs.max_partial_bytes and max_partial_age;
+	// PartialBytesKept the bytes of their leaves, from which the next
+	// fetch of each goes on. PartialsDropped are the old database's
+	// partial blobs not kept: past a bound, or with no leaf that reads.
+	PartialsKept     int    `json:"partials_kept"`
+	PartialBytesKept uint64 `json:"partial_bytes_kept"`
+	PartialsDropped  int    `json:"partials_dropped"`
 }
 
 // Repair is `wats repo repair`: with the repo locked (no daemon may
@@ -427,7 +452,9 @@ type RepairReport struct {
 // new one holding what can still be read of the old: its events, each
 // verified again, and its complete blobs, each imported again (so checked
 // against its CID). The peer cache starts empty (peers earn records
-// again); sync and the fetcher bring the rest from peers.
+// again); sync and the fetcher bring the rest from peers. Its partial
+// blobs are carried over too (carryPartials), so that their fetches go
+// on from what they verified (ADR 0054, addendum).
 func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	release, err := r.Lock()
 	if err != nil {
@@ -457,7 +484,22 @@ func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: repair: %w", err)
 	}
-	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62, DataDir: DataDir(r.DBPath())})
+	// The partials' bounds are the node's, applied as the daemon's open
+	// would; clock stands for the time each carried partial last
+	// progressed while it is carried, so that it keeps its age and its
+	// place among the least recently progressed.
+	maxPartial, maxAge := r.Config.Blobs.PartialBounds()
+	var clock atomic.Pointer[time.Time]
+	nblobs, err := blobs.OpenStore(ndb, &blobs.StoreOptions{
+		MaxBlobBytes: 1 << 53, QuotaBytes: 1 << 62, DataDir: DataDir(r.DBPath()),
+		MaxPartialBytes: maxPartial, MaxPartialAge: maxAge,
+		Now: func() time.Time {
+			if t := clock.Load(); t != nil {
+				return *t
+			}
+			return time.Now()
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: repair: %w", err)
 	}
@@ -510,8 +552,78 @@ func Repair(r *repo.Repo, now time.Time) (*RepairReport, error) {
 				return nil
 			})
 		})
+		carryPartials(old.blobs, nblobs, &clock, now, maxPartial, maxAge, rep)
 	}
 	return rep, nil
+}
+
+// carryPartials carries the partial blobs of the old store (ADR 0054)
+// into the new one by the new store's own fetch path: a Reservation,
+// each block of the partial that reads whole and matches its CID put as
+// a fetch puts it, the Reservation released (ADR 0054, addendum). The
+// bounds are applied as at the daemon's open: a partial to which no
+// leaf was added for more than maxAge before now is not carried, nor,
+// the most recently progressed first, those past the first that would
+// take the leaves kept beyond maxBytes (below 0: none kept; the new
+// store's own bounds then check what was carried). Each keeps the time
+// it last progressed (clock, the new store's Now meanwhile). A block
+// that does not read is said in rep.Found's errors and not carried; a
+// partial none of whose leaves reads is dropped.
+func carryPartials(old, nb *blobs.Store, clock *atomic.Pointer[time.Time], now time.Time, maxBytes int64, maxAge time.Duration, rep *RepairReport) {
+	ctx := context.Background()
+	ps := old.Partials() // the least recently progressed first
+	var kept uint64
+	full := maxBytes < 0
+	for _, p := range slices.Backward(ps) {
+		if maxAge >= 0 && now.UnixMilli()-p.Progressed.UnixMilli() > maxAge.Milliseconds() {
+			continue
+		}
+		if full || kept+p.Held > uint64(maxBytes) {
+			full = true
+			continue
+		}
+		safely(&rep.Found, func() {
+			at := p.Progressed
+			clock.Store(&at)
+			defer clock.Store(nil)
+			res, err := nb.Reserve(p.CID, p.Size)
+			if err != nil {
+				rep.Found.addError("partial blob %s: %v", p.CID, err)
+				return
+			}
+			defer res.Release()
+			held, err := readPartial(old, p.CID, &rep.Found, func(b blocks.Block) error { return nb.PutBlock(ctx, p.CID, b) })
+			if err != nil {
+				rep.Found.addError("partial blob %s: %v", p.CID, err)
+			}
+			kept += held
+			if held == 0 && p.Held > 0 {
+				res.Release()
+				_ = nb.Remove(ctx, p.CID) // what was carried: inner nodes alone
+			}
+		})
+	}
+	for _, p := range nb.Partials() {
+		rep.PartialsKept++
+		rep.PartialBytesKept += p.Held
+	}
+	rep.PartialsDropped = len(ps) - rep.PartialsKept
+}
+
+// readPartial reads the partial blob root of st, giving each block that
+// reads whole and matches its CID to put (blobs.Store.ReadPartial), and
+// counts it into rep, each block that does not read said in rep.Errors.
+// held is the bytes of the leaves given to put.
+func readPartial(st *blobs.Store, root cid.Cid, rep *CheckReport, put func(blocks.Block) error) (held uint64, err error) {
+	rep.Partials++
+	held, bad, err := st.ReadPartial(context.Background(), root, put)
+	if len(bad) > 0 {
+		rep.PartialsDamaged++
+	}
+	for _, e := range bad {
+		rep.addError("partial blob %s: %v (to be fetched again)", root, e)
+	}
+	return held, err
 }
 
 // safely runs read, turning a panic of pebble's (discardFatal) into an

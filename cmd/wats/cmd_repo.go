@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wats-network/wats/internal/humanize"
 	"github.com/wats-network/wats/store"
 )
 
@@ -55,8 +56,11 @@ how many events 'repo repair' would keep.`,
 		Short: "Move a damaged database aside and keep what can still be read",
 		Long: `Move the repo's database aside, as db.corrupt-TIME (UTC) beside it, and make
 a new one holding what can still be read of the old: its events, each
-verified again, and its complete blobs, each imported again and checked
-against its CID. The peer cache starts empty: peers earn their records
+verified again; its complete blobs, each imported again and checked
+against its CID; and its partial blobs (what fetches that did not complete
+verified), each block checked against its CID, within
+blobs.max_partial_bytes and max_partial_age, so that their fetches go on
+from them. The peer cache starts empty: peers earn their records
 again. Once the daemon starts, sync and the fetcher bring the rest from
 peers. The identity key and config.toml are not touched. The daemon must be
 stopped (the repo is locked meanwhile). Delete db.corrupt-TIME once the
@@ -76,8 +80,13 @@ node is back.`,
 			}
 			fmt.Fprintf(c.stdout, "moved the database to %s\n", rep.MovedTo)
 			printCheck(c.stdout, &rep.Found)
-			fmt.Fprintf(c.stdout, "kept %d events and %d blobs in a new database; start the daemon: peers fill in the rest\n",
-				rep.EventsKept, rep.BlobsKept)
+			fmt.Fprintf(c.stdout, "kept %d events, %d blobs and %s (%s held, for their fetches to go on from) in a new database; "+
+				"start the daemon: peers fill in the rest\n",
+				rep.EventsKept, rep.BlobsKept, humanize.Plural(rep.PartialsKept, "partial blob"), humanize.Bytes(rep.PartialBytesKept))
+			if rep.PartialsDropped > 0 {
+				fmt.Fprintf(c.stdout, "dropped %s: past blobs.max_partial_bytes or max_partial_age, or no leaf read\n",
+					humanize.Plural(rep.PartialsDropped, "partial blob"))
+			}
 			return nil
 		},
 	}
@@ -94,6 +103,9 @@ func printCheck(w io.Writer, rep *store.CheckReport) {
 		fmt.Fprintf(w, "events: %d of %d read and verified, %d bad, %d unreadable\n",
 			rep.EventsGood, rep.Events, rep.EventsBad, rep.EventsUnreadable)
 		fmt.Fprintf(w, "blobs: %d, %d damaged\n", rep.Blobs, rep.BlobsDamaged)
+		if rep.Partials > 0 {
+			fmt.Fprintf(w, "partial blobs: %d, %d with blocks that do not read (fetched again)\n", rep.Partials, rep.PartialsDamaged)
+		}
 		fmt.Fprintf(w, "peer records: %d, %d damaged\n", rep.Peers, rep.PeersDamaged)
 		if rep.ScanError != "" {
 			fmt.Fprintf(w, "a scan of every key stopped after %d keys: %s\n", rep.Scanned, firstLine(rep.ScanError))

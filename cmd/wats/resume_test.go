@@ -13,15 +13,18 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // TestBlobGetResumesAfterKill runs real daemons of the default profile
 // (docs/adr/0054): the fetching daemon killed with SIGKILL part way
 // through a `blob get` and restarted keeps what it had verified as a
-// partial blob (blob ls --partial, status); the next `blob get` says how
-// much it already held, fetches the rest and writes the blob byte for
-// byte. A fetch cut off by its provider's end leaves a partial blob too,
-// which `blob rm` removes.
+// partial blob (blob ls --partial, status), also through a `repo repair`
+// run between the kill and the restart, which says how many bytes of it
+// it kept (ADR 0054, addendum); the next `blob get` says how much it
+// already held, fetches the rest and writes the blob byte for byte. A
+// fetch cut off by its provider's end leaves a partial blob too, which
+// `blob rm` removes.
 func TestBlobGetResumesAfterKill(t *testing.T) {
 	bin, tmp, env := e2eSetup(t)
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
@@ -95,13 +98,22 @@ func TestBlobGetResumesAfterKill(t *testing.T) {
 	}
 
 	// The fetching daemon killed with SIGKILL after 20 MiB (its partial
-	// blob's records are synced every 16 MiB), restarted.
+	// blob's records are synced every 16 MiB), its database repaired,
+	// restarted.
 	c, data := add(48<<20, 1)
 	cutGet(c, len(data), 20<<20, func() { killDaemon(t, db) })
+	code, repaired, stderr := runBin(t, env, bin, "repo", "repair", "--repo", b)
+	if code != 0 || !strings.Contains(repaired, " and 1 partial blob (") {
+		t.Fatalf("repo repair after the kill: exit %d: %s %s", code, repaired, stderr)
+	}
+	t.Logf("repo repair:\n%s", repaired)
 	startBinDaemonProc(t, env, bin, b)
 	ps := partials()
 	if len(ps) != 1 || ps[0].CID != c || ps[0].Size != uint64(len(data)) || ps[0].Held < 16<<20 || ps[0].Held >= uint64(len(data)) {
-		t.Fatalf("partial blobs after the restart: %+v, want %s with 16 MiB or more of %d held", ps, c, len(data))
+		t.Fatalf("partial blobs after the repair and the restart: %+v, want %s with 16 MiB or more of %d held", ps, c, len(data))
+	}
+	if want := " and 1 partial blob (" + humanize.Bytes(ps[0].Held) + " held"; !strings.Contains(repaired, want) {
+		t.Errorf("repo repair said\n%s\nwant it to say %q", repaired, want)
 	}
 	if _, stdout, _ := runBin(t, env, bin, "status", "--repo", b); !strings.Contains(stdout, "partial blobs") {
 		t.Errorf("status does not count the partial blob:\n%s", stdout)
