@@ -313,7 +313,7 @@ serve blobs ('blob get CID --from ADDR').`,
 		},
 	}
 	connect.Flags().BoolVar(&connectJSON, "json", false, "print the peer as JSON, as peers ls --json does")
-	return group("peers", "List, connect and remember peers", ls, connect, c.peersCacheCmd(), c.peersForgetCmd())
+	return group("peers", "List, connect, disconnect and remember peers", ls, connect, c.peersDisconnectCmd(), c.peersCacheCmd(), c.peersForgetCmd())
 }
 
 func (c *cli) peersCacheCmd() *cobra.Command {
