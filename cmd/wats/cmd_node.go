@@ -691,15 +691,17 @@ func (c *cli) nextPageHint(next uint64, limit int) string {
 // Widths of the columns of `events ls` and `events tail` before KIND: a
 // short id (16 characters, which `events get` accepts), the time in UTC to
 // the millisecond, and a short author (shortPeer). KIND is as wide as the
-// page's widest kind (ls) or tailKindWidth (tail: a stream cannot be
-// aligned after the fact as a table is; a longer kind pushes BODY right),
-// and BODY takes what is left of maxHelpWidth (at least 11 columns, after
-// a kind of core.MaxKindLen).
+// page's widest kind up to maxKindWidth (ls) or tailKindWidth (tail: a
+// stream cannot be aligned after the fact as a table is); a longer kind
+// pushes its own row's BODY right, not every row's. BODY takes what is
+// left of maxHelpWidth (at least 11 columns, after a kind of
+// core.MaxKindLen).
 const (
 	eventIDWidth     = 16
 	eventTimeWidth   = 24
 	eventAuthorWidth = 9
 	tailKindWidth    = 8
+	maxKindWidth     = 12
 )
 
 // eventHeader is the first line of `events ls` and `events tail`.
@@ -708,12 +710,13 @@ func eventHeader(kindWidth int) string {
 }
 
 // eventsText lays out a page of `events ls`: the header, then each event
-// (eventText), its KIND column as wide as the widest kind of the page.
+// (eventText), its KIND column as wide as the widest kind of the page, up
+// to maxKindWidth.
 func eventsText(events []jsontext.Value) string {
 	kindWidth := len("KIND")
 	for _, ev := range events {
 		cols, _ := eventFields(ev)
-		kindWidth = max(kindWidth, utf8.RuneCountInString(cols[3]))
+		kindWidth = max(kindWidth, min(utf8.RuneCountInString(cols[3]), maxKindWidth))
 	}
 	var b strings.Builder
 	b.WriteString(eventHeader(kindWidth) + "\n")

@@ -28,7 +28,7 @@ func checkFits(t *testing.T, what, text string) {
 // and whitespace, and blobs with long names: the body is cut with "…"
 // ('events get' shows it whole), the blobs go under the row, two of them
 // named (a long name cut) and the rest counted; an event without blobs is
-// one line.
+// one line; a kind longer than 12 pushes only its own row's body right.
 func TestEventsLsFits(t *testing.T) {
 	const cidA = "bafkr4ihkr4ld3m4gqkjf4reryxsy2s5tkbxprqkow6fin2iiyvreuzzab4"
 	long := strings.Repeat("k", core.MaxKindLen)
@@ -41,23 +41,24 @@ func TestEventsLsFits(t *testing.T) {
 
 	text := eventsText(events)
 	checkFits(t, "events ls", text)
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
 	if len(lines) != 5 {
 		t.Fatalf("events ls: %d lines, want a header, a line for the event without blobs, three for the one with:\n%s", len(lines), text)
 	}
-	pad := strings.Repeat(" ", core.MaxKindLen-len("KIND"))
+	// KIND is 12 wide: a longer kind pushes its own body right, not the
+	// other rows'.
 	for i, want := range []string{
-		"ID                TIME                      AUTHOR     KIND" + pad + "  BODY",
-		testEvID[:16] + "  2026-01-01T00:00:00.000Z  …tNd9CqYf  note" + strings.Repeat(" ", core.MaxKindLen-4) + `  {"n":42}`,
+		"ID                TIME                      AUTHOR     KIND          BODY\n",
+		testEvID[:16] + "  2026-01-01T00:00:00.000Z  …tNd9CqYf  note          {\"n\":42}\n",
 		testEvID[:16] + "  2026-01-01T00:00:00.000Z  …tNd9CqYf  " + long + `  {"text":"ü`,
-		"    blobs: " + name[:maxBlobNameShown-1] + "… (1.0 MiB),",
+		"    blobs: " + name[:maxBlobNameShown-1] + "… (1.0 MiB),\n",
 		"    bafkr4ih…uzzab4 (3 B), +1 more",
 	} {
 		if !strings.HasPrefix(lines[i], want) {
 			t.Errorf("line %d:\n%s\nwant it to start with\n%s", i, lines[i], want)
 		}
 	}
-	if !strings.HasSuffix(lines[2], "…") || utf8.RuneCountInString(lines[2]) != maxHelpWidth {
+	if !strings.HasSuffix(lines[2], "…\n") || utf8.RuneCountInString(lines[2]) != maxHelpWidth+1 {
 		t.Errorf("the long body is not cut at %d columns with …: %q", maxHelpWidth, lines[2])
 	}
 
