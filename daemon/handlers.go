@@ -54,6 +54,47 @@ func (h handlers) connect(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusBadGateway, fmt.Errorf("node: %s disconnected right after connecting", p))
 }
 
+// disconnect closes every connection to the peer the request names
+// (`wats peers disconnect`) and says how many were open: 0, with nothing
+// done, for a peer not connected. The peer may connect again, or be
+// dialled again (discovery, a connect): it is not banned.
+func (h handlers) disconnect(w http.ResponseWriter, r *http.Request) {
+	var req api.DisconnectRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	p, err := peer.Decode(req.Peer)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%q is not a peer ID", req.Peer))
+		return
+	}
+	nw := h.Host().Network()
+	open := len(nw.ConnsToPeer(p))
+	if open > 0 {
+		if err := nw.ClosePeer(p); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Errorf("close the connections to %s: %w", p, err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, api.Disconnected{PeerID: p.String(), Closed: open})
+}
+
+// shutdownHandler answers POST api.PathShutdown: 202 with the daemon's
+// pid, sent before shutdown (Run's) is called, which stops the daemon as
+// SIGINT does; 501 when there is no shutdown (Handler).
+func shutdownHandler(shutdown func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if shutdown == nil {
+			writeError(w, http.StatusNotImplemented, errors.New("this control API runs no daemon it could shut down"))
+			return
+		}
+		writeJSON(w, http.StatusAccepted, api.Shutdown{PID: os.Getpid()})
+		// The answer first: the control API closes as the daemon stops.
+		_ = http.NewResponseController(w).Flush()
+		shutdown()
+	}
+}
+
 func (h handlers) events(w http.ResponseWriter, r *http.Request) {
 	after, err := queryUint(r, "after", 0)
 	if err != nil {

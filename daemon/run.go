@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/wats-network/wats/dashboard"
@@ -15,7 +16,9 @@ import (
 // Run is `wats daemon`: it locks the repo, starts a node on it, serves the
 // control API on r.SocketPath() (the dashboard on api.dashboard_addr and
 // metrics on api.metrics_addr when set)
-// and blocks until ctx is cancelled, then shuts down cleanly. It returns an
+// and blocks until ctx is cancelled or the control API is asked to stop
+// (POST api.PathShutdown, `wats shutdown`), then shuts down cleanly, the
+// same way in both cases. It returns an
 // error if the node could not start or a server failed. opts configure the
 // node (nil: the defaults); Options.Dir is r's. logRing, if not nil, keeps the
 // last lines of opts.Logger's output (LogRing.Tee), which the control API
@@ -51,6 +54,15 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// asked is closed when the control API is asked to shut down.
+	asked := make(chan struct{})
+	var askOnce sync.Once
+	shutdown := func() {
+		askOnce.Do(func() {
+			log.Info("shutdown asked over the control API")
+			close(asked)
+		})
+	}
 	errc := make(chan error, 4)
 	servers := 0
 	// fail stops what started and returns err.
@@ -76,7 +88,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 		}
 		dashURL = dash.URL(dl.Addr().String())
 	}
-	control := handler(n, logRing, dashURL)
+	control := handler(n, logRing, dashURL, shutdown)
 	servers++
 	go func() { errc <- serveControl(sctx, control, cl, sock) }()
 	if dash != nil {
@@ -104,6 +116,7 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 	var first error
 	select {
 	case <-ctx.Done():
+	case <-asked:
 	case first = <-errc:
 		servers--
 	}

@@ -23,11 +23,15 @@ type handlers struct{ *node.Node }
 // Handler returns the control API of n (docs/design.md §12) as an
 // http.Handler. See package api for the paths and shapes. log is the
 // daemon's LogRing, served on api.PathLog; nil answers 404 there.
-func Handler(n *node.Node, log *LogRing) http.Handler { return handler(n, log, "") }
+// It cannot shut a daemon down: POST api.PathShutdown answers 501 (Run's
+// control API can).
+func Handler(n *node.Node, log *LogRing) http.Handler { return handler(n, log, "", nil) }
 
 // handler is Handler, with the dashboard's URL (and token) that GET
-// api.PathDashboard answers; "" when the dashboard is off.
-func handler(n *node.Node, log *LogRing, dashboardURL string) *http.ServeMux {
+// api.PathDashboard answers ("" when the dashboard is off) and the
+// function that POST api.PathShutdown calls to stop the daemon (nil:
+// none, 501).
+func handler(n *node.Node, log *LogRing, dashboardURL string, shutdown func()) *http.ServeMux {
 	h := handlers{n}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathDashboard, func(w http.ResponseWriter, _ *http.Request) {
@@ -41,6 +45,8 @@ func handler(n *node.Node, log *LogRing, dashboardURL string) *http.ServeMux {
 	mux.HandleFunc("GET "+api.PathStatus, answer(h.status))
 	mux.HandleFunc("GET "+api.PathPeers, answer(n.Peers))
 	mux.HandleFunc("POST "+api.PathConnect, h.connect)
+	mux.HandleFunc("POST "+api.PathDisconnect, h.disconnect)
+	mux.HandleFunc("POST "+api.PathShutdown, shutdownHandler(shutdown))
 	mux.HandleFunc("GET "+api.PathEvents, h.events)
 	mux.HandleFunc("POST "+api.PathEvents, h.addEvent)
 	mux.HandleFunc("GET "+api.PathEvent+"{id}", h.event)

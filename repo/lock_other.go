@@ -14,3 +14,8 @@ func (r *Repo) Lock() (release func() error, err error) {
 func (r *Repo) RLock() (release func() error, err error) {
 	return nil, errors.New("repo: lock: not supported on this platform")
 }
+
+// LockHolder is not supported on this platform (Lock).
+func LockHolder(dir string) (pid int, held bool, err error) {
+	return 0, false, errors.New("repo: lock: not supported on this platform")
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,32 @@ func (r *Repo) RLock() (release func() error, err error) {
 		return nil, err
 	}
 	return releaser(f, false), nil
+}
+
+// LockHolder reports whether a process holds the lock of the repo in
+// dir (repo.lock): a daemon, running or shutting down, or a reader for the
+// milliseconds of a read; pid is the process id the file holds (0: none,
+// as a reader writes none). It keeps no lock: it tries a shared flock(2)
+// without waiting and drops it at once, so a daemon starting meanwhile at
+// most waits as it does for a reader (Lock). A repo without a lock file
+// is not held. `wats shutdown` watches it to know when a daemon has
+// stopped (docs/adr/0051, addendum).
+func LockHolder(dir string) (pid int, held bool, err error) {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("repo: lock: %w", err)
+	}
+	defer f.Close()
+	switch err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB); {
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return readPID(f), true, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("repo: lock %s: %w", f.Name(), err)
+	}
+	return 0, false, nil // closing f drops the shared lock
 }
 
 // lockWaiting takes repo.lock exclusive, waiting up to LockWait while

@@ -631,3 +631,38 @@ func TestLockWaitsForReaders(t *testing.T) {
 		t.Fatalf("RLock while the daemon holds the repo = %v, want a LockedError with its pid", err)
 	}
 }
+
+// TestLockHolder: a repo without a lock file, or with one no process
+// holds, is not held; a daemon's Lock is held with its pid, a reader's
+// RLock without one; LockHolder takes no lock a daemon would then find.
+func TestLockHolder(t *testing.T) {
+	r := mustInit(t, t.TempDir(), &InitOptions{})
+	os.Remove(r.LockPath())
+	if pid, held, err := LockHolder(r.Dir); err != nil || held || pid != 0 {
+		t.Fatalf("no lock file: pid %d, held %v, %v", pid, held, err)
+	}
+	release, err := r.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, held, err := LockHolder(r.Dir); err != nil || !held || pid != os.Getpid() {
+		t.Fatalf("a daemon's lock: pid %d, held %v, %v; want held by %d", pid, held, err, os.Getpid())
+	}
+	release()
+	if pid, held, err := LockHolder(r.Dir); err != nil || held || pid != 0 {
+		t.Fatalf("released: pid %d, held %v, %v", pid, held, err)
+	}
+	rrelease, err := r.RLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, held, err := LockHolder(r.Dir); err != nil || !held || pid != 0 {
+		t.Fatalf("a reader's lock: pid %d, held %v, %v; want held, no pid", pid, held, err)
+	}
+	rrelease()
+	release, err = r.Lock() // LockHolder kept nothing
+	if err != nil {
+		t.Fatalf("Lock after LockHolder: %v", err)
+	}
+	release()
+}

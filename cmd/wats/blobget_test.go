@@ -70,7 +70,7 @@ func TestBlobGetStreams(t *testing.T) {
 	size := strconv.Itoa(len(data))
 	got := filepath.Join(out, "got.bin")
 	if code, stdout, stderr := runBin(t, env, bin, "blob", "get", cid, "--size", size, "--from", from(), "-o", got, "--repo", b); code != 0 ||
-		stdout != "wrote "+got+": "+size+" bytes, blob "+cid+", from "+idOf(t, env, bin, a).PeerID+"\n" {
+		stdout != "wrote "+got+": 5.0 MiB ("+size+" bytes)\n    blob "+cid+"\n    from "+idOf(t, env, bin, a).PeerID+"\n" {
 		t.Fatalf("blob get from a: exit %d, %q %s", code, stdout, stderr)
 	}
 	if g, _ := os.ReadFile(got); !bytes.Equal(g, data) {

@@ -88,18 +88,21 @@ func TestBlobAddKeepsName(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: blob ls: exit %d: %s", when, code, stderr)
 		}
+		// A row a blob, its name last (cut to fit), its CID under it.
+		lines := strings.Split(out, "\n")
 		for cid, name := range want {
 			if name == "" {
 				name = "-"
 			}
+			name = cutRunes(name, maxBlobNameInRow)
 			found := false
-			for line := range strings.SplitSeq(out, "\n") {
-				if strings.HasSuffix(line, cid) {
-					found = strings.Contains(line, " "+name+" ")
+			for i := 1; i < len(lines); i++ {
+				if lines[i] == "    "+cid {
+					found = strings.HasSuffix(lines[i-1], "  "+name)
 				}
 			}
 			if !found {
-				t.Errorf("%s: blob ls has no line with %q and %s:\n%s", when, name, cid, out)
+				t.Errorf("%s: blob ls has no row with %q over %s:\n%s", when, name, cid, out)
 			}
 		}
 	}

@@ -179,14 +179,16 @@ func (c *cli) tooLargeHint() string {
 }
 
 func (c *cli) blobLsCmd() *cobra.Command {
-	var asJSON, partial bool
+	var asJSON, partial, exact bool
 	cmd := &cobra.Command{
-		Use:   "ls",
+		Use:   "ls [--partial] [--bytes] [--json]",
 		Short: "List the blobs stored here, newest first: when added, size, name, CID",
 		Long: `List the complete blobs of the node's store, the most recently added first (as
-'peers cache' lists the most recently seen first): when each was added (UTC;
-"-" for a blob stored by a version that did not keep the time, listed last),
-its size in bytes (what 'blob get --size' takes), its name and its CID.
+'peers cache' lists the most recently seen first), a row each: when it was
+added (UTC; "-" for a blob stored by a version that did not keep the time,
+listed last), its size in KiB, MiB, GiB (--bytes: in bytes, what 'blob get
+--size' takes; --json has both the CID and the size in bytes) and its name,
+cut to fit in 100 columns; under it, indented, its CID.
 
 A blob's name is the one 'blob add' gave it on this node (the file's base
 name, or --name), else the one the first event of the log that names the
@@ -198,11 +200,11 @@ complete (a provider gone, a restart, a crash) verified and stored, never
 served, kept for the next 'blob get' of the blob to go on from, within
 blobs.max_partial_bytes and blobs.max_partial_age (docs/adr/0054): when a byte
 was last added (UTC), the bytes held of the declared size, the bytes on disk,
-whether a fetch of it runs, and its CID. 'blob rm CID' removes one.`,
+whether a fetch of it runs, and, under it, its CID. 'blob rm CID' removes one.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if partial {
-				return c.listPartials(cmd, asJSON)
+				return c.listPartials(cmd, asJSON, exact)
 			}
 			list, err := askOrRead(c, cmd, (*api.Client).Blobs, func(o *store.Offline) ([]api.BlobInfo, error) { return o.Blobs(), nil })
 			if err != nil {
@@ -211,20 +213,46 @@ whether a fetch of it runs, and its CID. 'blob rm CID' removes one.`,
 			if asJSON {
 				return c.printJSON(list)
 			}
-			tw := c.table("ADDED (UTC)\tSIZE\tNAME\tCID")
-			for _, b := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", whenMinute(b.Added), b.Size, printable(dash(b.Name)), b.CID)
-			}
-			return tw.Flush()
+			_, err = io.WriteString(c.stdout, blobsText(list, exact))
+			return err
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (sizes in bytes)")
+	cmd.Flags().BoolVar(&exact, "bytes", false, "show sizes in bytes rather than KiB, MiB, GiB")
 	cmd.Flags().BoolVar(&partial, "partial", false, "list the partial blobs kept from fetches that did not complete")
 	return cmd
 }
 
-// listPartials prints the partial blobs (blob ls --partial).
-func (c *cli) listPartials(cmd *cobra.Command, asJSON bool) error {
+// maxBlobNameInRow is the most runes of a blob's name that a row of
+// `blob ls` shows, cut with "…" past it (--json has it whole): what is
+// left of maxHelpWidth after the time added and the widest size (16
+// digits: 2^53 bytes, core.MaxSafeInt).
+const maxBlobNameInRow = maxHelpWidth - 16 - 2 - 16 - 2
+
+// blobsText lays out `blob ls`: a row a blob (the time added, to the
+// minute in UTC; its size, in binary units or, with exact, in bytes; its
+// name, "-" for none, cut to maxBlobNameInRow), then, indented, its full
+// CID, which 'blob get' and 'blob rm' take; every line fits in
+// maxHelpWidth columns.
+func blobsText(list []api.BlobInfo, exact bool) string {
+	return rowsAndDetails("ADDED (UTC)\tSIZE\tNAME", len(list), func(i int) string {
+		b := list[i]
+		return fmt.Sprintf("%s\t%s\t%s", whenMinute(b.Added), sizeText(b.Size, exact), cutRunes(printable(dash(b.Name)), maxBlobNameInRow))
+	}, func(i int) []string { return []string{list[i].CID} })
+}
+
+// sizeText is n bytes in binary units (humanize.Bytes), or with exact in
+// bytes.
+func sizeText(n uint64, exact bool) string {
+	if exact {
+		return strconv.FormatUint(n, 10)
+	}
+	return humanize.Bytes(n)
+}
+
+// listPartials prints the partial blobs (blob ls --partial), sizes in
+// bytes with exact.
+func (c *cli) listPartials(cmd *cobra.Command, asJSON, exact bool) error {
 	list, err := askOrRead(c, cmd, (*api.Client).PartialBlobs, func(o *store.Offline) ([]api.PartialBlob, error) { return o.PartialBlobs(), nil })
 	if err != nil {
 		return err
@@ -232,11 +260,20 @@ func (c *cli) listPartials(cmd *cobra.Command, asJSON bool) error {
 	if asJSON {
 		return c.printJSON(list)
 	}
-	tw := c.table("PROGRESSED (UTC)\tHELD\tSIZE\tON DISK\tFETCHING\tCID")
-	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", whenMinute(p.Progressed), p.Held, p.Size, p.Bytes, yesNo(p.Fetching), p.CID)
-	}
-	return tw.Flush()
+	_, err = io.WriteString(c.stdout, partialsText(list, exact))
+	return err
+}
+
+// partialsText lays out `blob ls --partial` as blobsText does `blob ls`:
+// a row a partial blob (when a byte was last added, the bytes held of the
+// declared size, the bytes on disk, whether a fetch of it runs), its CID
+// under it.
+func partialsText(list []api.PartialBlob, exact bool) string {
+	return rowsAndDetails("PROGRESSED (UTC)\tHELD\tSIZE\tON DISK\tFETCHING", len(list), func(i int) string {
+		p := list[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", whenMinute(p.Progressed), sizeText(p.Held, exact), sizeText(p.Size, exact),
+			sizeText(p.Bytes, exact), yesNo(p.Fetching))
+	}, func(i int) []string { return []string{list[i].CID} })
 }
 
 // resuming is what blob get says of a fetch that goes on from held bytes
@@ -276,7 +313,9 @@ FILE is written only as a complete blob of exactly the declared size N (ADR
 renamed to FILE once the node says the blob is complete, and removed if the
 fetch fails. --size may be left out when the node knows the size: it holds
 the blob, or an event of its log names it. Once FILE is written, a line
-says so (with --json: an object with cid, size and file). A FILE that
+says so, with its size, and, indented under it, the blob's CID and the
+peer that served it (with --json: an object with cid, size, file and
+provider). A FILE that
 exists and is not a regular file (a device such as /dev/null, a named
 pipe) is written to as stdout is, never replaced.
 
@@ -404,14 +443,32 @@ func writeSpecial(out string, write func(io.Writer) error) error {
 	return err
 }
 
-// saidWritten says what blob get wrote: as JSON with asJSON, else a line
-// (how, if not "", is said after it: where the bytes came from).
+// saidWritten says what blob get wrote: as JSON with asJSON, else
+// writtenText (how, if not "", is said after the CID: where the bytes
+// came from).
 func (c *cli) saidWritten(w blobWritten, asJSON bool, how string) error {
 	if asJSON {
 		return c.printJSON(w)
 	}
-	fmt.Fprintf(c.stdout, "wrote %s: %d bytes, blob %s%s%s\n", w.File, w.Size, w.CID, fromPeer(w.Provider), how)
-	return nil
+	_, err := fmt.Fprint(c.stdout, writtenText(w, how))
+	return err
+}
+
+// writtenText is what blob get says it wrote: a line with the file and
+// the size (in binary units and in bytes), then, indented by 4, the
+// blob's full CID (and how, if not ""), and the full peer ID of the
+// provider that served it, if one did: each line fits in maxHelpWidth
+// columns but for a file name that does not.
+func writtenText(w blobWritten, how string) string {
+	size := fmt.Sprintf("%d bytes", w.Size)
+	if w.Size >= 1<<10 {
+		size = humanize.Bytes(w.Size) + " (" + size + ")"
+	}
+	s := fmt.Sprintf("wrote %s: %s\n    blob %s%s\n", w.File, size, w.CID, how)
+	if w.Provider != "" {
+		s += "    from " + w.Provider + "\n"
+	}
+	return s
 }
 
 // blobGetHeld is blob get with no daemon running: a complete blob the
@@ -453,7 +510,7 @@ func (c *cli) blobGetHeld(ctx context.Context, g blobGetArgs, noDaemon error) er
 				return err
 			}
 		}
-		return c.saidWritten(blobWritten{CID: g.cid, Size: held, File: g.out}, g.asJSON, " (held in the repo)")
+		return c.saidWritten(blobWritten{CID: g.cid, Size: held, File: g.out}, g.asJSON, ", held in the repo")
 	})
 }
 
@@ -611,15 +668,6 @@ func fetchWaiting(p api.FetchProgress) string {
 		return " from " + shortPeer(p.Provider)
 	}
 	return ""
-}
-
-// fromPeer is ", from PEER" for the provider that served a blob, "" for
-// none.
-func fromPeer(provider string) string {
-	if provider == "" {
-		return ""
-	}
-	return ", from " + provider
 }
 
 // blobRemoved is the JSON of `blob rm --json`.

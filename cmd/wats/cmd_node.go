@@ -313,7 +313,7 @@ serve blobs ('blob get CID --from ADDR').`,
 		},
 	}
 	connect.Flags().BoolVar(&connectJSON, "json", false, "print the peer as JSON, as peers ls --json does")
-	return group("peers", "List, connect and remember peers", ls, connect, c.peersCacheCmd(), c.peersForgetCmd())
+	return group("peers", "List, connect, disconnect and remember peers", ls, connect, c.peersDisconnectCmd(), c.peersCacheCmd(), c.peersForgetCmd())
 }
 
 func (c *cli) peersCacheCmd() *cobra.Command {
@@ -639,9 +639,12 @@ func (c *cli) eventsLsCmd() *cobra.Command {
 		Long: `List one page of the local log: the events stored after cursor N
 (default 0, from the start), at most --limit of them (1 to 256; default: the
 daemon's page size). A page may hold fewer events than --limit: pages also
-have a size in bytes. The ids are cut to 16 characters, which 'events get'
-accepts. When more events follow the page, a last line gives the command
-that lists the next page; when none does, the page reached the head.`,
+have a size in bytes. A row an event: its id cut to 16 characters (which
+'events get' accepts), its time (UTC), the last 8 characters of its author's
+peer ID, its kind and its body, cut to fit in 100 columns ('events get' shows
+it whole); under it, indented, the blobs it names, if any. When more events
+follow the page, a last line gives the command that lists the next page;
+when none does, the page reached the head.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("limit") && (limit < 1 || limit > core.MaxPageEvents) {
@@ -659,11 +662,7 @@ that lists the next page; when none does, the page reached the head.`,
 			if asJSON {
 				return c.printJSON(page)
 			}
-			tw := c.table("ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY")
-			for _, ev := range page.Events {
-				fmt.Fprintln(tw, eventRow(ev))
-			}
-			if err := tw.Flush(); err != nil {
+			if _, err := io.WriteString(c.stdout, eventsText(page.Events)); err != nil {
 				return err
 			}
 			if page.More {
@@ -689,10 +688,68 @@ func (c *cli) nextPageHint(next uint64, limit int) string {
 	return c.hint(args...)
 }
 
-// eventRow is the tab-separated row of `events ls` for ev: a short id and
-// author, the time in UTC, the kind, its blobs (eventBlobs) and the body
-// cut to 60 bytes.
-func eventRow(ev jsontext.Value) string {
+// Widths of the columns of `events ls` and `events tail` before KIND: a
+// short id (16 characters, which `events get` accepts), the time in UTC to
+// the millisecond, and a short author (shortPeer). KIND is as wide as the
+// page's widest kind up to maxKindWidth (ls) or tailKindWidth (tail: a
+// stream cannot be aligned after the fact as a table is); a longer kind
+// pushes its own row's BODY right, not every row's. BODY takes what is
+// left of maxHelpWidth (at least 11 columns, after a kind of
+// core.MaxKindLen).
+const (
+	eventIDWidth     = 16
+	eventTimeWidth   = 24
+	eventAuthorWidth = 9
+	tailKindWidth    = 8
+	maxKindWidth     = 12
+)
+
+// eventHeader is the first line of `events ls` and `events tail`.
+func eventHeader(kindWidth int) string {
+	return eventLine([5]string{"ID", "TIME", "AUTHOR", "KIND", "BODY"}, kindWidth)
+}
+
+// eventsText lays out a page of `events ls`: the header, then each event
+// (eventText), its KIND column as wide as the widest kind of the page, up
+// to maxKindWidth.
+func eventsText(events []jsontext.Value) string {
+	kindWidth := len("KIND")
+	for _, ev := range events {
+		cols, _ := eventFields(ev)
+		kindWidth = max(kindWidth, min(utf8.RuneCountInString(cols[3]), maxKindWidth))
+	}
+	var b strings.Builder
+	b.WriteString(eventHeader(kindWidth) + "\n")
+	for _, ev := range events {
+		b.WriteString(eventText(ev, kindWidth))
+	}
+	return b.String()
+}
+
+// eventText is an event of `events ls` or `events tail`: a row (a short id
+// and author, the time in UTC, the kind, the body cut to fit in
+// maxHelpWidth columns), then, indented by 4, the blobs it names
+// (eventBlobs), wrapped at spaces to maxHelpWidth; every line fits in it.
+func eventText(ev jsontext.Value, kindWidth int) string {
+	cols, refs := eventFields(ev)
+	var b strings.Builder
+	b.WriteString(eventLine(cols, kindWidth) + "\n")
+	if len(refs) > 0 {
+		// A NUL, which no printable name holds, keeps each blob's name
+		// and size on one line while humanize.Wrap cuts; a space again
+		// once it has.
+		glued := strings.ReplaceAll(eventBlobs(refs), " ", "\x00")
+		glued = strings.ReplaceAll(glued, ",\x00", ", ")
+		for _, l := range humanize.Wrap("blobs: "+glued, maxHelpWidth-4) {
+			b.WriteString("    " + strings.ReplaceAll(l, "\x00", " ") + "\n")
+		}
+	}
+	return b.String()
+}
+
+// eventFields are the columns of ev (id, time, author, kind, body; "?"
+// for what does not decode) and the blobs it names.
+func eventFields(ev jsontext.Value) ([5]string, []api.BlobRef) {
 	var e struct {
 		ID     string         `json:"id"`
 		Author string         `json:"author"`
@@ -702,30 +759,54 @@ func eventRow(ev jsontext.Value) string {
 		Blobs  []api.BlobRef  `json:"blobs"`
 	}
 	if err := json.Unmarshal(ev, &e); err != nil {
-		return fmt.Sprintf("?\t?\t?\t?\t-\t%.60s", ev)
-	}
-	body := string(e.Body)
-	if len(body) > 60 {
-		body = body[:57] + "..."
+		return [5]string{"?", "?", "?", "?", printable(string(ev))}, nil
 	}
 	t := time.UnixMilli(e.Time).UTC().Format("2006-01-02T15:04:05.000Z")
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", short(e.ID, 16), t, shortPeer(e.Author), e.Kind, eventBlobs(e.Blobs), body)
+	body := e.Body.Clone()
+	_ = body.Compact() // on one line, whatever whitespace it was signed with
+	return [5]string{printable(short(e.ID, eventIDWidth)), t, printable(shortPeer(e.Author)), printable(e.Kind), printable(string(body))}, e.Blobs
 }
 
-// eventBlobs is the BLOBS column of `events ls`: each blob's name (its
-// short CID when it has none) and size, "-" for none; past two, how many
-// more ('events get' shows them all).
-func eventBlobs(refs []api.BlobRef) string {
-	if len(refs) == 0 {
-		return "-"
+// eventLine lays out cols (id, time, author, kind, body) two spaces apart
+// in the widths above, KIND at least kindWidth wide, the body cut with "…"
+// to what is left of maxHelpWidth columns.
+func eventLine(cols [5]string, kindWidth int) string {
+	var b strings.Builder
+	for i, w := range []int{eventIDWidth, eventTimeWidth, eventAuthorWidth, kindWidth} {
+		b.WriteString(cols[i])
+		for n := utf8.RuneCountInString(cols[i]); n < w; n++ {
+			b.WriteByte(' ')
+		}
+		b.WriteString("  ")
 	}
+	b.WriteString(cutRunes(cols[4], maxHelpWidth-utf8.RuneCountInString(b.String())))
+	return b.String()
+}
+
+// cutRunes is s cut to at most n runes, its last one "…" when cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
+}
+
+// maxBlobNameShown is the most runes of a blob's name that `events ls`
+// shows ('events get' shows it whole).
+const maxBlobNameShown = 60
+
+// eventBlobs is what `events ls` says of an event's blobs: each blob's
+// name (cut to maxBlobNameShown; its short CID when it has none) and size;
+// past two, how many more ('events get' shows them all).
+func eventBlobs(refs []api.BlobRef) string {
 	var parts []string
 	for i, r := range refs {
 		if i == 2 {
 			parts = append(parts, fmt.Sprintf("+%d more", len(refs)-2))
 			break
 		}
-		name := printable(r.Name)
+		name := cutRunes(printable(r.Name), maxBlobNameShown)
 		if name == "" {
 			name = shortCID(r.CID)
 		}
@@ -798,9 +879,9 @@ func (c *cli) eventsTailCmd() *cobra.Command {
 		Short: "Print events as they are stored, until interrupted",
 		Long: `Print each event as the daemon stores it (from peers, gossip or
 'events add'), until interrupted: a line each, with the columns of 'events ls'
-(the header first), or with --json the whole signed event as one compact JSON
-object a line. By default it starts at the current head; --after 0 prints the
-whole log first.`,
+(the header first) and its blobs under it, or with --json the whole signed
+event as one compact JSON object a line. By default it starts at the current
+head; --after 0 prints the whole log first.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client()
@@ -816,14 +897,14 @@ whole log first.`,
 				after = st.Head
 			}
 			if !asJSON {
-				fmt.Fprintln(c.stdout, tailLine("ID\tTIME\tAUTHOR\tKIND\tBLOBS\tBODY"))
+				fmt.Fprintln(c.stdout, eventHeader(tailKindWidth))
 			}
 			err = cl.Tail(ctx, after, func(ev jsontext.Value) error {
 				var err error
 				if asJSON {
 					_, err = fmt.Fprintf(c.stdout, "%s\n", ev)
 				} else {
-					_, err = fmt.Fprintln(c.stdout, tailLine(eventRow(ev)))
+					_, err = fmt.Fprint(c.stdout, eventText(ev, tailKindWidth))
 				}
 				return err
 			})
@@ -838,29 +919,6 @@ whole log first.`,
 	cmd.Flags().Uint64Var(&after, "after", 0, "start after this cursor (default: the current head)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each signed event as one JSON object a line")
 	return cmd
-}
-
-// tailWidths are the widths of the columns of `events tail` before BODY:
-// a short id, a time, a short author, a kind and the blobs (longer ones
-// push BODY right). A stream cannot be aligned after the fact as a table is.
-var tailWidths = []int{16, 24, 9, 8, 5}
-
-// tailLine lays out a tab-separated row of eventRow in tailWidths.
-func tailLine(row string) string {
-	cols := strings.Split(row, "\t")
-	var b strings.Builder
-	for i, col := range cols {
-		if i > 0 {
-			b.WriteString("  ")
-		}
-		b.WriteString(col)
-		if i < len(tailWidths) && i < len(cols)-1 {
-			for n := utf8.RuneCountInString(col); n < tailWidths[i]; n++ {
-				b.WriteByte(' ')
-			}
-		}
-	}
-	return b.String()
 }
 
 func (c *cli) syncCmd() *cobra.Command {

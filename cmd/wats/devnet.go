@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -173,25 +174,38 @@ func (c *cli) progress(format string, args ...any) {
 	fmt.Fprintf(c.stderr, format+"\n", args...)
 }
 
-// printDevnetTable prints `devnet status`'s rows for st.
+// printDevnetTable prints `devnet status`'s rows for st (devnetText),
+// or with asJSON the rows as JSON.
 func (c *cli) printDevnetTable(ctx context.Context, st *devnet.State, asJSON bool) error {
 	rows := devnet.Status(ctx, st)
 	if asJSON {
 		return c.printJSON(rows)
 	}
-	tw := c.table("NODE\tPEER ID\tPID\tALIVE\tPEERS\tEVENTS\tHEAD\tREPO")
-	for _, r := range rows {
+	_, err := io.WriteString(c.stdout, devnetText(rows))
+	return err
+}
+
+// devnetText lays out `devnet status`: a row a node (its index, full
+// peer ID, whether its daemon runs, and its peers, events and head, "-"
+// when its API did not answer), then, indented, its pid and repo, and why
+// its API did not answer, if it did not; every line fits in maxHelpWidth
+// columns while events and heads have at most 12 digits (peers, at most
+// 31: a devnet has at most 32 nodes) and the repo's path does.
+func devnetText(rows []devnet.NodeStatus) string {
+	return rowsAndDetails("NODE\tPEER ID\tALIVE\tPEERS\tEVENTS\tHEAD", len(rows), func(i int) string {
+		r := rows[i]
+		if r.Error != "" || !r.Alive {
+			return fmt.Sprintf("%d\t%s\t%s\t-\t-\t-", r.Index, dash(r.PeerID), yesNo(r.Alive))
+		}
+		return fmt.Sprintf("%d\t%s\t%s\t%d\t%d\t%d", r.Index, r.PeerID, yesNo(r.Alive), r.Peers, r.Events, r.Head)
+	}, func(i int) []string {
+		r := rows[i]
+		d := []string{fmt.Sprintf("pid %d; repo %s", r.PID, r.Repo)}
 		if r.Error != "" && r.Alive {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t-\t-\t-\t%s\t(%s)\n", r.Index, dash(r.PeerID), r.PID, yesNo(r.Alive), r.Repo, r.Error)
-			continue
+			d = append(d, "its API did not answer: "+printable(r.Error))
 		}
-		if !r.Alive {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t-\t-\t-\t%s\n", r.Index, dash(r.PeerID), r.PID, yesNo(r.Alive), r.Repo)
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\n", r.Index, r.PeerID, r.PID, yesNo(r.Alive), r.Peers, r.Events, r.Head, r.Repo)
-	}
-	return tw.Flush()
+		return d
+	})
 }
 
 func (c *cli) devnetStatusCmd() *cobra.Command {
@@ -201,7 +215,7 @@ func (c *cli) devnetStatusCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Show each node of the devnet: peer id, pid, alive, peers, events, head",
+		Short: "Show each node of the devnet: peer ID, alive, peers, events, head; pid and repo",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := c.loadDevnet(&f)

@@ -91,6 +91,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"wats crash report", []string{"crash", "report", "--program", "p", "--version", "1", "--reason", "r"}, a, false},
 		{"wats crash ls", []string{"crash", "ls"}, a, false},
 		{"wats blob rm", []string{"blob", "rm", cid}, a, false},
+		{"wats peers disconnect", []string{"peers", "disconnect", id.PeerID}, b, false},
 		{"wats bench sync", []string{"bench", "sync", "-n", "50", "--dir", filepath.Join(tmp, "bench")}, "", true},
 		{"wats bench catchup", []string{"bench", "catchup", "-n", "50", "--peers", "2", "--dir", filepath.Join(tmp, "catchup")}, "", true},
 		{"wats bench fetch", []string{"bench", "fetch", "--size", "1048576"}, "", true},

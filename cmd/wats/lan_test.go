@@ -121,7 +121,7 @@ func TestDefaultProfileGetFromAConnectedPeer(t *testing.T) {
 	}
 	// Without --json, the line says it too.
 	code, out, stderr := runBin(t, env, bin, "blob", "get", added.CID, "-o", filepath.Join(tmp, "again.bin"), "--repo", b)
-	if want := ", from "; code != 0 || !strings.Contains(out, "wrote ") {
+	if want := "\n    from "; code != 0 || !strings.Contains(out, "wrote ") {
 		t.Fatalf("blob get of a blob held: exit %d, %q, %s", code, out, stderr)
 	} else if strings.Contains(out, want) {
 		t.Errorf("a blob the node held is said to come from a peer: %q", out)

@@ -600,9 +600,10 @@ func TestEventsTail(t *testing.T) {
 		want  string
 	}{
 		{[]string{"--json"}, 2, a + "\n" + b + "\n"},
-		{nil, 3, "ID                TIME                      AUTHOR     KIND      BLOBS  BODY\n" +
-			"aaaaaaaaaaaaaaaa  1970-01-01T00:00:00.000Z  …Author01  note      -      {\"n\":1}\n" +
-			"bbbbbbbbbbbbbbbb  1970-01-01T00:00:01.000Z  …Author02  crash     c.bin (3 B)  {}\n"},
+		{nil, 4, "ID                TIME                      AUTHOR     KIND      BODY\n" +
+			"aaaaaaaaaaaaaaaa  1970-01-01T00:00:00.000Z  …Author01  note      {\"n\":1}\n" +
+			"bbbbbbbbbbbbbbbb  1970-01-01T00:00:01.000Z  …Author02  crash     {}\n" +
+			"    blobs: c.bin (3 B)\n"},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
 		var gotAfter string

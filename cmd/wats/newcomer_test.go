@@ -69,6 +69,9 @@ func TestMalformedArgumentsAreUsageErrors(t *testing.T) {
 		{[]string{"events", "get", "zz"}, "want 8 to 64 lowercase hex characters"},
 		{[]string{"crash", "report", "--program", "p", "--version", "v", "--reason", "r", "--to", "garbage"}, `--to: "garbage" is not a peer ID`},
 		{[]string{"peers", "forget", "garbage"}, `"garbage" is not a peer ID`},
+		{[]string{"peers", "disconnect", "garbage"}, `"garbage" is not a peer ID`},
+		{[]string{"peers", "disconnect", testAddr}, `is not a peer ID`},
+		{[]string{"shutdown", "--timeout", "0s"}, "--timeout 0s: must be positive"},
 		{[]string{"peers", "connect", "garbage"}, `"garbage" is neither a peer ID`},
 		{[]string{"peers", "connect", "/ip4/300.0.0.1/tcp/1/p2p/" + testPeer}, "is not a multiaddr"},
 		{[]string{"sync", "garbage"}, `"garbage" is neither a peer ID`},
@@ -244,9 +247,10 @@ func TestPeersLsFits(t *testing.T) {
 	}
 }
 
-// TestBlobLsNamesAndOrder: `blob ls` shows each blob's time added, exact
-// size, name ("-" for none) and CID, in the daemon's order (newest first,
-// a blob without a time last).
+// TestBlobLsNamesAndOrder: `blob ls` shows each blob's time added, size
+// (in binary units, or with --bytes exact), name ("-" for none) and, under
+// it, its CID, in the daemon's order (newest first, a blob without a time
+// last).
 func TestBlobLsNamesAndOrder(t *testing.T) {
 	const c1, c2, c3 = "bafkqaaa", "bafkqaalb", "bafkqaalc"
 	mux := http.NewServeMux()
@@ -258,18 +262,27 @@ func TestBlobLsNamesAndOrder(t *testing.T) {
 		})
 	})
 	dir := fakeDaemon(t, mux)
-	code, stdout, stderr := runCLI(t, "", "blob", "ls", "--repo", dir)
-	if code != exitOK {
-		t.Fatalf("blob ls: exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	want := []string{"ADDED (UTC) SIZE NAME CID", "2026-03-01 12:30 1048576 report.pdf " + c2, "2026-03-01 09:00 0 - " + c1, "- 7 old\\x1b[31m.txt " + c3}
-	if len(lines) != len(want) {
-		t.Fatalf("blob ls:\n%s\nwant %d lines", stdout, len(want))
-	}
-	for i, l := range lines {
-		if got := strings.Join(strings.Fields(l), " "); got != want[i] {
-			t.Errorf("line %d: %q, want %q", i, got, want[i])
+	for _, tc := range []struct {
+		flags []string
+		want  []string // each line's fields, one space apart
+	}{
+		{nil, []string{"ADDED (UTC) SIZE NAME", "2026-03-01 12:30 1.0 MiB report.pdf", c2, "2026-03-01 09:00 0 B -", c1,
+			"- 7 B old\\x1b[31m.txt", c3}},
+		{[]string{"--bytes"}, []string{"ADDED (UTC) SIZE NAME", "2026-03-01 12:30 1048576 report.pdf", c2, "2026-03-01 09:00 0 -", c1,
+			"- 7 old\\x1b[31m.txt", c3}},
+	} {
+		code, stdout, stderr := runCLI(t, "", append([]string{"blob", "ls", "--repo", dir}, tc.flags...)...)
+		if code != exitOK {
+			t.Fatalf("blob ls %v: exit %d: %s", tc.flags, code, stderr)
+		}
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if len(lines) != len(tc.want) {
+			t.Fatalf("blob ls %v:\n%s\nwant %d lines", tc.flags, stdout, len(tc.want))
+		}
+		for i, l := range lines {
+			if got := strings.Join(strings.Fields(l), " "); got != tc.want[i] {
+				t.Errorf("blob ls %v: line %d: %q, want %q", tc.flags, i, got, tc.want[i])
+			}
 		}
 	}
 }

@@ -396,7 +396,7 @@ func TestBlobCommands(t *testing.T) {
 	}
 	got := filepath.Join(tmp, "got.txt")
 	code, out, stderr = runBin(t, env, bin, "blob", "get", cid, "-o", got, "--repo", a)
-	if code != 0 || out != fmt.Sprintf("wrote %s: %d bytes, blob %s\n", got, len(data), cid) {
+	if code != 0 || out != writtenText(blobWritten{CID: cid, Size: uint64(len(data)), File: got}, "") {
 		t.Errorf("blob get of a held blob without --size: exit %d, %q %s", code, out, stderr)
 	}
 
@@ -514,7 +514,7 @@ func TestOfflineReads(t *testing.T) {
 	got := filepath.Join(tmp, "got.bin")
 	code, out, stderr := runBin(t, env, bin, "blob", "get", held[0].CID, "-o", got, "--repo", a)
 	if data, err := os.ReadFile(got); code != 0 || err != nil || string(data) != strings.Repeat("x", 4096) ||
-		out != "wrote "+got+": 4096 bytes, blob "+held[0].CID+" (held in the repo)\n" || !strings.Contains(stderr, "no daemon runs: read from "+a) {
+		out != "wrote "+got+": 4.0 KiB (4096 bytes)\n    blob "+held[0].CID+", held in the repo\n" || !strings.Contains(stderr, "no daemon runs: read from "+a) {
 		t.Errorf("blob get -o FILE without the daemon: exit %d, %q, stderr %q, file %q", code, out, stderr, data)
 	}
 	if code, out, stderr := runBin(t, env, bin, "blob", "get", held[0].CID, "-o", "-", "--repo", a); code != 0 || out != strings.Repeat("x", 4096) {

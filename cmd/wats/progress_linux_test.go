@@ -134,7 +134,7 @@ func TestBlobGetProgressBarSaysWhatItWaits(t *testing.T) {
 	code, got := onTerminal(t, func(term *os.File) int {
 		return run(t.Context(), []string{"blob", "get", "bafkqaaa", "--size", "0", "-o", file, "--repo", dir}, strings.NewReader(""), &out, term)
 	})
-	if want := "wrote " + file + ": 0 bytes, blob bafkqaaa, from " + provider + "\n"; code != exitOK || out.String() != want {
+	if want := "wrote " + file + ": 0 bytes\n    blob bafkqaaa\n    from " + provider + "\n"; code != exitOK || out.String() != want {
 		t.Errorf("exit %d, stdout %q, want %q; terminal %q", code, out.String(), want, got)
 	}
 	for _, want := range []string{"get bafkqaaa: finding providers", "get bafkqaaa from …" + provider[len(provider)-8:]} {

@@ -56,6 +56,7 @@ A local network of several nodes: WATS devnet up -n 3`, "WATS", c.name),
 	root.AddCommand(
 		c.initCmd(),
 		c.daemonCmd(),
+		c.shutdownCmd(),
 		c.idCmd(),
 		c.statusCmd(),
 		c.peersCmd(),
