@@ -19,7 +19,8 @@ import (
 // before the strangers' shared budget of DHT requests, so that while
 // Sybils keep that budget spent an honest newcomer is still served. It is
 // paid up front: from that shared budget while it holds as much, else by
-// a solved challenge; a stranger holds at most one at a time.
+// a solved challenge, within a bound on those
+// (limits.SolvedGreetingsPerMin); a stranger holds at most one at a time.
 const GreetedRequests = 64
 
 // Greeting is what the Table asks of the node's DHT when it serves a

@@ -196,7 +196,7 @@ func statusLines(st *api.Status) [][2]string {
 			d.ProviderRecords, d.MaxProviderRecords, full)
 		if given := d.AllowancesBudget + d.AllowancesSolved; given+d.AllowancesOverSolved > 0 {
 			add("dht greeted", "%s given a few lookups for their hello (%d paid from the share of new peers, %d by a "+
-				"solved puzzle); %d solved past the most a minute got none",
+				"solved puzzle); %d more solved one past the most allowed a minute and got none",
 				humanize.Plural(int(given), "new peer"), d.AllowancesBudget, d.AllowancesSolved, d.AllowancesOverSolved)
 		}
 	}

@@ -136,7 +136,7 @@ func TestStatusInWords(t *testing.T) {
 		"dht peers: 4 in the network's table, 1 in this LAN's; 1 node of this network found by the last search",
 		"dht records: 10 of 10 notes of who holds which blob, kept for other nodes; 3 turned away since the start because the store was full",
 		"dht greeted: 5 new peers given a few lookups for their hello (3 paid from the share of new peers, 2 by a solved puzzle); " +
-			"1 solved past the most a minute got none",
+			"1 more solved one past the most allowed a minute and got none",
 		"disk: 5.0 GiB free, 64.0 MiB of it kept in reserve; writes accepted",
 		"bandwidth: 3.0 GiB sent (cap 8.0 MiB/s), 5.0 MiB received (no cap) since the start; 1.0 TiB sent in 2026-12, " +
 			"the monthly cap of 1.0 TiB reached: until the month ends, blobs go only to peers this node dialled or has known for a while",
