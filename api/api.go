@@ -238,6 +238,14 @@ type DHTStatus struct {
 	RequestsGreeted             uint64 `json:"requests_greeted"`
 	RequestsRefusedStrangers    uint64 `json:"requests_refused_strangers"`
 	LANRequestsRefusedStrangers uint64 `json:"lan_requests_refused_strangers"`
+	// AllowancesBudget and AllowancesSolved count the greeted allowances
+	// strangers' hellos were given since the node started, paid for by
+	// the strangers' shared budget and by a solved challenge;
+	// AllowancesOverSolved the solved hellos served with none, past the
+	// bound on the allowances solutions pay for (docs/adr/0059).
+	AllowancesBudget     uint64 `json:"allowances_budget"`
+	AllowancesSolved     uint64 `json:"allowances_solved"`
+	AllowancesOverSolved uint64 `json:"allowances_over_solved"`
 }
 
 // LogUsage is the event log's use and its quotas (the [events] keys; 0 is

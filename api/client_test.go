@@ -555,12 +555,13 @@ func TestWireNames(t *testing.T) {
 			Log:          LogUsage{Events: 16, Bytes: 17, Authors: 18, MaxEvents: 19, MaxBytes: 20, MaxEventsPerAuthor: 21, MaxBytesPerAuthor: 22, Commits: 23},
 			Reachability: "private", RelayAddrs: []string{"r"}, HolePunches: HolePunches{Succeeded: 24, Failed: 25},
 			DHT: DHTStatus{Mode: "auto", Server: true, RoutingTable: 26, LANRoutingTable: 31, ProviderRecords: 27, MaxProviderRecords: 28, ProviderRecordsRefused: 30, Discovered: 29,
-				RequestsGreeted: 40, RequestsRefusedStrangers: 41, LANRequestsRefusedStrangers: 42},
+				RequestsGreeted: 40, RequestsRefusedStrangers: 41, LANRequestsRefusedStrangers: 42,
+				AllowancesBudget: 43, AllowancesSolved: 44, AllowancesOverSolved: 45},
 			Bandwidth: BandwidthStatus{UpBytes: 32, DownBytes: 33, UpBytesPerS: 34, DownBytesPerS: 35, MonthlyUpBytes: 36, MonthUpBytes: 37, Month: "2026-12", StrangerBlobsStopped: true}},
 			`{"peer_id":"p","network":"n","agent":"g","peers":1,"events":2,"head":3,"gossip":true,"uptime_seconds":4,"dropped":5,"in_flight":6,"challenge_effort":7,"challenges_issued":8,"challenges_solved":9,"challenges_failed":10,"blobs":11,"blob_bytes":12,"blob_quota_bytes":13,"partial_blobs":38,"partial_bytes":39,"peer_tiers":{"new":1},"stranger_slots":14,"stranger_slots_used":15,` +
 				`"log":{"events":16,"bytes":17,"authors":18,"max_events":19,"max_bytes":20,"max_events_per_author":21,"max_bytes_per_author":22,"commits":23},` +
 				`"reachability":"private","relay_addrs":["r"],"hole_punches":{"succeeded":24,"failed":25},` +
-				`"dht":{"mode":"auto","server":true,"routing_table":26,"lan_routing_table":31,"provider_records":27,"max_provider_records":28,"provider_records_refused":30,"discovered":29,"requests_greeted":40,"requests_refused_strangers":41,"lan_requests_refused_strangers":42},` +
+				`"dht":{"mode":"auto","server":true,"routing_table":26,"lan_routing_table":31,"provider_records":27,"max_provider_records":28,"provider_records_refused":30,"discovered":29,"requests_greeted":40,"requests_refused_strangers":41,"lan_requests_refused_strangers":42,"allowances_budget":43,"allowances_solved":44,"allowances_over_solved":45},` +
 				`"bandwidth":{"up_bytes":32,"down_bytes":33,"up_bytes_per_s":34,"down_bytes_per_s":35,"monthly_up_bytes":36,"month_up_bytes":37,"month":"2026-12","stranger_blobs_stopped":true}}`},
 		{FetchRequest{CID: "c", Size: 1, From: "p"}, `{"cid":"c","size":1,"from":"p"}`},
 		{FetchProgress{Bytes: 1, Size: 2, Done: true}, `{"bytes":1,"size":2,"done":true}`},

@@ -293,7 +293,9 @@ var keyDocs = map[string]keyDoc{
 	"limits.stranger_dht_per_min": {
 		what: "DHT requests a minute that all peers without a record send to each of this node's DHT " +
 			"servers together, on top of each one's own budget: fresh ids buy no more than this; a " +
-			"stranger that completed hello draws an allowance of its own first (docs/adr/0040, 0059).",
+			"stranger that completed hello draws an allowance of its own first, and those that " +
+			"solved challenges pay for come to no more requests than this a minute either " +
+			"(docs/adr/0040, 0059).",
 		allowed: fmt.Sprintf("0..%d requests a minute; 0 means unlimited", limits.MaxPerMin),
 		example: "stranger_dht_per_min = 12000",
 	},

@@ -212,7 +212,9 @@ type Config struct {
 	// 0 means unlimited. Default 12000 (a burst of 3,000, then 200 a
 	// second): fresh ids, which cost nothing, buy no more than this
 	// together; a stranger that completed hello draws a greeted allowance
-	// before it (ADR 0059). ADR 0040.
+	// before it, and the allowances solved challenges pay for come to no
+	// more requests than this a minute either (SolvedGreetingsPerMin, ADR
+	// 0059). ADR 0040.
 	StrangerDHTPerMin int `toml:"stranger_dht_per_min" json:"stranger_dht_per_min"`
 }
 

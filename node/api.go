@@ -53,7 +53,7 @@ func (n *Node) Status() api.Status {
 		Reachability:      n.reachability.String(),
 		RelayAddrs:        routing.RelayAddrs(n.FullAddrs()),
 		HolePunches:       n.punches.Status(),
-		DHT:               n.routing.Load().Status(n.cfg.P2P.DHT),
+		DHT:               n.run.Greetings(n.routing.Load().Status(n.cfg.P2P.DHT)),
 		Disk:              n.db.DiskStatus(),
 		Bandwidth:         n.bw.Status(),
 	}

@@ -2,10 +2,12 @@ package peers
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/limits"
 	"github.com/wats-network/wats/proto"
 )
@@ -17,7 +19,8 @@ import (
 // before the strangers' shared budget of DHT requests, so that while
 // Sybils keep that budget spent an honest newcomer is still served. It is
 // paid up front: from that shared budget while it holds as much, else by
-// a solved challenge; a stranger holds at most one at a time.
+// a solved challenge, within a bound on those
+// (limits.SolvedGreetingsPerMin); a stranger holds at most one at a time.
 const GreetedRequests = 64
 
 // Greeting is what the Table asks of the node's DHT when it serves a
@@ -27,34 +30,74 @@ const GreetedRequests = 64
 // off or a client only: no allowance is then worth a challenge).
 type Greeting func(k int, mono time.Duration) (funded, serving bool)
 
+// greetings are the greeted allowances a Table gave, by what paid for
+// them, and the bound on those solutions pay for.
+type greetings struct {
+	// solvedBound is the bucket of the allowances solved challenges pay
+	// for, all strangers together: limits.SolvedGreetingsPerMin of
+	// limits.stranger_dht_per_min (ADR 0059, addendum), in allowances.
+	solvedBound *limits.Shared
+	// budget counts the allowances the strangers' shared budget paid for;
+	// solved those a solution paid for; overSolved the solved hellos
+	// served with none, solvedBound spent.
+	budget, solved, overSolved atomic.Uint64
+}
+
 // greet decides, for a hello from st's peer that admission would serve at
 // mono, whether the peer gets GreetedRequests DHT requests (ADR 0059), and
 // rewrites v: a stranger whose allowance is spent (or never given) gets
-// one if its hello carried a solution that verified (solved: the work
-// paid for it) or if the strangers' shared budget of DHT requests pays
-// for it now; otherwise, while a DHT serves strangers here and
-// limits.challenge is on, a peer that can solve (its hello advertises
-// "challenge", ADR 0014) is challenged instead of served, with pressure
-// (the effort rises while minting greeted ids goes on), whatever its
-// reputation (as over a rate, ADR 0014 "When" (1)); one that cannot is
+// one if the strangers' shared budget of DHT requests pays for it now,
+// else if its hello carried a solution that verified (solved: the work
+// paid for it) within the bound on the allowances solutions pay for
+// (limits.SolvedGreetingsPerMin; past it the solved hello is served with
+// none, as any solved request is); otherwise, while a DHT serves strangers
+// here and limits.challenge is on, a peer that can solve (its hello
+// advertises "challenge", ADR 0014) is challenged instead of served, with
+// pressure (the effort rises while minting greeted ids goes on), whatever
+// its reputation (as over a rate, ADR 0014 "When" (1)); one that cannot is
 // served without an allowance. Peers that showed value draw on budgets of
 // their own and get none.
 func (t *Table[L]) greet(st *Peer[L], hello *proto.Hello, solved bool, mono time.Duration, v *Verdict) {
 	if t.greeting == nil || v.Verdict != limits.Serve || !st.Tier().Stranger() || st.greeted.Load() > 0 {
 		return
 	}
-	funded, serving := solved, true
-	if !solved {
-		funded, serving = t.greeting(GreetedRequests, mono)
-	}
+	funded, serving := t.greeting(GreetedRequests, mono)
 	canSolve := st.canSolve.Load() || hello != nil && slices.Contains(hello.Features, proto.FeatureChallenge)
 	switch {
+	case !serving:
 	case funded:
-		st.greeted.Store(GreetedRequests)
-		v.Greeted = true
-	case serving && t.lim.Challenge && canSolve && st.rawOK:
+		t.greetings.budget.Add(1)
+	case solved && t.greetings.paySolved(mono):
+		funded = true
+	case solved: // past the bound: served, as any solved request is
+	case t.lim.Challenge && canSolve && st.rawOK:
 		v.Decision = limits.Decision{Verdict: limits.Challenge, Reason: limits.ReasonGreeting, Pressure: true}
 	}
+	if funded {
+		st.greeted.Store(GreetedRequests)
+		v.Greeted = true
+	}
+}
+
+// paySolved takes one allowance of the bound on those solutions pay for
+// at mono, reporting whether it held one, and counts either outcome.
+func (g *greetings) paySolved(mono time.Duration) bool {
+	if ok, _ := g.solvedBound.Allow(int64(mono)); !ok {
+		g.overSolved.Add(1)
+		return false
+	}
+	g.solved.Add(1)
+	return true
+}
+
+// Greetings adds to d, a DHT status, the greeted allowances given since
+// the Table was made, by what paid for them, and the solved hellos served
+// with none past the bound (ADR 0059), and returns it.
+func (t *Table[L]) Greetings(d api.DHTStatus) api.DHTStatus {
+	d.AllowancesBudget = t.greetings.budget.Load()
+	d.AllowancesSolved = t.greetings.solved.Load()
+	d.AllowancesOverSolved = t.greetings.overSolved.Load()
+	return d
 }
 
 // TakeGreeted takes one DHT request of p's greeted allowance at mono

@@ -108,6 +108,9 @@ type Table[L any] struct {
 	lim limits.Config
 	// greeting is Options.Greeting.
 	greeting Greeting
+	// greetings are the greeted allowances given and what paid for them
+	// (greeted.go).
+	greetings greetings
 }
 
 // recentPeer is what a Table remembers of a disconnected peer.
@@ -153,9 +156,14 @@ func NewTable[L any](o Options) (*Table[L], error) {
 	if err != nil {
 		return nil, fmt.Errorf("peers: the page pool: %w", err)
 	}
+	solved, err := limits.NewRate(limits.SolvedGreetingsPerMin(o.Limits.StrangerDHTPerMin, GreetedRequests))
+	if err != nil {
+		return nil, fmt.Errorf("peers: limits.stranger_dht_per_min: %w", err)
+	}
 	r, _ := limits.NewRate(NewRecordsPerMin) // a valid rate: fails never
 	t := &Table[L]{cache: o.Cache, adm: adm, strangerReports: limits.NewShared(reports), records: limits.NewShared(r),
-		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits, greeting: o.Greeting}
+		b: b, f: f, pages: pages, seed: maphash.MakeSeed(), lim: o.Limits, greeting: o.Greeting,
+		greetings: greetings{solvedBound: limits.NewShared(solved)}}
 	t.recent, _ = lru.New[peer.ID, recentPeer](MaxRecent) // fails only for a size <= 0
 	t.ch.dialling, t.ch.kept = make(map[peer.ID]int), make(map[peer.ID]struct{})
 	t.slots = NewSlots(o.Slots, (*Peer[L]).stranger)

@@ -245,12 +245,14 @@ func (w *scriptWorld) run(f []string) (string, error) {
 				w.maxBlob = int64(n)
 			case "dht":
 				// dht=N: a DHT serving strangers, their shared budget
-				// N requests a minute.
+				// N requests a minute (limits.stranger_dht_per_min,
+				// which also bounds the allowances solutions pay for).
 				r, err := limits.NewRate(n)
 				if err != nil {
 					return "", err
 				}
 				w.dhtPool, w.dhtServing = limits.NewBucket(r), true
+				w.cfg.StrangerDHTPerMin = n
 			case "challenge":
 				w.cfg.Challenge = n != 0
 			case "pages":
@@ -424,6 +426,11 @@ func (w *scriptWorld) run(f []string) (string, error) {
 			}
 		}
 		return fmt.Sprintf("%d from the allowance, %d left", took, w.table.Greeted(w.id(f[1]))), nil
+	case "greetings":
+		// greetings: the allowances given, by what paid, and the solved
+		// hellos served with none.
+		d := w.table.Greetings(api.DHTStatus{})
+		return fmt.Sprintf("budget=%d solved=%d over=%d", d.AllowancesBudget, d.AllowancesSolved, d.AllowancesOverSolved), nil
 	case "count":
 		// count ID COUNTER N
 		st, err := w.peer(f[1])

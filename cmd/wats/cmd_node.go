@@ -194,6 +194,11 @@ func statusLines(st *api.Status) [][2]string {
 		}
 		add("dht records", "%d of %d notes of who holds which blob, kept for other nodes; %s",
 			d.ProviderRecords, d.MaxProviderRecords, full)
+		if given := d.AllowancesBudget + d.AllowancesSolved; given+d.AllowancesOverSolved > 0 {
+			add("dht greeted", "%s given a few lookups for their hello (%d paid from the share of new peers, %d by a "+
+				"solved puzzle); %d more solved one past the most allowed a minute and got none",
+				humanize.Plural(int(given), "new peer"), d.AllowancesBudget, d.AllowancesSolved, d.AllowancesOverSolved)
+		}
 	}
 	if d := st.Disk; d != nil {
 		state := "writes accepted"

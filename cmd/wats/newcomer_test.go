@@ -101,8 +101,9 @@ func TestStatusInWords(t *testing.T) {
 			Blobs: 3, BlobBytes: 3 << 20, BlobQuotaBytes: 4 << 30, InFlight: 5, ChallengeEffort: 12, ChallengesIssued: 4, ChallengesSolved: 3, ChallengesFailed: 1,
 			PeerTiers: map[string]int{"normal": 1, "suspect": 1}, StrangerSlots: 64, StrangerSlotsUsed: 1, Reachability: "private",
 			HolePunches: api.HolePunches{Succeeded: 2, Failed: 1},
-			DHT:         api.DHTStatus{Mode: "auto", RoutingTable: 4, LANRoutingTable: 1, Discovered: 1, ProviderRecords: 10, MaxProviderRecords: 10, ProviderRecordsRefused: 3},
-			Disk:        &api.DiskStatus{FreeBytes: 5 << 30, ReserveBytes: 64 << 20},
+			DHT: api.DHTStatus{Mode: "auto", RoutingTable: 4, LANRoutingTable: 1, Discovered: 1, ProviderRecords: 10, MaxProviderRecords: 10, ProviderRecordsRefused: 3,
+				AllowancesBudget: 3, AllowancesSolved: 2, AllowancesOverSolved: 1},
+			Disk: &api.DiskStatus{FreeBytes: 5 << 30, ReserveBytes: 64 << 20},
 			Bandwidth: api.BandwidthStatus{UpBytes: 3 << 30, UpBytesPerS: 8 << 20, DownBytes: 5 << 20, Month: "2026-12",
 				MonthUpBytes: 1 << 40, MonthlyUpBytes: 1 << 40, StrangerBlobsStopped: true},
 			Log: api.LogUsage{Events: 7, Bytes: 3 << 10, Authors: 2, MaxEvents: 10_000_000, MaxBytes: 4 << 30, MaxEventsPerAuthor: 100_000}})
@@ -137,6 +138,8 @@ func TestStatusInWords(t *testing.T) {
 		"dht: mode auto: looks up peers and blobs in the table nodes share; not answering others' lookups yet",
 		"dht peers: 4 in the network's table, 1 in this LAN's; 1 node of this network found by the last search",
 		"dht records: 10 of 10 notes of who holds which blob, kept for other nodes; 3 turned away since the start because the store was full",
+		"dht greeted: 5 new peers given a few lookups for their hello (3 paid from the share of new peers, 2 by a solved puzzle); " +
+			"1 more solved one past the most allowed a minute and got none",
 		"disk: 5.0 GiB free, 64.0 MiB of it kept in reserve; writes accepted",
 		"bandwidth: 3.0 GiB sent (cap 8.0 MiB/s), 5.0 MiB received (no cap) since the start; 1.0 TiB sent in 2026-12, " +
 			"the monthly cap of 1.0 TiB reached: until the month ends, blobs go only to peers this node dialled or has known for a while",
@@ -152,7 +155,7 @@ func TestStatusInWords(t *testing.T) {
 		}
 	}
 	code, stdout, _ = runCLI(t, "", "status", "--json", "--repo", dir)
-	for _, field := range []string{`"provider_records_refused": 3`, `"stranger_slots_used": 1`, `"in_flight": 5`, `"challenge_effort": 12`, `"head": 9`} {
+	for _, field := range []string{`"provider_records_refused": 3`, `"allowances_over_solved": 1`, `"stranger_slots_used": 1`, `"in_flight": 5`, `"challenge_effort": 12`, `"head": 9`} {
 		if code != exitOK || !strings.Contains(stdout, field) {
 			t.Errorf("status --json: exit %d, no %s:\n%s", code, field, stdout)
 		}
