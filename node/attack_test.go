@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/wats-network/wats/blobs"
+	"github.com/wats-network/wats/challenge"
 	"github.com/wats-network/wats/config"
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
@@ -300,6 +301,79 @@ func TestStrangerSlotsEvictTheLeastActive(t *testing.T) {
 	waitFor(t, 5*time.Second, "the suspect evicted", func() bool { return n.host.Network().Connectedness(b.ID()) != network.Connected })
 	if n.host.Network().Connectedness(c.ID()) != network.Connected {
 		t.Fatal("the idle stranger was evicted instead of the suspect")
+	}
+}
+
+// TestStrangerSlotsSpareWhoPaid: at the bound, a stranger that paid for a
+// request (a challenge solved) less than peers.PaidFor before is spared, and
+// the least recently active of those that did not pay goes; PaidFor after,
+// it goes as any other (docs/adr/0060; the bounds to the nanosecond:
+// peers/testdata/slots.txt).
+func TestStrangerSlotsSpareWhoPaid(t *testing.T) {
+	var mono atomic.Int64
+	mono.Store(int64(time.Second))
+	cfg := testConfig(false, time.Hour)
+	cfg.P2P.MaxConns, cfg.P2P.ConnsHigh, cfg.P2P.ConnsLow = 8, 6, 4 // 2 stranger slots: one that paid spared
+	r, err := repo.Init(t.TempDir(), &repo.InitOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWith(t, r, Options{Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	overload(t, n, int64(n.cfg.Limits.OverloadInFlight)+10) // a fresh peer that can solve is challenged
+
+	// a pays for a hello at 1 s.
+	a, b, c, d := rawHost(t), rawHost(t), rawHost(t), rawHost(t)
+	dialRaw(t, a, n)
+	hello := &proto.Hello{Version: 1, Network: "test", Agent: "newcomer", Features: []string{proto.FeatureChallenge},
+		Listen: []string{}, Head: 0}
+	raw, err := proto.Marshal(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its first hello is served (a peer's features are its last hello's:
+	// none before it); its second is challenged.
+	if resp := exchange(t, a, n.ID(), frame(string(raw))); resp == nil || resp.Hello == nil {
+		t.Fatalf("a's first hello: %+v, want served", resp)
+	}
+	resp := exchange(t, a, n.ID(), frame(string(raw)))
+	if resp == nil || resp.Challenge == nil {
+		t.Fatalf("a's hello under overload: %+v, want a challenge", resp)
+	}
+	aRaw, _ := peers.RawID(a.ID())
+	nRaw, _ := peers.RawID(n.ID())
+	ch := resp.Challenge
+	sol, err := challenge.SolveChallenge(context.Background(),
+		challenge.Challenge{Alg: ch.Alg, Seed: ch.Seed, Effort: ch.Effort, Expires: ch.Expires}, aRaw, nRaw, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = proto.MarshalWithSolution(hello, &proto.Solution{Alg: sol.Alg, Seed: sol.Seed, Nonce: sol.Nonce}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := exchange(t, a, n.ID(), frame(string(raw))); resp == nil || resp.Hello == nil {
+		t.Fatalf("a's solved hello: %+v, want served", resp)
+	}
+
+	// b is served after it (it cannot solve: served under overload as
+	// before), so a is the less recently active.
+	mono.Store(int64(2 * time.Second))
+	dialRaw(t, b, n)
+	if resp := exchange(t, b, n.ID(), frame(`{"type":"hello","version":1,"network":"test","listen":[],"head":"0"}`)); resp == nil || resp.Hello == nil {
+		t.Fatalf("b's hello: %+v", resp)
+	}
+	mono.Store(int64(3 * time.Second))
+	dialRaw(t, c, n) // past the bound: b goes, not a, which paid
+	waitFor(t, 5*time.Second, "b evicted", func() bool { return n.host.Network().Connectedness(b.ID()) != network.Connected })
+	if n.host.Network().Connectedness(a.ID()) != network.Connected {
+		t.Fatal("the stranger that paid was evicted")
+	}
+
+	// PaidFor after a paid, the least active goes: a.
+	mono.Store(int64(time.Second + peers.PaidFor))
+	dialRaw(t, d, n)
+	waitFor(t, 5*time.Second, "a evicted", func() bool { return n.host.Network().Connectedness(a.ID()) != network.Connected })
+	if n.host.Network().Connectedness(c.ID()) != network.Connected {
+		t.Fatal("c, more recently active than a, was evicted")
 	}
 }
 

@@ -105,10 +105,14 @@ func (t *Table[L]) Admit(st *Peer[L], k core.Request, hello *proto.Hello, class 
 		if solved {
 			add(Solved)
 			v.FirstSolution = !st.persisted.Load() && st.pendingValue() == ""
+			st.paidAt.Store(int64(mono) + 1) // it paid: the stranger slots spare it (ADR 0060)
 		}
 	case limits.Challenge:
 		add(Challenged)
 		st.challengedHere.Add(1)
+		// Its answer is awaited: as active, for the stranger slots, as a
+		// peer served, though served nothing (ADR 0060).
+		st.lastActive.Store(int64(mono))
 		v.Throttled = v.Reason != limits.ReasonOverload && v.Reason != limits.ReasonGreeting
 	default:
 		add(Refused)

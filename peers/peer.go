@@ -72,6 +72,10 @@ type Peer[L any] struct {
 	// servedHere counts its requests served on this stay: the stranger
 	// slots spare the strangers served the most.
 	servedHere atomic.Uint32
+	// paidAt is the monotonic reading, plus one (0: never), of its last
+	// request served on this stay by a verified solution: the stranger
+	// slots spare a stranger that paid (ADR 0060).
+	paidAt atomic.Int64
 	// greeted is what is left of its greeted allowance of DHT requests
 	// (ADR 0059): GreetedRequests from a hello served while it is a
 	// stranger, taken by TakeGreeted.
@@ -274,9 +278,10 @@ func (st *Peer[L]) Chosen() bool { return st.chosen.Load() }
 
 // stranger is what the stranger slots read of the peer at mono.
 func (st *Peer[L]) stranger(mono time.Duration) Stranger {
+	paid := st.paidAt.Load()
 	return Stranger{
 		Suspect: st.Tier() == limits.TierSuspect, Reputed: st.Reputed(mono), Served: st.servedHere.Load(),
-		ConnectedAt: st.connectedAt, LastActive: st.lastActive.Load(),
+		ConnectedAt: st.connectedAt, LastActive: st.lastActive.Load(), Paid: paid != 0, PaidAt: paid - 1,
 	}
 }
 

@@ -47,9 +47,14 @@ type Stranger struct {
 	// Served counts its requests served on this connection.
 	Served uint32
 	// ConnectedAt and LastActive are monotonic readings (ns): its first
-	// connection of this stay, and its last served request (or that
-	// connection).
+	// connection of this stay, and its last served request, or challenge
+	// (or that connection).
 	ConnectedAt, LastActive int64
+	// Paid: a request of it was served on this stay by a solution this
+	// node verified (ADR 0014's challenge), the last at PaidAt (a
+	// monotonic reading, ns): it paid for its slot (ADR 0060).
+	Paid   bool
+	PaidAt int64
 }
 
 // NewSlots returns n slots (at least 1) whose holders' facts at a
@@ -141,17 +146,31 @@ func (s *Slots[K]) Gone(k K) {
 // Shares of the slots spared from eviction (ADR 0030): the strangers
 // served the most requests on this connection (those that keep using the
 // node), and the most recently connected (newcomers in their first
-// requests).
+// requests); and (ADR 0060) the strangers that paid most recently, within
+// PaidFor. Together at most 7/8 of the slots: an eighth at least is
+// always there to evict.
 const (
 	sparedMostServed = 4 // a quarter of the slots
 	sparedYoungest   = 8 // an eighth of the slots
+	sparedPaid       = 2 // half the slots
 )
+
+// PaidFor is how long a stranger that paid (a request served by a verified
+// solution, Stranger.Paid) is spared from eviction by strangers that did
+// not (ADR 0060): long enough for a newcomer's first exchanges on a loaded
+// machine (its hello, a sync, its first DHT lookups), short enough that a
+// slot is not bought for good with one solution. ADR 0014's ceiling of
+// solved requests (1,200 a minute, all peers together) bounds the
+// strangers that pay within it; the share (half the slots) bounds those
+// spared.
+const PaidFor = 10 * time.Second
 
 // Order sorts strangers, in place, from the first to evict to the last,
 // by their facts at mono, and returns them: suspects first, least recently active
 // first; then the others not spared (the N/4 served the most, if served
-// at all, and the N/8 connected last), least recently active first; then
-// the spared ones, least recently active first.
+// at all; the N/8 connected last; the N/2 that paid most recently, if
+// they paid less than PaidFor before mono), least recently active first;
+// then the spared ones, least recently active first.
 func (s *Slots[K]) Order(strangers []K, mono time.Duration) []K {
 	facts := make(map[K]Stranger, len(strangers))
 	for _, k := range strangers {
@@ -168,6 +187,13 @@ func (s *Slots[K]) Order(strangers []K, mono time.Duration) []K {
 	byAge := slices.Clone(strangers)
 	slices.SortStableFunc(byAge, func(a, b K) int { return cmp.Compare(facts[b].ConnectedAt, facts[a].ConnectedAt) })
 	for _, k := range byAge[:min(len(byAge), s.n/sparedYoungest)] {
+		spared[k] = true
+	}
+	paid := slices.DeleteFunc(slices.Clone(strangers), func(k K) bool {
+		return !facts[k].Paid || int64(mono)-facts[k].PaidAt >= int64(PaidFor)
+	})
+	slices.SortStableFunc(paid, func(a, b K) int { return cmp.Compare(facts[b].PaidAt, facts[a].PaidAt) })
+	for _, k := range paid[:min(len(paid), s.n/sparedPaid)] {
 		spared[k] = true
 	}
 	rank := func(k K) int {

@@ -16,7 +16,16 @@ func TestSlotsScript(t *testing.T) {
 	var (
 		s     *Slots[string]
 		facts map[string]Stranger
+		mono  time.Duration
 	)
+	// reading is a monotonic reading: ns, or a duration ("1s").
+	reading := func(v string) int64 {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+		d, _ := time.ParseDuration(v)
+		return int64(d)
+	}
 	scripttest.Run(t, "testdata/slots.txt", 30, func(f []string) (string, error) {
 		switch f[0] {
 		case "slots":
@@ -24,14 +33,14 @@ func TestSlotsScript(t *testing.T) {
 			if err != nil {
 				return "", err
 			}
-			facts = map[string]Stranger{}
+			facts, mono = map[string]Stranger{}, 0
 			s = NewSlots(n, func(k string, _ time.Duration) Stranger { return facts[k] })
 			return fmt.Sprintf("%d slots, slack %d", s.N(), s.Slack()), nil
 		case "peer":
 			var st Stranger
 			for _, kv := range f[2:] {
 				k, v, _ := strings.Cut(kv, "=")
-				n, _ := strconv.ParseInt(v, 10, 64)
+				n := reading(v)
 				switch k {
 				case "suspect":
 					st.Suspect = true
@@ -43,14 +52,19 @@ func TestSlotsScript(t *testing.T) {
 					st.ConnectedAt = n
 				case "active":
 					st.LastActive = n
+				case "paid":
+					st.Paid, st.PaidAt = true, n
 				default:
 					return "", fmt.Errorf("unknown fact %q", k)
 				}
 			}
 			facts[f[1]] = st
 			return "ok", nil
+		case "at":
+			mono = time.Duration(reading(f[1]))
+			return "ok", nil
 		case "take":
-			victim, evicted := s.Take(f[1], 0)
+			victim, evicted := s.Take(f[1], mono)
 			if evicted {
 				return "evict " + victim, nil
 			}
@@ -76,7 +90,7 @@ func TestSlotsScript(t *testing.T) {
 			slices.Sort(held)
 			return fmt.Sprintf("%d %v", s.Len(), held), nil
 		case "order":
-			return fmt.Sprint(s.Order(f[1:], 0)), nil
+			return fmt.Sprint(s.Order(f[1:], mono)), nil
 		}
 		return "", fmt.Errorf("unknown command %q", f[0])
 	})
