@@ -698,9 +698,30 @@ const maxPartialNodes = 1 << 16
 // stored of them.
 func (s *Store) partialNodes(ctx context.Context, root cid.Cid) []cid.Cid {
 	var out []cid.Cid
+	_ = s.walkNodes(ctx, root, func(c cid.Cid, b blocks.Block, err error) ([]cid.Cid, bool, error) {
+		if err != nil {
+			return nil, false, nil
+		}
+		out = append(out, c)
+		nd, err := merkledag.DecodeProtobuf(b.RawData())
+		if err != nil {
+			return nil, true, nil
+		}
+		return linkCids(nd), true, nil
+	})
+	return out
+}
+
+// walkNodes gives visit each inner (dag-pb) node of the DAG under root that
+// pebble holds, or the error of its read, depth first from root, each
+// once; one pebble does not hold (not fetched yet) is skipped. visit
+// returns the nodes to go on to (its links), whether the node counts
+// towards the walk's bound (maxPartialNodes counted, then the walk ends)
+// and an error that ends the walk, which walkNodes returns.
+func (s *Store) walkNodes(ctx context.Context, root cid.Cid, visit func(c cid.Cid, b blocks.Block, err error) (next []cid.Cid, counted bool, stop error)) error {
 	seen := make(map[string]bool)
 	stack := []cid.Cid{root}
-	for len(stack) > 0 && len(out) < maxPartialNodes {
+	for n := 0; len(stack) > 0 && n < maxPartialNodes; {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if c.Type() != cid.DagProtobuf || seen[c.KeyString()] {
@@ -708,17 +729,26 @@ func (s *Store) partialNodes(ctx context.Context, root cid.Cid) []cid.Cid {
 		}
 		seen[c.KeyString()] = true
 		b, err := s.bstore.Get(ctx, c)
-		if err != nil {
+		if ipld.IsNotFound(err) {
 			continue
 		}
-		out = append(out, c)
-		nd, err := merkledag.DecodeProtobuf(b.RawData())
-		if err != nil {
-			continue
+		next, counted, stop := visit(c, b, err)
+		if stop != nil {
+			return stop
 		}
-		for _, l := range nd.Links() {
-			stack = append(stack, l.Cid)
+		if counted {
+			n++
 		}
+		stack = append(stack, next...)
+	}
+	return nil
+}
+
+// linkCids returns the CIDs nd links to.
+func linkCids(nd *merkledag.ProtoNode) []cid.Cid {
+	out := make([]cid.Cid, 0, len(nd.Links()))
+	for _, l := range nd.Links() {
+		out = append(out, l.Cid)
 	}
 	return out
 }
@@ -815,19 +845,7 @@ func (s *Store) ReadPartial(ctx context.Context, root cid.Cid, put func(blocks.B
 	if p == nil || !p.recorded {
 		return 0, nil, fmt.Errorf("%w: %s is no partial blob", ErrIncomplete, root)
 	}
-	seen := make(map[string]bool)
-	stack := []cid.Cid{root}
-	for n := 0; len(stack) > 0 && n < maxPartialNodes; {
-		c := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if c.Type() != cid.DagProtobuf || seen[c.KeyString()] {
-			continue
-		}
-		seen[c.KeyString()] = true
-		b, err := s.bstore.Get(ctx, c)
-		if ipld.IsNotFound(err) {
-			continue // not fetched yet
-		}
+	err = s.walkNodes(ctx, root, func(c cid.Cid, b blocks.Block, err error) ([]cid.Cid, bool, error) {
 		if err == nil {
 			err = matches(c, b.RawData())
 		}
@@ -837,15 +855,15 @@ func (s *Store) ReadPartial(ctx context.Context, root cid.Cid, put func(blocks.B
 		}
 		if err != nil {
 			bad = append(bad, fmt.Errorf("inner node %s: %w", c, err))
-			continue
+			return nil, false, nil
 		}
-		n++
 		if err := put(b); err != nil {
-			return held, bad, err
+			return nil, true, err
 		}
-		for _, l := range nd.Links() {
-			stack = append(stack, l.Cid)
-		}
+		return linkCids(nd), true, nil
+	})
+	if err != nil {
+		return held, bad, err
 	}
 	order := make([]int, len(locs))
 	for i := range order {
