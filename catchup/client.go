@@ -230,14 +230,23 @@ func (c *Client) spreads(p peer.ID) bool {
 	return ok && head >= c.o.Cursor(p)+c.SpreadLag
 }
 
+// ErrNoPeers is SyncAll's error for no peers to sync from (none has
+// completed hello): nothing was done.
+var ErrNoPeers = errors.New("catchup: no peer to sync from: none is connected and greeted; " +
+	"connect one first (wats peers connect ADDR)")
+
 // SyncAll syncs from every peer of ps now, and reports each one's
 // progress after every write: those that serve sync by id range in one
 // catch-up spread across them (joining the one running; ADR 0052), the
 // others by position, each as Sync does, all at once. It returns when
 // every sync ended, or with ctx's error (the syncs go on, and progress is
 // not called once SyncAll has returned: the caller's writer of progress
-// may be gone, as an API request's is once its client hung up).
+// may be gone, as an API request's is once its client hung up). With no
+// peer in ps, ErrNoPeers at once.
 func (c *Client) SyncAll(ctx context.Context, ps []peer.ID, progress func([]Progress)) ([]Progress, error) {
+	if len(ps) == 0 {
+		return nil, ErrNoPeers
+	}
 	var mu sync.Mutex
 	all := make([]Progress, len(ps))
 	errs := make([]error, len(ps))

@@ -120,3 +120,14 @@ func TestAPIDisconnect(t *testing.T) {
 		t.Fatalf("shutdown through Handler: %v, want 501", err)
 	}
 }
+
+// TestSyncAllWithNoPeer: a sync from every peer, with none connected, is
+// an error that says so and what to do, not a sync that succeeded from
+// no one.
+func TestSyncAllWithNoPeer(t *testing.T) {
+	c := apiClient(t, startNode(t, nil))
+	final, err := c.SyncAll(t.Context(), nil)
+	if err == nil || !strings.Contains(err.Error(), "no peer to sync from") || !strings.Contains(err.Error(), "peers connect") {
+		t.Fatalf("sync from all with no peer: %+v, %v; want an error saying none is connected", final, err)
+	}
+}
