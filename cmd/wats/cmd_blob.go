@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/spf13/cobra"
@@ -412,21 +413,46 @@ func (c *cli) blobGetFromDaemon(ctx context.Context, cl *api.Client, g *blobGetA
 	}
 	req := api.FetchRequest{CID: g.cid, Size: uint64(g.size), From: g.from}
 	if g.toStdout {
-		return c.streamBlob(ctx, cl, req, c.stdout)
+		return c.interruptedGet(ctx, cl, g.cid, c.streamBlob(ctx, cl, req, c.stdout))
 	}
 	var provider string // the peer that served it, when known
 	var resumed uint64  // the bytes held when the fetch began
 	if g.special {
 		if err := writeSpecial(g.out, func(w io.Writer) error { return c.streamBlob(ctx, cl, req, w) }); err != nil {
-			return err
+			return c.interruptedGet(ctx, cl, g.cid, err)
 		}
 	} else {
 		var err error
 		if provider, resumed, err = c.streamToFile(ctx, cl, req, g.out); err != nil {
-			return err
+			return c.interruptedGet(ctx, cl, g.cid, err)
 		}
 	}
 	return c.saidWritten(blobWritten{CID: g.cid, Size: uint64(g.size), File: g.out, Provider: provider, Resumed: resumed}, g.asJSON, "")
+}
+
+// interruptedGet is the error of a blob get through the daemon that
+// ended with err: once interrupted (ctx cancelled: Ctrl-C), it says what
+// the node keeps of blob cid, verified (its partial blob, docs/adr/0054),
+// and that the same command resumes from there; otherwise, or when the
+// node keeps nothing of it, err.
+func (c *cli) interruptedGet(ctx context.Context, cl *api.Client, cid string, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	// The command's context is done: a look of its own, brief.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	ps, perr := cl.PartialBlobs(lctx)
+	if perr != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.CID == cid && p.Held > 0 {
+			return fmt.Errorf("interrupted; the node keeps %s of the blob's %s, verified: the same command resumes from there",
+				humanize.Bytes(p.Held), humanize.Bytes(p.Size))
+		}
+	}
+	return err
 }
 
 // writeSpecial writes with write to out, a file that is not a regular
@@ -574,6 +600,9 @@ func (c *cli) streamInto(ctx context.Context, cl *api.Client, req api.FetchReque
 			*resumed = p.Resumed
 			if bar != nil {
 				_ = bar.Clear()
+				// The bar counts what is fetched now, the rest: the bytes
+				// held are not fetched at its rate, nor in its time left.
+				bar.ChangeMax64(max(int64(req.Size)-int64(p.Resumed), 1))
 			}
 			fmt.Fprintln(c.stderr, resuming(p.Resumed, p.Size))
 		}
@@ -581,7 +610,7 @@ func (c *cli) streamInto(ctx context.Context, cl *api.Client, req api.FetchReque
 		if bar == nil {
 			return
 		}
-		_ = bar.Set64(int64(p.Bytes))
+		_ = bar.Set64(max(int64(p.Bytes)-int64(*resumed), 0))
 		if w := fetchWaiting(p); w != waiting {
 			waiting = w
 			bar.Describe(label + w)

@@ -143,3 +143,32 @@ func TestBlobGetProgressBarSaysWhatItWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobGetBarCountsTheRestOnResume: on a terminal, the bar of a blob
+// get that resumes (docs/adr/0054) counts the bytes it fetches now out of
+// the rest, not the bytes held as fetched at its rate: after "resuming:
+// 3.0 MiB of 4.0 MiB already held", a bar out of 1.0 MiB.
+func TestBlobGetBarCountsTheRestOnResume(t *testing.T) {
+	daemon := http.NewServeMux()
+	daemon.HandleFunc("POST "+api.PathBlobStreamFile, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		for _, line := range []string{
+			`{"bytes":3145728,"size":4194304,"resumed":3145728}`,
+			`{"bytes":4194304,"size":4194304,"done":true}`,
+		} {
+			fmt.Fprintln(w, line)
+			w.(http.Flusher).Flush()
+		}
+	})
+	dir := fakeDaemon(t, daemon)
+	file := filepath.Join(t.TempDir(), "got.bin")
+	_, got := onTerminal(t, func(term *os.File) int {
+		// The fake daemon writes no byte into the file: the get then
+		// fails, after the bar.
+		return run(t.Context(), []string{"blob", "get", "bafkqaaa", "--size", "4194304", "-o", file, "--repo", dir},
+			strings.NewReader(""), io.Discard, term)
+	})
+	if !strings.Contains(got, "resuming: 3.0 MiB of 4.0 MiB already held") || !strings.Contains(got, "/1.0 MiB") || strings.Contains(got, "/4.0 MiB") {
+		t.Errorf("the terminal does not show a bar of the 1.0 MiB left after the resume line: %q", got)
+	}
+}
