@@ -62,9 +62,10 @@ type Plan struct {
 	err     error // why the plan ended; nil after a success
 	last    error // the last provider error, for Err
 	// skipped counts the candidates passed over under backoff; until is
-	// the earliest end of their backoffs.
+	// the earliest end of their backoffs, untilID the candidate's.
 	skipped int
 	until   time.Time
+	untilID peer.ID
 	// routed counts the providers Route added, at most
 	// core.MaxHintsPerBlob in all.
 	routed int
@@ -117,7 +118,7 @@ func (pl *Plan) skip(i int, now time.Time) bool {
 	}
 	pl.skipped++
 	if pl.until.IsZero() || until.Before(pl.until) {
-		pl.until = until
+		pl.until, pl.untilID = until, pl.cands[i].id
 	}
 	return true
 }
@@ -227,8 +228,8 @@ func (pl *Plan) Next(now time.Time) (p peer.ID, deadline time.Time, ok bool) {
 	case len(pl.cands) == 0:
 		pl.finish(fmt.Errorf("%w: none is known for this blob", ErrNoProvider))
 	case pl.skipped > 0:
-		pl.finish(fmt.Errorf("%w: %d of %d skipped, under backoff after failing, the first until %s",
-			ErrNoProvider, pl.skipped, len(pl.cands), pl.until.UTC().Format(time.TimeOnly)))
+		pl.finish(fmt.Errorf("%w: %d of %d skipped, under backoff after a failed fetch (ADR 0014), the first, %s, until %s",
+			ErrNoProvider, pl.skipped, len(pl.cands), pl.untilID, pl.until.UTC().Format(time.TimeOnly)))
 	default:
 		pl.finish(ErrNoProvider)
 	}

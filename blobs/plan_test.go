@@ -90,7 +90,8 @@ func TestPlanSixHintsAtMostFour(t *testing.T) {
 }
 
 // TestPlanNoProvider: with no hints, Err is ErrNoProvider saying none is
-// known; with every hint under backoff, it says until when.
+// known; with every hint under backoff, it names the one whose backoff
+// ends first, and when.
 func TestPlanNoProvider(t *testing.T) {
 	pl := NewPlan(Sources{}, "", NewBackoff(), base)
 	if _, _, ok := pl.Next(base); ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), "none is known") {
@@ -101,7 +102,8 @@ func TestPlanNoProvider(t *testing.T) {
 	b.Failed("h1", base.Add(time.Second))
 	pl = NewPlan(hinted(ids(2, "h")), "", b, base.Add(2*time.Second))
 	_, _, ok := pl.Next(base.Add(2 * time.Second))
-	want := "2 of 2 skipped, under backoff after failing, the first until " + base.Add(BackoffBase).UTC().Format(time.TimeOnly)
+	want := "2 of 2 skipped, under backoff after a failed fetch (ADR 0014), the first, " + peer.ID("h0").String() +
+		", until " + base.Add(BackoffBase).UTC().Format(time.TimeOnly)
 	if ok || !errors.Is(pl.Err(), ErrNoProvider) || !strings.Contains(pl.Err().Error(), want) {
 		t.Fatalf("ok %v Err %v, want %q", ok, pl.Err(), want)
 	}
