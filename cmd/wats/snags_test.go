@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/config"
+	"github.com/wats-network/wats/repo"
+)
+
+// The snags of a newcomer's second hour (docs/adr/0051, second addendum).
+
+// configDaemon is a fake daemon running with the default config, in a repo
+// whose config.toml sets log.level = "debug" and p2p.mdns = true.
+func configDaemon(t *testing.T) string {
+	t.Helper()
+	def, err := config.Default().TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, api.RunningConfig{TOML: string(def)})
+	})
+	dir := fakeDaemon(t, mux)
+	file := "[p2p]\nmdns = true\n\n[log]\nlevel = \"debug\"\n"
+	if err := os.WriteFile(filepath.Join(dir, configFile), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// holdLock takes dir's repo lock as a daemon does, until the test ends: it
+// then holds this process's pid.
+func holdLock(t *testing.T, dir string) {
+	t.Helper()
+	r, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := r.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release() })
+}
+
+// TestConfigSaysTheSIGHUPCommand: when the daemon runs with another
+// log.level than config.toml's, set, get and show give the command that
+// applies it, with the daemon's pid from the repo lock (or, the pid
+// unknown, a command that reads it there); show's note has no brackets
+// within brackets.
+func TestConfigSaysTheSIGHUPCommand(t *testing.T) {
+	dir := configDaemon(t)
+	cfgPath := filepath.Join(dir, configFile)
+	lock := filepath.Join(dir, repo.LockFile)
+
+	_, _, stderr := runCLI(t, "", "config", "set", "log.level", "debug", "--repo", dir)
+	if want := "the daemon runs with \"info\": send the daemon a SIGHUP to apply: kill -HUP $(cat " + lock + ")\n"; stderr != want {
+		t.Errorf("config set, no lock held: stderr %q, want %q", stderr, want)
+	}
+	holdLock(t, dir)
+	kill := fmt.Sprintf("kill -HUP %d", os.Getpid())
+	_, _, stderr = runCLI(t, "", "config", "set", "log.level", "debug", "--repo", dir)
+	if want := "the daemon runs with \"info\": send the daemon a SIGHUP to apply: " + kill + "\n"; stderr != want {
+		t.Errorf("config set: stderr %q, want %q", stderr, want)
+	}
+	_, _, stderr = runCLI(t, "", "config", "get", "log.level", "--repo", dir)
+	if want := "the daemon runs with log.level = \"info\"; " + cfgPath + " has \"debug\": send the daemon a SIGHUP to apply: " + kill + "\n"; stderr != want {
+		t.Errorf("config get: stderr %q, want %q", stderr, want)
+	}
+	_, _, stderr = runCLI(t, "", "config", "show", "--repo", dir)
+	want := "the daemon runs with the config above; " + cfgPath + " changes p2p.mdns, log.level: " +
+		"restart the daemon to apply them all; a SIGHUP applies log.level alone: " + kill + "\n"
+	if stderr != want || strings.Contains(stderr, "(") {
+		t.Errorf("config show: stderr %q, want %q", stderr, want)
+	}
+}
+
+// TestConfigGetTable: a table's name prints the table, each key with the
+// value in effect, and what config.toml changes in it; the start of a key
+// suggests the keys it starts; a value of the wrong type reads as one
+// sentence; a key of bytes takes a size with a unit.
+func TestConfigGetTable(t *testing.T) {
+	dir := configDaemon(t)
+	code, stdout, stderr := runCLI(t, "", "config", "get", "p2p", "--repo", dir)
+	if code != exitOK || !strings.HasPrefix(stdout, "[p2p]\nlisten = [") || !strings.Contains(stdout, "\nmdns = false\n") ||
+		!strings.Contains(stderr, "the daemon runs with p2p.mdns = false; ") || strings.Contains(stderr, "log.level") {
+		t.Errorf("config get p2p: exit %d, stdout\n%s\nstderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "config", "get", "blobs.max_blob", "--repo", dir)
+	if code != exitUsage || !strings.Contains(stderr, `"blobs.max_blob": no such key; did you mean blobs.max_blob_bytes?`) {
+		t.Errorf("config get blobs.max_blob: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "config", "set", "p2p", "x", "--repo", dir)
+	if code != exitUsage || !strings.Contains(stderr, "[p2p] is a table; its keys are p2p.listen, ") {
+		t.Errorf("config set p2p: exit %d, stderr %q", code, stderr)
+	}
+
+	code, stdout, _ = runCLI(t, "", "config", "set", "blobs.max_blob_bytes", "100MiB", "--repo", dir)
+	if code != exitOK || stdout != "blobs.max_blob_bytes = 104857600 in "+filepath.Join(dir, configFile)+"\n" {
+		t.Errorf("config set blobs.max_blob_bytes 100MiB: exit %d, %q", code, stdout)
+	}
+	code, _, stderr = runCLI(t, "", "config", "set", "blobs.max_blob_bytes", "100MB", "--repo", dir)
+	if code != exitError || strings.HasSuffix(stderr, "wrong type\n") ||
+		!strings.HasSuffix(stderr, "not an integer (or a size such as 64MiB); example (in [blobs]): max_blob_bytes = 67108864\n") {
+		t.Errorf("config set blobs.max_blob_bytes 100MB: exit %d, stderr %q", code, stderr)
+	}
+}
