@@ -112,3 +112,19 @@ func TestConfigGetTable(t *testing.T) {
 		t.Errorf("config set blobs.max_blob_bytes 100MB: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRepoInUseSaysWhatToDo: a second daemon on a repo, and init --force
+// on a repo a daemon runs on, say what to do: stop the daemon (the
+// command, with the repo), or use another repo.
+func TestRepoInUseSaysWhatToDo(t *testing.T) {
+	dir := newRepo(t)
+	holdLock(t, dir)
+	want := fmt.Sprintf("Error: %s is in use by another wats daemon (pid %d); stop it with: wats shutdown --repo %s, or use another --repo\n",
+		dir, os.Getpid(), dir)
+	for _, args := range [][]string{{"daemon"}, {"init", "--force"}} {
+		code, _, stderr := runCLI(t, "", append(args, "--repo", dir)...)
+		if code != exitError || !strings.HasSuffix(stderr, want) {
+			t.Errorf("%v: exit %d, stderr %q\nwant it to end with %q", args, code, stderr, want)
+		}
+	}
+}
