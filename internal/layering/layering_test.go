@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"peercache": {},
 	"limits":    {},
 	"challenge": {},
-	"blobs":     {"proto", "eventlog"},
+	"blobs":     {"proto", "eventlog", "internal/humanize"},
 	"repo":      {"config", "bandwidth", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
