@@ -128,3 +128,21 @@ func TestRepoInUseSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsGetAnyCase: an event id in uppercase (or mixed case) names the
+// same event; a --body that is not JSON says how to quote one.
+func TestEventsGetAnyCase(t *testing.T) {
+	dir := fakeDaemon(t, testAPI(t))
+	code, stdout, stderr := runCLI(t, "", "events", "get", strings.ToUpper(testEvID[:16]), "--repo", dir)
+	if code != exitOK || !strings.Contains(stdout, testEvID) {
+		t.Errorf("events get in uppercase: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "events", "get", "F7FBE4FF", "--repo", dir)
+	if code != exitError || stderr != "Error: no event whose id starts with f7fbe4ff in the log of repo "+dir+"\n" {
+		t.Errorf("events get F7FBE4FF: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "events", "add", "--kind", "note", "--body", "not json", "--repo", dir)
+	if code != exitUsage || !strings.Contains(stderr, `give a JSON object in single quotes, as in --body '{"text":"hi"}', or --body @FILE`) {
+		t.Errorf("events add --body 'not json': exit %d, stderr %q", code, stderr)
+	}
+}
