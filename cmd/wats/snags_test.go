@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/wats-network/wats/api"
 	"github.com/wats-network/wats/config"
@@ -144,5 +147,51 @@ func TestEventsGetAnyCase(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "events", "add", "--kind", "note", "--body", "not json", "--repo", dir)
 	if code != exitUsage || !strings.Contains(stderr, `give a JSON object in single quotes, as in --body '{"text":"hi"}', or --body @FILE`) {
 		t.Errorf("events add --body 'not json': exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestSyncLinesOnlyWhenChanged: outside a terminal, a progress report that
+// says what the line before said prints nothing; one that moved prints.
+func TestSyncLinesOnlyWhenChanged(t *testing.T) {
+	share := func(received int, done bool) string {
+		return fmt.Sprintf(`{"peer":"","received":%d,"stored":%d,"dropped":0,"cursor":0,"peer_head":300,"done":%v,"shares":[`+
+			`{"peer":"%s","received":%d,"stored":%d,"dropped":0,"cursor":%d,"peer_head":300,"done":%v}]}`+"\n",
+			received, received, done, testPeer, received, received, received, done)
+	}
+	one := func(received int) string {
+		return fmt.Sprintf(`{"peer":"%s","received":%d,"stored":%d,"dropped":0,"cursor":%d,"peer_head":300}`+"\n",
+			testPeer, received, received, received)
+	}
+	dir := fakeDaemon(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		var req api.SyncRequest
+		if json.UnmarshalRead(r.Body, &req) == nil && req.All {
+			for _, l := range []string{share(100, false), share(100, false), share(200, false), share(300, true)} {
+				io.WriteString(w, l)
+			}
+			return
+		}
+		for _, l := range []string{one(100), one(100), one(200), one(200)} {
+			io.WriteString(w, l)
+		}
+		io.WriteString(w, `{"peer":"`+testPeer+`","received":300,"stored":300,"dropped":0,"cursor":300,"peer_head":300,"done":true}`+"\n")
+	}))
+	for _, args := range [][]string{{"sync"}, {"sync", testPeer}} {
+		code, stdout, stderr := runCLI(t, "", append(args, "--repo", dir)...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		progress := 0
+		seen := map[string]bool{}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "sync from") {
+				progress++
+				if seen[l] {
+					t.Errorf("%v: the line %q twice", args, l)
+				}
+				seen[l] = true
+			}
+		}
+		if code != exitOK || progress != 2 {
+			t.Errorf("%v: exit %d, %d progress lines, want 2; stderr %q, stdout\n%s", args, code, progress, stderr, stdout)
+		}
 	}
 }
