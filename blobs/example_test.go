@@ -50,5 +50,5 @@ func ExampleCheckBeforeFetch() {
 	err := blobs.CheckBeforeFetch(blobs.DefaultMaxBlobBytes+1, blobs.DefaultMaxBlobBytes, 0, blobs.DefaultQuotaBytes)
 	fmt.Println(errors.Is(err, blobs.ErrTooLarge), err)
 	// Output:
-	// true blobs: blob too large: declared size 67108865 > blobs.max_blob_bytes 67108864
+	// true blobs: blob too large: declared size 64.0 MiB (67108865 bytes), more than blobs.max_blob_bytes = 67108864 (64.0 MiB)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/wats-network/wats/core"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // Declared size bounds (ADR 0014 "Declared size"; docs/design.md §9; ADR 0027 keys
@@ -50,13 +51,32 @@ func ChunksFor(size, chunkSize uint64) uint64 {
 // configuration layer decides whether 0 is an allowed setting.
 func CheckBeforeFetch(size, maxBlobBytes, quotaUsed, quotaBytes uint64) error {
 	if size > core.MaxSafeInt {
-		return fmt.Errorf("%w: declared size %d is beyond 2^53", ErrTooLarge, size)
+		return fmt.Errorf("%w: declared size %d bytes is beyond 2^53", ErrTooLarge, size)
 	}
 	if maxBlobBytes != 0 && size > maxBlobBytes {
-		return fmt.Errorf("%w: declared size %d > blobs.max_blob_bytes %d", ErrTooLarge, size, maxBlobBytes)
+		return fmt.Errorf("%w: declared size %s, more than %s", ErrTooLarge, sizeText(size), boundText("blobs.max_blob_bytes", maxBlobBytes))
 	}
 	if quotaBytes != 0 && (quotaUsed > quotaBytes || size > quotaBytes-quotaUsed) {
-		return fmt.Errorf("%w: %d bytes stored + %d declared > blobs.quota_bytes %d", ErrQuota, quotaUsed, size, quotaBytes)
+		return fmt.Errorf("%w: declared size %s, with %s stored, more than %s", ErrQuota, sizeText(size),
+			humanize.Bytes(quotaUsed), boundText("blobs.quota_bytes", quotaBytes))
 	}
 	return nil
+}
+
+// sizeText says a byte count n in a binary unit with its exact bytes,
+// "400.0 MiB (419430400 bytes)", as the CLI shows sizes; "512 bytes"
+// below a KiB. A refusal for a size says both: the unit for the reader,
+// the bytes for what may have to be typed.
+func sizeText(n uint64) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%s (%d bytes)", humanize.Bytes(n), n)
+}
+
+// boundText says a config key of bytes and its value as it is set, with
+// the value in a binary unit: "blobs.max_blob_bytes = 67108864 (64.0
+// MiB)".
+func boundText(key string, n uint64) string {
+	return fmt.Sprintf("%s = %d (%s)", key, n, humanize.Bytes(n))
 }

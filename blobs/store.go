@@ -38,6 +38,7 @@ import (
 
 	"github.com/wats-network/wats/core"
 	"github.com/wats-network/wats/eventlog"
+	"github.com/wats-network/wats/internal/humanize"
 )
 
 // KeyPrefix is the prefix of every key the store writes to the node's
@@ -708,7 +709,7 @@ func (s *Store) rename(ctx context.Context, c cid.Cid, name string) error {
 func (s *Store) CheckImport(size uint64) error {
 	b := s.importBound()
 	if size > b.limit {
-		return fmt.Errorf("%w: %d bytes, more than %d (%s)", b.err, size, b.limit, b.what)
+		return fmt.Errorf("%w: %s, more than %s", b.err, sizeText(size), b.what)
 	}
 	return nil
 }
@@ -721,10 +722,11 @@ func (s *Store) importBound() *boundedReader {
 	used := s.mu.used + s.mu.reserved
 	s.mu.Unlock()
 	b := &boundedReader{limit: min(s.opts.MaxBlobBytes, core.MaxSafeInt), err: ErrTooLarge,
-		what: fmt.Sprintf("blobs.max_blob_bytes = %d", s.opts.MaxBlobBytes)}
+		what: boundText("blobs.max_blob_bytes", s.opts.MaxBlobBytes)}
 	if free := s.opts.QuotaBytes - min(used, s.opts.QuotaBytes); free < b.limit {
 		b.limit, b.err = free, ErrQuota
-		b.what = fmt.Sprintf("the room left under blobs.quota_bytes: %d of %d bytes in use or reserved", used, s.opts.QuotaBytes)
+		b.what = fmt.Sprintf("the %s left of %s, %s being in use or reserved",
+			humanize.Bytes(free), boundText("blobs.quota_bytes", s.opts.QuotaBytes), humanize.Bytes(used))
 	}
 	return b
 }
@@ -914,7 +916,7 @@ type boundedReader struct {
 	n     uint64 // bytes returned so far, ≤ limit
 	limit uint64
 	err   error
-	what  string
+	what  string // the bound, as a refusal says it: "blobs.max_blob_bytes = 67108864 (64.0 MiB)"
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -923,7 +925,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	k, err := b.r.Read(p)
 	if b.n+uint64(k) > b.limit {
-		return 0, fmt.Errorf("%w: more than %d bytes (%s)", b.err, b.limit, b.what)
+		return 0, fmt.Errorf("%w: more than %s", b.err, b.what)
 	}
 	b.n += uint64(k)
 	return k, err

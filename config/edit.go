@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/wats-network/wats/core"
 )
 
 // Keys returns every key of config.toml, dotted ("p2p.listen"), in the
@@ -29,20 +32,81 @@ func Keys() []string {
 }
 
 // ErrNoKey is returned (wrapped) by Get and Set for a key config.toml does
-// not have; the message names the nearest key there is.
+// not have; the message says what there is instead: a table's keys when
+// key names a table, the keys that key is the start of, or the nearest
+// key there is.
 var ErrNoKey = errors.New("no such key")
 
 // lookup returns the field of key, or an error wrapping ErrNoKey.
 func lookup(key string) (field, error) {
 	f, ok := fields[key]
-	if !ok {
-		near := "; config.toml lists every key, commented with its default and what it does"
-		if k := nearestKey(key, key[strings.LastIndex(key, ".")+1:]); k != "" {
-			near = fmt.Sprintf("; did you mean %s?", k)
-		}
-		return field{}, fmt.Errorf("config: %q: %w%s", key, ErrNoKey, near)
+	if ok {
+		return f, nil
 	}
-	return f, nil
+	if keys := TableKeys(key); len(keys) > 0 {
+		return field{}, fmt.Errorf("config: %q: %w: [%s] is a table; its keys are %s", key, ErrNoKey, key, strings.Join(keys, ", "))
+	}
+	near := "; config.toml lists every key, commented with its default and what it does"
+	if ks := keysStartingWith(key); len(ks) > 0 {
+		near = "; did you mean " + oneOf(ks) + "?"
+	} else if k := nearestKey(key, key[strings.LastIndex(key, ".")+1:]); k != "" {
+		near = fmt.Sprintf("; did you mean %s?", k)
+	}
+	return field{}, fmt.Errorf("config: %q: %w%s", key, ErrNoKey, near)
+}
+
+// TableKeys returns the keys of the table name ("p2p": "p2p.listen",
+// "p2p.conns_low", ...), dotted, in the order of Keys; none when name is
+// not a table of config.toml.
+func TableKeys(name string) []string {
+	var out []string
+	if name == "" {
+		return nil
+	}
+	for _, k := range Keys() {
+		if fields[k].table == name {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// maxPrefixSuggestions bounds the keys a "did you mean" lists.
+const maxPrefixSuggestions = 4
+
+// keysStartingWith returns the keys that key is the start of, case
+// ignored ("blobs.max_blob": "blobs.max_blob_bytes"); for a key without a
+// table, those whose last part it starts ("max_blob"). At most
+// maxPrefixSuggestions+1, so that the caller knows there are more.
+func keysStartingWith(key string) []string {
+	key = strings.ToLower(key)
+	if key == "" {
+		return nil
+	}
+	var out []string
+	for _, k := range Keys() {
+		if strings.HasPrefix(k, key) || !strings.Contains(key, ".") && strings.HasPrefix(fields[k].name, key) {
+			out = append(out, k)
+			if len(out) > maxPrefixSuggestions {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// oneOf says keys as a choice: "a", "a or b", "one of a, b, c", with
+// "..." past maxPrefixSuggestions.
+func oneOf(keys []string) string {
+	switch {
+	case len(keys) == 1:
+		return keys[0]
+	case len(keys) == 2:
+		return keys[0] + " or " + keys[1]
+	case len(keys) > maxPrefixSuggestions:
+		return "one of " + strings.Join(keys[:maxPrefixSuggestions], ", ") + ", ..."
+	}
+	return "one of " + strings.Join(keys, ", ")
 }
 
 // Get returns the value of key in c as TOML text, as config.toml writes it
@@ -86,8 +150,12 @@ func Set(data []byte, key, val string) ([]byte, error) {
 	}
 	text, ok := valueText(f, val)
 	if !ok {
-		return nil, fmt.Errorf("config: %s = %s: not %s; example%s: %s: %w",
-			key, val, typeName(f.typ), tableNote(f), keyDocs[f.key].example, ErrType)
+		what := typeName(f.typ)
+		if isSizeKey(f) {
+			what += " (or a size such as 64MiB)"
+		}
+		return nil, &Error{Key: key, Kind: ErrType, Msg: fmt.Sprintf("%s = %s: not %s; example%s: %s",
+			key, val, what, tableNote(f), keyDocs[f.key].example)}
 	}
 	d, err := scan(data)
 	if err != nil {
@@ -107,15 +175,22 @@ func Set(data []byte, key, val string) ([]byte, error) {
 }
 
 // valueText returns value as TOML text for the field f: as it is when it
-// reads as a TOML value, else quoted (strings, durations) or as a list of
-// quoted strings (lists); ok is false for a value that is none of these (a
-// number or a bool that does not read as one).
+// reads as a TOML value, else quoted (strings, durations), as a list of
+// quoted strings (lists) or, for a key of bytes (isSizeKey), a size with a
+// binary unit as its integer ("64MiB": 67108864); ok is false for a value
+// that is none of these (a number or a bool that does not read as one).
 func valueText(f field, value string) (text string, ok bool) {
 	v := strings.TrimSpace(value)
 	if isTOMLValue(v) {
 		return v, true
 	}
 	switch {
+	case isSizeKey(f):
+		n, ok := parseSize(v)
+		if !ok {
+			return "", false
+		}
+		return strconv.FormatUint(n, 10), true
 	case f.typ.Kind() == reflect.Slice:
 		var parts []string
 		for p := range strings.SplitSeq(v, ",") {
@@ -180,4 +255,46 @@ func withNewlineIfLast(lines [][]byte, i int) []byte {
 		return []byte("\n")
 	}
 	return nil
+}
+
+// isSizeKey reports whether f is an integer key of bytes
+// (blobs.max_blob_bytes, bandwidth.up_bytes_per_s, ...), whose value Set
+// also takes as a size with a binary unit.
+func isSizeKey(f field) bool {
+	return strings.Contains(f.name, "bytes") && f.typ.Kind() >= reflect.Int && f.typ.Kind() <= reflect.Uint64
+}
+
+// sizeUnits are the units parseSize takes, binary, as the CLI prints
+// sizes (KiB, MiB, GiB).
+var sizeUnits = map[string]uint64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+var sizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)$`)
+
+// parseSize reads s as a size: a number, whole or decimal, and a unit of
+// sizeUnits, case ignored ("64MiB", "1.5 GiB", "512 b", "1gib"); ok is false for anything else,
+// for a size that is not a whole number of bytes, and for one of 2^53
+// bytes or more (core.MaxSafeInt bounds every count of bytes).
+func parseSize(s string) (n uint64, ok bool) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	var unit uint64
+	for name, u := range sizeUnits {
+		if strings.EqualFold(name, m[2]) {
+			unit = u
+		}
+	}
+	if unit == 0 || len(m[1]) > 30 {
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		return 0, false
+	}
+	r.Mul(r, new(big.Rat).SetUint64(unit))
+	if !r.IsInt() || !r.Num().IsUint64() || r.Num().Uint64() > core.MaxSafeInt {
+		return 0, false
+	}
+	return r.Num().Uint64(), true
 }

@@ -142,3 +142,80 @@ func isSubsequence(a, b []string) bool {
 	}
 	return j == len(a)
 }
+
+// TestLookupSaysWhatThereIs: a table's name is not a key, and the error
+// lists its keys (not "did you mean" the table itself); the start of a key
+// suggests the keys it starts; a type error reads as one sentence, without
+// a trailing kind.
+func TestLookupSaysWhatThereIs(t *testing.T) {
+	c := Default()
+	_, err := c.Get("p2p")
+	if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "[p2p] is a table; its keys are p2p.listen, ") ||
+		strings.Contains(err.Error(), "did you mean p2p?") {
+		t.Errorf("Get(p2p): %v; want the keys of [p2p]", err)
+	}
+	if keys := TableKeys("blobs"); !slices.Contains(keys, "blobs.max_blob_bytes") || slices.Contains(keys, "p2p.listen") {
+		t.Errorf("TableKeys(blobs) = %q", keys)
+	}
+	if keys := TableKeys("blobs.max_blob_bytes"); keys != nil {
+		t.Errorf("TableKeys of a key = %q, want none", keys)
+	}
+	for key, want := range map[string]string{
+		"blobs.max_blob": "did you mean blobs.max_blob_bytes?",
+		"blobs.max_part": "did you mean blobs.max_partial_bytes or blobs.max_partial_age?",
+		"max_blob":       "did you mean blobs.max_blob_bytes?",
+		"Blobs.Max_Blob": "did you mean blobs.max_blob_bytes?",
+		"log.levl":       "did you mean log.level?",
+		"limits.":        ", ...?",
+	} {
+		if _, err := c.Get(key); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Get(%s): %v; want %q", key, err, want)
+		}
+	}
+	_, err = Set(Template(nil), "limits.sync_per_min", "lots")
+	if !errors.Is(err, ErrType) || strings.HasSuffix(err.Error(), "wrong type") || !strings.HasSuffix(err.Error(), "sync_per_min = 600") {
+		t.Errorf("Set(limits.sync_per_min, lots): %v; want ErrType, ending with the example", err)
+	}
+}
+
+// TestSetTakesSizes: a key of bytes takes a size with a binary unit,
+// written as its integer; a size that is not a whole number of bytes, an
+// unknown or decimal unit, and a size past 2^53 are refused, the message
+// saying that a size would do; other integer keys take no unit.
+func TestSetTakesSizes(t *testing.T) {
+	file := Template(nil)
+	for value, want := range map[string]string{
+		"100MiB":   "max_blob_bytes = 104857600",
+		"100 MiB":  "max_blob_bytes = 104857600",
+		"1.5GiB":   "max_blob_bytes = 1610612736",
+		"4096":     "max_blob_bytes = 4096",
+		"0.5 KiB":  "max_blob_bytes = 512",
+		"2097152B": "max_blob_bytes = 2097152",
+		"100mib":   "max_blob_bytes = 104857600",
+	} {
+		out, err := Set(file, "blobs.max_blob_bytes", value)
+		if err != nil || !strings.Contains(string(out), "\n"+want+"\n") {
+			t.Errorf("Set(blobs.max_blob_bytes, %s): %v; want %q in the file", value, err, want)
+		}
+	}
+	if out, err := Set(file, "bandwidth.up_bytes_per_s", "8MiB"); err != nil || !strings.Contains(string(out), "up_bytes_per_s = 8388608\n") {
+		t.Errorf("Set(bandwidth.up_bytes_per_s, 8MiB): %v", err)
+	}
+	for _, value := range []string{"100MB", "1.3B", "0.1KiB", "8192.5TiB", "MiB", "1e3MiB", "-1MiB", "100mb", "100 kb"} {
+		_, err := Set(file, "blobs.max_blob_bytes", value)
+		if !errors.Is(err, ErrType) || !strings.Contains(err.Error(), "not an integer (or a size such as 64MiB)") {
+			t.Errorf("Set(blobs.max_blob_bytes, %s): %v; want ErrType saying a size would do", value, err)
+		}
+	}
+	// 2^53 bytes (8192 TiB), core.MaxSafeInt, is a size; a byte more
+	// is not.
+	if n, ok := parseSize("8192 TiB"); !ok || n != 1<<53 {
+		t.Errorf("parseSize(8192 TiB) = %d, %v; want 2^53", n, ok)
+	}
+	if n, ok := parseSize("9007199254740993 B"); ok {
+		t.Errorf("parseSize(2^53+1 B) = %d, want refused", n)
+	}
+	if _, err := Set(file, "limits.sync_per_min", "1KiB"); !errors.Is(err, ErrType) || strings.Contains(err.Error(), "64MiB") {
+		t.Errorf("Set(limits.sync_per_min, 1KiB): %v; want a type error without sizes", err)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/wats-network/wats/eventlog"
 	"github.com/wats-network/wats/metrics"
 	"github.com/wats-network/wats/node"
+	"github.com/wats-network/wats/p2p"
 	"github.com/wats-network/wats/peercache"
 	"github.com/wats-network/wats/proto"
 )
@@ -42,6 +43,13 @@ func (h handlers) connect(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	p, err := h.Connect(ctx, req.Addr)
 	if err != nil {
+		// A failure the operator can act on is its one sentence, which
+		// names the address and the peer: not the chain of dial errors
+		// under it (docs/adr/0051, second addendum).
+		var ce *p2p.ConnectError
+		if errors.As(err, &ce) {
+			err = ce
+		}
 		writeError(w, http.StatusBadGateway, err)
 		return
 	}

@@ -128,5 +128,12 @@ func Run(ctx context.Context, r *repo.Repo, opts *node.Options, logRing *LogRing
 		}
 	}
 	log.Info("shutting down")
-	return errors.Join(first, n.Close())
+	err = errors.Join(first, n.Close())
+	release()
+	if err == nil {
+		// The last line, once the repo is free: a person watching the
+		// terminal knows it ended well (docs/adr/0051, second addendum).
+		log.Info("stopped")
+	}
+	return err
 }

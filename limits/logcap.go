@@ -1,6 +1,9 @@
 package limits
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,10 @@ const (
 	// below that; the cap is a second line of defence (e.g. against a clock
 	// that jumped back), beyond which lines are suppressed.
 	maxLogEntries = 256
+
+	// maxSuppressedTopics caps the topics whose suppressed lines are
+	// counted apart (the topics are constants of the code: a dozen).
+	maxSuppressedTopics = 32
 )
 
 // LogCap decides when to write a log line that a peer's input caused ("peer
@@ -58,6 +65,13 @@ type LogCap struct {
 	global     Rate
 	suppressed atomic.Uint64
 	logged     atomic.Uint64
+	// byTopic counts the suppressed lines of each topic since the last
+	// TakeSuppressedTopics: topic (a string) -> *atomic.Uint64, for the
+	// summary to say what it left out. INVARIANT: at most
+	// maxSuppressedTopics entries and "other", under which the lines of
+	// any further topic are counted (topics are constants: a dozen).
+	byTopic sync.Map
+	topics  atomic.Int32
 }
 
 type logKey struct {
@@ -94,18 +108,18 @@ func (l *LogCap) ShouldLog(p peer.ID, topic string, now int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if last, ok := l.mu.last[key]; ok && (tk < last || tk-last < uint64(LogInterval)) {
-		l.suppressed.Add(1)
+		l.Suppress(topic)
 		return false
 	}
 	if len(l.mu.last) >= maxLogEntries {
 		l.dropOld(tk)
 		if len(l.mu.last) >= maxLogEntries {
-			l.suppressed.Add(1)
+			l.Suppress(topic)
 			return false
 		}
 	}
 	if ok, _ := l.global.allow(&l.mu.globalNS, &l.mu.globalRem, tk); !ok {
-		l.suppressed.Add(1)
+		l.Suppress(topic)
 		return false
 	}
 	l.dropOld(tk)
@@ -124,14 +138,60 @@ func (l *LogCap) dropOld(tk uint64) {
 	}
 }
 
-// Suppress counts a line the caller suppressed on its own (a per-peer
-// check it keeps without the LogCap's lock), for the summary.
-func (l *LogCap) Suppress() { l.suppressed.Add(1) }
+// Suppress counts a line of topic that the caller suppressed on its own (a
+// per-peer check it keeps without the LogCap's lock), for the summary. It
+// takes no lock.
+func (l *LogCap) Suppress(topic string) {
+	l.suppressed.Add(1)
+	c, ok := l.byTopic.Load(topic)
+	if !ok {
+		for {
+			n := l.topics.Load()
+			if n >= maxSuppressedTopics {
+				topic = "other"
+				break
+			}
+			if l.topics.CompareAndSwap(n, n+1) {
+				break
+			}
+		}
+		c, _ = l.byTopic.LoadOrStore(topic, new(atomic.Uint64))
+	}
+	c.(*atomic.Uint64).Add(1)
+}
 
 // TakeSuppressed returns the number of lines suppressed since the last
 // call, and starts counting again from zero. The node calls it once a
 // minute and, when it is not zero, logs one summary line.
 func (l *LogCap) TakeSuppressed() uint64 { return l.suppressed.Swap(0) }
+
+// TopicCount is a topic of peer-caused lines and how many of them were
+// suppressed.
+type TopicCount struct {
+	Topic string
+	Count uint64
+}
+
+// TakeSuppressedTopics returns the topics of the lines suppressed since
+// the last call, the most suppressed first (then by topic), and starts
+// counting again from zero; none when none was. Its counts may differ from
+// TakeSuppressed's by the lines suppressed between the two calls.
+func (l *LogCap) TakeSuppressedTopics() []TopicCount {
+	var out []TopicCount
+	l.byTopic.Range(func(k, v any) bool {
+		if n := v.(*atomic.Uint64).Swap(0); n > 0 {
+			out = append(out, TopicCount{k.(string), n})
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b TopicCount) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return strings.Compare(a.Topic, b.Topic)
+	})
+	return out
+}
 
 // Logged returns the number of lines ShouldLog allowed since the LogCap was
 // built.

@@ -72,18 +72,22 @@ func (s Snapshot) String() string {
 	return b.String()
 }
 
-// LogValue implements slog.LogValuer: a group with one "<type>_accepted"
-// and "<type>_refused" attribute per request type, "shared_at_cap" and
-// "tracked_peers", e.g. for log.Info("rate limits", "counters", s).
+// LogValue implements slog.LogValuer: a group with one "<type>" attribute
+// per request type, "ACCEPTED/REFUSED" ("sync=150/0"), "tracked_peers",
+// and "shared_at_cap" when it is not 0, e.g. for log.Info("requests",
+// "limits", s): short enough that the line at shutdown reads at a glance
+// (docs/adr/0051, second addendum); `wats diag --json` has every count
+// as a number.
 func (s Snapshot) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 2*core.NumRequests+2)
+	attrs := make([]slog.Attr, 0, core.NumRequests+2)
 	for _, k := range core.Requests() {
 		c := s.Of(k)
-		attrs = append(attrs,
-			slog.Uint64(k.String()+"_accepted", c.Accepted),
-			slog.Uint64(k.String()+"_refused", c.Refused))
+		attrs = append(attrs, slog.String(k.String(), fmt.Sprintf("%d/%d", c.Accepted, c.Refused)))
 	}
-	attrs = append(attrs, slog.Uint64("shared_at_cap", s.SharedAtCap), slog.Int("tracked_peers", s.TrackedPeers))
+	if s.SharedAtCap > 0 {
+		attrs = append(attrs, slog.Uint64("shared_at_cap", s.SharedAtCap))
+	}
+	attrs = append(attrs, slog.Int("tracked_peers", s.TrackedPeers))
 	return slog.GroupValue(attrs...)
 }
 

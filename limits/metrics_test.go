@@ -55,13 +55,18 @@ func TestSnapshot(t *testing.T) {
 	if string(js) != wantJSON {
 		t.Fatalf("JSON:\n got %s\nwant %s", js, wantJSON)
 	}
+	// In a log line: ACCEPTED/REFUSED a type, shared_at_cap only when
+	// not 0.
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("rate limits", "counters", s)
-	for _, attr := range []string{"counters.hello_accepted=15", "counters.hello_refused=2",
-		"counters.crash_report_refused=1", "counters.tracked_peers=3", "counters.shared_at_cap=0"} {
-		if !strings.Contains(buf.String(), attr) {
-			t.Errorf("log line %q lacks %s", buf.String(), attr)
-		}
+	if want := " counters.hello=15/2 counters.sync=1/0 counters.replicate=0/0 counters.crash_report=2/1 counters.tracked_peers=3\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("log line %q, want it to end with %q", buf.String(), want)
+	}
+	buf.Reset()
+	s.SharedAtCap = 4
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("rate limits", "counters", s)
+	if want := " counters.crash_report=2/1 counters.shared_at_cap=4 counters.tracked_peers=3\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("log line %q, want it to end with %q", buf.String(), want)
 	}
 }
 

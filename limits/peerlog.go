@@ -2,7 +2,9 @@ package limits
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,11 +66,21 @@ func (l *PeerLog) at(level slog.Level, p peer.ID, topic, msg string, args []any)
 }
 
 // Summarize logs how many peer-caused lines were suppressed since the
-// last call, when any were; run it every SummaryInterval.
+// last call, when any were, and of which topics ("throttled sync 12,
+// hello 1"), saying why (the cap of ADR 0030); run it every
+// SummaryInterval.
 func (l *PeerLog) Summarize() {
-	if k := l.Cap.TakeSuppressed(); k > 0 {
-		l.Log.Info("peer-caused log lines suppressed", "count", k, "since", SummaryInterval)
+	k := l.Cap.TakeSuppressed()
+	topics := l.Cap.TakeSuppressedTopics()
+	if k == 0 {
+		return
 	}
+	parts := make([]string, len(topics))
+	for i, t := range topics {
+		parts[i] = fmt.Sprintf("%s %d", t.Topic, t.Count)
+	}
+	l.Log.Info("peer-caused log lines left out (ADR 0030's cap: one a minute per peer and topic, 60 a minute in all)",
+		"count", k, "topics", strings.Join(parts, ", "), "since", SummaryInterval)
 }
 
 // Throttled logs "peer throttled" for p's request of type k refused (or
@@ -78,7 +90,7 @@ func (l *PeerLog) Summarize() {
 // from one id suppresses its lines without taking the LogCap's lock.
 func (l *PeerLog) Throttled(p peer.ID, k core.Request, last *atomic.Int64, mono time.Duration) {
 	if t := last.Load(); t != 0 && mono-time.Duration(t-1) < LogInterval && mono >= time.Duration(t-1) {
-		l.Cap.Suppress()
+		l.Cap.Suppress(ThrottledTopic(k))
 		return
 	}
 	if l.Cap.ShouldLog(p, ThrottledTopic(k), int64(mono)) {

@@ -328,7 +328,7 @@ func (n *Node) Close() error {
 	if r := n.routing.Load(); r != nil {
 		errs = append(errs, r.Close())
 	}
-	n.log.Info("admission counters at shutdown", "limits", n.run.Admission().Snapshot())
+	n.log.Info("requests of peers since the start, accepted/refused", "limits", n.run.Admission().Snapshot())
 	n.run.Each(func(st *peerState) { n.dropPeerState(st.ID(), false) })
 	errs = append(errs, n.closeStores())
 	return errors.Join(errs...)

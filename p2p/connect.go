@@ -23,7 +23,9 @@ import (
 // rather than "connected"; when it answers there, its connections
 // elsewhere are closed (they are from before it moved or restarted).
 // Addresses that fail, and the peerstore did not hold, are dropped from
-// the peerstore.
+// the peerstore. A failure the operator can act on (a wrong peer ID at
+// the address, nothing listening there, a peer ID no peer of the DHT
+// knew) is a *ConnectError, which says so in one sentence.
 func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(context.Context, peer.ID) (peer.AddrInfo, error)) error {
 	d.ClearBackoff(ai.ID)
 	known := d.host.Peerstore().Addrs(ai.ID)
@@ -39,7 +41,7 @@ func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(contex
 		// addresses; try them.
 		if err := d.Probe(ctx, ai); err != nil {
 			forget()
-			return err
+			return explainDial(ai, err)
 		}
 		// A QUIC connection to a process that is gone answers nothing
 		// until its idle timeout, and libp2p opens streams on the
@@ -50,7 +52,7 @@ func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(contex
 	if len(ai.Addrs) > 0 {
 		if err := d.Dial(ctx, ai); err != nil {
 			forget()
-			return err
+			return explainDial(ai, err)
 		}
 		return nil
 	}
@@ -62,19 +64,19 @@ func (d *Dialer) Connect(ctx context.Context, ai peer.AddrInfo, find func(contex
 	}
 	if find == nil {
 		if err != nil {
-			return err
+			return explainDial(ai, err)
 		}
 		return errors.New("no address known for it, and p2p.dht is off: pass a full multiaddr")
 	}
 	found, ferr := find(ctx, ai.ID)
 	if ferr != nil {
-		return errors.Join(err, ferr)
+		return explainFind(ai.ID, err, ferr)
 	}
 	// The lookup's own dial of the peer may have failed (crossed:
 	// AgainAfterHandshake) and left the swarm's backoff on the addresses
 	// it found: dial them anyway.
 	d.ClearBackoff(ai.ID)
-	return d.Dial(ctx, found)
+	return explainDial(found, d.Dial(ctx, found))
 }
 
 // StartMDNS starts mDNS discovery on the Dialer's host among the nodes of

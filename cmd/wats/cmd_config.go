@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ that the daemon does not run with yet).`,
 				fmt.Fprintf(c.stderr, "no wats repo at %s: showing the defaults\n", c.repoDir)
 			case len(eff.differs) > 0:
 				fmt.Fprintf(c.stderr, "the daemon runs with the config above; %s changes %s: %s\n",
-					configPath(c.repoDir), strings.Join(eff.differs, ", "), applyHint(eff.differs))
+					configPath(c.repoDir), strings.Join(eff.differs, ", "), c.applyHint(eff.differs, eff.pid))
 			case eff.source == "file":
 				fmt.Fprintf(c.stderr, "no daemon runs: the config of %s\n", configPath(c.repoDir))
 			}
@@ -67,29 +68,50 @@ that the daemon does not run with yet).`,
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON: source, config (dotted keys) and differs")
 
 	get := &cobra.Command{
-		Use:   "get KEY",
-		Short: "Print one key's value in effect, as TOML",
+		Use:   "get KEY|TABLE",
+		Short: "Print one key's value in effect, or a table's keys, as TOML",
 		Long: `Print the value of KEY (dotted, as in config.toml: log.level,
 p2p.listen) in effect: the running daemon's, else config.toml's (its default
 if the file leaves it out). When the daemon runs with another value than the
 file's, both are said, and how the file's takes effect (log.level at a SIGHUP,
-the others at the next start).`,
+the others at the next start). Given a TABLE (p2p, blobs), print its header and
+every key of it with its value.`,
 		Example: `  wats config get log.level
-  wats config get limits.sync_per_min`,
+  wats config get limits.sync_per_min
+  wats config get blobs`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := config.Default().Get(args[0]); err != nil {
-				return usageErrorf("%s", userMessage(err))
+			keys := config.TableKeys(args[0])
+			if keys == nil {
+				if _, err := config.Default().Get(args[0]); err != nil {
+					return usageErrorf("%s", userMessage(err))
+				}
+				keys = args[:1]
 			}
 			eff, err := c.effectiveConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
-			v, _ := eff.running.Get(args[0])
-			fmt.Fprintln(c.stdout, v)
-			if slices.Contains(eff.differs, args[0]) {
-				fv, _ := eff.file.Get(args[0])
-				fmt.Fprintf(c.stderr, "the daemon runs with %s; %s has %s: %s\n", v, configPath(c.repoDir), fv, applyHint(args[:1]))
+			if keys[0] != args[0] {
+				fmt.Fprintf(c.stdout, "[%s]\n", args[0])
+			}
+			var differs []string
+			for _, k := range keys {
+				v, _ := eff.running.Get(k)
+				if keys[0] != args[0] {
+					fmt.Fprintf(c.stdout, "%s = %s\n", strings.TrimPrefix(k, args[0]+"."), v)
+				} else {
+					fmt.Fprintln(c.stdout, v)
+				}
+				if slices.Contains(eff.differs, k) {
+					differs = append(differs, k)
+				}
+			}
+			for _, k := range differs {
+				v, _ := eff.running.Get(k)
+				fv, _ := eff.file.Get(k)
+				fmt.Fprintf(c.stderr, "the daemon runs with %s = %s; %s has %s: %s\n", k, v, configPath(c.repoDir), fv,
+					c.applyHint([]string{k}, eff.pid))
 			}
 			return nil
 		},
@@ -151,7 +173,7 @@ log.level at a SIGHUP and the other keys at its next start.`,
 			fmt.Fprintf(c.stdout, "%s = %s in %s\n", args[0], v, path)
 			if slices.Contains(eff.differs, args[0]) {
 				rv, _ := eff.running.Get(args[0])
-				fmt.Fprintf(c.stderr, "the daemon runs with %s: %s\n", rv, applyHint(args[:1]))
+				fmt.Fprintf(c.stderr, "the daemon runs with %s: %s\n", rv, c.applyHint(args[:1], eff.pid))
 			}
 			return nil
 		},
@@ -208,6 +230,9 @@ type effective struct {
 	// fileErr is why config.toml could not be read, when the daemon's
 	// config is shown instead.
 	fileErr error
+	// pid is the running daemon's (repo.LockHolder), 0 when none runs
+	// or it is unknown.
+	pid int
 }
 
 // effectiveConfig returns the config in effect for the --repo repo: the
@@ -229,6 +254,9 @@ func (c *cli) effectiveConfig(ctx context.Context) (*effective, error) {
 				return nil, fmt.Errorf("the daemon sent a config that does not parse: %w", err)
 			}
 			e := &effective{source: "daemon", running: running, file: running, fileErr: ferr}
+			if pid, held, err := repo.LockHolder(c.repoDir); err == nil && held {
+				e.pid = pid
+			}
 			if ferr == nil {
 				e.file = r.Config
 				e.differs = config.Diff(running, r.Config)
@@ -276,10 +304,15 @@ func tomlToJSON(s string) string {
 var reloadable = map[string]bool{"log.level": true}
 
 // applyHint says how the keys changed in config.toml take effect in the
-// running daemon: a SIGHUP when all are reloadable, a restart when none
-// is, and both said when some are.
-func applyHint(keys []string) string {
-	const sighup = "SIGHUP (kill -HUP PID; the pid is in repo.lock)"
+// running daemon, whose pid is pid (0: unknown): a SIGHUP when all are
+// reloadable, a restart when none is, and both said when some are. The
+// SIGHUP is a command to paste: kill -HUP with the pid (repo.LockHolder),
+// else reading it from repo.lock, which holds the pid alone.
+func (c *cli) applyHint(keys []string, pid int) string {
+	kill := "kill -HUP $(cat " + shellQuote(filepath.Join(c.repoDir, repo.LockFile)) + ")"
+	if pid > 0 {
+		kill = fmt.Sprintf("kill -HUP %d", pid)
+	}
 	var hup []string
 	for _, k := range keys {
 		if reloadable[k] {
@@ -288,11 +321,11 @@ func applyHint(keys []string) string {
 	}
 	switch len(hup) {
 	case len(keys):
-		return "send the daemon " + sighup + " to apply"
+		return "send the daemon a SIGHUP to apply: " + kill
 	case 0:
 		return "restart the daemon to apply"
 	}
-	return fmt.Sprintf("restart the daemon to apply them all (a %s applies %s alone)", sighup, strings.Join(hup, ", "))
+	return fmt.Sprintf("restart the daemon to apply them all; a SIGHUP applies %s alone: %s", strings.Join(hup, ", "), kill)
 }
 
 // setArgs parses the command line of `config set` (DisableFlagParsing):

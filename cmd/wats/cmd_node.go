@@ -623,7 +623,8 @@ func (c *cli) readBody(flag string) (jsontext.Value, error) {
 	// invalid escape or UTF-8, with the offset where it was found.
 	var v jsontext.Value
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, usageErrorf("--body %.80q is not valid JSON: %s", raw, strings.TrimPrefix(err.Error(), "jsontext: "))
+		return nil, usageErrorf("--body %.80q is not valid JSON (%s); give a JSON object in single quotes, "+
+			"as in --body '{\"text\":\"hi\"}', or --body @FILE", raw, strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
 	v = jsontext.Value(raw)
 	if v.Kind() != '{' {
@@ -842,15 +843,17 @@ func (c *cli) eventsGetCmd() *cobra.Command {
 		Use:   "get ID",
 		Short: "Print the event with this id (or id prefix) as JSON",
 		Long: `Print the event whose id is ID as indented JSON (with or without --json).
-ID is the full id (64 lowercase hex characters, as 'events add' prints) or
-the start of one, from 8 characters (the 16 that 'events ls' shows will do),
-as long as no other event's id starts the same way.`,
+ID is the full id (64 hex characters, as 'events add' prints) or the start
+of one, from 8 characters (the 16 that 'events ls' shows will do), as long as
+no other event's id starts the same way; upper or lower case.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
+			// Ids are lowercase hex; one copied from elsewhere in
+			// uppercase names the same event.
+			id := strings.ToLower(args[0])
 			if !api.IsEventIDPrefix(id) {
-				return usageErrorf("event id %q: want %d to %d lowercase hex characters: the id 'events add' prints, or its start, as 'events ls' shows",
-					id, api.MinEventIDPrefix, api.EventIDLen)
+				return usageErrorf("event id %q: want %d to %d hex characters: the id 'events add' prints, or its start, as 'events ls' shows",
+					args[0], api.MinEventIDPrefix, api.EventIDLen)
 			}
 			cl, err := c.client()
 			if err != nil {

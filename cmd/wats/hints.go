@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wats-network/wats/api"
+	"github.com/wats-network/wats/repo"
 )
 
 // The hints the CLI prints (the next command to run, how to start a daemon,
@@ -87,7 +88,10 @@ var pkgPrefixes = []string{"api", "catchup", "config", "eventlog", "gossip", "js
 // userMessage is err as the CLI prints it: its text without the package
 // prefixes of pkgPrefixes where they open the message, a line or a wrapped
 // part ("sync: node: x" becomes "sync: x"), and without the HTTP status of
-// a daemon's refusal (4xx; a 500 keeps it, for a bug report).
+// a daemon's refusal (4xx; a 500 keeps it, for a bug report). A repo in
+// use by a daemon (repo.LockedError: a second daemon, an init --force or
+// a repair) is said with what to do: stop that daemon, or use another
+// repo.
 func userMessage(err error) string {
 	s := err.Error()
 	// A refusal of the daemon (4xx) says in its message what was wrong
@@ -95,6 +99,10 @@ func userMessage(err error) string {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
 		s = strings.Replace(s, fmt.Sprintf("%d %s: ", ae.Status, http.StatusText(ae.Status)), "", 1)
+	}
+	var le *repo.LockedError
+	if errors.As(err, &le) {
+		s += fmt.Sprintf("; stop it with: %s shutdown --repo %s, or use another --repo", commandName(), shellQuote(le.Dir))
 	}
 	return stripPkgPrefixes(s)
 }

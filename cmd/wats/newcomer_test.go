@@ -66,7 +66,7 @@ func TestMalformedArgumentsAreUsageErrors(t *testing.T) {
 		{[]string{"replicate", "garbage", "bafkqaaa:1"}, `"garbage" is neither a peer ID`},
 		{[]string{"replicate", testPeer, "notacid:5"}, `"notacid" is not a CID`},
 		{[]string{"events", "add", "--kind", "file", "--blob", "notacid:5:a.txt"}, `"notacid" is not a CID`},
-		{[]string{"events", "get", "zz"}, "want 8 to 64 lowercase hex characters"},
+		{[]string{"events", "get", "zz"}, "want 8 to 64 hex characters"},
 		{[]string{"crash", "report", "--program", "p", "--version", "v", "--reason", "r", "--to", "garbage"}, `--to: "garbage" is not a peer ID`},
 		{[]string{"peers", "forget", "garbage"}, `"garbage" is not a peer ID`},
 		{[]string{"peers", "disconnect", "garbage"}, `"garbage" is not a peer ID`},

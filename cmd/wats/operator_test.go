@@ -253,7 +253,7 @@ func TestConfigCommands(t *testing.T) {
 
 	// The daemon still runs with info: show and get say so.
 	code, out, stderr = runBin(t, env, bin, "config", "show", "--repo", dir)
-	if code != 0 || !strings.Contains(out, `level = "info"`) || !strings.Contains(stderr, "log.level: send the daemon SIGHUP") {
+	if code != 0 || !strings.Contains(out, `level = "info"`) || !strings.Contains(stderr, "log.level: send the daemon a SIGHUP to apply: kill -HUP ") {
 		t.Errorf("config show: exit %d, stderr %q, stdout\n%s", code, stderr, out)
 	}
 	code, out, _ = runBin(t, env, bin, "config", "show", "--json", "--repo", dir)

@@ -95,20 +95,30 @@ func (v *jsonSyncView) update(p api.SyncProgress) {
 
 func (v *jsonSyncView) done(*api.SyncProgress, error) {}
 
-// lineSyncView prints a plain line per report, for logs and pipes.
-type lineSyncView struct{ w io.Writer }
+// lineSyncView prints a plain line per report, for logs and pipes: a
+// report that says what the last line said (the daemon reports at times,
+// whether or not anything moved) prints nothing.
+type lineSyncView struct {
+	w    io.Writer
+	last string
+}
 
 func (v *lineSyncView) update(p api.SyncProgress) {
 	if p.Done || p.Error != "" {
 		return // done prints the summary
 	}
+	var line string
 	if p.Shares != nil {
-		fmt.Fprintf(v.w, "sync from %s: received %d, stored %d, dropped %d; %s\n",
+		line = fmt.Sprintf("sync from %s: received %d, stored %d, dropped %d; %s\n",
 			humanize.Plural(len(p.Shares), "peer"), p.Received, p.Stored, p.Dropped, sharesLine(p.Shares))
-		return
+	} else {
+		line = fmt.Sprintf("sync from %s: at position %d of %d, received %d, stored %d, dropped %d\n",
+			shortPeer(p.Peer), p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
 	}
-	fmt.Fprintf(v.w, "sync from %s: at position %d of %d, received %d, stored %d, dropped %d\n",
-		shortPeer(p.Peer), p.Cursor, p.PeerHead, p.Received, p.Stored, p.Dropped)
+	if line != v.last {
+		v.last = line
+		io.WriteString(v.w, line)
+	}
 }
 
 func (v *lineSyncView) done(final *api.SyncProgress, err error) {

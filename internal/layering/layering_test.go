@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"peercache": {},
 	"limits":    {},
 	"challenge": {},
-	"blobs":     {"proto", "eventlog"},
+	"blobs":     {"proto", "eventlog", "internal/humanize"},
 	"repo":      {"config", "bandwidth", "internal/fileio"},
 	"gossip":    {"proto", "eventlog"},
 	"heads":     {"proto"},
@@ -58,7 +58,7 @@ var allowed = map[string][]string{
 	// behind a token, the history of the metrics (docs/adr/0049).
 	"dashboard": {"api"},
 	// The control server of a running node, and Run for `wats daemon`.
-	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics", "dashboard"},
+	"daemon":            {"node", "api", "repo", "proto", "eventlog", "blobs", "peercache", "metrics", "dashboard", "p2p"},
 	"cmd/wats":          {"node", "api", "daemon", "store", "p2p", "repo", "config", "eventlog", "internal/attack", "internal/devnet", "internal/bench", "internal/fileio", "internal/humanize", "internal/netsim"},
 	"internal/layering": {},
 	// The attack suite is a tool of cmd/wats: a client of the wire
