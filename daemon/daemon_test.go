@@ -251,6 +251,26 @@ func TestAPIPeerCacheAndLimits(t *testing.T) {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// startRun runs Run on r with ctx and log in a goroutine, and returns its
+// control API's client once the status answers (within 10 s) and the
+// channel of Run's error. The client is closed when the test ends.
+func startRun(t *testing.T, ctx context.Context, r *repo.Repo, log *slog.Logger) (*api.Client, <-chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, r, &node.Options{Logger: log}, nil) }()
+	c := api.NewClient(r.SocketPath())
+	t.Cleanup(func() { c.Close() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // waiting for the daemon to start
+		_, err := c.Status(t.Context())
+		if err == nil {
+			return c, done
+		}
+		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
+			t.Fatalf("status: %v", err)
+		}
+	}
+}
+
 // TestRunServesTheAPIAndStopsCleanly runs the daemon's Run on a repo: the
 // control API answers on the socket (mode 0600), a second Run on the same
 // repo is refused, and cancelling the context stops it with no error and
@@ -261,22 +281,10 @@ func TestRunServesTheAPIAndStopsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, r, &node.Options{Logger: quietLogger()}, nil) }()
-
-	c := api.NewClient(r.SocketPath())
-	defer c.Close()
-	var st *api.Status
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err = c.Status(context.Background())
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
-			t.Fatalf("status: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for the daemon to start
+	c, done := startRun(t, ctx, r, quietLogger())
+	st, err := c.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
 	if st.PeerID != repo.PeerID(r).String() || st.Network != "test" || !st.Gossip {
 		t.Fatalf("status %+v does not describe the repo's node", st)

@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wats-network/wats/api"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -25,25 +23,14 @@ func runDaemon(t *testing.T, addr string) *api.Client {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, r, &node.Options{Logger: quietLogger()}, nil) }()
+	c, done := startRun(t, ctx, r, quietLogger())
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	c := api.NewClient(r.SocketPath())
-	t.Cleanup(func() { c.Close() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := c.Status(context.Background())
-		if err == nil {
-			return c
-		}
-		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
-			t.Fatalf("status: %v", err)
-		}
-	}
+	return c
 }
 
 // TestDashboardOnAndOff: with api.dashboard_addr's default the daemon

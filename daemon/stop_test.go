@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/wats-network/wats/api"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -27,19 +26,7 @@ func TestRunStopsWhenAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- Run(context.Background(), r, &node.Options{Logger: quietLogger()}, nil) }()
-	c := api.NewClient(r.SocketPath())
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := c.Status(t.Context())
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
-			t.Fatalf("status: %v", err)
-		}
-	}
+	c, done := startRun(t, context.Background(), r, quietLogger())
 	d, err := c.Dashboard(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,12 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/wats-network/wats/api"
-	"github.com/wats-network/wats/node"
 	"github.com/wats-network/wats/repo"
 )
 
@@ -44,19 +41,7 @@ func TestRunEndsWithStopped(t *testing.T) {
 	var out lockedBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, r, &node.Options{Logger: log}, nil) }()
-	c := api.NewClient(r.SocketPath())
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := c.Status(t.Context())
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, api.ErrNoDaemon) || time.Now().After(deadline) {
-			t.Fatalf("status: %v", err)
-		}
-	}
+	_, done := startRun(t, ctx, r, log)
 	cancel()
 	select {
 	case err := <-done:
