@@ -274,6 +274,21 @@ func TestStatusLinesAndTable(t *testing.T) {
 	if strings.Contains(out.String(), "\x1b") || strings.Count(out.String(), "\n") != 3 {
 		t.Errorf("the plain view = %q, want a line a node and the verdict", out.String())
 	}
+	// The same state a second later prints nothing; a change prints it
+	// all again, and a note once.
+	cv.show(2*time.Second, vs, nil)
+	if strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("the plain view printed the same state again: %q", out.String())
+	}
+	cv.note = "blob demo: done"
+	cv.show(3*time.Second, vs, nil)
+	cv.show(4*time.Second, vs, nil)
+	vs[1].head = 7
+	cv.show(5*time.Second, vs, nil)
+	if got := out.String(); strings.Count(got, "\n") != 10 || !strings.Contains(got, "at 3s: blob demo: done") ||
+		!strings.Contains(got, "at 5s: node1") || strings.Contains(got, "at 4s") || strings.Contains(got, "at 2s") {
+		t.Errorf("the plain view after a note and a change = %q", got)
+	}
 }
 
 // TestConvergenceViewFitsTheTerminal: in a terminal narrower than its

@@ -540,7 +540,8 @@ func columnsLegend(demo bool) string {
 }
 
 // convergenceView shows the nodes' state: a table redrawn in place on a
-// terminal, a few plain lines per refresh otherwise.
+// terminal, otherwise a few plain lines at each refresh that finds it
+// changed.
 type convergenceView struct {
 	w     io.Writer
 	tty   bool
@@ -555,6 +556,9 @@ type convergenceView struct {
 	// plain lines it is printed when it changes, noted being the last one
 	// printed.
 	note, noted string
+	// plain is the state the plain lines printed last said, their times
+	// left out: lines that would say the same are not printed again.
+	plain string
 }
 
 func newConvergenceView(w io.Writer, tty bool) *convergenceView {
@@ -566,6 +570,11 @@ func newConvergenceView(w io.Writer, tty bool) *convergenceView {
 func (cv *convergenceView) show(elapsed time.Duration, views []nodeView, published []int) {
 	conv := converged(views)
 	if !cv.tty {
+		state := strings.Join(statusLines(0, views, published, cv.lags, cv.spread, conv), "\n")
+		if state == cv.plain && cv.note == cv.noted {
+			return // nothing new since the lines printed last
+		}
+		cv.plain = state
 		lines := statusLines(elapsed, views, published, cv.lags, cv.spread, conv)
 		if cv.note != "" && cv.note != cv.noted {
 			// A note is printed when it changes.
