@@ -194,10 +194,12 @@ func askOrRead[T any](c *cli, cmd *cobra.Command, call func(*api.Client, context
 }
 
 // daemonGone reports whether err says no daemon answers: none runs, or
-// the one that did closed the connection midway (it is stopping).
+// the one that did closed the connection midway (it is stopping): read
+// as an end of file or a reset, or, as the request was written, a broken
+// pipe.
 func daemonGone(err error) bool {
 	return errors.Is(err, api.ErrNoDaemon) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 // daemonAnswerWait bounds how long a command that reads the repo waits for
