@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 )
 
 // direction is the direction of a's connection to p ("" for none).
@@ -50,6 +51,14 @@ func TestStandingOnlyFromChosenDials(t *testing.T) {
 		waitFor(t, 10*time.Second, "far's state gone at a, or far back", func() bool {
 			return a.run.Get(far.ID()) == nil || direction(a, far.ID()) != network.DirUnknown
 		})
+		// A dial of far's that failed (far's own dial of a in flight, or
+		// its connection closing) puts far under the swarm's dial
+		// backoff, in which the next lookups cannot dial it: cleared.
+		sw, ok := a.host.Network().(*swarm.Swarm)
+		if !ok {
+			t.Fatalf("a's network is a %T, not a swarm", a.host.Network())
+		}
+		sw.Backoff().Clear(far.ID())
 		lookup, trace := traceLookup(ctx)
 		if _, err := a.routing.Load().DHT().GetClosestPeers(lookup, string(far.ID())); err != nil {
 			t.Fatalf("lookup: %v\n%s", err, trace())
